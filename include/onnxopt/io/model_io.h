@@ -1,0 +1,62 @@
+// Reading and writing models. This layer is the only code that touches protobuf: the rest of onnxopt sees
+// the IR only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "onnxopt/ir/graph.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::io {
+
+/// The newest IR version onnxopt reads. Newer files are rejected rather than half understood.
+inline constexpr int64_t kMaxIrVersion = 14;
+
+/// Reads a model from `path`: the binary protobuf format, or ONNX's textual syntax when the file name
+/// ends in .onnxtxt / .txt or the content starts with '<'. External data is read relative to the model's
+/// folder and memory-mapped, not copied. Every error names the file and, where it applies, the node or
+/// value, and says why.
+StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path);
+
+/// Parses a model in ONNX's textual syntax. `base_dir` resolves external-data locations.
+StatusOr<std::unique_ptr<ir::Model>> parseModelText(std::string_view text,
+                                                    const std::string& base_dir = ".");
+
+/// Parses a binary ModelProto held in memory.
+StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
+                                                      const std::string& base_dir = ".");
+
+/// How tensor data is laid out on export.
+struct SaveOptions {
+  enum class ExternalData {
+    kAuto,    ///< external when the input used external data or the model would exceed 2 GB
+    kAlways,  ///< every tensor of at least `external_min_bytes` goes to the data file
+    kNever,   ///< everything embedded (fails past protobuf's 2 GB limit)
+  };
+  ExternalData external_data = ExternalData::kAuto;
+  /// Data file name, relative to the output's folder; empty means "<output file name>.data".
+  std::string external_file;
+  /// Tensors smaller than this stay embedded even in external mode.
+  uint64_t external_min_bytes = 1024;
+  /// Serialized size above which kAuto switches to external data (protobuf's limit, less a margin).
+  uint64_t embed_limit_bytes = (uint64_t{2} << 30) - (uint64_t{64} << 20);
+};
+
+/// Writes `model` to `path` atomically: data file and model are written to temporary files in the same
+/// folder and renamed into place only when complete, so a failure leaves no partial output.
+Status saveModel(const ir::Model& model, const std::string& path, const SaveOptions& options = {});
+
+/// Serializes a model with all data embedded (for tests and tools).
+StatusOr<std::string> serializeModel(const ir::Model& model);
+
+}  // namespace onnxopt::io
+
+namespace onnxopt::io {
+
+/// Writes `content` to `path` through a temporary file and a rename: readers never see a partial file.
+Status writeFileAtomically(const std::string& path, std::string_view content);
+
+}  // namespace onnxopt::io

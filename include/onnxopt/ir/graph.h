@@ -1,0 +1,388 @@
+// The onnxopt graph IR: Model, Graph, Node, Value, Attribute.
+//
+// Connectivity is recorded in one place only: each Value's use-list ({node, operand index}). A Node's
+// inputs are Value pointers; there is no edge table and no name lookup at pass time. Tensor names are
+// import/export metadata. Nodes live in an intrusive list kept in topological order. Graph outputs are the
+// inputs of a hidden return node, so "used as a graph output" is an ordinary use.
+//
+// Subgraphs (If/Loop/Scan bodies) are nested Graphs owned by a graph attribute; their nodes may use values
+// of enclosing graphs directly, and those uses appear in the outer values' use-lists.
+//
+// Erasing is safe while iterating: an erased node is unlinked at once but stays allocated (its `next`
+// pointer intact) until Graph::collectGarbage(), and iteration skips erased nodes.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnxopt/ir/tensor.h"
+#include "onnxopt/ir/types.h"
+
+namespace onnxopt::ir {
+
+class Graph;
+class Node;
+class Value;
+
+/// One use of a value: operand `index` of node `user`.
+struct Use {
+  Node* user;
+  size_t index;
+  bool operator==(const Use& other) const = default;
+};
+
+/// An SSA value: a node output, a graph input, or an initializer (constant data).
+class Value {
+ public:
+  enum class Kind : uint8_t { kNodeOutput, kGraphInput, kInitializer };
+
+  Kind kind() const { return kind_; }
+  /// The node that produces this value; nullptr for graph inputs and initializers.
+  Node* producer() const { return producer_; }
+  size_t outputIndex() const { return output_index_; }
+  /// The graph in which this value is defined.
+  Graph* owningGraph() const { return graph_; }
+
+  const std::string& name() const { return name_; }
+  void setName(std::string name) { name_ = std::move(name); }
+  const Type& type() const { return type_; }
+  void setType(Type type) { type_ = std::move(type); }
+
+  const std::vector<Use>& uses() const { return uses_; }
+  bool hasUses() const { return !uses_.empty(); }
+  /// True when the value is one of its graph's outputs (a use by the graph's return node).
+  bool isGraphOutput() const;
+  /// True for graph inputs, including inputs that have a default initializer.
+  bool isGraphInput() const { return kind_ == Kind::kGraphInput; }
+
+  /// Constant data of an initializer, or the default of a graph input that has one; else nullptr.
+  const Tensor* initializer() const { return initializer_ ? &*initializer_ : nullptr; }
+  void setInitializer(std::optional<Tensor> tensor) { initializer_ = std::move(tensor); }
+  const SparseTensor* sparseInitializer() const { return sparse_ ? &*sparse_ : nullptr; }
+  void setSparseInitializer(std::optional<SparseTensor> tensor) { sparse_ = std::move(tensor); }
+
+  const std::string& docString() const { return doc_string_; }
+  void setDocString(std::string doc) { doc_string_ = std::move(doc); }
+  /// Unmodelled fields of the value's ValueInfoProto (e.g. metadata_props), kept verbatim.
+  const std::string& unknownFields() const { return unknown_fields_; }
+  void setUnknownFields(std::string fields) { unknown_fields_ = std::move(fields); }
+  /// True when the imported model declared a value_info entry for this intermediate value.
+  bool hasValueInfo() const { return has_value_info_; }
+  void setHasValueInfo(bool v) { has_value_info_ = v; }
+
+  /// Points every use of this value at `other` instead.
+  /// Given:   %y = A(%x); %z = B(%y)      Execute: y->replaceAllUsesWith(w)
+  /// Result:  %y = A(%x); %z = B(%w)      (%y now has no uses)
+  void replaceAllUsesWith(Value* other);
+
+ private:
+  friend class Graph;
+  friend class Node;
+  Value(Kind kind, Graph* graph, Node* producer, size_t index)
+      : kind_(kind), graph_(graph), producer_(producer), output_index_(index) {}
+  void removeUse(Node* user, size_t index);
+
+  Kind kind_;
+  Graph* graph_;
+  Node* producer_;
+  size_t output_index_;
+  std::string name_;
+  Type type_;
+  std::vector<Use> uses_;
+  std::optional<Tensor> initializer_;
+  std::optional<SparseTensor> sparse_;
+  std::string doc_string_;
+  std::string unknown_fields_;
+  bool has_value_info_ = false;
+};
+
+/// A node attribute (AttributeProto). Graph-valued attributes own their subgraphs.
+struct Attribute {
+  /// AttributeProto.AttributeType codes.
+  enum class Kind : int32_t {
+    kUndefined = 0,
+    kFloat = 1,
+    kInt = 2,
+    kString = 3,
+    kTensor = 4,
+    kGraph = 5,
+    kFloats = 6,
+    kInts = 7,
+    kStrings = 8,
+    kTensors = 9,
+    kGraphs = 10,
+    kSparseTensor = 11,
+    kSparseTensors = 12,
+    kTypeProto = 13,
+    kTypeProtos = 14,
+  };
+
+  std::string name;
+  Kind kind = Kind::kUndefined;
+  std::string ref_attr_name;  ///< set inside function bodies: the value comes from the caller
+  std::string doc_string;
+  float f = 0.0f;
+  int64_t i = 0;
+  std::string s;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  std::vector<Tensor> tensors;              ///< kTensor holds exactly one
+  std::vector<std::unique_ptr<Graph>> graphs;  ///< kGraph holds exactly one
+  std::vector<SparseTensor> sparse_tensors;    ///< kSparseTensor holds exactly one
+  std::vector<Type> types;                     ///< kTypeProto holds exactly one
+  std::string unknown_fields;
+
+  static const char* kindName(Kind kind);
+};
+
+/// An operator application. Inputs may be nullptr (an omitted optional input, "" in ONNX); so may
+/// outputs (an omitted optional output).
+class Node {
+ public:
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  const std::string& opType() const { return op_type_; }
+  void setOpType(std::string op) { op_type_ = std::move(op); }
+  /// The operator domain; "" is the default ONNX domain ("ai.onnx").
+  const std::string& domain() const { return domain_; }
+  void setDomain(std::string domain) { domain_ = std::move(domain); }
+  const std::string& name() const { return name_; }
+  void setName(std::string name) { name_ = std::move(name); }
+  const std::string& docString() const { return doc_string_; }
+  void setDocString(std::string doc) { doc_string_ = std::move(doc); }
+  const std::string& unknownFields() const { return unknown_fields_; }
+  void setUnknownFields(std::string fields) { unknown_fields_ = std::move(fields); }
+
+  Graph* owningGraph() const { return graph_; }
+  bool isErased() const { return erased_; }
+  /// The next / previous live node in the graph's order, or nullptr.
+  Node* next() const;
+  Node* prev() const;
+
+  // --- inputs ---
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  size_t numInputs() const { return inputs_.size(); }
+  Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  /// Given: %y = A(%a, %b)   Execute: node->setInput(1, c)   Result: %y = A(%a, %c)
+  void setInput(size_t i, Value* value);
+  /// Given: %y = A(%a)       Execute: node->addInput(b)      Result: %y = A(%a, %b)
+  void addInput(Value* value);
+  /// Given: %y = A(%a, %b)   Execute: node->removeInput(0)   Result: %y = A(%b)
+  void removeInput(size_t i);
+  /// Drops every input (and, recursively, the inputs of nodes in subgraphs).
+  void dropAllReferences();
+
+  // --- outputs ---
+  size_t numOutputs() const { return outputs_.size(); }
+  Value* output(size_t i = 0) const { return i < outputs_.size() ? outputs_[i].get() : nullptr; }
+  std::vector<Value*> outputs() const;
+  /// Given: A(%a)            Execute: node->addOutput()     Result: %new = A(%a)
+  Value* addOutput();
+  /// Appends an absent (omitted optional) output slot.
+  void addAbsentOutput() { outputs_.emplace_back(); }
+  /// Removes output `i`, which must have no uses. Later outputs shift down.
+  void removeOutput(size_t i);
+
+  // --- attributes ---
+  const std::vector<Attribute>& attributes() const { return attributes_; }
+  std::vector<Attribute>& mutableAttributes() { return attributes_; }
+  const Attribute* findAttribute(const std::string& name) const;
+  Attribute* findAttribute(const std::string& name);
+  /// Adds or replaces an attribute; subgraphs in it become owned by this node.
+  void setAttribute(Attribute attr);
+  bool removeAttribute(const std::string& name);
+  /// Every subgraph held by this node's attributes.
+  std::vector<Graph*> subgraphs() const;
+
+  /// Moves this node to just before `other` (in the same graph).
+  void moveBefore(Node* other);
+
+ private:
+  friend class Graph;
+  friend class Value;
+  friend class NodeIterator;
+  Node(Graph* graph, std::string op_type, std::string domain)
+      : graph_(graph), op_type_(std::move(op_type)), domain_(std::move(domain)) {}
+
+  Graph* graph_;
+  std::string op_type_;
+  std::string domain_;
+  std::string name_;
+  std::string doc_string_;
+  std::string unknown_fields_;
+  std::vector<Value*> inputs_;
+  std::vector<std::unique_ptr<Value>> outputs_;
+  std::vector<Attribute> attributes_;
+  Node* prev_ = nullptr;
+  Node* next_ = nullptr;
+  bool erased_ = false;
+};
+
+/// Iterates the live nodes of a graph in order. Erasing the current node is safe.
+class NodeIterator {
+ public:
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = Node*;
+  using difference_type = std::ptrdiff_t;
+  using pointer = Node**;
+  using reference = Node*;
+
+  explicit NodeIterator(Node* node) : node_(node) {}
+  Node* operator*() const { return node_; }
+  NodeIterator& operator++();
+  NodeIterator operator++(int) {
+    NodeIterator old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const NodeIterator& other) const { return node_ == other.node_; }
+
+ private:
+  Node* node_;
+};
+
+/// A graph (GraphProto): inputs, initializers, nodes in topological order, outputs.
+class Graph {
+ public:
+  Graph();
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  const std::string& name() const { return name_; }
+  void setName(std::string name) { name_ = std::move(name); }
+  const std::string& docString() const { return doc_string_; }
+  void setDocString(std::string doc) { doc_string_ = std::move(doc); }
+  const std::string& unknownFields() const { return unknown_fields_; }
+  void setUnknownFields(std::string fields) { unknown_fields_ = std::move(fields); }
+  /// Serialized TensorAnnotation messages (quantization_annotation), kept verbatim.
+  std::vector<std::string>& quantizationAnnotations() { return quantization_annotations_; }
+  const std::vector<std::string>& quantizationAnnotations() const { return quantization_annotations_; }
+  /// Serialized ValueInfoProto entries naming no value of this graph, kept verbatim.
+  std::vector<std::string>& orphanValueInfos() { return orphan_value_infos_; }
+  const std::vector<std::string>& orphanValueInfos() const { return orphan_value_infos_; }
+
+  /// The node whose attribute holds this graph; nullptr for a top-level graph or function body.
+  Node* parentNode() const { return parent_node_; }
+  /// The graph enclosing this one, or nullptr.
+  Graph* parentGraph() const;
+
+  // --- nodes ---
+  NodeIterator begin() const;
+  NodeIterator end() const { return NodeIterator(nullptr); }
+  Node* firstNode() const;
+  Node* lastNode() const;
+  size_t numNodes() const { return num_nodes_; }
+  bool empty() const { return num_nodes_ == 0; }
+
+  /// Creates a node with `num_outputs` fresh outputs, inserted before `before` (at the end if nullptr).
+  /// Given:   %a = X(); %c = Z(%a)        Execute: createNode("Y", "", {a}, 1, /*before=*/Z)
+  /// Result:  %a = X(); %new = Y(%a); %c = Z(%a)
+  Node* createNode(std::string op_type, std::string domain, const std::vector<Value*>& inputs,
+                   size_t num_outputs, Node* before = nullptr);
+  /// Unlinks `node`, which must not have used outputs; it is freed by collectGarbage().
+  /// Given:   %a = X(); %b = Y(%a)        Execute: eraseNode(Y)      Result: %a = X()
+  void eraseNode(Node* node);
+  /// Frees erased nodes. Call only when no NodeIterator points at an erased node.
+  void collectGarbage();
+
+  // --- inputs, initializers, outputs ---
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  /// Given: graph (%x)    Execute: addInput("y", t)    Result: graph (%x, %y)
+  Value* addInput(std::string name, Type type);
+  /// Removes graph input `value`, which must have no uses.
+  void removeInput(Value* value);
+
+  /// Values with constant data, in declaration order (initializers, and inputs with defaults).
+  const std::vector<Value*>& initializers() const { return initializers_; }
+  /// Given: graph {}      Execute: addInitializer("w", t)  Result: graph { %w = <t> }
+  Value* addInitializer(std::string name, Tensor tensor);
+  /// Adds a sparse initializer (SparseTensorProto).
+  Value* addSparseInitializer(std::string name, SparseTensor tensor);
+  /// Gives graph input `value` a default value (an initializer of the same name, IR < 4 style).
+  void setInputDefault(Value* value, Tensor tensor);
+  /// Removes an initializer (or an input's default) that has no uses.
+  void removeInitializer(Value* value);
+
+  std::vector<Value*> outputs() const;
+  size_t numOutputs() const;
+  Value* output(size_t i) const;
+  void addOutput(Value* value);
+  void setOutput(size_t i, Value* value);
+  void removeOutput(size_t i);
+  /// The hidden node whose inputs are the graph outputs.
+  Node* returnNode() const { return return_node_.get(); }
+
+  /// Every node of this graph and of its subgraphs, recursively, in pre-order.
+  std::vector<Node*> allNodesRecursive() const;
+
+ private:
+  friend class Node;
+  void linkBefore(Node* node, Node* before);
+  void unlink(Node* node);
+
+  std::string name_;
+  std::string doc_string_;
+  std::string unknown_fields_;
+  std::vector<std::string> quantization_annotations_;
+  std::vector<std::string> orphan_value_infos_;
+  Node* parent_node_ = nullptr;
+
+  Node* head_ = nullptr;
+  Node* tail_ = nullptr;
+  size_t num_nodes_ = 0;
+  std::vector<std::unique_ptr<Node>> graveyard_;
+
+  std::vector<std::unique_ptr<Value>> owned_values_;  // graph inputs and initializers
+  std::vector<Value*> inputs_;
+  std::vector<Value*> initializers_;
+  std::unique_ptr<Node> return_node_;
+};
+
+/// An opset import: domain ("" is ai.onnx) and version.
+struct OpsetImport {
+  std::string domain;
+  int64_t version = 0;
+  bool operator==(const OpsetImport& other) const = default;
+};
+
+/// A model-local function (FunctionProto). The body is a Graph whose inputs and outputs are the
+/// function's formal parameters (untyped).
+struct Function {
+  std::string name;
+  std::string domain;
+  std::string doc_string;
+  std::vector<std::string> attribute_names;
+  std::vector<OpsetImport> opset_imports;
+  std::unique_ptr<Graph> body;
+  std::string unknown_fields;
+};
+
+/// A model (ModelProto).
+struct Model {
+  int64_t ir_version = 0;
+  std::vector<OpsetImport> opset_imports;
+  std::string producer_name;
+  std::string producer_version;
+  std::string domain;
+  int64_t model_version = 0;
+  std::string doc_string;
+  std::vector<std::pair<std::string, std::string>> metadata_props;
+  std::unique_ptr<Graph> graph;
+  std::vector<std::unique_ptr<Function>> functions;
+  std::vector<std::string> training_info;  ///< serialized TrainingInfoProto, kept opaque
+  std::string unknown_fields;
+
+  /// The version imported for `domain` ("" and "ai.onnx" are the same), or nullopt.
+  std::optional<int64_t> opsetVersion(const std::string& domain) const;
+};
+
+}  // namespace onnxopt::ir

@@ -1,0 +1,511 @@
+// IR -> ModelProto, and atomic writing of the model and its external data.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <onnx/onnx_pb.h>
+
+#include "io/atomic_file.h"
+#include "io/proto_util.h"
+#include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/verifier.h"
+
+namespace onnxopt::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Calls `fn` on every tensor of a graph (initializers, tensor attributes), recursively.
+template <typename Fn>
+void forEachTensor(const ir::Graph& graph, Fn&& fn) {
+  for (const ir::Value* v : graph.initializers()) {
+    if (v->initializer() != nullptr) fn(*v->initializer());
+    if (v->sparseInitializer() != nullptr) {
+      fn(v->sparseInitializer()->values);
+      fn(v->sparseInitializer()->indices);
+    }
+  }
+  for (const ir::Node* n : graph) {
+    for (const ir::Attribute& a : n->attributes()) {
+      for (const ir::Tensor& t : a.tensors) fn(t);
+      for (const auto& g : a.graphs) forEachTensor(*g, fn);
+    }
+  }
+}
+
+template <typename Fn>
+void forEachTensor(const ir::Model& model, Fn&& fn) {
+  forEachTensor(*model.graph, fn);
+  for (const auto& f : model.functions) forEachTensor(*f->body, fn);
+}
+
+/// Writes tensor bytes into the external-data file, streaming data that came from another external
+/// file with pread so that mapped pages are never touched (peak memory stays small).
+class DataSink {
+ public:
+  DataSink(int fd, std::string location, uint64_t min_bytes)
+      : fd_(fd), location_(std::move(location)), min_bytes_(min_bytes) {}
+
+  bool wants(const ir::Tensor& t) const {
+    return t.dtype() != ir::DataType::kString && t.byteSize() >= min_bytes_ &&
+           (t.byteSize() > 0 || t.externalSource());
+  }
+
+  /// Appends the tensor's bytes; fills `proto`'s external_data entries.
+  Status write(const ir::Tensor& t, onnx::TensorProto& proto) {
+    const uint64_t align = t.byteSize() >= (1u << 20) ? 4096 : 64;
+    uint64_t start = (offset_ + align - 1) / align * align;
+    if (start > offset_) {
+      static const char zeros[4096] = {};
+      RETURN_IF_ERROR(writeAll(zeros, start - offset_));
+    }
+    if (t.externalSource()) {
+      RETURN_IF_ERROR(copyFromFile(*t.externalSource()));
+    } else {
+      RETURN_IF_ERROR(writeAll(reinterpret_cast<const char*>(t.data()), t.byteSize()));
+    }
+    proto.set_data_location(onnx::TensorProto::EXTERNAL);
+    auto add = [&](const char* key, std::string value) {
+      auto* kv = proto.add_external_data();
+      kv->set_key(key);
+      kv->set_value(std::move(value));
+    };
+    add("location", location_);
+    add("offset", std::to_string(start));
+    add("length", std::to_string(t.byteSize()));
+    return Status::ok();
+  }
+
+ private:
+  Status writeAll(const char* p, uint64_t n) {
+    while (n > 0) {
+      ssize_t w = ::write(fd_, p, n > (1u << 30) ? (1u << 30) : n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return makeError(StatusCode::kIoError, "writing external data: {}", std::strerror(errno));
+      }
+      p += w;
+      n -= static_cast<uint64_t>(w);
+      offset_ += static_cast<uint64_t>(w);
+    }
+    return Status::ok();
+  }
+
+  Status copyFromFile(const ir::ExternalSource& src) {
+    int in = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+      return makeError(StatusCode::kIoError, "re-reading '{}': {}", src.path, std::strerror(errno));
+    }
+    std::string buffer(std::min<uint64_t>(src.length, 4u << 20), '\0');
+    uint64_t done = 0;
+    Status st;
+    while (done < src.length) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), src.length - done));
+      ssize_t r = ::pread(in, buffer.data(), want, static_cast<off_t>(src.offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        st = makeError(StatusCode::kIoError, "re-reading '{}': unexpected end of file", src.path);
+        break;
+      }
+      st = writeAll(buffer.data(), static_cast<uint64_t>(r));
+      if (!st.isOk()) break;
+      done += static_cast<uint64_t>(r);
+    }
+    // The copied range is no longer needed in the page cache by this process.
+    ::posix_fadvise(in, static_cast<off_t>(src.offset), static_cast<off_t>(src.length),
+                    POSIX_FADV_DONTNEED);
+    ::close(in);
+    return st;
+  }
+
+  int fd_;
+  std::string location_;
+  uint64_t min_bytes_;
+  uint64_t offset_ = 0;
+};
+
+class Exporter {
+ public:
+  Exporter(const ir::Model& model, DataSink* sink) : model_(model), sink_(sink) {}
+
+  Status exportModel(onnx::ModelProto& proto);
+
+ private:
+  void assignNames(const ir::Graph& graph);
+  const std::string& nameOf(const ir::Value* v) const { return names_.at(v); }
+  void exportType(const ir::Type& type, onnx::TypeProto& proto);
+  void exportValueInfo(const ir::Value* v, onnx::ValueInfoProto& proto, bool with_type);
+  Status exportTensor(const ir::Tensor& t, onnx::TensorProto& proto);
+  Status exportSparse(const ir::SparseTensor& t, onnx::SparseTensorProto& proto);
+  Status exportAttribute(const ir::Attribute& a, onnx::AttributeProto& proto);
+  Status exportNode(const ir::Node& n, onnx::NodeProto& proto);
+  Status exportGraph(const ir::Graph& g, onnx::GraphProto& proto);
+
+  const ir::Model& model_;
+  DataSink* sink_;
+  std::unordered_map<const ir::Value*, std::string> names_;
+  std::unordered_set<std::string> used_;
+  size_t next_id_ = 0;
+};
+
+void Exporter::assignNames(const ir::Graph& graph) {
+  auto visit = [&](const ir::Value* v) {
+    if (v == nullptr || names_.count(v)) return;
+    if (!v->name().empty()) {
+      names_[v] = v->name();
+      return;
+    }
+    std::string fresh;
+    do {
+      fresh = "onnxopt_" + std::to_string(next_id_++);
+    } while (used_.count(fresh));
+    used_.insert(fresh);
+    names_[v] = fresh;
+  };
+  for (const ir::Value* v : graph.inputs()) visit(v);
+  for (const ir::Value* v : graph.initializers()) visit(v);
+  for (const ir::Node* n : graph) {
+    for (const ir::Value* v : n->outputs()) visit(v);
+    for (const ir::Graph* g : n->subgraphs()) assignNames(*g);
+  }
+}
+
+void Exporter::exportType(const ir::Type& type, onnx::TypeProto& proto) {
+  if (!type.denotation.empty()) proto.set_denotation(type.denotation);
+  auto exportShape = [](const ir::Shape& shape, onnx::TensorShapeProto& out) {
+    for (const ir::Dim& d : *shape) {
+      auto* dim = out.add_dim();
+      if (d.kind == ir::Dim::Kind::kValue) dim->set_dim_value(d.value);
+      if (d.kind == ir::Dim::Kind::kParam) dim->set_dim_param(d.param);
+      if (!d.denotation.empty()) dim->set_denotation(d.denotation);
+    }
+  };
+  switch (type.kind) {
+    case ir::Type::Kind::kUnknown: break;
+    case ir::Type::Kind::kTensor: {
+      auto* t = proto.mutable_tensor_type();
+      t->set_elem_type(static_cast<int32_t>(type.elem_type));
+      if (type.shape) exportShape(type.shape, *t->mutable_shape());
+      break;
+    }
+    case ir::Type::Kind::kSparseTensor: {
+      auto* t = proto.mutable_sparse_tensor_type();
+      t->set_elem_type(static_cast<int32_t>(type.elem_type));
+      if (type.shape) exportShape(type.shape, *t->mutable_shape());
+      break;
+    }
+    case ir::Type::Kind::kSequence: {
+      auto* s = proto.mutable_sequence_type();
+      if (type.element) exportType(*type.element, *s->mutable_elem_type());
+      break;
+    }
+    case ir::Type::Kind::kOptional: {
+      auto* s = proto.mutable_optional_type();
+      if (type.element) exportType(*type.element, *s->mutable_elem_type());
+      break;
+    }
+    case ir::Type::Kind::kMap: {
+      auto* m = proto.mutable_map_type();
+      m->set_key_type(static_cast<int32_t>(type.elem_type));
+      if (type.element) exportType(*type.element, *m->mutable_value_type());
+      break;
+    }
+    case ir::Type::Kind::kOpaque: {
+      auto* o = proto.mutable_opaque_type();
+      o->set_domain(type.opaque_domain);
+      o->set_name(type.opaque_name);
+      break;
+    }
+  }
+}
+
+void Exporter::exportValueInfo(const ir::Value* v, onnx::ValueInfoProto& proto, bool with_type) {
+  proto.set_name(nameOf(v));
+  if (with_type && v->type().isKnown()) exportType(v->type(), *proto.mutable_type());
+  if (!v->docString().empty()) proto.set_doc_string(v->docString());
+  restoreUnknownFields(proto, v->unknownFields());
+}
+
+Status Exporter::exportTensor(const ir::Tensor& t, onnx::TensorProto& proto) {
+  for (int64_t d : t.dims()) proto.add_dims(d);
+  proto.set_data_type(static_cast<int32_t>(t.dtype()));
+  if (!t.name().empty()) proto.set_name(t.name());
+  if (!t.docString().empty()) proto.set_doc_string(t.docString());
+  restoreUnknownFields(proto, t.unknownFields());
+  if (t.dtype() == ir::DataType::kString) {
+    for (const std::string& s : t.strings()) proto.add_string_data(s);
+    return Status::ok();
+  }
+  if (sink_ != nullptr && sink_->wants(t)) return sink_->write(t, proto);
+  if (t.data() != nullptr || t.byteSize() > 0) proto.set_raw_data(t.data(), t.byteSize());
+  return Status::ok();
+}
+
+Status Exporter::exportSparse(const ir::SparseTensor& t, onnx::SparseTensorProto& proto) {
+  RETURN_IF_ERROR(exportTensor(t.values, *proto.mutable_values()));
+  RETURN_IF_ERROR(exportTensor(t.indices, *proto.mutable_indices()));
+  for (int64_t d : t.dims) proto.add_dims(d);
+  return Status::ok();
+}
+
+Status Exporter::exportAttribute(const ir::Attribute& a, onnx::AttributeProto& proto) {
+  using Kind = ir::Attribute::Kind;
+  proto.set_name(a.name);
+  if (!a.ref_attr_name.empty()) proto.set_ref_attr_name(a.ref_attr_name);
+  if (!a.doc_string.empty()) proto.set_doc_string(a.doc_string);
+  proto.set_type(static_cast<onnx::AttributeProto::AttributeType>(a.kind));
+  restoreUnknownFields(proto, a.unknown_fields);
+  switch (a.kind) {
+    case Kind::kUndefined: break;
+    case Kind::kFloat: proto.set_f(a.f); break;
+    case Kind::kInt: proto.set_i(a.i); break;
+    case Kind::kString: proto.set_s(a.s); break;
+    case Kind::kFloats:
+      for (float f : a.floats) proto.add_floats(f);
+      break;
+    case Kind::kInts:
+      for (int64_t i : a.ints) proto.add_ints(i);
+      break;
+    case Kind::kStrings:
+      for (const auto& s : a.strings) proto.add_strings(s);
+      break;
+    case Kind::kTensor:
+      if (!a.tensors.empty()) RETURN_IF_ERROR(exportTensor(a.tensors[0], *proto.mutable_t()));
+      break;
+    case Kind::kTensors:
+      for (const auto& t : a.tensors) RETURN_IF_ERROR(exportTensor(t, *proto.add_tensors()));
+      break;
+    case Kind::kSparseTensor:
+      if (!a.sparse_tensors.empty()) {
+        RETURN_IF_ERROR(exportSparse(a.sparse_tensors[0], *proto.mutable_sparse_tensor()));
+      }
+      break;
+    case Kind::kSparseTensors:
+      for (const auto& t : a.sparse_tensors) {
+        RETURN_IF_ERROR(exportSparse(t, *proto.add_sparse_tensors()));
+      }
+      break;
+    case Kind::kTypeProto:
+      if (!a.types.empty()) exportType(a.types[0], *proto.mutable_tp());
+      break;
+    case Kind::kTypeProtos:
+      for (const auto& t : a.types) exportType(t, *proto.add_type_protos());
+      break;
+    case Kind::kGraph:
+      if (!a.graphs.empty()) RETURN_IF_ERROR(exportGraph(*a.graphs[0], *proto.mutable_g()));
+      break;
+    case Kind::kGraphs:
+      for (const auto& g : a.graphs) RETURN_IF_ERROR(exportGraph(*g, *proto.add_graphs()));
+      break;
+  }
+  return Status::ok();
+}
+
+Status Exporter::exportNode(const ir::Node& n, onnx::NodeProto& proto) {
+  proto.set_op_type(n.opType());
+  if (!n.domain().empty()) proto.set_domain(n.domain());
+  if (!n.name().empty()) proto.set_name(n.name());
+  if (!n.docString().empty()) proto.set_doc_string(n.docString());
+  restoreUnknownFields(proto, n.unknownFields());
+  for (const ir::Value* v : n.inputs()) proto.add_input(v != nullptr ? nameOf(v) : std::string());
+  for (size_t i = 0; i < n.numOutputs(); ++i) {
+    const ir::Value* v = n.output(i);
+    proto.add_output(v != nullptr ? nameOf(v) : std::string());
+  }
+  for (const ir::Attribute& a : n.attributes()) {
+    RETURN_IF_ERROR(exportAttribute(a, *proto.add_attribute()));
+  }
+  return Status::ok();
+}
+
+Status Exporter::exportGraph(const ir::Graph& g, onnx::GraphProto& proto) {
+  if (!g.name().empty()) proto.set_name(g.name());
+  if (!g.docString().empty()) proto.set_doc_string(g.docString());
+  restoreUnknownFields(proto, g.unknownFields());
+  for (const ir::Value* v : g.inputs()) exportValueInfo(v, *proto.add_input(), true);
+  for (const ir::Value* v : g.initializers()) {
+    if (const ir::Tensor* t = v->initializer()) {
+      auto* tp = proto.add_initializer();
+      RETURN_IF_ERROR(exportTensor(*t, *tp));
+      tp->set_name(nameOf(v));
+    } else if (const ir::SparseTensor* s = v->sparseInitializer()) {
+      auto* sp = proto.add_sparse_initializer();
+      RETURN_IF_ERROR(exportSparse(*s, *sp));
+      sp->mutable_values()->set_name(nameOf(v));
+    }
+  }
+  for (const ir::Node* n : g) RETURN_IF_ERROR(exportNode(*n, *proto.add_node()));
+  for (const ir::Value* v : g.outputs()) exportValueInfo(v, *proto.add_output(), true);
+  for (const ir::Value* v : g.initializers()) {
+    if (v->hasValueInfo() && v->kind() == ir::Value::Kind::kInitializer) {
+      exportValueInfo(v, *proto.add_value_info(), true);
+    }
+  }
+  for (const ir::Node* n : g) {
+    for (const ir::Value* v : n->outputs()) {
+      if (v != nullptr && v->hasValueInfo() && !v->isGraphOutput()) {
+        exportValueInfo(v, *proto.add_value_info(), true);
+      }
+    }
+  }
+  for (const std::string& raw : g.orphanValueInfos()) {
+    if (!proto.add_value_info()->ParseFromString(raw)) {
+      return makeError(StatusCode::kInternal, "corrupt saved value_info in graph '{}'", g.name());
+    }
+  }
+  for (const std::string& raw : g.quantizationAnnotations()) {
+    if (!proto.add_quantization_annotation()->ParseFromString(raw)) {
+      return makeError(StatusCode::kInternal, "corrupt saved quantization_annotation");
+    }
+  }
+  return Status::ok();
+}
+
+Status Exporter::exportModel(onnx::ModelProto& proto) {
+  // Names already taken anywhere; fresh names for unnamed values avoid them all.
+  auto collect = [&](const ir::Graph& g, auto& self) -> void {
+    for (const ir::Value* v : g.inputs()) used_.insert(v->name());
+    for (const ir::Value* v : g.initializers()) used_.insert(v->name());
+    for (const ir::Node* n : g) {
+      for (const ir::Value* v : n->outputs()) {
+        if (v != nullptr) used_.insert(v->name());
+      }
+      for (const ir::Graph* sub : n->subgraphs()) self(*sub, self);
+    }
+  };
+  collect(*model_.graph, collect);
+  for (const auto& f : model_.functions) collect(*f->body, collect);
+  assignNames(*model_.graph);
+  for (const auto& f : model_.functions) assignNames(*f->body);
+
+  proto.set_ir_version(model_.ir_version);
+  for (const auto& op : model_.opset_imports) {
+    auto* o = proto.add_opset_import();
+    o->set_domain(op.domain);
+    o->set_version(op.version);
+  }
+  if (!model_.producer_name.empty()) proto.set_producer_name(model_.producer_name);
+  if (!model_.producer_version.empty()) proto.set_producer_version(model_.producer_version);
+  if (!model_.domain.empty()) proto.set_domain(model_.domain);
+  if (model_.model_version != 0) proto.set_model_version(model_.model_version);
+  if (!model_.doc_string.empty()) proto.set_doc_string(model_.doc_string);
+  for (const auto& [k, v] : model_.metadata_props) {
+    auto* kv = proto.add_metadata_props();
+    kv->set_key(k);
+    kv->set_value(v);
+  }
+  RETURN_IF_ERROR(exportGraph(*model_.graph, *proto.mutable_graph()));
+  for (const std::string& raw : model_.training_info) {
+    if (!proto.add_training_info()->ParseFromString(raw)) {
+      return makeError(StatusCode::kInternal, "corrupt saved training_info");
+    }
+  }
+  for (const auto& f : model_.functions) {
+    auto* fp = proto.add_functions();
+    fp->set_name(f->name);
+    if (!f->domain.empty()) fp->set_domain(f->domain);
+    if (!f->doc_string.empty()) fp->set_doc_string(f->doc_string);
+    for (const auto& a : f->attribute_names) fp->add_attribute(a);
+    for (const auto& op : f->opset_imports) {
+      auto* o = fp->add_opset_import();
+      o->set_domain(op.domain);
+      o->set_version(op.version);
+    }
+    for (const ir::Value* v : f->body->inputs()) fp->add_input(nameOf(v));
+    for (const ir::Value* v : f->body->outputs()) fp->add_output(nameOf(v));
+    for (const ir::Node* n : *f->body) RETURN_IF_ERROR(exportNode(*n, *fp->add_node()));
+    restoreUnknownFields(*fp, f->unknown_fields);
+  }
+  restoreUnknownFields(proto, model_.unknown_fields);
+  return Status::ok();
+}
+
+}  // namespace
+
+StatusOr<std::string> serializeModel(const ir::Model& model) {
+  onnx::ModelProto proto;
+  Exporter exporter(model, nullptr);
+  RETURN_IF_ERROR(exporter.exportModel(proto));
+  if (proto.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
+    return invalidArgument("the model exceeds protobuf's 2 GB limit; use external data");
+  }
+  return proto.SerializeAsString();
+}
+
+Status saveModel(const ir::Model& model, const std::string& path, const SaveOptions& options) {
+  RETURN_IF_ERROR(ir::verifyModel(model).withContext("refusing to write an invalid model"));
+  bool external = options.external_data == SaveOptions::ExternalData::kAlways;
+  if (options.external_data == SaveOptions::ExternalData::kAuto) {
+    uint64_t total = 0;
+    bool had_external = false;
+    forEachTensor(model, [&](const ir::Tensor& t) {
+      total += t.byteSize();
+      had_external |= t.externalSource().has_value();
+    });
+    external = had_external || total > options.embed_limit_bytes;
+  }
+
+  std::unique_ptr<TempFile> data_file;
+  std::unique_ptr<DataSink> sink;
+  if (external) {
+    std::string location = options.external_file.empty()
+                               ? fs::path(path).filename().string() + ".data"
+                               : options.external_file;
+    fs::path rel(location);
+    if (rel.is_absolute() || rel.lexically_normal().begin() == rel.lexically_normal().end() ||
+        *rel.lexically_normal().begin() == "..") {
+      return invalidArgument("external data file '{}' must be a relative path inside the output's "
+                             "folder",
+                             location);
+    }
+    fs::path data_path = fs::path(path).parent_path() / rel;
+    ASSIGN_OR_RETURN(data_file, TempFile::create(data_path.string()));
+    sink = std::make_unique<DataSink>(data_file->fd(), rel.lexically_normal().string(),
+                                      options.external_min_bytes);
+  }
+
+  onnx::ModelProto proto;
+  Exporter exporter(model, sink.get());
+  RETURN_IF_ERROR(exporter.exportModel(proto));
+  if (proto.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
+    return invalidArgument("the model exceeds protobuf's 2 GB limit; use --external-data");
+  }
+  ASSIGN_OR_RETURN(auto model_file, TempFile::create(path));
+  {
+    google::protobuf::io::FileOutputStream out(model_file->fd());
+    if (!proto.SerializeToZeroCopyStream(&out) || !out.Flush()) {
+      return makeError(StatusCode::kIoError, "writing '{}': {}", path,
+                       std::strerror(out.GetErrno()));
+    }
+  }
+  if (data_file) RETURN_IF_ERROR(data_file->commit());
+  RETURN_IF_ERROR(model_file->commit());
+  return Status::ok();
+}
+
+}  // namespace onnxopt::io
+
+namespace onnxopt::io {
+
+Status writeFileAtomically(const std::string& path, std::string_view content) {
+  ASSIGN_OR_RETURN(auto file, TempFile::create(path));
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t w = ::write(file->fd(), p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return makeError(StatusCode::kIoError, "writing '{}': {}", path, std::strerror(errno));
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+  return file->commit();
+}
+
+}  // namespace onnxopt::io

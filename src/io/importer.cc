@@ -1,0 +1,794 @@
+// ModelProto -> IR. Builds use-lists directly from names, sorts each graph's nodes topologically (ONNX
+// files need not be sorted), resolves outer-scope references of subgraphs, and rejects what cannot be
+// represented faithfully with an error naming the node or value.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/defs/parser.h>
+#include <onnx/onnx_pb.h>
+
+#include "io/proto_util.h"
+#include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/verifier.h"
+
+namespace onnxopt::io {
+namespace {
+
+namespace fs = std::filesystem;
+using ir::DataType;
+
+/// Names visible in one graph, chained to the enclosing graph's scope.
+struct Scope {
+  std::unordered_map<std::string, ir::Value*> names;
+  const Scope* parent = nullptr;
+
+  ir::Value* lookup(const std::string& name) const {
+    for (const Scope* s = this; s != nullptr; s = s->parent) {
+      auto it = s->names.find(name);
+      if (it != s->names.end()) return it->second;
+    }
+    return nullptr;
+  }
+};
+
+std::string nodeLabel(const onnx::NodeProto& node) {
+  std::string op = node.domain().empty() ? node.op_type() : node.domain() + "." + node.op_type();
+  if (!node.name().empty()) return fmt::format("node '{}' ({})", node.name(), op);
+  if (node.output_size() > 0) return fmt::format("node {} producing '{}'", op, node.output(0));
+  return fmt::format("node {}", op);
+}
+
+/// Names a graph uses but does not define (its free variables), recursively through subgraphs.
+void collectFreeNames(const onnx::GraphProto& graph, std::unordered_set<std::string>& free) {
+  std::unordered_set<std::string> bound;
+  for (const auto& vi : graph.input()) bound.insert(vi.name());
+  for (const auto& t : graph.initializer()) bound.insert(t.name());
+  for (const auto& t : graph.sparse_initializer()) bound.insert(t.values().name());
+  for (const auto& n : graph.node()) {
+    for (const auto& o : n.output()) bound.insert(o);
+  }
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !bound.count(name)) free.insert(name);
+  };
+  for (const auto& n : graph.node()) {
+    for (const auto& i : n.input()) use(i);
+    for (const auto& a : n.attribute()) {
+      std::unordered_set<std::string> inner;
+      if (a.has_g()) collectFreeNames(a.g(), inner);
+      for (const auto& g : a.graphs()) collectFreeNames(g, inner);
+      for (const auto& name : inner) use(name);
+    }
+  }
+  for (const auto& o : graph.output()) use(o.name());
+}
+
+class Importer {
+ public:
+  explicit Importer(std::string base_dir) : base_dir_(std::move(base_dir)) {}
+
+  StatusOr<std::unique_ptr<ir::Model>> importModel(onnx::ModelProto& proto);
+
+ private:
+  Status importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Scope* parent);
+  Status importNode(onnx::NodeProto& proto, ir::Graph& graph, Scope& scope);
+  Status importAttribute(onnx::AttributeProto& proto, const Scope& scope, ir::Attribute& out);
+  Status importFunction(onnx::FunctionProto& proto, ir::Function& fn);
+  StatusOr<ir::Tensor> importTensor(onnx::TensorProto& proto);
+  StatusOr<ir::SparseTensor> importSparse(onnx::SparseTensorProto& proto);
+  Status readExternal(onnx::TensorProto& proto, ir::Tensor& tensor);
+
+  std::string base_dir_;
+  std::map<std::string, std::shared_ptr<ir::MappedFile>> mapped_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Types
+
+StatusOr<ir::Type> importType(const onnx::TypeProto& proto) {
+  ir::Type type;
+  type.denotation = proto.denotation();
+  auto importShape = [](const onnx::TensorShapeProto& shape) {
+    std::vector<ir::Dim> dims;
+    for (const auto& d : shape.dim()) {
+      ir::Dim dim;
+      if (d.has_dim_value()) {
+        dim = ir::Dim::known(d.dim_value());
+      } else if (d.has_dim_param()) {
+        dim = ir::Dim::symbol(d.dim_param());
+      }
+      dim.denotation = d.denotation();
+      dims.push_back(std::move(dim));
+    }
+    return dims;
+  };
+  switch (proto.value_case()) {
+    case onnx::TypeProto::kTensorType:
+      type.kind = ir::Type::Kind::kTensor;
+      type.elem_type = static_cast<DataType>(proto.tensor_type().elem_type());
+      if (proto.tensor_type().has_shape()) type.shape = importShape(proto.tensor_type().shape());
+      break;
+    case onnx::TypeProto::kSparseTensorType:
+      type.kind = ir::Type::Kind::kSparseTensor;
+      type.elem_type = static_cast<DataType>(proto.sparse_tensor_type().elem_type());
+      if (proto.sparse_tensor_type().has_shape()) {
+        type.shape = importShape(proto.sparse_tensor_type().shape());
+      }
+      break;
+    case onnx::TypeProto::kSequenceType: {
+      type.kind = ir::Type::Kind::kSequence;
+      if (proto.sequence_type().has_elem_type()) {
+        ASSIGN_OR_RETURN(auto elem, importType(proto.sequence_type().elem_type()));
+        type.element = std::make_shared<ir::Type>(std::move(elem));
+      }
+      break;
+    }
+    case onnx::TypeProto::kOptionalType: {
+      type.kind = ir::Type::Kind::kOptional;
+      if (proto.optional_type().has_elem_type()) {
+        ASSIGN_OR_RETURN(auto elem, importType(proto.optional_type().elem_type()));
+        type.element = std::make_shared<ir::Type>(std::move(elem));
+      }
+      break;
+    }
+    case onnx::TypeProto::kMapType: {
+      type.kind = ir::Type::Kind::kMap;
+      type.elem_type = static_cast<DataType>(proto.map_type().key_type());
+      if (proto.map_type().has_value_type()) {
+        ASSIGN_OR_RETURN(auto elem, importType(proto.map_type().value_type()));
+        type.element = std::make_shared<ir::Type>(std::move(elem));
+      }
+      break;
+    }
+    case onnx::TypeProto::kOpaqueType:
+      type.kind = ir::Type::Kind::kOpaque;
+      type.opaque_domain = proto.opaque_type().domain();
+      type.opaque_name = proto.opaque_type().name();
+      break;
+    case onnx::TypeProto::VALUE_NOT_SET:
+      break;
+  }
+  return type;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensors
+
+/// Appends `count` little-endian values of `width` bytes taken from the low bytes of each element.
+template <typename T>
+void appendLow(std::string& out, const T& values, size_t width) {
+  size_t start = out.size();
+  out.resize(start + static_cast<size_t>(values.size()) * width);
+  char* p = out.data() + start;
+  for (auto v : values) {
+    std::memcpy(p, &v, width);  // x86-64 and the ONNX wire format are both little-endian
+    p += width;
+  }
+}
+
+Status Importer::readExternal(onnx::TensorProto& proto, ir::Tensor& tensor) {
+  std::string location;
+  std::optional<uint64_t> offset, length;
+  auto parseNumber = [&](const std::string& key, const std::string& text) -> StatusOr<uint64_t> {
+    if (text.empty() || text.size() > 20 ||
+        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return invalidArgument("tensor '{}': external data {} '{}' is not a non-negative integer",
+                             proto.name(), key, text);
+    }
+    errno = 0;
+    unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+    if (errno == ERANGE) {
+      return invalidArgument("tensor '{}': external data {} '{}' is out of range", proto.name(), key,
+                             text);
+    }
+    return static_cast<uint64_t>(v);
+  };
+  for (const auto& kv : proto.external_data()) {
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset") {
+      ASSIGN_OR_RETURN(offset, parseNumber("offset", kv.value()));
+    } else if (kv.key() == "length") {
+      ASSIGN_OR_RETURN(length, parseNumber("length", kv.value()));
+    }
+  }
+  if (location.empty()) {
+    return invalidArgument("tensor '{}': external data has no location", proto.name());
+  }
+  fs::path rel(location);
+  if (rel.is_absolute()) {
+    return invalidArgument("tensor '{}': external data location '{}' is absolute; it must be "
+                           "relative to the model's folder",
+                           proto.name(), location);
+  }
+  fs::path normal = rel.lexically_normal();
+  if (normal.empty() || *normal.begin() == ".." || normal == ".") {
+    return invalidArgument("tensor '{}': external data location '{}' leaves the model's folder",
+                           proto.name(), location);
+  }
+  std::error_code ec;
+  fs::path base = fs::weakly_canonical(fs::path(base_dir_), ec);
+  fs::path full = fs::weakly_canonical(base / normal, ec);
+  if (ec) {
+    return makeError(StatusCode::kNotFound, "tensor '{}': external data file '{}' not found",
+                     proto.name(), location);
+  }
+  // A symbolic link can still lead outside: compare the resolved paths.
+  auto [base_end, full_it] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
+  if (base_end != base.end()) {
+    return invalidArgument("tensor '{}': external data location '{}' resolves outside the model's "
+                           "folder",
+                           proto.name(), location);
+  }
+  std::string key = full.string();
+  auto it = mapped_.find(key);
+  if (it == mapped_.end()) {
+    auto file = ir::MappedFile::open(key);
+    if (!file.isOk()) {
+      return Status(file.status().code(),
+                    fmt::format("tensor '{}': external data file '{}': {}", proto.name(), location,
+                                file.status().code() == StatusCode::kNotFound
+                                    ? std::string("not found")
+                                    : file.status().message()));
+    }
+    it = mapped_.emplace(key, std::move(file).value()).first;
+  }
+  const auto& file = it->second;
+  uint64_t off = offset.value_or(0);
+  std::optional<uint64_t> expected = tensor.expectedByteSize();
+  uint64_t len = length ? *length : expected.value_or(file->size() >= off ? file->size() - off : 0);
+  if (off > file->size() || len > file->size() - off) {
+    return invalidArgument("tensor '{}': external data range [{}, {}) is outside '{}' ({} bytes)",
+                           proto.name(), off, off + len, location, file->size());
+  }
+  if (expected && *expected != len) {
+    return invalidArgument("tensor '{}': external data length {} does not match its type and dims "
+                           "({} bytes)",
+                           proto.name(), len, *expected);
+  }
+  tensor.setView(file, off, len);
+  tensor.setExternalSource(ir::ExternalSource{key, off, len});
+  return Status::ok();
+}
+
+StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
+  std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  for (int64_t d : dims) {
+    if (d < 0) return invalidArgument("tensor '{}': negative dimension {}", proto.name(), d);
+  }
+  ir::Tensor tensor(static_cast<DataType>(proto.data_type()), std::move(dims));
+  tensor.setName(proto.name());
+  tensor.setDocString(proto.doc_string());
+  tensor.setUnknownFields(unknownFieldsOf(proto));
+  if (proto.has_segment()) {
+    return makeError(StatusCode::kUnimplemented, "tensor '{}': segmented tensors are not supported",
+                     proto.name());
+  }
+  auto count = tensor.numElements();
+  if (!count) {
+    return invalidArgument("tensor '{}': the element count overflows", proto.name());
+  }
+  if (proto.data_type() == onnx::TensorProto::UNDEFINED) {
+    return invalidArgument("tensor '{}': data type is undefined", proto.name());
+  }
+  const DataType dtype = tensor.dtype();
+  const bool known = ir::isKnownDataType(proto.data_type());
+
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (dtype == DataType::kString) {
+      return invalidArgument("tensor '{}': string tensors cannot use external data", proto.name());
+    }
+    RETURN_IF_ERROR(readExternal(proto, tensor));
+    return tensor;
+  }
+  if (dtype == DataType::kString) {
+    auto& strings = tensor.mutableStrings();
+    strings.reserve(proto.string_data_size());
+    for (auto& s : *proto.mutable_string_data()) strings.push_back(std::move(s));
+    if (static_cast<int64_t>(strings.size()) != *count && !strings.empty()) {
+      return invalidArgument("tensor '{}': has {} strings but its dims imply {}", proto.name(),
+                             strings.size(), *count);
+    }
+    return tensor;
+  }
+
+  std::string bytes;
+  bool has_data = true;
+  // Sub-byte types keep one packed byte per int32_data element.
+  const int bits = ir::dataTypeBits(dtype);
+  const uint64_t typed_count = bits > 0 && bits < 8 ? (*count * bits + 7) / 8 : *count;
+  if (proto.has_raw_data()) {
+    bytes = std::move(*proto.mutable_raw_data());  // moves the buffer: no copy of the weights
+  } else if (proto.float_data_size() > 0) {
+    appendLow(bytes, proto.float_data(), 4);
+  } else if (proto.int32_data_size() > 0) {
+    size_t width = bits >= 8 ? static_cast<size_t>(bits / 8) : 1;
+    if (dtype == DataType::kInt32) width = 4;
+    appendLow(bytes, proto.int32_data(), width);
+  } else if (proto.int64_data_size() > 0) {
+    appendLow(bytes, proto.int64_data(), 8);
+  } else if (proto.double_data_size() > 0) {
+    appendLow(bytes, proto.double_data(), 8);
+  } else if (proto.uint64_data_size() > 0) {
+    appendLow(bytes, proto.uint64_data(), dtype == DataType::kUint32 ? 4 : 8);
+  } else {
+    has_data = false;
+  }
+  if (!has_data) {
+    // No data at all: legal for empty tensors; kept as-is otherwise (e.g. weight-stripped models).
+    return tensor;
+  }
+  if (known) {
+    auto expected = tensor.expectedByteSize();
+    if (!expected) {
+      return invalidArgument("tensor '{}': {} tensors cannot hold data here", proto.name(),
+                             ir::dataTypeName(dtype));
+    }
+    if (*expected != bytes.size()) {
+      return invalidArgument("tensor '{}': holds {} bytes of data but {}{} needs {} ({} elements)",
+                             proto.name(), bytes.size(), ir::dataTypeName(dtype),
+                             fmt::format("[{}]", fmt::join(tensor.dims(), ",")), *expected,
+                             typed_count);
+    }
+  }
+  tensor.setBytes(std::move(bytes));
+  return tensor;
+}
+
+StatusOr<ir::SparseTensor> Importer::importSparse(onnx::SparseTensorProto& proto) {
+  ir::SparseTensor sparse;
+  ASSIGN_OR_RETURN(sparse.values, importTensor(*proto.mutable_values()));
+  ASSIGN_OR_RETURN(sparse.indices, importTensor(*proto.mutable_indices()));
+  sparse.dims.assign(proto.dims().begin(), proto.dims().end());
+  return sparse;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attributes, nodes, graphs
+
+Status Importer::importAttribute(onnx::AttributeProto& proto, const Scope& scope,
+                                 ir::Attribute& out) {
+  using Kind = ir::Attribute::Kind;
+  out.name = proto.name();
+  out.ref_attr_name = proto.ref_attr_name();
+  out.doc_string = proto.doc_string();
+  out.unknown_fields = unknownFieldsOf(proto);
+  int type = proto.type();
+  if (type == onnx::AttributeProto::UNDEFINED && out.ref_attr_name.empty()) {
+    // Very old files omit the type: take it from the one field that is set.
+    if (proto.has_f()) type = onnx::AttributeProto::FLOAT;
+    else if (proto.has_i()) type = onnx::AttributeProto::INT;
+    else if (proto.has_s()) type = onnx::AttributeProto::STRING;
+    else if (proto.has_t()) type = onnx::AttributeProto::TENSOR;
+    else if (proto.has_g()) type = onnx::AttributeProto::GRAPH;
+    else if (proto.has_sparse_tensor()) type = onnx::AttributeProto::SPARSE_TENSOR;
+    else if (proto.has_tp()) type = onnx::AttributeProto::TYPE_PROTO;
+    else if (proto.floats_size()) type = onnx::AttributeProto::FLOATS;
+    else if (proto.ints_size()) type = onnx::AttributeProto::INTS;
+    else if (proto.strings_size()) type = onnx::AttributeProto::STRINGS;
+    else if (proto.tensors_size()) type = onnx::AttributeProto::TENSORS;
+    else if (proto.graphs_size()) type = onnx::AttributeProto::GRAPHS;
+    else return invalidArgument("attribute '{}' has no type and no value", proto.name());
+  }
+  out.kind = static_cast<Kind>(type);
+  switch (out.kind) {
+    case Kind::kUndefined: break;  // a reference attribute in a function body
+    case Kind::kFloat: out.f = proto.f(); break;
+    case Kind::kInt: out.i = proto.i(); break;
+    case Kind::kString: out.s = std::move(*proto.mutable_s()); break;
+    case Kind::kFloats: out.floats.assign(proto.floats().begin(), proto.floats().end()); break;
+    case Kind::kInts: out.ints.assign(proto.ints().begin(), proto.ints().end()); break;
+    case Kind::kStrings:
+      for (auto& s : *proto.mutable_strings()) out.strings.push_back(std::move(s));
+      break;
+    case Kind::kTensor: {
+      ASSIGN_OR_RETURN(auto t, importTensor(*proto.mutable_t()));
+      out.tensors.push_back(std::move(t));
+      break;
+    }
+    case Kind::kTensors:
+      for (auto& tp : *proto.mutable_tensors()) {
+        ASSIGN_OR_RETURN(auto t, importTensor(tp));
+        out.tensors.push_back(std::move(t));
+      }
+      break;
+    case Kind::kSparseTensor: {
+      ASSIGN_OR_RETURN(auto t, importSparse(*proto.mutable_sparse_tensor()));
+      out.sparse_tensors.push_back(std::move(t));
+      break;
+    }
+    case Kind::kSparseTensors:
+      for (auto& sp : *proto.mutable_sparse_tensors()) {
+        ASSIGN_OR_RETURN(auto t, importSparse(sp));
+        out.sparse_tensors.push_back(std::move(t));
+      }
+      break;
+    case Kind::kTypeProto: {
+      ASSIGN_OR_RETURN(auto t, importType(proto.tp()));
+      out.types.push_back(std::move(t));
+      break;
+    }
+    case Kind::kTypeProtos:
+      for (const auto& tp : proto.type_protos()) {
+        ASSIGN_OR_RETURN(auto t, importType(tp));
+        out.types.push_back(std::move(t));
+      }
+      break;
+    case Kind::kGraph:
+    case Kind::kGraphs: {
+      std::vector<onnx::GraphProto*> protos;
+      if (out.kind == Kind::kGraph) {
+        protos.push_back(proto.mutable_g());
+      } else {
+        for (auto& g : *proto.mutable_graphs()) protos.push_back(&g);
+      }
+      for (onnx::GraphProto* gp : protos) {
+        auto graph = std::make_unique<ir::Graph>();
+        Status st = importGraph(*gp, *graph, &scope);
+        if (!st.isOk()) {
+          return st.withContext(fmt::format("in subgraph '{}' of attribute '{}'", gp->name(),
+                                            proto.name()));
+        }
+        out.graphs.push_back(std::move(graph));
+      }
+      break;
+    }
+    default:
+      return invalidArgument("attribute '{}' has unknown type {}", proto.name(), type);
+  }
+  return Status::ok();
+}
+
+Status Importer::importNode(onnx::NodeProto& proto, ir::Graph& graph, Scope& scope) {
+  std::vector<ir::Value*> inputs;
+  inputs.reserve(proto.input_size());
+  for (const std::string& name : proto.input()) {
+    if (name.empty()) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    ir::Value* v = scope.lookup(name);
+    if (v == nullptr) {
+      return invalidArgument("{}: input '{}' is not defined", nodeLabel(proto), name);
+    }
+    inputs.push_back(v);
+  }
+  ir::Node* node = graph.createNode(proto.op_type(), proto.domain(), inputs, 0);
+  node->setName(proto.name());
+  node->setDocString(proto.doc_string());
+  node->setUnknownFields(unknownFieldsOf(proto));
+  if (proto.op_type().empty()) return invalidArgument("{}: empty op_type", nodeLabel(proto));
+  for (auto& attr_proto : *proto.mutable_attribute()) {
+    if (node->findAttribute(attr_proto.name()) != nullptr) {
+      return invalidArgument("{}: attribute '{}' appears twice", nodeLabel(proto),
+                             attr_proto.name());
+    }
+    ir::Attribute attr;
+    Status st = importAttribute(attr_proto, scope, attr);
+    if (!st.isOk()) return st.withContext(nodeLabel(proto));
+    node->setAttribute(std::move(attr));
+  }
+  for (const std::string& name : proto.output()) {
+    if (name.empty()) {
+      node->addAbsentOutput();
+      continue;
+    }
+    ir::Value* v = node->addOutput();
+    v->setName(name);
+    scope.names[name] = v;
+  }
+  return Status::ok();
+}
+
+Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Scope* parent) {
+  graph.setName(proto.name());
+  graph.setDocString(proto.doc_string());
+  graph.setUnknownFields(unknownFieldsOf(proto));
+  for (const auto& qa : proto.quantization_annotation()) {
+    graph.quantizationAnnotations().push_back(qa.SerializeAsString());
+  }
+  Scope scope;
+  scope.parent = parent;
+
+  auto define = [&](const std::string& name, const char* what) -> Status {
+    if (name.empty()) return invalidArgument("a graph {} has an empty name", what);
+    if (scope.names.count(name)) {
+      return invalidArgument("'{}' is defined twice (duplicate {})", name, what);
+    }
+    return Status::ok();
+  };
+  for (const auto& vi : proto.input()) {
+    RETURN_IF_ERROR(define(vi.name(), "input"));
+    ir::Type type;
+    if (vi.has_type()) {
+      auto t = importType(vi.type());
+      if (!t.isOk()) return t.status().withContext(fmt::format("input '{}'", vi.name()));
+      type = std::move(t).value();
+    }
+    ir::Value* v = graph.addInput(vi.name(), std::move(type));
+    v->setDocString(vi.doc_string());
+    v->setUnknownFields(unknownFieldsOf(vi));
+    scope.names[vi.name()] = v;
+  }
+  for (auto& tp : *proto.mutable_initializer()) {
+    auto tensor = importTensor(tp);
+    if (!tensor.isOk()) return tensor.status().withContext(fmt::format("initializer '{}'", tp.name()));
+    auto it = scope.names.find(tp.name());
+    if (it != scope.names.end()) {
+      ir::Value* v = it->second;
+      if (v->kind() != ir::Value::Kind::kGraphInput || v->initializer() != nullptr) {
+        return invalidArgument("initializer '{}' is defined twice", tp.name());
+      }
+      graph.setInputDefault(v, std::move(tensor).value());
+      continue;
+    }
+    RETURN_IF_ERROR(define(tp.name(), "initializer"));
+    scope.names[tp.name()] = graph.addInitializer(tp.name(), std::move(tensor).value());
+  }
+  for (auto& sp : *proto.mutable_sparse_initializer()) {
+    std::string name = sp.values().name();
+    auto tensor = importSparse(sp);
+    if (!tensor.isOk()) {
+      return tensor.status().withContext(fmt::format("sparse initializer '{}'", name));
+    }
+    RETURN_IF_ERROR(define(name, "sparse initializer"));
+    scope.names[name] = graph.addSparseInitializer(name, std::move(tensor).value());
+  }
+
+  // Sort the nodes: a node depends on the producers of its inputs and of its subgraphs' free names.
+  const int n = proto.node_size();
+  std::unordered_map<std::string, int> producer;
+  for (int i = 0; i < n; ++i) {
+    for (const auto& out : proto.node(i).output()) {
+      if (out.empty()) continue;
+      if (scope.names.count(out)) {
+        return invalidArgument("{}: output '{}' redefines a graph input or initializer",
+                               nodeLabel(proto.node(i)), out);
+      }
+      auto [it, inserted] = producer.emplace(out, i);
+      if (!inserted) {
+        return invalidArgument("'{}' is defined twice: by {} and by {}", out,
+                               nodeLabel(proto.node(it->second)), nodeLabel(proto.node(i)));
+      }
+    }
+  }
+  std::vector<std::vector<int>> users(n);
+  std::vector<int> pending(n, 0);
+  for (int i = 0; i < n; ++i) {
+    std::unordered_set<std::string> deps(proto.node(i).input().begin(), proto.node(i).input().end());
+    for (const auto& a : proto.node(i).attribute()) {
+      if (a.has_g()) collectFreeNames(a.g(), deps);
+      for (const auto& g : a.graphs()) collectFreeNames(g, deps);
+    }
+    for (const auto& name : deps) {
+      auto it = producer.find(name);
+      if (name.empty() || it == producer.end()) continue;
+      if (it->second == i) {
+        return invalidArgument("{} uses its own output '{}' (a cycle)", nodeLabel(proto.node(i)),
+                               name);
+      }
+      users[it->second].push_back(i);
+      ++pending[i];
+    }
+  }
+  // Kahn's algorithm, always taking the ready node that came first in the file: sorted input stays as is.
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (int i = 0; i < n; ++i) {
+    if (pending[i] == 0) ready.push(i);
+  }
+  std::vector<int> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int u : users[i]) {
+      if (--pending[u] == 0) ready.push(u);
+    }
+  }
+  if (static_cast<int>(order.size()) != n) {
+    for (int i = 0; i < n; ++i) {
+      if (pending[i] > 0) {
+        return invalidArgument("the graph has a cycle through {}", nodeLabel(proto.node(i)));
+      }
+    }
+  }
+  for (int i : order) RETURN_IF_ERROR(importNode(*proto.mutable_node(i), graph, scope));
+
+  for (const auto& vi : proto.output()) {
+    ir::Value* v = scope.lookup(vi.name());
+    if (v == nullptr) return invalidArgument("graph output '{}' is not defined", vi.name());
+    if (vi.has_type()) {
+      auto t = importType(vi.type());
+      if (!t.isOk()) return t.status().withContext(fmt::format("output '{}'", vi.name()));
+      if (!v->type().isKnown() || v->kind() == ir::Value::Kind::kNodeOutput) v->setType(*t);
+    }
+    if (!vi.doc_string().empty()) v->setDocString(vi.doc_string());
+    if (!unknownFieldsOf(vi).empty()) v->setUnknownFields(unknownFieldsOf(vi));
+    graph.addOutput(v);
+  }
+  for (const auto& vi : proto.value_info()) {
+    auto it = scope.names.find(vi.name());
+    if (it == scope.names.end()) {
+      graph.orphanValueInfos().push_back(vi.SerializeAsString());
+      continue;
+    }
+    ir::Value* v = it->second;
+    if (v->hasValueInfo()) {
+      graph.orphanValueInfos().push_back(vi.SerializeAsString());  // a duplicate entry, kept as is
+      continue;
+    }
+    v->setHasValueInfo(true);
+    if (vi.has_type()) {
+      auto t = importType(vi.type());
+      if (!t.isOk()) return t.status().withContext(fmt::format("value_info '{}'", vi.name()));
+      if (!v->isGraphOutput() && v->kind() == ir::Value::Kind::kNodeOutput) v->setType(*t);
+      else if (!v->type().isKnown()) v->setType(*t);
+    }
+    if (v->kind() == ir::Value::Kind::kNodeOutput && !v->isGraphOutput()) {
+      v->setDocString(vi.doc_string());
+      v->setUnknownFields(unknownFieldsOf(vi));
+    }
+  }
+  return Status::ok();
+}
+
+Status Importer::importFunction(onnx::FunctionProto& proto, ir::Function& fn) {
+  fn.name = proto.name();
+  fn.domain = proto.domain();
+  fn.doc_string = proto.doc_string();
+  fn.unknown_fields = unknownFieldsOf(proto);
+  fn.attribute_names.assign(proto.attribute().begin(), proto.attribute().end());
+  for (const auto& op : proto.opset_import()) fn.opset_imports.push_back({op.domain(), op.version()});
+  // The body is imported as a graph whose inputs and outputs are the formal parameters.
+  onnx::GraphProto body;
+  body.set_name(proto.name());
+  for (const auto& in : proto.input()) body.add_input()->set_name(in);
+  for (const auto& out : proto.output()) body.add_output()->set_name(out);
+  body.mutable_node()->Swap(proto.mutable_node());
+  fn.body = std::make_unique<ir::Graph>();
+  return importGraph(body, *fn.body, nullptr);
+}
+
+StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& proto) {
+  if (!proto.has_ir_version() && !proto.has_graph()) {
+    return invalidArgument("not an ONNX model (no ir_version and no graph)");
+  }
+  if (proto.ir_version() <= 0) return invalidArgument("missing or invalid ir_version");
+  if (proto.ir_version() > kMaxIrVersion) {
+    return invalidArgument("unknown IR version {} (onnxopt reads up to {})", proto.ir_version(),
+                           kMaxIrVersion);
+  }
+  if (!proto.has_graph()) return invalidArgument("the model has no graph");
+  auto model = std::make_unique<ir::Model>();
+  model->ir_version = proto.ir_version();
+  for (const auto& op : proto.opset_import()) {
+    model->opset_imports.push_back({op.domain(), op.version()});
+  }
+  model->producer_name = proto.producer_name();
+  model->producer_version = proto.producer_version();
+  model->domain = proto.domain();
+  model->model_version = proto.model_version();
+  model->doc_string = proto.doc_string();
+  for (const auto& kv : proto.metadata_props()) model->metadata_props.emplace_back(kv.key(), kv.value());
+  for (const auto& ti : proto.training_info()) model->training_info.push_back(ti.SerializeAsString());
+  model->unknown_fields = unknownFieldsOf(proto);
+  for (auto& fp : *proto.mutable_functions()) {
+    auto fn = std::make_unique<ir::Function>();
+    Status st = importFunction(fp, *fn);
+    if (!st.isOk()) return st.withContext(fmt::format("function '{}'", fp.name()));
+    model->functions.push_back(std::move(fn));
+  }
+  model->graph = std::make_unique<ir::Graph>();
+  RETURN_IF_ERROR(importGraph(*proto.mutable_graph(), *model->graph, nullptr));
+  RETURN_IF_ERROR(ir::verifyModel(*model));
+  return model;
+}
+
+bool looksLikeText(const std::string& path, std::string_view head) {
+  auto ext = fs::path(path).extension().string();
+  if (ext == ".onnxtxt" || ext == ".txt") return true;
+  size_t i = 0;
+  while (i < head.size() && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) ++i;
+  return i < head.size() && head[i] == '<';
+}
+
+std::string folderOf(const std::string& path) {
+  fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ir::Model>> parseModelText(std::string_view text,
+                                                    const std::string& base_dir) {
+  onnx::ModelProto proto;
+  std::string owned(text);
+  onnx::OnnxParser parser(owned.c_str());
+  auto status = parser.Parse(proto);
+  if (!status.IsOK()) {
+    std::string msg = status.ErrorMessage();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    return invalidArgument("textual syntax error: {}", msg);
+  }
+  Importer importer(base_dir);
+  return importer.importModel(proto);
+}
+
+StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
+                                                      const std::string& base_dir) {
+  onnx::ModelProto proto;
+  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(INT_MAX);
+  if (!proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    return invalidArgument("not a valid ONNX protobuf (truncated or not a model file)");
+  }
+  Importer importer(base_dir);
+  return importer.importModel(proto);
+}
+
+StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path) {
+  auto fail = [&](const Status& st) { return st.withContext(path); };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return fail(makeError(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
+                          "cannot open: {}", std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail(makeError(StatusCode::kIoError, "not a regular file"));
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    return fail(invalidArgument("the file is empty"));
+  }
+  if (static_cast<uint64_t>(st.st_size) >= (uint64_t{2} << 30)) {
+    ::close(fd);
+    return fail(invalidArgument("a protobuf file of 2 GB or more cannot be read; keep the weights "
+                                "in external data"));
+  }
+  char head[64];
+  ssize_t head_len = ::pread(fd, head, sizeof head, 0);
+  std::string_view head_view(head, head_len > 0 ? static_cast<size_t>(head_len) : 0);
+  std::string dir = folderOf(path);
+  if (looksLikeText(path, head_view)) {
+    std::string text(static_cast<size_t>(st.st_size), '\0');
+    ssize_t got = ::pread(fd, text.data(), text.size(), 0);
+    ::close(fd);
+    if (got != static_cast<ssize_t>(text.size())) return fail(makeError(StatusCode::kIoError, "short read"));
+    auto model = parseModelText(text, dir);
+    if (!model.isOk()) return fail(model.status());
+    return model;
+  }
+  onnx::ModelProto proto;
+  bool parsed;
+  {
+    google::protobuf::io::FileInputStream stream(fd);
+    google::protobuf::io::CodedInputStream coded(&stream);
+    coded.SetTotalBytesLimit(INT_MAX);
+    parsed = proto.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+  }
+  ::close(fd);
+  if (!parsed) return fail(invalidArgument("not a valid ONNX protobuf (truncated or not a model file)"));
+  Importer importer(dir);
+  auto model = importer.importModel(proto);
+  if (!model.isOk()) return fail(model.status());
+  return model;
+}
+
+}  // namespace onnxopt::io

@@ -1,0 +1,397 @@
+#include "onnxopt/ir/graph.h"
+
+#include <algorithm>
+
+namespace onnxopt::ir {
+
+// ---------------------------------------------------------------------------------------------
+// Value
+
+bool Value::isGraphOutput() const {
+  return std::any_of(uses_.begin(), uses_.end(), [](const Use& use) {
+    return use.user == use.user->owningGraph()->returnNode();
+  });
+}
+
+void Value::removeUse(Node* user, size_t index) {
+  auto it = std::find(uses_.begin(), uses_.end(), Use{user, index});
+  ONNXOPT_CHECK(it != uses_.end(), "use-list out of sync: use not found on value '" + name_ + "'");
+  uses_.erase(it);
+}
+
+void Value::replaceAllUsesWith(Value* other) {
+  ONNXOPT_CHECK(other != nullptr && other != this, "replaceAllUsesWith needs another value");
+  std::vector<Use> uses = std::move(uses_);
+  uses_.clear();
+  for (const Use& use : uses) {
+    use.user->inputs_[use.index] = other;
+    other->uses_.push_back(use);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attribute
+
+const char* Attribute::kindName(Kind kind) {
+  switch (kind) {
+    case Kind::kUndefined: return "undefined";
+    case Kind::kFloat: return "float";
+    case Kind::kInt: return "int";
+    case Kind::kString: return "string";
+    case Kind::kTensor: return "tensor";
+    case Kind::kGraph: return "graph";
+    case Kind::kFloats: return "floats";
+    case Kind::kInts: return "ints";
+    case Kind::kStrings: return "strings";
+    case Kind::kTensors: return "tensors";
+    case Kind::kGraphs: return "graphs";
+    case Kind::kSparseTensor: return "sparse_tensor";
+    case Kind::kSparseTensors: return "sparse_tensors";
+    case Kind::kTypeProto: return "type_proto";
+    case Kind::kTypeProtos: return "type_protos";
+  }
+  return "unknown";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Node
+
+Node::~Node() = default;
+
+Node* Node::next() const {
+  Node* n = next_;
+  while (n != nullptr && n->erased_) n = n->next_;
+  return n;
+}
+
+Node* Node::prev() const {
+  Node* n = prev_;
+  while (n != nullptr && n->erased_) n = n->prev_;
+  return n;
+}
+
+void Node::setInput(size_t i, Value* value) {
+  ONNXOPT_CHECK(i < inputs_.size(), "setInput index out of range");
+  if (inputs_[i] != nullptr) inputs_[i]->removeUse(this, i);
+  inputs_[i] = value;
+  if (value != nullptr) value->uses_.push_back({this, i});
+}
+
+void Node::addInput(Value* value) {
+  inputs_.push_back(value);
+  if (value != nullptr) value->uses_.push_back({this, inputs_.size() - 1});
+}
+
+void Node::removeInput(size_t i) {
+  ONNXOPT_CHECK(i < inputs_.size(), "removeInput index out of range");
+  if (inputs_[i] != nullptr) inputs_[i]->removeUse(this, i);
+  // Later operands shift down by one: renumber their uses.
+  for (size_t j = i + 1; j < inputs_.size(); ++j) {
+    Value* v = inputs_[j];
+    if (v == nullptr) continue;
+    for (Use& use : v->uses_) {
+      if (use.user == this && use.index == j) {
+        use.index = j - 1;
+        break;
+      }
+    }
+  }
+  inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+void Node::dropAllReferences() {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (inputs_[i] != nullptr) inputs_[i]->removeUse(this, i);
+  }
+  inputs_.clear();
+  for (Graph* g : subgraphs()) {
+    for (Node* n = g->head_; n != nullptr; n = n->next_) n->dropAllReferences();
+    for (auto& dead : g->graveyard_) dead->dropAllReferences();
+    g->return_node_->dropAllReferences();
+  }
+}
+
+std::vector<Value*> Node::outputs() const {
+  std::vector<Value*> result;
+  result.reserve(outputs_.size());
+  for (const auto& v : outputs_) result.push_back(v.get());
+  return result;
+}
+
+Value* Node::addOutput() {
+  outputs_.push_back(
+      std::unique_ptr<Value>(new Value(Value::Kind::kNodeOutput, graph_, this, outputs_.size())));
+  return outputs_.back().get();
+}
+
+void Node::removeOutput(size_t i) {
+  ONNXOPT_CHECK(i < outputs_.size(), "removeOutput index out of range");
+  ONNXOPT_CHECK(!outputs_[i] || !outputs_[i]->hasUses(), "removing an output that has uses");
+  outputs_.erase(outputs_.begin() + static_cast<std::ptrdiff_t>(i));
+  for (size_t j = i; j < outputs_.size(); ++j) {
+    if (outputs_[j]) outputs_[j]->output_index_ = j;
+  }
+}
+
+const Attribute* Node::findAttribute(const std::string& name) const {
+  for (const Attribute& a : attributes_) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+Attribute* Node::findAttribute(const std::string& name) {
+  for (Attribute& a : attributes_) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+void Node::setAttribute(Attribute attr) {
+  for (auto& g : attr.graphs) g->parent_node_ = this;
+  if (Attribute* existing = findAttribute(attr.name)) {
+    // The old subgraphs die with the old attribute: their uses of outer values must go first.
+    for (auto& g : existing->graphs) {
+      for (Node* n = g->head_; n != nullptr; n = n->next_) n->dropAllReferences();
+      g->return_node_->dropAllReferences();
+    }
+    *existing = std::move(attr);
+    return;
+  }
+  attributes_.push_back(std::move(attr));
+}
+
+bool Node::removeAttribute(const std::string& name) {
+  for (auto it = attributes_.begin(); it != attributes_.end(); ++it) {
+    if (it->name != name) continue;
+    for (auto& g : it->graphs) {
+      for (Node* n = g->head_; n != nullptr; n = n->next_) n->dropAllReferences();
+      g->return_node_->dropAllReferences();
+    }
+    attributes_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+std::vector<Graph*> Node::subgraphs() const {
+  std::vector<Graph*> result;
+  for (const Attribute& a : attributes_) {
+    for (const auto& g : a.graphs) result.push_back(g.get());
+  }
+  return result;
+}
+
+void Node::moveBefore(Node* other) {
+  ONNXOPT_CHECK(other != nullptr && other->graph_ == graph_ && !erased_ && !other->erased_,
+                "moveBefore needs a live node of the same graph");
+  if (other == this) return;
+  graph_->unlink(this);
+  graph_->linkBefore(this, other);
+}
+
+// ---------------------------------------------------------------------------------------------
+// NodeIterator
+
+NodeIterator& NodeIterator::operator++() {
+  // An erased node keeps its `next_`, so advancing from it is safe; skip successors erased since.
+  node_ = node_->next_;
+  while (node_ != nullptr && node_->erased_) node_ = node_->next_;
+  return *this;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Graph
+
+Graph::Graph() : return_node_(new Node(this, "<return>", "")) {}
+
+Graph::~Graph() {
+  // Drop every use first (ours and our subgraphs' uses of outer values) so no use-list is left
+  // pointing at a freed node, whatever the destruction order.
+  for (Node* n = head_; n != nullptr; n = n->next_) n->dropAllReferences();
+  for (auto& dead : graveyard_) dead->dropAllReferences();
+  return_node_->dropAllReferences();
+  Node* n = head_;
+  while (n != nullptr) {
+    Node* next = n->next_;
+    delete n;
+    n = next;
+  }
+}
+
+Graph* Graph::parentGraph() const {
+  return parent_node_ != nullptr ? parent_node_->owningGraph() : nullptr;
+}
+
+NodeIterator Graph::begin() const { return NodeIterator(head_); }
+Node* Graph::firstNode() const { return head_; }
+Node* Graph::lastNode() const { return tail_; }
+
+void Graph::linkBefore(Node* node, Node* before) {
+  if (before == nullptr) {
+    node->prev_ = tail_;
+    node->next_ = nullptr;
+    if (tail_ != nullptr) tail_->next_ = node;
+    tail_ = node;
+    if (head_ == nullptr) head_ = node;
+  } else {
+    ONNXOPT_CHECK(before->graph_ == this && !before->erased_, "insertion point not in this graph");
+    node->next_ = before;
+    node->prev_ = before->prev_;
+    if (before->prev_ != nullptr) {
+      before->prev_->next_ = node;
+    } else {
+      head_ = node;
+    }
+    before->prev_ = node;
+  }
+  ++num_nodes_;
+}
+
+void Graph::unlink(Node* node) {
+  if (node->prev_ != nullptr) {
+    node->prev_->next_ = node->next_;
+  } else {
+    head_ = node->next_;
+  }
+  if (node->next_ != nullptr) {
+    node->next_->prev_ = node->prev_;
+  } else {
+    tail_ = node->prev_;
+  }
+  --num_nodes_;
+  // `next_` is deliberately left as it was so that an iterator on this node can still advance.
+}
+
+Node* Graph::createNode(std::string op_type, std::string domain, const std::vector<Value*>& inputs,
+                        size_t num_outputs, Node* before) {
+  Node* node = new Node(this, std::move(op_type), std::move(domain));
+  linkBefore(node, before);
+  for (Value* v : inputs) node->addInput(v);
+  for (size_t i = 0; i < num_outputs; ++i) node->addOutput();
+  return node;
+}
+
+void Graph::eraseNode(Node* node) {
+  ONNXOPT_CHECK(node->graph_ == this && !node->erased_, "erasing a node not live in this graph");
+  for (const auto& out : node->outputs_) {
+    ONNXOPT_CHECK(!out || !out->hasUses(),
+                  "erasing node '" + node->name_ + "' (" + node->op_type_ + ") whose output '" +
+                      out->name() + "' still has uses");
+  }
+  node->dropAllReferences();
+  unlink(node);
+  node->erased_ = true;
+  graveyard_.emplace_back(node);
+}
+
+void Graph::collectGarbage() {
+  graveyard_.clear();
+  for (Node* n = head_; n != nullptr; n = n->next_) {
+    for (Graph* g : n->subgraphs()) g->collectGarbage();
+  }
+}
+
+Value* Graph::addInput(std::string name, Type type) {
+  owned_values_.push_back(std::unique_ptr<Value>(new Value(Value::Kind::kGraphInput, this, nullptr, 0)));
+  Value* v = owned_values_.back().get();
+  v->setName(std::move(name));
+  v->setType(std::move(type));
+  inputs_.push_back(v);
+  return v;
+}
+
+void Graph::removeInput(Value* value) {
+  ONNXOPT_CHECK(!value->hasUses(), "removing a graph input that has uses");
+  inputs_.erase(std::remove(inputs_.begin(), inputs_.end(), value), inputs_.end());
+  initializers_.erase(std::remove(initializers_.begin(), initializers_.end(), value),
+                      initializers_.end());
+  owned_values_.erase(std::remove_if(owned_values_.begin(), owned_values_.end(),
+                                     [&](const auto& p) { return p.get() == value; }),
+                      owned_values_.end());
+}
+
+Value* Graph::addInitializer(std::string name, Tensor tensor) {
+  owned_values_.push_back(
+      std::unique_ptr<Value>(new Value(Value::Kind::kInitializer, this, nullptr, 0)));
+  Value* v = owned_values_.back().get();
+  v->setName(std::move(name));
+  v->setType(Type::tensor(tensor.dtype(), [&] {
+    std::vector<Dim> dims;
+    for (int64_t d : tensor.dims()) dims.push_back(Dim::known(d));
+    return dims;
+  }()));
+  v->setInitializer(std::move(tensor));
+  initializers_.push_back(v);
+  return v;
+}
+
+Value* Graph::addSparseInitializer(std::string name, SparseTensor tensor) {
+  owned_values_.push_back(
+      std::unique_ptr<Value>(new Value(Value::Kind::kInitializer, this, nullptr, 0)));
+  Value* v = owned_values_.back().get();
+  v->setName(std::move(name));
+  std::vector<Dim> dims;
+  for (int64_t d : tensor.dims) dims.push_back(Dim::known(d));
+  Type type = Type::tensor(tensor.values.dtype(), std::move(dims));
+  v->setType(std::move(type));
+  v->setSparseInitializer(std::move(tensor));
+  initializers_.push_back(v);
+  return v;
+}
+
+void Graph::setInputDefault(Value* value, Tensor tensor) {
+  ONNXOPT_CHECK(value->kind() == Value::Kind::kGraphInput && value->owningGraph() == this,
+                "setInputDefault needs an input of this graph");
+  value->setInitializer(std::move(tensor));
+  if (std::find(initializers_.begin(), initializers_.end(), value) == initializers_.end()) {
+    initializers_.push_back(value);
+  }
+}
+
+void Graph::removeInitializer(Value* value) {
+  if (value->kind() == Value::Kind::kGraphInput) {
+    value->setInitializer(std::nullopt);
+    initializers_.erase(std::remove(initializers_.begin(), initializers_.end(), value),
+                        initializers_.end());
+    return;
+  }
+  ONNXOPT_CHECK(!value->hasUses(), "removing an initializer that has uses");
+  initializers_.erase(std::remove(initializers_.begin(), initializers_.end(), value),
+                      initializers_.end());
+  owned_values_.erase(std::remove_if(owned_values_.begin(), owned_values_.end(),
+                                     [&](const auto& p) { return p.get() == value; }),
+                      owned_values_.end());
+}
+
+std::vector<Value*> Graph::outputs() const { return return_node_->inputs(); }
+size_t Graph::numOutputs() const { return return_node_->numInputs(); }
+Value* Graph::output(size_t i) const { return return_node_->input(i); }
+void Graph::addOutput(Value* value) { return_node_->addInput(value); }
+void Graph::setOutput(size_t i, Value* value) { return_node_->setInput(i, value); }
+void Graph::removeOutput(size_t i) { return_node_->removeInput(i); }
+
+std::vector<Node*> Graph::allNodesRecursive() const {
+  std::vector<Node*> result;
+  for (Node* n : *this) {
+    result.push_back(n);
+    for (Graph* g : n->subgraphs()) {
+      auto inner = g->allNodesRecursive();
+      result.insert(result.end(), inner.begin(), inner.end());
+    }
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model
+
+std::optional<int64_t> Model::opsetVersion(const std::string& domain) const {
+  auto norm = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
+  for (const OpsetImport& op : opset_imports) {
+    if (norm(op.domain) == norm(domain)) return op.version;
+  }
+  return std::nullopt;
+}
+
+}  // namespace onnxopt::ir

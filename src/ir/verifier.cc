@@ -1,0 +1,185 @@
+#include "onnxopt/ir/verifier.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace onnxopt::ir {
+namespace {
+
+std::string describe(const Node* n) {
+  std::string op = n->domain().empty() ? n->opType() : n->domain() + "." + n->opType();
+  if (!n->name().empty()) return fmt::format("node '{}' ({})", n->name(), op);
+  if (n->numOutputs() > 0 && n->output(0) != nullptr) {
+    return fmt::format("node {} producing '{}'", op, n->output(0)->name());
+  }
+  return "node " + op;
+}
+
+class Verifier {
+ public:
+  Status verify(const Graph& graph) { return verifyGraph(graph); }
+
+ private:
+  /// Values visible at the current point, one set per nesting level.
+  std::vector<std::unordered_set<const Value*>> scopes_;
+
+  bool visible(const Value* v) const {
+    return std::any_of(scopes_.begin(), scopes_.end(), [&](const auto& s) { return s.count(v); });
+  }
+
+  Status checkUses(const Value* v) {
+    for (const Use& use : v->uses()) {
+      if (use.user == nullptr || use.user->isErased()) {
+        return makeError(StatusCode::kInternal, "value '{}' has a use by an erased node", v->name());
+      }
+      if (use.index >= use.user->numInputs() || use.user->input(use.index) != v) {
+        return makeError(StatusCode::kInternal, "value '{}' lists a use by {} operand {} that does "
+                         "not refer to it", v->name(), describe(use.user), use.index);
+      }
+    }
+    return Status::ok();
+  }
+
+  Status checkOperands(const Node* n, const char* where) {
+    for (size_t i = 0; i < n->numInputs(); ++i) {
+      const Value* v = n->input(i);
+      if (v == nullptr) continue;
+      size_t count = std::count(v->uses().begin(), v->uses().end(), Use{const_cast<Node*>(n), i});
+      if (count != 1) {
+        return makeError(StatusCode::kInternal, "{}: operand {} ('{}') is recorded {} times in its "
+                         "use-list", where, i, v->name(), count);
+      }
+      if (!visible(v)) {
+        return invalidArgument("{}: input '{}' is not defined before use in this scope", where,
+                               v->name());
+      }
+    }
+    return Status::ok();
+  }
+
+  Status checkTensorType(const Value* v) {
+    const Tensor* t = v->initializer();
+    if (t == nullptr || !v->type().isTensor()) return Status::ok();
+    if (v->type().elem_type != t->dtype()) {
+      return invalidArgument("initializer '{}' holds {} data but its type says {}", v->name(),
+                             dataTypeName(t->dtype()), dataTypeName(v->type().elem_type));
+    }
+    const Shape& shape = v->type().shape;
+    if (shape && v->kind() == Value::Kind::kInitializer) {
+      bool match = shape->size() == t->dims().size();
+      for (size_t i = 0; match && i < shape->size(); ++i) {
+        if ((*shape)[i].isKnown() && (*shape)[i].value != t->dims()[i]) match = false;
+      }
+      if (!match) {
+        return invalidArgument("initializer '{}' has dims [{}] that do not match its type {}",
+                               v->name(), fmt::join(t->dims(), ","), typeToString(v->type()));
+      }
+    }
+    return Status::ok();
+  }
+
+  Status verifyGraph(const Graph& graph) {
+    scopes_.emplace_back();
+    std::unordered_map<std::string, const Value*> names;
+    auto define = [&](const Value* v) -> Status {
+      scopes_.back().insert(v);
+      RETURN_IF_ERROR(checkUses(v));
+      if (v->name().empty()) return Status::ok();
+      auto [it, inserted] = names.emplace(v->name(), v);
+      if (!inserted) {
+        return invalidArgument("the name '{}' is defined twice in graph '{}'", v->name(),
+                               graph.name());
+      }
+      return Status::ok();
+    };
+    for (const Value* v : graph.inputs()) {
+      if (v->owningGraph() != &graph || v->kind() != Value::Kind::kGraphInput) {
+        return makeError(StatusCode::kInternal, "graph input '{}' is not owned by its graph",
+                         v->name());
+      }
+      RETURN_IF_ERROR(define(v));
+      RETURN_IF_ERROR(checkTensorType(v));
+    }
+    for (const Value* v : graph.initializers()) {
+      if (v->owningGraph() != &graph) {
+        return makeError(StatusCode::kInternal, "initializer '{}' is not owned by its graph",
+                         v->name());
+      }
+      if (v->kind() == Value::Kind::kGraphInput) continue;  // an input's default: defined above
+      RETURN_IF_ERROR(define(v));
+      RETURN_IF_ERROR(checkTensorType(v));
+    }
+    size_t count = 0;
+    const Node* prev = nullptr;
+    for (const Node* n : graph) {
+      ++count;
+      if (n->owningGraph() != &graph || n->isErased()) {
+        return makeError(StatusCode::kInternal, "{} is listed in a graph that does not own it",
+                         describe(n));
+      }
+      if (n->prev() != prev) {
+        return makeError(StatusCode::kInternal, "node list links are broken at {}", describe(n));
+      }
+      prev = n;
+      RETURN_IF_ERROR(checkOperands(n, describe(n).c_str()));
+      for (const Graph* sub : n->subgraphs()) {
+        if (sub->parentNode() != n) {
+          return makeError(StatusCode::kInternal, "a subgraph of {} does not point back at it",
+                           describe(n));
+        }
+        Status st = verifyGraph(*sub);
+        if (!st.isOk()) return st.withContext(fmt::format("in subgraph '{}' of {}", sub->name(),
+                                                          describe(n)));
+      }
+      for (size_t i = 0; i < n->numOutputs(); ++i) {
+        const Value* v = n->output(i);
+        if (v == nullptr) continue;
+        if (v->producer() != n || v->outputIndex() != i || v->owningGraph() != &graph ||
+            v->kind() != Value::Kind::kNodeOutput) {
+          return makeError(StatusCode::kInternal, "output {} of {} does not point back at it", i,
+                           describe(n));
+        }
+        RETURN_IF_ERROR(define(v));
+      }
+    }
+    if (count != graph.numNodes()) {
+      return makeError(StatusCode::kInternal, "graph '{}' counts {} nodes but lists {}",
+                       graph.name(), graph.numNodes(), count);
+    }
+    for (size_t i = 0; i < graph.numOutputs(); ++i) {
+      if (graph.output(i) == nullptr) {
+        return invalidArgument("graph '{}': output {} is missing", graph.name(), i);
+      }
+    }
+    RETURN_IF_ERROR(checkOperands(graph.returnNode(), "graph outputs"));
+    scopes_.pop_back();
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+Status verifyGraph(const Graph& graph) {
+  Verifier verifier;
+  return verifier.verify(graph);
+}
+
+Status verifyModel(const Model& model) {
+  if (model.graph == nullptr) return invalidArgument("the model has no graph");
+  std::unordered_set<std::string> domains;
+  for (const OpsetImport& op : model.opset_imports) {
+    std::string d = op.domain == "ai.onnx" ? "" : op.domain;
+    if (!domains.insert(d).second) {
+      return invalidArgument("opset of domain '{}' is imported twice", op.domain);
+    }
+  }
+  RETURN_IF_ERROR(verifyGraph(*model.graph));
+  for (const auto& f : model.functions) {
+    Status st = verifyGraph(*f->body);
+    if (!st.isOk()) return st.withContext(fmt::format("function '{}'", f->name));
+  }
+  return Status::ok();
+}
+
+}  // namespace onnxopt::ir

@@ -1,0 +1,58 @@
+"""Fixtures for the Python tests of opt.
+
+Paths come from the environment where set: ONNXOPT_OPT (the binary, default <repo>/build/bin/opt) and
+ONNXOPT_SHARED (the shared data folder, default <repo>/../shared).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import roundtrip_check
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here rather than in an ini file so that it holds wherever pytest is started from.
+    config.addinivalue_line("markers", "large: writes and round-trips a model over 2 GB (deselect with -m 'not large')")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return roundtrip_check.REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    path = roundtrip_check.shared_dir()
+    if not path.is_dir():
+        pytest.fail(f"shared data folder {path} not found: set ONNXOPT_SHARED")
+    return path
+
+
+@pytest.fixture(scope="session")
+def opt() -> Path:
+    # A missing binary fails every test that needs it: a skipped suite would read as a passing one.
+    path = roundtrip_check.opt_path()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"opt binary not found at {path}: build it (cmake --build build) or set ONNXOPT_OPT", pytrace=False)
+    return path
+
+
+@pytest.fixture
+def work_dir(tmp_path: Path) -> Path:
+    """An empty folder for one test's files."""
+    return tmp_path
+
+
+@pytest.fixture
+def run_opt(opt: Path) -> Callable[..., Any]:
+    """run_opt(*args) runs `opt` with args (paths allowed) and returns the CompletedProcess."""
+
+    def run(*args: Any, timeout: float = roundtrip_check.OPT_TIMEOUT_S):
+        return roundtrip_check.run_opt(opt, *args, timeout=timeout)
+
+    return run

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Round-trips the whole corpus through opt and prints totals and failures (the property of test_roundtrip.py).
+
+  tools/roundtrip_report.py [--opt PATH] [--shared DIR] [-j N] [-k SUBSTRING] [-v]
+
+Exit status 1 when any case fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import multiprocessing
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
+import roundtrip_check  # noqa: E402
+
+
+def _check(job: tuple[roundtrip_check.Case, Path]) -> roundtrip_check.Outcome:
+    case, opt = job
+    with tempfile.TemporaryDirectory(prefix="onnxopt-roundtrip-") as workdir:
+        try:
+            return roundtrip_check.check_case(case, opt, Path(workdir))
+        except Exception as e:  # a harness error is reported as the case's failure, not a lost run
+            return roundtrip_check.Outcome(case.id, failures=[f"harness error: {type(e).__name__}: {e}"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--opt", type=Path, default=roundtrip_check.opt_path(), help="the opt binary")
+    parser.add_argument("--shared", type=Path, default=roundtrip_check.shared_dir(), help="the shared data folder")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count(), help="cases run in parallel")
+    parser.add_argument("-k", "--filter", default="", help="only cases whose id contains this")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also list cases ORT cannot run, and why")
+    args = parser.parse_args()
+    if not os.access(args.opt, os.X_OK):
+        print(f"roundtrip_report: opt binary not found at {args.opt}", file=sys.stderr)
+        return 2
+
+    cases = [c for c in roundtrip_check.corpus(args.shared) if args.filter in c.id]
+    with multiprocessing.Pool(max(1, args.jobs)) as pool:
+        outcomes = pool.map(_check, [(c, args.opt) for c in cases], chunksize=4)
+
+    by_suite: dict[str, list[roundtrip_check.Outcome]] = collections.defaultdict(list)
+    for outcome in outcomes:
+        by_suite[outcome.case.split("/")[0]].append(outcome)
+    header = f"{'suite':<18}{'cases':>7}{'checker-ok':>12}{'still-ok':>10}{'opt-ok':>8}{'ort-runs':>10}{'identical':>11}{'nondet':>8}{'failed':>8}"
+    print(header)
+    print("-" * len(header))
+    for suite, rows in [*sorted(by_suite.items()), ("total", outcomes)]:
+        nondet = sum(o.ort_note == "nondeterministic" for o in rows)
+        print(
+            f"{suite:<18}{len(rows):>7}{sum(o.checker_ok for o in rows):>12}"
+            f"{sum(bool(o.checker_ok_after) for o in rows):>10}{sum(o.opt_ok for o in rows):>8}"
+            f"{sum(o.ort_runnable for o in rows):>10}"
+            f"{sum(bool(o.identical) and o.ort_note != 'nondeterministic' for o in rows):>11}{nondet:>8}"
+            f"{sum(bool(o.failures) for o in rows):>8}"
+        )
+    print()
+    print("checker-ok: the original passes onnx.checker (full check); still-ok: so does opt's output;")
+    print("ort-runs: onnxruntime runs the original; identical: bitwise-identical outputs after the round trip;")
+    print("nondet: the original's outputs vary run to run (unseeded random ops), so only types and shapes are compared.")
+
+    rejected = [o for o in outcomes if not o.opt_ok and not o.failures]
+    if rejected:
+        print(f"\nrejected by opt as well as by onnx.checker ({len(rejected)}, allowed):")
+        for o in rejected:
+            print(f"  {o.case}: {o.opt_error}")
+    if args.verbose:
+        skipped = [o for o in outcomes if not o.ort_runnable]
+        print(f"\nnot run in onnxruntime ({len(skipped)}):")
+        for o in skipped:
+            print(f"  {o.case}: {o.ort_note or 'opt rejected it'}")
+    failed = [o for o in outcomes if o.failures]
+    print(f"\nfailures ({len(failed)}):")
+    for o in failed:
+        print(f"  {o.case}:")
+        for failure in o.failures:
+            print(f"    {failure}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
