@@ -1,4 +1,5 @@
-// Atomic file output (private to src/io): write to a temporary file beside the target, rename on commit.
+// Atomic file output (private to src/io): write to a temporary file beside the target, rename on
+// commit.
 #pragma once
 
 #include <fcntl.h>

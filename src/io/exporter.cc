@@ -188,7 +188,8 @@ void Exporter::exportType(const ir::Type& type, onnx::TypeProto& proto) {
     }
   };
   switch (type.kind) {
-    case ir::Type::Kind::kUnknown: break;
+    case ir::Type::Kind::kUnknown:
+      break;
     case ir::Type::Kind::kTensor: {
       auto* t = proto.mutable_tensor_type();
       t->set_elem_type(static_cast<int32_t>(type.elem_type));
@@ -244,7 +245,11 @@ Status Exporter::exportTensor(const ir::Tensor& t, onnx::TensorProto& proto) {
     return Status::ok();
   }
   if (sink_ != nullptr && sink_->wants(t)) return sink_->write(t, proto);
-  if (t.data() != nullptr || t.byteSize() > 0) proto.set_raw_data(t.data(), t.byteSize());
+  if (t.byteSize() > 0) {
+    proto.set_raw_data(t.data(), t.byteSize());
+  } else {
+    proto.set_raw_data(std::string());
+  }
   return Status::ok();
 }
 
@@ -263,10 +268,17 @@ Status Exporter::exportAttribute(const ir::Attribute& a, onnx::AttributeProto& p
   proto.set_type(static_cast<onnx::AttributeProto::AttributeType>(a.kind));
   restoreUnknownFields(proto, a.unknown_fields);
   switch (a.kind) {
-    case Kind::kUndefined: break;
-    case Kind::kFloat: proto.set_f(a.f); break;
-    case Kind::kInt: proto.set_i(a.i); break;
-    case Kind::kString: proto.set_s(a.s); break;
+    case Kind::kUndefined:
+      break;
+    case Kind::kFloat:
+      proto.set_f(a.f);
+      break;
+    case Kind::kInt:
+      proto.set_i(a.i);
+      break;
+    case Kind::kString:
+      proto.set_s(a.s);
+      break;
     case Kind::kFloats:
       for (float f : a.floats) proto.add_floats(f);
       break;
@@ -461,9 +473,10 @@ Status saveModel(const ir::Model& model, const std::string& path, const SaveOpti
     fs::path rel(location);
     if (rel.is_absolute() || rel.lexically_normal().begin() == rel.lexically_normal().end() ||
         *rel.lexically_normal().begin() == "..") {
-      return invalidArgument("external data file '{}' must be a relative path inside the output's "
-                             "folder",
-                             location);
+      return invalidArgument(
+          "external data file '{}' must be a relative path inside the output's "
+          "folder",
+          location);
     }
     fs::path data_path = fs::path(path).parent_path() / rel;
     ASSIGN_OR_RETURN(data_file, TempFile::create(data_path.string()));
@@ -501,7 +514,8 @@ Status writeFileAtomically(const std::string& path, std::string_view content) {
   while (left > 0) {
     ssize_t w = ::write(file->fd(), p, left);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return makeError(StatusCode::kIoError, "writing '{}': {}", path, std::strerror(errno));
+    if (w < 0)
+      return makeError(StatusCode::kIoError, "writing '{}': {}", path, std::strerror(errno));
     p += w;
     left -= static_cast<size_t>(w);
   }

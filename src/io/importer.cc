@@ -1,6 +1,6 @@
-// ModelProto -> IR. Builds use-lists directly from names, sorts each graph's nodes topologically (ONNX
-// files need not be sorted), resolves outer-scope references of subgraphs, and rejects what cannot be
-// represented faithfully with an error naming the node or value.
+// ModelProto -> IR. Builds use-lists directly from names, sorts each graph's nodes topologically
+// (ONNX files need not be sorted), resolves outer-scope references of subgraphs, and rejects what
+// cannot be represented faithfully with an error naming the node or value.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -191,8 +191,8 @@ Status Importer::readExternal(onnx::TensorProto& proto, ir::Tensor& tensor) {
     errno = 0;
     unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
     if (errno == ERANGE) {
-      return invalidArgument("tensor '{}': external data {} '{}' is out of range", proto.name(), key,
-                             text);
+      return invalidArgument("tensor '{}': external data {} '{}' is out of range", proto.name(),
+                             key, text);
     }
     return static_cast<uint64_t>(v);
   };
@@ -210,9 +210,10 @@ Status Importer::readExternal(onnx::TensorProto& proto, ir::Tensor& tensor) {
   }
   fs::path rel(location);
   if (rel.is_absolute()) {
-    return invalidArgument("tensor '{}': external data location '{}' is absolute; it must be "
-                           "relative to the model's folder",
-                           proto.name(), location);
+    return invalidArgument(
+        "tensor '{}': external data location '{}' is absolute; it must be "
+        "relative to the model's folder",
+        proto.name(), location);
   }
   fs::path normal = rel.lexically_normal();
   if (normal.empty() || *normal.begin() == ".." || normal == ".") {
@@ -229,20 +230,21 @@ Status Importer::readExternal(onnx::TensorProto& proto, ir::Tensor& tensor) {
   // A symbolic link can still lead outside: compare the resolved paths.
   auto [base_end, full_it] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
   if (base_end != base.end()) {
-    return invalidArgument("tensor '{}': external data location '{}' resolves outside the model's "
-                           "folder",
-                           proto.name(), location);
+    return invalidArgument(
+        "tensor '{}': external data location '{}' resolves outside the model's "
+        "folder",
+        proto.name(), location);
   }
   std::string key = full.string();
   auto it = mapped_.find(key);
   if (it == mapped_.end()) {
     auto file = ir::MappedFile::open(key);
     if (!file.isOk()) {
-      return Status(file.status().code(),
-                    fmt::format("tensor '{}': external data file '{}': {}", proto.name(), location,
-                                file.status().code() == StatusCode::kNotFound
-                                    ? std::string("not found")
-                                    : file.status().message()));
+      return Status(
+          file.status().code(),
+          fmt::format("tensor '{}': external data file '{}': {}", proto.name(), location,
+                      file.status().code() == StatusCode::kNotFound ? std::string("not found")
+                                                                    : file.status().message()));
     }
     it = mapped_.emplace(key, std::move(file).value()).first;
   }
@@ -255,9 +257,10 @@ Status Importer::readExternal(onnx::TensorProto& proto, ir::Tensor& tensor) {
                            proto.name(), off, off + len, location, file->size());
   }
   if (expected && *expected != len) {
-    return invalidArgument("tensor '{}': external data length {} does not match its type and dims "
-                           "({} bytes)",
-                           proto.name(), len, *expected);
+    return invalidArgument(
+        "tensor '{}': external data length {} does not match its type and dims "
+        "({} bytes)",
+        proto.name(), len, *expected);
   }
   tensor.setView(file, off, len);
   tensor.setExternalSource(ir::ExternalSource{key, off, len});
@@ -312,6 +315,9 @@ StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
   const uint64_t typed_count = bits > 0 && bits < 8 ? (*count * bits + 7) / 8 : *count;
   if (proto.has_raw_data()) {
     bytes = std::move(*proto.mutable_raw_data());  // moves the buffer: no copy of the weights
+    // Empty raw_data on a non-empty tensor marks weight-stripped models (TensorRT "weightless"):
+    // kept without data, as it came.
+    has_data = !bytes.empty() || *count == 0;
   } else if (proto.float_data_size() > 0) {
     appendLow(bytes, proto.float_data(), 4);
   } else if (proto.int32_data_size() > 0) {
@@ -327,10 +333,7 @@ StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
   } else {
     has_data = false;
   }
-  if (!has_data) {
-    // No data at all: legal for empty tensors; kept as-is otherwise (e.g. weight-stripped models).
-    return tensor;
-  }
+  if (!has_data) return tensor;  // no data at all: kept as it came
   if (known) {
     auto expected = tensor.expectedByteSize();
     if (!expected) {
@@ -369,28 +372,52 @@ Status Importer::importAttribute(onnx::AttributeProto& proto, const Scope& scope
   int type = proto.type();
   if (type == onnx::AttributeProto::UNDEFINED && out.ref_attr_name.empty()) {
     // Very old files omit the type: take it from the one field that is set.
-    if (proto.has_f()) type = onnx::AttributeProto::FLOAT;
-    else if (proto.has_i()) type = onnx::AttributeProto::INT;
-    else if (proto.has_s()) type = onnx::AttributeProto::STRING;
-    else if (proto.has_t()) type = onnx::AttributeProto::TENSOR;
-    else if (proto.has_g()) type = onnx::AttributeProto::GRAPH;
-    else if (proto.has_sparse_tensor()) type = onnx::AttributeProto::SPARSE_TENSOR;
-    else if (proto.has_tp()) type = onnx::AttributeProto::TYPE_PROTO;
-    else if (proto.floats_size()) type = onnx::AttributeProto::FLOATS;
-    else if (proto.ints_size()) type = onnx::AttributeProto::INTS;
-    else if (proto.strings_size()) type = onnx::AttributeProto::STRINGS;
-    else if (proto.tensors_size()) type = onnx::AttributeProto::TENSORS;
-    else if (proto.graphs_size()) type = onnx::AttributeProto::GRAPHS;
-    else return invalidArgument("attribute '{}' has no type and no value", proto.name());
+    if (proto.has_f())
+      type = onnx::AttributeProto::FLOAT;
+    else if (proto.has_i())
+      type = onnx::AttributeProto::INT;
+    else if (proto.has_s())
+      type = onnx::AttributeProto::STRING;
+    else if (proto.has_t())
+      type = onnx::AttributeProto::TENSOR;
+    else if (proto.has_g())
+      type = onnx::AttributeProto::GRAPH;
+    else if (proto.has_sparse_tensor())
+      type = onnx::AttributeProto::SPARSE_TENSOR;
+    else if (proto.has_tp())
+      type = onnx::AttributeProto::TYPE_PROTO;
+    else if (proto.floats_size())
+      type = onnx::AttributeProto::FLOATS;
+    else if (proto.ints_size())
+      type = onnx::AttributeProto::INTS;
+    else if (proto.strings_size())
+      type = onnx::AttributeProto::STRINGS;
+    else if (proto.tensors_size())
+      type = onnx::AttributeProto::TENSORS;
+    else if (proto.graphs_size())
+      type = onnx::AttributeProto::GRAPHS;
+    else
+      return invalidArgument("attribute '{}' has no type and no value", proto.name());
   }
   out.kind = static_cast<Kind>(type);
   switch (out.kind) {
-    case Kind::kUndefined: break;  // a reference attribute in a function body
-    case Kind::kFloat: out.f = proto.f(); break;
-    case Kind::kInt: out.i = proto.i(); break;
-    case Kind::kString: out.s = std::move(*proto.mutable_s()); break;
-    case Kind::kFloats: out.floats.assign(proto.floats().begin(), proto.floats().end()); break;
-    case Kind::kInts: out.ints.assign(proto.ints().begin(), proto.ints().end()); break;
+    case Kind::kUndefined:
+      break;  // a reference attribute in a function body
+    case Kind::kFloat:
+      out.f = proto.f();
+      break;
+    case Kind::kInt:
+      out.i = proto.i();
+      break;
+    case Kind::kString:
+      out.s = std::move(*proto.mutable_s());
+      break;
+    case Kind::kFloats:
+      out.floats.assign(proto.floats().begin(), proto.floats().end());
+      break;
+    case Kind::kInts:
+      out.ints.assign(proto.ints().begin(), proto.ints().end());
+      break;
     case Kind::kStrings:
       for (auto& s : *proto.mutable_strings()) out.strings.push_back(std::move(s));
       break;
@@ -439,8 +466,8 @@ Status Importer::importAttribute(onnx::AttributeProto& proto, const Scope& scope
         auto graph = std::make_unique<ir::Graph>();
         Status st = importGraph(*gp, *graph, &scope);
         if (!st.isOk()) {
-          return st.withContext(fmt::format("in subgraph '{}' of attribute '{}'", gp->name(),
-                                            proto.name()));
+          return st.withContext(
+              fmt::format("in subgraph '{}' of attribute '{}'", gp->name(), proto.name()));
         }
         out.graphs.push_back(std::move(graph));
       }
@@ -525,7 +552,8 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
   }
   for (auto& tp : *proto.mutable_initializer()) {
     auto tensor = importTensor(tp);
-    if (!tensor.isOk()) return tensor.status().withContext(fmt::format("initializer '{}'", tp.name()));
+    if (!tensor.isOk())
+      return tensor.status().withContext(fmt::format("initializer '{}'", tp.name()));
     auto it = scope.names.find(tp.name());
     if (it != scope.names.end()) {
       ir::Value* v = it->second;
@@ -568,7 +596,8 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
   std::vector<std::vector<int>> users(n);
   std::vector<int> pending(n, 0);
   for (int i = 0; i < n; ++i) {
-    std::unordered_set<std::string> deps(proto.node(i).input().begin(), proto.node(i).input().end());
+    std::unordered_set<std::string> deps(proto.node(i).input().begin(),
+                                         proto.node(i).input().end());
     for (const auto& a : proto.node(i).attribute()) {
       if (a.has_g()) collectFreeNames(a.g(), deps);
       for (const auto& g : a.graphs()) collectFreeNames(g, deps);
@@ -584,7 +613,8 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       ++pending[i];
     }
   }
-  // Kahn's algorithm, always taking the ready node that came first in the file: sorted input stays as is.
+  // Kahn's algorithm, always taking the ready node that came first in the file: sorted input stays
+  // as is.
   std::priority_queue<int, std::vector<int>, std::greater<>> ready;
   for (int i = 0; i < n; ++i) {
     if (pending[i] == 0) ready.push(i);
@@ -635,8 +665,10 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
     if (vi.has_type()) {
       auto t = importType(vi.type());
       if (!t.isOk()) return t.status().withContext(fmt::format("value_info '{}'", vi.name()));
-      if (!v->isGraphOutput() && v->kind() == ir::Value::Kind::kNodeOutput) v->setType(*t);
-      else if (!v->type().isKnown()) v->setType(*t);
+      if (!v->isGraphOutput() && v->kind() == ir::Value::Kind::kNodeOutput)
+        v->setType(*t);
+      else if (!v->type().isKnown())
+        v->setType(*t);
     }
     if (v->kind() == ir::Value::Kind::kNodeOutput && !v->isGraphOutput()) {
       v->setDocString(vi.doc_string());
@@ -652,7 +684,8 @@ Status Importer::importFunction(onnx::FunctionProto& proto, ir::Function& fn) {
   fn.doc_string = proto.doc_string();
   fn.unknown_fields = unknownFieldsOf(proto);
   fn.attribute_names.assign(proto.attribute().begin(), proto.attribute().end());
-  for (const auto& op : proto.opset_import()) fn.opset_imports.push_back({op.domain(), op.version()});
+  for (const auto& op : proto.opset_import())
+    fn.opset_imports.push_back({op.domain(), op.version()});
   // The body is imported as a graph whose inputs and outputs are the formal parameters.
   onnx::GraphProto body;
   body.set_name(proto.name());
@@ -683,8 +716,10 @@ StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& pro
   model->domain = proto.domain();
   model->model_version = proto.model_version();
   model->doc_string = proto.doc_string();
-  for (const auto& kv : proto.metadata_props()) model->metadata_props.emplace_back(kv.key(), kv.value());
-  for (const auto& ti : proto.training_info()) model->training_info.push_back(ti.SerializeAsString());
+  for (const auto& kv : proto.metadata_props())
+    model->metadata_props.emplace_back(kv.key(), kv.value());
+  for (const auto& ti : proto.training_info())
+    model->training_info.push_back(ti.SerializeAsString());
   model->unknown_fields = unknownFieldsOf(proto);
   for (auto& fp : *proto.mutable_functions()) {
     auto fn = std::make_unique<ir::Function>();
@@ -702,7 +737,9 @@ bool looksLikeText(const std::string& path, std::string_view head) {
   auto ext = fs::path(path).extension().string();
   if (ext == ".onnxtxt" || ext == ".txt") return true;
   size_t i = 0;
-  while (i < head.size() && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) ++i;
+  while (i < head.size() &&
+         (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t'))
+    ++i;
   return i < head.size() && head[i] == '<';
 }
 
@@ -759,8 +796,9 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path) {
   }
   if (static_cast<uint64_t>(st.st_size) >= (uint64_t{2} << 30)) {
     ::close(fd);
-    return fail(invalidArgument("a protobuf file of 2 GB or more cannot be read; keep the weights "
-                                "in external data"));
+    return fail(
+        invalidArgument("a protobuf file of 2 GB or more cannot be read; keep the weights "
+                        "in external data"));
   }
   char head[64];
   ssize_t head_len = ::pread(fd, head, sizeof head, 0);
@@ -770,7 +808,8 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path) {
     std::string text(static_cast<size_t>(st.st_size), '\0');
     ssize_t got = ::pread(fd, text.data(), text.size(), 0);
     ::close(fd);
-    if (got != static_cast<ssize_t>(text.size())) return fail(makeError(StatusCode::kIoError, "short read"));
+    if (got != static_cast<ssize_t>(text.size()))
+      return fail(makeError(StatusCode::kIoError, "short read"));
     auto model = parseModelText(text, dir);
     if (!model.isOk()) return fail(model.status());
     return model;
@@ -784,7 +823,8 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path) {
     parsed = proto.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
   }
   ::close(fd);
-  if (!parsed) return fail(invalidArgument("not a valid ONNX protobuf (truncated or not a model file)"));
+  if (!parsed)
+    return fail(invalidArgument("not a valid ONNX protobuf (truncated or not a model file)"));
   Importer importer(dir);
   auto model = importer.importModel(proto);
   if (!model.isOk()) return fail(model.status());

@@ -8,7 +8,8 @@
 
 namespace onnxopt::io {
 
-/// The fields of `msg` that the compiled-in onnx.proto does not know (newer IR versions), serialized.
+/// The fields of `msg` that the compiled-in onnx.proto does not know (newer IR versions),
+/// serialized.
 inline std::string unknownFieldsOf(const google::protobuf::Message& msg) {
   const auto& unknown = msg.GetReflection()->GetUnknownFields(msg);
   if (unknown.empty()) return {};

@@ -34,21 +34,36 @@ void Value::replaceAllUsesWith(Value* other) {
 
 const char* Attribute::kindName(Kind kind) {
   switch (kind) {
-    case Kind::kUndefined: return "undefined";
-    case Kind::kFloat: return "float";
-    case Kind::kInt: return "int";
-    case Kind::kString: return "string";
-    case Kind::kTensor: return "tensor";
-    case Kind::kGraph: return "graph";
-    case Kind::kFloats: return "floats";
-    case Kind::kInts: return "ints";
-    case Kind::kStrings: return "strings";
-    case Kind::kTensors: return "tensors";
-    case Kind::kGraphs: return "graphs";
-    case Kind::kSparseTensor: return "sparse_tensor";
-    case Kind::kSparseTensors: return "sparse_tensors";
-    case Kind::kTypeProto: return "type_proto";
-    case Kind::kTypeProtos: return "type_protos";
+    case Kind::kUndefined:
+      return "undefined";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kInt:
+      return "int";
+    case Kind::kString:
+      return "string";
+    case Kind::kTensor:
+      return "tensor";
+    case Kind::kGraph:
+      return "graph";
+    case Kind::kFloats:
+      return "floats";
+    case Kind::kInts:
+      return "ints";
+    case Kind::kStrings:
+      return "strings";
+    case Kind::kTensors:
+      return "tensors";
+    case Kind::kGraphs:
+      return "graphs";
+    case Kind::kSparseTensor:
+      return "sparse_tensor";
+    case Kind::kSparseTensors:
+      return "sparse_tensors";
+    case Kind::kTypeProto:
+      return "type_proto";
+    case Kind::kTypeProtos:
+      return "type_protos";
   }
   return "unknown";
 }
@@ -223,9 +238,15 @@ Graph* Graph::parentGraph() const {
   return parent_node_ != nullptr ? parent_node_->owningGraph() : nullptr;
 }
 
-NodeIterator Graph::begin() const { return NodeIterator(head_); }
-Node* Graph::firstNode() const { return head_; }
-Node* Graph::lastNode() const { return tail_; }
+NodeIterator Graph::begin() const {
+  return NodeIterator(head_);
+}
+Node* Graph::firstNode() const {
+  return head_;
+}
+Node* Graph::lastNode() const {
+  return tail_;
+}
 
 void Graph::linkBefore(Node* node, Node* before) {
   if (before == nullptr) {
@@ -275,9 +296,9 @@ Node* Graph::createNode(std::string op_type, std::string domain, const std::vect
 void Graph::eraseNode(Node* node) {
   ONNXOPT_CHECK(node->graph_ == this && !node->erased_, "erasing a node not live in this graph");
   for (const auto& out : node->outputs_) {
-    ONNXOPT_CHECK(!out || !out->hasUses(),
-                  "erasing node '" + node->name_ + "' (" + node->op_type_ + ") whose output '" +
-                      out->name() + "' still has uses");
+    ONNXOPT_CHECK(!out || !out->hasUses(), "erasing node '" + node->name_ + "' (" + node->op_type_ +
+                                               ") whose output '" + out->name() +
+                                               "' still has uses");
   }
   node->dropAllReferences();
   unlink(node);
@@ -293,7 +314,8 @@ void Graph::collectGarbage() {
 }
 
 Value* Graph::addInput(std::string name, Type type) {
-  owned_values_.push_back(std::unique_ptr<Value>(new Value(Value::Kind::kGraphInput, this, nullptr, 0)));
+  owned_values_.push_back(
+      std::unique_ptr<Value>(new Value(Value::Kind::kGraphInput, this, nullptr, 0)));
   Value* v = owned_values_.back().get();
   v->setName(std::move(name));
   v->setType(std::move(type));
@@ -364,12 +386,24 @@ void Graph::removeInitializer(Value* value) {
                       owned_values_.end());
 }
 
-std::vector<Value*> Graph::outputs() const { return return_node_->inputs(); }
-size_t Graph::numOutputs() const { return return_node_->numInputs(); }
-Value* Graph::output(size_t i) const { return return_node_->input(i); }
-void Graph::addOutput(Value* value) { return_node_->addInput(value); }
-void Graph::setOutput(size_t i, Value* value) { return_node_->setInput(i, value); }
-void Graph::removeOutput(size_t i) { return_node_->removeInput(i); }
+std::vector<Value*> Graph::outputs() const {
+  return return_node_->inputs();
+}
+size_t Graph::numOutputs() const {
+  return return_node_->numInputs();
+}
+Value* Graph::output(size_t i) const {
+  return return_node_->input(i);
+}
+void Graph::addOutput(Value* value) {
+  return_node_->addInput(value);
+}
+void Graph::setOutput(size_t i, Value* value) {
+  return_node_->setInput(i, value);
+}
+void Graph::removeOutput(size_t i) {
+  return_node_->removeInput(i);
+}
 
 std::vector<Node*> Graph::allNodesRecursive() const {
   std::vector<Node*> result;

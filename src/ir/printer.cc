@@ -15,10 +15,18 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20 || c >= 0x7f) {
           out += fmt::format("\\x{:02x}", c);
@@ -45,24 +53,38 @@ T load(const uint8_t* p) {
 
 std::string formatElement(DataType dtype, const uint8_t* p) {
   switch (dtype) {
-    case DataType::kFloat: return formatFloat(load<float>(p));
-    case DataType::kDouble: return formatFloat(load<double>(p));
-    case DataType::kFloat16: return formatFloat(halfToFloat(load<uint16_t>(p)));
-    case DataType::kBfloat16: return formatFloat(bfloat16ToFloat(load<uint16_t>(p)));
-    case DataType::kInt8: return std::to_string(load<int8_t>(p));
-    case DataType::kInt16: return std::to_string(load<int16_t>(p));
-    case DataType::kInt32: return std::to_string(load<int32_t>(p));
-    case DataType::kInt64: return std::to_string(load<int64_t>(p));
-    case DataType::kUint8: return std::to_string(load<uint8_t>(p));
-    case DataType::kUint16: return std::to_string(load<uint16_t>(p));
-    case DataType::kUint32: return std::to_string(load<uint32_t>(p));
-    case DataType::kUint64: return std::to_string(load<uint64_t>(p));
-    case DataType::kBool: return load<uint8_t>(p) ? "true" : "false";
+    case DataType::kFloat:
+      return formatFloat(load<float>(p));
+    case DataType::kDouble:
+      return formatFloat(load<double>(p));
+    case DataType::kFloat16:
+      return formatFloat(halfToFloat(load<uint16_t>(p)));
+    case DataType::kBfloat16:
+      return formatFloat(bfloat16ToFloat(load<uint16_t>(p)));
+    case DataType::kInt8:
+      return std::to_string(load<int8_t>(p));
+    case DataType::kInt16:
+      return std::to_string(load<int16_t>(p));
+    case DataType::kInt32:
+      return std::to_string(load<int32_t>(p));
+    case DataType::kInt64:
+      return std::to_string(load<int64_t>(p));
+    case DataType::kUint8:
+      return std::to_string(load<uint8_t>(p));
+    case DataType::kUint16:
+      return std::to_string(load<uint16_t>(p));
+    case DataType::kUint32:
+      return std::to_string(load<uint32_t>(p));
+    case DataType::kUint64:
+      return std::to_string(load<uint64_t>(p));
+    case DataType::kBool:
+      return load<uint8_t>(p) ? "true" : "false";
     case DataType::kComplex64:
       return "(" + formatFloat(load<float>(p)) + "," + formatFloat(load<float>(p + 4)) + ")";
     case DataType::kComplex128:
       return "(" + formatFloat(load<double>(p)) + "," + formatFloat(load<double>(p + 8)) + ")";
-    default: return fmt::format("0x{:02x}", *p);  // float8 and packed types: the raw byte
+    default:
+      return fmt::format("0x{:02x}", *p);  // float8 and packed types: the raw byte
   }
 }
 
@@ -78,7 +100,8 @@ class Printer {
     out_ += fmt::format("model ir_version={} opsets=[{}]", m.ir_version, fmt::join(opsets, ", "));
     if (!m.producer_name.empty()) out_ += " producer=" + quote(m.producer_name);
     out_ += "\n";
-    for (const auto& [k, v] : m.metadata_props) out_ += "metadata " + quote(k) + "=" + quote(v) + "\n";
+    for (const auto& [k, v] : m.metadata_props)
+      out_ += "metadata " + quote(k) + "=" + quote(v) + "\n";
     for (const auto& f : m.functions) function(*f);
     graph(*m.graph, 0, "graph");
     return std::move(out_);
@@ -135,12 +158,18 @@ class Printer {
       return "[" + fmt::format("{}", fmt::join(items, ", ")) + "]";
     };
     switch (a.kind) {
-      case Kind::kFloat: return formatFloat(a.f);
-      case Kind::kInt: return std::to_string(a.i);
-      case Kind::kString: return quote(a.s);
-      case Kind::kFloats: return list(a.floats, [](float f) { return formatFloat(f); });
-      case Kind::kInts: return list(a.ints, [](int64_t i) { return std::to_string(i); });
-      case Kind::kStrings: return list(a.strings, quote);
+      case Kind::kFloat:
+        return formatFloat(a.f);
+      case Kind::kInt:
+        return std::to_string(a.i);
+      case Kind::kString:
+        return quote(a.s);
+      case Kind::kFloats:
+        return list(a.floats, [](float f) { return formatFloat(f); });
+      case Kind::kInts:
+        return list(a.ints, [](int64_t i) { return std::to_string(i); });
+      case Kind::kStrings:
+        return list(a.strings, quote);
       case Kind::kTensor:
       case Kind::kTensors: {
         auto items = list(a.tensors, [this](const Tensor& t) { return tensorText(t); });
@@ -159,9 +188,11 @@ class Printer {
         auto items = list(a.types, [](const Type& t) { return "type(" + typeToString(t) + ")"; });
         return a.kind == Kind::kTypeProto ? items.substr(1, items.size() - 2) : items;
       }
-      case Kind::kUndefined: return "<undefined>";
+      case Kind::kUndefined:
+        return "<undefined>";
       case Kind::kGraph:
-      case Kind::kGraphs: return "<graph>";
+      case Kind::kGraphs:
+        return "<graph>";
     }
     return "?";
   }
@@ -186,7 +217,8 @@ class Printer {
     }
     if (!inline_attrs.empty()) out_ += fmt::format("<{}>", fmt::join(inline_attrs, ", "));
     std::vector<std::string> ins;
-    for (const Value* v : n.inputs()) ins.push_back(v != nullptr ? nameOf(v) : std::string("%<absent>"));
+    for (const Value* v : n.inputs())
+      ins.push_back(v != nullptr ? nameOf(v) : std::string("%<absent>"));
     out_ += fmt::format("({})", fmt::join(ins, ", "));
     bool has_graphs = std::any_of(attrs.begin(), attrs.end(),
                                   [](const Attribute* a) { return !a->graphs.empty(); });

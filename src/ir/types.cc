@@ -14,19 +14,21 @@ struct TypeInfo {
 
 // Indexed by the TensorProto.DataType code.
 constexpr std::array<TypeInfo, kMaxKnownDataType + 1> kTypeInfo = {{
-    {"undefined", 0},   {"float", 32},         {"uint8", 8},       {"int8", 8},
-    {"uint16", 16},     {"int16", 16},         {"int32", 32},      {"int64", 64},
-    {"string", 0},      {"bool", 8},           {"float16", 16},    {"double", 64},
-    {"uint32", 32},     {"uint64", 64},        {"complex64", 64},  {"complex128", 128},
-    {"bfloat16", 16},   {"float8e4m3fn", 8},   {"float8e4m3fnuz", 8}, {"float8e5m2", 8},
-    {"float8e5m2fnuz", 8}, {"uint4", 4},       {"int4", 4},        {"float4e2m1", 4},
-    {"float8e8m0", 8},  {"uint2", 2},          {"int2", 2},        {"float6e2m3", 6},
+    {"undefined", 0},      {"float", 32},       {"uint8", 8},          {"int8", 8},
+    {"uint16", 16},        {"int16", 16},       {"int32", 32},         {"int64", 64},
+    {"string", 0},         {"bool", 8},         {"float16", 16},       {"double", 64},
+    {"uint32", 32},        {"uint64", 64},      {"complex64", 64},     {"complex128", 128},
+    {"bfloat16", 16},      {"float8e4m3fn", 8}, {"float8e4m3fnuz", 8}, {"float8e5m2", 8},
+    {"float8e5m2fnuz", 8}, {"uint4", 4},        {"int4", 4},           {"float4e2m1", 4},
+    {"float8e8m0", 8},     {"uint2", 2},        {"int2", 2},           {"float6e2m3", 6},
     {"float6e3m2", 6},
 }};
 
 }  // namespace
 
-bool isKnownDataType(int32_t code) { return code >= 0 && code <= kMaxKnownDataType; }
+bool isKnownDataType(int32_t code) {
+  return code >= 0 && code <= kMaxKnownDataType;
+}
 
 int dataTypeBits(DataType type) {
   auto code = static_cast<int32_t>(type);
@@ -69,9 +71,15 @@ static std::string shapeToString(const Shape& shape) {
     const Dim& d = (*shape)[i];
     if (i) out += ",";
     switch (d.kind) {
-      case Dim::Kind::kValue: out += std::to_string(d.value); break;
-      case Dim::Kind::kParam: out += d.param; break;
-      case Dim::Kind::kUnknown: out += "?"; break;
+      case Dim::Kind::kValue:
+        out += std::to_string(d.value);
+        break;
+      case Dim::Kind::kParam:
+        out += d.param;
+        break;
+      case Dim::Kind::kUnknown:
+        out += "?";
+        break;
     }
   }
   return out + "]";
@@ -80,14 +88,20 @@ static std::string shapeToString(const Shape& shape) {
 std::string typeToString(const Type& type) {
   auto elem = [&]() { return type.element ? typeToString(*type.element) : std::string("?"); };
   switch (type.kind) {
-    case Type::Kind::kUnknown: return "?";
-    case Type::Kind::kTensor: return dataTypeName(type.elem_type) + shapeToString(type.shape);
+    case Type::Kind::kUnknown:
+      return "?";
+    case Type::Kind::kTensor:
+      return dataTypeName(type.elem_type) + shapeToString(type.shape);
     case Type::Kind::kSparseTensor:
       return "sparse(" + dataTypeName(type.elem_type) + shapeToString(type.shape) + ")";
-    case Type::Kind::kSequence: return "seq(" + elem() + ")";
-    case Type::Kind::kOptional: return "optional(" + elem() + ")";
-    case Type::Kind::kMap: return "map(" + dataTypeName(type.elem_type) + "," + elem() + ")";
-    case Type::Kind::kOpaque: return "opaque(" + type.opaque_domain + "," + type.opaque_name + ")";
+    case Type::Kind::kSequence:
+      return "seq(" + elem() + ")";
+    case Type::Kind::kOptional:
+      return "optional(" + elem() + ")";
+    case Type::Kind::kMap:
+      return "map(" + dataTypeName(type.elem_type) + "," + elem() + ")";
+    case Type::Kind::kOpaque:
+      return "opaque(" + type.opaque_domain + "," + type.opaque_name + ")";
   }
   return "?";
 }

@@ -31,11 +31,14 @@ class Verifier {
   Status checkUses(const Value* v) {
     for (const Use& use : v->uses()) {
       if (use.user == nullptr || use.user->isErased()) {
-        return makeError(StatusCode::kInternal, "value '{}' has a use by an erased node", v->name());
+        return makeError(StatusCode::kInternal, "value '{}' has a use by an erased node",
+                         v->name());
       }
       if (use.index >= use.user->numInputs() || use.user->input(use.index) != v) {
-        return makeError(StatusCode::kInternal, "value '{}' lists a use by {} operand {} that does "
-                         "not refer to it", v->name(), describe(use.user), use.index);
+        return makeError(StatusCode::kInternal,
+                         "value '{}' lists a use by {} operand {} that does "
+                         "not refer to it",
+                         v->name(), describe(use.user), use.index);
       }
     }
     return Status::ok();
@@ -47,8 +50,10 @@ class Verifier {
       if (v == nullptr) continue;
       size_t count = std::count(v->uses().begin(), v->uses().end(), Use{const_cast<Node*>(n), i});
       if (count != 1) {
-        return makeError(StatusCode::kInternal, "{}: operand {} ('{}') is recorded {} times in its "
-                         "use-list", where, i, v->name(), count);
+        return makeError(StatusCode::kInternal,
+                         "{}: operand {} ('{}') is recorded {} times in its "
+                         "use-list",
+                         where, i, v->name(), count);
       }
       if (!visible(v)) {
         return invalidArgument("{}: input '{}' is not defined before use in this scope", where,
@@ -129,8 +134,8 @@ class Verifier {
                            describe(n));
         }
         Status st = verifyGraph(*sub);
-        if (!st.isOk()) return st.withContext(fmt::format("in subgraph '{}' of {}", sub->name(),
-                                                          describe(n)));
+        if (!st.isOk())
+          return st.withContext(fmt::format("in subgraph '{}' of {}", sub->name(), describe(n)));
       }
       for (size_t i = 0; i < n->numOutputs(); ++i) {
         const Value* v = n->output(i);

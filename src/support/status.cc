@@ -12,7 +12,8 @@ std::string Status::toString() const {
 
 namespace detail {
 void checkFailed(const char* cond, const std::string& msg, const char* file, int line) {
-  std::fprintf(stderr, "onnxopt: internal error at %s:%d: %s (%s)\n", file, line, msg.c_str(), cond);
+  std::fprintf(stderr, "onnxopt: internal error at %s:%d: %s (%s)\n", file, line, msg.c_str(),
+               cond);
   std::abort();
 }
 }  // namespace detail

@@ -4,8 +4,8 @@
 #include <iostream>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/printer.h"
@@ -94,10 +94,11 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", opts.output, "Where to write the result ('-' for stdout text)");
   app.add_option("--emit", opts.emit, "Output format: onnx (default) or text")
       ->check(CLI::IsMember({"onnx", "text"}));
-  auto* ext = app.add_option("--external-data", opts.external_data,
-                             "Store tensor data in FILE beside the output (default: OUT.data); also "
-                             "chosen automatically past 2 GB or when the input used external data")
-                  ->expected(0, 1);
+  auto* ext =
+      app.add_option("--external-data", opts.external_data,
+                     "Store tensor data in FILE beside the output (default: OUT.data); also "
+                     "chosen automatically past 2 GB or when the input used external data")
+          ->expected(0, 1);
   auto* elide = app.add_option("--elide-constants", opts.elide,
                                "In text output, show tensors over N elements (default 16) as {...}")
                     ->expected(0, 1);

@@ -1,5 +1,5 @@
-// Reading and writing models. This layer is the only code that touches protobuf: the rest of onnxopt sees
-// the IR only.
+// Reading and writing models. This layer is the only code that touches protobuf: the rest of
+// onnxopt sees the IR only.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +15,10 @@ namespace onnxopt::io {
 /// The newest IR version onnxopt reads. Newer files are rejected rather than half understood.
 inline constexpr int64_t kMaxIrVersion = 14;
 
-/// Reads a model from `path`: the binary protobuf format, or ONNX's textual syntax when the file name
-/// ends in .onnxtxt / .txt or the content starts with '<'. External data is read relative to the model's
-/// folder and memory-mapped, not copied. Every error names the file and, where it applies, the node or
-/// value, and says why.
+/// Reads a model from `path`: the binary protobuf format, or ONNX's textual syntax when the file
+/// name ends in .onnxtxt / .txt or the content starts with '<'. External data is read relative to
+/// the model's folder and memory-mapped, not copied. Every error names the file and, where it
+/// applies, the node or value, and says why.
 StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path);
 
 /// Parses a model in ONNX's textual syntax. `base_dir` resolves external-data locations.
@@ -45,8 +45,8 @@ struct SaveOptions {
   uint64_t embed_limit_bytes = (uint64_t{2} << 30) - (uint64_t{64} << 20);
 };
 
-/// Writes `model` to `path` atomically: data file and model are written to temporary files in the same
-/// folder and renamed into place only when complete, so a failure leaves no partial output.
+/// Writes `model` to `path` atomically: data file and model are written to temporary files in the
+/// same folder and renamed into place only when complete, so a failure leaves no partial output.
 Status saveModel(const ir::Model& model, const std::string& path, const SaveOptions& options = {});
 
 /// Serializes a model with all data embedded (for tests and tools).
@@ -56,7 +56,8 @@ StatusOr<std::string> serializeModel(const ir::Model& model);
 
 namespace onnxopt::io {
 
-/// Writes `content` to `path` through a temporary file and a rename: readers never see a partial file.
+/// Writes `content` to `path` through a temporary file and a rename: readers never see a partial
+/// file.
 Status writeFileAtomically(const std::string& path, std::string_view content);
 
 }  // namespace onnxopt::io

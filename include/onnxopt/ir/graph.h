@@ -1,15 +1,16 @@
 // The onnxopt graph IR: Model, Graph, Node, Value, Attribute.
 //
-// Connectivity is recorded in one place only: each Value's use-list ({node, operand index}). A Node's
-// inputs are Value pointers; there is no edge table and no name lookup at pass time. Tensor names are
-// import/export metadata. Nodes live in an intrusive list kept in topological order. Graph outputs are the
-// inputs of a hidden return node, so "used as a graph output" is an ordinary use.
+// Connectivity is recorded in one place only: each Value's use-list ({node, operand index}). A
+// Node's inputs are Value pointers; there is no edge table and no name lookup at pass time. Tensor
+// names are import/export metadata. Nodes live in an intrusive list kept in topological order.
+// Graph outputs are the inputs of a hidden return node, so "used as a graph output" is an ordinary
+// use.
 //
-// Subgraphs (If/Loop/Scan bodies) are nested Graphs owned by a graph attribute; their nodes may use values
-// of enclosing graphs directly, and those uses appear in the outer values' use-lists.
+// Subgraphs (If/Loop/Scan bodies) are nested Graphs owned by a graph attribute; their nodes may use
+// values of enclosing graphs directly, and those uses appear in the outer values' use-lists.
 //
-// Erasing is safe while iterating: an erased node is unlinked at once but stays allocated (its `next`
-// pointer intact) until Graph::collectGarbage(), and iteration skips erased nodes.
+// Erasing is safe while iterating: an erased node is unlinked at once but stays allocated (its
+// `next` pointer intact) until Graph::collectGarbage(), and iteration skips erased nodes.
 #pragma once
 
 #include <cstdint>
@@ -132,7 +133,7 @@ struct Attribute {
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;
-  std::vector<Tensor> tensors;              ///< kTensor holds exactly one
+  std::vector<Tensor> tensors;                 ///< kTensor holds exactly one
   std::vector<std::unique_ptr<Graph>> graphs;  ///< kGraph holds exactly one
   std::vector<SparseTensor> sparse_tensors;    ///< kSparseTensor holds exactly one
   std::vector<Type> types;                     ///< kTypeProto holds exactly one
@@ -265,7 +266,9 @@ class Graph {
   void setUnknownFields(std::string fields) { unknown_fields_ = std::move(fields); }
   /// Serialized TensorAnnotation messages (quantization_annotation), kept verbatim.
   std::vector<std::string>& quantizationAnnotations() { return quantization_annotations_; }
-  const std::vector<std::string>& quantizationAnnotations() const { return quantization_annotations_; }
+  const std::vector<std::string>& quantizationAnnotations() const {
+    return quantization_annotations_;
+  }
   /// Serialized ValueInfoProto entries naming no value of this graph, kept verbatim.
   std::vector<std::string>& orphanValueInfos() { return orphan_value_infos_; }
   const std::vector<std::string>& orphanValueInfos() const { return orphan_value_infos_; }
@@ -283,9 +286,9 @@ class Graph {
   size_t numNodes() const { return num_nodes_; }
   bool empty() const { return num_nodes_ == 0; }
 
-  /// Creates a node with `num_outputs` fresh outputs, inserted before `before` (at the end if nullptr).
-  /// Given:   %a = X(); %c = Z(%a)        Execute: createNode("Y", "", {a}, 1, /*before=*/Z)
-  /// Result:  %a = X(); %new = Y(%a); %c = Z(%a)
+  /// Creates a node with `num_outputs` fresh outputs, inserted before `before` (at the end if
+  /// nullptr). Given:   %a = X(); %c = Z(%a)        Execute: createNode("Y", "", {a}, 1,
+  /// /*before=*/Z) Result:  %a = X(); %new = Y(%a); %c = Z(%a)
   Node* createNode(std::string op_type, std::string domain, const std::vector<Value*>& inputs,
                    size_t num_outputs, Node* before = nullptr);
   /// Unlinks `node`, which must not have used outputs; it is freed by collectGarbage().

@@ -10,12 +10,12 @@
 namespace onnxopt::ir {
 
 struct ModelStats {
-  uint64_t nodes = 0;             ///< every node, subgraphs and function bodies included
-  uint64_t top_level_nodes = 0;   ///< nodes of the main graph only
+  uint64_t nodes = 0;            ///< every node, subgraphs and function bodies included
+  uint64_t top_level_nodes = 0;  ///< nodes of the main graph only
   uint64_t subgraphs = 0;
-  uint64_t initializers = 0;      ///< initializers of every graph
+  uint64_t initializers = 0;  ///< initializers of every graph
   uint64_t initializer_bytes = 0;
-  uint64_t external_bytes = 0;    ///< of which read from external data
+  uint64_t external_bytes = 0;  ///< of which read from external data
   uint64_t functions = 0;
   std::map<std::string, uint64_t> op_histogram;  ///< "domain.Op" (or "Op") -> count
 };

@@ -1,6 +1,6 @@
-// Tensor: constant data of the IR (initializers, tensor attributes). Its bytes either live in a buffer the
-// tensor owns (moved, not copied, out of the protobuf message) or are a view of a memory-mapped
-// external-data file, so multi-gigabyte weights are never copied into memory.
+// Tensor: constant data of the IR (initializers, tensor attributes). Its bytes either live in a
+// buffer the tensor owns (moved, not copied, out of the protobuf message) or are a view of a
+// memory-mapped external-data file, so multi-gigabyte weights are never copied into memory.
 #pragma once
 
 #include <cstdint>
@@ -88,17 +88,20 @@ class Tensor {
 
   /// Takes ownership of `bytes` (a move, no copy).
   void setBytes(std::string bytes);
-  /// Makes the tensor a view of `size` bytes of `buffer` at `offset`; the buffer stays alive with it.
+  /// Makes the tensor a view of `size` bytes of `buffer` at `offset`; the buffer stays alive with
+  /// it.
   void setView(std::shared_ptr<const Buffer> buffer, size_t offset, size_t size);
 
   const std::vector<std::string>& strings() const { return strings_; }
   std::vector<std::string>& mutableStrings() { return strings_; }
 
-  /// Set when the bytes are a view of an external-data file (for streaming them out without paging).
+  /// Set when the bytes are a view of an external-data file (for streaming them out without
+  /// paging).
   const std::optional<ExternalSource>& externalSource() const { return external_; }
   void setExternalSource(std::optional<ExternalSource> source) { external_ = std::move(source); }
 
-  /// Serialized protobuf fields onnxopt does not model (e.g. newer-IR metadata), written back verbatim.
+  /// Serialized protobuf fields onnxopt does not model (e.g. newer-IR metadata), written back
+  /// verbatim.
   const std::string& unknownFields() const { return unknown_fields_; }
   void setUnknownFields(std::string fields) { unknown_fields_ = std::move(fields); }
 

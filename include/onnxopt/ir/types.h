@@ -56,7 +56,8 @@ std::string dataTypeName(DataType type);
 std::optional<DataType> dataTypeFromName(const std::string& name);
 bool isKnownDataType(int32_t code);
 
-/// One dimension: a known size, a named symbol (dim_param), or unknown. The optional denotation is kept.
+/// One dimension: a known size, a named symbol (dim_param), or unknown. The optional denotation is
+/// kept.
 struct Dim {
   enum class Kind : uint8_t { kUnknown, kValue, kParam };
   Kind kind = Kind::kUnknown;
@@ -75,14 +76,24 @@ struct Dim {
 /// A tensor shape: unknown rank (nullopt) or a list of dims.
 using Shape = std::optional<std::vector<Dim>>;
 
-/// The type of a value (TypeProto): a tensor, sparse tensor, sequence, map, optional, or opaque type.
+/// The type of a value (TypeProto): a tensor, sparse tensor, sequence, map, optional, or opaque
+/// type.
 struct Type {
-  enum class Kind : uint8_t { kUnknown, kTensor, kSparseTensor, kSequence, kMap, kOptional, kOpaque };
+  enum class Kind : uint8_t {
+    kUnknown,
+    kTensor,
+    kSparseTensor,
+    kSequence,
+    kMap,
+    kOptional,
+    kOpaque
+  };
   Kind kind = Kind::kUnknown;
-  DataType elem_type = DataType::kUndefined;  ///< tensor and sparse tensor element type; map key type
-  Shape shape;                                 ///< tensor and sparse tensor only
-  std::shared_ptr<const Type> element;         ///< sequence/optional element, map value
-  std::string opaque_domain, opaque_name;      ///< opaque only
+  DataType elem_type =
+      DataType::kUndefined;                ///< tensor and sparse tensor element type; map key type
+  Shape shape;                             ///< tensor and sparse tensor only
+  std::shared_ptr<const Type> element;     ///< sequence/optional element, map value
+  std::string opaque_domain, opaque_name;  ///< opaque only
   std::string denotation;
 
   static Type tensor(DataType elem, Shape shape = std::nullopt) {

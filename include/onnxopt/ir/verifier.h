@@ -1,5 +1,5 @@
-// The IR verifier: checks the invariants every pass may rely on. It runs after import, before export, and
-// after every pass under --verify-each.
+// The IR verifier: checks the invariants every pass may rely on. It runs after import, before
+// export, and after every pass under --verify-each.
 #pragma once
 
 #include "onnxopt/ir/graph.h"
@@ -7,10 +7,10 @@
 
 namespace onnxopt::ir {
 
-/// Checks, for a graph and its subgraphs: use-list symmetry (every operand is recorded in its value's
-/// use-list and every use points back at a live operand), topological order, every operand defined in
-/// scope before use (outer-scope values included), unique value names per scope, node outputs owned by
-/// their node, and initializer data consistent with the value's declared type.
+/// Checks, for a graph and its subgraphs: use-list symmetry (every operand is recorded in its
+/// value's use-list and every use points back at a live operand), topological order, every operand
+/// defined in scope before use (outer-scope values included), unique value names per scope, node
+/// outputs owned by their node, and initializer data consistent with the value's declared type.
 Status verifyGraph(const Graph& graph);
 
 /// verifyGraph on the main graph and every function body, plus model-level checks (opset imports).

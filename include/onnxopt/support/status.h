@@ -14,12 +14,12 @@ namespace onnxopt {
 /// What kind of failure a Status carries. Tools map these to exit codes.
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  ///< Bad input: malformed model, bad option.
-  kNotFound,         ///< A file or a named entity does not exist.
-  kIoError,          ///< Reading or writing a file failed.
-  kUnimplemented,    ///< Valid input that onnxopt does not support (yet).
-  kResourceExhausted,///< A configured limit was exceeded.
-  kInternal,         ///< A bug: an invariant of onnxopt itself does not hold.
+  kInvalidArgument,    ///< Bad input: malformed model, bad option.
+  kNotFound,           ///< A file or a named entity does not exist.
+  kIoError,            ///< Reading or writing a file failed.
+  kUnimplemented,      ///< Valid input that onnxopt does not support (yet).
+  kResourceExhausted,  ///< A configured limit was exceeded.
+  kInternal,           ///< A bug: an invariant of onnxopt itself does not hold.
 };
 
 /// The result of an operation that can fail: OK, or a code and a one-line message.
@@ -61,7 +61,7 @@ Status invalidArgument(fmt::format_string<Args...> format, Args&&... args) {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     assert(!status_.isOk() && "StatusOr built from an OK status without a value");
   }
@@ -96,9 +96,9 @@ class [[nodiscard]] StatusOr {
 #define ONNXOPT_CONCAT(a, b) ONNXOPT_CONCAT_INNER(a, b)
 
 /// Returns the Status from the enclosing function if `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                        \
-  do {                                               \
-    ::onnxopt::Status _onnxopt_status = (expr);      \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::onnxopt::Status _onnxopt_status = (expr);          \
     if (!_onnxopt_status.isOk()) return _onnxopt_status; \
   } while (0)
 
@@ -112,8 +112,8 @@ class [[nodiscard]] StatusOr {
   ONNXOPT_ASSIGN_OR_RETURN_IMPL(ONNXOPT_CONCAT(_onnxopt_statusor_, __LINE__), lhs, expr)
 
 /// Aborts with a message when an internal invariant does not hold (a bug, not bad input).
-#define ONNXOPT_CHECK(cond, msg)                                                  \
-  do {                                                                            \
+#define ONNXOPT_CHECK(cond, msg)                                                 \
+  do {                                                                           \
     if (!(cond)) ::onnxopt::detail::checkFailed(#cond, msg, __FILE__, __LINE__); \
   } while (0)
 

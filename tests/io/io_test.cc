@@ -1,0 +1,282 @@
+// Import/export: text parsing, binary round trips, node sorting, errors naming their cause,
+// external data.
+#include "onnxopt/io/model_io.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include "onnxopt/ir/printer.h"
+#include "onnxopt/ir/verifier.h"
+
+namespace onnxopt::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "onnxopt_io_test.XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  fs::path path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+/// Writes `g (float[16] x) => (y) { y = Add(x, w) }` with w in external data described by `kv`.
+std::string writeExternalModel(const fs::path& dir,
+                               const std::vector<std::pair<std::string, std::string>>& kv) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  auto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(16);
+  *g->add_output() = *x;
+  g->mutable_output(0)->set_name("y");
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(16);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  for (const auto& [k, v] : kv) {
+    auto* e = w->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  auto* n = g->add_node();
+  n->set_op_type("Add");
+  n->add_input("x");
+  n->add_input("w");
+  n->add_output("y");
+  std::string path = (dir / "model.onnx").string();
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  return path;
+}
+
+std::string errorOf(std::string_view text) {
+  auto model = parseModelText(text);
+  return model.isOk() ? std::string("<no error>") : model.status().message();
+}
+
+TEST(IoTest, ParsesTextAndPrintsDeterministically) {
+  auto model = parseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[N,4] x) => (float[N,4] y) {
+      w = Constant <value = float[4] {1.0, 2.0, 3.0, 4.0}> ()
+      y = Mul(x, w)
+    }
+  )");
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  EXPECT_EQ(ir::printModel(**model),
+            "model ir_version=8 opsets=[ai.onnx:17]\n"
+            "graph \"g\" {\n"
+            "  input %x: float[N,4]\n"
+            "  %w = Constant<value=tensor<float[4]>{1.0, 2.0, 3.0, 4.0}>()\n"
+            "  %y: float[N,4] = Mul(%x, %w)\n"
+            "  output %y\n"
+            "}\n");
+  ir::PrintOptions elide;
+  elide.elide_above = 2;
+  EXPECT_NE(ir::printModel(**model, elide).find("tensor<float[4]>{...}"), std::string::npos);
+}
+
+TEST(IoTest, SortsUnsortedNodes) {
+  auto model = parseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] x) => (float[4] z) {
+      z = Neg(y)
+      y = Relu(x)
+    }
+  )");
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  EXPECT_EQ((*model)->graph->firstNode()->opType(), "Relu");
+  EXPECT_EQ((*model)->graph->lastNode()->opType(), "Neg");
+}
+
+TEST(IoTest, SortAccountsForSubgraphFreeNames) {
+  // The If's branch reads t, produced by a node listed after the If.
+  auto model = parseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] x, bool c) => (float[4] y) {
+      y = If(c) <
+        then_branch = g1 () => (float[4] a) { a = Neg(t) },
+        else_branch = g2 () => (float[4] b) { b = Abs(t) }
+      >
+      t = Relu(x)
+    }
+  )");
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  EXPECT_EQ((*model)->graph->firstNode()->opType(), "Relu");
+}
+
+TEST(IoTest, ErrorsNameTheNodeAndValue) {
+  EXPECT_NE(errorOf(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float[4] x) => (float[4] y) { y = Relu(nope) })")
+                .find("input 'nope' is not defined"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float[4] x) => (float[4] y) { y = Relu(x) y = Neg(x) })")
+                .find("'y' is defined twice"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float[4] x) => (float[4] y) { a = Relu(b) b = Neg(a) y = Abs(a) })")
+                .find("cycle"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float[4] x) => (float[4] y) { y = Relu(x) x = Neg(y) })")
+                .find("redefines a graph input"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float[4] x) => (float[4] q) { y = Relu(x) })")
+                .find("graph output 'q' is not defined"),
+            std::string::npos);
+  EXPECT_NE(errorOf(R"(<ir_version: 99, opset_import: ["" : 17]>
+      g (float[4] x) => (float[4] y) { y = Relu(x) })")
+                .find("unknown IR version 99"),
+            std::string::npos);
+  EXPECT_NE(errorOf("this is not onnx").find("syntax error"), std::string::npos);
+}
+
+TEST(IoTest, BinaryRoundTripIsStable) {
+  auto model = parseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17, "custom.domain" : 1], producer_name: "test",
+     doc_string: "model doc", metadata_props: ["author" : "me"]>
+    g (float[N,4] x, bool c) => (float[N,4] y) {
+      t = custom.domain.Op <alpha = 0.5, names = ["a", "b"]> (x)
+      y = If(c) <
+        then_branch = g1 () => (float[N,4] a) { a = Neg(t) },
+        else_branch = g2 () => (float[N,4] b) { b = Abs(x) }
+      >
+    }
+  )");
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  auto bytes = serializeModel(**model);
+  ASSERT_TRUE(bytes.isOk());
+  auto again = parseModelBinary(*bytes);
+  ASSERT_TRUE(again.isOk()) << again.status().message();
+  EXPECT_EQ(ir::printModel(**model), ir::printModel(**again));
+  auto bytes2 = serializeModel(**again);
+  ASSERT_TRUE(bytes2.isOk());
+  EXPECT_EQ(*bytes, *bytes2);
+  EXPECT_EQ((*again)->doc_string, "model doc");
+  ASSERT_EQ((*again)->metadata_props.size(), 1u);
+  EXPECT_EQ((*again)->metadata_props[0].second, "me");
+}
+
+TEST(IoTest, UnnamedValuesGetFreshUniqueNames) {
+  auto model = parseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] onnxopt_0) => (float[4] y) { y = Relu(onnxopt_0) }
+  )");
+  ASSERT_TRUE(model.isOk());
+  ir::Graph& g = *(*model)->graph;
+  ir::Node* relu = g.firstNode();
+  ir::Node* neg = g.createNode("Neg", "", {relu->input(0)}, 1, relu);
+  relu->setInput(0, neg->output());  // neg's output has no name
+  ASSERT_TRUE(ir::verifyModel(**model).isOk());
+  auto bytes = serializeModel(**model);
+  ASSERT_TRUE(bytes.isOk());
+  auto again = parseModelBinary(*bytes);
+  ASSERT_TRUE(again.isOk()) << again.status().message();
+  EXPECT_EQ((*again)->graph->firstNode()->output()->name(), "onnxopt_1");
+}
+
+TEST(IoTest, ExternalDataIsMappedAndWrittenBack) {
+  TempDir dir;
+  std::string data(64, '\0');
+  for (int i = 0; i < 16; ++i) {
+    float f = static_cast<float>(i);
+    std::memcpy(data.data() + 4 * i, &f, 4);
+  }
+  std::ofstream(dir.path() / "w.bin", std::ios::binary) << std::string(8, 'x') << data;
+  auto model = loadModel(
+      writeExternalModel(dir.path(), {{"location", "w.bin"}, {"offset", "8"}, {"length", "64"}}));
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  const ir::Tensor* w = (*model)->graph->initializers()[0]->initializer();
+  ASSERT_NE(w, nullptr);
+  ASSERT_TRUE(w->externalSource().has_value());
+  EXPECT_EQ(w->bytes(), data);
+
+  // Input with external data: output keeps external data (auto mode), in a file of its own.
+  SaveOptions opts;
+  opts.external_min_bytes = 16;
+  std::string out = (dir.path() / "out.onnx").string();
+  ASSERT_TRUE(saveModel(**model, out, opts).isOk());
+  EXPECT_TRUE(fs::exists(dir.path() / "out.onnx.data"));
+  auto back = loadModel(out);
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  const ir::Tensor* w2 = (*back)->graph->initializers()[0]->initializer();
+  EXPECT_TRUE(w2->externalSource().has_value());
+  EXPECT_EQ(w2->bytes(), data);
+
+  // Forced embedding.
+  opts.external_data = SaveOptions::ExternalData::kNever;
+  std::string embedded = (dir.path() / "embedded.onnx").string();
+  ASSERT_TRUE(saveModel(**back, embedded, opts).isOk());
+  auto back2 = loadModel(embedded);
+  ASSERT_TRUE(back2.isOk());
+  EXPECT_FALSE((*back2)->graph->initializers()[0]->initializer()->externalSource().has_value());
+  EXPECT_EQ((*back2)->graph->initializers()[0]->initializer()->bytes(), data);
+}
+
+TEST(IoTest, ExternalDataErrors) {
+  TempDir dir;
+  std::ofstream(dir.path() / "w.bin", std::ios::binary) << std::string(64, 'x');
+  auto load = [&](std::vector<std::pair<std::string, std::string>> kv) {
+    auto model = loadModel(writeExternalModel(dir.path(), kv));
+    return model.isOk() ? std::string("<no error>") : model.status().message();
+  };
+  EXPECT_EQ(load({{"location", "w.bin"}}), "<no error>");
+  EXPECT_NE(load({{"location", "/etc/passwd"}}).find("absolute"), std::string::npos);
+  EXPECT_NE(load({{"location", "../w.bin"}}).find("leaves the model's folder"), std::string::npos);
+  EXPECT_NE(load({{"location", "a/../../w.bin"}}).find("leaves"), std::string::npos);
+  EXPECT_NE(load({{"location", "missing.bin"}}).find("not found"), std::string::npos);
+  EXPECT_NE(load({{"location", "w.bin"}, {"offset", "32"}}).find("outside"), std::string::npos);
+  EXPECT_NE(load({{"location", "w.bin"}, {"length", "32"}}).find("does not match"),
+            std::string::npos);
+  EXPECT_NE(load({{"location", "w.bin"}, {"offset", "-1"}}).find("non-negative"),
+            std::string::npos);
+  fs::create_symlink("/etc/hostname", dir.path() / "link.bin");
+  EXPECT_NE(load({{"location", "link.bin"}}).find("outside"), std::string::npos);
+}
+
+TEST(IoTest, FailedSaveLeavesNoFile) {
+  TempDir dir;
+  auto model = parseModelText(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float[4] x) => (float[4] y) { y = Relu(x) })");
+  ASSERT_TRUE(model.isOk());
+  // Break an invariant: the exporter must refuse before writing anything.
+  ir::Graph& g = *(*model)->graph;
+  ir::Node* extra = g.createNode("Neg", "", {g.inputs()[0]}, 1);
+  extra->output()->setName("y");  // duplicate name
+  std::string out = (dir.path() / "out.onnx").string();
+  Status st = saveModel(**model, out);
+  EXPECT_FALSE(st.isOk());
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+TEST(IoTest, LoadErrorsNameTheFile) {
+  TempDir dir;
+  auto path = (dir.path() / "bad.onnx").string();
+  std::ofstream(path, std::ios::binary) << "\x0a\xff\xff\xff";  // truncated length-delimited field
+  auto model = loadModel(path);
+  ASSERT_FALSE(model.isOk());
+  EXPECT_NE(model.status().message().find(path), std::string::npos);
+  EXPECT_FALSE(loadModel((dir.path() / "missing.onnx").string()).isOk());
+}
+
+}  // namespace
+}  // namespace onnxopt::io

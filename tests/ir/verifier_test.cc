@@ -1,0 +1,115 @@
+// The verifier must catch each broken invariant it claims to check.
+#include "onnxopt/ir/verifier.h"
+
+#include <gtest/gtest.h>
+
+#include "onnxopt/io/model_io.h"
+
+namespace onnxopt::ir {
+namespace {
+
+Type floatVec(int64_t n) {
+  return Type::tensor(DataType::kFloat, std::vector<Dim>{Dim::known(n)});
+}
+
+TEST(VerifierTest, AcceptsWellFormedGraph) {
+  Graph g;
+  Value* x = g.addInput("x", floatVec(4));
+  Node* n = g.createNode("Relu", "", {x}, 1);
+  n->output()->setName("y");
+  g.addOutput(n->output());
+  EXPECT_TRUE(verifyGraph(g).isOk());
+}
+
+TEST(VerifierTest, RejectsUseBeforeDefinition) {
+  Graph g;
+  Value* x = g.addInput("x", floatVec(4));
+  Node* a = g.createNode("A", "", {x}, 1);
+  Node* b = g.createNode("B", "", {a->output()}, 1);
+  g.addOutput(b->output());
+  b->moveBefore(a);  // now B uses A's output before A runs
+  Status st = verifyGraph(g);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("not defined before use"), std::string::npos) << st.message();
+}
+
+TEST(VerifierTest, RejectsDuplicateNamesInOneScope) {
+  Graph g;
+  Value* x = g.addInput("x", floatVec(4));
+  Node* a = g.createNode("A", "", {x}, 1);
+  a->output()->setName("x");
+  g.addOutput(a->output());
+  Status st = verifyGraph(g);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("defined twice"), std::string::npos) << st.message();
+}
+
+TEST(VerifierTest, AllowsShadowingAcrossScopes) {
+  auto model = io::parseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] x, bool c) => (float[4] y) {
+      y = If(c) <
+        then_branch = g1 () => (float[4] x1) { x1 = Neg(x) },
+        else_branch = g2 () => (float[4] x2) { x2 = Abs(x) }
+      >
+    }
+  )");
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  // Rename an inner value to the outer input's name: legal shadowing in another scope.
+  Graph* then_g = (*model)->graph->firstNode()->findAttribute("then_branch")->graphs[0].get();
+  then_g->firstNode()->output()->setName("x");
+  EXPECT_TRUE(verifyModel(**model).isOk());
+}
+
+TEST(VerifierTest, RejectsInnerValueUsedOutsideItsScope) {
+  auto model = io::parseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] x, bool c) => (float[4] y, float[4] z) {
+      y = If(c) <
+        then_branch = g1 () => (float[4] a) { a = Neg(x) },
+        else_branch = g2 () => (float[4] b) { b = Abs(x) }
+      >
+      z = Relu(x)
+    }
+  )");
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  Graph& g = *(*model)->graph;
+  Node* if_node = g.firstNode();
+  Value* inner = if_node->findAttribute("then_branch")->graphs[0]->firstNode()->output();
+  g.lastNode()->setInput(0, inner);  // Relu in the outer graph now reads a then-branch value
+  Status st = verifyModel(**model);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("not defined before use"), std::string::npos) << st.message();
+}
+
+TEST(VerifierTest, RejectsInitializerTypeMismatch) {
+  Graph g;
+  Tensor t(DataType::kFloat, {2});
+  t.setBytes(std::string(8, '\0'));
+  Value* w = g.addInitializer("w", t);
+  w->setType(Type::tensor(DataType::kInt64, std::vector<Dim>{Dim::known(2)}));
+  g.addOutput(w);
+  Status st = verifyGraph(g);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("holds float data"), std::string::npos) << st.message();
+}
+
+TEST(VerifierTest, RejectsInitializerShapeMismatch) {
+  Graph g;
+  Tensor t(DataType::kFloat, {2});
+  t.setBytes(std::string(8, '\0'));
+  Value* w = g.addInitializer("w", t);
+  w->setType(Type::tensor(DataType::kFloat, std::vector<Dim>{Dim::known(3)}));
+  g.addOutput(w);
+  EXPECT_FALSE(verifyGraph(g).isOk());
+}
+
+TEST(VerifierTest, RejectsDuplicateOpsetImport) {
+  Model m;
+  m.graph = std::make_unique<Graph>();
+  m.opset_imports = {{"", 17}, {"ai.onnx", 18}};
+  EXPECT_FALSE(verifyModel(m).isOk());
+}
+
+}  // namespace
+}  // namespace onnxopt::ir
