@@ -10,6 +10,8 @@
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/printer.h"
 #include "onnxopt/ir/stats.h"
+#include "onnxopt/pass/pass_manager.h"
+#include "onnxopt/passes/registry.h"
 
 namespace {
 
@@ -20,7 +22,12 @@ constexpr int kExitUsage = 2;
 
 constexpr const char* kExamples = R"(
 Examples:
-  opt model.onnx -o out.onnx                 read, verify and re-write a model
+  opt model.onnx -o out.onnx                 optimize at -O2 (the default)
+  opt model.onnx -o out.onnx -O0             read, verify and re-write only
+  opt model.onnx -o out.onnx --passes='lift-constants,fixpoint(cse,dce)'
+  opt model.onnx -o out.onnx --time-passes --stats
+  opt test.onnxtxt --emit text --passes=eliminate-noop --verify-each
+  opt --list-passes                          every pass with its summary and options
   opt model.onnx --emit text                 print the IR as text (the format of pass tests)
   opt model.onnx --emit text --elide-constants
                                              ... with tensors over 16 elements shown as {...}
@@ -36,6 +43,17 @@ left untouched. Exit status: 0 on success, 1 when the input or output fails, 2 o
 
 struct Options {
   std::string input;
+  int level = 2;
+  std::string passes;
+  bool passes_given = false;
+  bool list_passes = false;
+  bool print_ir_after_all = false;
+  bool print_ir_after_change = false;
+  bool verify_each = false;
+  bool verify_convergence = false;
+  bool time_passes = false;
+  bool debug_patterns = false;
+  int max_rounds = 10;
   std::string output;
   std::string emit = "onnx";
   std::string external_data;
@@ -57,8 +75,43 @@ int run(const Options& opts) {
   auto model = io::loadModel(opts.input);
   if (!model.isOk()) return fail(model.status());
 
+  std::string pipeline_text = opts.passes;
+  if (!opts.passes_given) {
+    auto level = passes::pipelineForLevel(opts.level);
+    if (!level.isOk()) return fail(level.status());
+    pipeline_text = *level;
+  }
+  auto pipeline = pass::parsePipeline(pipeline_text, &passes::createPass);
+  if (!pipeline.isOk()) return fail(pipeline.status());
+  pass::PassContext ctx;
+  ctx.driver.max_rounds = opts.max_rounds;
+  ctx.driver.verify_convergence = opts.verify_convergence;
+  ctx.driver.debug = opts.debug_patterns ? &std::cerr : nullptr;
+  ctx.warnings = &std::cerr;
+  pass::Instrumentation inst;
+  inst.print_ir_after_all = opts.print_ir_after_all;
+  inst.print_ir_after_change = opts.print_ir_after_change;
+  inst.verify_each = opts.verify_each;
+  inst.time_passes = opts.time_passes;
+  inst.ir_out = &std::cerr;
+  ir::ModelStats before = ir::computeStats(**model);
+  pass::PassManager manager(std::move(pipeline).value(), std::move(ctx), inst);
+  auto ran = manager.run(**model);
+  if (!ran.isOk()) {
+    fail(ran.status().withContext(opts.input));
+    fmt::print(stderr, "opt: note: reproduce with: opt {} --passes='{}'{}\n", opts.input,
+               pass::pipelineToString(manager.pipeline()),
+               opts.verify_each ? " --verify-each" : "");
+    return kExitError;
+  }
+  if (opts.time_passes) std::fputs(manager.timingReport().c_str(), stderr);
   if (opts.stats) {
-    std::fputs(ir::formatStats(**model, ir::computeStats(**model)).c_str(), stdout);
+    ir::ModelStats after = ir::computeStats(**model);
+    fmt::print("nodes: {} -> {}, initializers: {} -> {}\n", before.nodes, after.nodes,
+               before.initializers, after.initializers);
+    for (const auto& [name, value] : manager.statistics())
+      fmt::print("  {:<48} {:>8}\n", name, value);
+    std::fputs(ir::formatStats(**model, after).c_str(), stdout);
   }
   if (opts.emit == "text") {
     ir::PrintOptions print;
@@ -89,8 +142,26 @@ int main(int argc, char** argv) {
   app.footer(kExamples);
   app.set_version_flag("--version", std::string("onnxopt ") + ONNXOPT_VERSION);
   Options opts;
-  app.add_option("input", opts.input, "Model to read (.onnx, or .onnxtxt textual syntax)")
-      ->required();
+  app.add_option("input", opts.input, "Model to read (.onnx, or .onnxtxt textual syntax)");
+  app.add_option("-O", opts.level,
+                 "Optimization level 0-3 (default 2): 0 none, 1 cleanup and "
+                 "folding, 2 plus fusions, 3 plus target-specific rewrites")
+      ->check(CLI::Range(0, 3));
+  auto* passes_opt = app.add_option(
+      "--passes", opts.passes, "Run this pipeline instead of -O, e.g. 'fixpoint(cse,dce),dce'");
+  app.add_flag("--list-passes", opts.list_passes, "List every pass with its summary and options");
+  app.add_flag("--print-ir-after-all", opts.print_ir_after_all,
+               "Print the IR after each pass (stderr)");
+  app.add_flag("--print-ir-after-change", opts.print_ir_after_change,
+               "Print the IR after each pass that changed it (stderr)");
+  app.add_flag("--verify-each", opts.verify_each, "Run the IR verifier after every pass");
+  app.add_flag("--verify-convergence", opts.verify_convergence,
+               "Make a fixed point that is not reached within --max-rounds an error");
+  app.add_option("--max-rounds", opts.max_rounds, "Cap on fixed-point rounds (default 10)")
+      ->check(CLI::Range(1, 1000));
+  app.add_flag("--time-passes", opts.time_passes, "Print a table of time and node counts per pass");
+  app.add_flag("--debug-patterns", opts.debug_patterns,
+               "Print which pattern tried which node and why it did not apply (stderr)");
   app.add_option("-o,--output", opts.output, "Where to write the result ('-' for stdout text)");
   app.add_option("--emit", opts.emit, "Output format: onnx (default) or text")
       ->check(CLI::IsMember({"onnx", "text"}));
@@ -110,6 +181,20 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : kExitUsage;
   }
   opts.external_data_given = ext->count() > 0;
+  opts.passes_given = passes_opt->count() > 0;
+  if (opts.list_passes) {
+    for (const auto& p : passes::allPasses()) {
+      fmt::print("{:<22} {}\n", p->id(), p->summary());
+      for (const auto& o : p->options()) {
+        fmt::print("{:<22}   {{{}={}}} ({}): {}\n", "", o.name, o.default_value, o.type, o.help);
+      }
+    }
+    return 0;
+  }
+  if (opts.input.empty()) {
+    fmt::print(stderr, "opt: error: no input model (see --help)\n");
+    return kExitUsage;
+  }
   if (elide->count() > 0 && opts.elide < 0) opts.elide = 16;
   if (opts.emit == "onnx" && opts.output.empty() && !opts.stats) {
     fmt::print(stderr, "opt: error: no output: give -o OUT, --emit text or --stats (see --help)\n");

@@ -1,0 +1,56 @@
+// Small queries patterns share: constants, attributes, static shapes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnxopt/ir/graph.h"
+
+namespace onnxopt::pass {
+
+/// The constant data behind `value`: an initializer (not an overridable graph-input default), or
+/// the output of a Constant node (any of its value* attributes). nullopt when not constant.
+std::optional<ir::Tensor> constantTensor(const ir::Value* value);
+/// The tensor a Constant node produces, built from whichever value* attribute it has.
+std::optional<ir::Tensor> constantNodeTensor(const ir::Node& node);
+/// An int64/int32 constant as integers.
+std::optional<std::vector<int64_t>> constantInts(const ir::Value* value);
+std::vector<int64_t> tensorInts(const ir::Tensor& tensor);
+/// True when every element of a numeric tensor equals `x` (float types compare by value, so -0 ==
+/// 0).
+bool allElementsEqual(const ir::Tensor& tensor, double x);
+/// True when every element of a float tensor is zero with the given sign bit.
+bool allSignedZeros(const ir::Tensor& tensor, bool negative);
+/// Element `i` of a numeric tensor as double; nullopt for non-numeric types.
+std::optional<double> elementAsDouble(const ir::Tensor& tensor, size_t i);
+
+/// Byte-exact equality of two tensors (type, dims and data).
+bool tensorsEqual(const ir::Tensor& a, const ir::Tensor& b);
+/// Structural equality of attributes; graph attributes never compare equal.
+bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b);
+
+/// The fully known shape of a tensor value, from its type.
+std::optional<std::vector<int64_t>> staticShape(const ir::Value* value);
+/// The rank, when known.
+std::optional<int64_t> rankOf(const ir::Value* value);
+/// The element type, when the value is a tensor of known type.
+std::optional<ir::DataType> elemTypeOf(const ir::Value* value);
+
+int64_t attrInt(const ir::Node& node, const std::string& name, int64_t fallback);
+std::optional<std::vector<int64_t>> attrInts(const ir::Node& node, const std::string& name);
+float attrFloat(const ir::Node& node, const std::string& name, float fallback);
+
+/// True when the value has exactly one use and is not a graph output.
+bool hasSingleUse(const ir::Value* value);
+/// True when the value is used by nothing but `user` (any number of operands) and is no output.
+bool onlyUsedBy(const ir::Value* value, const ir::Node* user);
+
+/// Normalizes a possibly negative axis against `rank`; nullopt when out of range.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+/// Builds tensors for new constants.
+ir::Tensor makeInt64Tensor(const std::vector<int64_t>& values, std::vector<int64_t> dims);
+
+}  // namespace onnxopt::pass

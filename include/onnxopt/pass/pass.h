@@ -1,0 +1,81 @@
+// Passes: named, documented transformations of a model with typed options and statistics.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "onnxopt/ir/graph.h"
+#include "onnxopt/rewrite/pattern.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::pass {
+
+/// Settings every pass run sees (from the command line or the library caller).
+struct PassContext {
+  rewrite::DriverConfig driver;      ///< rounds cap, verify-convergence, --debug-patterns stream
+  std::ostream* warnings = nullptr;  ///< where warnings go (stderr in `opt`); nullptr drops them
+};
+
+/// A pass option: its name, type and default, for --list-passes and option parsing.
+struct PassOption {
+  std::string name;
+  std::string type;  ///< "bool", "int"
+  std::string default_value;
+  std::string help;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  /// The kebab-case id used on the command line.
+  virtual std::string id() const = 0;
+  virtual std::string summary() const = 0;
+  virtual std::string description() const { return summary(); }
+  virtual std::vector<PassOption> options() const { return {}; }
+  /// Sets an option given as text; unknown names and bad values are errors.
+  virtual Status setOption(const std::string& name, const std::string& value);
+
+  /// Runs the pass; returns whether the model changed.
+  virtual StatusOr<bool> run(ir::Model& model, PassContext& ctx) = 0;
+
+  /// Counters the pass keeps (e.g. "nodes-removed"), summed over runs.
+  const std::map<std::string, int64_t>& statistics() const { return stats_; }
+
+ protected:
+  void bump(const std::string& stat, int64_t by = 1) { stats_[stat] += by; }
+  static StatusOr<bool> parseBool(const std::string& name, const std::string& value);
+  static StatusOr<int64_t> parseInt(const std::string& name, const std::string& value);
+
+ private:
+  std::map<std::string, int64_t> stats_;
+};
+
+/// A pass made of patterns applied greedily to a fixed point by the driver, over every graph.
+class PatternPass : public Pass {
+ public:
+  StatusOr<bool> run(ir::Model& model, PassContext& ctx) override;
+
+ protected:
+  /// The patterns, built once per run (options may shape them).
+  virtual rewrite::PatternList patterns() const = 0;
+};
+
+/// A pass that works on one graph at a time; the pass manager's helper visits every graph
+/// (subgraphs before their parents, function bodies too), so the pass itself never recurses.
+class GraphPass : public Pass {
+ public:
+  StatusOr<bool> run(ir::Model& model, PassContext& ctx) override;
+
+ protected:
+  virtual StatusOr<bool> runOnGraph(ir::Graph& graph, ir::Model& model, rewrite::Rewriter& rewriter,
+                                    PassContext& ctx) = 0;
+  /// Model-level work after every graph was visited (e.g. unused functions).
+  virtual StatusOr<bool> runOnModel(ir::Model& /*model*/, PassContext& /*ctx*/) { return false; }
+};
+
+}  // namespace onnxopt::pass

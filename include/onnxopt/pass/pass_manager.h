@@ -1,0 +1,79 @@
+// Pipelines of passes: textual form, parsing, and running with instrumentation.
+//
+//   pipeline := entry (',' entry)*
+//   entry    := 'fixpoint' '(' pipeline ')'      repeat until nothing changes (capped)
+//             | pass-id ['{' key '=' value (',' key '=' value)* '}']
+//
+// e.g. --passes='lift-constants,fixpoint(cse,dce),eliminate-noop{strict-signed-zero=false}'
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "onnxopt/pass/pass.h"
+
+namespace onnxopt::pass {
+
+/// Creates a pass by id; nullptr when unknown. Provided by the passes library (passes/registry.cc).
+using PassFactory = std::unique_ptr<Pass> (*)(const std::string& id);
+
+struct PipelineEntry {
+  std::unique_ptr<Pass> pass;        ///< set for a pass entry
+  std::vector<PipelineEntry> group;  ///< set for a fixpoint(...) entry
+  bool isFixpoint() const { return pass == nullptr; }
+};
+
+/// Parses a textual pipeline; errors name the offending position and the known pass ids.
+StatusOr<std::vector<PipelineEntry>> parsePipeline(const std::string& text, PassFactory factory);
+/// The canonical text of a pipeline (options included), for reproducers and reports.
+std::string pipelineToString(const std::vector<PipelineEntry>& pipeline);
+
+struct Instrumentation {
+  bool print_ir_after_all = false;
+  bool print_ir_after_change = false;
+  bool verify_each = false;
+  bool time_passes = false;
+  std::ostream* ir_out = nullptr;  ///< where IR dumps go
+};
+
+/// Per-pass timing and counts gathered while running.
+struct PassRecord {
+  std::string id;
+  int64_t runs = 0;
+  int64_t changed_runs = 0;
+  double seconds = 0;
+  int64_t nodes_before = 0;
+  int64_t nodes_after = 0;
+};
+
+class PassManager {
+ public:
+  PassManager(std::vector<PipelineEntry> pipeline, PassContext ctx, Instrumentation inst)
+      : pipeline_(std::move(pipeline)), ctx_(std::move(ctx)), inst_(inst) {}
+
+  /// Runs the pipeline. A fixpoint group repeats until a whole pass over it changes nothing, at
+  /// most ctx.driver.max_rounds times (a warning, or an error under verify_convergence, past that).
+  StatusOr<bool> run(ir::Model& model);
+
+  const std::vector<PassRecord>& records() const { return records_; }
+  /// Statistics of every pass, "pass-id.stat" -> value.
+  std::vector<std::pair<std::string, int64_t>> statistics() const;
+  /// The --time-passes table.
+  std::string timingReport() const;
+  const std::vector<PipelineEntry>& pipeline() const { return pipeline_; }
+
+ private:
+  StatusOr<bool> runEntries(std::vector<PipelineEntry>& entries, ir::Model& model);
+  StatusOr<bool> runPass(Pass& pass, ir::Model& model);
+  PassRecord& record(const std::string& id);
+
+  std::vector<PipelineEntry> pipeline_;
+  PassContext ctx_;
+  Instrumentation inst_;
+  std::vector<PassRecord> records_;
+};
+
+}  // namespace onnxopt::pass

@@ -1,0 +1,22 @@
+// The pass registry (one list: passes/registry.def) and the -O pipelines (passes/pipelines.cc).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnxopt/pass/pass.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::passes {
+
+/// Creates the pass registered under `id`; nullptr when unknown.
+std::unique_ptr<pass::Pass> createPass(const std::string& id);
+
+/// Every registered pass, in registry order (id, summary and options via the instance).
+std::vector<std::unique_ptr<pass::Pass>> allPasses();
+
+/// The textual pipeline of optimization level 0..3 (-O0 .. -O3).
+StatusOr<std::string> pipelineForLevel(int level);
+
+}  // namespace onnxopt::passes

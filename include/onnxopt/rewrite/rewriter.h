@@ -1,0 +1,106 @@
+// The Rewriter: the only API passes use to change the IR. It keeps use-lists and topological order
+// valid, keeps the names of the model's outputs, and tells a listener (the driver) what changed so
+// that affected nodes are revisited.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "onnxopt/ir/graph.h"
+
+namespace onnxopt::rewrite {
+
+/// Notified of every change a Rewriter makes.
+class RewriteListener {
+ public:
+  virtual ~RewriteListener() = default;
+  virtual void nodeCreated(ir::Node* /*node*/) {}
+  /// Called just before `node` is erased.
+  virtual void nodeErased(ir::Node* /*node*/) {}
+  /// An input or attribute of `node` changed.
+  virtual void nodeModified(ir::Node* /*node*/) {}
+  /// `value` gained uses (its users may now match patterns they did not before).
+  virtual void valueUsersChanged(ir::Value* /*value*/) {}
+};
+
+class Rewriter {
+ public:
+  explicit Rewriter(RewriteListener* listener = nullptr) : listener_(listener) {}
+
+  /// Where createNode inserts: before `node` (its graph is the target graph).
+  void setInsertionPoint(ir::Node* node) {
+    insert_graph_ = node->owningGraph();
+    insert_before_ = node;
+  }
+  /// Inserts at the end of `graph`.
+  void setInsertionPointToEnd(ir::Graph& graph) {
+    insert_graph_ = &graph;
+    insert_before_ = nullptr;
+  }
+
+  /// Creates a node at the insertion point.
+  /// Given:   %y = Relu(%x)          (insertion point: Relu)
+  /// Execute: createNode("Neg", "", {x}, 1)
+  /// Result:  %n = Neg(%x); %y = Relu(%x)
+  ir::Node* createNode(const std::string& op_type, const std::string& domain,
+                       const std::vector<ir::Value*>& inputs, size_t num_outputs = 1);
+
+  /// Adds an initializer to `graph` with a name unique in that graph, derived from `base_name`.
+  ir::Value* createInitializer(ir::Graph& graph, const std::string& base_name, ir::Tensor tensor);
+
+  /// Whether `from` can be replaced by `to` without changing the name of a model output. When
+  /// `from` is an output of the main graph (or of a function), `to` must be able to take over its
+  /// name: a node output or initializer of the same graph that is not itself such an output.
+  bool canReplaceKeepingNames(const ir::Value* from, const ir::Value* to) const;
+
+  /// Points every use of `from` at `to`. If `from` is a model output, `to` takes its name (so the
+  /// output keeps its name); when it cannot (see canReplaceKeepingNames) an Identity named like
+  /// `from` is inserted instead.
+  /// Given:   %t = A(%x); %y = B(%t); output %y     Execute: replaceAllUsesWith(y, t)
+  /// Result:  %y = A(%x); output %y                 (A's output renamed; B is now unused)
+  void replaceAllUsesWith(ir::Value* from, ir::Value* to);
+
+  /// replaceAllUsesWith for each output of `node`, then erases it.
+  void replaceNode(ir::Node* node, const std::vector<ir::Value*>& values);
+
+  /// Erases a node whose outputs have no uses.
+  void eraseNode(ir::Node* node);
+
+  void setInput(ir::Node* node, size_t index, ir::Value* value);
+  void addInput(ir::Node* node, ir::Value* value);
+  void removeInput(ir::Node* node, size_t index);
+  void setAttribute(ir::Node* node, ir::Attribute attribute);
+  void removeAttribute(ir::Node* node, const std::string& name);
+  /// Removes an initializer that has no uses (or the default of a graph input).
+  void eraseInitializer(ir::Value* value);
+
+  /// Announces an in-place change made by `fn` to `node` (for changes no other method covers).
+  template <typename Fn>
+  void modifyInPlace(ir::Node* node, Fn&& fn) {
+    fn();
+    changed_ = true;
+    if (listener_) listener_->nodeModified(node);
+  }
+
+  /// True once any change was made.
+  bool changed() const { return changed_; }
+  void resetChanged() { changed_ = false; }
+  RewriteListener* listener() const { return listener_; }
+
+ private:
+  void notifyUsers(ir::Value* value);
+
+  RewriteListener* listener_;
+  ir::Graph* insert_graph_ = nullptr;
+  ir::Node* insert_before_ = nullptr;
+  bool changed_ = false;
+};
+
+/// True when `value` is an output whose name the outside world sees: an output of a top-level graph
+/// (the model's graph or a function body). Subgraph outputs bind by position and may be renamed.
+bool isNamedOutput(const ir::Value* value);
+
+/// A name not used by any value of `graph` (nor its enclosing graphs), derived from `base`.
+std::string uniqueValueName(const ir::Graph& graph, const std::string& base);
+
+}  // namespace onnxopt::rewrite

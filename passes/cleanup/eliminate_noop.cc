@@ -1,0 +1,370 @@
+// eliminate-noop: remove nodes whose output equals one of their inputs.
+//
+//   Identity(x)                                  -> x
+//   Dropout(x) at inference (mask unused)        -> x
+//   Cast<to=T>(x), x : T;  CastLike(x, y), x, y : T   -> x
+//   Reshape(x, s) / Expand(x, s) / Squeeze(x) / Flatten<axis=1>(x), when the result has x's shape
+//   -> x Slice(x) over the whole extent, step 1       -> x Pad(x, 0...0) -> x
+//   Transpose<perm=identity>(x)                  -> x
+//   Split(x) with one output;  Concat(x)         -> x
+//   Add(x, -0) = Add(-0, x), Sub(x, +0), Mul(x, 1) = Mul(1, x), Div(x, 1), Pow(x, 1)  -> x
+//     when broadcasting leaves x's shape unchanged. For floats x + (+0) maps -0 to +0, so Add needs
+//     a -0 constant (or integers) unless strict-signed-zero=false; likewise Sub needs +0.
+//
+// A model output keeps its name: a pattern that would rename one does not apply.
+#include <cmath>
+#include <limits>
+
+#include "onnxopt/pass/matchers.h"
+#include "onnxopt/pass/pass.h"
+
+namespace onnxopt::passes {
+namespace {
+
+using pass::attrInt;
+using pass::attrInts;
+using pass::constantInts;
+using pass::constantTensor;
+using pass::elemTypeOf;
+using pass::rankOf;
+using pass::staticShape;
+using rewrite::PatternContext;
+
+/// Base of every no-op pattern: `forwarded` names the input the node is equal to.
+class NoOpPattern : public rewrite::Pattern {
+ public:
+  using Pattern::Pattern;
+
+  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const final {
+    if (node->numOutputs() == 0 || node->output(0) == nullptr) return ctx.fail("no output");
+    for (size_t i = 1; i < node->numOutputs(); ++i) {
+      if (node->output(i) != nullptr && node->output(i)->hasUses()) {
+        return ctx.fail("output {} is used", i);
+      }
+    }
+    ir::Value* x = forwarded(*node, ctx);
+    if (x == nullptr) return false;
+    if (!ctx.rewriter().canReplaceKeepingNames(node->output(0), x)) {
+      return ctx.fail("would rename model output '{}'", node->output(0)->name());
+    }
+    std::vector<ir::Value*> values(node->numOutputs(), nullptr);
+    values[0] = x;
+    ctx.rewriter().replaceNode(node, values);
+    return true;
+  }
+
+ protected:
+  /// The input the node's output equals, or nullptr (after ctx.fail) when it is not a no-op.
+  virtual ir::Value* forwarded(const ir::Node& node, PatternContext& ctx) const = 0;
+};
+
+class IdentityPattern final : public NoOpPattern {
+ public:
+  IdentityPattern() : NoOpPattern("noop-identity", "Identity") {}
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    if (n.input(0) == nullptr) return ctx.fail("no input"), nullptr;
+    return n.input(0);
+  }
+};
+
+class DropoutPattern final : public NoOpPattern {
+ public:
+  DropoutPattern() : NoOpPattern("noop-dropout", "Dropout") {}
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    // Before opset 7, Dropout trained unless is_test was set.
+    if (ctx.opset() < 7 && attrInt(n, "is_test", 0) == 0) return ctx.fail("training mode"), nullptr;
+    if (n.numInputs() >= 3 && n.input(2) != nullptr) {
+      auto mode = constantTensor(n.input(2));
+      if (!mode || !pass::allElementsEqual(*mode, 0.0)) {
+        return ctx.fail("training_mode is not a constant false"), nullptr;
+      }
+    }
+    return n.input(0);
+  }
+};
+
+class CastPattern final : public NoOpPattern {
+ public:
+  CastPattern() : NoOpPattern("noop-cast", "Cast") {}
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    auto from = elemTypeOf(n.input(0));
+    if (!from) return ctx.fail("input type unknown"), nullptr;
+    if (static_cast<int64_t>(*from) != attrInt(n, "to", -1))
+      return ctx.fail("changes type"), nullptr;
+    return n.input(0);
+  }
+};
+
+class CastLikePattern final : public NoOpPattern {
+ public:
+  CastLikePattern() : NoOpPattern("noop-castlike", "CastLike") {}
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    auto from = elemTypeOf(n.input(0));
+    auto to = elemTypeOf(n.input(1));
+    if (!from || !to || *from != *to) return ctx.fail("types unknown or different"), nullptr;
+    return n.input(0);
+  }
+};
+
+/// Shape-only ops whose result shape equals the input's.
+class ShapeOpPattern final : public NoOpPattern {
+ public:
+  explicit ShapeOpPattern(const char* op) : NoOpPattern(std::string("noop-") + op, op), op_(op) {}
+
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    ir::Value* x = n.input(0);
+    auto in = staticShape(x);
+    auto out = staticShape(n.output(0));
+    if (in && out && *in == *out) return x;  // declared shapes already say so
+    if (op_ == "Reshape") return reshape(n, ctx, in);
+    if (op_ == "Expand") return expand(n, ctx, in);
+    if (op_ == "Squeeze") return squeeze(n, ctx, in);
+    if (op_ == "Flatten") {
+      auto r = rankOf(x);
+      if (r && *r == 2 && attrInt(n, "axis", 1) == 1) return x;
+      return ctx.fail("not a rank-2 input with axis 1"), nullptr;
+    }
+    return ctx.fail("unsupported op"), nullptr;
+  }
+
+ private:
+  ir::Value* reshape(const ir::Node& n, PatternContext& ctx,
+                     const std::optional<std::vector<int64_t>>& in) const {
+    auto target = n.numInputs() >= 2 ? constantInts(n.input(1)) : attrInts(n, "shape");
+    if (!in || !target) return ctx.fail("input shape or target unknown"), nullptr;
+    if (target->size() != in->size()) return ctx.fail("rank changes"), nullptr;
+    bool allowzero = attrInt(n, "allowzero", 0) != 0;
+    int minus_one = 0;
+    for (size_t i = 0; i < target->size(); ++i) {
+      int64_t t = (*target)[i];
+      if (t == 0 && !allowzero) continue;  // copies the input dim
+      if (t == -1) {
+        ++minus_one;
+        continue;
+      }
+      if (t != (*in)[i]) return ctx.fail("dim {} changes", i), nullptr;
+    }
+    // With every other dim unchanged, a single -1 must resolve to the remaining input dim.
+    if (minus_one > 1) return ctx.fail("several -1"), nullptr;
+    return n.input(0);
+  }
+
+  ir::Value* expand(const ir::Node& n, PatternContext& ctx,
+                    const std::optional<std::vector<int64_t>>& in) const {
+    auto target = constantInts(n.input(1));
+    if (!in || !target) return ctx.fail("input shape or target unknown"), nullptr;
+    if (target->size() > in->size()) return ctx.fail("rank grows"), nullptr;
+    size_t off = in->size() - target->size();
+    for (size_t i = 0; i < target->size(); ++i) {
+      int64_t t = (*target)[i];
+      if (t != 1 && t != (*in)[off + i]) return ctx.fail("dim {} grows", off + i), nullptr;
+    }
+    return n.input(0);
+  }
+
+  ir::Value* squeeze(const ir::Node& n, PatternContext& ctx,
+                     const std::optional<std::vector<int64_t>>& in) const {
+    bool has_axes = n.findAttribute("axes") != nullptr || (n.numInputs() >= 2 && n.input(1));
+    if (has_axes) {
+      auto axes = n.numInputs() >= 2 ? constantInts(n.input(1)) : attrInts(n, "axes");
+      if (!axes || !axes->empty()) return ctx.fail("squeezes explicit axes"), nullptr;
+    }
+    if (!in) return ctx.fail("input shape unknown"), nullptr;
+    for (int64_t d : *in) {
+      if (d == 1) return ctx.fail("has a dim of 1"), nullptr;
+    }
+    return n.input(0);
+  }
+
+  std::string op_;
+};
+
+class SlicePattern final : public NoOpPattern {
+ public:
+  SlicePattern() : NoOpPattern("noop-slice", "Slice") {}
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    std::optional<std::vector<int64_t>> starts, ends, axes, steps;
+    if (ctx.opset() < 10) {
+      starts = attrInts(n, "starts");
+      ends = attrInts(n, "ends");
+      axes = attrInts(n, "axes");
+    } else {
+      starts = constantInts(n.input(1));
+      ends = constantInts(n.input(2));
+      if (n.numInputs() > 3 && n.input(3)) axes = constantInts(n.input(3));
+      if (n.numInputs() > 4 && n.input(4)) {
+        steps = constantInts(n.input(4));
+        if (!steps) return ctx.fail("steps not constant"), nullptr;
+      }
+      if (n.numInputs() > 3 && n.input(3) && !axes) return ctx.fail("axes not constant"), nullptr;
+    }
+    if (!starts || !ends || starts->size() != ends->size()) {
+      return ctx.fail("starts/ends not constant"), nullptr;
+    }
+    auto shape = staticShape(n.input(0));
+    auto rank = rankOf(n.input(0));
+    for (size_t i = 0; i < starts->size(); ++i) {
+      if (steps && (*steps)[i] != 1) return ctx.fail("step is not 1"), nullptr;
+      int64_t axis = axes ? (*axes)[i] : static_cast<int64_t>(i);
+      if (axis < 0) {
+        if (!rank) return ctx.fail("negative axis with unknown rank"), nullptr;
+        axis += *rank;
+      }
+      int64_t start = (*starts)[i], end = (*ends)[i];
+      std::optional<int64_t> dim;
+      if (shape && axis >= 0 && axis < static_cast<int64_t>(shape->size())) dim = (*shape)[axis];
+      bool from_begin = start == 0 || (dim && start <= -*dim);
+      bool to_end = end == std::numeric_limits<int64_t>::max() || (dim && end >= *dim);
+      if (!from_begin || !to_end) return ctx.fail("axis {} is cut", axis), nullptr;
+    }
+    return n.input(0);
+  }
+};
+
+class PadPattern final : public NoOpPattern {
+ public:
+  PadPattern() : NoOpPattern("noop-pad", "Pad") {}
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    auto pads = ctx.opset() < 11 ? attrInts(n, "pads") : constantInts(n.input(1));
+    if (!pads) return ctx.fail("pads not constant"), nullptr;
+    for (int64_t p : *pads) {
+      if (p != 0) return ctx.fail("pads are not all zero"), nullptr;
+    }
+    return n.input(0);
+  }
+};
+
+class TransposePattern final : public NoOpPattern {
+ public:
+  TransposePattern() : NoOpPattern("noop-transpose", "Transpose") {}
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    auto perm = attrInts(n, "perm");
+    if (!perm) {
+      auto rank = rankOf(n.input(0));  // default perm reverses: identity only up to rank 1
+      if (rank && *rank <= 1) return n.input(0);
+      return ctx.fail("default perm on rank > 1 or unknown"), nullptr;
+    }
+    for (size_t i = 0; i < perm->size(); ++i) {
+      if ((*perm)[i] != static_cast<int64_t>(i)) return ctx.fail("perm is not identity"), nullptr;
+    }
+    return n.input(0);
+  }
+};
+
+class SingleSplitPattern final : public NoOpPattern {
+ public:
+  SingleSplitPattern() : NoOpPattern("noop-split", "Split") {}
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    if (n.numOutputs() != 1) return ctx.fail("several outputs"), nullptr;
+    return n.input(0);
+  }
+};
+
+class SingleConcatPattern final : public NoOpPattern {
+ public:
+  SingleConcatPattern() : NoOpPattern("noop-concat", "Concat") {}
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    if (n.numInputs() != 1 || n.input(0) == nullptr) return ctx.fail("several inputs"), nullptr;
+    return n.input(0);
+  }
+};
+
+/// Add/Sub/Mul/Div/Pow with a neutral constant operand.
+class NeutralOperandPattern final : public NoOpPattern {
+ public:
+  NeutralOperandPattern(const char* op, bool strict)
+      : NoOpPattern(std::string("noop-") + op + "-neutral", op), op_(op), strict_(strict) {}
+
+  ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
+    if (n.numInputs() != 2 || !n.input(0) || !n.input(1)) return ctx.fail("not binary"), nullptr;
+    bool commutes = op_ == "Add" || op_ == "Mul";
+    for (int side = 1; side >= (commutes ? 0 : 1); --side) {
+      ir::Value* c = n.input(side);
+      ir::Value* x = n.input(1 - side);
+      auto t = constantTensor(c);
+      if (!t || !isNeutral(*t, x)) continue;
+      if (!keepsShape(*t, x)) return ctx.fail("broadcasting could change the shape"), nullptr;
+      auto xt = elemTypeOf(x);
+      if (op_ != "Pow" && (!xt || *xt != t->dtype()))
+        return ctx.fail("types differ or unknown"), nullptr;
+      if (op_ == "Pow" && !xt) return ctx.fail("base type unknown"), nullptr;
+      return x;
+    }
+    return ctx.fail("no neutral constant operand"), nullptr;
+  }
+
+ private:
+  bool isNeutral(const ir::Tensor& t, const ir::Value* x) const {
+    bool is_float = t.dtype() == ir::DataType::kFloat || t.dtype() == ir::DataType::kDouble ||
+                    t.dtype() == ir::DataType::kFloat16 || t.dtype() == ir::DataType::kBfloat16;
+    if (op_ == "Add" || op_ == "Sub") {
+      if (!is_float || !strict_) return pass::allElementsEqual(t, 0.0);
+      // x + (-0) == x and x - (+0) == x bit for bit, -0 included; the other signs are not.
+      return pass::allSignedZeros(t, /*negative=*/op_ == "Add");
+    }
+    (void)x;
+    return pass::allElementsEqual(t, 1.0);
+  }
+
+  static bool keepsShape(const ir::Tensor& c, const ir::Value* x) {
+    for (int64_t d : c.dims()) {
+      if (d != 1) return false;
+    }
+    if (c.dims().empty()) return true;  // a scalar never changes the other operand's shape
+    auto rank = rankOf(x);
+    return rank && *rank >= static_cast<int64_t>(c.dims().size());
+  }
+
+  std::string op_;
+  bool strict_;
+};
+
+class EliminateNoOpPass final : public pass::PatternPass {
+ public:
+  std::string id() const override { return "eliminate-noop"; }
+  std::string summary() const override {
+    return "Remove Identity, inference Dropout, same-type Cast and shape/arith ops that change "
+           "nothing";
+  }
+  std::vector<pass::PassOption> options() const override {
+    return {
+        {"strict-signed-zero", "bool", "true", "keep float x+0 and x-(-0), which turn -0 into +0"}};
+  }
+  Status setOption(const std::string& name, const std::string& value) override {
+    if (name != "strict-signed-zero") return Pass::setOption(name, value);
+    ASSIGN_OR_RETURN(strict_, parseBool(name, value));
+    return Status::ok();
+  }
+
+ protected:
+  rewrite::PatternList patterns() const override {
+    rewrite::PatternList list;
+    list.push_back(std::make_unique<IdentityPattern>());
+    list.push_back(std::make_unique<DropoutPattern>());
+    list.push_back(std::make_unique<CastPattern>());
+    list.push_back(std::make_unique<CastLikePattern>());
+    for (const char* op : {"Reshape", "Expand", "Squeeze", "Flatten"}) {
+      list.push_back(std::make_unique<ShapeOpPattern>(op));
+    }
+    list.push_back(std::make_unique<SlicePattern>());
+    list.push_back(std::make_unique<PadPattern>());
+    list.push_back(std::make_unique<TransposePattern>());
+    list.push_back(std::make_unique<SingleSplitPattern>());
+    list.push_back(std::make_unique<SingleConcatPattern>());
+    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow"}) {
+      list.push_back(std::make_unique<NeutralOperandPattern>(op, strict_));
+    }
+    return list;
+  }
+
+ private:
+  bool strict_ = true;
+};
+
+}  // namespace
+
+std::unique_ptr<pass::Pass> createEliminateNoOpPass() {
+  return std::make_unique<EliminateNoOpPass>();
+}
+
+}  // namespace onnxopt::passes

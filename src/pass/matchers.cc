@@ -1,0 +1,247 @@
+#include "onnxopt/pass/matchers.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "onnxopt/support/half.h"
+
+namespace onnxopt::pass {
+namespace {
+
+template <typename T>
+T load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <typename T>
+ir::Tensor scalarOrVector(ir::DataType dtype, const std::vector<T>& values, bool scalar) {
+  ir::Tensor t(dtype, scalar ? std::vector<int64_t>{}
+                             : std::vector<int64_t>{static_cast<int64_t>(values.size())});
+  std::string bytes(values.size() * sizeof(T), '\0');
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  t.setBytes(std::move(bytes));
+  return t;
+}
+
+}  // namespace
+
+std::optional<ir::Tensor> constantNodeTensor(const ir::Node& node) {
+  if (node.opType() != "Constant" || !node.domain().empty() || node.attributes().size() != 1) {
+    return std::nullopt;
+  }
+  const ir::Attribute& a = node.attributes()[0];
+  if (!a.ref_attr_name.empty()) return std::nullopt;
+  if (a.name == "value" && a.tensors.size() == 1) return a.tensors[0];
+  if (a.name == "value_float")
+    return scalarOrVector(ir::DataType::kFloat, std::vector<float>{a.f}, true);
+  if (a.name == "value_floats") return scalarOrVector(ir::DataType::kFloat, a.floats, false);
+  if (a.name == "value_int")
+    return scalarOrVector(ir::DataType::kInt64, std::vector<int64_t>{a.i}, true);
+  if (a.name == "value_ints") return scalarOrVector(ir::DataType::kInt64, a.ints, false);
+  if (a.name == "value_string" || a.name == "value_strings") {
+    bool scalar = a.name == "value_string";
+    ir::Tensor t(ir::DataType::kString,
+                 scalar ? std::vector<int64_t>{}
+                        : std::vector<int64_t>{static_cast<int64_t>(a.strings.size())});
+    t.mutableStrings() = scalar ? std::vector<std::string>{a.s} : a.strings;
+    return t;
+  }
+  return std::nullopt;  // sparse_value stays a Constant
+}
+
+std::optional<ir::Tensor> constantTensor(const ir::Value* value) {
+  if (value == nullptr) return std::nullopt;
+  if (value->kind() == ir::Value::Kind::kInitializer && value->initializer() != nullptr) {
+    const ir::Tensor& t = *value->initializer();
+    if (t.byteSize() == 0 && t.numElements().value_or(0) > 0 &&
+        t.dtype() != ir::DataType::kString) {
+      return std::nullopt;  // weight-stripped: the values are unknown
+    }
+    return t;
+  }
+  if (value->producer() != nullptr) return constantNodeTensor(*value->producer());
+  return std::nullopt;
+}
+
+std::vector<int64_t> tensorInts(const ir::Tensor& t) {
+  std::vector<int64_t> out;
+  auto n = static_cast<size_t>(t.numElements().value_or(0));
+  if (t.dtype() == ir::DataType::kInt64 && t.byteSize() == n * 8) {
+    for (size_t i = 0; i < n; ++i) out.push_back(load<int64_t>(t.data() + 8 * i));
+  } else if (t.dtype() == ir::DataType::kInt32 && t.byteSize() == n * 4) {
+    for (size_t i = 0; i < n; ++i) out.push_back(load<int32_t>(t.data() + 4 * i));
+  }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> constantInts(const ir::Value* value) {
+  auto t = constantTensor(value);
+  if (!t || (t->dtype() != ir::DataType::kInt64 && t->dtype() != ir::DataType::kInt32)) {
+    return std::nullopt;
+  }
+  auto n = t->numElements();
+  if (!n) return std::nullopt;
+  auto ints = tensorInts(*t);
+  if (static_cast<int64_t>(ints.size()) != *n) return std::nullopt;
+  return ints;
+}
+
+std::optional<double> elementAsDouble(const ir::Tensor& t, size_t i) {
+  const uint8_t* p = t.data();
+  auto within = [&](size_t width) { return (i + 1) * width <= t.byteSize(); };
+  switch (t.dtype()) {
+    case ir::DataType::kFloat:
+      if (within(4)) return load<float>(p + 4 * i);
+      break;
+    case ir::DataType::kDouble:
+      if (within(8)) return load<double>(p + 8 * i);
+      break;
+    case ir::DataType::kFloat16:
+      if (within(2)) return halfToFloat(load<uint16_t>(p + 2 * i));
+      break;
+    case ir::DataType::kBfloat16:
+      if (within(2)) return bfloat16ToFloat(load<uint16_t>(p + 2 * i));
+      break;
+    case ir::DataType::kInt8:
+      if (within(1)) return load<int8_t>(p + i);
+      break;
+    case ir::DataType::kUint8:
+      if (within(1)) return load<uint8_t>(p + i);
+      break;
+    case ir::DataType::kBool:
+      if (within(1)) return load<uint8_t>(p + i);
+      break;
+    case ir::DataType::kInt16:
+      if (within(2)) return load<int16_t>(p + 2 * i);
+      break;
+    case ir::DataType::kUint16:
+      if (within(2)) return load<uint16_t>(p + 2 * i);
+      break;
+    case ir::DataType::kInt32:
+      if (within(4)) return load<int32_t>(p + 4 * i);
+      break;
+    case ir::DataType::kUint32:
+      if (within(4)) return load<uint32_t>(p + 4 * i);
+      break;
+    case ir::DataType::kInt64:
+      if (within(8)) return static_cast<double>(load<int64_t>(p + 8 * i));
+      break;
+    case ir::DataType::kUint64:
+      if (within(8)) return static_cast<double>(load<uint64_t>(p + 8 * i));
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
+bool allElementsEqual(const ir::Tensor& t, double x) {
+  auto n = t.numElements();
+  if (!n || *n == 0) return false;
+  for (int64_t i = 0; i < *n; ++i) {
+    auto v = elementAsDouble(t, static_cast<size_t>(i));
+    if (!v || *v != x) return false;
+  }
+  return true;
+}
+
+bool allSignedZeros(const ir::Tensor& t, bool negative) {
+  auto n = t.numElements();
+  if (!n || *n == 0) return false;
+  for (int64_t i = 0; i < *n; ++i) {
+    auto v = elementAsDouble(t, static_cast<size_t>(i));
+    if (!v || *v != 0.0 || std::signbit(*v) != negative) return false;
+  }
+  return true;
+}
+
+bool tensorsEqual(const ir::Tensor& a, const ir::Tensor& b) {
+  return a.dtype() == b.dtype() && a.dims() == b.dims() && a.bytes() == b.bytes() &&
+         a.strings() == b.strings();
+}
+
+bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b) {
+  if (a.name != b.name || a.kind != b.kind || a.ref_attr_name != b.ref_attr_name) return false;
+  if (!a.graphs.empty() || !b.graphs.empty()) return false;
+  if (!a.sparse_tensors.empty() || !b.sparse_tensors.empty()) return false;
+  if (a.tensors.size() != b.tensors.size()) return false;
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    if (!tensorsEqual(a.tensors[i], b.tensors[i])) return false;
+  }
+  // Floats compare bitwise: NaN attributes are equal to themselves, -0 differs from 0.
+  auto same_bits = [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; };
+  if (!same_bits(a.f, b.f) || a.floats.size() != b.floats.size()) return false;
+  for (size_t i = 0; i < a.floats.size(); ++i) {
+    if (!same_bits(a.floats[i], b.floats[i])) return false;
+  }
+  return a.i == b.i && a.s == b.s && a.ints == b.ints && a.strings == b.strings &&
+         a.types == b.types;
+}
+
+std::optional<std::vector<int64_t>> staticShape(const ir::Value* value) {
+  if (value == nullptr || !value->type().isTensor() || !value->type().shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : *value->type().shape) {
+    if (!d.isKnown()) return std::nullopt;
+    dims.push_back(d.value);
+  }
+  return dims;
+}
+
+std::optional<int64_t> rankOf(const ir::Value* value) {
+  if (value == nullptr || !value->type().isTensor() || !value->type().shape) return std::nullopt;
+  return static_cast<int64_t>(value->type().shape->size());
+}
+
+std::optional<ir::DataType> elemTypeOf(const ir::Value* value) {
+  if (value == nullptr || !value->type().isTensor() ||
+      value->type().elem_type == ir::DataType::kUndefined) {
+    return std::nullopt;
+  }
+  return value->type().elem_type;
+}
+
+int64_t attrInt(const ir::Node& node, const std::string& name, int64_t fallback) {
+  const ir::Attribute* a = node.findAttribute(name);
+  return a != nullptr && a->kind == ir::Attribute::Kind::kInt ? a->i : fallback;
+}
+
+std::optional<std::vector<int64_t>> attrInts(const ir::Node& node, const std::string& name) {
+  const ir::Attribute* a = node.findAttribute(name);
+  if (a == nullptr || a->kind != ir::Attribute::Kind::kInts) return std::nullopt;
+  return a->ints;
+}
+
+float attrFloat(const ir::Node& node, const std::string& name, float fallback) {
+  const ir::Attribute* a = node.findAttribute(name);
+  return a != nullptr && a->kind == ir::Attribute::Kind::kFloat ? a->f : fallback;
+}
+
+bool hasSingleUse(const ir::Value* value) {
+  return value->uses().size() == 1 && !value->isGraphOutput();
+}
+
+bool onlyUsedBy(const ir::Value* value, const ir::Node* user) {
+  if (value->uses().empty()) return false;
+  for (const ir::Use& u : value->uses()) {
+    if (u.user != user) return false;
+  }
+  return true;
+}
+
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+ir::Tensor makeInt64Tensor(const std::vector<int64_t>& values, std::vector<int64_t> dims) {
+  ir::Tensor t(ir::DataType::kInt64, std::move(dims));
+  std::string bytes(values.size() * 8, '\0');
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  t.setBytes(std::move(bytes));
+  return t;
+}
+
+}  // namespace onnxopt::pass

@@ -1,0 +1,58 @@
+#include "onnxopt/pass/pass.h"
+
+#include <cstdlib>
+
+namespace onnxopt::pass {
+
+Status Pass::setOption(const std::string& name, const std::string& /*value*/) {
+  std::string known;
+  for (const PassOption& o : options()) known += (known.empty() ? "" : ", ") + o.name;
+  return invalidArgument("pass '{}' has no option '{}'{}", id(), name,
+                         known.empty() ? " (it takes none)" : " (options: " + known + ")");
+}
+
+StatusOr<bool> Pass::parseBool(const std::string& name, const std::string& value) {
+  if (value == "true" || value == "1" || value.empty()) return true;
+  if (value == "false" || value == "0") return false;
+  return invalidArgument("option '{}' takes true or false, not '{}'", name, value);
+}
+
+StatusOr<int64_t> Pass::parseInt(const std::string& name, const std::string& value) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || errno == ERANGE) {
+    return invalidArgument("option '{}' takes an integer, not '{}'", name, value);
+  }
+  return static_cast<int64_t>(v);
+}
+
+StatusOr<bool> PatternPass::run(ir::Model& model, PassContext& ctx) {
+  rewrite::PatternList list = patterns();
+  std::vector<const rewrite::Pattern*> raw;
+  for (const auto& p : list) raw.push_back(p.get());
+  ASSIGN_OR_RETURN(rewrite::DriverResult result,
+                   rewrite::applyPatternsGreedily(model, raw, ctx.driver));
+  for (const auto& [name, count] : result.applied) bump(name, count);
+  if (!result.converged && ctx.warnings != nullptr) {
+    *ctx.warnings << fmt::format(
+        "opt: warning: pass '{}' did not converge in {} rounds; still applying: {}\n", id(),
+        result.rounds, fmt::join(result.last_round_patterns, ", "));
+  }
+  return result.changed;
+}
+
+StatusOr<bool> GraphPass::run(ir::Model& model, PassContext& ctx) {
+  bool changed = false;
+  rewrite::Rewriter rewriter;
+  for (ir::Graph* g : rewrite::allGraphs(model, ctx.driver.include_functions)) {
+    ASSIGN_OR_RETURN(bool c, runOnGraph(*g, model, rewriter, ctx));
+    changed |= c;
+  }
+  ASSIGN_OR_RETURN(bool c, runOnModel(model, ctx));
+  changed |= c;
+  for (ir::Graph* g : rewrite::allGraphs(model, true)) g->collectGarbage();
+  return changed;
+}
+
+}  // namespace onnxopt::pass

@@ -1,0 +1,164 @@
+#include <algorithm>
+#include <deque>
+#include <unordered_set>
+
+#include "onnxopt/rewrite/pattern.h"
+
+namespace onnxopt::rewrite {
+
+int64_t PatternContext::opset(const std::string& domain) const {
+  return model_.opsetVersion(domain).value_or(0);
+}
+
+void PatternContext::failImpl(const std::string& reason) {
+  if (debug_ == nullptr || pattern_ == nullptr || node_ == nullptr) return;
+  std::string where = node_->name().empty() && node_->output(0) != nullptr
+                          ? "'" + node_->output(0)->name() + "'"
+                          : "'" + node_->name() + "'";
+  *debug_ << fmt::format("[pattern] {} on {} {}: no match: {}\n", pattern_->name(), node_->opType(),
+                         where, reason);
+}
+
+bool Pattern::anchorsOn(const ir::Node& node, const PatternContext& ctx) const {
+  if (root_op_ != "*" && (node.opType() != root_op_ || node.domain() != domain_)) return false;
+  int64_t v = ctx.opset(node.domain());
+  return v >= min_opset_ && v <= max_opset_;
+}
+
+bool isAlive(const ir::Node* node) {
+  while (node != nullptr) {
+    if (node->isErased()) return false;
+    node = node->owningGraph()->parentNode();
+  }
+  return true;
+}
+
+namespace {
+
+void postOrder(ir::Graph& graph, std::vector<ir::Graph*>& out) {
+  for (ir::Node* n : graph) {
+    for (ir::Graph* g : n->subgraphs()) postOrder(*g, out);
+  }
+  out.push_back(&graph);
+}
+
+void preOrderNodes(ir::Graph& graph, std::deque<ir::Node*>& out) {
+  for (ir::Node* n : graph) {
+    out.push_back(n);
+    for (ir::Graph* g : n->subgraphs()) preOrderNodes(*g, out);
+  }
+}
+
+/// The worklist of one round, fed by the rewriter's notifications.
+class Worklist final : public RewriteListener {
+ public:
+  void seed(ir::Model& model, bool include_functions) {
+    queue_.clear();
+    queued_.clear();
+    visited_.clear();
+    if (include_functions) {
+      for (auto& f : model.functions) preOrderNodes(*f->body, queue_);
+    }
+    preOrderNodes(*model.graph, queue_);
+    queued_.insert(queue_.begin(), queue_.end());
+  }
+
+  ir::Node* pop() {
+    while (!queue_.empty()) {
+      ir::Node* n = queue_.front();
+      queue_.pop_front();
+      queued_.erase(n);
+      if (!isAlive(n) || visited_.count(n)) continue;
+      visited_.insert(n);
+      return n;
+    }
+    return nullptr;
+  }
+
+  void nodeCreated(ir::Node* node) override {
+    push(node);
+    for (ir::Graph* g : node->subgraphs()) {
+      std::deque<ir::Node*> inner;
+      preOrderNodes(*g, inner);
+      for (ir::Node* n : inner) push(n);
+    }
+  }
+  void nodeModified(ir::Node* node) override { push(node); }
+  void valueUsersChanged(ir::Value* value) override {
+    if (value->producer() != nullptr) push(value->producer());
+    for (const Use& use : value->uses()) {
+      if (use.user != use.user->owningGraph()->returnNode()) push(use.user);
+    }
+  }
+
+ private:
+  using Use = ir::Use;
+  void push(ir::Node* node) {
+    if (visited_.count(node) || !queued_.insert(node).second) return;  // next round sees it
+    queue_.push_back(node);
+  }
+
+  std::deque<ir::Node*> queue_;
+  std::unordered_set<ir::Node*> queued_;
+  std::unordered_set<ir::Node*> visited_;
+};
+
+}  // namespace
+
+std::vector<ir::Graph*> allGraphs(ir::Model& model, bool include_functions) {
+  std::vector<ir::Graph*> out;
+  if (include_functions) {
+    for (auto& f : model.functions) postOrder(*f->body, out);
+  }
+  postOrder(*model.graph, out);
+  return out;
+}
+
+StatusOr<DriverResult> applyPatternsGreedily(ir::Model& model,
+                                             const std::vector<const Pattern*>& patterns,
+                                             const DriverConfig& config) {
+  // Highest benefit first; ties keep the given order.
+  std::vector<const Pattern*> ordered = patterns;
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const Pattern* a, const Pattern* b) { return a->benefit() > b->benefit(); });
+
+  DriverResult result;
+  Worklist worklist;
+  Rewriter rewriter(&worklist);
+  PatternContext ctx(rewriter, model, config.debug);
+  bool round_changed = true;
+  while (round_changed && result.rounds < config.max_rounds) {
+    ++result.rounds;
+    round_changed = false;
+    std::map<std::string, int64_t> this_round;
+    worklist.seed(model, config.include_functions);
+    while (ir::Node* node = worklist.pop()) {
+      for (const Pattern* p : ordered) {
+        if (!p->anchorsOn(*node, ctx)) continue;
+        ctx.setCurrent(p, node);
+        rewriter.setInsertionPoint(node);
+        if (!p->matchAndRewrite(node, ctx)) continue;
+        round_changed = true;
+        ++this_round[p->name()];
+        ++result.applied[p->name()];
+        if (config.debug != nullptr) {
+          *config.debug << fmt::format("[pattern] {} applied\n", p->name());
+        }
+        break;  // the node may be gone; what it became is on the worklist
+      }
+    }
+    result.changed |= round_changed;
+    result.last_round_patterns.clear();
+    for (const auto& [name, count] : this_round) result.last_round_patterns.push_back(name);
+  }
+  for (ir::Graph* g : allGraphs(model, true)) g->collectGarbage();
+  result.converged = !round_changed;
+  if (!result.converged && config.verify_convergence) {
+    return makeError(StatusCode::kResourceExhausted,
+                     "patterns did not converge in {} rounds; still applying: {}",
+                     config.max_rounds, fmt::join(result.last_round_patterns, ", "));
+  }
+  return result;
+}
+
+}  // namespace onnxopt::rewrite
