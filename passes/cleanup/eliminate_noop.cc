@@ -284,10 +284,8 @@ class NeutralOperandPattern final : public NoOpPattern {
       auto t = constantTensor(c);
       if (!t || !isNeutral(*t, x)) continue;
       if (!keepsShape(*t, x)) return ctx.fail("broadcasting could change the shape"), nullptr;
-      auto xt = elemTypeOf(x);
-      if (op_ != "Pow" && (!xt || *xt != t->dtype()))
-        return ctx.fail("types differ or unknown"), nullptr;
-      if (op_ == "Pow" && !xt) return ctx.fail("base type unknown"), nullptr;
+      // The ONNX schema makes both operands (and the result) one type T; Pow's result has the
+      // base's type. So the output type is x's type without checking.
       return x;
     }
     return ctx.fail("no neutral constant operand"), nullptr;

@@ -191,7 +191,10 @@ class CastCastPattern final : public rewrite::Pattern {
     auto t1 = static_cast<ir::DataType>(attrInt(*inner, "to", 0));
     auto t2 = static_cast<ir::DataType>(attrInt(*node, "to", 0));
     if (!castIsExact(*t0, t1)) return ctx.fail("the first cast can lose values");
-    if (t2 == *t0) return forwardTo(node, x, ctx);
+    if (t2 == *t0 && ctx.rewriter().canReplaceKeepingNames(node->output(0), x)) {
+      return forwardTo(node, x, ctx);
+    }
+    // Otherwise one Cast from x (a same-type Cast where a model output's name must be kept).
     ctx.rewriter().setInput(node, 0, x);
     ctx.rewriter().eraseNode(inner);
     return true;
