@@ -1,0 +1,78 @@
+"""Numeric differential test of every pass: each textual pass test (tests/lit/passes/**.onnxtxt) is
+compiled once unoptimized (-O0) and once through the pipeline of its first RUN line; onnxruntime runs
+both on the same seeded random inputs and the outputs must agree within fp32 rounding.
+
+A test file opts out with a line `# NUMERIC: skip <reason>` (random ops, test-only domains)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from roundtrip_check import REPO_ROOT
+
+PASS_TESTS = sorted((REPO_ROOT / "tests" / "lit" / "passes").rglob("*.onnxtxt"))
+
+
+def _pipeline(text: str) -> str | None:
+    for line in text.splitlines():
+        m = re.match(r"#\s*RUN:.*?--passes=('([^']*)'|(\S+))", line)
+        if m:
+            return m.group(2) if m.group(2) is not None else m.group(3)
+    return None
+
+
+def _skip_reason(text: str) -> str | None:
+    m = re.search(r"^#\s*NUMERIC:\s*skip\s*(.*)$", text, re.M)
+    return m.group(1) if m else None
+
+
+def _random_input(info: onnx.ValueInfoProto, rng: np.random.Generator) -> np.ndarray:
+    t = info.type.tensor_type
+    shape = [d.dim_value if d.HasField("dim_value") else 2 for d in t.shape.dim]
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(0, 4, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _run(path: Path, feeds: dict) -> list:
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+@pytest.mark.parametrize("case", PASS_TESTS, ids=lambda p: str(p.relative_to(p.parents[1])))
+def test_pass_preserves_outputs(case: Path, run_opt, work_dir):
+    text = case.read_text()
+    reason = _skip_reason(text)
+    if reason is not None:
+        pytest.skip(reason)
+    pipeline = _pipeline(text)
+    assert pipeline is not None, f"{case}: no --passes= on a RUN line"
+
+    original, optimized = work_dir / "original.onnx", work_dir / "optimized.onnx"
+    proc = run_opt(case, "-O0", "-o", original)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_opt(case, f"--passes={pipeline}", "--verify-each", "-o", optimized)
+    assert proc.returncode == 0, proc.stderr
+    onnx.checker.check_model(str(optimized), full_check=True)
+
+    model = onnx.load(str(original))
+    initializers = {i.name for i in model.graph.initializer}
+    rng = np.random.default_rng(1234)
+    feeds = {i.name: _random_input(i, rng) for i in model.graph.input if i.name not in initializers}
+    expected = _run(original, feeds)
+    got = _run(optimized, feeds)
+    assert [o.name for o in onnx.load(str(optimized)).graph.output] == [o.name for o in model.graph.output]
+    for e, g in zip(expected, got):
+        assert e.dtype == g.dtype and e.shape == g.shape
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-7)
