@@ -38,8 +38,9 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
-std::string formatFloat(double v) {
-  std::string s = fmt::format("{}", v);
+template <typename F>
+std::string formatFloat(F v) {
+  std::string s = fmt::format("{}", v);  // shortest text that reads back to the same F
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep floats visibly floats
   return s;
 }
