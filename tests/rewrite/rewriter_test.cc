@@ -1,0 +1,213 @@
+// The Rewriter (output names, listener notifications), the greedy driver (fixed point, cap) and the
+// pipeline parser.
+#include "onnxopt/rewrite/rewriter.h"
+
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/verifier.h"
+#include "onnxopt/pass/pass_manager.h"
+#include "onnxopt/passes/registry.h"
+#include "onnxopt/rewrite/pattern.h"
+
+namespace onnxopt::rewrite {
+namespace {
+
+std::unique_ptr<ir::Model> parse(const char* text) {
+  auto model = io::parseModelText(text);
+  EXPECT_TRUE(model.isOk()) << model.status().message();
+  return std::move(model).value();
+}
+
+constexpr char kChain[] = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) { t = Neg(x) y = Identity(t) }
+)";
+
+TEST(RewriterTest, ReplacingAModelOutputKeepsItsName) {
+  auto model = parse(kChain);
+  ir::Graph& g = *model->graph;
+  ir::Node* neg = g.firstNode();
+  ir::Node* id = neg->next();
+  Rewriter rw;
+  ASSERT_TRUE(rw.canReplaceKeepingNames(id->output(), neg->output()));
+  rw.replaceNode(id, {neg->output()});
+  EXPECT_EQ(g.output(0), neg->output());
+  EXPECT_EQ(neg->output()->name(), "y");  // Neg's output took the output's name
+  EXPECT_TRUE(ir::verifyModel(*model).isOk());
+}
+
+TEST(RewriterTest, GraphInputCannotTakeAnOutputNameSoAnIdentityIsInserted) {
+  auto model = parse(kChain);
+  ir::Graph& g = *model->graph;
+  ir::Value* x = g.inputs()[0];
+  ir::Node* id = g.lastNode();
+  Rewriter rw;
+  EXPECT_FALSE(rw.canReplaceKeepingNames(id->output(), x));
+  rw.replaceAllUsesWith(id->output(), x);
+  ir::Value* out = g.output(0);
+  EXPECT_EQ(out->name(), "y");
+  ASSERT_NE(out->producer(), nullptr);
+  EXPECT_EQ(out->producer()->opType(), "Identity");
+  EXPECT_EQ(out->producer()->input(0), x);
+  EXPECT_TRUE(ir::verifyModel(*model).isOk());
+}
+
+TEST(RewriterTest, SubgraphOutputsMayBeRenamed) {
+  auto model = parse(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2] x, bool c) => (float[2] y) {
+      y = If(c) <
+        then_branch = g1 () => (float[2] a) { a = Identity(x) },
+        else_branch = g2 () => (float[2] b) { b = Neg(x) }
+      >
+    })");
+  ir::Graph* then_g = model->graph->firstNode()->findAttribute("then_branch")->graphs[0].get();
+  ir::Value* a = then_g->output(0);
+  EXPECT_FALSE(isNamedOutput(a));
+  Rewriter rw;
+  EXPECT_TRUE(rw.canReplaceKeepingNames(a, model->graph->inputs()[0]));
+}
+
+class RecordingListener : public RewriteListener {
+ public:
+  void nodeCreated(ir::Node* n) override { created.push_back(n->opType()); }
+  void nodeErased(ir::Node* n) override { erased.push_back(n->opType()); }
+  void nodeModified(ir::Node* n) override { modified.push_back(n->opType()); }
+  std::vector<std::string> created, erased, modified;
+};
+
+TEST(RewriterTest, NotifiesTheListener) {
+  auto model = parse(kChain);
+  ir::Graph& g = *model->graph;
+  RecordingListener listener;
+  Rewriter rw(&listener);
+  ir::Node* neg = g.firstNode();
+  ir::Node* id = g.lastNode();
+  rw.setInsertionPoint(id);
+  ir::Node* abs = rw.createNode("Abs", "", {g.inputs()[0]});
+  rw.setInput(id, 0, abs->output());  // Neg is now unused
+  rw.eraseNode(neg);
+  EXPECT_EQ(listener.created, std::vector<std::string>{"Abs"});
+  EXPECT_EQ(listener.erased, std::vector<std::string>{"Neg"});
+  EXPECT_FALSE(listener.modified.empty());
+  EXPECT_TRUE(rw.changed());
+}
+
+/// Rewrites Neg(Neg(x)) -> x: a pattern the driver must apply repeatedly to reach the fixed point.
+class DoubleNegation final : public Pattern {
+ public:
+  DoubleNegation() : Pattern("double-negation", "Neg") {}
+  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
+    ir::Value* in = node->input(0);
+    if (in->producer() == nullptr || in->producer()->opType() != "Neg") {
+      return ctx.fail("input is not a Neg");
+    }
+    ir::Value* x = in->producer()->input(0);
+    if (!ctx.rewriter().canReplaceKeepingNames(node->output(), x)) return ctx.fail("name");
+    ctx.rewriter().replaceNode(node, {x});
+    return true;
+  }
+};
+
+TEST(DriverTest, ReachesTheFixedPoint) {
+  auto model = parse(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2] x) => (float[2] y) { a = Neg(x) b = Neg(a) c = Neg(b) d = Neg(c) y = Relu(d) })");
+  DoubleNegation pattern;
+  std::ostringstream debug;
+  DriverConfig config;
+  config.debug = &debug;
+  auto result = applyPatternsGreedily(*model, {&pattern}, config);
+  ASSERT_TRUE(result.isOk()) << result.status().message();
+  EXPECT_TRUE(result->converged);
+  EXPECT_TRUE(result->changed);
+  EXPECT_EQ(result->applied["double-negation"], 2);
+  // Dead Negs are left for DCE; Relu now reads x.
+  EXPECT_EQ(model->graph->lastNode()->input(0), model->graph->inputs()[0]);
+  EXPECT_NE(debug.str().find("no match: input is not a Neg"), std::string::npos);
+  EXPECT_TRUE(ir::verifyModel(*model).isOk());
+}
+
+/// Flips the op type between two names: with one node of each, both patterns apply every round.
+class Flip final : public Pattern {
+ public:
+  Flip(const char* from, const char* to)
+      : Pattern(std::string(from) + "-to-" + to, from, "t"), to_(to) {}
+  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
+    ctx.rewriter().modifyInPlace(node, [&] { node->setOpType(to_); });
+    return true;
+  }
+  std::string to_;
+};
+
+TEST(DriverTest, StopsAtTheCapAndNamesThePatterns) {
+  auto model = parse(R"(
+    <ir_version: 8, opset_import: ["" : 17, "t" : 1]>
+    g (float[2] x) => (float[2] y, float[2] z) { y = t.A(x) z = t.B(x) })");
+  Flip a("A", "B"), b("B", "A");
+  DriverConfig config;
+  config.max_rounds = 5;
+  auto result = applyPatternsGreedily(*model, {&a, &b}, config);
+  ASSERT_TRUE(result.isOk());
+  EXPECT_FALSE(result->converged);
+  EXPECT_EQ(result->rounds, 5);
+  EXPECT_EQ(result->last_round_patterns, (std::vector<std::string>{"A-to-B", "B-to-A"}));
+
+  config.verify_convergence = true;
+  auto strict = applyPatternsGreedily(*model, {&a, &b}, config);
+  ASSERT_FALSE(strict.isOk());
+  EXPECT_NE(strict.status().message().find("did not converge in 5 rounds"), std::string::npos);
+  EXPECT_NE(strict.status().message().find("A-to-B, B-to-A"), std::string::npos);
+}
+
+TEST(DriverTest, OpsetRangeLimitsAPattern) {
+  auto model = parse(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2] x) => (float[2] y) { a = Neg(x) b = Neg(a) y = Relu(b) })");
+  class Old final : public Pattern {
+   public:
+    Old() : Pattern("old-only", "Neg", "", 1, 1, 12) {}
+    bool matchAndRewrite(ir::Node*, PatternContext&) const override { return true; }
+  } old;
+  auto result = applyPatternsGreedily(*model, {&old}, DriverConfig{});
+  ASSERT_TRUE(result.isOk());
+  EXPECT_FALSE(result->changed);
+}
+
+TEST(PipelineTest, ParsesNestedFixpointsAndOptions) {
+  auto pipeline = pass::parsePipeline(
+      "lift-constants, fixpoint(cse, fixpoint(dce)), eliminate-noop{strict-signed-zero=false}",
+      &passes::createPass);
+  ASSERT_TRUE(pipeline.isOk()) << pipeline.status().message();
+  EXPECT_EQ(pass::pipelineToString(*pipeline),
+            "lift-constants,fixpoint(cse,fixpoint(dce)),eliminate-noop");
+  EXPECT_FALSE(pass::parsePipeline("cse,,dce", &passes::createPass).isOk());
+  EXPECT_FALSE(pass::parsePipeline("fixpoint()", &passes::createPass).isOk());
+  EXPECT_FALSE(
+      pass::parsePipeline("eliminate-noop{strict-signed-zero=maybe}", &passes::createPass).isOk());
+}
+
+TEST(PipelineTest, EveryLevelParses) {
+  for (int level = 0; level <= 3; ++level) {
+    auto text = passes::pipelineForLevel(level);
+    ASSERT_TRUE(text.isOk());
+    EXPECT_TRUE(pass::parsePipeline(*text, &passes::createPass).isOk()) << *text;
+  }
+  EXPECT_FALSE(passes::pipelineForLevel(4).isOk());
+}
+
+TEST(PipelineTest, PassIdsAreKebabCaseAndUnique) {
+  std::set<std::string> ids;
+  for (const auto& p : passes::allPasses()) {
+    EXPECT_TRUE(ids.insert(p->id()).second) << p->id();
+    for (char c : p->id()) EXPECT_TRUE((c >= 'a' && c <= 'z') || c == '-') << p->id();
+    EXPECT_FALSE(p->summary().empty()) << p->id();
+  }
+}
+
+}  // namespace
+}  // namespace onnxopt::rewrite
