@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Round-trips the whole corpus through opt and prints totals and failures (the property of test_roundtrip.py).
 
-  tools/roundtrip_report.py [--opt PATH] [--shared DIR] [-j N] [-k SUBSTRING] [-v]
+  tools/roundtrip_report.py [--opt PATH] [--shared DIR] [-j N] [-k SUBSTRING] [--opt-args ARGS] [-v]
 
-Exit status 1 when any case fails.
+--opt-args replaces -O0, e.g. --opt-args='--passes=dce,cse' to hold passes that should be exact to the same
+bitwise standard. Exit status 1 when any case fails.
 """
 
 from __future__ import annotations
@@ -12,19 +13,37 @@ import argparse
 import collections
 import multiprocessing
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
 import roundtrip_check  # noqa: E402
 
 
-def _check(job: tuple[roundtrip_check.Case, Path]) -> roundtrip_check.Outcome:
-    case, opt = job
+COLUMNS: list[tuple[str, Callable[[roundtrip_check.Outcome], bool]]] = [
+    ("cases", lambda o: True),
+    ("checker-ok", lambda o: o.checker_ok),
+    ("still-ok", lambda o: bool(o.checker_ok_after)),
+    ("opt-ok", lambda o: o.opt_ok),
+    ("ort-runs", lambda o: o.ort_runnable),
+    ("identical", lambda o: bool(o.identical) and o.ort_note != "nondeterministic"),
+    ("nondet", lambda o: o.ort_note == "nondeterministic"),
+    ("failed", lambda o: bool(o.failures)),
+]
+LEGEND = """
+checker-ok: the original passes onnx.checker (full check); still-ok: so does opt's output.
+opt-ok: opt wrote an output; ort-runs: onnxruntime runs the original; identical: bitwise-identical outputs.
+nondet: the original's outputs vary run to run (unseeded random ops), so only types and shapes are compared."""
+
+
+def _check(job: tuple[roundtrip_check.Case, Path, tuple[str, ...]]) -> roundtrip_check.Outcome:
+    case, opt, opt_args = job
     with tempfile.TemporaryDirectory(prefix="onnxopt-roundtrip-") as workdir:
         try:
-            return roundtrip_check.check_case(case, opt, Path(workdir))
+            return roundtrip_check.check_case(case, opt, Path(workdir), base_args=opt_args)
         except Exception as e:  # a harness error is reported as the case's failure, not a lost run
             return roundtrip_check.Outcome(case.id, failures=[f"harness error: {type(e).__name__}: {e}"])
 
@@ -32,9 +51,12 @@ def _check(job: tuple[roundtrip_check.Case, Path]) -> roundtrip_check.Outcome:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--opt", type=Path, default=roundtrip_check.opt_path(), help="the opt binary")
-    parser.add_argument("--shared", type=Path, default=roundtrip_check.shared_dir(), help="the shared data folder")
+    parser.add_argument("--shared", type=Path, default=roundtrip_check.shared_dir(), help="shared data folder")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count(), help="cases run in parallel")
     parser.add_argument("-k", "--filter", default="", help="only cases whose id contains this")
+    parser.add_argument(
+        "--opt-args", default=" ".join(roundtrip_check.ROUNDTRIP_ARGS), help="opt's flags (default: %(default)s)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="also list cases ORT cannot run, and why")
     args = parser.parse_args()
     if not os.access(args.opt, os.X_OK):
@@ -43,27 +65,24 @@ def main() -> int:
 
     cases = [c for c in roundtrip_check.corpus(args.shared) if args.filter in c.id]
     with multiprocessing.Pool(max(1, args.jobs)) as pool:
-        outcomes = pool.map(_check, [(c, args.opt) for c in cases], chunksize=4)
+        opt_args = tuple(shlex.split(args.opt_args))
+        outcomes = pool.map(_check, [(c, args.opt, opt_args) for c in cases], chunksize=4)
 
     by_suite: dict[str, list[roundtrip_check.Outcome]] = collections.defaultdict(list)
     for outcome in outcomes:
         by_suite[outcome.case.split("/")[0]].append(outcome)
-    header = f"{'suite':<18}{'cases':>7}{'checker-ok':>12}{'still-ok':>10}{'opt-ok':>8}{'ort-runs':>10}{'identical':>11}{'nondet':>8}{'failed':>8}"
+    header = f"{'suite':<18}" + "".join(f"{name:>{len(name) + 2}}" for name, _ in COLUMNS)
     print(header)
     print("-" * len(header))
     for suite, rows in [*sorted(by_suite.items()), ("total", outcomes)]:
-        nondet = sum(o.ort_note == "nondeterministic" for o in rows)
-        print(
-            f"{suite:<18}{len(rows):>7}{sum(o.checker_ok for o in rows):>12}"
-            f"{sum(bool(o.checker_ok_after) for o in rows):>10}{sum(o.opt_ok for o in rows):>8}"
-            f"{sum(o.ort_runnable for o in rows):>10}"
-            f"{sum(bool(o.identical) and o.ort_note != 'nondeterministic' for o in rows):>11}{nondet:>8}"
-            f"{sum(bool(o.failures) for o in rows):>8}"
-        )
-    print()
-    print("checker-ok: the original passes onnx.checker (full check); still-ok: so does opt's output;")
-    print("ort-runs: onnxruntime runs the original; identical: bitwise-identical outputs after the round trip;")
-    print("nondet: the original's outputs vary run to run (unseeded random ops), so only types and shapes are compared.")
+        print(f"{suite:<18}" + "".join(f"{sum(map(count, rows)):>{len(name) + 2}}" for name, count in COLUMNS))
+    total = {name: sum(map(count, outcomes)) for name, count in COLUMNS}
+    print(
+        f"\n{total['checker-ok']} checker-valid originals, {total['still-ok']} of them still valid after;"
+        f" {total['ort-runs']} ORT-runnable, {total['identical']} bitwise identical"
+        f" ({total['nondet']} more nondeterministic with matching types and shapes); {total['failed']} failed."
+    )
+    print(LEGEND)
 
     rejected = [o for o in outcomes if not o.opt_ok and not o.failures]
     if rejected:

@@ -6,6 +6,7 @@
 // Same domain, op type, attributes and inputs (operand order matters). Never for nondeterministic
 // ops (Random*, Multinomial, Bernoulli), ops with subgraphs, or when merging would rename a model
 // output. Initializers that are graph inputs can be overridden by the caller and are never merged.
+#include <map>
 #include <unordered_map>
 
 #include "onnxopt/pass/matchers.h"
@@ -103,40 +104,47 @@ class CommonSubexpressionEliminationPass final : public pass::GraphPass {
       if (out == nullptr || !out->hasUses()) continue;
       // The kept node may omit an output that the duplicate's users read.
       if (kept.output(i) == nullptr) return false;
-      if (!rewriter.canReplaceKeepingNames(out, kept.output(i))) return false;
+      if (!rewriter.canReplaceWithoutIdentity(out, kept.output(i))) return false;
     }
     return true;
   }
 
   bool mergeInitializers(ir::Graph& graph, rewrite::Rewriter& rewriter) {
-    bool changed = false;
-    std::unordered_multimap<size_t, ir::Value*> seen;
-    std::vector<ir::Value*> inits = graph.initializers();
-    for (ir::Value* v : inits) {
+    // Bucket by type and dims first: only tensors that could be equal are hashed (external data is
+    // read in chunks for that, never through the mapping).
+    std::map<std::pair<int32_t, std::vector<int64_t>>, std::vector<ir::Value*>> buckets;
+    for (ir::Value* v : graph.initializers()) {
       const ir::Tensor* t = v->initializer();
       if (t == nullptr || v->kind() != ir::Value::Kind::kInitializer) continue;
       if (t->byteSize() == 0 && t->numElements().value_or(0) > 0) continue;  // no data to compare
-      size_t h =
-          hashCombine(std::hash<std::string_view>()(t->bytes()), static_cast<size_t>(t->dtype()));
-      for (const auto& s : t->strings()) h = hashCombine(h, std::hash<std::string>()(s));
-      ir::Value* match = nullptr;
-      auto [lo, hi] = seen.equal_range(h);
-      for (auto it = lo; it != hi; ++it) {
-        if (pass::tensorsEqual(*it->second->initializer(), *t)) {
-          match = it->second;
-          break;
+      buckets[{static_cast<int32_t>(t->dtype()), t->dims()}].push_back(v);
+    }
+    bool changed = false;
+    for (auto& [key, values] : buckets) {
+      if (values.size() < 2) continue;
+      std::unordered_multimap<uint64_t, ir::Value*> seen;
+      for (ir::Value* v : values) {
+        const ir::Tensor& t = *v->initializer();
+        uint64_t h = pass::tensorHash(t);
+        ir::Value* match = nullptr;
+        auto [lo, hi] = seen.equal_range(h);
+        for (auto it = lo; it != hi; ++it) {
+          if (pass::tensorsEqual(*it->second->initializer(), t)) {
+            match = it->second;
+            break;
+          }
         }
+        if (match == nullptr) {
+          seen.emplace(h, v);
+          continue;
+        }
+        // An initializer that is itself an output stays (merging would need an Identity).
+        if (!rewriter.canReplaceWithoutIdentity(v, match)) continue;
+        if (v->hasUses()) rewriter.replaceAllUsesWith(v, match);
+        rewriter.eraseInitializer(v);
+        bump("initializers-merged");
+        changed = true;
       }
-      if (match == nullptr) {
-        seen.emplace(h, v);
-        continue;
-      }
-      // An initializer that is itself a model output keeps its name: only redirect other uses.
-      if (rewrite::isNamedOutput(v)) continue;
-      if (v->hasUses()) rewriter.replaceAllUsesWith(v, match);
-      rewriter.eraseInitializer(v);
-      bump("initializers-merged");
-      changed = true;
     }
     return changed;
   }

@@ -44,7 +44,7 @@ class NoOpPattern : public rewrite::Pattern {
     }
     ir::Value* x = forwarded(*node, ctx);
     if (x == nullptr) return false;
-    if (!ctx.rewriter().canReplaceKeepingNames(node->output(0), x)) {
+    if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(0), x)) {
       return ctx.fail("would rename model output '{}'", node->output(0)->name());
     }
     std::vector<ir::Value*> values(node->numOutputs(), nullptr);

@@ -30,6 +30,9 @@ class LiftConstantPattern final : public rewrite::Pattern {
     if (!tensor) return ctx.fail("not a plain Constant (sparse or attribute reference)");
     ir::Value* out = node->output(0);
     if (out == nullptr) return ctx.fail("no output");
+    if (out->isGraphOutput() && out->owningGraph()->parentNode() != nullptr) {
+      return ctx.fail("a subgraph output must stay a node output");
+    }
     std::string name = out->name();
     // The initializer takes the name over: directly, or by the rewriter's renaming when the value
     // is a model output.

@@ -39,7 +39,7 @@ ir::Node* innerOp(const ir::Node& node, size_t i, const char* op) {
 
 /// Replaces `node`'s output with `value` when that keeps model output names.
 bool forwardTo(ir::Node* node, ir::Value* value, PatternContext& ctx) {
-  if (!ctx.rewriter().canReplaceKeepingNames(node->output(0), value)) {
+  if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(0), value)) {
     return ctx.fail("would rename model output '{}'", node->output(0)->name());
   }
   ctx.rewriter().replaceNode(node, {value});
@@ -191,7 +191,7 @@ class CastCastPattern final : public rewrite::Pattern {
     auto t1 = static_cast<ir::DataType>(attrInt(*inner, "to", 0));
     auto t2 = static_cast<ir::DataType>(attrInt(*node, "to", 0));
     if (!castIsExact(*t0, t1)) return ctx.fail("the first cast can lose values");
-    if (t2 == *t0 && ctx.rewriter().canReplaceKeepingNames(node->output(0), x)) {
+    if (t2 == *t0 && ctx.rewriter().canReplaceWithoutIdentity(node->output(0), x)) {
       return forwardTo(node, x, ctx);
     }
     // Otherwise one Cast from x (a same-type Cast where a model output's name must be kept).

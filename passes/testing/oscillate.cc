@@ -40,6 +40,8 @@ class OscillatePass final : public pass::PatternPass {
 
 }  // namespace
 
-std::unique_ptr<pass::Pass> createOscillatePass() { return std::make_unique<OscillatePass>(); }
+std::unique_ptr<pass::Pass> createOscillatePass() {
+  return std::make_unique<OscillatePass>();
+}
 
 }  // namespace onnxopt::passes

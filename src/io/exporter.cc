@@ -71,6 +71,7 @@ class DataSink {
     } else {
       RETURN_IF_ERROR(writeAll(reinterpret_cast<const char*>(t.data()), t.byteSize()));
     }
+    wrote_any_ = true;
     proto.set_data_location(onnx::TensorProto::EXTERNAL);
     auto add = [&](const char* key, std::string value) {
       auto* kv = proto.add_external_data();
@@ -129,7 +130,24 @@ class DataSink {
   std::string location_;
   uint64_t min_bytes_;
   uint64_t offset_ = 0;
+  bool wrote_any_ = false;
+
+ public:
+  /// False when every tensor stayed embedded: then no data file is written at all.
+  bool wroteAny() const { return wrote_any_; }
 };
+
+bool hasInitializerNotInput(const ir::Graph& g) {
+  for (const ir::Value* v : g.initializers()) {
+    if (v->kind() == ir::Value::Kind::kInitializer) return true;
+  }
+  for (const ir::Node* n : g) {
+    for (const ir::Graph* sub : n->subgraphs()) {
+      if (hasInitializerNotInput(*sub)) return true;
+    }
+  }
+  return false;
+}
 
 class Exporter {
  public:
@@ -398,6 +416,11 @@ Status Exporter::exportModel(onnx::ModelProto& proto) {
   for (const auto& f : model_.functions) assignNames(*f->body);
 
   proto.set_ir_version(model_.ir_version);
+  if (model_.ir_version < 4 && hasInitializerNotInput(*model_.graph)) {
+    // IR 3 wants every initializer listed as a graph input; IR 4 dropped that rule and changed
+    // nothing else, so a model that gained initializers (from passes) is written as IR 4.
+    proto.set_ir_version(4);
+  }
   for (const auto& op : model_.opset_imports) {
     auto* o = proto.add_opset_import();
     o->set_domain(op.domain);
@@ -498,7 +521,8 @@ Status saveModel(const ir::Model& model, const std::string& path, const SaveOpti
                        std::strerror(out.GetErrno()));
     }
   }
-  if (data_file) RETURN_IF_ERROR(data_file->commit());
+  // A data file nothing refers to is not left behind (TempFile removes it).
+  if (data_file && sink->wroteAny()) RETURN_IF_ERROR(data_file->commit());
   RETURN_IF_ERROR(model_file->commit());
   return Status::ok();
 }

@@ -92,6 +92,7 @@ class Importer {
   Status readExternal(onnx::TensorProto& proto, ir::Tensor& tensor);
 
   std::string base_dir_;
+  int64_t ir_version_ = 0;
   std::map<std::string, std::shared_ptr<ir::MappedFile>> mapped_;
 };
 
@@ -287,6 +288,11 @@ StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
   if (proto.data_type() == onnx::TensorProto::UNDEFINED) {
     return invalidArgument("tensor '{}': data type is undefined", proto.name());
   }
+  if (!ir::isKnownDataType(proto.data_type())) {
+    // IR versions past kMaxIrVersion are refused, so an unknown code is not a newer type: it is
+    // bad.
+    return invalidArgument("tensor '{}': unknown data type {}", proto.name(), proto.data_type());
+  }
   const DataType dtype = tensor.dtype();
   const bool known = ir::isKnownDataType(proto.data_type());
 
@@ -371,7 +377,10 @@ Status Importer::importAttribute(onnx::AttributeProto& proto, const Scope& scope
   out.unknown_fields = unknownFieldsOf(proto);
   int type = proto.type();
   if (type == onnx::AttributeProto::UNDEFINED && out.ref_attr_name.empty()) {
-    // Very old files omit the type: take it from the one field that is set.
+    // The type is required since IR version 2; older files omit it: take it from the field set.
+    if (ir_version_ >= 2) {
+      return invalidArgument("attribute '{}' has an undefined type", proto.name());
+    }
     if (proto.has_f())
       type = onnx::AttributeProto::FLOAT;
     else if (proto.has_i())
@@ -708,6 +717,7 @@ StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& pro
   if (!proto.has_graph()) return invalidArgument("the model has no graph");
   auto model = std::make_unique<ir::Model>();
   model->ir_version = proto.ir_version();
+  ir_version_ = proto.ir_version();
   for (const auto& op : proto.opset_import()) {
     model->opset_imports.push_back({op.domain(), op.version()});
   }

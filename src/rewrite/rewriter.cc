@@ -55,53 +55,78 @@ ir::Value* Rewriter::createInitializer(ir::Graph& graph, const std::string& base
   return graph.addInitializer(name, std::move(tensor));
 }
 
-bool Rewriter::canReplaceKeepingNames(const ir::Value* from, const ir::Value* to) const {
-  if (!isNamedOutput(from)) return true;
-  // Graph inputs keep their names; a value that is already a model output has its own name.
-  return to->kind() != ir::Value::Kind::kGraphInput && to->owningGraph() == from->owningGraph() &&
-         !isNamedOutput(to);
+namespace {
+
+bool isOutputOf(const ir::Value* v, const ir::Graph* g) {
+  for (const ir::Use& use : v->uses()) {
+    if (use.user == g->returnNode()) return true;
+  }
+  return false;
+}
+
+/// Whether `to` may stand as an output of graph `g` in place of another value. onnx.checker wants a
+/// subgraph's outputs produced by its own nodes (the main graph may also output an initializer);
+/// onnxruntime computes Scan/Loop bodies wrongly when one value is two outputs, so it must not be
+/// an output of `g` already. Graph inputs keep their own names, so they never take an output's.
+bool canStandAsOutput(const ir::Graph* g, const ir::Value* to) {
+  if (to->owningGraph() != g || isOutputOf(to, g)) return false;
+  if (to->kind() == ir::Value::Kind::kNodeOutput) return true;
+  return to->kind() == ir::Value::Kind::kInitializer && g->parentNode() == nullptr;
+}
+
+bool isReturn(const ir::Use& use) {
+  return use.user == use.user->owningGraph()->returnNode();
+}
+
+}  // namespace
+
+bool Rewriter::canReplaceWithoutIdentity(const ir::Value* from, const ir::Value* to) const {
+  for (const ir::Use& use : from->uses()) {
+    if (isReturn(use) && !canStandAsOutput(use.user->owningGraph(), to)) return false;
+  }
+  return true;
 }
 
 void Rewriter::notifyUsers(ir::Value* value) {
   if (listener_ == nullptr) return;
   listener_->valueUsersChanged(value);
   for (const ir::Use& use : value->uses()) {
-    if (use.user != use.user->owningGraph()->returnNode()) listener_->nodeModified(use.user);
+    if (!isReturn(use)) listener_->nodeModified(use.user);
   }
 }
 
 void Rewriter::replaceAllUsesWith(ir::Value* from, ir::Value* to) {
   ONNXOPT_CHECK(from != to, "replacing a value with itself");
   changed_ = true;
-  if (isNamedOutput(from)) {
-    if (canReplaceKeepingNames(from, to)) {
-      // `to` takes over the output's name; `from` is left unnamed (it is about to be dead).
-      std::string name = from->name();
-      from->setName(to->name());
-      to->setName(name);
-      if (!to->type().isKnown()) to->setType(from->type());
-    } else {
-      // Keep the name with an Identity: the graph output stays `from`'s name.
-      ir::Graph* g = from->owningGraph();
-      // At the end: graph outputs are read after every node, and `to` is surely defined by then.
-      ir::Node* id = g->createNode("Identity", "", {to}, 1);
-      if (listener_) listener_->nodeCreated(id);
-      ir::Value* named = id->output();
-      named->setName(from->name());
-      named->setType(from->type().isKnown() ? from->type() : to->type());
-      from->setName("");
-      // Only the top-level output uses go to the Identity; every other use goes to `to`.
-      std::vector<ir::Use> uses = from->uses();
-      for (const ir::Use& use : uses) {
-        bool top_output = use.user == use.user->owningGraph()->returnNode() &&
-                          use.user->owningGraph()->parentNode() == nullptr;
-        use.user->setInput(use.index, top_output ? named : to);
-      }
-      notifyUsers(to);
-      return;
+  const bool named = isNamedOutput(from);
+  bool to_takes_name = false;
+  std::vector<ir::Use> uses = from->uses();
+  for (const ir::Use& use : uses) {
+    if (!isReturn(use)) {
+      use.user->setInput(use.index, to);
+      continue;
     }
+    ir::Graph* g = use.user->owningGraph();
+    if (canStandAsOutput(g, to)) {
+      use.user->setInput(use.index, to);
+      if (g->parentNode() == nullptr) to_takes_name = true;
+      if (!to->type().isKnown()) to->setType(from->type());  // the same value: the same type
+      continue;
+    }
+    // An Identity at the end of g (everything is defined there) stands in as the output.
+    ir::Node* id = g->createNode("Identity", "", {to}, 1);
+    if (listener_) listener_->nodeCreated(id);
+    ir::Value* out = id->output();
+    out->setType(from->type().isKnown() ? from->type() : to->type());
+    if (g->parentNode() == nullptr) out->setName(from->name());
+    use.user->setInput(use.index, out);
   }
-  from->replaceAllUsesWith(to);
+  if (named) {
+    // The model output keeps its name: `to` takes it over, or the Identity above has it.
+    std::string name = from->name();
+    from->setName(to_takes_name ? to->name() : std::string());
+    if (to_takes_name) to->setName(name);
+  }
   notifyUsers(to);
 }
 

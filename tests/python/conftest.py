@@ -6,7 +6,6 @@ ONNXOPT_SHARED (the shared data folder, default <repo>/../shared).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,11 +34,8 @@ def shared_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def opt() -> Path:
-    # A missing binary fails every test that needs it: a skipped suite would read as a passing one.
-    path = roundtrip_check.opt_path()
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        pytest.fail(f"opt binary not found at {path}: build it (cmake --build build) or set ONNXOPT_OPT", pytrace=False)
-    return path
+    """The binary under test. Not checked here: run_opt fails the test itself when it is missing."""
+    return roundtrip_check.opt_path()
 
 
 @pytest.fixture

@@ -1,18 +1,19 @@
 """The round-trip property, shared by test_roundtrip.py and tools/roundtrip_report.py.
 
-`opt IN -o OUT` must keep what the original had: if onnx.checker's full check accepts IN it accepts OUT, and
+`opt IN -o OUT -O0` must keep what the original had: if onnx.checker's full check accepts IN it accepts OUT, and
 where onnxruntime runs IN, OUT gives bitwise-identical outputs on the same inputs. Both sessions run with
 graph optimizations disabled and one thread, so the comparison is of the two models, not of ORT's rewrites.
 """
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import os
 import re
 import subprocess
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import onnx
@@ -21,6 +22,8 @@ from onnx import numpy_helper
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OPT_TIMEOUT_S = 300
 ERROR_PREFIX = "opt: error: "
+# A round trip is import, verify, export: no optimization passes, whose rewrites may change float bits.
+ROUNDTRIP_ARGS = ("-O0",)
 
 
 def shared_dir() -> Path:
@@ -70,7 +73,18 @@ def corpus(shared: Path | None = None) -> list[Case]:
 # Running opt
 
 
+class OptMissing(Exception):
+    pass
+
+
+def require_opt(opt: Path | str) -> None:
+    # Raised inside the test, so a missing binary reads as a failed test: a skip would read as a pass.
+    if not (Path(opt).is_file() and os.access(opt, os.X_OK)):
+        raise OptMissing(f"opt binary not found at {opt}: build it (cmake --build build) or set ONNXOPT_OPT")
+
+
 def run_opt(opt: Path | str, *args: Any, timeout: float = OPT_TIMEOUT_S) -> subprocess.CompletedProcess:
+    require_opt(opt)
     return subprocess.run(
         [str(opt), *map(str, args)], capture_output=True, text=True, errors="replace", timeout=timeout
     )
@@ -153,7 +167,7 @@ def _random_tensor(elem_type: int, shape: list[int], rng: np.random.Generator) -
     dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
     if dtype == np.bool_:
         return rng.integers(0, 2, size=shape).astype(np.bool_)
-    if dtype.kind in "iu":
+    if dtype.kind in "iu" or dtype.name in ("int4", "uint4", "int2", "uint2"):
         return rng.integers(0, 4, size=shape).astype(dtype)
     if dtype.kind == "c":
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
@@ -170,7 +184,9 @@ def random_value(type_proto: onnx.TypeProto, rng: np.random.Generator, sizes: di
             shape = [default]  # unknown rank: a vector is the most likely to fit
         else:
             shape = [
-                d.dim_value if d.HasField("dim_value") else sizes.setdefault(d.dim_param, default) if d.dim_param else default
+                d.dim_value if d.HasField("dim_value") and d.dim_value >= 0
+                else sizes.setdefault(d.dim_param, default) if d.dim_param
+                else default
                 for d in tt.shape.dim
             ]
         return _random_tensor(tt.elem_type, shape, rng)
@@ -193,14 +209,50 @@ def _read_value(path: Path, type_proto: onnx.TypeProto) -> Any:
     return numpy_helper.to_array(onnx.TensorProto.FromString(data))
 
 
-def make_feeds(model: onnx.ModelProto, names: list[str], data_dir: Path | None, default_dim: int) -> dict[str, Any]:
-    """Inputs for the graph inputs `names`: test_data_set_0's where the case has them, else seeded random ones."""
+def _hint_rng() -> np.random.Generator:
+    return np.random.default_rng(1)
+
+
+def _silero(with_sr: bool = True) -> dict[str, np.ndarray]:
+    # 512 samples at 16 kHz is the model's frame; shorter input fails its reflect padding.
+    feeds = {
+        "input": _hint_rng().standard_normal((1, 512), dtype=np.float32),
+        "state": np.zeros((2, 1, 128), np.float32),
+    }
+    return feeds | ({"sr": np.array(16000, np.int64)} if with_sr else {})
+
+
+def _qkv(*names: str) -> dict[str, np.ndarray]:
+    rng = _hint_rng()  # the inputs declare no shape; these graphs multiply q by k untransposed, so square ones
+    return {name: rng.standard_normal((2, 8, 8), dtype=np.float32) for name in names}
+
+
+# Real models whose inputs carry meaning that random values of the declared type miss.
+INPUT_HINTS: dict[str, Callable[[], dict[str, np.ndarray]]] = {
+    "real/silero_vad.onnx": lambda: _silero(),
+    "real/silero_vad_op18_ifless.onnx": lambda: _silero(),
+    "real/silero_vad_half.onnx": lambda: _silero(with_sr=False),
+    "real/polygraphy/attention.onnx": lambda: _qkv("q", "k", "v"),
+    "real/polygraphy/attention_same_qkv.onnx": lambda: _qkv("q"),
+    "real/polygraphy/multi_attention.onnx": lambda: _qkv("q", "q1", "k", "k2", "v", "v2"),
+    "real/polygraphy/roialign.onnx": lambda: {"batch_indices": np.zeros(3, np.int64)},
+}
+
+
+def make_feeds(
+    model: onnx.ModelProto,
+    names: list[str],
+    data_dir: Path | None,
+    default_dim: int,
+    hints: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Inputs for the graph inputs `names`: hinted or test_data_set_0's where there are some, else seeded random."""
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = [i for i in model.graph.input if i.name not in initializers]
-    given: dict[str, Any] = {}
+    given: dict[str, Any] = dict(hints or {})
     if data_dir is not None:
         files = sorted(data_dir.glob("input_*.pb"), key=lambda p: int(re.sub(r"\D", "", p.stem)))
-        given = {value_info.name: _read_value(f, value_info.type) for value_info, f in zip(graph_inputs, files)}
+        given |= {value_info.name: _read_value(f, value_info.type) for value_info, f in zip(graph_inputs, files)}
     types = {i.name: i.type for i in graph_inputs}
     rng = np.random.default_rng(0)
     sizes: dict[str, int] = {}
@@ -216,6 +268,70 @@ def make_feeds(model: onnx.ModelProto, names: list[str], data_dir: Path | None, 
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Running in onnxruntime
+
+# Tensor types numpy holds natively; ORT's Python API converts only these, so the others (bfloat16, float8,
+# int4, ...) travel as OrtValues and come back as RawTensor.
+_NUMPY_TENSOR_TYPES = {
+    f"tensor({t})"
+    for t in (
+        "float float16 double int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool string complex64 complex128"
+    ).split()
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class RawTensor:
+    type: str
+    shape: tuple[int, ...]
+    data: bytes
+
+
+def _session(path: Path):
+    import onnxruntime as ort  # imported late: the malformed/external-data tests do not need it
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 4
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _ort_input(value: Any, as_ort_value: bool) -> Any:
+    import onnxruntime as ort
+
+    if isinstance(value, np.ndarray) and value.dtype.type.__module__.startswith("ml_dtypes"):
+        tensor = numpy_helper.from_array(value)  # ONNX's byte layout (packed for 4- and 2-bit types) is ORT's
+        ort_value = ort.OrtValue.ortvalue_from_shape_and_type(list(value.shape), tensor.data_type)
+        if tensor.raw_data:
+            ctypes.memmove(ort_value.data_ptr(), tensor.raw_data, len(tensor.raw_data))
+        return ort_value
+    if as_ort_value:
+        if not isinstance(value, np.ndarray) or value.dtype == object:
+            raise Unsupported("a non-numeric or non-tensor input to a model with bfloat16/float8/int4 outputs")
+        return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value))
+    return value
+
+
+def _ort_output(value: Any) -> Any:
+    if value.is_tensor() and value.data_type() not in _NUMPY_TENSOR_TYPES:
+        size = value.tensor_size_in_bytes()
+        data = ctypes.string_at(value.data_ptr(), size) if size else b""
+        return RawTensor(value.data_type(), tuple(value.shape()), data)
+    return value.numpy()
+
+
+def run_session(session: Any, feeds: dict[str, Any]) -> list[Any]:
+    # run() returns numpy arrays only, so outputs numpy cannot hold need run_with_ort_values, all OrtValues.
+    raw = any(o.type.startswith("tensor(") and o.type not in _NUMPY_TENSOR_TYPES for o in session.get_outputs())
+    feeds = {name: _ort_input(value, raw) for name, value in feeds.items()}
+    if not raw:
+        return session.run(None, feeds)
+    return [_ort_output(v) for v in session.run_with_ort_values(None, feeds)]
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Comparing outputs
 
 
@@ -227,28 +343,37 @@ def _array_diff(a: np.ndarray, b: np.ndarray, where: str, structure_only: bool) 
     if structure_only:
         return None
     # Bitwise: stricter than np.array_equal(equal_nan=True), which also ignores the sign of zero.
-    same = np.array_equal(a, b) if a.dtype == object else a.tobytes() == b.tobytes()
-    if same:
+    if np.array_equal(a, b) if a.dtype == object else a.tobytes() == b.tobytes():
         return None
-    if a.dtype.kind in "fc":
-        bad = ~((a == b) | (np.isnan(a) & np.isnan(b)))
-        return f"{where}: {int(bad.sum())} of {a.size} elements differ (max abs diff {np.nanmax(np.abs(a - b))})"
-    return f"{where}: values differ"
+    if a.dtype.kind not in "fc":
+        return f"{where}: {int((a != b).sum())} of {a.size} elements differ"
+    with np.errstate(all="ignore"):
+        differ = ~((a == b) | (np.isnan(a) & np.isnan(b)))
+        if not differ.any():
+            return f"{where}: equal values with different bits (signed zeros or NaN payloads)"
+        return f"{where}: {int(differ.sum())} of {a.size} elements differ (max abs diff {np.abs(a - b)[differ].max()})"
 
 
 def value_diff(a: Any, b: Any, where: str, structure_only: bool = False) -> str | None:
     """How two ORT output values differ (tensors, sequences, maps, optionals), or None if they do not."""
     if a is None or b is None:
         return None if a is None and b is None else f"{where}: {type(a).__name__} vs {type(b).__name__}"
-    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
-        if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))) or len(a) != len(b):
-            return f"{where}: sequence {len(a) if isinstance(a, (list, tuple)) else a!r} vs {len(b) if isinstance(b, (list, tuple)) else b!r}"
+    for kind in ((list, tuple), RawTensor, dict):
+        if isinstance(a, kind) != isinstance(b, kind):
+            return f"{where}: {type(a).__name__} vs {type(b).__name__}"
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            return f"{where}: sequence of {len(a)} vs {len(b)}"
         for i, (x, y) in enumerate(zip(a, b)):
             if diff := value_diff(x, y, f"{where}[{i}]", structure_only):
                 return diff
         return None
-    if isinstance(a, dict) or isinstance(b, dict):
-        if not (isinstance(a, dict) and isinstance(b, dict)) or a.keys() != b.keys():
+    if isinstance(a, RawTensor):
+        if (a.type, a.shape) != (b.type, b.shape):
+            return f"{where}: {a.type}{list(a.shape)} vs {b.type}{list(b.shape)}"
+        return None if structure_only or a.data == b.data else f"{where}: {a.type} values differ"
+    if isinstance(a, dict):
+        if a.keys() != b.keys():
             return f"{where}: map keys differ"
         for k in a:
             if diff := value_diff(a[k], b[k], f"{where}[{k!r}]", structure_only):
@@ -266,17 +391,6 @@ def outputs_diff(a: list[Any], b: list[Any], names: list[str], structure_only: b
 
 # ---------------------------------------------------------------------------------------------------------
 # One case
-
-
-def _session(path: Path):
-    import onnxruntime as ort  # imported late: the malformed/external-data tests do not need it
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 4
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def _one_line(e: BaseException) -> str:
@@ -297,8 +411,18 @@ class Outcome:
     failures: list[str] = dataclasses.field(default_factory=list)
 
 
-def check_case(case: Case, opt: Path, workdir: Path) -> Outcome:
-    """Round-trips `case.model` through `opt` into `workdir` (an empty folder) and checks the property."""
+def output_path(workdir: Path) -> Path:
+    return workdir / "out.onnx"
+
+
+def check_case(
+    case: Case,
+    opt: Path,
+    workdir: Path,
+    opt_args: tuple[str, ...] = (),
+    base_args: tuple[str, ...] = ROUNDTRIP_ARGS,
+) -> Outcome:
+    """Runs `opt IN -o OUT *base_args *opt_args` with OUT in `workdir` (an empty folder) and checks the property."""
     result = Outcome(case.id)
     fail = result.failures.append
     try:
@@ -307,9 +431,9 @@ def check_case(case: Case, opt: Path, workdir: Path) -> Outcome:
     except Exception as e:
         result.checker_error = _one_line(e)
 
-    out = workdir / "out.onnx"
+    out = output_path(workdir)
     try:
-        proc = run_opt(opt, case.model, "-o", out)
+        proc = run_opt(opt, case.model, "-o", out, *base_args, *opt_args)
     except subprocess.TimeoutExpired:
         fail(f"opt timed out after {OPT_TIMEOUT_S}s")
         return result
@@ -318,10 +442,15 @@ def check_case(case: Case, opt: Path, workdir: Path) -> Outcome:
             fail("opt exited 0 but wrote no output")
             return result
         result.opt_ok = True
-        out_model = onnx.load(str(out), load_external_data=False)
-        stray = {p.name for p in workdir.iterdir()} - {out.name} - external_locations(out_model)
+        try:
+            out_model = onnx.load(str(out), load_external_data=False)
+        except Exception as e:
+            fail(f"output is not a readable model: {_one_line(e)}")
+            return result
+        stray = sorted({p.name for p in workdir.iterdir()} - {out.name} - external_locations(out_model))
         if stray:
-            fail(f"files left beside the output: {sorted(stray)}")
+            sizes = ", ".join(f"{name} ({(workdir / name).stat().st_size} bytes)" for name in stray)
+            fail(f"files beside the output that it does not reference: {sizes}")
     else:
         result.opt_error = proc.stderr.strip()[:500]
         if problem := error_line_problem(proc, case.model):
@@ -356,8 +485,9 @@ def _compare_in_ort(case: Case, out: Path, result: Outcome) -> None:
     # A symbolic or unknown dim gets 2, and 1 if the model rejects that (fixed reshapes, broadcasts).
     for default_dim in (2, 1):
         try:
-            feeds = make_feeds(model, input_names, case.data_dir, default_dim)
-            expected = original.run(None, feeds)
+            hints = INPUT_HINTS[case.id]() if case.id in INPUT_HINTS else None
+            feeds = make_feeds(model, input_names, case.data_dir, default_dim, hints)
+            expected = run_session(original, feeds)
             break
         except Exception as e:
             result.ort_note = "original does not run: " + _one_line(e)
@@ -380,13 +510,13 @@ def _compare_in_ort(case: Case, out: Path, result: Outcome) -> None:
         fail(f"outputs changed: {output_names} -> {names}")
         return
     try:
-        actual = roundtrip.run(None, feeds)
+        actual = run_session(roundtrip, feeds)
     except Exception as e:
         result.identical = False
         fail(f"onnxruntime runs the original but not the output: {_one_line(e)}")
         return
     diff = outputs_diff(expected, actual, output_names)
-    if diff and outputs_diff(expected, original.run(None, feeds), output_names):
+    if diff and outputs_diff(expected, run_session(original, feeds), output_names):
         # Unseeded random ops: the original differs from itself, so only types and shapes can be compared.
         result.ort_note = "nondeterministic"
         diff = outputs_diff(expected, actual, output_names, structure_only=True)

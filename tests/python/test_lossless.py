@@ -15,7 +15,7 @@ def _roundtrip(run_opt, work_dir, model: onnx.ModelProto, *extra) -> onnx.ModelP
     src = work_dir / "in.onnx"
     dst = work_dir / "out.onnx"
     onnx.save(model, src)
-    proc = run_opt(src, "-o", dst, *extra)
+    proc = run_opt(src, "-O0", "-o", dst, *extra)
     assert proc.returncode == 0, proc.stderr
     return onnx.load(dst)
 

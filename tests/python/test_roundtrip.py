@@ -1,10 +1,11 @@
-"""opt IN -o OUT over every model of the corpus: the checker still accepts OUT, and ORT's outputs are unchanged.
+"""opt IN -o OUT -O0 over every model of the corpus: the checker still accepts OUT, ORT's outputs are unchanged.
 
 The property itself lives in roundtrip_check.py, which tools/roundtrip_report.py shares.
 """
 
 from __future__ import annotations
 
+import collections
 from pathlib import Path
 
 import pytest
@@ -15,14 +16,12 @@ CASES = roundtrip_check.corpus()
 
 
 def test_corpus_is_present() -> None:
-    suites: dict[str, int] = {}
-    for case in CASES:
-        suite = case.id.split("/")[0]
-        suites[suite] = suites.get(suite, 0) + 1
+    suites = collections.Counter(case.id.split("/")[0] for case in CASES)
     # Fewer cases than this means a data folder went missing, which would otherwise pass silently.
     minimum = {"real": 80, "light": 9, "pytorch-converted": 60, "pytorch-operator": 30, "simple": 20, "node": 1700}
-    short = {s: (suites.get(s, 0), n) for s, n in minimum.items() if suites.get(s, 0) < n}
-    assert not short, f"corpus incomplete (found, expected at least): {short}; shared dir {roundtrip_check.shared_dir()}"
+    short = {s: (suites[s], n) for s, n in minimum.items() if suites[s] < n}
+    where = roundtrip_check.shared_dir()
+    assert not short, f"corpus incomplete (found, expected at least): {short}; shared folder {where}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -33,7 +33,7 @@ TEST(RewriterTest, ReplacingAModelOutputKeepsItsName) {
   ir::Node* neg = g.firstNode();
   ir::Node* id = neg->next();
   Rewriter rw;
-  ASSERT_TRUE(rw.canReplaceKeepingNames(id->output(), neg->output()));
+  ASSERT_TRUE(rw.canReplaceWithoutIdentity(id->output(), neg->output()));
   rw.replaceNode(id, {neg->output()});
   EXPECT_EQ(g.output(0), neg->output());
   EXPECT_EQ(neg->output()->name(), "y");  // Neg's output took the output's name
@@ -46,7 +46,7 @@ TEST(RewriterTest, GraphInputCannotTakeAnOutputNameSoAnIdentityIsInserted) {
   ir::Value* x = g.inputs()[0];
   ir::Node* id = g.lastNode();
   Rewriter rw;
-  EXPECT_FALSE(rw.canReplaceKeepingNames(id->output(), x));
+  EXPECT_FALSE(rw.canReplaceWithoutIdentity(id->output(), x));
   rw.replaceAllUsesWith(id->output(), x);
   ir::Value* out = g.output(0);
   EXPECT_EQ(out->name(), "y");
@@ -56,20 +56,39 @@ TEST(RewriterTest, GraphInputCannotTakeAnOutputNameSoAnIdentityIsInserted) {
   EXPECT_TRUE(ir::verifyModel(*model).isOk());
 }
 
-TEST(RewriterTest, SubgraphOutputsMayBeRenamed) {
+TEST(RewriterTest, SubgraphOutputsMustBeProducedInTheirGraph) {
   auto model = parse(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[2] x, bool c) => (float[2] y) {
       y = If(c) <
-        then_branch = g1 () => (float[2] a) { a = Identity(x) },
+        then_branch = g1 () => (float[2] a) { t = Neg(x) a = Identity(t) },
         else_branch = g2 () => (float[2] b) { b = Neg(x) }
       >
     })");
   ir::Graph* then_g = model->graph->firstNode()->findAttribute("then_branch")->graphs[0].get();
   ir::Value* a = then_g->output(0);
-  EXPECT_FALSE(isNamedOutput(a));
+  ir::Value* t = then_g->firstNode()->output();
+  ir::Value* x = model->graph->inputs()[0];
+  EXPECT_FALSE(isNamedOutput(a));  // positional: its name is free to change
   Rewriter rw;
-  EXPECT_TRUE(rw.canReplaceKeepingNames(a, model->graph->inputs()[0]));
+  // An outer value cannot be a branch output (onnx.checker); a node output of the branch can.
+  EXPECT_FALSE(rw.canReplaceWithoutIdentity(a, x));
+  EXPECT_TRUE(rw.canReplaceWithoutIdentity(a, t));
+  rw.replaceAllUsesWith(a, t);
+  EXPECT_EQ(then_g->output(0), t);
+  EXPECT_EQ(t->name(), "t");
+  EXPECT_TRUE(t->type().isKnown());  // takes the output's declared type
+  EXPECT_TRUE(ir::verifyModel(*model).isOk());
+}
+
+TEST(RewriterTest, OneValueIsNeverTwoOutputsOfAGraph) {
+  auto model = parse(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2] x) => (float[2] y, float[2] z) { y = Neg(x) z = Identity(y) })");
+  ir::Graph& g = *model->graph;
+  ir::Node* id = g.lastNode();
+  Rewriter rw;
+  EXPECT_FALSE(rw.canReplaceWithoutIdentity(id->output(), g.output(0)));
 }
 
 class RecordingListener : public RewriteListener {
@@ -107,7 +126,7 @@ class DoubleNegation final : public Pattern {
       return ctx.fail("input is not a Neg");
     }
     ir::Value* x = in->producer()->input(0);
-    if (!ctx.rewriter().canReplaceKeepingNames(node->output(), x)) return ctx.fail("name");
+    if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(), x)) return ctx.fail("name");
     ctx.rewriter().replaceNode(node, {x});
     return true;
   }

@@ -26,8 +26,11 @@ bool allSignedZeros(const ir::Tensor& tensor, bool negative);
 /// Element `i` of a numeric tensor as double; nullopt for non-numeric types.
 std::optional<double> elementAsDouble(const ir::Tensor& tensor, size_t i);
 
-/// Byte-exact equality of two tensors (type, dims and data).
+/// Byte-exact equality of two tensors (type, dims and data). Data from external files is compared
+/// by reading the files in chunks, so mapped pages are not faulted into memory.
 bool tensorsEqual(const ir::Tensor& a, const ir::Tensor& b);
+/// A hash of dtype, dims and data (external data read in chunks, as above).
+uint64_t tensorHash(const ir::Tensor& t);
 /// Structural equality of attributes; graph attributes never compare equal.
 bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b);
 

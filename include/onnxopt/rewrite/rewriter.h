@@ -48,14 +48,15 @@ class Rewriter {
   /// Adds an initializer to `graph` with a name unique in that graph, derived from `base_name`.
   ir::Value* createInitializer(ir::Graph& graph, const std::string& base_name, ir::Tensor tensor);
 
-  /// Whether `from` can be replaced by `to` without changing the name of a model output. When
-  /// `from` is an output of the main graph (or of a function), `to` must be able to take over its
-  /// name: a node output or initializer of the same graph that is not itself such an output.
-  bool canReplaceKeepingNames(const ir::Value* from, const ir::Value* to) const;
+  /// Whether `from` can be replaced by `to` without an Identity standing in for it as a graph
+  /// output. Where `from` is an output of graph G, `to` must be produced by a node of G (for the
+  /// main graph an initializer also does) and must not be an output of G already; for the main
+  /// graph (and function bodies) `to` then takes over the output's name.
+  bool canReplaceWithoutIdentity(const ir::Value* from, const ir::Value* to) const;
 
-  /// Points every use of `from` at `to`. If `from` is a model output, `to` takes its name (so the
-  /// output keeps its name); when it cannot (see canReplaceKeepingNames) an Identity named like
-  /// `from` is inserted instead.
+  /// Points every use of `from` at `to`. Where `from` is a graph output: `to` takes its place (and,
+  /// in the main graph, its name) when canReplaceWithoutIdentity says so, else an Identity of `to`
+  /// appended to that graph stands in, named like `from` in the main graph.
   /// Given:   %t = A(%x); %y = B(%t); output %y     Execute: replaceAllUsesWith(y, t)
   /// Result:  %y = A(%x); output %y                 (A's output renamed; B is now unused)
   void replaceAllUsesWith(ir::Value* from, ir::Value* to);
