@@ -53,6 +53,7 @@ struct Options {
   bool verify_convergence = false;
   bool time_passes = false;
   bool debug_patterns = false;
+  bool include_functions = false;
   int max_rounds = 10;
   std::string output;
   std::string emit = "onnx";
@@ -87,6 +88,7 @@ int run(const Options& opts) {
   ctx.driver.max_rounds = opts.max_rounds;
   ctx.driver.verify_convergence = opts.verify_convergence;
   ctx.driver.debug = opts.debug_patterns ? &std::cerr : nullptr;
+  ctx.driver.include_functions = opts.include_functions;
   ctx.warnings = &std::cerr;
   pass::Instrumentation inst;
   inst.print_ir_after_all = opts.print_ir_after_all;
@@ -159,6 +161,8 @@ int main(int argc, char** argv) {
                "Make a fixed point that is not reached within --max-rounds an error");
   app.add_option("--max-rounds", opts.max_rounds, "Cap on fixed-point rounds (default 10)")
       ->check(CLI::Range(1, 1000));
+  app.add_flag("--include-functions", opts.include_functions,
+               "Also optimize the bodies of model-local functions");
   app.add_flag("--time-passes", opts.time_passes, "Print a table of time and node counts per pass");
   app.add_flag("--debug-patterns", opts.debug_patterns,
                "Print which pattern tried which node and why it did not apply (stderr)");

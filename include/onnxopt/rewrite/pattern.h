@@ -95,7 +95,7 @@ using PatternList = std::vector<std::unique_ptr<Pattern>>;
 struct DriverConfig {
   int max_rounds = 10;              ///< XLA uses 25, MLIR 10
   bool verify_convergence = false;  ///< non-convergence is an error instead of a warning
-  bool include_functions = true;    ///< also rewrite model-local function bodies
+  bool include_functions = false;   ///< also rewrite model-local function bodies
   std::ostream* debug = nullptr;    ///< --debug-patterns output
 };
 
