@@ -201,7 +201,9 @@ void Exporter::exportType(const ir::Type& type, onnx::TypeProto& proto) {
     for (const ir::Dim& d : *shape) {
       auto* dim = out.add_dim();
       if (d.kind == ir::Dim::Kind::kValue) dim->set_dim_value(d.value);
-      if (d.kind == ir::Dim::Kind::kParam) dim->set_dim_param(d.param);
+      if (d.kind == ir::Dim::Kind::kParam || d.kind == ir::Dim::Kind::kExpr) {
+        dim->set_dim_param(d.param);
+      }
       if (!d.denotation.empty()) dim->set_denotation(d.denotation);
     }
   };

@@ -54,6 +54,30 @@ std::optional<DataType> dataTypeFromName(const std::string& name) {
   return std::nullopt;
 }
 
+Dim Dim::fromExpr(const SymExpr& e) {
+  if (auto c = e.constantValue()) return known(*c);
+  if (auto name = e.symbolName()) return symbol(*name);
+  Dim d;
+  d.kind = Kind::kExpr;
+  d.param = e.toString();
+  d.expr = std::make_shared<SymExpr>(e);
+  return d;
+}
+
+std::optional<SymExpr> Dim::toExpr() const {
+  switch (kind) {
+    case Kind::kValue:
+      return SymExpr::constant(value);
+    case Kind::kParam:
+      return SymExpr::symbol(param);
+    case Kind::kExpr:
+      return *expr;
+    case Kind::kUnknown:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 bool Type::operator==(const Type& other) const {
   if (kind != other.kind || elem_type != other.elem_type || shape != other.shape ||
       opaque_domain != other.opaque_domain || opaque_name != other.opaque_name ||
@@ -76,6 +100,9 @@ static std::string shapeToString(const Shape& shape) {
         break;
       case Dim::Kind::kParam:
         out += d.param;
+        break;
+      case Dim::Kind::kExpr:
+        out += "(" + d.param + ")";
         break;
       case Dim::Kind::kUnknown:
         out += "?";

@@ -9,6 +9,7 @@
 
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/printer.h"
+#include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/ir/stats.h"
 #include "onnxopt/pass/pass_manager.h"
 #include "onnxopt/passes/registry.h"
@@ -35,6 +36,8 @@ Examples:
   opt big.onnx -o out.onnx --external-data   weights to out.onnx.data beside out.onnx
   opt big.onnx -o out.onnx --external-data=weights.bin
   opt model.onnx --stats                     op histogram, node and initializer counts, opsets
+  opt model.onnx -O0 --infer-shapes -o out.onnx
+                                             add inferred (symbolic) shapes as value_info
 
 Input is the binary ONNX format, or ONNX textual syntax for *.onnxtxt / *.txt files.
 Output is written atomically: on any error no output file is created and an existing one is
@@ -54,6 +57,7 @@ struct Options {
   bool time_passes = false;
   bool debug_patterns = false;
   bool include_functions = false;
+  bool infer_shapes = false;
   int max_rounds = 10;
   std::string output;
   std::string emit = "onnx";
@@ -105,6 +109,13 @@ int run(const Options& opts) {
                pass::pipelineToString(manager.pipeline()),
                opts.verify_each ? " --verify-each" : "");
     return kExitError;
+  }
+  if (opts.infer_shapes) {
+    ir::ShapeInferenceOptions infer;
+    infer.write_value_info = true;
+    infer.warnings = &std::cerr;
+    auto inferred = ir::inferShapes(**model, infer);
+    if (!inferred.isOk()) return fail(inferred.status().withContext(opts.input));
   }
   if (opts.time_passes) std::fputs(manager.timingReport().c_str(), stderr);
   if (opts.stats) {
@@ -161,6 +172,8 @@ int main(int argc, char** argv) {
                "Make a fixed point that is not reached within --max-rounds an error");
   app.add_option("--max-rounds", opts.max_rounds, "Cap on fixed-point rounds (default 10)")
       ->check(CLI::Range(1, 1000));
+  app.add_flag("--infer-shapes", opts.infer_shapes,
+               "Infer types and symbolic shapes after the pipeline and write them as value_info");
   app.add_flag("--include-functions", opts.include_functions,
                "Also optimize the bodies of model-local functions");
   app.add_flag("--time-passes", opts.time_passes, "Print a table of time and node counts per pass");

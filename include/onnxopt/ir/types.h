@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "onnxopt/ir/symbolic.h"
+
 namespace onnxopt::ir {
 
 /// Tensor element types. The numbering is TensorProto.DataType's, so unknown future codes survive a
@@ -56,21 +58,31 @@ std::string dataTypeName(DataType type);
 std::optional<DataType> dataTypeFromName(const std::string& name);
 bool isKnownDataType(int32_t code);
 
-/// One dimension: a known size, a named symbol (dim_param), or unknown. The optional denotation is
-/// kept.
+/// One dimension: a known size, a named symbol (dim_param), a symbolic expression over symbols
+/// (from shape inference, written out as a dim_param of its canonical text), or unknown. The
+/// optional denotation is kept.
 struct Dim {
-  enum class Kind : uint8_t { kUnknown, kValue, kParam };
+  enum class Kind : uint8_t { kUnknown, kValue, kParam, kExpr };
   Kind kind = Kind::kUnknown;
   int64_t value = 0;
-  std::string param;
+  std::string param;  ///< the symbol name, or the canonical text of an expression
   std::string denotation;
+  std::shared_ptr<const SymExpr> expr;  ///< kExpr only
 
-  static Dim known(int64_t v) { return Dim{Kind::kValue, v, {}, {}}; }
-  static Dim symbol(std::string name) { return Dim{Kind::kParam, 0, std::move(name), {}}; }
+  static Dim known(int64_t v) { return Dim{Kind::kValue, v, {}, {}, nullptr}; }
+  static Dim symbol(std::string name) { return Dim{Kind::kParam, 0, std::move(name), {}, nullptr}; }
   static Dim unknown() { return Dim{}; }
+  /// A constant becomes a known dim, a lone symbol a kParam, anything else a kExpr.
+  static Dim fromExpr(const SymExpr& e);
+  /// The dim as an expression; nullopt when unknown.
+  std::optional<SymExpr> toExpr() const;
 
   bool isKnown() const { return kind == Kind::kValue; }
-  bool operator==(const Dim& other) const = default;
+  bool isUnknown() const { return kind == Kind::kUnknown; }
+  bool operator==(const Dim& other) const {
+    return kind == other.kind && value == other.value && param == other.param &&
+           denotation == other.denotation;
+  }
 };
 
 /// A tensor shape: unknown rank (nullopt) or a list of dims.

@@ -6,18 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/graph.h"
 
 namespace onnxopt::pass {
 
-/// The constant data behind `value`: an initializer (not an overridable graph-input default), or
-/// the output of a Constant node (any of its value* attributes). nullopt when not constant.
-std::optional<ir::Tensor> constantTensor(const ir::Value* value);
-/// The tensor a Constant node produces, built from whichever value* attribute it has.
-std::optional<ir::Tensor> constantNodeTensor(const ir::Node& node);
+using ir::constantNodeTensor;
+using ir::constantTensor;
+using ir::tensorInts;
+
 /// An int64/int32 constant as integers.
 std::optional<std::vector<int64_t>> constantInts(const ir::Value* value);
-std::vector<int64_t> tensorInts(const ir::Tensor& tensor);
 /// True when every element of a numeric tensor equals `x` (float types compare by value, so -0 ==
 /// 0).
 bool allElementsEqual(const ir::Tensor& tensor, double x);

@@ -1,0 +1,124 @@
+// Symbolic shape and type inference.
+//
+// Per-op functions, registered by (domain, op type, since-version), run over each graph in
+// topological order and into subgraphs. Dims are integers or symbolic expressions (symbols from
+// graph inputs' dim_param, fresh symbols for data-dependent sizes). Small integer tensors (shapes)
+// carry their values element by element, so Reshape/Expand/ConstantOfShape targets built from Shape
+// chains get symbolic shapes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "onnxopt/ir/graph.h"
+#include "onnxopt/ir/symbolic.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::ir {
+
+/// The known content of a small integer tensor (rank 0 or 1), element by element.
+using ShapeValue = std::vector<std::optional<SymExpr>>;
+
+class ShapeInferenceEngine;
+
+/// What an op's inference function sees and sets.
+class InferenceContext {
+ public:
+  InferenceContext(ShapeInferenceEngine& engine, Node& node, int64_t opset)
+      : engine_(engine), node_(node), opset_(opset) {}
+
+  const Node& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  size_t numInputs() const { return node_.numInputs(); }
+  size_t numOutputs() const { return node_.numOutputs(); }
+  bool hasInput(size_t i) const { return node_.input(i) != nullptr; }
+  bool hasOutput(size_t i) const { return node_.output(i) != nullptr; }
+
+  /// The input's type, or nullptr when absent or unknown.
+  const Type* inputType(size_t i) const;
+  std::optional<DataType> inputElemType(size_t i) const;
+  /// The input's dims when its rank is known.
+  std::optional<std::vector<Dim>> inputShape(size_t i) const;
+  std::optional<int64_t> inputRank(size_t i) const;
+  /// The input's integer content, when known (constants and propagated shape values).
+  const ShapeValue* inputValue(size_t i) const;
+  /// inputValue as plain integers when every element is a known constant.
+  std::optional<std::vector<int64_t>> inputInts(size_t i) const;
+  /// Constant data of the input (initializer or Constant), or nullptr.
+  const Tensor* inputConstant(size_t i) const;
+
+  int64_t attrInt(const std::string& name, int64_t fallback) const;
+  std::optional<std::vector<int64_t>> attrInts(const std::string& name) const;
+  float attrFloat(const std::string& name, float fallback) const;
+  std::string attrString(const std::string& name, const std::string& fallback) const;
+  const Attribute* attr(const std::string& name) const { return node_.findAttribute(name); }
+
+  /// Sets output `i` to a tensor of `elem` with `shape` (nullopt: unknown rank).
+  void setOutput(size_t i, DataType elem, std::optional<std::vector<Dim>> shape);
+  void setOutputType(size_t i, Type type);
+  /// Records the integer content of output `i` (for shape computations downstream).
+  void setOutputValue(size_t i, ShapeValue value);
+  /// A fresh symbol for a size known only at run time (NonZero, Unique, TopK with a run-time k).
+  Dim freshDim();
+  /// Reports a problem with the model (e.g. incompatible broadcast) as a warning naming the node.
+  void warn(const std::string& message);
+
+  /// Infers a subgraph given its input types; its outputs' types come back.
+  std::vector<Type> inferSubgraph(Graph& graph, const std::vector<Type>& input_types);
+
+ private:
+  ShapeInferenceEngine& engine_;
+  Node& node_;
+  int64_t opset_;
+};
+
+/// An op's inference function.
+using InferFn = void (*)(InferenceContext&);
+
+struct ShapeInferenceOptions {
+  /// Mark every inferred value for export as value_info (`opt --infer-shapes`).
+  bool write_value_info = false;
+  /// Where contradictions between declared and inferred types are reported; nullptr drops them.
+  std::ostream* warnings = nullptr;
+};
+
+struct ShapeInferenceStats {
+  int64_t values = 0;        ///< node outputs visited
+  int64_t typed = 0;         ///< with a known element type
+  int64_t ranked = 0;        ///< with a known rank
+  int64_t static_shape = 0;  ///< with every dim a known integer
+  int64_t symbolic = 0;      ///< ranked, with at least one symbolic dim
+  std::vector<std::string> warnings;
+  std::set<std::string> unsupported_ops;  ///< ops of the default domain with no function
+};
+
+/// Runs inference over the model's main graph and subgraphs, storing types on values. Declared
+/// types (value_info, graph outputs) are kept: inferred information fills in what they leave
+/// unknown, and a contradiction is reported as a warning, never silently overwritten.
+StatusOr<ShapeInferenceStats> inferShapes(Model& model, const ShapeInferenceOptions& options = {});
+
+/// Multidirectional (numpy) broadcast of two shapes; nullopt when they cannot broadcast.
+std::optional<std::vector<Dim>> broadcastShapes(const std::vector<Dim>& a,
+                                                const std::vector<Dim>& b);
+
+namespace detail {
+/// Registration of op families (src/ir/shape_inference/*.cc).
+struct OpInference {
+  const char* domain;
+  const char* op;
+  int since;
+  InferFn fn;
+};
+void registerElementwiseOps(std::vector<OpInference>& table);
+void registerShapeOps(std::vector<OpInference>& table);
+void registerNnOps(std::vector<OpInference>& table);
+void registerMiscOps(std::vector<OpInference>& table);
+}  // namespace detail
+
+}  // namespace onnxopt::ir

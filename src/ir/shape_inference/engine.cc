@@ -1,0 +1,377 @@
+// The shape inference engine: walks graphs in order, dispatches to per-op functions, merges results
+// with declared types, and carries small integer values (shapes) between nodes.
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "onnxopt/ir/constants.h"
+#include "onnxopt/ir/shape_inference.h"
+
+namespace onnxopt::ir {
+
+namespace {
+
+/// Largest integer tensor whose content is tracked (shape tensors are short).
+constexpr int64_t kMaxTrackedElements = 64;
+
+std::string describe(const Node& n) {
+  std::string op = n.domain().empty() ? n.opType() : n.domain() + "." + n.opType();
+  if (!n.name().empty()) return fmt::format("node '{}' ({})", n.name(), op);
+  if (n.numOutputs() > 0 && n.output(0) != nullptr) {
+    return fmt::format("node {} producing '{}'", op, n.output(0)->name());
+  }
+  return "node " + op;
+}
+
+std::string normDomain(const std::string& d) {
+  return d == "ai.onnx" ? std::string() : d;
+}
+
+}  // namespace
+
+class ShapeInferenceEngine {
+ public:
+  ShapeInferenceEngine(Model& model, const ShapeInferenceOptions& options)
+      : model_(model), options_(options) {
+    std::vector<detail::OpInference> table;
+    detail::registerElementwiseOps(table);
+    detail::registerShapeOps(table);
+    detail::registerNnOps(table);
+    detail::registerMiscOps(table);
+    for (const auto& e : table) {
+      fns_[std::string(e.domain) + ":" + e.op].push_back({e.since, e.fn});
+    }
+    for (auto& [key, list] : fns_) {
+      std::sort(list.begin(), list.end(),
+                [](const auto& a, const auto& b) { return a.first > b.first; });
+    }
+    collectSymbols(*model.graph);
+  }
+
+  void run() {
+    inferGraph(*model_.graph);
+    if (options_.write_value_info) markValueInfo(*model_.graph);
+  }
+
+  ShapeInferenceStats& stats() { return stats_; }
+
+  // --- used by InferenceContext ---
+  const ShapeValue* valueOf(const Value* v) {
+    auto it = values_.find(v);
+    if (it != values_.end()) return &it->second;
+    if (v == nullptr) return nullptr;
+    // Like onnx, the default of an overridable input (IR < 4 style) counts for inference.
+    std::optional<Tensor> t = v->isGraphInput() && v->initializer() != nullptr
+                                  ? std::optional<Tensor>(*v->initializer())
+                                  : constantTensor(v);
+    if (!t || (t->dtype() != DataType::kInt64 && t->dtype() != DataType::kInt32) ||
+        t->dims().size() > 1 ||
+        t->numElements().value_or(kMaxTrackedElements + 1) > kMaxTrackedElements) {
+      return nullptr;
+    }
+    ShapeValue value;
+    for (int64_t x : tensorInts(*t)) value.push_back(SymExpr::constant(x));
+    if (static_cast<int64_t>(value.size()) != t->numElements()) return nullptr;
+    return &values_.emplace(v, std::move(value)).first->second;
+  }
+
+  void setValue(const Value* v, ShapeValue value) {
+    if (v != nullptr && static_cast<int64_t>(value.size()) <= kMaxTrackedElements) {
+      values_[v] = std::move(value);
+    }
+  }
+
+  Dim freshDim() {
+    std::string name;
+    do {
+      name = fmt::format("unk__{}", next_symbol_++);
+    } while (symbols_.count(name));
+    symbols_.insert(name);
+    return Dim::symbol(name);
+  }
+
+  void warn(const std::string& message) {
+    stats_.warnings.push_back(message);
+    if (options_.warnings != nullptr) *options_.warnings << "opt: warning: " << message << "\n";
+  }
+
+  /// Merges an inferred type into a value's declared one (see inferShapes).
+  void merge(Value* v, const Type& inferred, const Node& node) {
+    if (v == nullptr || !inferred.isKnown()) return;
+    const Type& declared = v->type();
+    if (!declared.isKnown()) {
+      v->setType(inferred);
+      return;
+    }
+    if (declared.kind != inferred.kind) {
+      warn(fmt::format("{}: output '{}' is declared {} but inferred {}", describe(node), v->name(),
+                       typeToString(declared), typeToString(inferred)));
+      return;
+    }
+    if (!declared.isTensor()) return;
+    Type merged = declared;
+    if (declared.elem_type != DataType::kUndefined && inferred.elem_type != DataType::kUndefined &&
+        declared.elem_type != inferred.elem_type) {
+      warn(fmt::format("{}: output '{}' is declared {} but inferred {}", describe(node), v->name(),
+                       typeToString(declared), typeToString(inferred)));
+      return;
+    }
+    if (merged.elem_type == DataType::kUndefined) merged.elem_type = inferred.elem_type;
+    if (!declared.shape) {
+      merged.shape = inferred.shape;
+    } else if (inferred.shape) {
+      if (declared.shape->size() != inferred.shape->size()) {
+        warn(fmt::format("{}: output '{}' is declared {} but inferred {}", describe(node),
+                         v->name(), typeToString(declared), typeToString(inferred)));
+        return;
+      }
+      for (size_t i = 0; i < declared.shape->size(); ++i) {
+        const Dim& d = (*declared.shape)[i];
+        const Dim& n = (*inferred.shape)[i];
+        if (d.isKnown() && n.isKnown() && d.value != n.value) {
+          warn(fmt::format("{}: output '{}' is declared {} but inferred {}", describe(node),
+                           v->name(), typeToString(declared), typeToString(inferred)));
+          return;
+        }
+        if (d.isUnknown()) (*merged.shape)[i] = n;
+      }
+    }
+    v->setType(std::move(merged));
+  }
+
+  std::vector<Type> inferSubgraph(Graph& graph, const std::vector<Type>& input_types) {
+    for (size_t i = 0; i < graph.inputs().size() && i < input_types.size(); ++i) {
+      Value* in = graph.inputs()[i];
+      if (!in->type().isKnown()) {
+        in->setType(input_types[i]);
+      } else if (in->type().isTensor() && input_types[i].isTensor()) {
+        // Loop-carried values may change shape per iteration: the body's declared input type wins.
+      }
+    }
+    inferGraph(graph);
+    std::vector<Type> out;
+    for (Value* v : graph.outputs()) out.push_back(v->type());
+    return out;
+  }
+
+ private:
+  void collectSymbols(const Graph& g) {
+    auto add = [&](const Value* v) {
+      if (v->type().shape) {
+        for (const Dim& d : *v->type().shape) {
+          if (d.kind == Dim::Kind::kParam) symbols_.insert(d.param);
+        }
+      }
+    };
+    for (const Value* v : g.inputs()) add(v);
+    for (const Value* v : g.outputs()) add(v);
+    for (const Node* n : g) {
+      for (const Value* v : n->outputs()) {
+        if (v != nullptr) add(v);
+      }
+      for (const Graph* sub : n->subgraphs()) collectSymbols(*sub);
+    }
+  }
+
+  InferFn lookup(const Node& n, int64_t opset) const {
+    auto it = fns_.find(normDomain(n.domain()) + ":" + n.opType());
+    if (it == fns_.end()) return nullptr;
+    for (const auto& [since, fn] : it->second) {
+      if (since <= opset) return fn;
+    }
+    return nullptr;
+  }
+
+  void inferGraph(Graph& graph) {
+    for (Node* n : graph) {
+      std::string domain = normDomain(n->domain());
+      int64_t opset = model_.opsetVersion(domain).value_or(0);
+      InferFn fn = lookup(*n, opset);
+      if (fn != nullptr) {
+        InferenceContext ctx(*this, *n, opset);
+        fn(ctx);
+      } else if (domain.empty()) {
+        stats_.unsupported_ops.insert(n->opType());
+      }
+      for (Value* v : n->outputs()) {
+        if (v == nullptr) continue;
+        ++stats_.values;
+        const Type& t = v->type();
+        if (!t.isTensor()) continue;
+        if (t.elem_type != DataType::kUndefined) ++stats_.typed;
+        if (!t.shape) continue;
+        ++stats_.ranked;
+        bool all_known =
+            std::all_of(t.shape->begin(), t.shape->end(), [](const Dim& d) { return d.isKnown(); });
+        bool any_symbolic = std::any_of(t.shape->begin(), t.shape->end(), [](const Dim& d) {
+          return d.kind == Dim::Kind::kParam || d.kind == Dim::Kind::kExpr;
+        });
+        if (all_known) ++stats_.static_shape;
+        if (any_symbolic) ++stats_.symbolic;
+      }
+    }
+  }
+
+  void markValueInfo(Graph& g) {
+    for (Node* n : g) {
+      for (Value* v : n->outputs()) {
+        if (v != nullptr && v->type().isKnown() && !v->isGraphOutput()) v->setHasValueInfo(true);
+      }
+      for (Graph* sub : n->subgraphs()) markValueInfo(*sub);
+    }
+  }
+
+  Model& model_;
+  const ShapeInferenceOptions& options_;
+  std::unordered_map<std::string, std::vector<std::pair<int, InferFn>>> fns_;
+  std::unordered_map<const Value*, ShapeValue> values_;
+  std::set<std::string> symbols_;
+  int64_t next_symbol_ = 0;
+  ShapeInferenceStats stats_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// InferenceContext
+
+const Type* InferenceContext::inputType(size_t i) const {
+  const Value* v = node_.input(i);
+  if (v == nullptr || !v->type().isKnown()) return nullptr;
+  return &v->type();
+}
+
+std::optional<DataType> InferenceContext::inputElemType(size_t i) const {
+  const Type* t = inputType(i);
+  if (t == nullptr || (t->kind != Type::Kind::kTensor && t->kind != Type::Kind::kSparseTensor) ||
+      t->elem_type == DataType::kUndefined) {
+    return std::nullopt;
+  }
+  return t->elem_type;
+}
+
+std::optional<std::vector<Dim>> InferenceContext::inputShape(size_t i) const {
+  const Type* t = inputType(i);
+  if (t == nullptr || !t->isTensor() || !t->shape) return std::nullopt;
+  return *t->shape;
+}
+
+std::optional<int64_t> InferenceContext::inputRank(size_t i) const {
+  auto s = inputShape(i);
+  if (!s) return std::nullopt;
+  return static_cast<int64_t>(s->size());
+}
+
+const ShapeValue* InferenceContext::inputValue(size_t i) const {
+  return engine_.valueOf(node_.input(i));
+}
+
+std::optional<std::vector<int64_t>> InferenceContext::inputInts(size_t i) const {
+  const ShapeValue* v = inputValue(i);
+  if (v == nullptr) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const auto& e : *v) {
+    auto c = e ? e->constantValue() : std::nullopt;
+    if (!c) return std::nullopt;
+    out.push_back(*c);
+  }
+  return out;
+}
+
+const Tensor* InferenceContext::inputConstant(size_t i) const {
+  const Value* v = node_.input(i);
+  if (v == nullptr) return nullptr;
+  if (v->kind() == Value::Kind::kInitializer || v->isGraphInput()) return v->initializer();
+  if (v->producer() != nullptr && v->producer()->opType() == "Constant") {
+    const Attribute* a = v->producer()->findAttribute("value");
+    if (a != nullptr && a->tensors.size() == 1) return &a->tensors[0];
+  }
+  return nullptr;
+}
+
+int64_t InferenceContext::attrInt(const std::string& name, int64_t fallback) const {
+  const Attribute* a = node_.findAttribute(name);
+  return a != nullptr && a->kind == Attribute::Kind::kInt ? a->i : fallback;
+}
+
+std::optional<std::vector<int64_t>> InferenceContext::attrInts(const std::string& name) const {
+  const Attribute* a = node_.findAttribute(name);
+  if (a == nullptr || a->kind != Attribute::Kind::kInts) return std::nullopt;
+  return a->ints;
+}
+
+float InferenceContext::attrFloat(const std::string& name, float fallback) const {
+  const Attribute* a = node_.findAttribute(name);
+  return a != nullptr && a->kind == Attribute::Kind::kFloat ? a->f : fallback;
+}
+
+std::string InferenceContext::attrString(const std::string& name,
+                                         const std::string& fallback) const {
+  const Attribute* a = node_.findAttribute(name);
+  return a != nullptr && a->kind == Attribute::Kind::kString ? a->s : fallback;
+}
+
+void InferenceContext::setOutput(size_t i, DataType elem, std::optional<std::vector<Dim>> shape) {
+  setOutputType(i, Type::tensor(elem, std::move(shape)));
+}
+
+void InferenceContext::setOutputType(size_t i, Type type) {
+  if (i < node_.numOutputs()) engine_.merge(node_.output(i), type, node_);
+}
+
+void InferenceContext::setOutputValue(size_t i, ShapeValue value) {
+  if (i < node_.numOutputs()) engine_.setValue(node_.output(i), std::move(value));
+}
+
+Dim InferenceContext::freshDim() {
+  return engine_.freshDim();
+}
+
+void InferenceContext::warn(const std::string& message) {
+  engine_.warn(describe(node_) + ": " + message);
+}
+
+std::vector<Type> InferenceContext::inferSubgraph(Graph& graph,
+                                                  const std::vector<Type>& input_types) {
+  return engine_.inferSubgraph(graph, input_types);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::optional<std::vector<Dim>> broadcastShapes(const std::vector<Dim>& a,
+                                                const std::vector<Dim>& b) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<Dim> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const Dim* x = i + a.size() >= rank ? &a[i + a.size() - rank] : nullptr;
+    const Dim* y = i + b.size() >= rank ? &b[i + b.size() - rank] : nullptr;
+    if (x == nullptr) {
+      out[i] = *y;
+    } else if (y == nullptr) {
+      out[i] = *x;
+    } else if (x->isKnown() && x->value == 1) {
+      out[i] = *y;
+    } else if (y->isKnown() && y->value == 1) {
+      out[i] = *x;
+    } else if (x->isKnown() && y->isKnown()) {
+      if (x->value != y->value) return std::nullopt;
+      out[i] = *x;
+    } else if (*x == *y && !x->isUnknown()) {
+      out[i] = *x;
+    } else if (x->isKnown()) {
+      out[i] = *x;  // the other is 1 or equal at run time; 1 would broadcast to x
+    } else if (y->isKnown()) {
+      out[i] = *y;
+    } else {
+      out[i] = Dim::unknown();
+    }
+  }
+  return out;
+}
+
+StatusOr<ShapeInferenceStats> inferShapes(Model& model, const ShapeInferenceOptions& options) {
+  ShapeInferenceEngine engine(model, options);
+  engine.run();
+  return std::move(engine.stats());
+}
+
+}  // namespace onnxopt::ir

@@ -1,0 +1,75 @@
+// Helpers shared by the per-op inference functions (private to src/ir/shape_inference).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "onnxopt/ir/shape_inference.h"
+
+namespace onnxopt::ir::infer {
+
+inline std::optional<int64_t> normAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+inline std::vector<Dim> knownDims(const std::vector<int64_t>& v) {
+  std::vector<Dim> out;
+  for (int64_t x : v) out.push_back(Dim::known(x));
+  return out;
+}
+
+inline Dim dimOf(const std::optional<SymExpr>& e) {
+  return e ? Dim::fromExpr(*e) : Dim::unknown();
+}
+
+/// a op b on dims; unknown when either is unknown.
+template <typename Op>
+Dim dimBinary(const Dim& a, const Dim& b, Op op) {
+  auto x = a.toExpr();
+  auto y = b.toExpr();
+  if (!x || !y) return Dim::unknown();
+  return Dim::fromExpr(op(*x, *y));
+}
+
+inline Dim dimMul(const Dim& a, const Dim& b) {
+  return dimBinary(a, b, [](const SymExpr& x, const SymExpr& y) { return x * y; });
+}
+inline Dim dimAdd(const Dim& a, const Dim& b) {
+  return dimBinary(a, b, [](const SymExpr& x, const SymExpr& y) { return x + y; });
+}
+inline Dim dimSub(const Dim& a, const Dim& b) {
+  return dimBinary(a, b, [](const SymExpr& x, const SymExpr& y) { return x - y; });
+}
+inline Dim dimFloorDiv(const Dim& a, const Dim& b) {
+  return dimBinary(a, b,
+                   [](const SymExpr& x, const SymExpr& y) { return SymExpr::floorDiv(x, y); });
+}
+inline Dim dimProduct(const std::vector<Dim>& dims, size_t from, size_t to) {
+  Dim p = Dim::known(1);
+  for (size_t i = from; i < to && i < dims.size(); ++i) p = dimMul(p, dims[i]);
+  return p;
+}
+
+/// Output i has input j's type and shape.
+inline void passThrough(InferenceContext& ctx, size_t out = 0, size_t in = 0) {
+  if (const Type* t = ctx.inputType(in)) ctx.setOutputType(out, *t);
+}
+
+/// The element type of input `i`, or undefined.
+inline DataType elemOr(const InferenceContext& ctx, size_t i) {
+  return ctx.inputElemType(i).value_or(DataType::kUndefined);
+}
+
+/// Reads an "axes"-like list: from the attribute before `input_since`, else from input `input`.
+inline std::optional<std::vector<int64_t>> axesArg(const InferenceContext& ctx, const char* attr,
+                                                   size_t input, int64_t input_since) {
+  if (ctx.opset() < input_since) return ctx.attrInts(attr);
+  if (!ctx.hasInput(input)) return std::nullopt;
+  return ctx.inputInts(input);
+}
+
+}  // namespace onnxopt::ir::infer

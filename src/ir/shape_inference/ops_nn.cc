@@ -1,0 +1,430 @@
+// Neural-network ops: convolution and pooling, normalization, Gemm/MatMul/Einsum, recurrent ops,
+// Attention, quantization.
+#include <map>
+
+#include "helpers.h"
+
+namespace onnxopt::ir::detail {
+namespace {
+
+using infer::dimAdd;
+using infer::dimFloorDiv;
+using infer::dimMul;
+using infer::dimProduct;
+using infer::dimSub;
+using infer::elemOr;
+using infer::normAxis;
+using infer::passThrough;
+
+/// Spatial output size of a convolution or pooling window.
+Dim windowOut(const Dim& in, int64_t k, int64_t stride, int64_t dil, int64_t pad_total,
+              const std::string& auto_pad, bool ceil_mode) {
+  auto x = in.toExpr();
+  if (!x) return Dim::unknown();
+  SymExpr s = SymExpr::constant(stride);
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")
+    return Dim::fromExpr(SymExpr::ceilDiv(*x, s));
+  SymExpr span = *x + SymExpr::constant(pad_total - dil * (k - 1) - 1);
+  if (auto_pad == "VALID") span = *x - SymExpr::constant(dil * (k - 1) + 1);
+  SymExpr q = ceil_mode ? SymExpr::ceilDiv(span, s) : SymExpr::floorDiv(span, s);
+  SymExpr out = q + SymExpr::constant(1);
+  if (ceil_mode) {
+    // The last window must start inside the input (or its left padding).
+    auto c = out.constantValue();
+    auto xv = x->constantValue();
+    if (c && xv && (*c - 1) * stride >= *xv + pad_total / 2) out = out - SymExpr::constant(1);
+  }
+  return Dim::fromExpr(out);
+}
+
+/// Conv, pooling: N, C, then spatial dims from kernel, strides, pads, dilations.
+void windowed(InferenceContext& ctx, bool is_conv, bool is_pool) {
+  auto x = ctx.inputShape(0);
+  DataType elem = elemOr(ctx, 0);
+  if (!x || x->size() < 2) return ctx.setOutputType(0, Type::tensor(elem));
+  size_t spatial = x->size() - 2;
+  std::vector<int64_t> kernel;
+  if (auto k = ctx.attrInts("kernel_shape")) {
+    kernel = *k;
+  } else if (is_conv) {
+    auto w = ctx.inputShape(1);
+    if (!w || w->size() != x->size())
+      return ctx.setOutput(0, elem, std::vector<Dim>(x->size(), Dim::unknown()));
+    for (size_t i = 2; i < w->size(); ++i) {
+      if (!(*w)[i].isKnown())
+        return ctx.setOutput(0, elem, std::vector<Dim>(x->size(), Dim::unknown()));
+      kernel.push_back((*w)[i].value);
+    }
+  }
+  if (kernel.size() != spatial) return ctx.warn("kernel rank does not match the input");
+  auto strides = ctx.attrInts("strides").value_or(std::vector<int64_t>(spatial, 1));
+  auto dilations = ctx.attrInts("dilations").value_or(std::vector<int64_t>(spatial, 1));
+  auto pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+  std::string auto_pad = ctx.attrString("auto_pad", "NOTSET");
+  bool ceil_mode = ctx.attrInt("ceil_mode", 0) != 0;
+  if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial) {
+    return ctx.warn("strides, dilations or pads do not match the kernel");
+  }
+  std::vector<Dim> out{(*x)[0], (*x)[1]};
+  if (is_conv) {
+    auto w = ctx.inputShape(1);
+    out[1] = w && !w->empty() ? (*w)[0] : Dim::unknown();
+  }
+  for (size_t i = 0; i < spatial; ++i) {
+    out.push_back(windowOut((*x)[i + 2], kernel[i], strides[i], dilations[i],
+                            pads[i] + pads[i + spatial], auto_pad, ceil_mode && is_pool));
+  }
+  ctx.setOutput(0, elem, out);
+  if (ctx.node().opType() == "MaxPool" && ctx.numOutputs() > 1)
+    ctx.setOutput(1, DataType::kInt64, out);
+}
+
+void conv(InferenceContext& ctx) {
+  windowed(ctx, true, false);
+}
+void passThroughFirst(InferenceContext& ctx) {
+  passThrough(ctx);
+}
+void pool(InferenceContext& ctx) {
+  windowed(ctx, false, true);
+}
+
+void convTranspose(InferenceContext& ctx) {
+  auto x = ctx.inputShape(0);
+  auto w = ctx.inputShape(1);
+  DataType elem = elemOr(ctx, 0);
+  if (!x || x->size() < 2) return ctx.setOutputType(0, Type::tensor(elem));
+  size_t spatial = x->size() - 2;
+  int64_t group = ctx.attrInt("group", 1);
+  std::vector<Dim> out{(*x)[0],
+                       w && w->size() > 1 ? dimMul((*w)[1], Dim::known(group)) : Dim::unknown()};
+  if (auto os = ctx.attrInts("output_shape"); os && os->size() == spatial) {
+    for (int64_t d : *os) out.push_back(Dim::known(d));
+    return ctx.setOutput(0, elem, out);
+  }
+  std::vector<int64_t> kernel;
+  if (auto k = ctx.attrInts("kernel_shape")) {
+    kernel = *k;
+  } else if (w && w->size() == x->size()) {
+    for (size_t i = 2; i < w->size(); ++i) kernel.push_back((*w)[i].isKnown() ? (*w)[i].value : -1);
+  }
+  auto strides = ctx.attrInts("strides").value_or(std::vector<int64_t>(spatial, 1));
+  auto dilations = ctx.attrInts("dilations").value_or(std::vector<int64_t>(spatial, 1));
+  auto pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+  auto outpad = ctx.attrInts("output_padding").value_or(std::vector<int64_t>(spatial, 0));
+  std::string auto_pad = ctx.attrString("auto_pad", "NOTSET");
+  if (kernel.size() != spatial || strides.size() != spatial || pads.size() != 2 * spatial) {
+    return ctx.setOutput(0, elem, std::vector<Dim>(x->size(), Dim::unknown()));
+  }
+  for (size_t i = 0; i < spatial; ++i) {
+    auto in = (*x)[i + 2].toExpr();
+    if (!in || kernel[i] < 0) {
+      out.push_back(Dim::unknown());
+      continue;
+    }
+    SymExpr s = SymExpr::constant(strides[i]);
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out.push_back(Dim::fromExpr(*in * s));
+      continue;
+    }
+    int64_t extra = outpad[i] + (kernel[i] - 1) * dilations[i] + 1 - pads[i] - pads[i + spatial];
+    out.push_back(Dim::fromExpr(s * (*in - SymExpr::constant(1)) + SymExpr::constant(extra)));
+  }
+  ctx.setOutput(0, elem, out);
+}
+
+void globalPool(InferenceContext& ctx) {
+  auto x = ctx.inputShape(0);
+  DataType elem = elemOr(ctx, 0);
+  if (!x || x->size() < 2) return ctx.setOutputType(0, Type::tensor(elem));
+  std::vector<Dim> out{(*x)[0], (*x)[1]};
+  out.resize(x->size(), Dim::known(1));
+  ctx.setOutput(0, elem, out);
+}
+
+void batchNorm(InferenceContext& ctx) {
+  passThrough(ctx);
+  auto x = ctx.inputShape(0);
+  Dim c = x && x->size() > 1 ? (*x)[1] : Dim::unknown();
+  for (size_t i = 1; i < ctx.numOutputs(); ++i) {
+    ctx.setOutput(i, elemOr(ctx, i < 3 ? 1 : 0), std::vector<Dim>{c});
+  }
+}
+
+void layerNorm(InferenceContext& ctx) {
+  passThrough(ctx);
+  auto x = ctx.inputShape(0);
+  if (ctx.numOutputs() < 2) return;
+  DataType stash = static_cast<DataType>(ctx.attrInt("stash_type", 1));
+  if (!x) {
+    for (size_t i = 1; i < ctx.numOutputs(); ++i) ctx.setOutputType(i, Type::tensor(stash));
+    return;
+  }
+  auto axis = normAxis(ctx.attrInt("axis", -1), static_cast<int64_t>(x->size()));
+  if (!axis) return ctx.warn("axis out of range");
+  std::vector<Dim> reduced = *x;
+  for (size_t i = static_cast<size_t>(*axis); i < reduced.size(); ++i) reduced[i] = Dim::known(1);
+  for (size_t i = 1; i < ctx.numOutputs(); ++i) ctx.setOutput(i, stash, reduced);
+}
+
+void gemm(InferenceContext& ctx) {
+  auto a = ctx.inputShape(0);
+  auto b = ctx.inputShape(1);
+  DataType elem = elemOr(ctx, 0);
+  Dim m = Dim::unknown(), n = Dim::unknown();
+  if (a && a->size() == 2) m = (*a)[ctx.attrInt("transA", 0) ? 1 : 0];
+  if (b && b->size() == 2) n = (*b)[ctx.attrInt("transB", 0) ? 0 : 1];
+  ctx.setOutput(0, elem, std::vector<Dim>{m, n});
+}
+
+std::optional<std::vector<Dim>> matmulShape(InferenceContext& ctx,
+                                            std::optional<std::vector<Dim>> a,
+                                            std::optional<std::vector<Dim>> b) {
+  if (!a || !b || a->empty() || b->empty()) return std::nullopt;
+  bool a_vec = a->size() == 1, b_vec = b->size() == 1;
+  if (a_vec) a->insert(a->begin(), Dim::known(1));
+  if (b_vec) b->push_back(Dim::known(1));
+  std::vector<Dim> ba(a->begin(), a->end() - 2), bb(b->begin(), b->end() - 2);
+  auto batch = broadcastShapes(ba, bb);
+  if (!batch) {
+    ctx.warn("batch dims do not broadcast");
+    return std::nullopt;
+  }
+  std::vector<Dim> out = *batch;
+  if (!a_vec) out.push_back((*a)[a->size() - 2]);
+  if (!b_vec) out.push_back(b->back());
+  return out;
+}
+
+void matmul(InferenceContext& ctx) {
+  ctx.setOutput(0, elemOr(ctx, 0), matmulShape(ctx, ctx.inputShape(0), ctx.inputShape(1)));
+}
+
+void matmulInteger(InferenceContext& ctx) {
+  ctx.setOutput(0, DataType::kInt32, matmulShape(ctx, ctx.inputShape(0), ctx.inputShape(1)));
+}
+
+void qlinearMatmul(InferenceContext& ctx) {
+  ctx.setOutput(0, elemOr(ctx, 7), matmulShape(ctx, ctx.inputShape(0), ctx.inputShape(3)));
+}
+
+void einsum(InferenceContext& ctx) {
+  DataType elem = elemOr(ctx, 0);
+  std::string eq = ctx.attrString("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  auto arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    auto comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != ctx.numInputs()) return ctx.setOutputType(0, Type::tensor(elem));
+  std::map<char, Dim> sizes;
+  std::map<char, int> counts;
+  std::vector<Dim> ellipsis;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    auto s = ctx.inputShape(i);
+    if (!s) return ctx.setOutputType(0, Type::tensor(elem));
+    std::string t = terms[i];
+    size_t dots = t.find("...");
+    size_t letters = t.size() - (dots == std::string::npos ? 0 : 3);
+    if (letters > s->size()) return ctx.warn("equation does not match the input rank");
+    size_t ell = s->size() - letters;
+    size_t d = 0;
+    for (size_t j = 0; j < t.size(); ++j) {
+      if (t.compare(j, 3, "...") == 0) {
+        std::vector<Dim> e(s->begin() + d, s->begin() + d + ell);
+        auto b = broadcastShapes(ellipsis, e);
+        if (b) ellipsis = *b;
+        d += ell;
+        j += 2;
+        continue;
+      }
+      char c = t[j];
+      ++counts[c];
+      const Dim& dim = (*s)[d++];
+      auto it = sizes.find(c);
+      if (it == sizes.end() || (!it->second.isKnown() && dim.isKnown()) ||
+          (it->second.isKnown() && it->second.value == 1)) {
+        sizes[c] = dim;
+      }
+    }
+  }
+  std::string rhs;
+  bool has_ellipsis = eq.find("...") != std::string::npos;
+  if (arrow != std::string::npos) {
+    rhs = eq.substr(arrow + 2);
+  } else {
+    if (has_ellipsis) rhs = "...";
+    for (const auto& [c, n] : counts) {
+      if (n == 1) rhs += c;
+    }
+  }
+  std::vector<Dim> out;
+  for (size_t j = 0; j < rhs.size(); ++j) {
+    if (rhs.compare(j, 3, "...") == 0) {
+      out.insert(out.end(), ellipsis.begin(), ellipsis.end());
+      j += 2;
+      continue;
+    }
+    auto it = sizes.find(rhs[j]);
+    out.push_back(it == sizes.end() ? Dim::unknown() : it->second);
+  }
+  ctx.setOutput(0, elem, out);
+}
+
+void recurrent(InferenceContext& ctx) {
+  auto x = ctx.inputShape(0);
+  DataType elem = elemOr(ctx, 0);
+  int64_t dirs = ctx.attrString("direction", "forward") == "bidirectional" ? 2 : 1;
+  Dim hidden = ctx.attr("hidden_size") != nullptr ? Dim::known(ctx.attrInt("hidden_size", 0))
+                                                  : Dim::unknown();
+  bool batch_first = ctx.attrInt("layout", 0) != 0;
+  Dim seq = Dim::unknown(), batch = Dim::unknown();
+  if (x && x->size() == 3) {
+    seq = (*x)[batch_first ? 1 : 0];
+    batch = (*x)[batch_first ? 0 : 1];
+  }
+  Dim d = Dim::known(dirs);
+  std::vector<Dim> y = batch_first ? std::vector<Dim>{batch, seq, d, hidden}
+                                   : std::vector<Dim>{seq, d, batch, hidden};
+  std::vector<Dim> h =
+      batch_first ? std::vector<Dim>{batch, d, hidden} : std::vector<Dim>{d, batch, hidden};
+  ctx.setOutput(0, elem, y);
+  for (size_t i = 1; i < ctx.numOutputs(); ++i) ctx.setOutput(i, elem, h);
+}
+
+void attention(InferenceContext& ctx) {
+  auto q = ctx.inputShape(0);
+  auto k = ctx.inputShape(1);
+  auto v = ctx.inputShape(2);
+  DataType elem = elemOr(ctx, 0);
+  if (!q || !v) return ctx.setOutputType(0, Type::tensor(elem));
+  Dim q_heads = Dim::known(ctx.attrInt("q_num_heads", 0));
+  Dim kv_heads = Dim::known(ctx.attrInt("kv_num_heads", 0));
+  if (q->size() == 4 && v->size() == 4) {
+    ctx.setOutput(0, elem, std::vector<Dim>{(*q)[0], (*q)[1], (*q)[2], (*v)[3]});
+  } else if (q->size() == 3 && v->size() == 3) {
+    Dim v_head = dimFloorDiv((*v)[2], kv_heads);
+    ctx.setOutput(0, elem, std::vector<Dim>{(*q)[0], (*q)[1], dimMul(q_heads, v_head)});
+  } else if (q->size() == 4 && v->size() == 3) {
+    ctx.setOutput(0, elem,
+                  std::vector<Dim>{(*q)[0], (*q)[1], (*q)[2], dimFloorDiv((*v)[2], kv_heads)});
+  } else {
+    return ctx.setOutputType(0, Type::tensor(elem));
+  }
+  // present_key / present_value: past (if any) concatenated with the new keys along the sequence.
+  auto past_k = ctx.hasInput(4) ? ctx.inputShape(4) : std::nullopt;
+  auto present = [&](const std::optional<std::vector<Dim>>& kv, size_t out) {
+    if (!kv || out >= ctx.numOutputs() || !ctx.hasOutput(out)) return;
+    std::vector<Dim> dims;
+    if (kv->size() == 4) {
+      dims = *kv;
+    } else if (kv->size() == 3) {
+      dims = {(*kv)[0], kv_heads, (*kv)[1], dimFloorDiv((*kv)[2], kv_heads)};
+    } else {
+      return;
+    }
+    if (past_k && past_k->size() == 4)
+      dims[2] = dimAdd((*past_k)[2], dims[2]);
+    else if (ctx.hasInput(4))
+      dims[2] = Dim::unknown();
+    ctx.setOutput(out, elem, dims);
+  };
+  present(k, 1);
+  present(v, 2);
+}
+
+void quantize(InferenceContext& ctx) {
+  DataType out = DataType::kUint8;
+  if (ctx.hasInput(2)) {
+    out = elemOr(ctx, 2);
+  } else if (const Attribute* a = ctx.attr("output_dtype"); a != nullptr && a->i != 0) {
+    out = static_cast<DataType>(a->i);
+  }
+  ctx.setOutput(0, out, ctx.inputShape(0));
+}
+
+void dequantize(InferenceContext& ctx) {
+  DataType out = DataType::kFloat;
+  if (ctx.opset() >= 19) out = elemOr(ctx, 1);
+  if (const Attribute* a = ctx.attr("output_dtype"); a != nullptr && a->i != 0) {
+    out = static_cast<DataType>(a->i);
+  }
+  ctx.setOutput(0, out, ctx.inputShape(0));
+}
+
+void dynamicQuantize(InferenceContext& ctx) {
+  ctx.setOutput(0, DataType::kUint8, ctx.inputShape(0));
+  ctx.setOutput(1, DataType::kFloat, std::vector<Dim>{});
+  ctx.setOutput(2, DataType::kUint8, std::vector<Dim>{});
+}
+
+void qlinearConv(InferenceContext& ctx) {
+  // Inputs: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B: reuse the Conv rule on x and w.
+  auto x = ctx.inputShape(0);
+  auto w = ctx.inputShape(3);
+  DataType elem = elemOr(ctx, 7);
+  if (!x || !w || x->size() != w->size() || x->size() < 3)
+    return ctx.setOutputType(0, Type::tensor(elem));
+  size_t spatial = x->size() - 2;
+  std::vector<int64_t> kernel;
+  for (size_t i = 2; i < w->size(); ++i) {
+    if (!(*w)[i].isKnown()) return ctx.setOutputType(0, Type::tensor(elem));
+    kernel.push_back((*w)[i].value);
+  }
+  if (auto k = ctx.attrInts("kernel_shape")) kernel = *k;
+  auto strides = ctx.attrInts("strides").value_or(std::vector<int64_t>(spatial, 1));
+  auto dilations = ctx.attrInts("dilations").value_or(std::vector<int64_t>(spatial, 1));
+  auto pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+  std::string auto_pad = ctx.attrString("auto_pad", "NOTSET");
+  std::vector<Dim> out{(*x)[0], (*w)[0]};
+  for (size_t i = 0; i < spatial; ++i) {
+    out.push_back(windowOut((*x)[i + 2], kernel[i], strides[i], dilations[i],
+                            pads[i] + pads[i + spatial], auto_pad, false));
+  }
+  ctx.setOutput(0, elem, out);
+}
+
+void convInteger(InferenceContext& ctx) {
+  windowed(ctx, true, false);
+  auto x = ctx.node().output(0);
+  if (x != nullptr && x->type().isTensor()) {
+    Type t = x->type();
+    t.elem_type = DataType::kInt32;
+    ctx.setOutputType(0, t);
+  }
+}
+
+}  // namespace
+
+void registerNnOps(std::vector<OpInference>& t) {
+  t.push_back({"", "Conv", 1, &conv});
+  t.push_back({"", "ConvInteger", 1, &convInteger});
+  t.push_back({"", "QLinearConv", 1, &qlinearConv});
+  t.push_back({"", "DeformConv", 1, &conv});
+  t.push_back({"", "ConvTranspose", 1, &convTranspose});
+  for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) t.push_back({"", op, 1, &pool});
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) {
+    t.push_back({"", op, 1, &globalPool});
+  }
+  t.push_back({"", "BatchNormalization", 1, &batchNorm});
+  t.push_back({"", "LayerNormalization", 1, &layerNorm});
+  t.push_back({"", "GroupNormalization", 1, &passThroughFirst});
+  t.push_back({"", "RMSNormalization", 1, &passThroughFirst});
+  t.push_back({"", "Gemm", 1, &gemm});
+  t.push_back({"", "MatMul", 1, &matmul});
+  t.push_back({"", "MatMulInteger", 1, &matmulInteger});
+  t.push_back({"", "QLinearMatMul", 1, &qlinearMatmul});
+  t.push_back({"", "Einsum", 1, &einsum});
+  for (const char* op : {"LSTM", "GRU", "RNN"}) t.push_back({"", op, 1, &recurrent});
+  t.push_back({"", "Attention", 23, &attention});
+  t.push_back({"", "QuantizeLinear", 1, &quantize});
+  t.push_back({"", "DequantizeLinear", 1, &dequantize});
+  t.push_back({"", "DynamicQuantizeLinear", 1, &dynamicQuantize});
+}
+
+}  // namespace onnxopt::ir::detail

@@ -1,0 +1,225 @@
+#include "onnxopt/ir/symbolic.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace onnxopt::ir {
+namespace {
+
+int64_t floorDivInt(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+SymMonomial multiply(const SymMonomial& a, const SymMonomial& b) {
+  std::map<SymAtom, int> exps;
+  for (const auto& [atom, e] : a) exps[atom] += e;
+  for (const auto& [atom, e] : b) exps[atom] += e;
+  return SymMonomial(exps.begin(), exps.end());
+}
+
+std::string monomialText(const SymMonomial& m) {
+  std::string out;
+  for (const auto& [atom, e] : m) {
+    for (int i = 0; i < e; ++i) out += (out.empty() ? "" : "*") + atom.key;
+  }
+  return out;
+}
+
+}  // namespace
+
+SymExpr SymExpr::constant(int64_t value) {
+  SymExpr e;
+  e.addTerm({}, value);
+  return e;
+}
+
+SymExpr SymExpr::symbol(const std::string& name) {
+  SymAtom atom;
+  atom.kind = SymAtom::Kind::kSymbol;
+  atom.key = name;
+  SymExpr e;
+  e.addTerm({{atom, 1}}, 1);
+  return e;
+}
+
+void SymExpr::addTerm(const SymMonomial& m, int64_t c) {
+  if (c == 0) return;
+  auto it = terms_.find(m);
+  if (it == terms_.end()) {
+    terms_.emplace(m, c);
+    return;
+  }
+  it->second += c;
+  if (it->second == 0) terms_.erase(it);
+}
+
+bool SymExpr::isConstant() const {
+  return terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty());
+}
+
+std::optional<int64_t> SymExpr::constantValue() const {
+  if (terms_.empty()) return 0;
+  if (terms_.size() == 1 && terms_.begin()->first.empty()) return terms_.begin()->second;
+  return std::nullopt;
+}
+
+std::optional<std::string> SymExpr::symbolName() const {
+  if (terms_.size() != 1) return std::nullopt;
+  const auto& [m, c] = *terms_.begin();
+  if (c != 1 || m.size() != 1 || m[0].second != 1 || m[0].first.kind != SymAtom::Kind::kSymbol) {
+    return std::nullopt;
+  }
+  return m[0].first.key;
+}
+
+SymExpr operator+(const SymExpr& a, const SymExpr& b) {
+  SymExpr r = a;
+  for (const auto& [m, c] : b.terms_) r.addTerm(m, c);
+  return r;
+}
+
+SymExpr operator-(const SymExpr& a, const SymExpr& b) {
+  SymExpr r = a;
+  for (const auto& [m, c] : b.terms_) r.addTerm(m, -c);
+  return r;
+}
+
+SymExpr operator*(const SymExpr& a, const SymExpr& b) {
+  SymExpr r;
+  for (const auto& [ma, ca] : a.terms_) {
+    for (const auto& [mb, cb] : b.terms_) r.addTerm(multiply(ma, mb), ca * cb);
+  }
+  return r;
+}
+
+std::optional<SymExpr> SymExpr::divideExactly(const SymMonomial& m, int64_t c) const {
+  if (c == 0) return std::nullopt;
+  SymExpr r;
+  for (const auto& [term, coef] : terms_) {
+    if (coef % c != 0) return std::nullopt;
+    std::map<SymAtom, int> exps(term.begin(), term.end());
+    for (const auto& [atom, e] : m) {
+      auto it = exps.find(atom);
+      if (it == exps.end() || it->second < e) return std::nullopt;
+      if ((it->second -= e) == 0) exps.erase(it);
+    }
+    r.addTerm(SymMonomial(exps.begin(), exps.end()), coef / c);
+  }
+  return r;
+}
+
+SymExpr SymExpr::atom(SymAtom::Kind kind, const SymExpr& a, const SymExpr& b) {
+  SymAtom atom;
+  atom.kind = kind;
+  const SymExpr* x = &a;
+  const SymExpr* y = &b;
+  // min and max commute: order the operands canonically.
+  if ((kind == SymAtom::Kind::kMin || kind == SymAtom::Kind::kMax) &&
+      y->toString() < x->toString()) {
+    std::swap(x, y);
+  }
+  atom.lhs = std::make_shared<SymExpr>(*x);
+  atom.rhs = std::make_shared<SymExpr>(*y);
+  switch (kind) {
+    case SymAtom::Kind::kFloorDiv:
+      atom.key = fmt::format("floor({}/{})", x->toString(), y->toString());
+      break;
+    case SymAtom::Kind::kMod:
+      atom.key = fmt::format("mod({}, {})", x->toString(), y->toString());
+      break;
+    case SymAtom::Kind::kMin:
+      atom.key = fmt::format("min({}, {})", x->toString(), y->toString());
+      break;
+    case SymAtom::Kind::kMax:
+      atom.key = fmt::format("max({}, {})", x->toString(), y->toString());
+      break;
+    case SymAtom::Kind::kSymbol:
+      break;
+  }
+  SymExpr e;
+  e.addTerm({{atom, 1}}, 1);
+  return e;
+}
+
+SymExpr SymExpr::floorDiv(const SymExpr& a, const SymExpr& b) {
+  auto ca = a.constantValue();
+  auto cb = b.constantValue();
+  if (cb && *cb == 1) return a;
+  if (ca && cb && *cb != 0) return constant(floorDivInt(*ca, *cb));
+  if (ca && *ca == 0) return constant(0);
+  if (b.terms_.size() == 1) {
+    const auto& [m, c] = *b.terms_.begin();
+    if (c > 0) {
+      if (auto q = a.divideExactly(m, c)) return *q;
+    }
+  }
+  return atom(SymAtom::Kind::kFloorDiv, a, b);
+}
+
+SymExpr SymExpr::ceilDiv(const SymExpr& a, const SymExpr& b) {
+  return floorDiv(a + b - constant(1), b);
+}
+
+SymExpr SymExpr::mod(const SymExpr& a, const SymExpr& b) {
+  auto ca = a.constantValue();
+  auto cb = b.constantValue();
+  if (ca && cb && *cb != 0) return constant(*ca - floorDivInt(*ca, *cb) * *cb);
+  if (cb && *cb == 1) return constant(0);
+  if (b.terms_.size() == 1) {
+    const auto& [m, c] = *b.terms_.begin();
+    if (c > 0 && a.divideExactly(m, c)) return constant(0);
+  }
+  return atom(SymAtom::Kind::kMod, a, b);
+}
+
+SymExpr SymExpr::min(const SymExpr& a, const SymExpr& b) {
+  if (a == b) return a;
+  auto ca = a.constantValue();
+  auto cb = b.constantValue();
+  if (ca && cb) return constant(std::min(*ca, *cb));
+  return atom(SymAtom::Kind::kMin, a, b);
+}
+
+SymExpr SymExpr::max(const SymExpr& a, const SymExpr& b) {
+  if (a == b) return a;
+  auto ca = a.constantValue();
+  auto cb = b.constantValue();
+  if (ca && cb) return constant(std::max(*ca, *cb));
+  return atom(SymAtom::Kind::kMax, a, b);
+}
+
+std::string SymExpr::toString() const {
+  if (terms_.empty()) return "0";
+  // Highest-degree terms first, the constant last: "2*N*S + N + 1".
+  std::vector<std::pair<const SymMonomial*, int64_t>> order;
+  for (const auto& [m, c] : terms_) order.emplace_back(&m, c);
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    size_t dx = 0, dy = 0;
+    for (const auto& f : *x.first) dx += static_cast<size_t>(f.second);
+    for (const auto& f : *y.first) dy += static_cast<size_t>(f.second);
+    return dx > dy;
+  });
+  std::string out;
+  for (const auto& [m, c] : order) {
+    int64_t mag = c < 0 ? -c : c;
+    if (out.empty()) {
+      if (c < 0) out += "-";
+    } else {
+      out += c < 0 ? " - " : " + ";
+    }
+    std::string mono = monomialText(*m);
+    if (mono.empty()) {
+      out += std::to_string(mag);
+    } else if (mag == 1) {
+      out += mono;
+    } else {
+      out += std::to_string(mag) + "*" + mono;
+    }
+  }
+  return out;
+}
+
+}  // namespace onnxopt::ir

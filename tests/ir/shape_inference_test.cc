@@ -1,0 +1,325 @@
+// Symbolic dims and shape inference, per op family: broadcasting edge cases, negative axes,
+// zero-sized dims, shape values flowing through Shape chains, subgraphs, and declared-type
+// contradictions.
+#include "onnxopt/ir/shape_inference.h"
+
+#include <map>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "onnxopt/io/model_io.h"
+
+namespace onnxopt::ir {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Symbolic expressions
+
+TEST(SymbolicTest, CanonicalFormMakesEqualDimsCompareEqual) {
+  SymExpr b = SymExpr::symbol("batch"), s = SymExpr::symbol("seq"), n = SymExpr::symbol("N");
+  EXPECT_EQ(SymExpr::floorDiv(b * s, s), b);
+  EXPECT_EQ(SymExpr::floorDiv(s * b, b * s), SymExpr::constant(1));
+  EXPECT_EQ((n + SymExpr::constant(1)) - SymExpr::constant(1), n);
+  EXPECT_EQ(SymExpr::constant(2) * n + n, SymExpr::constant(3) * n);
+  EXPECT_EQ(b * s, s * b);
+  EXPECT_EQ((b * s).toString(), "batch*seq");
+  EXPECT_EQ((SymExpr::constant(2) * n + SymExpr::constant(1)).toString(), "2*N + 1");
+  EXPECT_EQ((n - n).constantValue(), 0);
+  EXPECT_EQ(SymExpr::symbol("N").symbolName(), "N");
+  EXPECT_FALSE((n + SymExpr::constant(1)).symbolName().has_value());
+}
+
+TEST(SymbolicTest, DivisionModuloMinMax) {
+  SymExpr n = SymExpr::symbol("N");
+  EXPECT_EQ(SymExpr::floorDiv(SymExpr::constant(-7), SymExpr::constant(2)).constantValue(), -4);
+  EXPECT_EQ(SymExpr::floorDiv(SymExpr::constant(7), SymExpr::constant(2)).constantValue(), 3);
+  EXPECT_EQ(SymExpr::floorDiv(SymExpr::constant(4) * n, SymExpr::constant(2)),
+            SymExpr::constant(2) * n);
+  EXPECT_EQ(SymExpr::floorDiv(n, SymExpr::constant(2)).toString(), "floor(N/2)");
+  EXPECT_EQ(SymExpr::ceilDiv(SymExpr::constant(7), SymExpr::constant(2)).constantValue(), 4);
+  EXPECT_EQ(SymExpr::mod(SymExpr::constant(-7), SymExpr::constant(3)).constantValue(), 2);
+  EXPECT_EQ(SymExpr::mod(SymExpr::constant(6) * n, SymExpr::constant(3)).constantValue(), 0);
+  EXPECT_EQ(SymExpr::min(n, SymExpr::constant(3)), SymExpr::min(SymExpr::constant(3), n));
+  EXPECT_EQ(SymExpr::max(n, n), n);
+  EXPECT_EQ(SymExpr::max(SymExpr::constant(2), SymExpr::constant(5)).constantValue(), 5);
+  // Atoms take part in arithmetic like symbols.
+  SymExpr h = SymExpr::floorDiv(n, SymExpr::constant(2));
+  EXPECT_EQ(h + h, SymExpr::constant(2) * h);
+}
+
+TEST(SymbolicTest, DimFromExpr) {
+  EXPECT_TRUE(Dim::fromExpr(SymExpr::constant(4)).isKnown());
+  EXPECT_EQ(Dim::fromExpr(SymExpr::symbol("B")).kind, Dim::Kind::kParam);
+  Dim e = Dim::fromExpr(SymExpr::symbol("B") * SymExpr::symbol("S"));
+  EXPECT_EQ(e.kind, Dim::Kind::kExpr);
+  EXPECT_EQ(e.param, "B*S");
+  EXPECT_EQ(e, Dim::fromExpr(SymExpr::symbol("S") * SymExpr::symbol("B")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Broadcasting
+
+std::vector<Dim> dims(std::initializer_list<const char*> ds) {
+  std::vector<Dim> out;
+  for (const char* d : ds) {
+    if (std::string(d) == "?")
+      out.push_back(Dim::unknown());
+    else if (std::isdigit(static_cast<unsigned char>(d[0])))
+      out.push_back(Dim::known(std::stoll(d)));
+    else
+      out.push_back(Dim::symbol(d));
+  }
+  return out;
+}
+
+std::string shapeText(const std::optional<std::vector<Dim>>& s) {
+  return s ? typeToString(Type::tensor(DataType::kFloat, *s)) : "incompatible";
+}
+
+TEST(BroadcastTest, EdgeCases) {
+  EXPECT_EQ(shapeText(broadcastShapes(dims({"N", "1"}), dims({"1", "M"}))), "float[N,M]");
+  EXPECT_EQ(shapeText(broadcastShapes(dims({"3"}), dims({"2", "3"}))), "float[2,3]");
+  EXPECT_EQ(shapeText(broadcastShapes(dims({}), dims({"2", "3"}))), "float[2,3]");
+  EXPECT_EQ(shapeText(broadcastShapes(dims({"2"}), dims({"3"}))), "incompatible");
+  EXPECT_EQ(shapeText(broadcastShapes(dims({"N"}), dims({"N"}))), "float[N]");
+  EXPECT_EQ(shapeText(broadcastShapes(dims({"N"}), dims({"M"}))), "float[?]");  // either may be 1
+  EXPECT_EQ(shapeText(broadcastShapes(dims({"N"}), dims({"4"}))), "float[4]");  // N is 1 or 4
+  EXPECT_EQ(shapeText(broadcastShapes(dims({"0", "3"}), dims({"1", "3"}))), "float[0,3]");
+  EXPECT_EQ(shapeText(broadcastShapes(dims({"0"}), dims({"2"}))), "incompatible");
+  EXPECT_EQ(shapeText(broadcastShapes(dims({"?", "3"}), dims({"5", "1"}))), "float[5,3]");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ops, through small models
+
+struct Inferred {
+  std::map<std::string, std::string> types;
+  std::vector<std::string> warnings;
+};
+
+Inferred infer(const char* text) {
+  auto model = io::parseModelText(text);
+  EXPECT_TRUE(model.isOk()) << model.status().message();
+  Inferred out;
+  if (!model.isOk()) return out;
+  auto stats = inferShapes(**model);
+  EXPECT_TRUE(stats.isOk());
+  out.warnings = stats->warnings;
+  auto visit = [&](const Graph& g, auto& self) -> void {
+    for (const Node* n : g) {
+      for (const Value* v : n->outputs()) {
+        if (v != nullptr) out.types[v->name()] = typeToString(v->type());
+      }
+      for (const Graph* sub : n->subgraphs()) self(*sub, self);
+    }
+  };
+  visit(*(*model)->graph, visit);
+  return out;
+}
+
+TEST(InferenceTest, ElementwiseAndComparison) {
+  auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[N,1,4] a, float[3,1] b, int64[N,3,4] i) => (float[N,3,4] y) {
+      y = Add(a, b)
+      c = Less(a, b)
+      w = Where(c, a, b)
+      k = Cast <to = 7> (a)
+      e = Exp(a)
+      m = Max(a, b, y)
+    })");
+  EXPECT_EQ(r.types["y"], "float[N,3,4]");
+  EXPECT_EQ(r.types["c"], "bool[N,3,4]");
+  EXPECT_EQ(r.types["w"], "float[N,3,4]");
+  EXPECT_EQ(r.types["k"], "int64[N,1,4]");
+  EXPECT_EQ(r.types["e"], "float[N,1,4]");
+  EXPECT_EQ(r.types["m"], "float[N,3,4]");
+}
+
+TEST(InferenceTest, ReshapeTargetsFromShapeChainsStaySymbolic) {
+  // The exported-transformer idiom: split heads with a target built from Shape, then merge them.
+  auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[batch,seq,768] x) => (float[batch,seq,12,64] heads) <int64 zero = {0}, int64 one = {1}, int64[2] hd = {12, 64}, int64[1] minus1 = {-1}, int64[1] hidden = {768}, int64[1] ax0 = {0}> {
+      s = Shape(x)
+      b = Gather <axis = 0> (s, zero)
+      q = Gather <axis = 0> (s, one)
+      b1 = Unsqueeze(b, ax0)
+      q1 = Unsqueeze(q, ax0)
+      target = Concat <axis = 0> (b1, q1, hd)
+      heads = Reshape(x, target)
+      bq = Mul(b, q)
+      bq1 = Unsqueeze(bq, ax0)
+      flat_target = Concat <axis = 0> (bq1, hidden)
+      flat = Reshape(x, flat_target)
+      back = Reshape(flat, target)
+      rows = Reshape(x, minus1)
+      n = Size(x)
+    })");
+  EXPECT_EQ(r.types["s"], "int64[3]");
+  EXPECT_EQ(r.types["target"], "int64[4]");
+  EXPECT_EQ(r.types["heads"], "float[batch,seq,12,64]");
+  EXPECT_EQ(r.types["flat"], "float[(batch*seq),768]");
+  EXPECT_EQ(r.types["back"], "float[batch,seq,12,64]");
+  EXPECT_EQ(r.types["rows"], "float[(768*batch*seq)]");
+  EXPECT_EQ(r.types["n"], "int64[]");
+}
+
+TEST(InferenceTest, ReshapeZeroAndMinusOne) {
+  auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[N,12,64] x, float[0,3] z) => (float[N,768] y) <int64[2] t = {0, -1}, int64[2] t2 = {-1, 3}> {
+      y = Reshape(x, t)
+      w = Reshape(z, t2)
+    })");
+  EXPECT_EQ(r.types["y"], "float[N,768]");
+  EXPECT_EQ(r.types["w"], "float[0,3]");
+}
+
+TEST(InferenceTest, NegativeAxes) {
+  auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3,4] x, int64[5] idx) => (float[2,3,4,1] u) <int64[1] m1 = {-1}, int64[1] s = {-3}, int64[1] e = {9223372036854775807}> {
+      u = Unsqueeze(x, m1)
+      q = Squeeze(u, m1)
+      c = Concat <axis = -1> (x, x)
+      ga = Gather <axis = -1> (x, idx)
+      t = Transpose(x)
+      sl = Slice(x, s, e, m1)
+      rm = ReduceMean <axes = [-1, -2], keepdims = 1> (x)
+      rs = ReduceSum <keepdims = 0> (x, m1)
+      am = ArgMax <axis = -2, keepdims = 0> (x)
+      sm = Softmax <axis = -1> (x)
+      fl = Flatten <axis = -1> (x)
+    })");
+  EXPECT_EQ(r.types["u"], "float[2,3,4,1]");
+  EXPECT_EQ(r.types["q"], "float[2,3,4]");
+  EXPECT_EQ(r.types["c"], "float[2,3,8]");
+  EXPECT_EQ(r.types["ga"], "float[2,3,5]");
+  EXPECT_EQ(r.types["t"], "float[4,3,2]");
+  EXPECT_EQ(r.types["sl"], "float[2,3,3]");
+  EXPECT_EQ(r.types["rm"], "float[2,1,1]");
+  EXPECT_EQ(r.types["rs"], "float[2,3]");
+  EXPECT_EQ(r.types["am"], "int64[2,4]");
+  EXPECT_EQ(r.types["sm"], "float[2,3,4]");
+  EXPECT_EQ(r.types["fl"], "float[6,4]");
+}
+
+TEST(InferenceTest, ZeroSizedDims) {
+  auto r = infer(R"(<ir_version: 8, opset_import: ["" : 18]>
+    g (float[0,3] z, float[2,3] x) => (float[2,3] c) <int64[1] s = {1}, int64[1] e = {5}, int64[1] a0 = {0}> {
+      c = Concat <axis = 0> (z, x)
+      s0 = Slice(z, s, e, a0)
+      r = ReduceSum <keepdims = 1> (z, a0)
+      p, q = Split <axis = 1, num_outputs = 2> (z)
+    })");
+  EXPECT_EQ(r.types["c"], "float[2,3]");
+  EXPECT_EQ(r.types["s0"], "float[0,3]");
+  EXPECT_EQ(r.types["r"], "float[1,3]");
+  EXPECT_EQ(r.types["p"], "float[0,2]");
+  EXPECT_EQ(r.types["q"], "float[0,1]");
+}
+
+TEST(InferenceTest, ConvPoolingMatmul) {
+  auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[N,3,224,224] x, float[N,3,H,W] d, float[64,3,7,7] w, float[B,8,S,64] q, float[B,8,64,S] k, float[4,5] a, float[6,5] b) => (float[N,64,112,112] c) {
+      c = Conv <pads = [3, 3, 3, 3], strides = [2, 2]> (x, w)
+      p = MaxPool <kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]> (c)
+      pc = AveragePool <kernel_shape = [2, 2], strides = [2, 2], ceil_mode = 1> (p)
+      cd = Conv <strides = [2, 2], auto_pad = "SAME_UPPER"> (d, w)
+      gp = GlobalAveragePool(c)
+      att = MatMul(q, k)
+      gm = Gemm <transB = 1> (a, b)
+      bn = BatchNormalization(c, w, w, w, w)
+    })");
+  EXPECT_EQ(r.types["c"], "float[N,64,112,112]");
+  EXPECT_EQ(r.types["p"], "float[N,64,56,56]");
+  EXPECT_EQ(r.types["pc"], "float[N,64,28,28]");
+  EXPECT_EQ(r.types["cd"], "float[N,64,(floor(H + 1/2)),(floor(W + 1/2))]");
+  EXPECT_EQ(r.types["gp"], "float[N,64,1,1]");
+  EXPECT_EQ(r.types["att"], "float[B,8,S,S]");
+  EXPECT_EQ(r.types["gm"], "float[4,6]");
+  EXPECT_EQ(r.types["bn"], "float[N,64,112,112]");
+}
+
+TEST(InferenceTest, DataDependentSizesGetFreshSymbols) {
+  auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[N,4] x, int64[1] k) => (int64[2,?] nz) {
+      nz = NonZero(x)
+      v, i = TopK <axis = -1> (x, k)
+    })");
+  EXPECT_EQ(r.types["nz"], "int64[2,unk__0]");
+  EXPECT_EQ(r.types["v"], "float[N,unk__1]");
+  EXPECT_EQ(r.types["i"], "int64[N,unk__1]");
+}
+
+TEST(InferenceTest, SubgraphsAndControlFlow) {
+  auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[N,4] x, bool c) => (float[N,4] y) <int64 n = {3}, bool t = {1}> {
+      y = If(c) <
+        then_branch = g1 () => (float[N,4] a) { a = Neg(x) },
+        else_branch = g2 () => (float[N,4] b) { b = Abs(x) }
+      >
+      z = If(c) <
+        then_branch = g3 () => (float[N,4] p) { p = Neg(x) },
+        else_branch = g4 () => (float[N,8] q) { q = Concat <axis = 1> (x, x) }
+      >
+      lc, ls = Loop(n, t, x) <
+        body = body (int64 i, bool cin, float[N,4] v) => (bool cout, float[N,4] vout, float[N,4] scan) {
+          cout = Identity(cin)
+          vout = Neg(v)
+          scan = Abs(v)
+        }
+      >
+    })");
+  EXPECT_EQ(r.types["y"], "float[N,4]");
+  EXPECT_EQ(r.types["z"], "float[N,?]");
+  EXPECT_EQ(r.types["lc"], "float[N,4]");
+  EXPECT_EQ(r.types["ls"], "float[?,N,4]");
+  EXPECT_EQ(r.types["vout"], "float[N,4]");
+}
+
+TEST(InferenceTest, DeclaredContradictionWarnsAndIsKept) {
+  auto model = io::parseModelText(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3] x) => (float[2,3] y) {
+      t = Neg(x)
+      y = Relu(t)
+    })");
+  ASSERT_TRUE(model.isOk());
+  Value* t = (*model)->graph->firstNode()->output();
+  t->setType(Type::tensor(DataType::kFloat, dims({"5", "3"})));  // a wrong declared value_info
+  std::ostringstream warnings;
+  ShapeInferenceOptions options;
+  options.warnings = &warnings;
+  auto stats = inferShapes(**model, options);
+  ASSERT_TRUE(stats.isOk());
+  EXPECT_EQ(typeToString(t->type()), "float[5,3]");  // never silently overwritten
+  // Relu(t) then contradicts the declared output too: both are reported, neither changed.
+  ASSERT_EQ(stats->warnings.size(), 2u);
+  EXPECT_EQ(typeToString((*model)->graph->output(0)->type()), "float[2,3]");
+  EXPECT_NE(warnings.str().find("output 't' is declared float[5,3] but inferred float[2,3]"),
+            std::string::npos)
+      << warnings.str();
+}
+
+TEST(InferenceTest, DeclaredUnknownDimsAreFilledIn) {
+  auto model = io::parseModelText(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3] x) => (float[?,3] y) { y = Relu(x) })");
+  ASSERT_TRUE(model.isOk());
+  auto stats = inferShapes(**model);
+  ASSERT_TRUE(stats.isOk());
+  EXPECT_EQ(typeToString((*model)->graph->output(0)->type()), "float[2,3]");
+  EXPECT_TRUE(stats->warnings.empty());
+}
+
+TEST(InferenceTest, RecurrentAndNormalization) {
+  auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[S,B,16] x, float[2,128,16] w, float[2,128,32] rw, float[B,S,768] h, float[768] gamma) => (float[S,2,B,32] y) {
+      y, yh, yc = LSTM <hidden_size = 32, direction = "bidirectional"> (x, w, rw)
+      ln, mean, inv = LayerNormalization <axis = -1> (h, gamma, gamma)
+    })");
+  EXPECT_EQ(r.types["y"], "float[S,2,B,32]");
+  EXPECT_EQ(r.types["yh"], "float[2,B,32]");
+  EXPECT_EQ(r.types["ln"], "float[B,S,768]");
+  EXPECT_EQ(r.types["mean"], "float[B,S,1]");
+}
+
+}  // namespace
+}  // namespace onnxopt::ir
