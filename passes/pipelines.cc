@@ -11,7 +11,9 @@ StatusOr<std::string> pipelineForLevel(int level) {
     case 2:
     case 3:
       // -O1: cleanup, standard ONNX only.
-      //  - lift-constants first: Constant nodes become initializers, so every later pattern sees
+      //  - infer-shapes first: no-op and merge patterns decide on element types and shapes
+      //    (a Cast to the type it already has, a Reshape to the shape it already has).
+      //  - lift-constants next: Constant nodes become initializers, so every later pattern sees
       //  one
       //    kind of constant, and CSE can merge equal constants by content.
       //  - fold-if before the loop: a constant condition usually comes from an initializer, and
@@ -23,7 +25,7 @@ StatusOr<std::string> pipelineForLevel(int level) {
       // -O2 (default) will add fusions to standard ONNX operators, -O3 target-specific rewrites;
       // until those passes exist, both equal -O1.
       return std::string(
-          "lift-constants,fold-constant-if,"
+          "infer-shapes,lift-constants,fold-constant-if,"
           "fixpoint(eliminate-noop,merge-consecutive,fold-constant-if,cse,dce)");
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);

@@ -110,7 +110,13 @@ void Rewriter::replaceAllUsesWith(ir::Value* from, ir::Value* to) {
     if (canStandAsOutput(g, to)) {
       use.user->setInput(use.index, to);
       if (g->parentNode() == nullptr) to_takes_name = true;
-      if (!to->type().isKnown()) to->setType(from->type());  // the same value: the same type
+      // The same value, so the same type: a model output keeps its declared type (the interface);
+      // elsewhere the more informative of the two is kept.
+      bool from_richer = from->type().isKnown() &&
+                         (!to->type().isKnown() || (from->type().shape && !to->type().shape));
+      if (from_richer || (g->parentNode() == nullptr && from->type().isKnown())) {
+        to->setType(from->type());
+      }
       continue;
     }
     // An Identity at the end of g (everything is defined there) stands in as the output.
