@@ -175,8 +175,26 @@ SymExpr SymExpr::mod(const SymExpr& a, const SymExpr& b) {
   return atom(SymAtom::Kind::kMod, a, b);
 }
 
+bool SymExpr::isNonNegative() const {
+  // Symbols stand for dims, which are never negative; so are floor divisions and remainders of
+  // non-negative operands, and min/max of them.
+  for (const auto& [m, c] : terms_) {
+    if (c < 0) return false;
+    for (const auto& [atom, e] : m) {
+      if (atom.kind != SymAtom::Kind::kSymbol &&
+          !(atom.lhs && atom.rhs && atom.lhs->isNonNegative() && atom.rhs->isNonNegative())) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 SymExpr SymExpr::min(const SymExpr& a, const SymExpr& b) {
   if (a == b) return a;
+  // min(x, c) with c <= 0 and x >= 0 is c.
+  if (auto cb = b.constantValue(); cb && *cb <= 0 && a.isNonNegative()) return b;
+  if (auto ca = a.constantValue(); ca && *ca <= 0 && b.isNonNegative()) return a;
   auto ca = a.constantValue();
   auto cb = b.constantValue();
   if (ca && cb) return constant(std::min(*ca, *cb));
@@ -185,10 +203,26 @@ SymExpr SymExpr::min(const SymExpr& a, const SymExpr& b) {
 
 SymExpr SymExpr::max(const SymExpr& a, const SymExpr& b) {
   if (a == b) return a;
+  // max(x, c) with c <= 0 and x >= 0 is x.
+  if (auto cb = b.constantValue(); cb && *cb <= 0 && a.isNonNegative()) return a;
+  if (auto ca = a.constantValue(); ca && *ca <= 0 && b.isNonNegative()) return b;
   auto ca = a.constantValue();
   auto cb = b.constantValue();
   if (ca && cb) return constant(std::max(*ca, *cb));
   return atom(SymAtom::Kind::kMax, a, b);
+}
+
+std::optional<SymExpr> SymExpr::minOperandBound(const SymExpr& other) const {
+  // this == min(other, c) for a constant c?
+  if (terms_.size() != 1) return std::nullopt;
+  const auto& [m, c] = *terms_.begin();
+  if (c != 1 || m.size() != 1 || m[0].second != 1 || m[0].first.kind != SymAtom::Kind::kMin) {
+    return std::nullopt;
+  }
+  const SymAtom& atom = m[0].first;
+  if (*atom.lhs == other && atom.rhs->isConstant()) return *atom.rhs;
+  if (*atom.rhs == other && atom.lhs->isConstant()) return *atom.lhs;
+  return std::nullopt;
 }
 
 std::string SymExpr::toString() const {

@@ -66,6 +66,10 @@ def corpus(shared: Path | None = None) -> list[Case]:
         cases += [Case(f"{suite}/{p.stem}", p, None) for p in sorted(folder.glob("*.onnx"))]
         cases += [_case_in_folder(suite, p) for p in sorted(folder.glob("*/model.onnx"))]
     cases += [_case_in_folder("node", p) for p in sorted((shared / "onnx-node-tests").glob("test_*/model.onnx"))]
+    # The project's own generated and exported models (models/README.md), with their goldens.
+    bundled = REPO_ROOT / "models"
+    cases += [_case_in_folder("bundled", p) for p in sorted(bundled.glob("*/model.onnx"))]
+    cases += [_case_in_folder("bundled", p) for p in sorted(bundled.glob("*/*/model.onnx"))]
     return cases
 
 

@@ -18,7 +18,7 @@ CASES = roundtrip_check.corpus()
 def test_corpus_is_present() -> None:
     suites = collections.Counter(case.id.split("/")[0] for case in CASES)
     # Fewer cases than this means a data folder went missing, which would otherwise pass silently.
-    minimum = {"real": 80, "light": 9, "pytorch-converted": 60, "pytorch-operator": 30, "simple": 20, "node": 1700}
+    minimum = {"real": 80, "light": 9, "pytorch-converted": 60, "pytorch-operator": 30, "simple": 20, "node": 1700, "bundled": 11}
     short = {s: (suites[s], n) for s, n in minimum.items() if suites[s] < n}
     where = roundtrip_check.shared_dir()
     assert not short, f"corpus incomplete (found, expected at least): {short}; shared folder {where}"

@@ -55,6 +55,11 @@ class SymExpr {
   /// ceil(a / b), as floorDiv(a + b - 1, b).
   static SymExpr ceilDiv(const SymExpr& a, const SymExpr& b);
 
+  /// True when the expression cannot be negative (symbols are dims, so they are non-negative).
+  bool isNonNegative() const;
+  /// The constant c when this expression is exactly min(other, c).
+  std::optional<SymExpr> minOperandBound(const SymExpr& other) const;
+
   bool operator==(const SymExpr& other) const { return terms_ == other.terms_; }
   bool operator!=(const SymExpr& other) const { return !(*this == other); }
 

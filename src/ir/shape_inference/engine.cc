@@ -357,6 +357,11 @@ std::optional<std::vector<Dim>> broadcastShapes(const std::vector<Dim>& a,
       out[i] = *x;
     } else if (*x == *y && !x->isUnknown()) {
       out[i] = *x;
+    } else if (auto bx = x->toExpr(), by = y->toExpr();
+               bx && by && (bx->minOperandBound(*by) || by->minOperandBound(*bx))) {
+      // min(y, c) against y: unequal only if one is 1 (then both are) or the broadcast fails, so
+      // in every valid run they are equal: keep the simpler one.
+      out[i] = bx->minOperandBound(*by) ? *y : *x;
     } else if (x->isKnown()) {
       out[i] = *x;  // the other is 1 or equal at run time; 1 would broadcast to x
     } else if (y->isKnown()) {

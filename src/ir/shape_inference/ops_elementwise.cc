@@ -92,6 +92,11 @@ void comparison(InferenceContext& ctx) {
   propagateBinary(ctx, [](const SymExpr& x, const SymExpr& y) -> std::optional<SymExpr> {
     if (x == y) return SymExpr::constant(1);
     if (x.isConstant() && y.isConstant()) return SymExpr::constant(0);
+    // A dim (non-negative) never equals a negative constant such as Reshape's -1.
+    auto negative = [](const SymExpr& e) { return e.constantValue().value_or(0) < 0; };
+    if ((negative(x) && y.isNonNegative()) || (negative(y) && x.isNonNegative())) {
+      return SymExpr::constant(0);
+    }
     return std::nullopt;
   });
 }

@@ -327,6 +327,30 @@ void slice(InferenceContext& ctx) {
   if (!in) return ctx.setOutputType(0, Type::tensor(elem));
   auto rank = static_cast<int64_t>(in->size());
   std::vector<Dim> out = *in;
+  auto unit_steps = [&] {
+    if (!ctx.hasInput(4)) return true;
+    auto st = ctx.inputInts(4);
+    return st && std::all_of(st->begin(), st->end(), [](int64_t x) { return x == 1; });
+  };
+  if ((!starts || !ends) && ctx.opset() >= 10 && axes && unit_steps()) {
+    // Symbolic ends from a Shape chain: x[0:E] along an axis has min(E, d) elements.
+    const ShapeValue* sv = ctx.inputValue(1);
+    const ShapeValue* ev = ctx.inputValue(2);
+    if (sv != nullptr && ev != nullptr && sv->size() == axes->size() &&
+        ev->size() == axes->size()) {
+      std::vector<Dim> sliced = *in;
+      bool ok = true;
+      for (size_t i = 0; i < axes->size() && ok; ++i) {
+        auto n = normAxis((*axes)[i], rank);
+        const auto& s0 = (*sv)[i];
+        const auto& e0 = (*ev)[i];
+        auto d = n ? (*in)[*n].toExpr() : std::nullopt;
+        ok = n && s0 && e0 && d && s0->constantValue() == 0 && e0->isNonNegative();
+        if (ok) sliced[*n] = Dim::fromExpr(SymExpr::min(*e0, *d));
+      }
+      if (ok) return ctx.setOutput(0, elem, sliced);
+    }
+  }
   if (!starts || !ends || starts->size() != ends->size()) {
     // Unknown parameters: the rank is kept; the sliced axes (all, if unknown) lose their size.
     if (axes) {
