@@ -19,7 +19,7 @@ import shape_agreement  # noqa: E402
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--suites", default="real,light,pytorch-converted,pytorch-operator,simple,node")
+    parser.add_argument("--suites", default="real,light,pytorch-converted,pytorch-operator,simple,node,bundled")
     parser.add_argument("--mismatches", action="store_true", help="list each disagreeing value")
     parser.add_argument("--per-model", action="store_true", help="one line per model (else per suite)")
     args = parser.parse_args()

@@ -378,6 +378,81 @@ void stringSplit(InferenceContext& ctx) {
   ctx.setOutput(1, DataType::kInt64, in);
 }
 
+void bitCast(InferenceContext& ctx) {
+  ctx.setOutput(0, static_cast<DataType>(ctx.attrInt("to", 0)), ctx.inputShape(0));
+}
+
+void maxUnpool(InferenceContext& ctx) {
+  DataType elem = elemOr(ctx, 0);
+  if (ctx.hasInput(2)) {
+    const ShapeValue* target = ctx.inputValue(2);
+    if (target == nullptr) return ctx.setOutputType(0, Type::tensor(elem));
+    std::vector<Dim> out;
+    for (const auto& e : *target) out.push_back(infer::dimOf(e));
+    return ctx.setOutput(0, elem, out);
+  }
+  auto x = ctx.inputShape(0);
+  auto kernel = ctx.attrInts("kernel_shape");
+  if (!x || x->size() < 3 || !kernel || kernel->size() != x->size() - 2) {
+    return ctx.setOutputType(0, Type::tensor(elem));
+  }
+  size_t spatial = x->size() - 2;
+  auto strides = ctx.attrInts("strides").value_or(std::vector<int64_t>(spatial, 1));
+  auto pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+  std::vector<Dim> out{(*x)[0], (*x)[1]};
+  for (size_t i = 0; i < spatial; ++i) {
+    auto in = (*x)[i + 2].toExpr();
+    out.push_back(in ? Dim::fromExpr(SymExpr::constant(strides[i]) * (*in - SymExpr::constant(1)) +
+                                     SymExpr::constant((*kernel)[i] - pads[i] - pads[i + spatial]))
+                     : Dim::unknown());
+  }
+  ctx.setOutput(0, elem, out);
+}
+
+void col2im(InferenceContext& ctx) {
+  auto x = ctx.inputShape(0);
+  auto image = ctx.inputInts(1);
+  auto block = ctx.inputInts(2);
+  DataType elem = elemOr(ctx, 0);
+  if (!x || x->size() != 3 || !image || !block) return ctx.setOutputType(0, Type::tensor(elem));
+  int64_t prod = 1;
+  for (int64_t b : *block) prod *= b;
+  std::vector<Dim> out{(*x)[0], infer::dimFloorDiv((*x)[1], Dim::known(prod))};
+  for (int64_t d : *image) out.push_back(Dim::known(d));
+  ctx.setOutput(0, elem, out);
+}
+
+void stringNormalizer(InferenceContext& ctx) {
+  auto x = ctx.inputShape(0);
+  if (!x) return ctx.setOutputType(0, Type::tensor(DataType::kString));
+  std::vector<Dim> out = *x;
+  if (!out.empty()) out.back() = Dim::unknown();  // stop words may be removed
+  ctx.setOutput(0, DataType::kString, out);
+}
+
+void tfIdf(InferenceContext& ctx) {
+  auto x = ctx.inputShape(0);
+  auto indexes = ctx.attrInts("ngram_indexes");
+  int64_t width = 0;
+  if (indexes) {
+    for (int64_t i : *indexes) width = std::max(width, i + 1);
+  }
+  Dim w = indexes ? Dim::known(width) : Dim::unknown();
+  if (!x) return ctx.setOutputType(0, Type::tensor(DataType::kFloat));
+  if (x->size() == 1) return ctx.setOutput(0, DataType::kFloat, std::vector<Dim>{w});
+  ctx.setOutput(0, DataType::kFloat, std::vector<Dim>{(*x)[0], w});
+}
+
+void melWeightMatrix(InferenceContext& ctx) {
+  auto elem =
+      static_cast<DataType>(ctx.attrInt("output_datatype", static_cast<int64_t>(DataType::kFloat)));
+  auto bins = ctx.inputInts(0);
+  auto dft = ctx.inputInts(1);
+  Dim rows = dft && dft->size() == 1 ? Dim::known((*dft)[0] / 2 + 1) : Dim::unknown();
+  Dim cols = bins && bins->size() == 1 ? Dim::known((*bins)[0]) : Dim::unknown();
+  ctx.setOutput(0, elem, std::vector<Dim>{rows, cols});
+}
+
 }  // namespace
 
 void registerMiscOps(std::vector<OpInference>& t) {
@@ -422,6 +497,12 @@ void registerMiscOps(std::vector<OpInference>& t) {
   t.push_back({"", "AffineGrid", 1, &affineGrid});
   t.push_back({"", "ImageDecoder", 1, &imageDecoder});
   t.push_back({"", "StringSplit", 1, &stringSplit});
+  t.push_back({"", "BitCast", 1, &bitCast});
+  t.push_back({"", "MaxUnpool", 1, &maxUnpool});
+  t.push_back({"", "Col2Im", 1, &col2im});
+  t.push_back({"", "StringNormalizer", 1, &stringNormalizer});
+  t.push_back({"", "TfIdfVectorizer", 1, &tfIdf});
+  t.push_back({"", "MelWeightMatrix", 1, &melWeightMatrix});
 }
 
 }  // namespace onnxopt::ir::detail

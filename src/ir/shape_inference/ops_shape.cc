@@ -450,9 +450,13 @@ void expand(InferenceContext& ctx) {
   for (const auto& e : *target) shape.push_back(dimOf(e));
   auto out = broadcastShapes(*in, shape);
   if (!out) return ctx.warn("shape does not broadcast");
-  // A target dim of 1 keeps the input's dim; an unknown target dim leaves the result unknown unless
-  // the input dim is known and not 1 (then it must be that).
   ctx.setOutput(0, elem, out);
+  // Values: a scalar or one-element value broadcast to a known length.
+  const ShapeValue* v = ctx.inputValue(0);
+  if (v != nullptr && v->size() == 1 && out->size() == 1 && (*out)[0].isKnown() &&
+      (*out)[0].value <= 64) {
+    ctx.setOutputValue(0, ShapeValue(static_cast<size_t>((*out)[0].value), (*v)[0]));
+  }
 }
 
 void tile(InferenceContext& ctx) {
