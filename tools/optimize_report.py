@@ -57,10 +57,11 @@ def main() -> int:
             before = count_nodes(onnx.load(str(case.model), load_external_data=False).graph)
             after = count_nodes(onnx.load(str(out), load_external_data=False).graph)
         with tempfile.TemporaryDirectory() as tmp:
-            outcome = roundtrip_check.check_case(case, opt, Path(tmp), base_args=("-O" + args.level,))
+            outcome = roundtrip_check.check_case(case, opt, Path(tmp), base_args=("-O" + args.level,),
+                                                 tolerant=True)
         verdict = "FAIL: " + "; ".join(outcome.failures) if outcome.failures else (
             ("valid" if outcome.checker_ok_after else "n/a") + ", " +
-            ("identical" if outcome.identical else "not run in ORT"))
+            ("matches ORT" if outcome.identical else "not run in ORT"))
         failures += bool(outcome.failures)
         print(f"{case.id:<58} {before:>7} {after:>7} {statistics.median(times) * 1e3:>9.1f}  {verdict}")
     return 1 if failures else 0

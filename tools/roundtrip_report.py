@@ -39,11 +39,11 @@ opt-ok: opt wrote an output; ort-runs: onnxruntime runs the original; identical:
 nondet: the original's outputs vary run to run (unseeded random ops), so only types and shapes are compared."""
 
 
-def _check(job: tuple[roundtrip_check.Case, Path, tuple[str, ...]]) -> roundtrip_check.Outcome:
-    case, opt, opt_args = job
+def _check(job: tuple[roundtrip_check.Case, Path, tuple[str, ...], bool]) -> roundtrip_check.Outcome:
+    case, opt, opt_args, tolerant = job
     with tempfile.TemporaryDirectory(prefix="onnxopt-roundtrip-") as workdir:
         try:
-            return roundtrip_check.check_case(case, opt, Path(workdir), base_args=opt_args)
+            return roundtrip_check.check_case(case, opt, Path(workdir), base_args=opt_args, tolerant=tolerant)
         except Exception as e:  # a harness error is reported as the case's failure, not a lost run
             return roundtrip_check.Outcome(case.id, failures=[f"harness error: {type(e).__name__}: {e}"])
 
@@ -57,6 +57,8 @@ def main() -> int:
     parser.add_argument(
         "--opt-args", default=" ".join(roundtrip_check.ROUNDTRIP_ARGS), help="opt's flags (default: %(default)s)"
     )
+    parser.add_argument("--tolerant", action="store_true",
+                        help="compare float outputs within rounding (for optimized models), not bitwise")
     parser.add_argument("-v", "--verbose", action="store_true", help="also list cases ORT cannot run, and why")
     args = parser.parse_args()
     if not os.access(args.opt, os.X_OK):
@@ -66,7 +68,7 @@ def main() -> int:
     cases = [c for c in roundtrip_check.corpus(args.shared) if args.filter in c.id]
     with multiprocessing.Pool(max(1, args.jobs)) as pool:
         opt_args = tuple(shlex.split(args.opt_args))
-        outcomes = pool.map(_check, [(c, args.opt, opt_args) for c in cases], chunksize=4)
+        outcomes = pool.map(_check, [(c, args.opt, opt_args, args.tolerant) for c in cases], chunksize=4)
 
     by_suite: dict[str, list[roundtrip_check.Outcome]] = collections.defaultdict(list)
     for outcome in outcomes:
@@ -79,7 +81,8 @@ def main() -> int:
     total = {name: sum(map(count, outcomes)) for name, count in COLUMNS}
     print(
         f"\n{total['checker-ok']} checker-valid originals, {total['still-ok']} of them still valid after;"
-        f" {total['ort-runs']} ORT-runnable, {total['identical']} bitwise identical"
+        f" {total['ort-runs']} ORT-runnable, {total['identical']}"
+        f" {'matching within rounding' if args.tolerant else 'bitwise identical'}"
         f" ({total['nondet']} more nondeterministic with matching types and shapes); {total['failed']} failed."
     )
     print(LEGEND)
