@@ -40,4 +40,41 @@ inline float bfloat16ToFloat(uint16_t b) {
   return f;
 }
 
+/// float -> IEEE half, round to nearest even; NaN stays NaN (quiet), overflow becomes infinity.
+inline uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // inf or NaN
+    if (abs == 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u);
+    return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
+  }
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
+  if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+    uint32_t exp = abs >> 23;
+    uint32_t shift = 126 - exp;  // >= 14
+    if (exp == 0 || shift >= 25) return sign;
+    uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    uint32_t k = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (k & 1u))) ++k;
+    return static_cast<uint16_t>(sign | k);
+  }
+  uint32_t h = (abs - 0x38000000u) >> 13;
+  uint32_t rem = abs & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+/// float -> bfloat16, round to nearest even; NaN stays NaN (quiet).
+inline uint16_t floatToBfloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>((x + rounding) >> 16);
+}
+
 }  // namespace onnxopt

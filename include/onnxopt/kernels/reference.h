@@ -1,0 +1,28 @@
+// CPU reference kernels (kernels/reference): the semantics of ONNX ops on host tensors, used by
+// constant folding and the reference executor, checked against ONNX's node conformance cases.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "onnxopt/kernels/host_tensor.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::kernels {
+
+/// Whether a reference kernel exists for the default-domain op at this opset (it may still reject a
+/// particular element type with kUnimplemented).
+bool hasReferenceKernel(const std::string& op, int64_t opset);
+
+/// Every op with a reference kernel, sorted.
+std::vector<std::string> referenceKernelOps();
+
+/// Runs the reference kernel of `op`. `inputs` may hold nullptr for omitted optional inputs.
+/// Returns `num_outputs` tensors, or kUnimplemented when the op, opset or an element type is not
+/// supported, or kInvalidArgument when the inputs break the op's contract (shapes, indices out of
+/// range).
+StatusOr<std::vector<HostTensor>> runReferenceKernel(const std::string& op, int64_t opset,
+                                                     const std::vector<const HostTensor*>& inputs,
+                                                     const KernelAttrs& attrs, size_t num_outputs);
+
+}  // namespace onnxopt::kernels
