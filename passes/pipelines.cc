@@ -26,7 +26,7 @@ StatusOr<std::string> pipelineForLevel(int level) {
       // until those passes exist, both equal -O1.
       return std::string(
           "infer-shapes,lift-constants,fold-constant-if,"
-          "fixpoint(eliminate-noop,merge-consecutive,fold-constant-if,cse,dce)");
+          "fixpoint(fold-constants,eliminate-noop,merge-consecutive,fold-constant-if,cse,dce)");
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);
   }

@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <queue>
 #include <unordered_map>
@@ -81,6 +82,9 @@ class Importer {
   explicit Importer(std::string base_dir) : base_dir_(std::move(base_dir)) {}
 
   StatusOr<std::unique_ptr<ir::Model>> importModel(onnx::ModelProto& proto);
+  StatusOr<ir::Tensor> importStandaloneTensor(onnx::TensorProto& proto) {
+    return importTensor(proto);
+  }
 
  private:
   Status importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Scope* parent);
@@ -786,6 +790,17 @@ StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
   }
   Importer importer(base_dir);
   return importer.importModel(proto);
+}
+
+StatusOr<ir::Tensor> loadTensorFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return makeError(StatusCode::kNotFound, "{}: cannot open", path);
+  onnx::TensorProto proto;
+  if (!proto.ParseFromIstream(&in)) return invalidArgument("{}: not a TensorProto file", path);
+  Importer importer(folderOf(path));
+  auto t = importer.importStandaloneTensor(proto);
+  if (!t.isOk()) return t.status().withContext(path);
+  return t;
 }
 
 StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path) {

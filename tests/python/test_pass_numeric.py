@@ -16,7 +16,10 @@ import pytest
 
 from roundtrip_check import REPO_ROOT
 
-PASS_TESTS = sorted((REPO_ROOT / "tests" / "lit" / "passes").rglob("*.onnxtxt"))
+# Files marked `# NUMERIC: skip <reason>` (random ops, test-only domains, models onnxruntime rejects)
+# are left out of the parametrization rather than skipped: they have no meaningful numeric check.
+PASS_TESTS = sorted(p for p in (REPO_ROOT / "tests" / "lit" / "passes").rglob("*.onnxtxt")
+                    if not re.search(r"^#\s*NUMERIC:\s*skip", p.read_text(), re.M))
 
 
 def _pipeline(text: str) -> str | None:
@@ -25,11 +28,6 @@ def _pipeline(text: str) -> str | None:
         if m:
             return m.group(2) if m.group(2) is not None else m.group(3)
     return None
-
-
-def _skip_reason(text: str) -> str | None:
-    m = re.search(r"^#\s*NUMERIC:\s*skip\s*(.*)$", text, re.M)
-    return m.group(1) if m else None
 
 
 def _random_input(info: onnx.ValueInfoProto, rng: np.random.Generator) -> np.ndarray:
@@ -53,9 +51,6 @@ def _run(path: Path, feeds: dict) -> list:
 @pytest.mark.parametrize("case", PASS_TESTS, ids=lambda p: str(p.relative_to(p.parents[1])))
 def test_pass_preserves_outputs(case: Path, run_opt, work_dir):
     text = case.read_text()
-    reason = _skip_reason(text)
-    if reason is not None:
-        pytest.skip(reason)
     pipeline = _pipeline(text)
     assert pipeline is not None, f"{case}: no --passes= on a RUN line"
 

@@ -2,17 +2,21 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <map>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "inputs.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/printer.h"
 #include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/ir/stats.h"
 #include "onnxopt/pass/pass_manager.h"
 #include "onnxopt/passes/registry.h"
+#include "onnxopt/runtime/reference_executor.h"
 
 namespace {
 
@@ -29,6 +33,8 @@ Examples:
   opt model.onnx -o out.onnx --time-passes --stats
   opt test.onnxtxt --emit text --passes=eliminate-noop --verify-each
   opt --list-passes                          every pass with its summary and options
+  opt run model.onnx                         run on the CPU reference kernels with seeded random inputs
+  opt run model.onnx --input x=x.npy --input-shape y=1,3,224,224 --seed 7
   opt model.onnx --emit text                 print the IR as text (the format of pass tests)
   opt model.onnx --emit text --elide-constants
                                              ... with tensors over 16 elements shown as {...}
@@ -58,6 +64,8 @@ struct Options {
   bool debug_patterns = false;
   bool include_functions = false;
   bool infer_shapes = false;
+  bool fold_qdq = false;
+  int64_t fold_size_limit = int64_t{1} << 20;
   int max_rounds = 10;
   std::string output;
   std::string emit = "onnx";
@@ -93,6 +101,8 @@ int run(const Options& opts) {
   ctx.driver.verify_convergence = opts.verify_convergence;
   ctx.driver.debug = opts.debug_patterns ? &std::cerr : nullptr;
   ctx.driver.include_functions = opts.include_functions;
+  ctx.fold_qdq = opts.fold_qdq;
+  ctx.fold_size_limit = static_cast<uint64_t>(opts.fold_size_limit);
   ctx.warnings = &std::cerr;
   pass::Instrumentation inst;
   inst.print_ir_after_all = opts.print_ir_after_all;
@@ -148,6 +158,73 @@ int run(const Options& opts) {
   return 0;
 }
 
+struct RunOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE
+  std::vector<std::string> shapes;  // NAME=d0,d1,...
+  uint64_t seed = 0;
+  std::string save_outputs;  // folder for <output>.npy files
+};
+
+/// `opt run`: the reference executor on given or seeded random inputs; prints output summaries.
+int runCommand(const RunOptions& opts) {
+  auto model = io::loadModel(opts.model);
+  if (!model.isOk()) return fail(model.status());
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string& spec : opts.shapes) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos)
+      return fail(invalidArgument("--input-shape '{}': expected NAME=d0,d1,...", spec));
+    std::vector<int64_t> dims;
+    std::string list = spec.substr(eq + 1);
+    for (size_t start = 0; start <= list.size();) {
+      size_t comma = list.find(',', start);
+      std::string item =
+          list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!item.empty()) {
+        char* end = nullptr;
+        long long d = std::strtoll(item.c_str(), &end, 10);
+        if (*end != '\0' || d < 0)
+          return fail(invalidArgument("--input-shape '{}': bad dim '{}'", spec, item));
+        dims.push_back(d);
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    shapes[spec.substr(0, eq)] = dims;
+  }
+  std::map<std::string, kernels::HostTensor> feeds;
+  for (const std::string& spec : opts.inputs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos)
+      return fail(invalidArgument("--input '{}': expected NAME=FILE", spec));
+    auto t = tools::readTensorFile(spec.substr(eq + 1));
+    if (!t.isOk()) return fail(t.status());
+    feeds[spec.substr(0, eq)] = std::move(t).value();
+  }
+  for (const ir::Value* in : (*model)->graph->inputs()) {
+    if (feeds.count(in->name()) || in->initializer() != nullptr) continue;
+    auto t = tools::randomInput(*in, opts.seed, shapes);
+    if (!t.isOk()) return fail(t.status().withContext(opts.model));
+    fmt::print("input  {}\n", tools::summarize(in->name(), *t));
+    feeds[in->name()] = std::move(t).value();
+  }
+  auto result = runtime::runModel(**model, feeds);
+  if (!result.isOk()) return fail(result.status().withContext(opts.model));
+  for (size_t i = 0; i < result->names.size(); ++i) {
+    fmt::print("output {}\n", tools::summarize(result->names[i], result->outputs[i]));
+    if (!opts.save_outputs.empty()) {
+      std::string file = result->names[i];
+      for (char& c : file) {
+        if (c == '/' || c == '\\' || c == ':') c = '_';
+      }
+      Status st = tools::writeNpy(opts.save_outputs + "/" + file + ".npy", result->outputs[i]);
+      if (!st.isOk()) return fail(st);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,6 +251,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_flag("--infer-shapes", opts.infer_shapes,
                "Infer types and symbolic shapes after the pipeline and write them as value_info");
+  app.add_flag("--fold-qdq", opts.fold_qdq,
+               "Constant folding also folds QuantizeLinear/DequantizeLinear");
+  app.add_option("--fold-size-limit", opts.fold_size_limit,
+                 "Bytes: folded tensors larger than this and than their inputs are not created "
+                 "(default 1048576)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--include-functions", opts.include_functions,
                "Also optimize the bodies of model-local functions");
   app.add_flag("--time-passes", opts.time_passes, "Print a table of time and node counts per pass");
@@ -191,11 +274,32 @@ int main(int argc, char** argv) {
                                "In text output, show tensors over N elements (default 16) as {...}")
                     ->expected(0, 1);
   app.add_flag("--stats", opts.stats, "Print op histogram, node/initializer counts and opsets");
+  RunOptions run_opts;
+  auto* run_cmd = app.add_subcommand(
+      "run",
+      "Run a model on the CPU reference kernels (given or seeded random inputs) and print "
+      "a summary of each output");
+  run_cmd->add_option("model", run_opts.model, "Model to run")->required();
+  run_cmd->add_option("--input", run_opts.inputs,
+                      "NAME=FILE: an input from .npy or TensorProto .pb");
+  run_cmd->add_option("--input-shape", run_opts.shapes,
+                      "NAME=d0,d1,...: the shape of a random input with dynamic dims");
+  run_cmd->add_option("--seed", run_opts.seed, "Seed of the random inputs (default 0)");
+  run_cmd->add_option("--save-outputs", run_opts.save_outputs,
+                      "Folder to write each output to as OUTPUT_NAME.npy");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : kExitUsage;
+  }
+  if (*run_cmd) {
+    try {
+      return runCommand(run_opts);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "opt: error: {}: {}\n", run_opts.model, e.what());
+      return kExitError;
+    }
   }
   opts.external_data_given = ext->count() > 0;
   opts.passes_given = passes_opt->count() > 0;

@@ -56,6 +56,9 @@ StatusOr<std::string> serializeModel(const ir::Model& model);
 
 namespace onnxopt::io {
 
+/// Reads a TensorProto file (.pb, as in ONNX's test data sets).
+StatusOr<ir::Tensor> loadTensorFile(const std::string& path);
+
 /// Writes `content` to `path` through a temporary file and a rename: readers never see a partial
 /// file.
 Status writeFileAtomically(const std::string& path, std::string_view content);

@@ -19,6 +19,12 @@ namespace onnxopt::pass {
 struct PassContext {
   rewrite::DriverConfig driver;      ///< rounds cap, verify-convergence, --debug-patterns stream
   std::ostream* warnings = nullptr;  ///< where warnings go (stderr in `opt`); nullptr drops them
+  /// Constant folding: also fold QuantizeLinear/DequantizeLinear (`--fold-qdq`).
+  bool fold_qdq = false;
+  /// Constant folding: a folded tensor larger than this that is also larger than the sum of its
+  /// inputs is not created (`--fold-size-limit`), so weight generators (ConstantOfShape, Tile)
+  /// stay.
+  uint64_t fold_size_limit = uint64_t{1} << 20;
 };
 
 /// A pass option: its name, type and default, for --list-passes and option parsing.

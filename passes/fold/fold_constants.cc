@@ -1,0 +1,193 @@
+// fold-constants: constant folding and shape folding.
+//
+//   %y = Op(c1, ..., cn), every ci constant        ==>   initializer %y = ReferenceKernel[Op](c1,
+//   ..., cn) %s = Shape(%x), %x : T[d1, ..., dk] all known  ==>   initializer %s = int64[k]{d1,
+//   ..., dk} %n = Size(%x),  likewise                       ==>   initializer %n = int64{d1 * ... *
+//   dk}
+//
+// Guards: nondeterministic ops (Random*, Multinomial, Bernoulli) and ops with subgraphs never fold;
+// QuantizeLinear/DequantizeLinear fold only with --fold-qdq (their pairs carry quantization for the
+// runtime); a result over the size limit that is also larger than its inputs is not created, so
+// weight generators (ConstantOfShape, Tile, Expand) do not bloat the model. Nodes whose output is a
+// subgraph output stay (a subgraph output must be a node output).
+#include "onnxopt/ir/constants.h"
+#include "onnxopt/kernels/reference.h"
+#include "onnxopt/pass/matchers.h"
+#include "onnxopt/pass/pass.h"
+#include "onnxopt/runtime/kernel_bridge.h"
+
+namespace onnxopt::passes {
+namespace {
+
+bool isNondeterministic(const std::string& op) {
+  return op == "RandomNormal" || op == "RandomNormalLike" || op == "RandomUniform" ||
+         op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
+}
+
+class FoldConstantsPass final : public pass::GraphPass {
+ public:
+  std::string id() const override { return "fold-constants"; }
+  std::string summary() const override {
+    return "Compute nodes whose inputs are all constant, and Shape/Size of static shapes";
+  }
+  std::vector<pass::PassOption> options() const override {
+    return {{"fold-qdq", "bool", "false", "also fold QuantizeLinear/DequantizeLinear"},
+            {"size-limit", "int", "1048576",
+             "bytes: larger results that are also larger than their inputs are not created"}};
+  }
+  Status setOption(const std::string& name, const std::string& value) override {
+    if (name == "fold-qdq") {
+      ASSIGN_OR_RETURN(fold_qdq_, parseBool(name, value));
+      return Status::ok();
+    }
+    if (name == "size-limit") {
+      ASSIGN_OR_RETURN(int64_t v, parseInt(name, value));
+      if (v < 0) return invalidArgument("size-limit must not be negative");
+      size_limit_ = static_cast<uint64_t>(v);
+      return Status::ok();
+    }
+    return Pass::setOption(name, value);
+  }
+
+ protected:
+  StatusOr<bool> runOnGraph(ir::Graph& graph, ir::Model& model, rewrite::Rewriter& rewriter,
+                            pass::PassContext& ctx) override {
+    bool fold_qdq = fold_qdq_.value_or(ctx.fold_qdq);
+    uint64_t limit = size_limit_.value_or(ctx.fold_size_limit);
+    int64_t opset = model.opsetVersion("").value_or(0);
+    bool changed = false;
+    for (ir::Node* n : graph) {
+      if (!n->domain().empty() && n->domain() != "ai.onnx") continue;
+      const std::string& op = n->opType();
+      if (op == "Constant" || isNondeterministic(op) || !n->subgraphs().empty()) continue;
+      if (!fold_qdq && (op == "QuantizeLinear" || op == "DequantizeLinear")) continue;
+      if (!outputsCanBeInitializers(*n, rewriter)) continue;
+      std::optional<std::vector<kernels::HostTensor>> results;
+      if (op == "Shape" || op == "Size") results = foldShape(*n);
+      if (!results) results = foldWithKernel(*n, opset, limit, ctx);
+      if (!results) continue;
+      replaceWithInitializers(n, std::move(*results), rewriter);
+      bump(op == "Shape" || op == "Size" ? "shapes-folded" : "nodes-folded");
+      changed = true;
+    }
+    return changed;
+  }
+
+ private:
+  static bool outputsCanBeInitializers(const ir::Node& n, const rewrite::Rewriter& rewriter) {
+    for (const ir::Value* out : n.outputs()) {
+      if (out == nullptr) continue;
+      for (const ir::Use& use : out->uses()) {
+        const ir::Graph* g = use.user->owningGraph();
+        // A subgraph output must stay a node output (onnx.checker).
+        if (use.user == g->returnNode() && g->parentNode() != nullptr) return false;
+      }
+      (void)rewriter;
+    }
+    return n.numOutputs() > 0;
+  }
+
+  /// Shape and Size of a value whose shape is fully known, constant or not.
+  static std::optional<std::vector<kernels::HostTensor>> foldShape(const ir::Node& n) {
+    auto dims = pass::staticShape(n.input(0));
+    if (!dims) return std::nullopt;
+    kernels::HostTensor t;
+    t.dtype = DataType::kInt64;
+    if (n.opType() == "Size") {
+      int64_t count = 1;
+      for (int64_t d : *dims) count *= d;
+      t.bytes.assign(reinterpret_cast<const char*>(&count), 8);
+      return std::vector<kernels::HostTensor>{std::move(t)};
+    }
+    auto rank = static_cast<int64_t>(dims->size());
+    auto clampIndex = [&](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t{0}, rank); };
+    int64_t start = clampIndex(pass::attrInt(n, "start", 0));
+    int64_t end = clampIndex(pass::attrInt(n, "end", rank));
+    std::vector<int64_t> slice(dims->begin() + start, dims->begin() + std::max(start, end));
+    t.dims = {static_cast<int64_t>(slice.size())};
+    t.bytes.assign(reinterpret_cast<const char*>(slice.data()), slice.size() * 8);
+    return std::vector<kernels::HostTensor>{std::move(t)};
+  }
+
+  std::optional<std::vector<kernels::HostTensor>> foldWithKernel(const ir::Node& n, int64_t opset,
+                                                                 uint64_t limit,
+                                                                 pass::PassContext& ctx) {
+    if (!kernels::hasReferenceKernel(n.opType(), opset)) return std::nullopt;
+    std::vector<kernels::HostTensor> inputs;
+    inputs.reserve(n.numInputs());
+    std::vector<bool> present;
+    uint64_t input_bytes = 0;
+    for (const ir::Value* v : n.inputs()) {
+      present.push_back(v != nullptr);
+      if (v == nullptr) {
+        inputs.emplace_back();
+        continue;
+      }
+      auto t = ir::constantTensor(v);
+      if (!t) return std::nullopt;
+      input_bytes += t->byteSize();
+      if (t->byteSize() > (uint64_t{1} << 30)) return std::nullopt;  // not worth paging in
+      inputs.push_back(runtime::toHost(*t));
+    }
+    std::vector<const kernels::HostTensor*> ptrs;
+    for (size_t i = 0; i < inputs.size(); ++i) ptrs.push_back(present[i] ? &inputs[i] : nullptr);
+    auto results = kernels::runReferenceKernel(n.opType(), opset, ptrs, runtime::toKernelAttrs(n),
+                                               n.numOutputs());
+    if (!results.isOk()) {
+      if (results.status().code() == StatusCode::kInvalidArgument && ctx.warnings != nullptr) {
+        *ctx.warnings << "opt: warning: not folding " << n.opType() << " '"
+                      << (n.output(0) ? n.output(0)->name() : n.name())
+                      << "': " << results.status().message() << "\n";
+      }
+      return std::nullopt;
+    }
+    uint64_t output_bytes = 0;
+    for (const auto& r : *results) output_bytes += r.bytes.size();
+    if (output_bytes > limit && output_bytes > input_bytes) {
+      bump("skipped-size-limit");
+      return std::nullopt;
+    }
+    // The kernel's result must agree with what the graph declares about the output.
+    for (size_t i = 0; i < results->size(); ++i) {
+      const ir::Value* out = n.output(i);
+      if (out == nullptr) continue;
+      auto declared = pass::staticShape(out);
+      auto elem = pass::elemTypeOf(out);
+      if ((declared && *declared != (*results)[i].dims) || (elem && *elem != (*results)[i].dtype)) {
+        if (ctx.warnings != nullptr) {
+          *ctx.warnings << "opt: warning: not folding " << n.opType() << " '" << out->name()
+                        << "': the result contradicts the declared type\n";
+        }
+        return std::nullopt;
+      }
+    }
+    return std::move(results).value();
+  }
+
+  static void replaceWithInitializers(ir::Node* n, std::vector<kernels::HostTensor> results,
+                                      rewrite::Rewriter& rewriter) {
+    ir::Graph& g = *n->owningGraph();
+    std::vector<ir::Value*> values(n->numOutputs(), nullptr);
+    for (size_t i = 0; i < n->numOutputs(); ++i) {
+      ir::Value* out = n->output(i);
+      if (out == nullptr || !out->hasUses()) continue;
+      std::string name = out->name();
+      // The initializer takes the name over: directly, or by the rewriter's renaming when the
+      // value is a model output.
+      if (!rewrite::isNamedOutput(out)) out->setName("");
+      values[i] = rewriter.createInitializer(g, name, runtime::fromHost(std::move(results[i])));
+    }
+    rewriter.replaceNode(n, values);
+  }
+
+  std::optional<bool> fold_qdq_;
+  std::optional<uint64_t> size_limit_;
+};
+
+}  // namespace
+
+std::unique_ptr<pass::Pass> createFoldConstantsPass() {
+  return std::make_unique<FoldConstantsPass>();
+}
+
+}  // namespace onnxopt::passes
