@@ -10,6 +10,8 @@
 // runtime); a result over the size limit that is also larger than its inputs is not created, so
 // weight generators (ConstantOfShape, Tile, Expand) do not bloat the model. Nodes whose output is a
 // subgraph output stay (a subgraph output must be a node output).
+#include <algorithm>
+
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/pass/matchers.h"
@@ -147,6 +149,13 @@ class FoldConstantsPass final : public pass::GraphPass {
       bump("skipped-size-limit");
       return std::nullopt;
     }
+    // A result derived from a large constant that stays in use elsewhere would store the data twice
+    // (e.g. Unsqueeze of a weight shared by two branches): keep computing it at run time.
+    constexpr uint64_t kSmall = 4096;
+    if (output_bytes > kSmall && keptInputBytes(n) > kSmall) {
+      bump("skipped-would-duplicate");
+      return std::nullopt;
+    }
     // The kernel's result must agree with what the graph declares about the output.
     for (size_t i = 0; i < results->size(); ++i) {
       const ir::Value* out = n.output(i);
@@ -162,6 +171,21 @@ class FoldConstantsPass final : public pass::GraphPass {
       }
     }
     return std::move(results).value();
+  }
+
+  /// Bytes of the node's constant inputs that other nodes still use (they stay after folding).
+  static uint64_t keptInputBytes(const ir::Node& n) {
+    uint64_t kept = 0;
+    std::vector<const ir::Value*> seen;
+    for (const ir::Value* v : n.inputs()) {
+      if (v == nullptr || std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
+      seen.push_back(v);
+      bool other_users = std::any_of(v->uses().begin(), v->uses().end(),
+                                     [&](const ir::Use& u) { return u.user != &n; });
+      if (!other_users) continue;
+      if (auto t = ir::constantTensor(v)) kept += t->byteSize();
+    }
+    return kept;
   }
 
   static void replaceWithInitializers(ir::Node* n, std::vector<kernels::HostTensor> results,
