@@ -1,0 +1,78 @@
+"""`opt run`: the reference executor on a model built from kernel-supported ops, against onnxruntime, with
+inputs from .npy files; and errors for bad inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _model() -> onnx.ModelProto:
+    rng = np.random.default_rng(5)
+    w = numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(3).astype(np.float32), "b")
+    shape = numpy_helper.from_array(np.array([3, -1], dtype=np.int64), "shape")
+    idx = numpy_helper.from_array(np.array([2, 0], dtype=np.int64), "idx")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["mm"]),
+        helper.make_node("Add", ["mm", "b"], ["a"]),
+        helper.make_node("Relu", ["a"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0]),
+        helper.make_node("Reshape", ["t", "shape"], ["rs"]),
+        helper.make_node("ReduceMean", ["rs"], ["mean"], axes=[1], keepdims=0),
+        helper.make_node("Gather", ["r", "idx"], ["g"], axis=1),
+        helper.make_node("Greater", ["g", "b_pos"], ["gt"]),
+        helper.make_node("Where", ["gt", "g", "zero"], ["y"]),
+        helper.make_node("Shape", ["x"], ["s"]),
+    ]
+    inits = [w, b, shape, idx, numpy_helper.from_array(np.float32(0.25), "b_pos"),
+             numpy_helper.from_array(np.float32(0.0), "zero")]
+    graph = helper.make_graph(
+        nodes, "run_test", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 4])],
+        [helper.make_tensor_value_info("mean", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [5, 2]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [2])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_run_matches_onnxruntime(run_opt, work_dir: Path) -> None:
+    model = _model()
+    path = work_dir / "m.onnx"
+    onnx.save(model, path)
+    x = np.random.default_rng(9).standard_normal((5, 4)).astype(np.float32)
+    np.save(work_dir / "x.npy", x)
+    out = work_dir / "out"
+    out.mkdir()
+    proc = run_opt("run", path, "--input", f"x={work_dir / 'x.npy'}", "--save-outputs", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "output y: float[5,2]" in proc.stdout
+    expected = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for name, e in zip(["mean", "y", "s"], expected):
+        got = np.load(out / f"{name}.npy")
+        assert got.dtype == e.dtype and got.shape == e.shape, name
+        np.testing.assert_allclose(got, e, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_run_with_random_inputs_is_seeded(run_opt, work_dir: Path) -> None:
+    path = work_dir / "m.onnx"
+    onnx.save(_model(), path)
+    a = run_opt("run", path, "--seed", "4")
+    b = run_opt("run", path, "--seed", "4")
+    c = run_opt("run", path, "--seed", "5")
+    assert a.returncode == 0 and a.stdout == b.stdout and a.stdout != c.stdout
+
+
+def test_run_errors(run_opt, work_dir: Path) -> None:
+    path = work_dir / "m.onnx"
+    onnx.save(_model(), path)
+    np.save(work_dir / "bad.npy", np.zeros((2, 2), dtype=np.float32))
+    proc = run_opt("run", path, "--input", f"x={work_dir / 'bad.npy'}")
+    assert proc.returncode == 1 and proc.stderr.startswith("opt: error: ")
+    proc = run_opt("run", path, "--input", f"nope={work_dir / 'bad.npy'}")
+    assert proc.returncode == 1 and "'nope' is not a graph input" in proc.stderr
