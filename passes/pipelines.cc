@@ -3,30 +3,43 @@
 
 namespace onnxopt::passes {
 
+namespace {
+
+// -O1: cleanup, standard ONNX only.
+//  - infer-shapes first: no-op and merge patterns decide on element types and shapes
+//    (a Cast to the type it already has, a Reshape to the shape it already has).
+//  - lift-constants next: Constant nodes become initializers, so every later pattern sees one
+//    kind of constant, and CSE can merge equal constants by content.
+//  - fold-constant-if before the loop: a constant condition usually comes from an initializer,
+//    and inlining the branch exposes its nodes to every cleanup that follows.
+//  - then to a fixed point: constant folding first (it turns Shape chains over static shapes
+//    into constants, which no-op patterns then read); no-op elimination and merging of
+//    consecutive ops expose duplicates (CSE) and dead producers (DCE); CSE makes nodes dead;
+//    DCE last in each round so the next round starts from a graph without garbage.
+constexpr const char* kLevel1 =
+    "infer-shapes,lift-constants,fold-constant-if,"
+    "fixpoint(fold-constants,eliminate-noop,merge-consecutive,fold-constant-if,cse,dce)";
+
+}  // namespace
+
 StatusOr<std::string> pipelineForLevel(int level) {
   switch (level) {
     case 0:
       return std::string();  // -O0: import, verify, export; nothing else.
     case 1:
+      return std::string(kLevel1);
     case 2:
     case 3:
-      // -O1: cleanup, standard ONNX only.
-      //  - infer-shapes first: no-op and merge patterns decide on element types and shapes
-      //    (a Cast to the type it already has, a Reshape to the shape it already has).
-      //  - lift-constants next: Constant nodes become initializers, so every later pattern sees
-      //  one
-      //    kind of constant, and CSE can merge equal constants by content.
-      //  - fold-if before the loop: a constant condition usually comes from an initializer, and
-      //    inlining the branch exposes its nodes to every cleanup that follows.
-      //  - then to a fixed point: no-op elimination and merging of consecutive ops expose
-      //  duplicates
-      //    (CSE) and dead producers (DCE); CSE makes nodes dead; DCE last in each round so the next
-      //    round starts from a graph without garbage.
-      // -O2 (default) will add fusions to standard ONNX operators, -O3 target-specific rewrites;
-      // until those passes exist, both equal -O1.
-      return std::string(
-          "infer-shapes,lift-constants,fold-constant-if,"
-          "fixpoint(fold-constants,eliminate-noop,merge-consecutive,fold-constant-if,cse,dce)");
+      // -O2 (default): -O1, then fusions to standard ONNX operators.
+      //  - After cleanup, so patterns see Identity-free chains and constants as initializers.
+      //  - fuse-pad before fuse-conv-affine: both rewrite Conv, and a padded Conv absorbs a
+      //  following
+      //    BatchNormalization just the same.
+      //  - fold-constants and dce in the same fixed point: absorbed weights are new initializers
+      //    whose predecessors (the old weights) become dead.
+      // -O3 will add target-specific rewrites; until they exist it equals -O2.
+      return std::string(kLevel1) +
+             ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fold-constants,eliminate-noop,cse,dce)";
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);
   }

@@ -258,6 +258,54 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+bool isFloatType(ir::DataType t) {
+  return t == ir::DataType::kFloat || t == ir::DataType::kDouble || t == ir::DataType::kFloat16 ||
+         t == ir::DataType::kBfloat16;
+}
+
+std::optional<std::vector<double>> floatValues(const ir::Tensor& t) {
+  if (!isFloatType(t.dtype())) return std::nullopt;
+  auto n = t.numElements();
+  if (!n || t.byteSize() != t.expectedByteSize().value_or(~uint64_t{0})) return std::nullopt;
+  std::vector<double> out(static_cast<size_t>(*n));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = *elementAsDouble(t, i);
+  return out;
+}
+
+ir::Tensor makeFloatTensor(ir::DataType dtype, std::vector<int64_t> dims,
+                           const std::vector<double>& values) {
+  ir::Tensor t(dtype, std::move(dims));
+  size_t width = static_cast<size_t>(ir::dataTypeBits(dtype) / 8);
+  std::string bytes(values.size() * width, '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    char* p = bytes.data() + i * width;
+    switch (dtype) {
+      case ir::DataType::kFloat: {
+        float f = static_cast<float>(values[i]);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case ir::DataType::kDouble:
+        std::memcpy(p, &values[i], 8);
+        break;
+      case ir::DataType::kFloat16: {
+        uint16_t h = floatToHalf(static_cast<float>(values[i]));
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case ir::DataType::kBfloat16: {
+        uint16_t h = floatToBfloat16(static_cast<float>(values[i]));
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  t.setBytes(std::move(bytes));
+  return t;
+}
+
 ir::Tensor makeInt64Tensor(const std::vector<int64_t>& values, std::vector<int64_t> dims) {
   ir::Tensor t(ir::DataType::kInt64, std::move(dims));
   std::string bytes(values.size() * 8, '\0');

@@ -52,6 +52,14 @@ bool onlyUsedBy(const ir::Value* value, const ir::Node* user);
 /// Normalizes a possibly negative axis against `rank`; nullopt when out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
+/// All elements of a float-typed tensor (float, double, float16, bfloat16) as doubles.
+std::optional<std::vector<double>> floatValues(const ir::Tensor& tensor);
+/// A tensor of `dtype` (float, double, float16 or bfloat16) holding `values`, rounded to nearest
+/// even.
+ir::Tensor makeFloatTensor(ir::DataType dtype, std::vector<int64_t> dims,
+                           const std::vector<double>& values);
+bool isFloatType(ir::DataType dtype);
+
 /// Builds tensors for new constants.
 ir::Tensor makeInt64Tensor(const std::vector<int64_t>& values, std::vector<int64_t> dims);
 
