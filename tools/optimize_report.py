@@ -39,8 +39,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3, help="timed runs per model; the median is reported")
     args = parser.parse_args()
     opt = roundtrip_check.opt_path()
-    cases = [c for c in roundtrip_check.corpus() if c.id.split("/")[0] in ("real", "light")]
-    print(f"{'model':<58} {'nodes':>7} {'-O' + args.level:>7} {'time ms':>9}  check")
+    cases = [c for c in roundtrip_check.corpus() if c.id.split("/")[0] in ("real", "light", "bundled")]
+    print(f"{'model':<46} {'nodes':>6} {'-O' + args.level:>6} {'KiB':>8} {'-O' + args.level:>8} {'time ms':>8}  check")
     failures = 0
     for case in cases:
         with tempfile.TemporaryDirectory() as tmp:
@@ -52,10 +52,12 @@ def main() -> int:
                                       capture_output=True, text=True)
                 times.append(time.perf_counter() - start)
             if proc.returncode != 0:
-                print(f"{case.id:<58} {'':>7} {'':>7} {'':>9}  rejected: {proc.stderr.strip()[:80]}")
+                print(f"{case.id:<46} rejected: {proc.stderr.strip()[:80]}")
                 continue
             before = count_nodes(onnx.load(str(case.model), load_external_data=False).graph)
             after = count_nodes(onnx.load(str(out), load_external_data=False).graph)
+            size_before = case.model.stat().st_size / 1024
+            size_after = out.stat().st_size / 1024
         with tempfile.TemporaryDirectory() as tmp:
             outcome = roundtrip_check.check_case(case, opt, Path(tmp), base_args=("-O" + args.level,),
                                                  tolerant=True)
@@ -63,7 +65,8 @@ def main() -> int:
             ("valid" if outcome.checker_ok_after else "n/a") + ", " +
             ("matches ORT" if outcome.identical else "not run in ORT"))
         failures += bool(outcome.failures)
-        print(f"{case.id:<58} {before:>7} {after:>7} {statistics.median(times) * 1e3:>9.1f}  {verdict}")
+        print(f"{case.id:<46} {before:>6} {after:>6} {size_before:>8.1f} {size_after:>8.1f}"
+              f" {statistics.median(times) * 1e3:>8.1f}  {verdict}")
     return 1 if failures else 0
 
 
