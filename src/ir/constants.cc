@@ -2,15 +2,10 @@
 
 #include <cstring>
 
+#include "onnxopt/support/bytes.h"
+
 namespace onnxopt::ir {
 namespace {
-
-template <typename T>
-T load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 template <typename T>
 Tensor scalarOrVector(DataType dtype, const std::vector<T>& values, bool scalar) {
@@ -65,9 +60,9 @@ std::vector<int64_t> tensorInts(const Tensor& t) {
   std::vector<int64_t> out;
   auto n = static_cast<size_t>(t.numElements().value_or(0));
   if (t.dtype() == DataType::kInt64 && t.byteSize() == n * 8) {
-    for (size_t i = 0; i < n; ++i) out.push_back(load<int64_t>(t.data() + 8 * i));
+    for (size_t i = 0; i < n; ++i) out.push_back(loadUnaligned<int64_t>(t.data() + 8 * i));
   } else if (t.dtype() == DataType::kInt32 && t.byteSize() == n * 4) {
-    for (size_t i = 0; i < n; ++i) out.push_back(load<int32_t>(t.data() + 4 * i));
+    for (size_t i = 0; i < n; ++i) out.push_back(loadUnaligned<int32_t>(t.data() + 4 * i));
   }
   return out;
 }

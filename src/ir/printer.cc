@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+
 #include <unordered_map>
+#include "onnxopt/support/bytes.h"
 
 #include <fmt/format.h>
 
@@ -45,45 +47,40 @@ std::string formatFloat(F v) {
   return s;
 }
 
-template <typename T>
-T load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 std::string formatElement(DataType dtype, const uint8_t* p) {
   switch (dtype) {
     case DataType::kFloat:
-      return formatFloat(load<float>(p));
+      return formatFloat(loadUnaligned<float>(p));
     case DataType::kDouble:
-      return formatFloat(load<double>(p));
+      return formatFloat(loadUnaligned<double>(p));
     case DataType::kFloat16:
-      return formatFloat(halfToFloat(load<uint16_t>(p)));
+      return formatFloat(halfToFloat(loadUnaligned<uint16_t>(p)));
     case DataType::kBfloat16:
-      return formatFloat(bfloat16ToFloat(load<uint16_t>(p)));
+      return formatFloat(bfloat16ToFloat(loadUnaligned<uint16_t>(p)));
     case DataType::kInt8:
-      return std::to_string(load<int8_t>(p));
+      return std::to_string(loadUnaligned<int8_t>(p));
     case DataType::kInt16:
-      return std::to_string(load<int16_t>(p));
+      return std::to_string(loadUnaligned<int16_t>(p));
     case DataType::kInt32:
-      return std::to_string(load<int32_t>(p));
+      return std::to_string(loadUnaligned<int32_t>(p));
     case DataType::kInt64:
-      return std::to_string(load<int64_t>(p));
+      return std::to_string(loadUnaligned<int64_t>(p));
     case DataType::kUint8:
-      return std::to_string(load<uint8_t>(p));
+      return std::to_string(loadUnaligned<uint8_t>(p));
     case DataType::kUint16:
-      return std::to_string(load<uint16_t>(p));
+      return std::to_string(loadUnaligned<uint16_t>(p));
     case DataType::kUint32:
-      return std::to_string(load<uint32_t>(p));
+      return std::to_string(loadUnaligned<uint32_t>(p));
     case DataType::kUint64:
-      return std::to_string(load<uint64_t>(p));
+      return std::to_string(loadUnaligned<uint64_t>(p));
     case DataType::kBool:
-      return load<uint8_t>(p) ? "true" : "false";
+      return loadUnaligned<uint8_t>(p) ? "true" : "false";
     case DataType::kComplex64:
-      return "(" + formatFloat(load<float>(p)) + "," + formatFloat(load<float>(p + 4)) + ")";
+      return "(" + formatFloat(loadUnaligned<float>(p)) + "," +
+             formatFloat(loadUnaligned<float>(p + 4)) + ")";
     case DataType::kComplex128:
-      return "(" + formatFloat(load<double>(p)) + "," + formatFloat(load<double>(p + 8)) + ")";
+      return "(" + formatFloat(loadUnaligned<double>(p)) + "," +
+             formatFloat(loadUnaligned<double>(p + 8)) + ")";
     default:
       return fmt::format("0x{:02x}", *p);  // float8 and packed types: the raw byte
   }

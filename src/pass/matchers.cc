@@ -6,19 +6,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "onnxopt/support/bytes.h"
+
 #include "onnxopt/support/half.h"
 
 namespace onnxopt::pass {
-namespace {
-
-template <typename T>
-T load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::optional<std::vector<int64_t>> constantInts(const ir::Value* value) {
   auto t = ir::constantTensor(value);
@@ -37,43 +30,43 @@ std::optional<double> elementAsDouble(const ir::Tensor& t, size_t i) {
   auto within = [&](size_t width) { return (i + 1) * width <= t.byteSize(); };
   switch (t.dtype()) {
     case ir::DataType::kFloat:
-      if (within(4)) return load<float>(p + 4 * i);
+      if (within(4)) return loadUnaligned<float>(p + 4 * i);
       break;
     case ir::DataType::kDouble:
-      if (within(8)) return load<double>(p + 8 * i);
+      if (within(8)) return loadUnaligned<double>(p + 8 * i);
       break;
     case ir::DataType::kFloat16:
-      if (within(2)) return halfToFloat(load<uint16_t>(p + 2 * i));
+      if (within(2)) return halfToFloat(loadUnaligned<uint16_t>(p + 2 * i));
       break;
     case ir::DataType::kBfloat16:
-      if (within(2)) return bfloat16ToFloat(load<uint16_t>(p + 2 * i));
+      if (within(2)) return bfloat16ToFloat(loadUnaligned<uint16_t>(p + 2 * i));
       break;
     case ir::DataType::kInt8:
-      if (within(1)) return load<int8_t>(p + i);
+      if (within(1)) return loadUnaligned<int8_t>(p + i);
       break;
     case ir::DataType::kUint8:
-      if (within(1)) return load<uint8_t>(p + i);
+      if (within(1)) return loadUnaligned<uint8_t>(p + i);
       break;
     case ir::DataType::kBool:
-      if (within(1)) return load<uint8_t>(p + i);
+      if (within(1)) return loadUnaligned<uint8_t>(p + i);
       break;
     case ir::DataType::kInt16:
-      if (within(2)) return load<int16_t>(p + 2 * i);
+      if (within(2)) return loadUnaligned<int16_t>(p + 2 * i);
       break;
     case ir::DataType::kUint16:
-      if (within(2)) return load<uint16_t>(p + 2 * i);
+      if (within(2)) return loadUnaligned<uint16_t>(p + 2 * i);
       break;
     case ir::DataType::kInt32:
-      if (within(4)) return load<int32_t>(p + 4 * i);
+      if (within(4)) return loadUnaligned<int32_t>(p + 4 * i);
       break;
     case ir::DataType::kUint32:
-      if (within(4)) return load<uint32_t>(p + 4 * i);
+      if (within(4)) return loadUnaligned<uint32_t>(p + 4 * i);
       break;
     case ir::DataType::kInt64:
-      if (within(8)) return static_cast<double>(load<int64_t>(p + 8 * i));
+      if (within(8)) return static_cast<double>(loadUnaligned<int64_t>(p + 8 * i));
       break;
     case ir::DataType::kUint64:
-      if (within(8)) return static_cast<double>(load<uint64_t>(p + 8 * i));
+      if (within(8)) return static_cast<double>(loadUnaligned<uint64_t>(p + 8 * i));
       break;
     default:
       break;
