@@ -5,8 +5,13 @@
 //   Gemm<alpha>(A, B, C), B constant   ->  Gemm<alpha=1>(A, alpha * B, C)
 //   Gemm<beta>(A, B, C),  C constant   ->  Gemm<beta=1>(A, B, beta * C)
 //   Gemm(Transpose<[1,0]>(A), B)       ->  Gemm<transA = !transA>(A, B)      (likewise for B)
+//   BN(Gemm(A, B, C)) / BN(MatMul(A, B)), 2-D, B (and C) constant, BN over the N columns:
+//                                      ->  Gemm(A, B * s, (C - mean) * s + beta),  s = gamma /
+//                                      sqrt(var + eps)
 //
 // Constants are recomputed in double and stored in their element type.
+#include <cmath>
+
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 
@@ -127,11 +132,104 @@ class TransposeIntoGemmPattern final : public rewrite::Pattern {
   }
 };
 
+class GemmBatchNormPattern final : public rewrite::Pattern {
+ public:
+  GemmBatchNormPattern() : Pattern("fuse-gemm-batchnorm", "BatchNormalization") {}
+  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
+    for (size_t i = 1; i < node->numOutputs(); ++i) {
+      if (node->output(i) != nullptr && node->output(i)->hasUses())
+        return ctx.fail("training outputs used");
+    }
+    if (pass::attrInt(*node, "training_mode", 0) != 0 || node->numInputs() < 5) {
+      return ctx.fail("training mode or missing statistics");
+    }
+    ir::Value* in = node->input(0);
+    if (in == nullptr || in->producer() == nullptr || !pass::hasSingleUse(in)) {
+      return ctx.fail("input is not a single-use node output");
+    }
+    ir::Node* prod = in->producer();
+    bool is_gemm = prod->opType() == "Gemm";
+    if ((!is_gemm && prod->opType() != "MatMul") || !prod->domain().empty()) {
+      return ctx.fail("not fed by Gemm or MatMul");
+    }
+    if (is_gemm && (pass::attrFloat(*prod, "alpha", 1.0f) != 1.0f ||
+                    pass::attrFloat(*prod, "beta", 1.0f) != 1.0f)) {
+      return ctx.fail("Gemm alpha/beta not folded yet");
+    }
+    auto ra = pass::rankOf(prod->input(0));
+    auto b = pass::constantTensor(prod->input(1));
+    if (!ra || *ra != 2 || !b || b->dims().size() != 2)
+      return ctx.fail("not a 2-D product with constant B");
+    auto bv = pass::floatValues(*b);
+    if (!bv) return ctx.fail("B is not float");
+    bool trans_b = is_gemm && pass::attrInt(*prod, "transB", 0) != 0;
+    int64_t n = trans_b ? b->dims()[0] : b->dims()[1];
+    std::vector<double> bias(static_cast<size_t>(n), 0.0);
+    if (is_gemm && prod->numInputs() > 2 && prod->input(2) != nullptr) {
+      auto c = pass::constantTensor(prod->input(2));
+      auto cv = c ? pass::floatValues(*c) : std::nullopt;
+      // Only a per-column C ([N] or [1, N]) can be rescaled per column.
+      if (!cv || static_cast<int64_t>(cv->size()) != n || c->dims().back() != n) {
+        return ctx.fail("C is not a constant per-column vector");
+      }
+      bias = *cv;
+    }
+    std::vector<std::vector<double>> p;
+    for (size_t i = 1; i < 5; ++i) {
+      auto t = pass::constantTensor(node->input(i));
+      auto v = t ? pass::floatValues(*t) : std::nullopt;
+      if (!v || static_cast<int64_t>(v->size()) != n)
+        return ctx.fail("statistic {} is not per column", i);
+      p.push_back(std::move(*v));
+    }
+    if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(0), in)) {
+      return ctx.fail("would rename a model output");
+    }
+    double eps = pass::attrFloat(*node, "epsilon", 1e-5f);
+    std::vector<double> scale(static_cast<size_t>(n));
+    for (size_t k = 0; k < scale.size(); ++k) {
+      scale[k] = p[0][k] / std::sqrt(p[3][k] + eps);
+      bias[k] = (bias[k] - p[2][k]) * scale[k] + p[1][k];
+    }
+    for (size_t i = 0; i < bv->size(); ++i) {
+      size_t col = trans_b ? i / static_cast<size_t>(b->dims()[1]) : i % static_cast<size_t>(n);
+      (*bv)[i] *= scale[col];
+    }
+    auto& rw = ctx.rewriter();
+    ir::Graph& g = *prod->owningGraph();
+    ir::Value* new_b = rw.createInitializer(g, prod->input(1)->name() + "_fused",
+                                            pass::makeFloatTensor(b->dtype(), b->dims(), *bv));
+    ir::Value* new_c = rw.createInitializer(g, prod->input(1)->name() + "_fused_bias",
+                                            pass::makeFloatTensor(b->dtype(), {n}, bias));
+    ir::Node* gemm = prod;
+    if (!is_gemm) {
+      gemm = rw.createNode("Gemm", "", {prod->input(0), new_b, new_c}, 1);
+      gemm->output(0)->setType(node->output(0)->type());
+      std::vector<ir::Value*> replacement(node->numOutputs(), nullptr);
+      replacement[0] = gemm->output(0);
+      rw.replaceNode(node, replacement);
+      rw.eraseNode(prod);
+      return true;
+    }
+    rw.setInput(gemm, 1, new_b);
+    if (gemm->numInputs() > 2) {
+      rw.setInput(gemm, 2, new_c);
+    } else {
+      rw.addInput(gemm, new_c);
+    }
+    std::vector<ir::Value*> replacement(node->numOutputs(), nullptr);
+    replacement[0] = gemm->output(0);
+    rw.replaceNode(node, replacement);
+    return true;
+  }
+};
+
 class FuseGemmPass final : public pass::PatternPass {
  public:
   std::string id() const override { return "fuse-gemm"; }
   std::string summary() const override {
-    return "MatMul+Add to Gemm (2-D), fold Gemm alpha/beta into constants, Transpose into transA/B";
+    return "MatMul+Add to Gemm (2-D), Gemm/MatMul+BatchNormalization, alpha/beta and Transpose "
+           "into Gemm";
   }
 
  protected:
@@ -140,6 +238,7 @@ class FuseGemmPass final : public pass::PatternPass {
     list.push_back(std::make_unique<MatMulAddPattern>());
     list.push_back(std::make_unique<GemmScalePattern>());
     list.push_back(std::make_unique<TransposeIntoGemmPattern>());
+    list.push_back(std::make_unique<GemmBatchNormPattern>());
     return list;
   }
 };
