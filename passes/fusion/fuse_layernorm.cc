@@ -1,0 +1,271 @@
+// fuse-layernorm: a decomposed layer normalization becomes LayerNormalization (opset 17+).
+//
+//   m  = ReduceMean(x, axes = trailing k axes, keepdims)
+//   d  = Sub(x, m)
+//   v  = ReduceMean(Pow(d, 2) | Mul(d, d), same axes)
+//   n  = Div(d, Sqrt(Add(v, eps)))  |  Mul(d, Reciprocal(Sqrt(Add(v, eps))))
+//   y  = [Add]([Mul](n, gamma), beta)
+//   ==>  y = LayerNormalization<axis = r - k, epsilon = eps>(x, gamma, beta)
+//
+// Operands of Add/Mul may come in either order. gamma and beta must be constants shaped like the
+// normalized (trailing) dims, or broadcast to them; without gamma, a ones tensor is made (static
+// normalized dims needed). Every intermediate must have no other user. Float, float16 and bfloat16.
+#include <algorithm>
+
+#include "onnxopt/pass/matchers.h"
+#include "onnxopt/pass/pass.h"
+
+namespace onnxopt::passes {
+namespace {
+
+using rewrite::PatternContext;
+
+/// The producer of `v` when it is a single-use `op` of the default domain.
+ir::Node* singleUseProducer(const ir::Value* v, const char* op) {
+  if (v == nullptr || v->producer() == nullptr || v->producer()->opType() != op ||
+      !v->producer()->domain().empty() || !pass::hasSingleUse(v)) {
+    return nullptr;
+  }
+  return v->producer();
+}
+
+/// Reads ReduceMean's axes (attribute before opset 18, input from 18) normalized against `rank`.
+std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& n, int64_t opset, int64_t rank) {
+  if (pass::attrInt(n, "keepdims", 1) != 1) return std::nullopt;
+  auto axes = opset < 18 ? pass::attrInts(n, "axes")
+                         : (n.numInputs() > 1 ? pass::constantInts(n.input(1)) : std::nullopt);
+  if (!axes || axes->empty()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (int64_t a : *axes) {
+    auto norm = pass::normalizeAxis(a, rank);
+    if (!norm) return std::nullopt;
+    out.push_back(*norm);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// A scalar float constant.
+std::optional<double> scalarConstant(const ir::Value* v) {
+  auto t = pass::constantTensor(v);
+  if (!t || t->numElements().value_or(0) != 1) return std::nullopt;
+  return pass::elementAsDouble(*t, 0);
+}
+
+/// Of a commutative binary node, the operand that is not `known` (nullptr when neither is).
+ir::Value* otherOperand(const ir::Node& n, const ir::Value* known) {
+  if (n.input(0) == known) return n.input(1);
+  if (n.input(1) == known) return n.input(0);
+  return nullptr;
+}
+
+class LayerNormPattern final : public rewrite::Pattern {
+ public:
+  // Rooted at the normalization (Div, or Mul by a Reciprocal); the optional affine tail is read
+  // forward from there.
+  explicit LayerNormPattern(const char* root)
+      : Pattern(std::string("fuse-layernorm-") + root, root, "", 2, 17) {}
+
+  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
+    // n = Div(d, sd) or Mul(d, Reciprocal(sd)) / Mul(Reciprocal(sd), d)
+    ir::Value* d = nullptr;
+    ir::Node* sqrt_node = nullptr;
+    ir::Node* recip = nullptr;
+    if (node->opType() == "Div") {
+      d = node->input(0);
+      sqrt_node = singleUseProducer(node->input(1), "Sqrt");
+    } else {
+      for (int side = 0; side < 2 && sqrt_node == nullptr; ++side) {
+        recip = singleUseProducer(node->input(side), "Reciprocal");
+        if (recip != nullptr) {
+          d = node->input(1 - side);
+          sqrt_node = singleUseProducer(recip->input(0), "Sqrt");
+        }
+      }
+    }
+    if (sqrt_node == nullptr || d == nullptr) return ctx.fail("no Sqrt denominator");
+    ir::Node* sub = d->producer();
+    if (sub == nullptr || sub->opType() != "Sub" || !sub->domain().empty())
+      return ctx.fail("no Sub");
+    ir::Node* add_eps = singleUseProducer(sqrt_node->input(0), "Add");
+    if (add_eps == nullptr) return ctx.fail("no epsilon Add");
+    ir::Node* var_mean = nullptr;
+    std::optional<double> eps;
+    for (int side = 0; side < 2 && var_mean == nullptr; ++side) {
+      var_mean = singleUseProducer(add_eps->input(side), "ReduceMean");
+      if (var_mean != nullptr) eps = scalarConstant(add_eps->input(1 - side));
+    }
+    if (var_mean == nullptr || !eps)
+      return ctx.fail("no variance ReduceMean plus constant epsilon");
+    ir::Node* square = singleUseProducer(var_mean->input(0), "Pow");
+    if (square != nullptr) {
+      auto e = scalarConstant(square->input(1));
+      if (square->input(0) != d || !e || *e != 2.0) return ctx.fail("Pow is not d^2");
+    } else {
+      square = singleUseProducer(var_mean->input(0), "Mul");
+      if (square == nullptr || square->input(0) != d || square->input(1) != d)
+        return ctx.fail("no d*d");
+    }
+    // d is read exactly by the square and the normalization.
+    size_t d_uses = d->uses().size();
+    if (d->isGraphOutput() || d_uses != (square->opType() == "Mul" ? 3u : 2u)) {
+      return ctx.fail("the centered value has other users");
+    }
+    ir::Value* x = sub->input(0);
+    ir::Node* mean = singleUseProducer(sub->input(1), "ReduceMean");
+    if (mean == nullptr || mean->input(0) != x)
+      return ctx.fail("Sub does not center x by its mean");
+    auto rank = pass::rankOf(x);
+    auto elem = pass::elemTypeOf(x);
+    if (!rank || !elem) return ctx.fail("x's rank or type unknown");
+    if (*elem != DataType::kFloat && *elem != DataType::kFloat16 && *elem != DataType::kBfloat16) {
+      return ctx.fail("element type not supported by LayerNormalization's default stash type");
+    }
+    auto a1 = reduceAxes(*mean, ctx.opset(), *rank);
+    auto a2 = reduceAxes(*var_mean, ctx.opset(), *rank);
+    if (!a1 || !a2 || *a1 != *a2) return ctx.fail("reductions differ or axes not constant");
+    for (size_t i = 0; i < a1->size(); ++i) {
+      if ((*a1)[i] != *rank - static_cast<int64_t>(a1->size()) + static_cast<int64_t>(i)) {
+        return ctx.fail("axes are not the trailing axes");
+      }
+    }
+    int64_t axis = *rank - static_cast<int64_t>(a1->size());
+    auto shape = pass::staticShape(x);
+    std::optional<std::vector<int64_t>> norm_dims;
+    if (shape) norm_dims = std::vector<int64_t>(shape->begin() + axis, shape->end());
+
+    // Optional affine tail: Mul by gamma, then Add beta (both constants broadcasting over the
+    // normalized dims only).
+    ir::Value* out = node->output(0);
+    ir::Node* last = node;
+    ir::Value* gamma = nullptr;
+    ir::Value* beta = nullptr;
+    auto affineOperand = [&](ir::Node* n, ir::Value* from) -> ir::Value* {
+      ir::Value* c = otherOperand(*n, from);
+      auto t = c ? pass::constantTensor(c) : std::nullopt;
+      if (!t || t->dtype() != *elem || t->dims().size() > a1->size()) return nullptr;
+      return c;
+    };
+    if (pass::hasSingleUse(out)) {
+      ir::Node* next = out->uses()[0].user;
+      if (next->opType() == "Mul" && next->domain().empty()) {
+        if ((gamma = affineOperand(next, out)) != nullptr) {
+          last = next;
+          out = next->output(0);
+        }
+      }
+      if (pass::hasSingleUse(out)) {
+        ir::Node* after = out->uses()[0].user;
+        if (after->opType() == "Add" && after->domain().empty()) {
+          if ((beta = affineOperand(after, out)) != nullptr) {
+            last = after;
+            out = after->output(0);
+          }
+        }
+      }
+    }
+    auto& rw = ctx.rewriter();
+    // LayerNormalization wants Scale (and B) shaped like the normalized dims.
+    auto expandTo = [&](ir::Value* v, double fill, const char* base) -> ir::Value* {
+      if (!norm_dims) return nullptr;
+      std::optional<std::vector<double>> values;
+      std::vector<int64_t> src_dims;
+      if (v != nullptr) {
+        auto t = pass::constantTensor(v);
+        if (t->dims().size() == norm_dims->size() && t->dims() == *norm_dims) return v;
+        values = pass::floatValues(*t);
+        src_dims = t->dims();
+      }
+      int64_t count = 1;
+      for (int64_t dd : *norm_dims) count *= dd;
+      std::vector<double> out_values(static_cast<size_t>(count), fill);
+      if (values) {
+        // Broadcast the constant (rank <= k, trailing-aligned) over the normalized dims.
+        for (int64_t i = 0; i < count; ++i) {
+          int64_t rem = i, src = 0, stride = 1;
+          for (int64_t k = static_cast<int64_t>(norm_dims->size()) - 1,
+                       s = static_cast<int64_t>(src_dims.size()) - 1;
+               k >= 0; --k, --s) {
+            int64_t idx = rem % (*norm_dims)[k];
+            rem /= (*norm_dims)[k];
+            if (s >= 0) {
+              if (src_dims[s] != 1 && src_dims[s] != (*norm_dims)[k]) return nullptr;
+              src += (src_dims[s] == 1 ? 0 : idx) * stride;
+              stride *= src_dims[s];
+            }
+          }
+          out_values[static_cast<size_t>(i)] = (*values)[static_cast<size_t>(src)];
+        }
+      }
+      return rw.createInitializer(*node->owningGraph(), base,
+                                  pass::makeFloatTensor(*elem, *norm_dims, out_values));
+    };
+    ir::Value* scale = expandTo(gamma, 1.0, "ln_scale");
+    if (scale == nullptr) return ctx.fail("cannot shape Scale like the normalized dims");
+    ir::Value* bias = beta != nullptr ? expandTo(beta, 0.0, "ln_bias") : nullptr;
+    if (beta != nullptr && bias == nullptr)
+      return ctx.fail("cannot shape B like the normalized dims");
+    rw.setInsertionPoint(last);
+    std::vector<ir::Value*> inputs{x, scale};
+    if (bias != nullptr) inputs.push_back(bias);
+    ir::Node* ln = rw.createNode("LayerNormalization", "", inputs, 1);
+    ir::Attribute a_axis;
+    a_axis.name = "axis";
+    a_axis.kind = ir::Attribute::Kind::kInt;
+    a_axis.i = axis;
+    rw.setAttribute(ln, std::move(a_axis));
+    ir::Attribute a_eps;
+    a_eps.name = "epsilon";
+    a_eps.kind = ir::Attribute::Kind::kFloat;
+    a_eps.f = static_cast<float>(*eps);
+    rw.setAttribute(ln, std::move(a_eps));
+    ln->output(0)->setType(out->type());
+    rw.replaceAllUsesWith(out, ln->output(0));
+    // Erase the decomposed chain, users first, so it cannot match again.
+    std::vector<ir::Node*> chain;
+    if (last != node) chain.push_back(last);
+    if (gamma != nullptr && beta != nullptr) {
+      // last = beta Add, its other input is the gamma Mul's output
+      ir::Value* mul_out = otherOperand(*last, beta);
+      chain.push_back(mul_out->producer());
+    }
+    chain.push_back(node);
+    if (recip != nullptr) chain.push_back(recip);
+    chain.push_back(sqrt_node);
+    chain.push_back(add_eps);
+    chain.push_back(var_mean);
+    chain.push_back(square);
+    chain.push_back(sub);
+    chain.push_back(mean);
+    for (ir::Node* n : chain) {
+      bool used = false;
+      for (ir::Value* o : n->outputs()) used |= o != nullptr && o->hasUses();
+      if (!used) rw.eraseNode(n);
+    }
+    return true;
+  }
+};
+
+class FuseLayerNormPass final : public pass::PatternPass {
+ public:
+  std::string id() const override { return "fuse-layernorm"; }
+  std::string summary() const override {
+    return "Fuse decomposed layer normalization into LayerNormalization (opset 17+)";
+  }
+
+ protected:
+  rewrite::PatternList patterns() const override {
+    rewrite::PatternList list;
+    list.push_back(std::make_unique<LayerNormPattern>("Div"));
+    list.push_back(std::make_unique<LayerNormPattern>("Mul"));
+    return list;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<pass::Pass> createFuseLayerNormPass() {
+  return std::make_unique<FuseLayerNormPass>();
+}
+
+}  // namespace onnxopt::passes
