@@ -35,13 +35,14 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //  - fuse-pad before fuse-conv-affine: both rewrite Conv, and a padded Conv absorbs a
       //  following
       //    BatchNormalization just the same.
-      //  - fuse-layernorm (opset 17+) after cleanup has removed Identity/Cast noise from the chain.
+      //  - fuse-layernorm (opset 17+) and fuse-gelu (opset 20+) after cleanup has removed
+      //    Identity/Cast noise from the chains they match.
       //  - fold-constants and dce in the same fixed point: absorbed weights are new initializers
       //    whose predecessors (the old weights) become dead.
       // -O3 will add target-specific rewrites; until they exist it equals -O2.
       return std::string(kLevel1) +
-             ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fold-constants,eliminate-noop,"
-             "cse,dce)";
+             ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-gelu,"
+             "fold-constants,eliminate-noop,cse,dce)";
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);
   }
