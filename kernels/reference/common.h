@@ -40,6 +40,13 @@ using KernelFn = StatusOr<Outputs> (*)(const KernelContext&);
 /// Largest output a kernel may produce, in bytes.
 inline constexpr uint64_t kMaxOutputBytes = uint64_t{1} << 31;
 
+/// The product of dims[from, to) (1 for an empty range): the outer/inner extents around an axis.
+inline int64_t dimProduct(const std::vector<int64_t>& dims, int64_t from, int64_t to) {
+  int64_t p = 1;
+  for (int64_t d = from; d < to; ++d) p *= dims[static_cast<size_t>(d)];
+  return p;
+}
+
 Status unimplemented(const KernelContext& ctx, const std::string& what);
 Status unsupportedType(const KernelContext& ctx, DataType type);
 

@@ -157,10 +157,8 @@ StatusOr<Outputs> cumSumKernel(const KernelContext& ctx) {
   bool reverse = ctx.attrs.getInt("reverse", 0) != 0;
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(x->dtype, x->dims));
   int64_t dim = x->dims[static_cast<size_t>(axis)];
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x->dims[static_cast<size_t>(d)];
-  int64_t inner = 1;
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= x->dims[static_cast<size_t>(d)];
+  const int64_t outer = dimProduct(x->dims, 0, axis);
+  const int64_t inner = dimProduct(x->dims, axis + 1, rank);
   RETURN_IF_ERROR(visitType(ctx, x->dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     using C = Compute<T>;

@@ -220,10 +220,8 @@ StatusOr<Outputs> argMinMaxKernel(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(DataType::kInt64, dims));
   if (out.numElements() == 0) return single(std::move(out));
   if (dim == 0) return invalidArgument("{}: the reduced dimension is empty", ctx.op);
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x->dims[static_cast<size_t>(d)];
-  int64_t inner = 1;
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= x->dims[static_cast<size_t>(d)];
+  const int64_t outer = dimProduct(x->dims, 0, axis);
+  const int64_t inner = dimProduct(x->dims, axis + 1, rank);
   RETURN_IF_ERROR(visitType(ctx, x->dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     using C = Compute<T>;

@@ -110,10 +110,8 @@ StatusOr<Outputs> flattenKernel(const KernelContext& ctx) {
   int64_t axis = ctx.attrs.getInt("axis", 1);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis > rank) return invalidArgument("Flatten: axis out of range");
-  int64_t outer = 1;
-  for (int64_t i = 0; i < axis; ++i) outer *= x->dims[static_cast<size_t>(i)];
-  int64_t inner = 1;
-  for (int64_t i = axis; i < rank; ++i) inner *= x->dims[static_cast<size_t>(i)];
+  const int64_t outer = dimProduct(x->dims, 0, axis);
+  const int64_t inner = dimProduct(x->dims, axis, rank);
   return single(reshaped(*x, {outer, inner}));
 }
 
@@ -211,10 +209,8 @@ StatusOr<Outputs> concatKernel(const KernelContext& ctx) {
     dims[static_cast<size_t>(axis)] += t->dims[static_cast<size_t>(axis)];
   }
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(ins[0]->dtype, dims));
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= dims[static_cast<size_t>(d)];
-  int64_t inner = 1;
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= dims[static_cast<size_t>(d)];
+  const int64_t outer = dimProduct(dims, 0, axis);
+  const int64_t inner = dimProduct(dims, axis + 1, rank);
   size_t eb = elementBytes(out.dtype);
   int64_t pos = 0;
   for (int64_t o = 0; o < outer; ++o) {
@@ -268,10 +264,8 @@ StatusOr<Outputs> splitKernel(const KernelContext& ctx) {
       sizes.back() = last;
     }
   }
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x->dims[static_cast<size_t>(d)];
-  int64_t inner = 1;
-  for (int64_t d = axis + 1; d < x->rank(); ++d) inner *= x->dims[static_cast<size_t>(d)];
+  const int64_t outer = dimProduct(x->dims, 0, axis);
+  const int64_t inner = dimProduct(x->dims, axis + 1, x->rank());
   size_t eb = elementBytes(x->dtype);
   Outputs outs;
   int64_t begin = 0;
@@ -386,10 +380,8 @@ StatusOr<Outputs> gatherKernel(const KernelContext& ctx) {
   dims.insert(dims.end(), idx_t->dims.begin(), idx_t->dims.end());
   dims.insert(dims.end(), x->dims.begin() + axis + 1, x->dims.end());
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(x->dtype, dims));
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x->dims[static_cast<size_t>(d)];
-  int64_t inner = 1;
-  for (int64_t d = axis + 1; d < x->rank(); ++d) inner *= x->dims[static_cast<size_t>(d)];
+  const int64_t outer = dimProduct(x->dims, 0, axis);
+  const int64_t inner = dimProduct(x->dims, axis + 1, x->rank());
   size_t eb = elementBytes(x->dtype);
   int64_t pos = 0;
   for (int64_t o = 0; o < outer; ++o) {
