@@ -7,10 +7,7 @@ bash tools/setup.sh
 opt=${ONNXOPT_BUILD_DIR:-build}/bin/opt
 in=models/tiny_cnn/model.onnx
 out=${TMPDIR:-/tmp}/onnxopt-demo.onnx
-echo "== $in"
-"$opt" "$in" --stats
-"$opt" "$in" -o "$out"
-echo "== $out"
-"$opt" "$out" --stats
-echo "== text form (tensors elided)"
-"$opt" "$out" --emit text --elide-constants
+echo "== optimizing $in (-O2): statistics and per-pass times"
+"$opt" "$in" -o "$out" --stats --time-passes
+echo "== $out as text (tensors elided)"
+"$opt" "$out" -O0 --emit text --elide-constants
