@@ -130,9 +130,16 @@ class LayerNormPattern final : public rewrite::Pattern {
       }
     }
     int64_t axis = *rank - static_cast<int64_t>(a1->size());
-    auto shape = pass::staticShape(x);
-    std::optional<std::vector<int64_t>> norm_dims;
-    if (shape) norm_dims = std::vector<int64_t>(shape->begin() + axis, shape->end());
+    // Only the normalized (trailing) dims need to be known: batch and sequence may be symbolic.
+    std::optional<std::vector<int64_t>> norm_dims = std::vector<int64_t>();
+    for (size_t i = static_cast<size_t>(axis); i < x->type().shape->size(); ++i) {
+      const ir::Dim& dim = (*x->type().shape)[i];
+      if (!dim.isKnown()) {
+        norm_dims.reset();
+        break;
+      }
+      norm_dims->push_back(dim.value);
+    }
 
     // Optional affine tail: Mul by gamma, then Add beta (both constants broadcasting over the
     // normalized dims only).

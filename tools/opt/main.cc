@@ -65,6 +65,7 @@ struct Options {
   bool include_functions = false;
   bool infer_shapes = false;
   bool fold_qdq = false;
+  int target_opset = 0;
   int64_t fold_size_limit = int64_t{1} << 20;
   int max_rounds = 10;
   std::string output;
@@ -93,6 +94,12 @@ int run(const Options& opts) {
     auto level = passes::pipelineForLevel(opts.level);
     if (!level.isOk()) return fail(level.status());
     pipeline_text = *level;
+  }
+  if (opts.target_opset > 0) {
+    // The upgrade comes first (after inference, which its Softmax rule reads), so every later pass
+    // sees the new opset.
+    pipeline_text = fmt::format("infer-shapes,upgrade-opset{{target={}}}{}{}", opts.target_opset,
+                                pipeline_text.empty() ? "" : ",", pipeline_text);
   }
   auto pipeline = pass::parsePipeline(pipeline_text, &passes::createPass);
   if (!pipeline.isOk()) return fail(pipeline.status());
@@ -257,6 +264,10 @@ int main(int argc, char** argv) {
                  "Bytes: folded tensors larger than this and than their inputs are not created "
                  "(default 1048576)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--target-opset", opts.target_opset,
+                 "Raise the ai.onnx opset to N first (ops whose signature changed are converted; "
+                 "if one cannot be, the model keeps its opset and a warning says why)")
+      ->check(CLI::Range(7, 23));
   app.add_flag("--include-functions", opts.include_functions,
                "Also optimize the bodies of model-local functions");
   app.add_flag("--time-passes", opts.time_passes, "Print a table of time and node counts per pass");
