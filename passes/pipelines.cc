@@ -42,7 +42,7 @@ StatusOr<std::string> pipelineForLevel(int level) {
       // -O3 will add target-specific rewrites; until they exist it equals -O2.
       return std::string(kLevel1) +
              ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-gelu,"
-             "fold-constants,eliminate-noop,cse,dce)";
+             "fuse-activations,fold-constants,eliminate-noop,cse,dce)";
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);
   }
