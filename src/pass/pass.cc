@@ -30,7 +30,14 @@ StatusOr<int64_t> Pass::parseInt(const std::string& name, const std::string& val
 StatusOr<bool> PatternPass::run(ir::Model& model, PassContext& ctx) {
   rewrite::PatternList list = patterns();
   std::vector<const rewrite::Pattern*> raw;
-  for (const auto& p : list) raw.push_back(p.get());
+  for (const auto& p : list) {
+    raw.push_back(p.get());
+    // Say why a pattern cannot apply at all: its operator needs a newer opset (--target-opset).
+    int64_t have = model.opsetVersion(p->domain()).value_or(0);
+    if (have > 0 && have < p->minOpset()) {
+      setStat("skipped." + p->name() + ".needs-opset-" + std::to_string(p->minOpset()), 1);
+    }
+  }
   ASSIGN_OR_RETURN(rewrite::DriverResult result,
                    rewrite::applyPatternsGreedily(model, raw, ctx.driver));
   for (const auto& [name, count] : result.applied) bump(name, count);

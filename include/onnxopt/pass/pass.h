@@ -54,6 +54,7 @@ class Pass {
 
  protected:
   void bump(const std::string& stat, int64_t by = 1) { stats_[stat] += by; }
+  void setStat(const std::string& stat, int64_t value) { stats_[stat] = value; }
   static StatusOr<bool> parseBool(const std::string& name, const std::string& value);
   static StatusOr<int64_t> parseInt(const std::string& name, const std::string& value);
 

@@ -76,6 +76,8 @@ class Pattern {
   const std::string& rootOp() const { return root_op_; }
   const std::string& domain() const { return domain_; }
   int benefit() const { return benefit_; }
+  int64_t minOpset() const { return min_opset_; }
+  int64_t maxOpset() const { return max_opset_; }
   bool anchorsOn(const ir::Node& node, const PatternContext& ctx) const;
 
   /// Tries to rewrite at `node`; returns true when it changed the IR (through ctx.rewriter() only).
