@@ -17,11 +17,7 @@ namespace {
 
 bool isNondeterministic(const ir::Node& n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx") return true;  // unknown semantics: keep
-  static const char* const kOps[] = {"RandomNormal",      "RandomNormalLike", "RandomUniform",
-                                     "RandomUniformLike", "Multinomial",      "Bernoulli"};
-  for (const char* op : kOps) {
-    if (n.opType() == op) return true;
-  }
+  if (pass::isNondeterministicOp(n.opType())) return true;
   // Dropout in training mode draws a random mask.
   if (n.opType() == "Dropout" && n.numInputs() >= 3 && n.input(2) != nullptr) {
     auto mode = pass::constantTensor(n.input(2));

@@ -27,16 +27,6 @@ using pass::hasSingleUse;
 using pass::rankOf;
 using rewrite::PatternContext;
 
-/// The producer of `node`'s input `i` when it is an `op` whose only use is `node`.
-ir::Node* innerOp(const ir::Node& node, size_t i, const char* op) {
-  ir::Value* v = node.input(i);
-  if (v == nullptr || v->producer() == nullptr || v->producer()->opType() != op ||
-      !v->producer()->domain().empty() || !hasSingleUse(v)) {
-    return nullptr;
-  }
-  return v->producer();
-}
-
 /// Replaces `node`'s output with `value` when that keeps model output names.
 bool forwardTo(ir::Node* node, ir::Value* value, PatternContext& ctx) {
   if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(0), value)) {
@@ -50,7 +40,7 @@ class TransposeTransposePattern final : public rewrite::Pattern {
  public:
   TransposeTransposePattern() : Pattern("merge-transpose-transpose", "Transpose") {}
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ir::Node* inner = innerOp(*node, 0, "Transpose");
+    ir::Node* inner = pass::singleUseProducer(node->input(0), "Transpose");
     if (inner == nullptr) return ctx.fail("input is not a single-use Transpose");
     auto p1 = attrInts(*inner, "perm");
     auto p2 = attrInts(*node, "perm");
@@ -80,7 +70,7 @@ class ReshapeReshapePattern final : public rewrite::Pattern {
  public:
   ReshapeReshapePattern() : Pattern("merge-reshape-reshape", "Reshape", "", 1, 5) {}
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ir::Node* inner = innerOp(*node, 0, "Reshape");
+    ir::Node* inner = pass::singleUseProducer(node->input(0), "Reshape");
     if (inner == nullptr) return ctx.fail("input is not a single-use Reshape");
     auto target = constantInts(node->input(1));
     if (!target) return ctx.fail("outer target not constant");
@@ -123,7 +113,7 @@ class SqueezeUnsqueezePattern final : public rewrite::Pattern {
         inner_(outer_ == "Squeeze" ? "Unsqueeze" : "Squeeze") {}
 
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ir::Node* inner = innerOp(*node, 0, inner_.c_str());
+    ir::Node* inner = pass::singleUseProducer(node->input(0), inner_.c_str());
     if (inner == nullptr) return ctx.fail("input is not a single-use {}", inner_);
     auto a_outer = axesOf(*node, ctx);
     auto a_inner = axesOf(*inner, ctx);
@@ -183,7 +173,7 @@ class CastCastPattern final : public rewrite::Pattern {
  public:
   CastCastPattern() : Pattern("merge-cast-cast", "Cast") {}
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ir::Node* inner = innerOp(*node, 0, "Cast");
+    ir::Node* inner = pass::singleUseProducer(node->input(0), "Cast");
     if (inner == nullptr) return ctx.fail("input is not a single-use Cast");
     ir::Value* x = inner->input(0);
     auto t0 = pass::elemTypeOf(x);
@@ -206,7 +196,7 @@ class ConcatConcatPattern final : public rewrite::Pattern {
   ConcatConcatPattern() : Pattern("merge-concat-concat", "Concat") {}
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
     for (size_t i = 0; i < node->numInputs(); ++i) {
-      ir::Node* inner = innerOp(*node, i, "Concat");
+      ir::Node* inner = pass::singleUseProducer(node->input(i), "Concat");
       if (inner == nullptr) continue;
       int64_t outer_axis = attrInt(*node, "axis", 0);
       int64_t inner_axis = attrInt(*inner, "axis", 0);
@@ -269,7 +259,7 @@ class SliceSlicePattern final : public rewrite::Pattern {
   }
 
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ir::Node* inner = innerOp(*node, 0, "Slice");
+    ir::Node* inner = pass::singleUseProducer(node->input(0), "Slice");
     if (inner == nullptr) return ctx.fail("input is not a single-use Slice");
     auto outer = read(*node);
     auto in = read(*inner);

@@ -21,11 +21,6 @@
 namespace onnxopt::passes {
 namespace {
 
-bool isNondeterministic(const std::string& op) {
-  return op == "RandomNormal" || op == "RandomNormalLike" || op == "RandomUniform" ||
-         op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
-}
-
 class FoldConstantsPass final : public pass::GraphPass {
  public:
   std::string id() const override { return "fold-constants"; }
@@ -61,9 +56,9 @@ class FoldConstantsPass final : public pass::GraphPass {
     for (ir::Node* n : graph) {
       if (!n->domain().empty() && n->domain() != "ai.onnx") continue;
       const std::string& op = n->opType();
-      if (op == "Constant" || isNondeterministic(op) || !n->subgraphs().empty()) continue;
+      if (op == "Constant" || pass::isNondeterministicOp(op) || !n->subgraphs().empty()) continue;
       if (!fold_qdq && (op == "QuantizeLinear" || op == "DequantizeLinear")) continue;
-      if (!outputsCanBeInitializers(*n, rewriter)) continue;
+      if (!outputsCanBeInitializers(*n)) continue;
       std::optional<std::vector<kernels::HostTensor>> results;
       if (op == "Shape" || op == "Size") results = foldShape(*n);
       if (!results) results = foldWithKernel(*n, opset, limit, ctx);
@@ -76,7 +71,7 @@ class FoldConstantsPass final : public pass::GraphPass {
   }
 
  private:
-  static bool outputsCanBeInitializers(const ir::Node& n, const rewrite::Rewriter& rewriter) {
+  static bool outputsCanBeInitializers(const ir::Node& n) {
     for (const ir::Value* out : n.outputs()) {
       if (out == nullptr) continue;
       for (const ir::Use& use : out->uses()) {
@@ -84,7 +79,6 @@ class FoldConstantsPass final : public pass::GraphPass {
         // A subgraph output must stay a node output (onnx.checker).
         if (use.user == g->returnNode() && g->parentNode() != nullptr) return false;
       }
-      (void)rewriter;
     }
     return n.numOutputs() > 0;
   }

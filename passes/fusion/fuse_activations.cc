@@ -17,29 +17,14 @@ namespace {
 
 using rewrite::PatternContext;
 
-std::optional<double> scalarOf(const ir::Value* v) {
-  auto t = pass::constantTensor(v);
-  if (!t || t->numElements().value_or(0) != 1) return std::nullopt;
-  return pass::elementAsDouble(*t, 0);
-}
-
 bool is(const std::optional<double>& v, double want) {
   return v && std::fabs(*v - want) <= 1e-6 * std::max(1.0, std::fabs(want));
 }
 
-/// The producer of `v` when it is a single-use `op` of the default domain.
-ir::Node* producedBy(const ir::Value* v, const char* op) {
-  if (v == nullptr || v->producer() == nullptr || v->producer()->opType() != op ||
-      !v->producer()->domain().empty() || !pass::hasSingleUse(v)) {
-    return nullptr;
-  }
-  return v->producer();
-}
-
 /// For a binary node, the operand that is the scalar `c`'s partner; nullptr when neither is `c`.
 ir::Value* partnerOf(const ir::Node& n, double c) {
-  if (is(scalarOf(n.input(1)), c)) return n.input(0);
-  if (is(scalarOf(n.input(0)), c)) return n.input(1);
+  if (is(pass::scalarConstant(n.input(1)), c)) return n.input(0);
+  if (is(pass::scalarConstant(n.input(0)), c)) return n.input(1);
   return nullptr;
 }
 
@@ -68,9 +53,9 @@ class SoftplusPattern final : public rewrite::Pattern {
  public:
   SoftplusPattern() : Pattern("fuse-softplus", "Log", "", 3) {}
   bool matchAndRewrite(ir::Node* log, PatternContext& ctx) const override {
-    ir::Node* add = producedBy(log->input(0), "Add");
+    ir::Node* add = pass::singleUseProducer(log->input(0), "Add");
     ir::Value* e = add ? partnerOf(*add, 1.0) : nullptr;
-    ir::Node* exp = producedBy(e, "Exp");
+    ir::Node* exp = pass::singleUseProducer(e, "Exp");
     if (exp == nullptr) return ctx.fail("not Log(Exp(x) + 1)");
     replaceWith(log, "Softplus", exp->input(0), {}, {log, add, exp}, ctx);
     return true;
@@ -82,13 +67,14 @@ class HardSigmoidPattern final : public rewrite::Pattern {
   HardSigmoidPattern() : Pattern("fuse-hardsigmoid", "Div", "", 3, 11) {}
   // Clip's bounds are inputs from opset 11.
   bool matchAndRewrite(ir::Node* div, PatternContext& ctx) const override {
-    if (!is(scalarOf(div->input(1)), 6.0)) return ctx.fail("not divided by 6");
-    ir::Node* clip = producedBy(div->input(0), "Clip");
-    if (clip == nullptr || clip->numInputs() != 3 || !is(scalarOf(clip->input(1)), 0.0) ||
-        !is(scalarOf(clip->input(2)), 6.0)) {
+    if (!is(pass::scalarConstant(div->input(1)), 6.0)) return ctx.fail("not divided by 6");
+    ir::Node* clip = pass::singleUseProducer(div->input(0), "Clip");
+    if (clip == nullptr || clip->numInputs() != 3 ||
+        !is(pass::scalarConstant(clip->input(1)), 0.0) ||
+        !is(pass::scalarConstant(clip->input(2)), 6.0)) {
       return ctx.fail("not Clip(.., 0, 6)");
     }
-    ir::Node* add = producedBy(clip->input(0), "Add");
+    ir::Node* add = pass::singleUseProducer(clip->input(0), "Add");
     ir::Value* x = add ? partnerOf(*add, 3.0) : nullptr;
     if (x == nullptr) return ctx.fail("not x + 3");
     replaceWith(div, "HardSigmoid", x, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}}, {div, clip, add},
@@ -102,7 +88,7 @@ class HardSwishPattern final : public rewrite::Pattern {
   HardSwishPattern() : Pattern("fuse-hardswish", "Mul", "", 2, 14) {}
   bool matchAndRewrite(ir::Node* mul, PatternContext& ctx) const override {
     for (int side = 0; side < 2; ++side) {
-      ir::Node* hs = producedBy(mul->input(side), "HardSigmoid");
+      ir::Node* hs = pass::singleUseProducer(mul->input(side), "HardSigmoid");
       if (hs == nullptr || hs->input(0) != mul->input(1 - side)) continue;
       if (!is(pass::attrFloat(*hs, "alpha", 0.2f), 1.0 / 6.0) ||
           !is(pass::attrFloat(*hs, "beta", 0.5f), 0.5)) {
@@ -120,8 +106,8 @@ class MishPattern final : public rewrite::Pattern {
   MishPattern() : Pattern("fuse-mish", "Mul", "", 1, 18) {}
   bool matchAndRewrite(ir::Node* mul, PatternContext& ctx) const override {
     for (int side = 0; side < 2; ++side) {
-      ir::Node* tanh = producedBy(mul->input(side), "Tanh");
-      ir::Node* sp = tanh ? producedBy(tanh->input(0), "Softplus") : nullptr;
+      ir::Node* tanh = pass::singleUseProducer(mul->input(side), "Tanh");
+      ir::Node* sp = tanh ? pass::singleUseProducer(tanh->input(0), "Softplus") : nullptr;
       if (sp == nullptr || sp->input(0) != mul->input(1 - side)) continue;
       replaceWith(mul, "Mish", sp->input(0), {}, {mul, tanh, sp}, ctx);
       return true;

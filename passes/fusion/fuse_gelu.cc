@@ -23,12 +23,6 @@ bool near(std::optional<double> v, double want) {
   return v && std::fabs(*v - want) <= 1e-4 * std::fabs(want);
 }
 
-std::optional<double> scalarOf(const ir::Value* v) {
-  auto t = pass::constantTensor(v);
-  if (!t || t->numElements().value_or(0) != 1) return std::nullopt;
-  return pass::elementAsDouble(*t, 0);
-}
-
 /// The single user of `v` when it is `op` of the default domain; `other` gets its other operand.
 ir::Node* onlyUser(const ir::Value* v, const char* op, ir::Value** other) {
   if (!pass::hasSingleUse(v)) return nullptr;
@@ -45,7 +39,8 @@ bool fuseTail(ir::Node* f, ir::Value* x, const std::vector<ir::Node*>& pre, cons
               PatternContext& ctx) {
   ir::Value* one = nullptr;
   ir::Node* add = onlyUser(f->output(0), "Add", &one);
-  if (add == nullptr || !near(scalarOf(one), 1.0)) return ctx.fail("no 1 + {}", f->opType());
+  if (add == nullptr || !near(pass::scalarConstant(one), 1.0))
+    return ctx.fail("no 1 + {}", f->opType());
   ir::Value* other = nullptr;
   ir::Node* m1 = onlyUser(add->output(0), "Mul", &other);
   if (m1 == nullptr) return ctx.fail("1 + {} is not multiplied", f->opType());
@@ -55,8 +50,9 @@ bool fuseTail(ir::Node* f, ir::Value* x, const std::vector<ir::Node*>& pre, cons
     // Mul(Mul(x, a), 0.5)
     ir::Value* half = nullptr;
     last = onlyUser(m1->output(0), "Mul", &half);
-    if (last == nullptr || !near(scalarOf(half), 0.5)) return ctx.fail("no final * 0.5");
-  } else if (near(scalarOf(other), 0.5)) {
+    if (last == nullptr || !near(pass::scalarConstant(half), 0.5))
+      return ctx.fail("no final * 0.5");
+  } else if (near(pass::scalarConstant(other), 0.5)) {
     // Mul(x, Mul(a, 0.5))
     ir::Value* xx = nullptr;
     last = onlyUser(m1->output(0), "Mul", &xx);
@@ -65,8 +61,8 @@ bool fuseTail(ir::Node* f, ir::Value* x, const std::vector<ir::Node*>& pre, cons
              pass::hasSingleUse(other)) {
     // Mul(Mul(x, 0.5), a)
     half_node = other->producer();
-    bool ok = (half_node->input(0) == x && near(scalarOf(half_node->input(1)), 0.5)) ||
-              (half_node->input(1) == x && near(scalarOf(half_node->input(0)), 0.5));
+    bool ok = (half_node->input(0) == x && near(pass::scalarConstant(half_node->input(1)), 0.5)) ||
+              (half_node->input(1) == x && near(pass::scalarConstant(half_node->input(0)), 0.5));
     if (!ok) return ctx.fail("not x * 0.5");
     last = m1;
   } else {
@@ -107,11 +103,12 @@ class GeluErfPattern final : public rewrite::Pattern {
       return ctx.fail("Erf input is not a single-use scaling");
     }
     ir::Value* x = nullptr;
-    if (pre->opType() == "Div" && near(scalarOf(pre->input(1)), std::sqrt(2.0))) {
+    if (pre->opType() == "Div" && near(pass::scalarConstant(pre->input(1)), std::sqrt(2.0))) {
       x = pre->input(0);
     } else if (pre->opType() == "Mul") {
       for (int side = 0; side < 2 && x == nullptr; ++side) {
-        if (near(scalarOf(pre->input(side)), 1.0 / std::sqrt(2.0))) x = pre->input(1 - side);
+        if (near(pass::scalarConstant(pre->input(side)), 1.0 / std::sqrt(2.0)))
+          x = pre->input(1 - side);
       }
     }
     if (x == nullptr) return ctx.fail("Erf input is not x / sqrt(2)");
@@ -127,7 +124,7 @@ ir::Value* scaledBy(const ir::Value* v, double c, ir::Node** mul) {
     return nullptr;
   }
   for (int side = 0; side < 2; ++side) {
-    if (near(scalarOf((*mul)->input(side)), c)) return (*mul)->input(1 - side);
+    if (near(pass::scalarConstant((*mul)->input(side)), c)) return (*mul)->input(1 - side);
   }
   return nullptr;
 }
@@ -150,7 +147,8 @@ class GeluTanhPattern final : public rewrite::Pattern {
       ir::Value* cube = scaledBy(sum->input(1 - side), 0.044715, &cube_mul);
       if (cube == nullptr || cube->producer() == nullptr || !pass::hasSingleUse(cube)) continue;
       ir::Node* pow = cube->producer();
-      if (pow->opType() != "Pow" || pow->input(0) != x || !near(scalarOf(pow->input(1)), 3.0))
+      if (pow->opType() != "Pow" || pow->input(0) != x ||
+          !near(pass::scalarConstant(pow->input(1)), 3.0))
         continue;
       return fuseTail(tanh, x, {outer, sum, cube_mul, pow}, "tanh", ctx);
     }

@@ -20,15 +20,6 @@ namespace {
 
 using rewrite::PatternContext;
 
-/// The producer of `v` when it is a single-use `op` of the default domain.
-ir::Node* singleUseProducer(const ir::Value* v, const char* op) {
-  if (v == nullptr || v->producer() == nullptr || v->producer()->opType() != op ||
-      !v->producer()->domain().empty() || !pass::hasSingleUse(v)) {
-    return nullptr;
-  }
-  return v->producer();
-}
-
 /// Reads ReduceMean's axes (attribute before opset 18, input from 18) normalized against `rank`.
 std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& n, int64_t opset, int64_t rank) {
   if (pass::attrInt(n, "keepdims", 1) != 1) return std::nullopt;
@@ -43,13 +34,6 @@ std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& n, int64_t opset,
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-/// A scalar float constant.
-std::optional<double> scalarConstant(const ir::Value* v) {
-  auto t = pass::constantTensor(v);
-  if (!t || t->numElements().value_or(0) != 1) return std::nullopt;
-  return pass::elementAsDouble(*t, 0);
 }
 
 /// Of a commutative binary node, the operand that is not `known` (nullptr when neither is).
@@ -73,13 +57,13 @@ class LayerNormPattern final : public rewrite::Pattern {
     ir::Node* recip = nullptr;
     if (node->opType() == "Div") {
       d = node->input(0);
-      sqrt_node = singleUseProducer(node->input(1), "Sqrt");
+      sqrt_node = pass::singleUseProducer(node->input(1), "Sqrt");
     } else {
       for (int side = 0; side < 2 && sqrt_node == nullptr; ++side) {
-        recip = singleUseProducer(node->input(side), "Reciprocal");
+        recip = pass::singleUseProducer(node->input(side), "Reciprocal");
         if (recip != nullptr) {
           d = node->input(1 - side);
-          sqrt_node = singleUseProducer(recip->input(0), "Sqrt");
+          sqrt_node = pass::singleUseProducer(recip->input(0), "Sqrt");
         }
       }
     }
@@ -87,22 +71,22 @@ class LayerNormPattern final : public rewrite::Pattern {
     ir::Node* sub = d->producer();
     if (sub == nullptr || sub->opType() != "Sub" || !sub->domain().empty())
       return ctx.fail("no Sub");
-    ir::Node* add_eps = singleUseProducer(sqrt_node->input(0), "Add");
+    ir::Node* add_eps = pass::singleUseProducer(sqrt_node->input(0), "Add");
     if (add_eps == nullptr) return ctx.fail("no epsilon Add");
     ir::Node* var_mean = nullptr;
     std::optional<double> eps;
     for (int side = 0; side < 2 && var_mean == nullptr; ++side) {
-      var_mean = singleUseProducer(add_eps->input(side), "ReduceMean");
-      if (var_mean != nullptr) eps = scalarConstant(add_eps->input(1 - side));
+      var_mean = pass::singleUseProducer(add_eps->input(side), "ReduceMean");
+      if (var_mean != nullptr) eps = pass::scalarConstant(add_eps->input(1 - side));
     }
     if (var_mean == nullptr || !eps)
       return ctx.fail("no variance ReduceMean plus constant epsilon");
-    ir::Node* square = singleUseProducer(var_mean->input(0), "Pow");
+    ir::Node* square = pass::singleUseProducer(var_mean->input(0), "Pow");
     if (square != nullptr) {
-      auto e = scalarConstant(square->input(1));
+      auto e = pass::scalarConstant(square->input(1));
       if (square->input(0) != d || !e || *e != 2.0) return ctx.fail("Pow is not d^2");
     } else {
-      square = singleUseProducer(var_mean->input(0), "Mul");
+      square = pass::singleUseProducer(var_mean->input(0), "Mul");
       if (square == nullptr || square->input(0) != d || square->input(1) != d)
         return ctx.fail("no d*d");
     }
@@ -112,7 +96,7 @@ class LayerNormPattern final : public rewrite::Pattern {
       return ctx.fail("the centered value has other users");
     }
     ir::Value* x = sub->input(0);
-    ir::Node* mean = singleUseProducer(sub->input(1), "ReduceMean");
+    ir::Node* mean = pass::singleUseProducer(sub->input(1), "ReduceMean");
     if (mean == nullptr || mean->input(0) != x)
       return ctx.fail("Sub does not center x by its mean");
     auto rank = pass::rankOf(x);

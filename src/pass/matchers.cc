@@ -234,6 +234,25 @@ float attrFloat(const ir::Node& node, const std::string& name, float fallback) {
   return a != nullptr && a->kind == ir::Attribute::Kind::kFloat ? a->f : fallback;
 }
 
+ir::Node* singleUseProducer(const ir::Value* value, const char* op) {
+  if (value == nullptr || value->producer() == nullptr || value->producer()->opType() != op ||
+      !value->producer()->domain().empty() || !hasSingleUse(value)) {
+    return nullptr;
+  }
+  return value->producer();
+}
+
+std::optional<double> scalarConstant(const ir::Value* value) {
+  auto t = constantTensor(value);
+  if (!t || t->numElements().value_or(0) != 1) return std::nullopt;
+  return elementAsDouble(*t, 0);
+}
+
+bool isNondeterministicOp(const std::string& op) {
+  return op == "RandomNormal" || op == "RandomNormalLike" || op == "RandomUniform" ||
+         op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
+}
+
 bool hasSingleUse(const ir::Value* value) {
   return value->uses().size() == 1 && !value->isGraphOutput();
 }

@@ -44,6 +44,14 @@ int64_t attrInt(const ir::Node& node, const std::string& name, int64_t fallback)
 std::optional<std::vector<int64_t>> attrInts(const ir::Node& node, const std::string& name);
 float attrFloat(const ir::Node& node, const std::string& name, float fallback);
 
+/// The producer of `value` when it is an `op` of the default domain whose output only one node
+/// reads (and is no graph output); nullptr otherwise.
+ir::Node* singleUseProducer(const ir::Value* value, const char* op);
+/// The value of a one-element numeric constant.
+std::optional<double> scalarConstant(const ir::Value* value);
+/// Ops whose outputs are random: never merged or folded.
+bool isNondeterministicOp(const std::string& op);
+
 /// True when the value has exactly one use and is not a graph output.
 bool hasSingleUse(const ir::Value* value);
 /// True when the value is used by nothing but `user` (any number of operands) and is no output.

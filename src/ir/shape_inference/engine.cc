@@ -143,11 +143,8 @@ class ShapeInferenceEngine {
   std::vector<Type> inferSubgraph(Graph& graph, const std::vector<Type>& input_types) {
     for (size_t i = 0; i < graph.inputs().size() && i < input_types.size(); ++i) {
       Value* in = graph.inputs()[i];
-      if (!in->type().isKnown()) {
-        in->setType(input_types[i]);
-      } else if (in->type().isTensor() && input_types[i].isTensor()) {
-        // Loop-carried values may change shape per iteration: the body's declared input type wins.
-      }
+      // A declared body input type wins: loop-carried values may change shape per iteration.
+      if (!in->type().isKnown()) in->setType(input_types[i]);
     }
     inferGraph(graph);
     std::vector<Type> out;
