@@ -35,14 +35,19 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //  - fuse-pad before fuse-conv-affine: both rewrite Conv, and a padded Conv absorbs a
       //  following
       //    BatchNormalization just the same.
-      //  - fuse-layernorm (opset 17+) and fuse-gelu (opset 20+) after cleanup has removed
-      //    Identity/Cast noise from the chains they match.
+      //  - fuse-layernorm (opset 17+), fuse-gelu (opset 20+), fuse-rmsnorm and fuse-attention
+      //    (opset 23+) after cleanup has removed Identity/Cast noise from the chains they match.
+      //    fuse-attention after the normalizations: neither reads into the other's chain.
+      //  - eliminate-noop with strict-signed-zero=false: x + 0 -> x may turn a -0 into +0. -O2
+      //    already accepts float reassociation (absorbed weights, fused kernels); signed zeros
+      //    compare equal, and only 1/x, atan2 and copysign see the difference. -O1 stays strict.
       //  - fold-constants and dce in the same fixed point: absorbed weights are new initializers
       //    whose predecessors (the old weights) become dead.
       // -O3 will add target-specific rewrites; until they exist it equals -O2.
       return std::string(kLevel1) +
-             ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-gelu,"
-             "fuse-activations,fold-constants,eliminate-noop,cse,dce)";
+             ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-rmsnorm,fuse-gelu,"
+             "fuse-activations,fuse-attention,fold-constants,"
+             "eliminate-noop{strict-signed-zero=false},cse,dce)";
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);
   }

@@ -20,17 +20,8 @@ import onnx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
 import roundtrip_check  # noqa: E402
 
-
-def count_nodes(graph: onnx.GraphProto) -> int:
-    n = 0
-    for node in graph.node:
-        n += 1
-        for attr in node.attribute:
-            if attr.HasField("g"):
-                n += count_nodes(attr.g)
-            for g in attr.graphs:
-                n += count_nodes(g)
-    return n
+sys.path.insert(0, str(Path(__file__).resolve().parent / "bench"))
+from peers import count_nodes  # noqa: E402
 
 
 def main() -> int:

@@ -20,14 +20,6 @@ namespace {
 
 using rewrite::PatternContext;
 
-ir::Attribute intAttr(const char* name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
-
 class MatMulAddPattern final : public rewrite::Pattern {
  public:
   MatMulAddPattern() : Pattern("fuse-matmul-add-gemm", "Add") {}
@@ -123,7 +115,7 @@ class TransposeIntoGemmPattern final : public rewrite::Pattern {
       if (!swap) continue;
       const char* attr = i == 0 ? "transA" : "transB";
       auto& rw = ctx.rewriter();
-      rw.setAttribute(node, intAttr(attr, pass::attrInt(*node, attr, 0) == 0 ? 1 : 0));
+      rw.setAttribute(node, pass::intAttr(attr, pass::attrInt(*node, attr, 0) == 0 ? 1 : 0));
       rw.setInput(node, i, t->input(0));
       rw.eraseNode(t);
       return true;

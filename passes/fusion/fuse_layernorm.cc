@@ -20,28 +20,8 @@ namespace {
 
 using rewrite::PatternContext;
 
-/// Reads ReduceMean's axes (attribute before opset 18, input from 18) normalized against `rank`.
-std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& n, int64_t opset, int64_t rank) {
-  if (pass::attrInt(n, "keepdims", 1) != 1) return std::nullopt;
-  auto axes = opset < 18 ? pass::attrInts(n, "axes")
-                         : (n.numInputs() > 1 ? pass::constantInts(n.input(1)) : std::nullopt);
-  if (!axes || axes->empty()) return std::nullopt;
-  std::vector<int64_t> out;
-  for (int64_t a : *axes) {
-    auto norm = pass::normalizeAxis(a, rank);
-    if (!norm) return std::nullopt;
-    out.push_back(*norm);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-/// Of a commutative binary node, the operand that is not `known` (nullptr when neither is).
-ir::Value* otherOperand(const ir::Node& n, const ir::Value* known) {
-  if (n.input(0) == known) return n.input(1);
-  if (n.input(1) == known) return n.input(0);
-  return nullptr;
-}
+using pass::otherOperand;
+using pass::reduceAxes;
 
 class LayerNormPattern final : public rewrite::Pattern {
  public:
@@ -115,15 +95,7 @@ class LayerNormPattern final : public rewrite::Pattern {
     }
     int64_t axis = *rank - static_cast<int64_t>(a1->size());
     // Only the normalized (trailing) dims need to be known: batch and sequence may be symbolic.
-    std::optional<std::vector<int64_t>> norm_dims = std::vector<int64_t>();
-    for (size_t i = static_cast<size_t>(axis); i < x->type().shape->size(); ++i) {
-      const ir::Dim& dim = (*x->type().shape)[i];
-      if (!dim.isKnown()) {
-        norm_dims.reset();
-        break;
-      }
-      norm_dims->push_back(dim.value);
-    }
+    std::optional<std::vector<int64_t>> norm_dims = pass::staticDimsFrom(x, axis);
 
     // Optional affine tail: Mul by gamma, then Add beta (both constants broadcasting over the
     // normalized dims only).
@@ -159,37 +131,11 @@ class LayerNormPattern final : public rewrite::Pattern {
     // LayerNormalization wants Scale (and B) shaped like the normalized dims.
     auto expandTo = [&](ir::Value* v, double fill, const char* base) -> ir::Value* {
       if (!norm_dims) return nullptr;
-      std::optional<std::vector<double>> values;
-      std::vector<int64_t> src_dims;
-      if (v != nullptr) {
-        auto t = pass::constantTensor(v);
-        if (t->dims().size() == norm_dims->size() && t->dims() == *norm_dims) return v;
-        values = pass::floatValues(*t);
-        src_dims = t->dims();
-      }
-      int64_t count = 1;
-      for (int64_t dd : *norm_dims) count *= dd;
-      std::vector<double> out_values(static_cast<size_t>(count), fill);
-      if (values) {
-        // Broadcast the constant (rank <= k, trailing-aligned) over the normalized dims.
-        for (int64_t i = 0; i < count; ++i) {
-          int64_t rem = i, src = 0, stride = 1;
-          for (int64_t k = static_cast<int64_t>(norm_dims->size()) - 1,
-                       s = static_cast<int64_t>(src_dims.size()) - 1;
-               k >= 0; --k, --s) {
-            int64_t idx = rem % (*norm_dims)[k];
-            rem /= (*norm_dims)[k];
-            if (s >= 0) {
-              if (src_dims[s] != 1 && src_dims[s] != (*norm_dims)[k]) return nullptr;
-              src += (src_dims[s] == 1 ? 0 : idx) * stride;
-              stride *= src_dims[s];
-            }
-          }
-          out_values[static_cast<size_t>(i)] = (*values)[static_cast<size_t>(src)];
-        }
-      }
-      return rw.createInitializer(*node->owningGraph(), base,
-                                  pass::makeFloatTensor(*elem, *norm_dims, out_values));
+      std::optional<ir::Tensor> t = v != nullptr ? pass::constantTensor(v) : std::nullopt;
+      if (t && t->dims() == *norm_dims) return v;
+      auto full = pass::broadcastFloatConstant(t ? &*t : nullptr, fill, *elem, *norm_dims);
+      if (!full) return nullptr;
+      return rw.createInitializer(*node->owningGraph(), base, std::move(*full));
     };
     ir::Value* scale = expandTo(gamma, 1.0, "ln_scale");
     if (scale == nullptr) return ctx.fail("cannot shape Scale like the normalized dims");
@@ -200,16 +146,8 @@ class LayerNormPattern final : public rewrite::Pattern {
     std::vector<ir::Value*> inputs{x, scale};
     if (bias != nullptr) inputs.push_back(bias);
     ir::Node* ln = rw.createNode("LayerNormalization", "", inputs, 1);
-    ir::Attribute a_axis;
-    a_axis.name = "axis";
-    a_axis.kind = ir::Attribute::Kind::kInt;
-    a_axis.i = axis;
-    rw.setAttribute(ln, std::move(a_axis));
-    ir::Attribute a_eps;
-    a_eps.name = "epsilon";
-    a_eps.kind = ir::Attribute::Kind::kFloat;
-    a_eps.f = static_cast<float>(*eps);
-    rw.setAttribute(ln, std::move(a_eps));
+    rw.setAttribute(ln, pass::intAttr("axis", axis));
+    rw.setAttribute(ln, pass::floatAttr("epsilon", static_cast<float>(*eps)));
     ln->output(0)->setType(out->type());
     rw.replaceAllUsesWith(out, ln->output(0));
     // Erase the decomposed chain, users first, so it cannot match again.
@@ -228,11 +166,7 @@ class LayerNormPattern final : public rewrite::Pattern {
     chain.push_back(square);
     chain.push_back(sub);
     chain.push_back(mean);
-    for (ir::Node* n : chain) {
-      bool used = false;
-      for (ir::Value* o : n->outputs()) used |= o != nullptr && o->hasUses();
-      if (!used) rw.eraseNode(n);
-    }
+    rw.eraseDeadNodes(chain);
     return true;
   }
 };

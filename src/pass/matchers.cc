@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -324,6 +325,102 @@ ir::Tensor makeInt64Tensor(const std::vector<int64_t>& values, std::vector<int64
   if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
   t.setBytes(std::move(bytes));
   return t;
+}
+
+}  // namespace onnxopt::pass
+
+namespace onnxopt::pass {
+
+ir::Attribute intAttr(const std::string& name, int64_t v) {
+  ir::Attribute a;
+  a.name = name;
+  a.kind = ir::Attribute::Kind::kInt;
+  a.i = v;
+  return a;
+}
+
+ir::Attribute floatAttr(const std::string& name, float v) {
+  ir::Attribute a;
+  a.name = name;
+  a.kind = ir::Attribute::Kind::kFloat;
+  a.f = v;
+  return a;
+}
+
+ir::Attribute intsAttr(const std::string& name, std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.name = name;
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+ir::Value* otherOperand(const ir::Node& n, const ir::Value* known) {
+  if (n.numInputs() != 2) return nullptr;
+  if (n.input(0) == known) return n.input(1);
+  if (n.input(1) == known) return n.input(0);
+  return nullptr;
+}
+
+std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& n, int64_t opset, int64_t rank) {
+  if (attrInt(n, "keepdims", 1) != 1) return std::nullopt;
+  bool axes_input = opset >= 18 || (n.opType() == "ReduceSum" && opset >= 13);
+  auto axes = !axes_input ? attrInts(n, "axes")
+                          : (n.numInputs() > 1 ? constantInts(n.input(1)) : std::nullopt);
+  if (!axes || axes->empty()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (int64_t a : *axes) {
+    auto norm = normalizeAxis(a, rank);
+    if (!norm) return std::nullopt;
+    out.push_back(*norm);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<std::vector<int64_t>> staticDimsFrom(const ir::Value* value, int64_t axis) {
+  if (value == nullptr || !value->type().isTensor() || !value->type().shape) return std::nullopt;
+  const auto& shape = *value->type().shape;
+  if (axis < 0 || axis > static_cast<int64_t>(shape.size())) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (size_t i = static_cast<size_t>(axis); i < shape.size(); ++i) {
+    if (!shape[i].isKnown()) return std::nullopt;
+    dims.push_back(shape[i].value);
+  }
+  return dims;
+}
+
+std::optional<ir::Tensor> broadcastFloatConstant(const ir::Tensor* source, double fill,
+                                                 ir::DataType dtype,
+                                                 const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  std::vector<double> out(static_cast<size_t>(count), fill);
+  if (source != nullptr) {
+    auto values = floatValues(*source);
+    const std::vector<int64_t>& src = source->dims();
+    if (!values || src.size() > dims.size()) return std::nullopt;
+    for (size_t k = 0; k < src.size(); ++k) {
+      int64_t want = dims[dims.size() - src.size() + k];
+      if (src[k] != 1 && src[k] != want) return std::nullopt;
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t rem = i, from = 0, stride = 1;
+      for (int64_t k = static_cast<int64_t>(dims.size()) - 1,
+                   s = static_cast<int64_t>(src.size()) - 1;
+           k >= 0; --k, --s) {
+        int64_t idx = rem % dims[static_cast<size_t>(k)];
+        rem /= dims[static_cast<size_t>(k)];
+        if (s >= 0) {
+          int64_t sd = src[static_cast<size_t>(s)];
+          from += (sd == 1 ? 0 : idx) * stride;
+          stride *= sd;
+        }
+      }
+      out[static_cast<size_t>(i)] = (*values)[static_cast<size_t>(from)];
+    }
+  }
+  return makeFloatTensor(dtype, dims, out);
 }
 
 }  // namespace onnxopt::pass

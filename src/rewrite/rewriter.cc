@@ -147,6 +147,15 @@ void Rewriter::replaceNode(ir::Node* node, const std::vector<ir::Value*>& values
   eraseNode(node);
 }
 
+void Rewriter::eraseDeadNodes(const std::vector<ir::Node*>& nodes) {
+  for (ir::Node* n : nodes) {
+    if (n == nullptr) continue;
+    bool used = false;
+    for (ir::Value* o : n->outputs()) used |= o != nullptr && (o->hasUses() || o->isGraphOutput());
+    if (!used) eraseNode(n);
+  }
+}
+
 void Rewriter::eraseNode(ir::Node* node) {
   std::vector<ir::Value*> inputs;
   for (ir::Value* v : node->inputs()) {

@@ -486,11 +486,11 @@ def check_case(
             result.checker_ok_after = False
             fail(f"output fails onnx.checker: {_one_line(e)}")
 
-    _compare_in_ort(case, out, result, tolerant)
+    compare_in_ort(case, out, result, tolerant)
     return result
 
 
-def _compare_in_ort(case: Case, out: Path, result: Outcome, tolerant: bool = False) -> None:
+def compare_in_ort(case: Case, out: Path, result: Outcome, tolerant: bool = False) -> None:
     try:
         original = _session(case.model)
     except Exception as e:

@@ -68,6 +68,24 @@ ir::Tensor makeFloatTensor(ir::DataType dtype, std::vector<int64_t> dims,
                            const std::vector<double>& values);
 bool isFloatType(ir::DataType dtype);
 
+/// Of a binary node, the operand that is not `known` (nullptr when neither is).
+ir::Value* otherOperand(const ir::Node& node, const ir::Value* known);
+/// The axes of a keepdims=1 ReduceMean/ReduceSum (attribute before opset 18, constant input from
+/// 18), normalized against `rank` and sorted; nullopt when not constant or keepdims is 0.
+std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& node, int64_t opset, int64_t rank);
+/// The dims of `value` from `axis` on, when all of them are known integers.
+std::optional<std::vector<int64_t>> staticDimsFrom(const ir::Value* value, int64_t axis);
+/// A float tensor of `dtype` shaped `dims`: `source` (nullptr: `fill` everywhere) broadcast to
+/// `dims` with numpy's trailing alignment; nullopt when it does not broadcast.
+std::optional<ir::Tensor> broadcastFloatConstant(const ir::Tensor* source, double fill,
+                                                 ir::DataType dtype,
+                                                 const std::vector<int64_t>& dims);
+
+/// Attributes for new nodes.
+ir::Attribute intAttr(const std::string& name, int64_t v);
+ir::Attribute floatAttr(const std::string& name, float v);
+ir::Attribute intsAttr(const std::string& name, std::vector<int64_t> v);
+
 /// Builds tensors for new constants.
 ir::Tensor makeInt64Tensor(const std::vector<int64_t>& values, std::vector<int64_t> dims);
 

@@ -66,6 +66,9 @@ class Rewriter {
 
   /// Erases a node whose outputs have no uses.
   void eraseNode(ir::Node* node);
+  /// Erases, in order, those of `nodes` (nullptr allowed) whose outputs have no uses and are no
+  /// graph outputs: a fusion's matched chain, users first, where some links may still be read.
+  void eraseDeadNodes(const std::vector<ir::Node*>& nodes);
 
   void setInput(ir::Node* node, size_t index, ir::Value* value);
   void addInput(ir::Node* node, ir::Value* value);
