@@ -6,6 +6,9 @@ namespace onnxopt::passes {
 namespace {
 
 // -O1: cleanup, standard ONNX only.
+//  - freeze-initializer-inputs first: weights listed as graph inputs (IR 3 required it; old
+//    PyTorch exports kept it) are constants for every later pass, unless
+//    --keep-initializer-inputs keeps them overridable.
 //  - infer-shapes first: no-op and merge patterns decide on element types and shapes
 //    (a Cast to the type it already has, a Reshape to the shape it already has).
 //  - lift-constants next: Constant nodes become initializers, so every later pattern sees one
@@ -17,7 +20,7 @@ namespace {
 //    consecutive ops expose duplicates (CSE) and dead producers (DCE); CSE makes nodes dead;
 //    DCE last in each round so the next round starts from a graph without garbage.
 constexpr const char* kLevel1 =
-    "infer-shapes,lift-constants,fold-constant-if,"
+    "freeze-initializer-inputs,infer-shapes,lift-constants,fold-constant-if,"
     "fixpoint(fold-constants,eliminate-noop,merge-consecutive,fold-constant-if,cse,dce)";
 
 }  // namespace

@@ -1,5 +1,9 @@
 // fold-constants: constant folding and shape folding.
 //
+//   Gather(Shape(%x), i) / Slice(Shape(%x), ...) picking only known dims of %x  ==>  int64 dims
+//   %r = Reshape(%x, s), s computed at run time, %r : T[N, 512, 256] (N unknown)
+//                                                  ==>   %r = Reshape(%x, int64[3]{-1, 512, 256})
+//
 //   %y = Op(c1, ..., cn), every ci constant        ==>   initializer %y = ReferenceKernel[Op](c1,
 //   ..., cn) %s = Shape(%x), %x : T[d1, ..., dk] all known  ==>   initializer %s = int64[k]{d1,
 //   ..., dk} %n = Size(%x),  likewise                       ==>   initializer %n = int64{d1 * ... *
@@ -8,8 +12,10 @@
 // Guards: nondeterministic ops (Random*, Multinomial, Bernoulli) and ops with subgraphs never fold;
 // QuantizeLinear/DequantizeLinear fold only with --fold-qdq (their pairs carry quantization for the
 // runtime); a result over the size limit that is also larger than its inputs is not created, so
-// weight generators (ConstantOfShape, Tile, Expand) do not bloat the model. Nodes whose output is a
-// subgraph output stay (a subgraph output must be a node output).
+// weight generators (ConstantOfShape, Tile, Expand) do not bloat the model, except where the result
+// is only a weight of compute ops (Conv/Gemm/MatMul operands, normalization parameters): that
+// tensor is in memory at run time anyway, and as a constant it can absorb what follows. Nodes whose
+// output is a subgraph output stay (a subgraph output must be a node output).
 #include <algorithm>
 
 #include "onnxopt/ir/constants.h"
@@ -58,9 +64,15 @@ class FoldConstantsPass final : public pass::GraphPass {
       const std::string& op = n->opType();
       if (op == "Constant" || pass::isNondeterministicOp(op) || !n->subgraphs().empty()) continue;
       if (!fold_qdq && (op == "QuantizeLinear" || op == "DequantizeLinear")) continue;
+      if (op == "Reshape" && foldReshapeTarget(n, rewriter)) {
+        bump("reshape-targets-folded");
+        changed = true;
+        continue;
+      }
       if (!outputsCanBeInitializers(*n)) continue;
       std::optional<std::vector<kernels::HostTensor>> results;
       if (op == "Shape" || op == "Size") results = foldShape(*n);
+      if ((op == "Gather" || op == "Slice") && !results) results = foldShapeElements(*n);
       if (!results) results = foldWithKernel(*n, opset, limit, ctx);
       if (!results) continue;
       replaceWithInitializers(n, std::move(*results), rewriter);
@@ -71,6 +83,37 @@ class FoldConstantsPass final : public pass::GraphPass {
   }
 
  private:
+  /// True when every use of the node's outputs is a weight operand of a compute op (Conv and
+  /// Gemm weights and biases, MatMul operands, normalization parameters), possibly through
+  /// Reshape/Unsqueeze/Transpose/Cast. Such a tensor exists in memory at run time anyway, and as a
+  /// constant it can be absorbed (BatchNormalization into Conv): a generator (ConstantOfShape,
+  /// Tile) is materialized past the size limit for it.
+  static bool feedsOnlyWeights(const ir::Node& n, int depth) {
+    if (depth > 4) return false;
+    bool any = false;
+    for (const ir::Value* out : n.outputs()) {
+      if (out == nullptr) continue;
+      if (out->isGraphOutput()) return false;
+      for (const ir::Use& use : out->uses()) {
+        const ir::Node& u = *use.user;
+        const std::string& op = u.opType();
+        size_t i = use.index;
+        bool weight =
+            (u.domain().empty() || u.domain() == "ai.onnx") &&
+            (((op == "Conv" || op == "ConvTranspose") && i >= 1) || op == "Gemm" ||
+             op == "MatMul" || (op == "BatchNormalization" && i >= 1) ||
+             ((op == "InstanceNormalization" || op == "LayerNormalization" ||
+               op == "GroupNormalization") &&
+              i >= 1) ||
+             ((op == "Reshape" || op == "Unsqueeze" || op == "Transpose" || op == "Cast") &&
+              i == 0 && feedsOnlyWeights(u, depth + 1)));
+        if (!weight) return false;
+        any = true;
+      }
+    }
+    return any;
+  }
+
   static bool outputsCanBeInitializers(const ir::Node& n) {
     for (const ir::Value* out : n.outputs()) {
       if (out == nullptr) continue;
@@ -81,6 +124,101 @@ class FoldConstantsPass final : public pass::GraphPass {
       }
     }
     return n.numOutputs() > 0;
+  }
+
+  /// A Reshape whose target is computed at run time (Shape/Gather/Concat chains) but whose
+  /// inferred output has at most one dim not known: the target becomes a constant, that dim -1.
+  static bool foldReshapeTarget(ir::Node* n, rewrite::Rewriter& rewriter) {
+    if (n->numInputs() < 2 || n->input(1) == nullptr || ir::constantTensor(n->input(1))) {
+      return false;
+    }
+    const ir::Value* out = n->output(0);
+    if (out == nullptr || !out->type().isTensor() || !out->type().shape) return false;
+    std::vector<int64_t> target;
+    int unknown = 0;
+    for (const ir::Dim& d : *out->type().shape) {
+      if (d.isKnown() && d.value > 0) {
+        target.push_back(d.value);
+      } else if (d.isKnown() || ++unknown > 1) {
+        return false;  // a 0 would copy (or mean an empty dim); two unknowns are ambiguous
+      } else {
+        target.push_back(-1);
+      }
+    }
+    ir::Value* shape = rewriter.createInitializer(
+        *n->owningGraph(), n->input(1)->name() + "_folded",
+        pass::makeInt64Tensor(target, {static_cast<int64_t>(target.size())}));
+    rewriter.setInput(n, 1, shape);
+    return true;
+  }
+
+  /// The dims Shape(x)<start, end> yields, each known or not.
+  static std::optional<std::vector<std::optional<int64_t>>> shapeElements(const ir::Node& shape) {
+    const ir::Value* x = shape.input(0);
+    if (x == nullptr || !x->type().isTensor() || !x->type().shape) return std::nullopt;
+    const auto& dims = *x->type().shape;
+    auto rank = static_cast<int64_t>(dims.size());
+    auto clampIndex = [&](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t{0}, rank); };
+    int64_t start = clampIndex(pass::attrInt(shape, "start", 0));
+    int64_t end = clampIndex(pass::attrInt(shape, "end", rank));
+    std::vector<std::optional<int64_t>> out;
+    for (int64_t i = start; i < end; ++i) {
+      const ir::Dim& d = dims[static_cast<size_t>(i)];
+      out.push_back(d.isKnown() ? std::optional<int64_t>(d.value) : std::nullopt);
+    }
+    return out;
+  }
+
+  /// Gather(Shape(x), const) and Slice(Shape(x), const...) picking only dims of x that are known,
+  /// while others are not:  Gather(Shape(%s : float[2,N,128]), 0)  ==>  int64 2.
+  static std::optional<std::vector<kernels::HostTensor>> foldShapeElements(const ir::Node& n) {
+    const ir::Node* shape = n.input(0) != nullptr ? n.input(0)->producer() : nullptr;
+    if (shape == nullptr || shape->opType() != "Shape") return std::nullopt;
+    auto elems = shapeElements(*shape);
+    if (!elems) return std::nullopt;
+    auto count = static_cast<int64_t>(elems->size());
+    std::vector<int64_t> picked;
+    std::vector<int64_t> out_dims;
+    if (n.opType() == "Gather") {
+      if (n.numInputs() < 2) return std::nullopt;
+      auto indices = pass::constantInts(n.input(1));
+      auto rank = pass::rankOf(n.input(1));
+      if (!indices || !rank || *rank > 1) return std::nullopt;
+      for (int64_t i : *indices) {
+        if (i < -count || i >= count) return std::nullopt;
+        picked.push_back(i < 0 ? i + count : i);
+      }
+      if (*rank == 1) out_dims = {static_cast<int64_t>(picked.size())};
+    } else {
+      if (n.numInputs() < 3) return std::nullopt;
+      auto starts = pass::constantInts(n.input(1));
+      auto ends = pass::constantInts(n.input(2));
+      auto axes = n.numInputs() > 3 && n.input(3) != nullptr ? pass::constantInts(n.input(3))
+                                                             : std::vector<int64_t>{0};
+      auto steps = n.numInputs() > 4 && n.input(4) != nullptr ? pass::constantInts(n.input(4))
+                                                              : std::vector<int64_t>{1};
+      if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 ||
+          axes->size() != 1 || ((*axes)[0] != 0 && (*axes)[0] != -1) ||
+          *steps != std::vector<int64_t>{1})
+        return std::nullopt;
+      auto clampIndex = [&](int64_t i) {
+        return std::clamp(i < 0 ? i + count : i, int64_t{0}, count);
+      };
+      for (int64_t i = clampIndex((*starts)[0]); i < clampIndex((*ends)[0]); ++i)
+        picked.push_back(i);
+      out_dims = {static_cast<int64_t>(picked.size())};
+    }
+    std::vector<int64_t> values;
+    for (int64_t i : picked) {
+      const auto& d = (*elems)[static_cast<size_t>(i)];
+      if (!d) return std::nullopt;
+      values.push_back(*d);
+    }
+    kernels::HostTensor t;
+    t.dtype = DataType::kInt64;
+    t.dims = out_dims;
+    t.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * 8);
+    return std::vector<kernels::HostTensor>{std::move(t)};
   }
 
   /// Shape and Size of a value whose shape is fully known, constant or not.
@@ -140,8 +278,11 @@ class FoldConstantsPass final : public pass::GraphPass {
     uint64_t output_bytes = 0;
     for (const auto& r : *results) output_bytes += r.bytes.size();
     if (output_bytes > limit && output_bytes > input_bytes) {
-      bump("skipped-size-limit");
-      return std::nullopt;
+      if (!feedsOnlyWeights(n, 0)) {
+        bump("skipped-size-limit");
+        return std::nullopt;
+      }
+      bump("weights-materialized");
     }
     // A result derived from a large constant that stays in use elsewhere would store the data twice
     // (e.g. Unsqueeze of a weight shared by two branches): keep computing it at run time.
@@ -167,15 +308,29 @@ class FoldConstantsPass final : public pass::GraphPass {
     return std::move(results).value();
   }
 
+  /// True when a node reads only constants (so folding it, too, is possible).
+  static bool readsOnlyConstants(const ir::Node& n) {
+    if (!n.subgraphs().empty() || pass::isNondeterministicOp(n.opType()) ||
+        n.owningGraph()->returnNode() == &n) {
+      return false;
+    }
+    return std::all_of(n.inputs().begin(), n.inputs().end(), [](const ir::Value* v) {
+      return v == nullptr || ir::constantTensor(v).has_value();
+    });
+  }
+
   /// Bytes of the node's constant inputs that other nodes still use (they stay after folding).
+  /// Users that read only constants do not count: they fold too (a weight sliced into parts).
   static uint64_t keptInputBytes(const ir::Node& n) {
     uint64_t kept = 0;
     std::vector<const ir::Value*> seen;
     for (const ir::Value* v : n.inputs()) {
       if (v == nullptr || std::find(seen.begin(), seen.end(), v) != seen.end()) continue;
       seen.push_back(v);
-      bool other_users = std::any_of(v->uses().begin(), v->uses().end(),
-                                     [&](const ir::Use& u) { return u.user != &n; });
+      bool other_users = v->isGraphOutput() ||
+                         std::any_of(v->uses().begin(), v->uses().end(), [&](const ir::Use& u) {
+                           return u.user != &n && !readsOnlyConstants(*u.user);
+                         });
       if (!other_users) continue;
       if (auto t = ir::constantTensor(v)) kept += t->byteSize();
     }

@@ -371,6 +371,14 @@ void Graph::setInputDefault(Value* value, Tensor tensor) {
   }
 }
 
+void Graph::freezeInputDefault(Value* value) {
+  ONNXOPT_CHECK(value->kind() == Value::Kind::kGraphInput && value->owningGraph() == this &&
+                    value->initializer() != nullptr,
+                "freezeInputDefault needs an input of this graph with a default");
+  inputs_.erase(std::remove(inputs_.begin(), inputs_.end(), value), inputs_.end());
+  value->kind_ = Value::Kind::kInitializer;
+}
+
 void Graph::removeInitializer(Value* value) {
   if (value->kind() == Value::Kind::kGraphInput) {
     value->setInitializer(std::nullopt);

@@ -147,6 +147,15 @@ void Rewriter::replaceNode(ir::Node* node, const std::vector<ir::Value*>& values
   eraseNode(node);
 }
 
+void Rewriter::freezeInputDefault(ir::Value* value) {
+  value->owningGraph()->freezeInputDefault(value);
+  changed_ = true;
+  if (listener_) {
+    listener_->valueUsersChanged(value);
+    for (const ir::Use& u : value->uses()) listener_->nodeModified(u.user);
+  }
+}
+
 void Rewriter::eraseDeadNodes(const std::vector<ir::Node*>& nodes) {
   for (ir::Node* n : nodes) {
     if (n == nullptr) continue;

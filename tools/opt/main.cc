@@ -67,6 +67,7 @@ struct Options {
   bool fold_qdq = false;
   int target_opset = 0;
   int64_t fold_size_limit = int64_t{1} << 20;
+  bool keep_initializer_inputs = false;
   int max_rounds = 10;
   std::string output;
   std::string emit = "onnx";
@@ -110,6 +111,7 @@ int run(const Options& opts) {
   ctx.driver.include_functions = opts.include_functions;
   ctx.fold_qdq = opts.fold_qdq;
   ctx.fold_size_limit = static_cast<uint64_t>(opts.fold_size_limit);
+  ctx.keep_initializer_inputs = opts.keep_initializer_inputs;
   ctx.warnings = &std::cerr;
   pass::Instrumentation inst;
   inst.print_ir_after_all = opts.print_ir_after_all;
@@ -264,6 +266,9 @@ int main(int argc, char** argv) {
                  "Bytes: folded tensors larger than this and than their inputs are not created "
                  "(default 1048576)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--keep-initializer-inputs", opts.keep_initializer_inputs,
+               "Keep graph inputs that have an initializer (IR 4+) as overridable inputs; by "
+               "default -O1 and up treat them as constants");
   app.add_option("--target-opset", opts.target_opset,
                  "Raise the ai.onnx opset to N first (ops whose signature changed are converted; "
                  "if one cannot be, the model keeps its opset and a warning says why)")

@@ -314,6 +314,10 @@ class Graph {
   void setInputDefault(Value* value, Tensor tensor);
   /// Removes an initializer (or an input's default) that has no uses.
   void removeInitializer(Value* value);
+  /// Turns graph input `value`, which has a default, into a plain initializer (no longer an input).
+  /// Given: graph (%x, %w) { %w = <t> }   Execute: freezeInputDefault(w)   Result: graph (%x)
+  /// {%w=<t>}
+  void freezeInputDefault(Value* value);
 
   std::vector<Value*> outputs() const;
   size_t numOutputs() const;

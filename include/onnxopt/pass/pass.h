@@ -25,6 +25,9 @@ struct PassContext {
   /// inputs is not created (`--fold-size-limit`), so weight generators (ConstantOfShape, Tile)
   /// stay.
   uint64_t fold_size_limit = uint64_t{1} << 20;
+  /// Keep graph inputs that have an initializer as overridable inputs (IR 4+), instead of
+  /// treating them as constants (`--keep-initializer-inputs`).
+  bool keep_initializer_inputs = false;
 };
 
 /// A pass option: its name, type and default, for --list-passes and option parsing.

@@ -77,6 +77,8 @@ class Rewriter {
   void removeAttribute(ir::Node* node, const std::string& name);
   /// Removes an initializer that has no uses (or the default of a graph input).
   void eraseInitializer(ir::Value* value);
+  /// Makes a graph input's default a constant: the input goes, an initializer stays.
+  void freezeInputDefault(ir::Value* value);
 
   /// Announces an in-place change made by `fn` to `node` (for changes no other method covers).
   template <typename Fn>
