@@ -1,8 +1,9 @@
 // merge-consecutive: fold a chain of two ops into one (or none).
 //
 //   Transpose<p2>(Transpose<p1>(x))         -> Transpose<q>(x), q[i] = p1[p2[i]]; x when q = id
-//   Reshape(Reshape(x, s1), s2)             -> Reshape(x, s2)      (s2 constant, no 0 copying a
-//   dim) Unsqueeze(Squeeze(x, a), a)             -> x                   (the squeezed dims were 1)
+//   Reshape(R(x), s2), R = Reshape/Unsqueeze/Squeeze/Flatten -> Reshape(x, s2)
+//                                           (s2 constant, no 0 copying a dim)
+//   Unsqueeze(Squeeze(x, a), a)             -> x                   (the squeezed dims were 1)
 //   Squeeze(Unsqueeze(x, a), a)             -> x
 //   Cast<T2>(Cast<T1>(x)), T0 -> T1 exact   -> Cast<T2>(x); x when T2 = T0
 //   Concat<k>(.., Concat<k>(a, b), ..)      -> Concat<k>(.., a, b, ..)
@@ -70,8 +71,14 @@ class ReshapeReshapePattern final : public rewrite::Pattern {
  public:
   ReshapeReshapePattern() : Pattern("merge-reshape-reshape", "Reshape", "", 1, 5) {}
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ir::Node* inner = pass::singleUseProducer(node->input(0), "Reshape");
-    if (inner == nullptr) return ctx.fail("input is not a single-use Reshape");
+    // Each of these keeps the elements in row-major order: only the target shape matters.
+    ir::Node* inner = nullptr;
+    for (const char* op : {"Reshape", "Unsqueeze", "Squeeze", "Flatten"}) {
+      if (inner == nullptr) inner = pass::singleUseProducer(node->input(0), op);
+    }
+    if (inner == nullptr) {
+      return ctx.fail("input is not a single-use Reshape, Unsqueeze, Squeeze or Flatten");
+    }
     auto target = constantInts(node->input(1));
     if (!target) return ctx.fail("outer target not constant");
     bool allowzero = attrInt(*node, "allowzero", 0) != 0;

@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import onnx  # noqa: E402
 import peers  # noqa: E402
 import roundtrip_check  # noqa: E402
 
@@ -34,17 +35,18 @@ def opt_args(case: roundtrip_check.Case) -> tuple[str, ...]:
     return ("-O2",)
 
 
+def checker_ok(model: Path) -> bool:
+    try:
+        onnx.checker.check_model(str(model), full_check=True)
+        return True
+    except Exception:
+        return False
+
+
 def verdict(case: roundtrip_check.Case, out: Path) -> str:
     """'ok', 'ok (not run)' where ORT cannot run the original, or what is wrong."""
-    import onnx
-
     outcome = roundtrip_check.Outcome(case.id)
-    try:
-        onnx.checker.check_model(str(case.model), full_check=True)
-        original_valid = True
-    except Exception:
-        original_valid = False
-    if original_valid:
+    if checker_ok(case.model):
         try:
             onnx.checker.check_model(str(out), full_check=True)
         except Exception as e:
@@ -75,9 +77,10 @@ def main() -> int:
                 out = Path(tmp) / "out.onnx"
                 run = peers.run_tool(tool, case.model, out, opt_args(case))
                 if not run.ok:
-                    cells.append("error")
+                    rejected = tool == "opt" and not checker_ok(case.model)
+                    cells.append("rejected" if rejected else "error")
                     notes.append(f"{tool}: {run.error}")
-                    if tool == "opt":
+                    if tool == "opt" and not rejected:
                         bad_opt += 1
                     continue
                 n = peers.model_nodes(out)
@@ -105,7 +108,7 @@ def main() -> int:
             lines.append(f"| {name} | {before} | " + " | ".join(cells) + " |")
         lines.append("")
         lines.append("`!`: the tool's output is invalid or its outputs differ from the original's; `error`: the tool "
-                     "failed. Notes:")
+                     "failed; `rejected`: opt refused a model onnx.checker rejects too. Notes:")
         lines.append("")
         for name, _, _, notes in rows:
             for note in notes:
