@@ -130,7 +130,7 @@ PassRecord& PassManager::record(const std::string& id) {
 
 StatusOr<bool> PassManager::runPass(Pass& pass, ir::Model& model) {
   PassRecord& rec = record(pass.id());
-  bool measure = inst_.time_passes;
+  bool measure = inst_.time_passes || inst_.count_nodes;
   int64_t before = measure ? countNodes(model) : 0;
   auto start = std::chrono::steady_clock::now();
   auto changed = pass.run(model, ctx_);

@@ -99,7 +99,8 @@ class Executor {
 }  // namespace
 
 StatusOr<ExecutionResult> runModel(const ir::Model& model,
-                                   const std::map<std::string, kernels::HostTensor>& inputs) {
+                                   const std::map<std::string, kernels::HostTensor>& inputs,
+                                   const ExecutionOptions& options) {
   Executor exec(model);
   const ir::Graph& g = *model.graph;
   for (const ir::Value* in : g.inputs()) {
@@ -123,6 +124,15 @@ StatusOr<ExecutionResult> runModel(const ir::Model& model,
       return invalidArgument("output '{}' was not computed", out->name());
     result.names.push_back(out->name());
     result.outputs.push_back(it->second);
+  }
+  if (options.record_intermediates) {
+    for (const ir::Node* n : g) {
+      for (const ir::Value* v : n->outputs()) {
+        if (v == nullptr || v->name().empty()) continue;
+        auto it = exec.values_.find(v);
+        if (it != exec.values_.end()) result.intermediates.emplace_back(v->name(), it->second);
+      }
+    }
   }
   return result;
 }

@@ -1,6 +1,8 @@
 #include "inputs.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -8,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "onnxopt/io/model_io.h"
+#include "onnxopt/runtime/compare.h"
 #include "onnxopt/runtime/kernel_bridge.h"
 #include "onnxopt/support/half.h"
 
@@ -111,9 +114,9 @@ StatusOr<kernels::HostTensor> readTensorFile(const std::string& path) {
   return runtime::toHost(t);
 }
 
-StatusOr<kernels::HostTensor> randomInput(
-    const ir::Value& input, uint64_t seed,
-    const std::map<std::string, std::vector<int64_t>>& shapes) {
+StatusOr<kernels::HostTensor> randomInput(const ir::Value& input,
+                                          const RandomInputOptions& options) {
+  const auto& shapes = options.shapes;
   const ir::Type& type = input.type();
   if (!type.isTensor()) {
     return invalidArgument("input '{}' is not a tensor: give it with --input", input.name());
@@ -123,16 +126,23 @@ StatusOr<kernels::HostTensor> randomInput(
   if (auto it = shapes.find(input.name()); it != shapes.end()) {
     t.dims = it->second;
   } else if (type.shape) {
-    for (const ir::Dim& d : *type.shape) t.dims.push_back(d.isKnown() ? d.value : 1);
+    for (const ir::Dim& d : *type.shape) {
+      t.dims.push_back(d.isKnown() ? d.value
+                                   : (d.kind == ir::Dim::Kind::kParam ? options.symbolic_dim : 1));
+    }
   }
   int bits = dataTypeBits(t.dtype);
   if (bits == 0 || bits % 8 != 0) {
     return invalidArgument("input '{}' of type {}: give it with --input", input.name(),
                            dataTypeName(t.dtype));
   }
-  std::mt19937_64 rng(seed ^ std::hash<std::string>()(input.name()));
+  std::mt19937_64 rng(options.seed ^ std::hash<std::string>()(input.name()));
   std::normal_distribution<float> normal;
-  std::uniform_int_distribution<int> small(0, 3);
+  IntRange range;
+  if (auto it = options.int_ranges.find(input.name()); it != options.int_ranges.end()) {
+    range = it->second;
+  }
+  std::uniform_int_distribution<int64_t> small(range.lo, range.hi);
   int64_t n = t.numElements();
   t.bytes.assign(static_cast<size_t>(n) * static_cast<size_t>(bits / 8), '\0');
   for (int64_t i = 0; i < n; ++i) {
@@ -144,7 +154,7 @@ StatusOr<kernels::HostTensor> randomInput(
         t.set<double>(i, normal(rng));
         break;
       case DataType::kBool:
-        t.set<uint8_t>(i, static_cast<uint8_t>(small(rng) & 1));
+        t.set<uint8_t>(i, static_cast<uint8_t>(rng() & 1));
         break;
       case DataType::kInt8:
         t.set<int8_t>(i, static_cast<int8_t>(small(rng)));
@@ -159,7 +169,7 @@ StatusOr<kernels::HostTensor> randomInput(
         t.set<uint16_t>(i, static_cast<uint16_t>(small(rng)));
         break;
       case DataType::kInt32:
-        t.set<int32_t>(i, small(rng));
+        t.set<int32_t>(i, static_cast<int32_t>(small(rng)));
         break;
       case DataType::kUint32:
         t.set<uint32_t>(i, static_cast<uint32_t>(small(rng)));
@@ -178,45 +188,107 @@ StatusOr<kernels::HostTensor> randomInput(
   return t;
 }
 
+std::map<std::string, IntRange> inferIntRanges(const ir::Graph& graph) {
+  std::map<std::string, IntRange> ranges;
+  // Follows `v` through value-preserving ops to a Gather that uses it as indices.
+  auto gatherBound = [](const ir::Value* v, auto& self, int depth) -> std::optional<int64_t> {
+    if (depth > 4) return std::nullopt;
+    std::optional<int64_t> bound;
+    for (const ir::Use& use : v->uses()) {
+      const ir::Node& n = *use.user;
+      const std::string& op = n.opType();
+      std::optional<int64_t> b;
+      if ((op == "Gather" || op == "GatherElements") && use.index == 1) {
+        const ir::Value* data = n.input(0);
+        int64_t axis = 0;
+        if (const ir::Attribute* a = n.findAttribute("axis")) axis = a->i;
+        if (data != nullptr && data->type().isTensor() && data->type().shape) {
+          const auto& dims = *data->type().shape;
+          if (axis < 0) axis += static_cast<int64_t>(dims.size());
+          if (axis >= 0 && axis < static_cast<int64_t>(dims.size()) &&
+              dims[static_cast<size_t>(axis)].isKnown()) {
+            b = dims[static_cast<size_t>(axis)].value;
+          }
+        }
+      } else if ((op == "Cast" || op == "Reshape" || op == "Unsqueeze" || op == "Squeeze" ||
+                  op == "Flatten") &&
+                 use.index == 0 && n.output(0) != nullptr) {
+        b = self(n.output(0), self, depth + 1);
+      }
+      if (b && *b > 0) bound = bound ? std::min(*bound, *b) : *b;
+    }
+    return bound;
+  };
+  for (const ir::Value* in : graph.inputs()) {
+    if (!in->type().isTensor()) continue;
+    DataType t = in->type().elem_type;
+    bool integer = t == DataType::kInt8 || t == DataType::kInt16 || t == DataType::kInt32 ||
+                   t == DataType::kInt64 || t == DataType::kUint8 || t == DataType::kUint16 ||
+                   t == DataType::kUint32 || t == DataType::kUint64;
+    if (!integer) continue;
+    std::string lower = in->name();
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (auto bound = gatherBound(in, gatherBound, 0)) {
+      ranges[in->name()] = {0, *bound - 1};
+    } else if (lower.find("mask") != std::string::npos) {
+      ranges[in->name()] = {0, 1};
+    } else if (lower.find("len") != std::string::npos) {
+      ranges[in->name()] = {1, 4};
+    }
+  }
+  return ranges;
+}
+
+StatusOr<std::map<std::string, std::vector<int64_t>>> parseShapeSpecs(
+    const std::vector<std::string>& specs) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string& spec : specs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return invalidArgument("--input-shape '{}': expected NAME=d0,d1,...", spec);
+    std::vector<int64_t> dims;
+    std::string list = spec.substr(eq + 1);
+    for (size_t start = 0; start <= list.size();) {
+      size_t comma = list.find(',', start);
+      std::string item =
+          list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (!item.empty()) {
+        char* end = nullptr;
+        long long d = std::strtoll(item.c_str(), &end, 10);
+        if (*end != '\0' || d < 0)
+          return invalidArgument("--input-shape '{}': bad dim '{}'", spec, item);
+        dims.push_back(d);
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    shapes[spec.substr(0, eq)] = dims;
+  }
+  return shapes;
+}
+
+StatusOr<std::map<std::string, kernels::HostTensor>> readInputSpecs(
+    const std::vector<std::string>& specs) {
+  std::map<std::string, kernels::HostTensor> feeds;
+  for (const std::string& spec : specs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return invalidArgument("--input '{}': expected NAME=FILE", spec);
+    ASSIGN_OR_RETURN(kernels::HostTensor t, readTensorFile(spec.substr(eq + 1)));
+    feeds[spec.substr(0, eq)] = std::move(t);
+  }
+  return feeds;
+}
+
 std::string summarize(const std::string& name, const kernels::HostTensor& t) {
   std::string head = fmt::format("{}: {}[{}]", name, dataTypeName(t.dtype), fmt::join(t.dims, ","));
   int64_t n = t.numElements();
-  auto at = [&](int64_t i) -> std::optional<double> {
-    switch (t.dtype) {
-      case DataType::kFloat:
-        return t.get<float>(i);
-      case DataType::kDouble:
-        return t.get<double>(i);
-      case DataType::kFloat16:
-        return halfToFloat(t.get<uint16_t>(i));
-      case DataType::kBfloat16:
-        return bfloat16ToFloat(t.get<uint16_t>(i));
-      case DataType::kBool:
-      case DataType::kUint8:
-        return t.get<uint8_t>(i);
-      case DataType::kInt8:
-        return t.get<int8_t>(i);
-      case DataType::kInt16:
-        return t.get<int16_t>(i);
-      case DataType::kUint16:
-        return t.get<uint16_t>(i);
-      case DataType::kInt32:
-        return t.get<int32_t>(i);
-      case DataType::kUint32:
-        return t.get<uint32_t>(i);
-      case DataType::kInt64:
-        return static_cast<double>(t.get<int64_t>(i));
-      case DataType::kUint64:
-        return static_cast<double>(t.get<uint64_t>(i));
-      default:
-        return std::nullopt;
-    }
-  };
-  if (n == 0 || !at(0)) return head;
+  auto values = runtime::tensorAsDoubles(t);
+  if (n == 0 || !values) return head;
   double lo = INFINITY, hi = -INFINITY, sum = 0;
   std::vector<std::string> first;
   for (int64_t i = 0; i < n; ++i) {
-    double v = *at(i);
+    double v = (*values)[static_cast<size_t>(i)];
     lo = std::min(lo, v);
     hi = std::max(hi, v);
     sum += v;

@@ -1,4 +1,5 @@
 // opt: the onnxopt command-line driver.
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "check.h"
 #include "inputs.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/printer.h"
@@ -17,6 +19,7 @@
 #include "onnxopt/pass/pass_manager.h"
 #include "onnxopt/passes/registry.h"
 #include "onnxopt/runtime/reference_executor.h"
+#include "report.h"
 
 namespace {
 
@@ -24,6 +27,7 @@ using namespace onnxopt;
 
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitCheckFailed = 3;
 
 constexpr const char* kExamples = R"(
 Examples:
@@ -35,6 +39,10 @@ Examples:
   opt --list-passes                          every pass with its summary and options
   opt run model.onnx                         run on the CPU reference kernels with seeded random inputs
   opt run model.onnx --input x=x.npy --input-shape y=1,3,224,224 --seed 7
+  opt check model.onnx out.onnx              compare the outputs of two models on seeded inputs
+  opt check model.onnx out.onnx --per-layer --runner onnxruntime --report check.json
+  opt model.onnx -o out.onnx --check --report report.json
+                                             optimize, then check the result against the input
   opt model.onnx --emit text                 print the IR as text (the format of pass tests)
   opt model.onnx --emit text --elide-constants
                                              ... with tensors over 16 elements shown as {...}
@@ -47,7 +55,8 @@ Examples:
 
 Input is the binary ONNX format, or ONNX textual syntax for *.onnxtxt / *.txt files.
 Output is written atomically: on any error no output file is created and an existing one is
-left untouched. Exit status: 0 on success, 1 when the input or output fails, 2 on bad usage.
+left untouched. Exit status: 0 on success, 1 when the input or output fails, 2 on bad usage,
+3 when a check (`opt check`, `--check`) finds an output past tolerance.
 )";
 
 struct Options {
@@ -75,6 +84,9 @@ struct Options {
   bool external_data_given = false;
   int64_t elide = -1;
   bool stats = false;
+  bool check = false;
+  tools::CheckOptions check_opts;
+  std::string report;
 };
 
 int fail(const Status& status) {
@@ -118,10 +130,13 @@ int run(const Options& opts) {
   inst.print_ir_after_change = opts.print_ir_after_change;
   inst.verify_each = opts.verify_each;
   inst.time_passes = opts.time_passes;
+  inst.count_nodes = !opts.report.empty();
   inst.ir_out = &std::cerr;
   ir::ModelStats before = ir::computeStats(**model);
   pass::PassManager manager(std::move(pipeline).value(), std::move(ctx), inst);
+  auto start = std::chrono::steady_clock::now();
   auto ran = manager.run(**model);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!ran.isOk()) {
     fail(ran.status().withContext(opts.input));
     fmt::print(stderr, "opt: note: reproduce with: opt {} --passes='{}'{}\n", opts.input,
@@ -145,26 +160,119 @@ int run(const Options& opts) {
       fmt::print("  {:<48} {:>8}\n", name, value);
     std::fputs(ir::formatStats(**model, after).c_str(), stdout);
   }
+  bool text_to_stdout = false;
   if (opts.emit == "text") {
     ir::PrintOptions print;
     print.elide_above = opts.elide;
     std::string text = ir::printModel(**model, print);
     if (opts.output.empty() || opts.output == "-") {
       std::fwrite(text.data(), 1, text.size(), stdout);
-      return 0;
+      text_to_stdout = true;
+    } else {
+      Status st = io::writeFileAtomically(opts.output, text);
+      if (!st.isOk()) return fail(st);
     }
-    Status st = io::writeFileAtomically(opts.output, text);
-    return st.isOk() ? 0 : fail(st);
+  } else if (!opts.output.empty()) {
+    io::SaveOptions save;
+    if (opts.external_data_given) {
+      save.external_data = io::SaveOptions::ExternalData::kAlways;
+      save.external_file = opts.external_data;
+    }
+    Status st = io::saveModel(**model, opts.output, save);
+    if (!st.isOk()) return fail(st.withContext(opts.output));
   }
-  if (opts.output.empty()) return 0;  // --stats alone
-  io::SaveOptions save;
-  if (opts.external_data_given) {
-    save.external_data = io::SaveOptions::ExternalData::kAlways;
-    save.external_file = opts.external_data;
+
+  // --check: the original (read again: the passes changed it in place) against the result.
+  std::optional<tools::CheckResult> check;
+  if (opts.check) {
+    auto original = io::loadModel(opts.input);
+    if (!original.isOk()) return fail(original.status());
+    std::string out_path = opts.output.empty() || opts.output == "-" ? "(optimized)" : opts.output;
+    if (opts.emit == "text") out_path = "(optimized)";
+    auto checked = tools::checkModels(opts.input, **original, out_path, **model, opts.check_opts);
+    if (!checked.isOk()) return fail(checked.status());
+    check = std::move(checked).value();
+    std::string text = tools::formatCheck(*check);
+    std::fputs(text.c_str(), text_to_stdout ? stderr : stdout);
   }
-  Status st = io::saveModel(**model, opts.output, save);
-  if (!st.isOk()) return fail(st.withContext(opts.output));
+  if (!opts.report.empty()) {
+    ir::ModelStats after = ir::computeStats(**model);
+    tools::ReportData report;
+    report.command = "optimize";
+    report.input = opts.input;
+    report.output = opts.output;
+    report.pipeline = pass::pipelineToString(manager.pipeline());
+    report.before = &before;
+    report.after = &after;
+    report.passes = &manager.records();
+    report.statistics = manager.statistics();
+    report.seconds = seconds;
+    report.check = check ? &*check : nullptr;
+    Status st = io::writeFileAtomically(opts.report, tools::reportJson(report));
+    if (!st.isOk()) return fail(st.withContext(opts.report));
+  }
+  if (check && !check->passed) {
+    fmt::print(stderr,
+               "opt: error: {}: the optimized model's outputs differ (the output was "
+               "written; rerun `opt check` with --per-layer to find where)\n",
+               opts.input);
+    return kExitCheckFailed;
+  }
   return 0;
+}
+
+struct CheckCommandOptions {
+  std::string original;
+  std::string optimized;
+  tools::CheckOptions check;
+  std::string report;
+};
+
+/// `opt check ORIGINAL OPTIMIZED`: both models on the same inputs, every output compared.
+int checkCommand(const CheckCommandOptions& opts) {
+  auto original = io::loadModel(opts.original);
+  if (!original.isOk()) return fail(original.status());
+  auto optimized = io::loadModel(opts.optimized);
+  if (!optimized.isOk()) return fail(optimized.status());
+  auto checked =
+      tools::checkModels(opts.original, **original, opts.optimized, **optimized, opts.check);
+  if (!checked.isOk()) return fail(checked.status());
+  std::fputs(tools::formatCheck(*checked).c_str(), stdout);
+  if (!opts.report.empty()) {
+    ir::ModelStats before = ir::computeStats(**original);
+    ir::ModelStats after = ir::computeStats(**optimized);
+    tools::ReportData report;
+    report.command = "check";
+    report.input = opts.original;
+    report.output = opts.optimized;
+    report.before = &before;
+    report.after = &after;
+    report.check = &*checked;
+    Status st = io::writeFileAtomically(opts.report, tools::reportJson(report));
+    if (!st.isOk()) return fail(st.withContext(opts.report));
+  }
+  return checked->passed ? 0 : kExitCheckFailed;
+}
+
+/// The options `opt check` and `opt IN -o OUT --check` share.
+void addCheckOptions(CLI::App* app, tools::CheckOptions& c, const char* input_flag) {
+  app->add_option(input_flag, c.inputs, "NAME=FILE: an input from .npy or TensorProto .pb");
+  app->add_option("--input-shape", c.shapes,
+                  "NAME=d0,d1,...: the shape of a random input (named dynamic dims default to 2)");
+  app->add_option("--seed", c.seed, "Seed of the random inputs (default 0)");
+  app->add_option("--atol", c.atol,
+                  "Absolute tolerance for every output (default per type: float 1e-5, float16 "
+                  "1e-3, bfloat16 1e-2)");
+  app->add_option("--rtol", c.rtol,
+                  "Relative tolerance for every output (default per type: float 1e-4, float16 "
+                  "1e-2, bfloat16 2e-2)");
+  app->add_option("--runner", c.runner,
+                  "reference (the CPU reference kernels, default) or onnxruntime (through "
+                  "tools/opt/ort_runner.py; ONNXOPT_PYTHON picks the interpreter)")
+      ->check(CLI::IsMember({"reference", "onnxruntime"}));
+  app->add_flag("--per-layer", c.per_layer,
+                "Also compare every value both models name alike and report the first past "
+                "tolerance");
 }
 
 struct RunOptions {
@@ -179,41 +287,18 @@ struct RunOptions {
 int runCommand(const RunOptions& opts) {
   auto model = io::loadModel(opts.model);
   if (!model.isOk()) return fail(model.status());
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const std::string& spec : opts.shapes) {
-    auto eq = spec.find('=');
-    if (eq == std::string::npos)
-      return fail(invalidArgument("--input-shape '{}': expected NAME=d0,d1,...", spec));
-    std::vector<int64_t> dims;
-    std::string list = spec.substr(eq + 1);
-    for (size_t start = 0; start <= list.size();) {
-      size_t comma = list.find(',', start);
-      std::string item =
-          list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (!item.empty()) {
-        char* end = nullptr;
-        long long d = std::strtoll(item.c_str(), &end, 10);
-        if (*end != '\0' || d < 0)
-          return fail(invalidArgument("--input-shape '{}': bad dim '{}'", spec, item));
-        dims.push_back(d);
-      }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    shapes[spec.substr(0, eq)] = dims;
-  }
-  std::map<std::string, kernels::HostTensor> feeds;
-  for (const std::string& spec : opts.inputs) {
-    auto eq = spec.find('=');
-    if (eq == std::string::npos)
-      return fail(invalidArgument("--input '{}': expected NAME=FILE", spec));
-    auto t = tools::readTensorFile(spec.substr(eq + 1));
-    if (!t.isOk()) return fail(t.status());
-    feeds[spec.substr(0, eq)] = std::move(t).value();
-  }
+  tools::RandomInputOptions random;
+  random.seed = opts.seed;
+  auto shapes = tools::parseShapeSpecs(opts.shapes);
+  if (!shapes.isOk()) return fail(shapes.status());
+  random.shapes = std::move(shapes).value();
+  random.int_ranges = tools::inferIntRanges(*(*model)->graph);
+  auto given = tools::readInputSpecs(opts.inputs);
+  if (!given.isOk()) return fail(given.status());
+  std::map<std::string, kernels::HostTensor> feeds = std::move(given).value();
   for (const ir::Value* in : (*model)->graph->inputs()) {
     if (feeds.count(in->name()) || in->initializer() != nullptr) continue;
-    auto t = tools::randomInput(*in, opts.seed, shapes);
+    auto t = tools::randomInput(*in, random);
     if (!t.isOk()) return fail(t.status().withContext(opts.model));
     fmt::print("input  {}\n", tools::summarize(in->name(), *t));
     feeds[in->name()] = std::move(t).value();
@@ -290,6 +375,22 @@ int main(int argc, char** argv) {
                                "In text output, show tensors over N elements (default 16) as {...}")
                     ->expected(0, 1);
   app.add_flag("--stats", opts.stats, "Print op histogram, node/initializer counts and opsets");
+  app.add_flag("--check", opts.check,
+               "After optimizing, run the original and the result on the same inputs and compare "
+               "every output (exit 3 when one is past tolerance)");
+  addCheckOptions(&app, opts.check_opts, "--check-input");
+  app.add_option("--report", opts.report,
+                 "Write a JSON report: pipeline, per-pass statistics and timings, counts before "
+                 "and after, check results (docs/check.md)");
+  CheckCommandOptions check_cmd_opts;
+  auto* check_cmd = app.add_subcommand(
+      "check",
+      "Run ORIGINAL and OPTIMIZED on the same inputs and compare every output: max abs/rel "
+      "error, mean abs error, cosine similarity, pass/fail. Exit 0 when all pass, 3 when not");
+  check_cmd->add_option("original", check_cmd_opts.original, "The reference model")->required();
+  check_cmd->add_option("optimized", check_cmd_opts.optimized, "The model to check")->required();
+  addCheckOptions(check_cmd, check_cmd_opts.check, "--input");
+  check_cmd->add_option("--report", check_cmd_opts.report, "Write the results as JSON");
   RunOptions run_opts;
   auto* run_cmd = app.add_subcommand(
       "run",
@@ -308,6 +409,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : kExitUsage;
+  }
+  if (*check_cmd) {
+    try {
+      return checkCommand(check_cmd_opts);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "opt: error: {}: {}\n", check_cmd_opts.optimized, e.what());
+      return kExitError;
+    }
   }
   if (*run_cmd) {
     try {

@@ -36,6 +36,7 @@ struct Instrumentation {
   bool print_ir_after_change = false;
   bool verify_each = false;
   bool time_passes = false;
+  bool count_nodes = false;  ///< record node counts per pass without printing (`--report`)
   std::ostream* ir_out = nullptr;  ///< where IR dumps go
 };
 
@@ -58,6 +59,7 @@ class PassManager {
   /// most ctx.driver.max_rounds times (a warning, or an error under verify_convergence, past that).
   StatusOr<bool> run(ir::Model& model);
 
+  /// Per-pass timing and node counts, in first-run order.
   const std::vector<PassRecord>& records() const { return records_; }
   /// Statistics of every pass, "pass-id.stat" -> value.
   std::vector<std::pair<std::string, int64_t>> statistics() const;

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "onnxopt/ir/graph.h"
@@ -15,12 +16,20 @@ namespace onnxopt::runtime {
 struct ExecutionResult {
   std::vector<std::string> names;  ///< graph output names, in order
   std::vector<kernels::HostTensor> outputs;
+  /// With ExecutionOptions::record_intermediates: every named node output of the main graph, in
+  /// execution (topological) order.
+  std::vector<std::pair<std::string, kernels::HostTensor>> intermediates;
+};
+
+struct ExecutionOptions {
+  bool record_intermediates = false;  ///< keep every main-graph value (`opt check --per-layer`)
 };
 
 /// Runs the model with `inputs` (by graph input name; inputs with a default initializer may be
 /// left out). If with a constant or computed condition runs the taken branch; Loop and Scan are
 /// not supported yet (kUnimplemented, naming the node). Errors name the node that failed.
 StatusOr<ExecutionResult> runModel(const ir::Model& model,
-                                   const std::map<std::string, kernels::HostTensor>& inputs);
+                                   const std::map<std::string, kernels::HostTensor>& inputs,
+                                   const ExecutionOptions& options = {});
 
 }  // namespace onnxopt::runtime

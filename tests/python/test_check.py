@@ -1,0 +1,193 @@
+"""`opt check` and `opt IN -o OUT --check`: a planted wrong rewrite (the operands of a Sub swapped in the
+optimized model) fails the check and names the output, `--per-layer` names the first differing value, with
+both runners; a correct optimization passes; `--report` writes the documented JSON; inputs get sensible
+ranges; bad usage fails with one error line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+RUNNERS = ("reference", "onnxruntime")
+
+
+def _model(path: Path) -> Path:
+    """y = (Relu((x + emb[ids]) @ W) - b) * 2 and z = Sigmoid(x): a Sub whose operands matter."""
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "W"),
+        numpy_helper.from_array(rng.standard_normal(3).astype(np.float32), "b"),
+        numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+        numpy_helper.from_array(rng.standard_normal((10, 4)).astype(np.float32), "emb"),
+    ]
+    nodes = [
+        helper.make_node("Gather", ["emb", "ids"], ["e"]),
+        helper.make_node("Add", ["x", "e"], ["xe"]),
+        helper.make_node("MatMul", ["xe", "W"], ["m"]),
+        helper.make_node("Relu", ["m"], ["r"]),
+        helper.make_node("Sub", ["r", "b"], ["s"]),
+        helper.make_node("Mul", ["s", "two"], ["y"]),
+        helper.make_node("Sigmoid", ["x"], ["z"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "check_test",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4]),
+         helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch"]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def _plant_swapped_sub(optimized: Path, bad: Path) -> None:
+    model = onnx.load(optimized)
+    subs = [n for n in model.graph.node if n.op_type == "Sub"]
+    assert len(subs) == 1, "the optimized model should keep its Sub"
+    subs[0].input[0], subs[0].input[1] = subs[0].input[1], subs[0].input[0]
+    onnx.save(model, bad)
+
+
+@pytest.fixture
+def ort_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The onnxruntime runner uses this interpreter (the test venv has onnxruntime)."""
+    monkeypatch.setenv("ONNXOPT_PYTHON", sys.executable)
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_planted_bug_fails_and_is_located(runner: str, run_opt, work_dir: Path, ort_env) -> None:
+    original = _model(work_dir / "model.onnx")
+    optimized = work_dir / "opt.onnx"
+    assert run_opt(original, "-o", optimized).returncode == 0
+    bad = work_dir / "bad.onnx"
+    _plant_swapped_sub(optimized, bad)
+
+    good = run_opt("check", original, optimized, "--runner", runner)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "check: passed (2 outputs)" in good.stdout
+
+    proc = run_opt("check", original, bad, "--runner", runner)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "check: FAILED: output 'y' past tolerance" in proc.stdout
+    rows = {line.split()[0]: line.split()[-1] for line in proc.stdout.splitlines() if line.startswith("  ")
+            and line.split()[0] in ("y", "z")}
+    assert rows == {"y": "FAIL", "z": "pass"}
+
+    layers = run_opt("check", original, bad, "--runner", runner, "--per-layer")
+    assert layers.returncode == 3
+    assert "first value past tolerance: 's' (Sub)" in layers.stdout
+    # The values before the Sub agree.
+    for name in ("e", "xe", "m", "r"):
+        assert any(line.split()[:1] == [name] and line.endswith("pass") for line in layers.stdout.splitlines())
+
+
+def test_optimize_with_check_and_report(run_opt, work_dir: Path, repo_root: Path) -> None:
+    report = work_dir / "report.json"
+    out = work_dir / "out.onnx"
+    proc = run_opt(repo_root / "models" / "tiny_cnn" / "model.onnx", "-o", out, "--check", "--report", report)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(report.read_text())
+    assert data["command"] == "optimize"
+    assert data["pipeline"].startswith("freeze-initializer-inputs,")
+    assert data["before"]["nodes"] > data["after"]["nodes"] > 0
+    passes = {p["id"]: p for p in data["passes"]}
+    assert passes["fuse-conv-affine"]["changed_runs"] >= 1
+    assert all(p["runs"] >= 1 and p["seconds"] >= 0 for p in passes.values())
+    assert data["check"]["passed"] is True
+    assert [o["name"] for o in data["check"]["outputs"]] == [o.name for o in onnx.load(out).graph.output]
+    for o in data["check"]["outputs"]:
+        assert o["passed"] and o["max_abs_error"] <= o["atol"] + o["rtol"] * 10 and o["cosine_similarity"] > 0.999
+
+
+def test_check_report_of_a_failure(run_opt, work_dir: Path) -> None:
+    original = _model(work_dir / "model.onnx")
+    optimized = work_dir / "opt.onnx"
+    assert run_opt(original, "-o", optimized).returncode == 0
+    bad = work_dir / "bad.onnx"
+    _plant_swapped_sub(optimized, bad)
+    report = work_dir / "check.json"
+    proc = run_opt("check", original, bad, "--per-layer", "--report", report)
+    assert proc.returncode == 3
+    data = json.loads(report.read_text())
+    assert data["command"] == "check" and data["check"]["passed"] is False
+    y = next(o for o in data["check"]["outputs"] if o["name"] == "y")
+    assert y["passed"] is False and y["mismatches"] > 0 and y["cosine_similarity"] < 0.5
+    assert data["check"]["first_failing_value"] == "s"
+
+
+def test_tolerances_decide(run_opt, work_dir: Path) -> None:
+    """A planted error passes with a tolerance above it and fails below it."""
+    original = _model(work_dir / "model.onnx")
+    model = onnx.load(original)
+    two = next(t for t in model.graph.initializer if t.name == "two")
+    two.CopyFrom(numpy_helper.from_array(np.array(2.0 * (1 + 1e-3), np.float32), "two"))
+    off = work_dir / "off.onnx"
+    onnx.save(model, off)
+    assert run_opt("check", original, off).returncode == 3
+    assert run_opt("check", original, off, "--rtol", "1e-2").returncode == 0
+
+
+def test_inputs_get_sensible_ranges(run_opt, work_dir: Path) -> None:
+    """ids index a 10-row table: 0..9; a mask is 0/1; named dims are 2 unless pinned."""
+    original = _model(work_dir / "model.onnx")
+    proc = run_opt("check", original, original, "--input-shape", "ids=64", "--input-shape", "x=64,4",
+                   "--input-shape", "attention_mask=64")
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.split()[1].rstrip(":"): line for line in proc.stdout.splitlines() if line.startswith("input")}
+    assert "ids: int64[64]" in lines["ids"] and "max=9" in lines["ids"] and "min=0" in lines["ids"]
+    assert "min=0 max=1" in lines["attention_mask"]
+    default = run_opt("check", original, original)
+    assert "x: float[2,4]" in default.stdout
+
+
+def test_given_inputs(run_opt, work_dir: Path) -> None:
+    original = _model(work_dir / "model.onnx")
+    np.save(work_dir / "x.npy", np.ones((3, 4), np.float32))
+    np.save(work_dir / "ids.npy", np.array([1, 2, 3], np.int64))
+    proc = run_opt("check", original, original, "--input", f"x={work_dir / 'x.npy'}",
+                   "--input", f"ids={work_dir / 'ids.npy'}", "--input-shape", "attention_mask=3")
+    assert proc.returncode == 0, proc.stderr
+    assert "x: float[3,4]  min=1 max=1" in proc.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (("--input", "nope=x.npy"), "no such input"),
+    (("--input", "x=missing.npy"), "cannot open"),
+    (("--input-shape", "x=2,a"), "bad dim"),
+])
+def test_bad_check_usage(args, message: str, run_opt, work_dir: Path) -> None:
+    original = _model(work_dir / "model.onnx")
+    np.save(work_dir / "x.npy", np.ones((2, 4), np.float32))
+    args = tuple(a.replace("missing.npy", str(work_dir / "missing.npy")).replace("=x.npy", f"={work_dir / 'x.npy'}")
+                 for a in args)
+    proc = run_opt("check", original, original, *args)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("opt: error: ") and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_missing_input_in_optimized(run_opt, work_dir: Path) -> None:
+    original = _model(work_dir / "model.onnx")
+    model = onnx.load(original)
+    model.graph.input[0].name = "renamed"
+    for n in model.graph.node:
+        n.input[:] = ["renamed" if i == "x" else i for i in n.input]
+    other = work_dir / "other.onnx"
+    onnx.save(model, other)
+    proc = run_opt("check", original, other)
+    assert proc.returncode == 1 and "input 'x'" in proc.stderr and "is missing" in proc.stderr
+
+
+def test_onnxruntime_runner_without_python(run_opt, work_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ONNXOPT_PYTHON", str(work_dir / "no-such-python"))
+    original = _model(work_dir / "model.onnx")
+    proc = run_opt("check", original, original, "--runner", "onnxruntime")
+    assert proc.returncode == 1 and "ONNXOPT_PYTHON" in proc.stderr
