@@ -24,6 +24,8 @@
 
 #include "io/proto_util.h"
 #include "onnxopt/io/model_io.h"
+
+#include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/verifier.h"
 
 namespace onnxopt::io {
@@ -36,6 +38,7 @@ using ir::DataType;
 struct Scope {
   std::unordered_map<std::string, ir::Value*> names;
   const Scope* parent = nullptr;
+  int depth = 0;  ///< 0 for a main graph or function body, +1 per enclosing subgraph attribute
 
   ir::Value* lookup(const std::string& name) const {
     for (const Scope* s = this; s != nullptr; s = s->parent) {
@@ -54,7 +57,10 @@ std::string nodeLabel(const onnx::NodeProto& node) {
 }
 
 /// Names a graph uses but does not define (its free variables), recursively through subgraphs.
-void collectFreeNames(const onnx::GraphProto& graph, std::unordered_set<std::string>& free) {
+void collectFreeNames(const onnx::GraphProto& graph, std::unordered_set<std::string>& free,
+                      int depth = 0) {
+  // Deeper nesting is refused by importGraph; stopping here keeps the recursion bounded.
+  if (depth > 64) return;
   std::unordered_set<std::string> bound;
   for (const auto& vi : graph.input()) bound.insert(vi.name());
   for (const auto& t : graph.initializer()) bound.insert(t.name());
@@ -69,17 +75,24 @@ void collectFreeNames(const onnx::GraphProto& graph, std::unordered_set<std::str
     for (const auto& i : n.input()) use(i);
     for (const auto& a : n.attribute()) {
       std::unordered_set<std::string> inner;
-      if (a.has_g()) collectFreeNames(a.g(), inner);
-      for (const auto& g : a.graphs()) collectFreeNames(g, inner);
+      if (a.has_g()) collectFreeNames(a.g(), inner, depth + 1);
+      for (const auto& g : a.graphs()) collectFreeNames(g, inner, depth + 1);
       for (const auto& name : inner) use(name);
     }
   }
   for (const auto& o : graph.output()) use(o.name());
 }
 
+/// Adds where an error happened, unless the message is long already: errors deep in nested
+/// subgraphs keep their innermost context instead of growing a line per level.
+Status boundedContext(const Status& st, const std::string& context) {
+  return st.message().size() > 240 ? st : st.withContext(context);
+}
+
 class Importer {
  public:
-  explicit Importer(std::string base_dir) : base_dir_(std::move(base_dir)) {}
+  explicit Importer(std::string base_dir, LoadLimits limits = {})
+      : base_dir_(std::move(base_dir)), limits_(limits) {}
 
   StatusOr<std::unique_ptr<ir::Model>> importModel(onnx::ModelProto& proto);
   StatusOr<ir::Tensor> importStandaloneTensor(onnx::TensorProto& proto) {
@@ -96,6 +109,9 @@ class Importer {
   Status readExternal(onnx::TensorProto& proto, ir::Tensor& tensor);
 
   std::string base_dir_;
+  LoadLimits limits_;
+  int64_t nodes_ = 0;         ///< imported so far, against limits_.max_nodes
+  int64_t initializers_ = 0;  ///< likewise
   int64_t ir_version_ = 0;
   std::map<std::string, std::shared_ptr<ir::MappedFile>> mapped_;
 };
@@ -123,6 +139,10 @@ StatusOr<ir::Type> importType(const onnx::TypeProto& proto) {
   switch (proto.value_case()) {
     case onnx::TypeProto::kTensorType:
       type.kind = ir::Type::Kind::kTensor;
+      if (proto.tensor_type().elem_type() != 0 &&
+          !ir::isKnownDataType(proto.tensor_type().elem_type())) {
+        return invalidArgument("unknown element type {}", proto.tensor_type().elem_type());
+      }
       type.elem_type = static_cast<DataType>(proto.tensor_type().elem_type());
       if (proto.tensor_type().has_shape()) type.shape = importShape(proto.tensor_type().shape());
       break;
@@ -308,6 +328,9 @@ StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
     return tensor;
   }
   if (dtype == DataType::kString) {
+    if (!proto.raw_data().empty()) {
+      return invalidArgument("tensor '{}': a string tensor cannot hold raw_data", proto.name());
+    }
     auto& strings = tensor.mutableStrings();
     strings.reserve(proto.string_data_size());
     for (auto& s : *proto.mutable_string_data()) strings.push_back(std::move(s));
@@ -366,6 +389,32 @@ StatusOr<ir::SparseTensor> Importer::importSparse(onnx::SparseTensorProto& proto
   ASSIGN_OR_RETURN(sparse.values, importTensor(*proto.mutable_values()));
   ASSIGN_OR_RETURN(sparse.indices, importTensor(*proto.mutable_indices()));
   sparse.dims.assign(proto.dims().begin(), proto.dims().end());
+  // ONNX's rules: values [NNZ]; indices int64, [NNZ] (linear) or [NNZ, rank]; each index in range.
+  const std::string& name = proto.values().name();
+  int64_t total = 1;
+  for (int64_t d : sparse.dims) {
+    if (d < 0 || (d > 0 && total > INT64_MAX / d)) {
+      return invalidArgument("sparse tensor '{}': bad dims", name);
+    }
+    total *= d;
+  }
+  const auto& vdims = sparse.values.dims();
+  const auto& idims = sparse.indices.dims();
+  if (vdims.size() != 1) return invalidArgument("sparse tensor '{}': values must be 1-D", name);
+  int64_t nnz = vdims[0];
+  if (sparse.indices.dtype() != DataType::kInt64 || idims.empty() || idims[0] != nnz ||
+      idims.size() > 2 ||
+      (idims.size() == 2 && idims[1] != static_cast<int64_t>(sparse.dims.size()))) {
+    return invalidArgument("sparse tensor '{}': indices must be int64 [NNZ] or [NNZ, rank]", name);
+  }
+  auto indices = ir::tensorInts(sparse.indices);
+  size_t rank = idims.size() == 2 ? sparse.dims.size() : 1;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    int64_t bound = idims.size() == 2 ? sparse.dims[i % rank] : total;
+    if (indices[i] < 0 || indices[i] >= bound) {
+      return invalidArgument("sparse tensor '{}': index {} is out of range", name, indices[i]);
+    }
+  }
   return sparse;
 }
 
@@ -479,8 +528,8 @@ Status Importer::importAttribute(onnx::AttributeProto& proto, const Scope& scope
         auto graph = std::make_unique<ir::Graph>();
         Status st = importGraph(*gp, *graph, &scope);
         if (!st.isOk()) {
-          return st.withContext(
-              fmt::format("in subgraph '{}' of attribute '{}'", gp->name(), proto.name()));
+          return boundedContext(
+              st, fmt::format("in subgraph '{}' of attribute '{}'", gp->name(), proto.name()));
         }
         out.graphs.push_back(std::move(graph));
       }
@@ -518,7 +567,7 @@ Status Importer::importNode(onnx::NodeProto& proto, ir::Graph& graph, Scope& sco
     }
     ir::Attribute attr;
     Status st = importAttribute(attr_proto, scope, attr);
-    if (!st.isOk()) return st.withContext(nodeLabel(proto));
+    if (!st.isOk()) return boundedContext(st, nodeLabel(proto));
     node->setAttribute(std::move(attr));
   }
   for (const std::string& name : proto.output()) {
@@ -542,6 +591,22 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
   }
   Scope scope;
   scope.parent = parent;
+  scope.depth = parent != nullptr ? parent->depth + 1 : 0;
+  if (scope.depth > limits_.max_subgraph_depth) {
+    return invalidArgument("subgraphs nest deeper than {} levels (the limit)",
+                           limits_.max_subgraph_depth);
+  }
+  nodes_ += proto.node_size();
+  if (nodes_ > limits_.max_nodes) {
+    return invalidArgument("the model has more than {} nodes (the limit; opt --max-nodes)",
+                           limits_.max_nodes);
+  }
+  initializers_ += proto.initializer_size() + proto.sparse_initializer_size();
+  if (initializers_ > limits_.max_initializers) {
+    return invalidArgument(
+        "the model has more than {} initializers (the limit; opt --max-initializers)",
+        limits_.max_initializers);
+  }
 
   auto define = [&](const std::string& name, const char* what) -> Status {
     if (name.empty()) return invalidArgument("a graph {} has an empty name", what);
@@ -723,6 +788,10 @@ StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& pro
   model->ir_version = proto.ir_version();
   ir_version_ = proto.ir_version();
   for (const auto& op : proto.opset_import()) {
+    if (op.version() <= 0) {
+      return invalidArgument("opset_import of domain '{}' has version {}", op.domain(),
+                             op.version());
+    }
     model->opset_imports.push_back({op.domain(), op.version()});
   }
   model->producer_name = proto.producer_name();
@@ -765,22 +834,30 @@ std::string folderOf(const std::string& path) {
 }  // namespace
 
 StatusOr<std::unique_ptr<ir::Model>> parseModelText(std::string_view text,
-                                                    const std::string& base_dir) {
+                                                    const std::string& base_dir,
+                                                    const LoadLimits& limits) {
   onnx::ModelProto proto;
   std::string owned(text);
   onnx::OnnxParser parser(owned.c_str());
-  auto status = parser.Parse(proto);
+  onnx::Common::Status status;
+  try {
+    status = parser.Parse(proto);
+  } catch (const std::exception& e) {
+    // onnx's parser converts numbers with std::stof/stoll, which throw on bad or huge literals.
+    return invalidArgument("textual syntax error: bad literal ({})", e.what());
+  }
   if (!status.IsOK()) {
     std::string msg = status.ErrorMessage();
     std::replace(msg.begin(), msg.end(), '\n', ' ');
     return invalidArgument("textual syntax error: {}", msg);
   }
-  Importer importer(base_dir);
+  Importer importer(base_dir, limits);
   return importer.importModel(proto);
 }
 
 StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
-                                                      const std::string& base_dir) {
+                                                      const std::string& base_dir,
+                                                      const LoadLimits& limits) {
   onnx::ModelProto proto;
   google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&stream);
@@ -788,7 +865,7 @@ StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
   if (!proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
     return invalidArgument("not a valid ONNX protobuf (truncated or not a model file)");
   }
-  Importer importer(base_dir);
+  Importer importer(base_dir, limits);
   return importer.importModel(proto);
 }
 
@@ -803,7 +880,7 @@ StatusOr<ir::Tensor> loadTensorFile(const std::string& path) {
   return t;
 }
 
-StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path) {
+StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path, const LoadLimits& limits) {
   auto fail = [&](const Status& st) { return st.withContext(path); };
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -835,7 +912,7 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path) {
     ::close(fd);
     if (got != static_cast<ssize_t>(text.size()))
       return fail(makeError(StatusCode::kIoError, "short read"));
-    auto model = parseModelText(text, dir);
+    auto model = parseModelText(text, dir, limits);
     if (!model.isOk()) return fail(model.status());
     return model;
   }
@@ -850,7 +927,7 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path) {
   ::close(fd);
   if (!parsed)
     return fail(invalidArgument("not a valid ONNX protobuf (truncated or not a model file)"));
-  Importer importer(dir);
+  Importer importer(dir, limits);
   auto model = importer.importModel(proto);
   if (!model.isOk()) return fail(model.status());
   return model;

@@ -1,6 +1,7 @@
 #include "onnxopt/ir/symbolic.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -30,6 +31,12 @@ std::string monomialText(const SymMonomial& m) {
 
 }  // namespace
 
+SymExpr SymExpr::overflowedExpr() {
+  SymExpr e;
+  e.overflow_ = true;
+  return e;
+}
+
 SymExpr SymExpr::constant(int64_t value) {
   SymExpr e;
   e.addTerm({}, value);
@@ -52,22 +59,23 @@ void SymExpr::addTerm(const SymMonomial& m, int64_t c) {
     terms_.emplace(m, c);
     return;
   }
-  it->second += c;
+  if (__builtin_add_overflow(it->second, c, &it->second)) overflow_ = true;
   if (it->second == 0) terms_.erase(it);
 }
 
 bool SymExpr::isConstant() const {
-  return terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty());
+  return !overflow_ && (terms_.empty() || (terms_.size() == 1 && terms_.begin()->first.empty()));
 }
 
 std::optional<int64_t> SymExpr::constantValue() const {
+  if (overflow_) return std::nullopt;
   if (terms_.empty()) return 0;
   if (terms_.size() == 1 && terms_.begin()->first.empty()) return terms_.begin()->second;
   return std::nullopt;
 }
 
 std::optional<std::string> SymExpr::symbolName() const {
-  if (terms_.size() != 1) return std::nullopt;
+  if (overflow_ || terms_.size() != 1) return std::nullopt;
   const auto& [m, c] = *terms_.begin();
   if (c != 1 || m.size() != 1 || m[0].second != 1 || m[0].first.kind != SymAtom::Kind::kSymbol) {
     return std::nullopt;
@@ -77,26 +85,37 @@ std::optional<std::string> SymExpr::symbolName() const {
 
 SymExpr operator+(const SymExpr& a, const SymExpr& b) {
   SymExpr r = a;
+  r.overflow_ |= b.overflow_;
   for (const auto& [m, c] : b.terms_) r.addTerm(m, c);
   return r;
 }
 
 SymExpr operator-(const SymExpr& a, const SymExpr& b) {
   SymExpr r = a;
-  for (const auto& [m, c] : b.terms_) r.addTerm(m, -c);
+  r.overflow_ |= b.overflow_;
+  for (const auto& [m, c] : b.terms_) {
+    int64_t neg = 0;
+    if (__builtin_sub_overflow(int64_t{0}, c, &neg)) r.overflow_ = true;
+    r.addTerm(m, neg);
+  }
   return r;
 }
 
 SymExpr operator*(const SymExpr& a, const SymExpr& b) {
   SymExpr r;
+  r.overflow_ = a.overflow_ || b.overflow_;
   for (const auto& [ma, ca] : a.terms_) {
-    for (const auto& [mb, cb] : b.terms_) r.addTerm(multiply(ma, mb), ca * cb);
+    for (const auto& [mb, cb] : b.terms_) {
+      int64_t p = 0;
+      if (__builtin_mul_overflow(ca, cb, &p)) r.overflow_ = true;
+      r.addTerm(multiply(ma, mb), p);
+    }
   }
   return r;
 }
 
 std::optional<SymExpr> SymExpr::divideExactly(const SymMonomial& m, int64_t c) const {
-  if (c == 0) return std::nullopt;
+  if (c <= 0 || overflow_) return std::nullopt;
   SymExpr r;
   for (const auto& [term, coef] : terms_) {
     if (coef % c != 0) return std::nullopt;
@@ -148,6 +167,7 @@ SymExpr SymExpr::floorDiv(const SymExpr& a, const SymExpr& b) {
   auto ca = a.constantValue();
   auto cb = b.constantValue();
   if (cb && *cb == 1) return a;
+  if (ca && cb && *cb == -1 && *ca == std::numeric_limits<int64_t>::min()) return overflowedExpr();
   if (ca && cb && *cb != 0) return constant(floorDivInt(*ca, *cb));
   if (ca && *ca == 0) return constant(0);
   if (b.terms_.size() == 1) {
@@ -166,7 +186,12 @@ SymExpr SymExpr::ceilDiv(const SymExpr& a, const SymExpr& b) {
 SymExpr SymExpr::mod(const SymExpr& a, const SymExpr& b) {
   auto ca = a.constantValue();
   auto cb = b.constantValue();
-  if (ca && cb && *cb != 0) return constant(*ca - floorDivInt(*ca, *cb) * *cb);
+  if (ca && cb && *cb == -1) return constant(0);
+  if (ca && cb && *cb != 0) {
+    int64_t r = *ca % *cb;  // floored modulo: the sign of the divisor, without overflow
+    if (r != 0 && ((r < 0) != (*cb < 0))) r += *cb;
+    return constant(r);
+  }
   if (cb && *cb == 1) return constant(0);
   if (b.terms_.size() == 1) {
     const auto& [m, c] = *b.terms_.begin();
@@ -226,6 +251,7 @@ std::optional<SymExpr> SymExpr::minOperandBound(const SymExpr& other) const {
 }
 
 std::string SymExpr::toString() const {
+  if (overflow_) return "overflow";
   if (terms_.empty()) return "0";
   // Highest-degree terms first, the constant last: "2*N*S + N + 1".
   std::vector<std::pair<const SymMonomial*, int64_t>> order;
@@ -238,7 +264,7 @@ std::string SymExpr::toString() const {
   });
   std::string out;
   for (const auto& [m, c] : order) {
-    int64_t mag = c < 0 ? -c : c;
+    uint64_t mag = c < 0 ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
     if (out.empty()) {
       if (c < 0) out += "-";
     } else {

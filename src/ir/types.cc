@@ -6,6 +6,7 @@
 
 namespace onnxopt::ir {
 Dim Dim::fromExpr(const SymExpr& e) {
+  if (e.overflowed()) return unknown();  // shape arithmetic past int64: the size is not known
   if (auto c = e.constantValue()) return known(*c);
   if (auto name = e.symbolName()) return symbol(*name);
   Dim d;

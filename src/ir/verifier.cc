@@ -70,8 +70,10 @@ class Verifier {
       return invalidArgument("initializer '{}' holds {} data but its type says {}", v->name(),
                              dataTypeName(t->dtype()), dataTypeName(v->type().elem_type));
     }
+    // An input's default must also fit the input's declared shape: freezing it into a constant
+    // (freeze-initializer-inputs) would otherwise yield a contradiction.
     const Shape& shape = v->type().shape;
-    if (shape && v->kind() == Value::Kind::kInitializer) {
+    if (shape) {
       bool match = shape->size() == t->dims().size();
       for (size_t i = 0; match && i < shape->size(); ++i) {
         if ((*shape)[i].isKnown() && (*shape)[i].value != t->dims()[i]) match = false;
@@ -79,6 +81,44 @@ class Verifier {
       if (!match) {
         return invalidArgument("initializer '{}' has dims [{}] that do not match its type {}",
                                v->name(), fmt::join(t->dims(), ","), typeToString(v->type()));
+      }
+    }
+    return Status::ok();
+  }
+
+  /// If, Loop and Scan of the default domain carry their bodies with matching arity.
+  static Status checkControlFlow(const Node& n) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return Status::ok();
+    auto body = [&](const char* name) -> const Graph* {
+      const Attribute* a = n.findAttribute(name);
+      return a != nullptr && a->kind == Attribute::Kind::kGraph && a->graphs.size() == 1
+                 ? a->graphs[0].get()
+                 : nullptr;
+    };
+    const std::string& op = n.opType();
+    if (op == "If") {
+      for (const char* branch : {"then_branch", "else_branch"}) {
+        const Graph* g = body(branch);
+        if (g == nullptr) return invalidArgument("{} has no {} graph", describe(&n), branch);
+        if (g->numOutputs() != n.numOutputs()) {
+          return invalidArgument("{}: {} has {} outputs for {} node outputs", describe(&n), branch,
+                                 g->numOutputs(), n.numOutputs());
+        }
+      }
+    } else if (op == "Loop" || op == "Scan") {
+      const Graph* g = body("body");
+      if (g == nullptr) return invalidArgument("{} has no body graph", describe(&n));
+      // Loop: body (iteration, condition, N states) -> (condition, N states, K scan outputs),
+      // node (max trips, condition, N states) -> (N states, K scan outputs).
+      size_t extra = op == "Loop" ? 1 : 0;
+      size_t states = n.numInputs() > 2 ? n.numInputs() - 2 : 0;
+      bool inputs_ok =
+          op == "Loop" ? g->inputs().size() == 2 + states : g->inputs().size() <= n.numInputs();
+      if (!inputs_ok || g->numOutputs() != n.numOutputs() + extra) {
+        return invalidArgument(
+            "{}: its body takes {} inputs and gives {} outputs, which does not fit "
+            "the node's {} inputs and {} outputs",
+            describe(&n), g->inputs().size(), g->numOutputs(), n.numInputs(), n.numOutputs());
       }
     }
     return Status::ok();
@@ -128,6 +168,7 @@ class Verifier {
       }
       prev = n;
       RETURN_IF_ERROR(checkOperands(n, describe(n).c_str()));
+      RETURN_IF_ERROR(checkControlFlow(*n));
       for (const Graph* sub : n->subgraphs()) {
         if (sub->parentNode() != n) {
           return makeError(StatusCode::kInternal, "a subgraph of {} does not point back at it",

@@ -1,7 +1,10 @@
-"""opt on malformed input: exit code 1, one "opt: error: " line naming the file, and nothing written.
+"""opt on malformed and hostile input: exit code 1, one "opt: error: " line naming the file and the problem,
+and nothing written.
 
 Every bad file is generated here, in the test's temporary folder. Each case writes its model (and any data
-files) into in/; opt writes to out/, which must stay empty, or keep a pre-existing output untouched.
+files) into in/; opt writes to out/, which must stay empty, or keep a pre-existing output untouched. Cases
+that break one of opt's limits (tools/opt: --max-nodes, --max-initializers, the subgraph nesting depth) are
+valid ONNX and run with the arguments in ARGS; crashes the fuzzers found (tools/fuzz.sh) become cases here.
 """
 
 from __future__ import annotations
@@ -75,12 +78,17 @@ def _save(model: onnx.ModelProto, path: Path) -> Path:
 Builder = Callable[[Path], Path]
 CASES: dict[str, Builder] = {}
 REASONS: dict[str, str] = {}
+ARGS: dict[str, tuple[str, ...]] = {}
+LIMIT_CASES: set[str] = set()  # valid ONNX that breaks one of opt's limits
 
 
-def case(reason: str) -> Callable[[Builder], Builder]:
+def case(reason: str, args: tuple[str, ...] = (), limit: bool = False) -> Callable[[Builder], Builder]:
     def register(builder: Builder) -> Builder:
         CASES[builder.__name__] = builder
         REASONS[builder.__name__] = reason
+        ARGS[builder.__name__] = args
+        if limit:
+            LIMIT_CASES.add(builder.__name__)
         return builder
 
     return register
@@ -244,6 +252,125 @@ def external_data_bad_offset(folder: Path) -> Path:
     return _save(model, folder / "external_data_bad_offset.onnx")
 
 
+@case(r"syntax.*literal")
+def textual_bad_float_literal(folder: Path) -> Path:
+    # Found by tools/fuzz.sh (fuzz_text): onnx's parser threw std::invalid_argument from std::stof.
+    text = ('<ir_version: 8, opset_import: ["" : 17]>\n'
+            'g (float[3] X) => (float[3] Y) <float[3] W = {1.0,   , 2.0}> {\n  Y = Add(X, W)\n}\n')
+    return _write(folder / "textual_bad_float_literal.onnxtxt", text.encode())
+
+
+def _nested_ifs(depth: int) -> str:
+    body = "  r0 = Identity(x)"
+    for k in range(1, depth + 1):
+        body = (f"  r{k} = If (c) <then_branch = t{k} () => (float[2] r{k - 1}) {{\n{body}\n}}, "
+                f"else_branch = e{k} () => (float[2] s{k}) {{\n  s{k} = Identity(x)\n}}>")
+    return ('<ir_version: 8, opset_import: ["" : 17]>\n'
+            f"g (bool c, float[2] x) => (float[2] r{depth}) {{\n{body}\n}}\n")
+
+
+@case(r"nest deeper than 32")
+def deep_subgraph_nesting(folder: Path) -> Path:
+    return _write(folder / "deep_subgraph_nesting.onnxtxt", _nested_ifs(40).encode())
+
+
+@case(r"more than 10 nodes", args=("--max-nodes", "10"), limit=True)
+def too_many_nodes(folder: Path) -> Path:
+    nodes = [helper.make_node("Relu", ["X" if i == 0 else f"t{i}"], [f"t{i + 1}" if i < 29 else "Y"])
+             for i in range(30)]
+    return _save(_model(nodes), folder / "too_many_nodes.onnx")
+
+
+@case(r"more than 2 initializers", args=("--max-initializers", "2"), limit=True)
+def too_many_initializers(folder: Path) -> Path:
+    inits = [numpy_helper.from_array(np.full(4, i, np.float32), f"w{i}") for i in range(3)]
+    nodes = [helper.make_node("Sum", ["X", "w0", "w1", "w2"], ["Y"])]
+    return _save(_model(nodes, initializers=inits), folder / "too_many_initializers.onnx")
+
+
+@case(r"element count overflows")
+def element_count_overflow(folder: Path) -> Path:
+    weights = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[2**40, 2**40, 2**20])
+    model = _model([helper.make_node("Add", ["X", "W"], ["Y"])], initializers=[weights])
+    return _save(model, folder / "element_count_overflow.onnx")
+
+
+@case(r"string tensor cannot hold raw_data")
+def string_tensor_raw_data(folder: Path) -> Path:
+    weights = TensorProto(name="W", data_type=TensorProto.STRING, dims=[2], raw_data=b"abcd")
+    model = _model([helper.make_node("Identity", ["X"], ["Y"])], initializers=[weights])
+    return _save(model, folder / "string_tensor_raw_data.onnx")
+
+
+@case(r"index 99 is out of range")
+def sparse_index_out_of_range(folder: Path) -> Path:
+    values = helper.make_tensor("S", TensorProto.FLOAT, [2], [1.0, 2.0])
+    indices = helper.make_tensor("S_indices", TensorProto.INT64, [2], [0, 99])
+    graph = helper.make_graph([helper.make_node("Add", ["X", "S"], ["Y"])], "g", [_value("X")], [_value("Y")],
+                              sparse_initializer=[helper.make_sparse_tensor(values, indices, [4])])
+    model = helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)])
+    return _save(model, folder / "sparse_index_out_of_range.onnx")
+
+
+@case(r"no then_branch")
+def if_without_branches(folder: Path) -> Path:
+    model = _model([helper.make_node("If", ["X"], ["Y"])])
+    return _save(model, folder / "if_without_branches.onnx")
+
+
+@case(r"body takes 0 inputs")
+def loop_body_arity(folder: Path) -> Path:
+    body = helper.make_graph([], "body", [], [])
+    model = _model([helper.make_node("Loop", ["", ""], ["Y"], body=body)])
+    return _save(model, folder / "loop_body_arity.onnx")
+
+
+@case(r"opset_import .*version -3")
+def negative_opset_version(folder: Path) -> Path:
+    model = _model([helper.make_node("Identity", ["X"], ["Y"])])
+    model.opset_import[0].version = -3
+    return _save(model, folder / "negative_opset_version.onnx")
+
+
+@case(r"unknown element type 99")
+def unknown_output_element_type(folder: Path) -> Path:
+    model = _model([helper.make_node("Identity", ["X"], ["Y"])])
+    model.graph.output[0].type.tensor_type.elem_type = 99
+    return _save(model, folder / "unknown_output_element_type.onnx")
+
+
+@case(r"protobuf|not .*model")
+def gzip_compressed_model(folder: Path) -> Path:
+    import gzip
+
+    return _write(folder / "gzip_compressed_model.onnx", gzip.compress(_valid_model().SerializeToString()))
+
+
+@case(r"outside the model's folder")
+def external_data_symlink_escape(folder: Path) -> Path:
+    outside = folder.parent / "outside.bin"
+    outside.write_bytes(_float_bytes(4))
+    os.symlink(outside, folder / "link.bin")
+    return _save(_external_model("link.bin"), folder / "external_data_symlink_escape.onnx")
+
+
+@case(r"length '-16'")
+def external_data_negative_length(folder: Path) -> Path:
+    (folder / "w.bin").write_bytes(_float_bytes(4))
+    return _save(_external_model("w.bin", length=-16), folder / "external_data_negative_length.onnx")
+
+
+@case(r"dims \[2,2\] that do not match its type")
+def input_default_contradicts_type(folder: Path) -> Path:
+    # Found by tools/fuzz.sh (fuzz_pipeline): an input whose default initializer has another shape than the
+    # input declares passed import, and freezing it into a constant then failed the verifier.
+    model = _model([helper.make_node("Identity", ["X"], ["Y"])], inputs=("X",), outputs=("Y",))
+    model.graph.initializer.append(numpy_helper.from_array(np.ones((2, 2), np.float32), "X"))
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2
+    model.ir_version = 3
+    return _save(model, folder / "input_default_contradicts_type.onnx")
+
+
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -276,7 +403,7 @@ def _assert_rejected(proc, bad: Path, reason: str | None = None) -> None:
 def test_rejected_without_output(bad_input: Path, run_opt) -> None:
     out_dir = bad_input.parent.parent / "out"
     inputs_before = _hashes(bad_input.parent)
-    proc = run_opt(bad_input, "-o", out_dir / "out.onnx")
+    proc = run_opt(bad_input, "-o", out_dir / "out.onnx", *ARGS[_case_of(bad_input)])
     _assert_rejected(proc, bad_input, REASONS[_case_of(bad_input)])
     assert sorted(os.listdir(out_dir)) == [], "a failed run left files in the output folder"
     assert _hashes(bad_input.parent) == inputs_before, "a failed run modified its input folder"
@@ -288,7 +415,7 @@ def test_rejected_keeps_existing_output(bad_input: Path, run_opt) -> None:
     out = out_dir / "out.onnx"
     _save(_valid_model(), out)
     before = (out.read_bytes(), out.stat().st_mtime_ns)
-    proc = run_opt(bad_input, "-o", out)
+    proc = run_opt(bad_input, "-o", out, *ARGS[_case_of(bad_input)])
     _assert_rejected(proc, bad_input)
     assert (out.read_bytes(), out.stat().st_mtime_ns) == before, "a failed run changed the existing output"
     assert sorted(os.listdir(out_dir)) == ["out.onnx"], "a failed run left files in the output folder"
@@ -322,6 +449,8 @@ def test_cases_are_malformed_for_onnx(work_dir: Path) -> None:
     # Guards the generators: a case that onnx accepts would be a generator bug, not a test of opt.
     accepted = []
     for name, build in sorted(CASES.items()):
+        if name in LIMIT_CASES:
+            continue
         folder = work_dir / name / "in"
         folder.mkdir(parents=True)
         if _onnx_accepts(build(folder)):
@@ -330,4 +459,23 @@ def test_cases_are_malformed_for_onnx(work_dir: Path) -> None:
 
 
 def test_enough_cases() -> None:
-    assert len(CASES) >= 18
+    assert len(CASES) >= 30
+
+
+def test_limit_cases_are_valid_onnx(work_dir: Path) -> None:
+    # A limit case must fail because of the limit alone: onnx accepts it.
+    for name in sorted(LIMIT_CASES):
+        folder = work_dir / name / "in"
+        folder.mkdir(parents=True)
+        assert _onnx_accepts(CASES[name](folder)), name
+
+
+def test_no_crash_on_inconsistent_attributes(work_dir: Path, run_opt) -> None:
+    # A Transpose whose perm does not fit its input's rank crashed shape inference (out-of-bounds read).
+    # It is a warning, not an error (the model is only as wrong as it was), and never a crash.
+    node = helper.make_node("Transpose", ["X"], ["Y"])
+    node.attribute.add(name="perm", type=onnx.AttributeProto.INTS)
+    model = _save(_model([node]), work_dir / "empty_perm.onnx")
+    proc = run_opt(model, "-o", work_dir / "out.onnx")
+    assert proc.returncode == 0, proc.stderr
+    assert "perm does not match" in proc.stderr

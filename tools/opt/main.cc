@@ -85,6 +85,7 @@ struct Options {
   int64_t elide = -1;
   bool stats = false;
   bool check = false;
+  io::LoadLimits limits;
   tools::CheckOptions check_opts;
   std::string report;
 };
@@ -99,7 +100,7 @@ int fail(const Status& status) {
 }
 
 int run(const Options& opts) {
-  auto model = io::loadModel(opts.input);
+  auto model = io::loadModel(opts.input, opts.limits);
   if (!model.isOk()) return fail(model.status());
 
   std::string pipeline_text = opts.passes;
@@ -375,6 +376,12 @@ int main(int argc, char** argv) {
                                "In text output, show tensors over N elements (default 16) as {...}")
                     ->expected(0, 1);
   app.add_flag("--stats", opts.stats, "Print op histogram, node/initializer counts and opsets");
+  app.add_option("--max-nodes", opts.limits.max_nodes,
+                 "Refuse models with more nodes than this (default 16777216)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-initializers", opts.limits.max_initializers,
+                 "Refuse models with more initializers than this (default 4194304)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--check", opts.check,
                "After optimizing, run the original and the result on the same inputs and compare "
                "every output (exit 3 when one is past tolerance)");

@@ -15,19 +15,30 @@ namespace onnxopt::io {
 /// The newest IR version onnxopt reads. Newer files are rejected rather than half understood.
 inline constexpr int64_t kMaxIrVersion = 14;
 
+/// Limits on what a model file may ask for, so that a hostile file fails with a clear error
+/// instead of exhausting memory or the stack (`opt --max-nodes`, `--max-initializers`).
+struct LoadLimits {
+  int64_t max_nodes = int64_t{1} << 24;         ///< nodes of every graph, subgraphs and functions
+  int64_t max_initializers = int64_t{1} << 22;  ///< initializers of every graph
+  int max_subgraph_depth = 32;                  ///< If/Loop/Scan bodies nested in each other
+};
+
 /// Reads a model from `path`: the binary protobuf format, or ONNX's textual syntax when the file
 /// name ends in .onnxtxt / .txt or the content starts with '<'. External data is read relative to
 /// the model's folder and memory-mapped, not copied. Every error names the file and, where it
 /// applies, the node or value, and says why.
-StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path);
+StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path,
+                                               const LoadLimits& limits = {});
 
 /// Parses a model in ONNX's textual syntax. `base_dir` resolves external-data locations.
 StatusOr<std::unique_ptr<ir::Model>> parseModelText(std::string_view text,
-                                                    const std::string& base_dir = ".");
+                                                    const std::string& base_dir = ".",
+                                                    const LoadLimits& limits = {});
 
 /// Parses a binary ModelProto held in memory.
 StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
-                                                      const std::string& base_dir = ".");
+                                                      const std::string& base_dir = ".",
+                                                      const LoadLimits& limits = {});
 
 /// How tensor data is laid out on export.
 struct SaveOptions {

@@ -37,6 +37,8 @@ class SymExpr {
   SymExpr() = default;  // zero
   static SymExpr constant(int64_t value);
   static SymExpr symbol(const std::string& name);
+  /// An expression whose computation overflowed (see overflowed()).
+  static SymExpr overflowedExpr();
 
   bool isConstant() const;
   /// The value when constant.
@@ -60,7 +62,13 @@ class SymExpr {
   /// The constant c when this expression is exactly min(other, c).
   std::optional<SymExpr> minOperandBound(const SymExpr& other) const;
 
-  bool operator==(const SymExpr& other) const { return terms_ == other.terms_; }
+  /// True when computing this expression overflowed int64 somewhere: its value is unknown (never
+  /// constant, never equal to anything, a Dim of unknown size), not a wrapped number.
+  bool overflowed() const { return overflow_; }
+
+  bool operator==(const SymExpr& other) const {
+    return !overflow_ && !other.overflow_ && terms_ == other.terms_;
+  }
   bool operator!=(const SymExpr& other) const { return !(*this == other); }
 
   /// Canonical text: "batch*seq", "2*N + 1", "floor(L/2)", "max(a, b)".
@@ -69,6 +77,7 @@ class SymExpr {
  private:
   /// Monomial -> coefficient; the empty monomial is the constant term.
   std::map<SymMonomial, int64_t> terms_;
+  bool overflow_ = false;
   void addTerm(const SymMonomial& m, int64_t c);
   /// This / m when m divides every term exactly (coefficients and atoms), else nullopt.
   std::optional<SymExpr> divideExactly(const SymMonomial& m, int64_t c) const;

@@ -197,11 +197,12 @@ void transpose(InferenceContext& ctx) {
   DataType elem = elemOr(ctx, 0);
   if (!in) return ctx.setOutputType(0, Type::tensor(elem));
   auto perm = ctx.attrInts("perm");
+  if (perm && perm->size() != in->size()) return ctx.warn("perm does not match the input's rank");
   std::vector<Dim> out;
   for (size_t i = 0; i < in->size(); ++i) {
     int64_t p = perm ? (*perm)[i] : static_cast<int64_t>(in->size() - 1 - i);
     auto n = normAxis(p, static_cast<int64_t>(in->size()));
-    if (!n || (perm && perm->size() != in->size())) return ctx.warn("bad perm");
+    if (!n) return ctx.warn("bad perm");
     out.push_back((*in)[*n]);
   }
   ctx.setOutput(0, elem, out);
