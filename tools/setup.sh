@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build libprotobuf-dev protobuf-compiler libonnx-dev libcli11-dev
-          libfmt-dev libgtest-dev llvm-14-tools python3-venv)
+          libfmt-dev libgtest-dev llvm-14-tools python3-venv clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -35,6 +35,8 @@ build=${ONNXOPT_BUILD_DIR:-build}
 # stays, so switching between the demo and the tests does not rebuild everything.
 flags=()
 [ -n "${ONNXOPT_WERROR:-}" ] && flags+=("-DONNXOPT_WERROR=$([ "$ONNXOPT_WERROR" = 1 ] && echo ON || echo OFF)")
+# ONNXOPT_SANITIZE=address,undefined (tools/test.sh --sanitize) instruments every target.
+[ -n "${ONNXOPT_SANITIZE:-}" ] && flags+=("-DONNXOPT_SANITIZE=$ONNXOPT_SANITIZE" "-DONNXOPT_ENABLE_CUDA=OFF")
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja "${flags[@]}" >/dev/null
 elif ((${#flags[@]})); then

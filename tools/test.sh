@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
 # Runs every test: C++ unit tests, FileCheck textual tests and the install test (ctest), then the
 # Python suite (round trips over the model corpus, malformed input, external data) with pytest.
+#   bash tools/test.sh [--sanitize] [pytest args...]
+# --sanitize builds everything with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/ and
+# runs the same suite against it; a sanitizer report makes opt exit with 86/87 (never 0, 1 or 2, the
+# codes the tests expect), so every finding fails a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  export ONNXOPT_BUILD_DIR=${ONNXOPT_BUILD_DIR:-build-asan}
+  export ONNXOPT_SANITIZE=address,undefined
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-exitcode=86:detect_leaks=1:abort_on_error=0}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-exitcode=87:halt_on_error=1:print_stacktrace=1}
+  export LSAN_OPTIONS=${LSAN_OPTIONS:-exitcode=86}
+fi
 bash tools/setup.sh
 build=${ONNXOPT_BUILD_DIR:-build}
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"

@@ -151,9 +151,19 @@ uint64_t tensorHash(const ir::Tensor& t) {
   uint64_t h = fnv1a(0xcbf29ce484222325ull, asBytes(static_cast<int32_t>(t.dtype())));
   for (int64_t d : t.dims()) h = fnv1a(h, asBytes(d));
   for (const std::string& s : t.strings()) h = fnv1a(h, s);
+  // A sample of the data (head, middle, tail) is enough to bucket: tensorsEqual decides, and a
+  // full hash would read every large weight of the model on each CSE run.
+  constexpr uint64_t kSample = 4096;
   ChunkReader reader(t);
-  for (uint64_t off = 0; off < t.byteSize(); off += ChunkReader::kChunk) {
-    auto chunk = reader.read(off, std::min<uint64_t>(ChunkReader::kChunk, t.byteSize() - off));
+  uint64_t size = t.byteSize();
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  if (size <= 3 * kSample) {
+    ranges.emplace_back(0, size);
+  } else {
+    ranges = {{0, kSample}, {size / 2 - kSample / 2, kSample}, {size - kSample, kSample}};
+  }
+  for (const auto& [off, len] : ranges) {
+    auto chunk = reader.read(off, len);
     if (!chunk) break;  // unreadable: the hash only buckets; equality decides
     h = fnv1a(h, *chunk);
   }

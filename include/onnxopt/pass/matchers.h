@@ -28,7 +28,8 @@ std::optional<double> elementAsDouble(const ir::Tensor& tensor, size_t i);
 /// Byte-exact equality of two tensors (type, dims and data). Data from external files is compared
 /// by reading the files in chunks, so mapped pages are not faulted into memory.
 bool tensorsEqual(const ir::Tensor& a, const ir::Tensor& b);
-/// A hash of dtype, dims and data (external data read in chunks, as above).
+/// A hash of dtype, dims and a sample of the data (head, middle and tail, 4 KiB each): for
+/// bucketing only; tensorsEqual decides.
 uint64_t tensorHash(const ir::Tensor& t);
 /// Structural equality of attributes; graph attributes never compare equal.
 bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b);
