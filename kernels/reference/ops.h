@@ -55,4 +55,67 @@ StatusOr<Outputs> oneHotKernel(const KernelContext& ctx);
 StatusOr<Outputs> dequantizeLinearKernel(const KernelContext& ctx);
 StatusOr<Outputs> quantizeLinearKernel(const KernelContext& ctx);
 
+// nn.cc
+StatusOr<Outputs> activationKernel(const KernelContext& ctx);  // LeakyRelu Elu Selu Gelu ...
+StatusOr<Outputs> preluKernel(const KernelContext& ctx);
+StatusOr<Outputs> softmaxKernel(const KernelContext& ctx);  // Softmax LogSoftmax
+StatusOr<Outputs> dropoutKernel(const KernelContext& ctx);
+StatusOr<Outputs> convKernel(const KernelContext& ctx);
+StatusOr<Outputs> convTransposeKernel(const KernelContext& ctx);
+StatusOr<Outputs> poolKernel(const KernelContext& ctx);        // MaxPool AveragePool
+StatusOr<Outputs> globalPoolKernel(const KernelContext& ctx);  // GlobalAveragePool GlobalMaxPool
+StatusOr<Outputs> batchNormKernel(const KernelContext& ctx);
+
+// nn_norm.cc
+StatusOr<Outputs> layerNormKernel(const KernelContext& ctx);  // LayerNormalization RMSNormalization
+StatusOr<Outputs> instanceNormKernel(const KernelContext& ctx);
+StatusOr<Outputs> groupNormKernel(const KernelContext& ctx);
+StatusOr<Outputs> attentionKernel(const KernelContext& ctx);
+
+// nn_einsum.cc
+StatusOr<Outputs> einsumKernel(const KernelContext& ctx);
+
+// --- helpers shared by nn.cc and nn_norm.cc
+// ---------------------------------------------------------
+
+/// Like visitType, for the float element types only (others are kUnimplemented).
+template <typename F>
+Status visitFloat(const KernelContext& ctx, DataType type, F&& f) {
+  return visitType(ctx, type, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (!kIsFloat<T>) {
+      return unsupportedType(ctx, type);
+    } else {
+      return f(tag);
+    }
+  });
+}
+
+/// All elements of t (of element type T) in its compute type.
+template <typename T>
+std::vector<Compute<T>> loadAll(const HostTensor& t) {
+  std::vector<Compute<T>> v(static_cast<size_t>(t.numElements()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = load<T>(t, static_cast<int64_t>(i));
+  return v;
+}
+
+/// Stores v into t (of element type T), rounding once.
+template <typename T>
+void storeAll(HostTensor& t, const std::vector<Compute<T>>& v) {
+  for (size_t i = 0; i < v.size(); ++i) store<T>(t, static_cast<int64_t>(i), v[i]);
+}
+
+/// The elements of a float tensor of any float element type, converted to A.
+template <typename A>
+StatusOr<std::vector<A>> readFloats(const KernelContext& ctx, const HostTensor& t) {
+  std::vector<A> v(static_cast<size_t>(t.numElements()));
+  RETURN_IF_ERROR(visitFloat(ctx, t.dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<A>(load<T>(t, static_cast<int64_t>(i)));
+    return Status::ok();
+  }));
+  return v;
+}
+
 }  // namespace onnxopt::kernels::ref

@@ -110,6 +110,37 @@ const std::map<std::string, Entry>& registry() {
       {"OneHot", {9, ref::oneHotKernel}},
       {"DequantizeLinear", {10, ref::dequantizeLinearKernel}},
       {"QuantizeLinear", {10, ref::quantizeLinearKernel}},
+      // nn.cc
+      {"LeakyRelu", {6, ref::activationKernel}},
+      {"Elu", {6, ref::activationKernel}},
+      {"Selu", {6, ref::activationKernel}},
+      {"Celu", {12, ref::activationKernel}},
+      {"HardSigmoid", {6, ref::activationKernel}},
+      {"HardSwish", {14, ref::activationKernel}},
+      {"Softplus", {1, ref::activationKernel}},
+      {"Softsign", {1, ref::activationKernel}},
+      {"Mish", {18, ref::activationKernel}},
+      {"ThresholdedRelu", {10, ref::activationKernel}},
+      {"Gelu", {20, ref::activationKernel}},
+      {"PRelu", {7, ref::preluKernel}},
+      {"Softmax", {1, ref::softmaxKernel}},
+      {"LogSoftmax", {1, ref::softmaxKernel}},
+      {"Dropout", {7, ref::dropoutKernel}},
+      {"Conv", {1, ref::convKernel}},
+      {"ConvTranspose", {1, ref::convTransposeKernel}},
+      {"MaxPool", {8, ref::poolKernel}},  // storage_order and Indices from 8
+      {"AveragePool", {7, ref::poolKernel}},
+      {"GlobalAveragePool", {1, ref::globalPoolKernel}},
+      {"GlobalMaxPool", {1, ref::globalPoolKernel}},
+      {"BatchNormalization", {7, ref::batchNormKernel}},
+      // nn_norm.cc
+      {"LayerNormalization", {17, ref::layerNormKernel}},
+      {"RMSNormalization", {23, ref::layerNormKernel}},
+      {"InstanceNormalization", {6, ref::instanceNormKernel}},
+      {"GroupNormalization", {18, ref::groupNormKernel}},
+      {"Attention", {23, ref::attentionKernel}},
+      // nn_einsum.cc
+      {"Einsum", {12, ref::einsumKernel}},
   };
   return table;
 }

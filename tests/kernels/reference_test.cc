@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "onnxopt/kernels/reference.h"
+#include "onnxopt/runtime/compare.h"
 #include "onnxopt/support/half.h"
 
 namespace onnxopt::kernels {
@@ -98,53 +99,9 @@ HostTensor strings(Dims dims, std::vector<std::string> v) {
 }
 
 Values values(const HostTensor& t) {
-  Values out;
-  for (int64_t i = 0; i < t.numElements(); ++i) {
-    switch (t.dtype) {
-      case DataType::kFloat:
-        out.push_back(t.get<float>(i));
-        break;
-      case DataType::kDouble:
-        out.push_back(t.get<double>(i));
-        break;
-      case DataType::kFloat16:
-        out.push_back(halfToFloat(t.get<uint16_t>(i)));
-        break;
-      case DataType::kBfloat16:
-        out.push_back(bfloat16ToFloat(t.get<uint16_t>(i)));
-        break;
-      case DataType::kInt8:
-        out.push_back(t.get<int8_t>(i));
-        break;
-      case DataType::kInt16:
-        out.push_back(t.get<int16_t>(i));
-        break;
-      case DataType::kInt32:
-        out.push_back(t.get<int32_t>(i));
-        break;
-      case DataType::kInt64:
-        out.push_back(static_cast<double>(t.get<int64_t>(i)));
-        break;
-      case DataType::kUint8:
-        out.push_back(t.get<uint8_t>(i));
-        break;
-      case DataType::kUint16:
-        out.push_back(t.get<uint16_t>(i));
-        break;
-      case DataType::kUint32:
-        out.push_back(t.get<uint32_t>(i));
-        break;
-      case DataType::kUint64:
-        out.push_back(static_cast<double>(t.get<uint64_t>(i)));
-        break;
-      case DataType::kBool:
-        out.push_back(t.get<uint8_t>(i));
-        break;
-      default:
-        ADD_FAILURE() << "unsupported test type";
-    }
-  }
-  return out;
+  auto v = runtime::tensorAsDoubles(t);
+  if (!v) ADD_FAILURE() << "unsupported test type";
+  return v ? Values(v->begin(), v->end()) : Values();
 }
 
 struct KernelRun {
