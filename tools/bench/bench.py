@@ -213,7 +213,8 @@ def write_markdown(results: list[Result], models: list[str], refs: dict[str, Ref
              "RSS, nodes after (subgraphs included), file size with external data, the largest output error "
              "against onnxruntime on the original (max |a - b| / max |b| of the worst output; `-` when onnxruntime "
              "cannot run the original), and onnxruntime CPU latency of the result (median, one thread, "
-             "onnxruntime's graph optimizations off so that each tool's graph is what runs). `ort-extended` "
+             "onnxruntime's graph optimizations off so that each tool's graph is what runs). The 1 GB decoder is "
+             "timed with --large-runs runs. `ort-extended` "
              "output uses com.microsoft contrib ops and runs in onnxruntime only. Transformers are optimized "
              "by opt with `--target-opset 23` (the others keep their opset).", "",
              "## Versions", ""]
@@ -265,6 +266,9 @@ def main() -> int:
     parser.add_argument("--no-large", action="store_true", help="skip the generated 1 GB decoder")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--json", type=Path, help="also write every result as JSON")
+    parser.add_argument("--large-runs", type=int, default=1,
+                        help="timed runs on the 1 GB decoder (default 1: each tool takes seconds to minutes)")
+    parser.add_argument("--note", default="", help="a line for the report (e.g. what else ran on the machine)")
     args = parser.parse_args()
     command = ".venv/bin/python tools/bench/bench.py " + " ".join(sys.argv[1:])
 
@@ -287,15 +291,19 @@ def main() -> int:
             if tool != "opt" and not peers.installed(tool):
                 results.append(Result(case.id, tool, False, "not installed"))
                 continue
+            runs = args.large_runs if case.id == LARGE_ID else args.runs
             with tempfile.TemporaryDirectory(dir=work_root) as tmp:
-                r = bench_one(case, tool, refs[case.id], args.runs, Path(tmp))
+                r = bench_one(case, tool, refs[case.id], runs, Path(tmp))
             results.append(r)
             print(f"{case.id:<44} {tool:<14} " + (f"{r.seconds:8.3f}s {r.peak_rss_mb:7.0f}MB {r.nodes:6d} nodes "
                                                    f"err {_fmt(r.max_error, '.1e')} lat {_fmt(r.latency_ms, '.3f')}ms"
                                                    if r.ok else f"error: {r.error}"), flush=True)
     models = [c.id for c in cases]
     chart_files = charts([r for r in results if r.tool != "_original"], models, args.out.parent / "bench")
-    write_markdown(results, models, refs, args.out, chart_files, command, versions())
+    vers = versions()
+    if args.note:
+        vers["note"] = args.note
+    write_markdown(results, models, refs, args.out, chart_files, command, vers)
     if args.json:
         args.json.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=1))
     print(f"wrote {args.out}")
