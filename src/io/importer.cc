@@ -356,6 +356,10 @@ StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
   } else if (proto.int32_data_size() > 0) {
     size_t width = bits >= 8 ? static_cast<size_t>(bits / 8) : 1;
     if (dtype == DataType::kInt32) width = 4;
+    if (width > 4) {  // found by fuzz_import: an int64 tensor in int32_data read past each value
+      return invalidArgument("tensor '{}': int32_data cannot hold {} values", proto.name(),
+                             dataTypeName(dtype));
+    }
     appendLow(bytes, proto.int32_data(), width);
   } else if (proto.int64_data_size() > 0) {
     appendLow(bytes, proto.int64_data(), 8);

@@ -371,6 +371,15 @@ def input_default_contradicts_type(folder: Path) -> Path:
     return _save(model, folder / "input_default_contradicts_type.onnx")
 
 
+@case(r"int32_data cannot hold uint64")
+def int32_data_holding_wide_values(folder: Path) -> Path:
+    # Found by tools/fuzz.sh (fuzz_import): a uint64 tensor stored in int32_data made the importer read 8
+    # bytes from each 4-byte value (a stack-buffer-overflow under ASan).
+    weights = TensorProto(name="W", data_type=TensorProto.UINT64, dims=[2], int32_data=[1, 2])
+    model = _model([helper.make_node("Identity", ["X"], ["Y"])], initializers=[weights])
+    return _save(model, folder / "int32_data_holding_wide_values.onnx")
+
+
 # ---------------------------------------------------------------------------------------------------------
 
 
