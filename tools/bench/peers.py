@@ -22,6 +22,7 @@ import onnx
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 600
+_GNU_TIME = "/usr/bin/time"
 
 # Each peer as the one Python statement its users run, with its defaults. onnxsim and onnxslim may change the
 # opset or IR version of their output; all of them keep the graph interface.
@@ -83,6 +84,13 @@ def run_tool(tool: str, model: Path, out: Path, opt_args: tuple[str, ...] = ("-O
         if not installed(tool):
             return Run(tool, False, 0.0, "not installed")
         cmd = [sys.executable, "-c", _PEER_SCRIPTS[tool], str(model), str(out)]
+    # ru_maxrss from wait4 would include the parent's image at fork time; GNU time measures the tool
+    # alone (its own RSS, about 2 MB, is far below any tool's).
+    rss_file = None
+    if Path(_GNU_TIME).is_file():
+        rss_file = tempfile.NamedTemporaryFile(suffix=".rss", delete=False)
+        rss_file.close()
+        cmd = [_GNU_TIME, "-q", "-f", "%M", "-o", rss_file.name, *cmd]
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
@@ -96,10 +104,15 @@ def run_tool(tool: str, model: Path, out: Path, opt_args: tuple[str, ...] = ("-O
         err.seek(0)
         stderr = err.read().decode(errors="replace")
     code = os.waitstatus_to_exitcode(status)
+    rss_kb = usage.ru_maxrss
+    if rss_file is not None:
+        text = Path(rss_file.name).read_text().split()
+        os.unlink(rss_file.name)
+        rss_kb = int(text[-1]) if text and text[-1].isdigit() else rss_kb
     if code != 0 or not out.is_file():
-        lines = [l for l in stderr.strip().splitlines() if l.strip()]
+        lines = [l for l in stderr.strip().splitlines() if l.strip() and "Command exited" not in l]
         return Run(tool, False, seconds, (lines[-1] if lines else f"exit {code}")[:160])
-    return Run(tool, True, seconds, peak_rss_kb=usage.ru_maxrss)
+    return Run(tool, True, seconds, peak_rss_kb=rss_kb)
 
 
 def _wait4(proc: subprocess.Popen, timeout: float):
