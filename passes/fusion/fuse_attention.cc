@@ -224,7 +224,7 @@ class AttentionPattern final : public rewrite::Pattern {
     }
     bool three_d = q3 && k3 && v3 && out_reshape;
 
-    ir::Value* kq = k_unrep != nullptr ? k_unrep : nullptr;
+    ir::Value* kq = k_unrep;  // nullptr: K needs its own Transpose (made below)
     const auto* kvs = k_unrep != nullptr ? shapeOf(k_unrep) : nullptr;
     const auto* vs = shapeOf(v_unrep);
     if (vs == nullptr || vs->size() != 4) return ctx.fail("V not rank 4");

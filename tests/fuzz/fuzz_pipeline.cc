@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!ran.isOk()) {
     // A pass may refuse a model (kUnimplemented, kInvalidArgument, kResourceExhausted); an internal
     // error is a bug.
-    if (ran.status().code() == StatusCode::kInternal) bug("internal error in the pipeline", ran.status());
+    if (ran.status().code() == StatusCode::kInternal)
+      bug("internal error in the pipeline", ran.status());
     return 0;
   }
   Status after = ir::verifyModel(**model);

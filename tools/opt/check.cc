@@ -9,7 +9,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -85,7 +84,8 @@ StatusOr<int> runProcess(const std::vector<std::string>& argv, const std::string
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-std::string firstLine(const std::string& path) {
+/// The last non-empty line of a file (where a Python error message ends).
+std::string lastLine(const std::string& path) {
   std::ifstream in(path);
   std::string line, last;
   while (std::getline(in, line)) {
@@ -142,7 +142,7 @@ StatusOr<RunValues> runWithOnnxruntime(const std::string& path, const ir::Model&
   std::string err = tmp.path() + "/stderr.txt";
   ASSIGN_OR_RETURN(int code, runProcess(argv, err));
   if (code != 0) {
-    std::string why = firstLine(err);
+    std::string why = lastLine(err);
     if (code == 127) why = fmt::format("cannot run '{}' (set ONNXOPT_PYTHON)", argv[0]);
     return makeError(StatusCode::kIoError, "onnxruntime runner: {}", why);
   }

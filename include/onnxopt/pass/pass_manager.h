@@ -36,7 +36,7 @@ struct Instrumentation {
   bool print_ir_after_change = false;
   bool verify_each = false;
   bool time_passes = false;
-  bool count_nodes = false;  ///< record node counts per pass without printing (`--report`)
+  bool count_nodes = false;        ///< record node counts per pass without printing (`--report`)
   std::ostream* ir_out = nullptr;  ///< where IR dumps go
 };
 
