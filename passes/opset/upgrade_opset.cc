@@ -9,9 +9,16 @@
 // (attributes that became inputs, Softmax's axis semantics at 13, ...). Anything else (Resize,
 // Upsample, Scan-8, a deprecated op) refuses the whole upgrade with a warning naming the op; the
 // model stays as it was.
+//
+// An upgrade must also keep the model runnable by the reference runtime:
+// passes/opset/op_versions.inc (generated from onnxruntime's CPU kernel registry) says which op
+// versions onnxruntime runs, and a node that runs at its current version must still run at its new
+// one (GlobalLpPool-22, RoiAlign-22 and Bernoulli-22 do not). When the target fails either test,
+// the pass raises the opset to the highest version below it that passes both, and says so.
 #include <cmath>
 #include <limits>
 #include <set>
+#include <unordered_map>
 
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
@@ -35,6 +42,34 @@ constexpr OpsetChange kChanges[] = {
 };
 #undef SIGNATURE
 #undef DEPRECATED
+
+struct OpVersion {
+  const char* op;
+  int since;
+  bool runs_on_ort_cpu;
+};
+constexpr OpVersion kOpVersions[] = {
+#define ONNXOPT_OP_VERSION(op, since, runs) {op, since, runs},
+#include "op_versions.inc"
+#undef ONNXOPT_OP_VERSION
+};
+
+/// The version of `op` that a node resolves to at `opset` (the newest since_version <= opset), or
+/// nullptr for an op the table does not know.
+const OpVersion* resolveVersion(const std::string& op, int64_t opset) {
+  static const auto* by_op = [] {
+    auto* map = new std::unordered_map<std::string, std::vector<const OpVersion*>>();
+    for (const OpVersion& v : kOpVersions) (*map)[v.op].push_back(&v);  // ascending since
+    return map;
+  }();
+  auto it = by_op->find(op);
+  if (it == by_op->end()) return nullptr;
+  const OpVersion* found = nullptr;
+  for (const OpVersion* v : it->second) {
+    if (v->since <= opset) found = v;
+  }
+  return found;
+}
 
 /// Signature changes that keep behaviour: added attributes or optional inputs whose defaults are
 /// the old behaviour.
@@ -121,28 +156,21 @@ class UpgradeOpsetPass final : public pass::Pass {
           return refuse("a function imports ai.onnx");
       }
     }
-    // Plan: every crossed change is compatible or has a converter; else refuse.
+    // The highest opset up to the target that every node can cross.
+    std::string why_not_target;
     std::vector<std::pair<ir::Node*, int>> conversions;
-    for (ir::Graph* g : rewrite::allGraphs(model, false)) {
-      for (ir::Node* n : *g) {
-        if (!n->domain().empty() && n->domain() != "ai.onnx") continue;
-        for (const OpsetChange& c : kChanges) {
-          if (n->opType() != c.op || c.version <= from || c.version > target_) continue;
-          if (c.kind == ChangeKind::kDeprecated) return refuse(n->opType() + " is deprecated");
-          if (kCompatible.count({n->opType(), c.version})) continue;
-          if (!canConvert(*n, c.version)) {
-            return refuse(fmt::format("{} changed at opset {} and cannot be converted", n->opType(),
-                                      c.version));
-          }
-          conversions.emplace_back(n, c.version);
-        }
-      }
+    int64_t to = target_;
+    for (; to > from; --to) {
+      conversions.clear();
+      std::string why = plan(model, from, to, conversions);
+      if (why.empty()) break;
+      if (to == target_) why_not_target = std::move(why);
     }
-    // Check the conditions that depend on the node (ranks, attribute values) before changing
-    // anything.
-    for (const auto& [n, v] : conversions) {
-      std::string why = precondition(*n, v);
-      if (!why.empty()) return refuse(n->opType() + ": " + why);
+    if (to == from) return refuse(why_not_target);
+    if (to < target_ && ctx.warnings != nullptr) {
+      *ctx.warnings << "opt: warning: upgrading opset " << from << " to " << to << ", not "
+                    << target_ << ": " << why_not_target << "\n";
+      bump("lowered-target");
     }
     rewrite::Rewriter rw;
     for (const auto& [n, v] : conversions) {
@@ -151,14 +179,48 @@ class UpgradeOpsetPass final : public pass::Pass {
       bump("converted." + n->opType());
     }
     for (ir::OpsetImport& op : model.opset_imports) {
-      if (op.domain.empty() || op.domain == "ai.onnx") op.version = target_;
+      if (op.domain.empty() || op.domain == "ai.onnx") op.version = to;
     }
-    model.ir_version = std::max(model.ir_version, minIrVersion(target_));
+    model.ir_version = std::max(model.ir_version, minIrVersion(to));
     bump("upgraded");
     return true;
   }
 
  private:
+  /// Why the model cannot go from opset `from` to `to` (empty when it can); fills `conversions`
+  /// with the nodes to convert and the version each crosses.
+  static std::string plan(ir::Model& model, int64_t from, int64_t to,
+                          std::vector<std::pair<ir::Node*, int>>& conversions) {
+    for (ir::Graph* g : rewrite::allGraphs(model, false)) {
+      for (ir::Node* n : *g) {
+        if (!n->domain().empty() && n->domain() != "ai.onnx") continue;
+        for (const OpsetChange& c : kChanges) {
+          if (n->opType() != c.op || c.version <= from || c.version > to) continue;
+          if (c.kind == ChangeKind::kDeprecated) return n->opType() + " is deprecated";
+          if (kCompatible.count({n->opType(), c.version})) continue;
+          if (!canConvert(*n, c.version)) {
+            return fmt::format("{} changed at opset {} and cannot be converted", n->opType(),
+                               c.version);
+          }
+          conversions.emplace_back(n, c.version);
+        }
+        const OpVersion* old_version = resolveVersion(n->opType(), from);
+        const OpVersion* new_version = resolveVersion(n->opType(), to);
+        if (old_version != nullptr && new_version != old_version && old_version->runs_on_ort_cpu &&
+            !new_version->runs_on_ort_cpu) {
+          return fmt::format("{}-{} has no kernel in onnxruntime's CPU provider", n->opType(),
+                             new_version->since);
+        }
+      }
+    }
+    // The conditions that depend on the node (ranks, attribute values, used outputs).
+    for (const auto& [n, v] : conversions) {
+      std::string why = precondition(*n, v);
+      if (!why.empty()) return n->opType() + ": " + why;
+    }
+    return {};
+  }
+
   static bool canConvert(const ir::Node& n, int v) {
     const std::string& op = n.opType();
     if ((op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum" || op == "Split") && v == 13)
@@ -189,6 +251,9 @@ class UpgradeOpsetPass final : public pass::Pass {
         if (n.output(i) != nullptr) return "training outputs";
       }
     }
+    // Dropout-10 in inference mode produces its own mask; from 12 on the mask is all true.
+    if (op == "Dropout" && v == 12 && n.output(1) != nullptr && n.output(1)->hasUses())
+      return "the mask output is used";
     if ((op == "Clip" || op == "Pad") && !pass::elemTypeOf(n.input(0)))
       return "the input type is unknown";
     return {};
