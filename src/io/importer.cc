@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <queue>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -564,15 +565,26 @@ Status Importer::importNode(onnx::NodeProto& proto, ir::Graph& graph, Scope& sco
   node->setDocString(proto.doc_string());
   node->setUnknownFields(unknownFieldsOf(proto));
   if (proto.op_type().empty()) return invalidArgument("{}: empty op_type", nodeLabel(proto));
-  for (auto& attr_proto : *proto.mutable_attribute()) {
-    if (node->findAttribute(attr_proto.name()) != nullptr) {
+  // Duplicate names: a linear look-back for the usual few attributes, a set for many.
+  std::unordered_set<std::string_view> attribute_names;
+  const int num_attributes = proto.attribute_size();
+  for (int a = 0; a < num_attributes; ++a) {
+    auto& attr_proto = *proto.mutable_attribute(a);
+    bool duplicate = false;
+    if (num_attributes <= 16) {
+      for (int b = 0; b < a && !duplicate; ++b)
+        duplicate = proto.attribute(b).name() == attr_proto.name();
+    } else {
+      duplicate = !attribute_names.insert(attr_proto.name()).second;
+    }
+    if (duplicate) {
       return invalidArgument("{}: attribute '{}' appears twice", nodeLabel(proto),
                              attr_proto.name());
     }
     ir::Attribute attr;
     Status st = importAttribute(attr_proto, scope, attr);
     if (!st.isOk()) return boundedContext(st, nodeLabel(proto));
-    node->setAttribute(std::move(attr));
+    node->appendAttribute(std::move(attr));
   }
   for (const std::string& name : proto.output()) {
     if (name.empty()) {

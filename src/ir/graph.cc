@@ -1,6 +1,7 @@
 #include "onnxopt/ir/graph.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace onnxopt::ir {
 
@@ -13,18 +14,25 @@ bool Value::isGraphOutput() const {
   });
 }
 
-void Value::removeUse(Node* user, size_t index) {
-  auto it = std::find(uses_.begin(), uses_.end(), Use{user, index});
-  ONNXOPT_CHECK(it != uses_.end(), "use-list out of sync: use not found on value '" + name_ + "'");
-  uses_.erase(it);
+bool Value::usesPointBack() const {
+  for (size_t k = 0; k < uses_.size(); ++k) {
+    const Use& use = uses_[k];
+    if (use.user == nullptr || use.index >= use.user->inputs_.size() ||
+        use.user->inputs_[use.index] != this || use.user->use_positions_[use.index] != k) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void Value::replaceAllUsesWith(Value* other) {
   ONNXOPT_CHECK(other != nullptr && other != this, "replaceAllUsesWith needs another value");
   std::vector<Use> uses = std::move(uses_);
   uses_.clear();
+  other->uses_.reserve(other->uses_.size() + uses.size());
   for (const Use& use : uses) {
     use.user->inputs_[use.index] = other;
+    use.user->use_positions_[use.index] = other->uses_.size();
     other->uses_.push_back(use);
   }
 }
@@ -85,40 +93,61 @@ Node* Node::prev() const {
   return n;
 }
 
+bool Node::inputIsRecorded(size_t i) const {
+  const Value* v = input(i);
+  if (v == nullptr) return true;
+  size_t pos = use_positions_[i];
+  return pos < v->uses_.size() && v->uses_[pos] == Use{const_cast<Node*>(this), i};
+}
+
+void Node::attachUse(size_t i) {
+  Value* v = inputs_[i];
+  use_positions_[i] = v->uses_.size();
+  v->uses_.push_back({this, i});
+}
+
+void Node::detachUse(size_t i) {
+  Value* v = inputs_[i];
+  std::vector<Use>& uses = v->uses_;
+  size_t pos = use_positions_[i];
+  ONNXOPT_CHECK(pos < uses.size() && uses[pos] == (Use{this, i}),
+                "use-list out of sync: use not found on value '" + v->name_ + "'");
+  const Use last = uses.back();
+  uses[pos] = last;
+  last.user->use_positions_[last.index] = pos;
+  uses.pop_back();
+}
+
 void Node::setInput(size_t i, Value* value) {
   ONNXOPT_CHECK(i < inputs_.size(), "setInput index out of range");
-  if (inputs_[i] != nullptr) inputs_[i]->removeUse(this, i);
+  if (inputs_[i] != nullptr) detachUse(i);
   inputs_[i] = value;
-  if (value != nullptr) value->uses_.push_back({this, i});
+  if (value != nullptr) attachUse(i);
 }
 
 void Node::addInput(Value* value) {
   inputs_.push_back(value);
-  if (value != nullptr) value->uses_.push_back({this, inputs_.size() - 1});
+  use_positions_.push_back(0);
+  if (value != nullptr) attachUse(inputs_.size() - 1);
 }
 
 void Node::removeInput(size_t i) {
   ONNXOPT_CHECK(i < inputs_.size(), "removeInput index out of range");
-  if (inputs_[i] != nullptr) inputs_[i]->removeUse(this, i);
+  if (inputs_[i] != nullptr) detachUse(i);
   // Later operands shift down by one: renumber their uses.
   for (size_t j = i + 1; j < inputs_.size(); ++j) {
-    Value* v = inputs_[j];
-    if (v == nullptr) continue;
-    for (Use& use : v->uses_) {
-      if (use.user == this && use.index == j) {
-        use.index = j - 1;
-        break;
-      }
-    }
+    if (inputs_[j] != nullptr) inputs_[j]->uses_[use_positions_[j]].index = j - 1;
   }
   inputs_.erase(inputs_.begin() + static_cast<std::ptrdiff_t>(i));
+  use_positions_.erase(use_positions_.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 void Node::dropAllReferences() {
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (inputs_[i] != nullptr) inputs_[i]->removeUse(this, i);
+  for (size_t i = inputs_.size(); i-- > 0;) {
+    if (inputs_[i] != nullptr) detachUse(i);
   }
   inputs_.clear();
+  use_positions_.clear();
   for (Graph* g : subgraphs()) {
     for (Node* n = g->head_; n != nullptr; n = n->next_) n->dropAllReferences();
     for (auto& dead : g->graveyard_) dead->dropAllReferences();
@@ -173,6 +202,11 @@ void Node::setAttribute(Attribute attr) {
     *existing = std::move(attr);
     return;
   }
+  attributes_.push_back(std::move(attr));
+}
+
+void Node::appendAttribute(Attribute attr) {
+  for (auto& g : attr.graphs) g->parent_node_ = this;
   attributes_.push_back(std::move(attr));
 }
 
@@ -379,18 +413,25 @@ void Graph::freezeInputDefault(Value* value) {
   value->kind_ = Value::Kind::kInitializer;
 }
 
-void Graph::removeInitializer(Value* value) {
-  if (value->kind() == Value::Kind::kGraphInput) {
-    value->setInitializer(std::nullopt);
-    initializers_.erase(std::remove(initializers_.begin(), initializers_.end(), value),
-                        initializers_.end());
-    return;
+void Graph::removeInitializers(const std::vector<Value*>& values) {
+  std::unordered_set<const Value*> doomed;
+  for (Value* value : values) {
+    ONNXOPT_CHECK(value->owningGraph() == this, "removing another graph's initializer");
+    if (value->kind() == Value::Kind::kGraphInput) {
+      value->setInitializer(std::nullopt);  // the input stays; only its default goes
+    } else {
+      ONNXOPT_CHECK(!value->hasUses(), "removing an initializer that has uses");
+    }
+    doomed.insert(value);
   }
-  ONNXOPT_CHECK(!value->hasUses(), "removing an initializer that has uses");
-  initializers_.erase(std::remove(initializers_.begin(), initializers_.end(), value),
+  initializers_.erase(std::remove_if(initializers_.begin(), initializers_.end(),
+                                     [&](const Value* v) { return doomed.count(v) != 0; }),
                       initializers_.end());
   owned_values_.erase(std::remove_if(owned_values_.begin(), owned_values_.end(),
-                                     [&](const auto& p) { return p.get() == value; }),
+                                     [&](const auto& p) {
+                                       return p->kind() != Value::Kind::kGraphInput &&
+                                              doomed.count(p.get()) != 0;
+                                     }),
                       owned_values_.end());
 }
 

@@ -41,6 +41,11 @@ class Verifier {
                          v->name(), describe(use.user), use.index);
       }
     }
+    // Each entry is also the one its operand points back at, so no operand is listed twice.
+    if (!v->usesPointBack()) {
+      return makeError(StatusCode::kInternal, "the use-list of value '{}' is out of sync",
+                       v->name());
+    }
     return Status::ok();
   }
 
@@ -48,12 +53,9 @@ class Verifier {
     for (size_t i = 0; i < n->numInputs(); ++i) {
       const Value* v = n->input(i);
       if (v == nullptr) continue;
-      size_t count = std::count(v->uses().begin(), v->uses().end(), Use{const_cast<Node*>(n), i});
-      if (count != 1) {
-        return makeError(StatusCode::kInternal,
-                         "{}: operand {} ('{}') is recorded {} times in its "
-                         "use-list",
-                         where, i, v->name(), count);
+      if (!n->inputIsRecorded(i)) {
+        return makeError(StatusCode::kInternal, "{}: operand {} ('{}') is not in its use-list",
+                         where, i, v->name());
       }
       if (!visible(v)) {
         return invalidArgument("{}: input '{}' is not defined before use in this scope", where,

@@ -54,22 +54,23 @@ class Worklist final : public RewriteListener {
  public:
   void seed(ir::Model& model, bool include_functions) {
     queue_.clear();
-    queued_.clear();
-    visited_.clear();
+    marks_.reset();
     if (include_functions) {
       for (auto& f : model.functions) preOrderNodes(*f->body, queue_);
     }
     preOrderNodes(*model.graph, queue_);
-    queued_.insert(queue_.begin(), queue_.end());
+    for (ir::Node* n : queue_) marks_.setQueued(n, true);
   }
 
   ir::Node* pop() {
     while (!queue_.empty()) {
       ir::Node* n = queue_.front();
       queue_.pop_front();
-      queued_.erase(n);
-      if (!isAlive(n) || visited_.count(n)) continue;
-      visited_.insert(n);
+      // An erased node stays allocated until the round ends (collectGarbage), so its marks can
+      // still be read here.
+      if (!isAlive(n) || marks_.visited(n)) continue;
+      marks_.setQueued(n, false);
+      marks_.setVisited(n);
       return n;
     }
     return nullptr;
@@ -94,13 +95,13 @@ class Worklist final : public RewriteListener {
  private:
   using Use = ir::Use;
   void push(ir::Node* node) {
-    if (visited_.count(node) || !queued_.insert(node).second) return;  // next round sees it
+    if (marks_.visited(node) || marks_.queued(node)) return;  // next round sees it
+    marks_.setQueued(node, true);
     queue_.push_back(node);
   }
 
   std::deque<ir::Node*> queue_;
-  std::unordered_set<ir::Node*> queued_;
-  std::unordered_set<ir::Node*> visited_;
+  ir::WorklistMarks marks_;
 };
 
 }  // namespace

@@ -224,8 +224,9 @@ void Rewriter::removeAttribute(ir::Node* node, const std::string& name) {
   }
 }
 
-void Rewriter::eraseInitializer(ir::Value* value) {
-  value->owningGraph()->removeInitializer(value);
+void Rewriter::eraseInitializers(const std::vector<ir::Value*>& values) {
+  if (values.empty()) return;
+  values.front()->owningGraph()->removeInitializers(values);
   changed_ = true;
 }
 

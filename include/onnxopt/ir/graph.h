@@ -54,8 +54,12 @@ class Value {
   const Type& type() const { return type_; }
   void setType(Type type) { type_ = std::move(type); }
 
+  /// The uses, in no particular order (removing a use moves the last one into its place).
   const std::vector<Use>& uses() const { return uses_; }
   bool hasUses() const { return !uses_.empty(); }
+  /// True when every recorded use is an operand of its user holding this value and pointing back
+  /// at its entry (the verifier's check; with Node::inputIsRecorded, the use-list is exact).
+  bool usesPointBack() const;
   /// True when the value is one of its graph's outputs (a use by the graph's return node).
   bool isGraphOutput() const;
   /// True for graph inputs, including inputs that have a default initializer.
@@ -86,7 +90,6 @@ class Value {
   friend class Node;
   Value(Kind kind, Graph* graph, Node* producer, size_t index)
       : kind_(kind), graph_(graph), producer_(producer), output_index_(index) {}
-  void removeUse(Node* user, size_t index);
 
   Kind kind_;
   Graph* graph_;
@@ -172,6 +175,8 @@ class Node {
   const std::vector<Value*>& inputs() const { return inputs_; }
   size_t numInputs() const { return inputs_.size(); }
   Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  /// True when operand `i` is absent or recorded in its value's use-list (the verifier's check).
+  bool inputIsRecorded(size_t i) const;
   /// Given: %y = A(%a, %b)   Execute: node->setInput(1, c)   Result: %y = A(%a, %c)
   void setInput(size_t i, Value* value);
   /// Given: %y = A(%a)       Execute: node->addInput(b)      Result: %y = A(%a, %b)
@@ -199,6 +204,9 @@ class Node {
   Attribute* findAttribute(const std::string& name);
   /// Adds or replaces an attribute; subgraphs in it become owned by this node.
   void setAttribute(Attribute attr);
+  /// Appends an attribute whose name the caller knows is not yet present (the importer, which
+  /// checks names itself: a lookup per attribute would be quadratic in their number).
+  void appendAttribute(Attribute attr);
   bool removeAttribute(const std::string& name);
   /// Every subgraph held by this node's attributes.
   std::vector<Graph*> subgraphs() const;
@@ -219,15 +227,42 @@ class Node {
   std::string name_;
   std::string doc_string_;
   std::string unknown_fields_;
+  friend class WorklistMarks;
+  /// Records operand `i` (holding a value) at the end of that value's use-list.
+  void attachUse(size_t i);
+  /// Removes operand `i`'s entry from its value's use-list in O(1): the last entry takes its place.
+  void detachUse(size_t i);
+
   std::vector<Value*> inputs_;
+  /// For each operand holding a value, the position of its entry in that value's use-list, so
+  /// that removing a use costs O(1) however many uses the value has.
+  std::vector<size_t> use_positions_;
   std::vector<std::unique_ptr<Value>> outputs_;
   std::vector<Attribute> attributes_;
   Node* prev_ = nullptr;
   Node* next_ = nullptr;
   bool erased_ = false;
+  uint64_t queued_mark_ = 0;   ///< WorklistMarks: the worklist pass that queued this node
+  uint64_t visited_mark_ = 0;  ///< WorklistMarks: the worklist pass that visited this node
 };
 
 /// Iterates the live nodes of a graph in order. Erasing the current node is safe.
+/// Queued / visited marks that a worklist keeps in the nodes themselves instead of in hash sets
+/// (the rewrite driver visits every node of every graph once per round; sets of pointers cost it
+/// more than the patterns). Each `reset()` starts a new epoch, so old marks need no clearing.
+class WorklistMarks {
+ public:
+  void reset() { epoch_ = ++next_epoch_; }
+  bool queued(const Node* n) const { return n->queued_mark_ == epoch_; }
+  void setQueued(Node* n, bool queued) { n->queued_mark_ = queued ? epoch_ : 0; }
+  bool visited(const Node* n) const { return n->visited_mark_ == epoch_; }
+  void setVisited(Node* n) { n->visited_mark_ = epoch_; }
+
+ private:
+  static inline thread_local uint64_t next_epoch_ = 0;
+  uint64_t epoch_ = 0;
+};
+
 class NodeIterator {
  public:
   using iterator_category = std::forward_iterator_tag;
@@ -313,7 +348,9 @@ class Graph {
   /// Gives graph input `value` a default value (an initializer of the same name, IR < 4 style).
   void setInputDefault(Value* value, Tensor tensor);
   /// Removes an initializer (or an input's default) that has no uses.
-  void removeInitializer(Value* value);
+  void removeInitializer(Value* value) { removeInitializers({value}); }
+  /// Removes several at once, in time linear in the graph's initializers.
+  void removeInitializers(const std::vector<Value*>& values);
   /// Turns graph input `value`, which has a default, into a plain initializer (no longer an input).
   /// Given: graph (%x, %w) { %w = <t> }   Execute: freezeInputDefault(w)   Result: graph (%x)
   /// {%w=<t>}

@@ -76,7 +76,9 @@ class Rewriter {
   void setAttribute(ir::Node* node, ir::Attribute attribute);
   void removeAttribute(ir::Node* node, const std::string& name);
   /// Removes an initializer that has no uses (or the default of a graph input).
-  void eraseInitializer(ir::Value* value);
+  void eraseInitializer(ir::Value* value) { eraseInitializers({value}); }
+  /// Removes several initializers of one graph at once (linear time, however many).
+  void eraseInitializers(const std::vector<ir::Value*>& values);
   /// Makes a graph input's default a constant: the input goes, an initializer stays.
   void freezeInputDefault(ir::Value* value);
 
