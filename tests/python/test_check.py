@@ -356,3 +356,44 @@ def test_dynamic_cnn_gets_spatial_dims_that_run(runner: str, run_opt, work_dir: 
     assert pinned.returncode == 0 and "x: float[1,3,16,16]" in pinned.stdout
     small = run_opt("check", model, out, "--input-shape", "x=1,3,2,2")
     assert small.returncode == 1 and len(small.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_inputs_of_another_type_are_an_error(runner: str, run_opt, work_dir: Path, ort_env) -> None:
+    """The optimized model must take the original's inputs as they are: the same values in another
+    element type are not comparable (the reference kernels once ran them and passed)."""
+    paths = {}
+    for name, elem in (("f", TensorProto.FLOAT), ("i", TensorProto.INT64)):
+        graph = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], name,
+                                  [helper.make_tensor_value_info("x", elem, [2])],
+                                  [helper.make_tensor_value_info("y", elem, [2])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        paths[name] = work_dir / f"{name}.onnx"
+        onnx.save(model, paths[name])
+    proc = run_opt("check", paths["f"], paths["i"], "--runner", runner)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "input 'x' is int64, but float" in lines[0], proc.stderr
+
+
+def test_dynamic_signal_gets_a_length_that_runs(run_opt, work_dir: Path) -> None:
+    """A batch of signals x[N, samples], framed by a strided 1-D Conv (kernel from the weight's shape,
+    no kernel_shape attribute) and pooled: 'samples' must cover the frames."""
+    rng = np.random.default_rng(6)
+    w = numpy_helper.from_array(rng.standard_normal((4, 1, 64)).astype(np.float32), "w")
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    nodes = [helper.make_node("Unsqueeze", ["x", "axes"], ["x3"]),
+             helper.make_node("Conv", ["x3", "w"], ["c"], strides=[32]),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[4], strides=[4]),
+             helper.make_node("ReduceMean", ["p"], ["y"], axes=[2], keepdims=0)]
+    graph = helper.make_graph(nodes, "signal", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "samples"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])], [w, axes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = work_dir / "signal.onnx"
+    onnx.save(model, path)
+    for proc in (run_opt("check", path, path), run_opt("run", path)):
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        dims = next(line for line in proc.stdout.splitlines() if line.startswith("dims"))
+        assert int(dims.split("samples=")[1].split()[0]) >= 64 * 4, dims

@@ -217,11 +217,19 @@ StatusOr<CheckResult> checkModels(const std::string& original_path, const ir::Mo
     if (in->initializer() == nullptr) needed.push_back(in);
   }
   for (const ir::Value* in : needed) {
-    bool found = false;
-    for (const ir::Value* o : optimized.graph->inputs()) found |= o->name() == in->name();
-    if (!found) {
+    const ir::Value* found = nullptr;
+    for (const ir::Value* o : optimized.graph->inputs()) {
+      if (o->name() == in->name()) found = o;
+    }
+    if (found == nullptr) {
       return invalidArgument("{}: input '{}' of {} is missing", optimized_path, in->name(),
                              original_path);
+    }
+    const ir::Type &a = in->type(), &b = found->type();
+    if (a.isTensor() && b.isTensor() && a.elem_type != DataType::kUndefined &&
+        b.elem_type != DataType::kUndefined && a.elem_type != b.elem_type) {
+      return invalidArgument("{}: input '{}' is {}, but {} in {}", optimized_path, in->name(),
+                             dataTypeName(b.elem_type), dataTypeName(a.elem_type), original_path);
     }
   }
   RETURN_IF_ERROR(checkInputNames(*original.graph, options.inputs, "--input"));

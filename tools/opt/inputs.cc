@@ -214,7 +214,9 @@ StatusOr<kernels::HostTensor> randomInput(const ir::Value& input, const RandomIn
         continue;
       }
       int64_t size = d.kind == ir::Dim::Kind::kParam ? options.symbolic_dim : 1;
-      if (spatial != options.spatial.end() && axis >= 2) size = spatial->second;
+      if (spatial != options.spatial.end() && axis >= firstSpatialAxis(type.shape->size())) {
+        size = spatial->second;
+      }
       t.dims.push_back(size);
       if (chosen != nullptr) {
         std::string label = d.param.empty() ? fmt::format("dim {}", axis) : d.param;
@@ -373,12 +375,16 @@ StatusOr<std::map<std::string, kernels::HostTensor>> readInputSpecs(
   std::map<std::string, kernels::HostTensor> feeds;
   for (const std::string& spec : specs) {
     auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       return invalidArgument("--input '{}': expected NAME=FILE", spec);
     ASSIGN_OR_RETURN(kernels::HostTensor t, readTensorFile(spec.substr(eq + 1)));
     feeds[spec.substr(0, eq)] = std::move(t);
   }
   return feeds;
+}
+
+size_t firstSpatialAxis(size_t rank) {
+  return rank <= 2 ? 1 : 2;
 }
 
 int64_t maxSpatialSize(size_t rank) {
@@ -402,12 +408,18 @@ std::map<std::string, int64_t> spatialInputSizes(const ir::Graph& graph) {
     if (const ir::Attribute* a = n->findAttribute("dilations")) {
       for (size_t i = 0; i < a->ints.size() && i < dilations.size(); ++i) dilations[i] = a->ints[i];
     }
+    std::vector<int64_t> kernel_shape;
     if (const ir::Attribute* a = n->findAttribute("kernel_shape")) {
-      for (size_t i = 0; i < a->ints.size(); ++i) {
-        int64_t dil = i < dilations.size() ? dilations[i] : 1;
-        if (a->ints[i] > 0 && dil > 0 && a->ints[i] < 4096 && dil < 4096) {
-          kernel = std::max(kernel, (a->ints[i] - 1) * dil + 1);
-        }
+      kernel_shape = a->ints;
+    } else if (n->numInputs() > 1 && n->input(1) != nullptr && n->input(1)->type().isTensor() &&
+               n->input(1)->type().shape) {  // a Conv's kernel is its weight's spatial shape
+      const auto& w = *n->input(1)->type().shape;
+      for (size_t i = 2; i < w.size(); ++i) kernel_shape.push_back(w[i].isKnown() ? w[i].value : 1);
+    }
+    for (size_t i = 0; i < kernel_shape.size(); ++i) {
+      int64_t dil = i < dilations.size() ? dilations[i] : 1;
+      if (kernel_shape[i] > 0 && dil > 0 && kernel_shape[i] < 4096 && dil < 4096) {
+        kernel = std::max(kernel, (kernel_shape[i] - 1) * dil + 1);
       }
     }
     if (stride > 0 && stride < 4096) strides = std::min<uint64_t>(strides * stride, 1u << 20);
@@ -416,9 +428,11 @@ std::map<std::string, int64_t> spatialInputSizes(const ir::Graph& graph) {
   for (const ir::Value* in : graph.inputs()) {
     if (in->initializer() != nullptr || !in->type().isTensor() || !in->type().shape) continue;
     const auto& dims = *in->type().shape;
-    if (dims.size() < 3 || dims.size() > 5) continue;
+    if (dims.size() < 2 || dims.size() > 5) continue;
     bool dynamic = false;
-    for (size_t axis = 2; axis < dims.size(); ++axis) dynamic |= !dims[axis].isKnown();
+    for (size_t axis = firstSpatialAxis(dims.size()); axis < dims.size(); ++axis) {
+      dynamic |= !dims[axis].isKnown();
+    }
     if (!dynamic) continue;
     // Forward from the input, through any ops, to a windowed one.
     std::vector<const ir::Value*> work{in};

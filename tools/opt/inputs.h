@@ -37,8 +37,8 @@ struct RandomInputOptions {
   /// The size of a named symbolic dim (the same symbol gets the same size); unnamed unknown dims
   /// get 1.
   int64_t symbolic_dim = 1;
-  /// Inputs whose dynamic spatial dims (axis 2 and up) get this size instead: those feeding a
-  /// convolution or pooling (spatialInputSizes).
+  /// Inputs whose dynamic spatial dims (firstSpatialAxis and up) get this size instead: those
+  /// feeding a convolution or pooling (spatialInputSizes).
   std::map<std::string, int64_t> spatial;
   /// Ranges of integer inputs by name; others get 0..3.
   std::map<std::string, IntRange> int_ranges;
@@ -49,11 +49,15 @@ struct RandomInputOptions {
 StatusOr<kernels::HostTensor> randomInput(const ir::Value& input, const RandomInputOptions& options,
                                           std::vector<std::string>* chosen = nullptr);
 
-/// Inputs of rank 3 to 5 that reach a Conv or pooling node (through any ops) and have dynamic
+/// Inputs of rank 2 to 5 that reach a Conv or pooling node (through any ops) and have dynamic
 /// spatial dims, with a size for those dims large enough that every convolution and pooling of the
 /// graph has outputs: the product of their strides times the largest dilated kernel, at least 32,
-/// at most `cap` (224 for images, more for 1-D signals).
+/// at most maxSpatialSize (224 for images, more for 1-D signals).
 std::map<std::string, int64_t> spatialInputSizes(const ir::Graph& graph);
+
+/// The first spatial axis of an input of `rank`: 2 for [N, C, spatial...], 1 for a batch of signals
+/// [N, samples] (which a model unsqueezes or frames before its convolutions).
+size_t firstSpatialAxis(size_t rank);
 
 /// The largest spatial size spatialInputSizes may pick for an input of `rank`.
 int64_t maxSpatialSize(size_t rank);
