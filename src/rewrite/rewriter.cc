@@ -1,5 +1,6 @@
 #include "onnxopt/rewrite/rewriter.h"
 
+#include <unordered_map>
 #include <unordered_set>
 
 namespace onnxopt::rewrite {
@@ -101,13 +102,21 @@ void Rewriter::replaceAllUsesWith(ir::Value* from, ir::Value* to) {
   const bool named = isNamedOutput(from);
   bool to_takes_name = false;
   std::vector<ir::Use> uses = from->uses();
+  // A value listed as several outputs of one graph gets one stand-in there, listed as often: the
+  // second listing must not create a second definition of the output's name.
+  std::unordered_map<const ir::Graph*, ir::Value*> stand_in;
   for (const ir::Use& use : uses) {
     if (!isReturn(use)) {
       use.user->setInput(use.index, to);
       continue;
     }
     ir::Graph* g = use.user->owningGraph();
+    if (auto it = stand_in.find(g); it != stand_in.end()) {
+      use.user->setInput(use.index, it->second);
+      continue;
+    }
     if (canStandAsOutput(g, to)) {
+      stand_in[g] = to;
       use.user->setInput(use.index, to);
       if (g->parentNode() == nullptr) to_takes_name = true;
       // The same value, so the same type: a model output keeps its declared type (the interface);
@@ -125,6 +134,7 @@ void Rewriter::replaceAllUsesWith(ir::Value* from, ir::Value* to) {
     ir::Value* out = id->output();
     out->setType(from->type().isKnown() ? from->type() : to->type());
     if (g->parentNode() == nullptr) out->setName(from->name());
+    stand_in[g] = out;
     use.user->setInput(use.index, out);
   }
   if (named) {

@@ -96,6 +96,39 @@ class Executor {
   int64_t opset_;
 };
 
+/// A value given for graph input `in` must have the declared element type, and as many bytes as its
+/// dims say (computed without overflow): the kernels trust both.
+Status checkFeed(const ir::Value& in, const kernels::HostTensor& t) {
+  const ir::Type& type = in.type();
+  if (type.isTensor() && type.elem_type != DataType::kUndefined && t.dtype != type.elem_type) {
+    return invalidArgument("input '{}' is {}, but the value given is {}", in.name(),
+                           dataTypeName(type.elem_type), dataTypeName(t.dtype));
+  }
+  uint64_t n = 1;
+  for (int64_t d : t.dims) {
+    if (d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) {
+      return invalidArgument("input '{}': the value's shape [{}] is not a valid size", in.name(),
+                             fmt::join(t.dims, ","));
+    }
+  }
+  if (t.dtype == DataType::kString) {
+    if (t.strings.size() != n) {
+      return invalidArgument("input '{}': {} strings for shape [{}]", in.name(), t.strings.size(),
+                             fmt::join(t.dims, ","));
+    }
+    return Status::ok();
+  }
+  int bits = dataTypeBits(t.dtype);
+  uint64_t bytes = 0;
+  if (bits <= 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(bits), &bytes) ||
+      (bytes + 7) / 8 != t.bytes.size()) {
+    return invalidArgument("input '{}': the value has {} bytes, which does not fit {}[{}]",
+                           in.name(), t.bytes.size(), dataTypeName(t.dtype),
+                           fmt::join(t.dims, ","));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 StatusOr<ExecutionResult> runModel(const ir::Model& model,
@@ -106,6 +139,7 @@ StatusOr<ExecutionResult> runModel(const ir::Model& model,
   for (const ir::Value* in : g.inputs()) {
     auto it = inputs.find(in->name());
     if (it != inputs.end()) {
+      RETURN_IF_ERROR(checkFeed(*in, it->second));
       exec.values_[in] = it->second;
     } else if (in->initializer() == nullptr) {
       return invalidArgument("no value given for graph input '{}'", in->name());

@@ -159,7 +159,6 @@ def test_given_inputs(run_opt, work_dir: Path) -> None:
 
 
 @pytest.mark.parametrize("args,message", [
-    (("--input", "nope=x.npy"), "no such input"),
     (("--input", "x=missing.npy"), "cannot open"),
     (("--input-shape", "x=2,a"), "bad dim"),
 ])
@@ -191,3 +190,210 @@ def test_onnxruntime_runner_without_python(run_opt, work_dir: Path, monkeypatch:
     original = _model(work_dir / "model.onnx")
     proc = run_opt("check", original, original, "--runner", "onnxruntime")
     assert proc.returncode == 1 and "ONNXOPT_PYTHON" in proc.stderr
+
+
+# --- Inputs that cannot be generated or read: one clear error, never a crash (`opt run` and `opt check`) ---
+
+HUGE = 4611686018427387904  # 2**62
+
+
+def _npy(path: Path, header: str, data: bytes = b"") -> Path:
+    h = header.encode()
+    h += b" " * (63 - (10 + len(h)) % 64) + b"\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h + data)
+    return path
+
+
+def _declared_model(path: Path, dims: list) -> Path:
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "declared",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def _run_both(run_opt, model: Path, *args):
+    """`opt run` and `opt check` with the same input options."""
+    for flag_args in (("run", model), ("check", model, model)):
+        yield flag_args[0], run_opt(*flag_args, *args)
+
+
+@pytest.mark.parametrize("case,message", [
+    ("shape-2^62", "x"),
+    ("shape-overflow", "64 bits"),
+    ("shape-out-of-range", "too large"),
+    ("shape-past-the-cap", "GiB"),
+    ("npy-shape-2^62", "bad.npy"),
+    ("npy-shape-overflow-to-zero", "64 bits"),
+    ("npy-dim-out-of-range", "too large"),
+    ("npy-no-shape", "no 'shape'"),
+    ("npy-garbage-dim", "not a size"),
+    ("npy-header-past-end", "bad.npy"),
+    ("npy-wrong-dtype", "int64"),
+    ("npy-wrong-shape", "declared"),
+    ("pb-wrong-shape", "bad.pb"),
+    ("declared-2^62", "input 'x'"),
+    ("declared-overflow", "64 bits"),
+])
+def test_bad_input_sizes_are_errors(case: str, message: str, run_opt, work_dir: Path) -> None:
+    dims: list = ["batch", 4]
+    args: tuple = ()
+    bad = work_dir / "bad.npy"
+    if case == "shape-2^62":
+        args = ("--input-shape", f"x={HUGE},4")
+    elif case == "shape-overflow":
+        args = ("--input-shape", f"x={HUGE},{HUGE}")
+        dims = ["a", "b"]
+    elif case == "shape-out-of-range":
+        args = ("--input-shape", "x=99999999999999999999,4")
+    elif case == "shape-past-the-cap":
+        args = ("--input-shape", f"x={1 << 31},4")
+    elif case == "npy-shape-2^62":
+        args = ("--input", f"x={_npy(bad, str({'descr': '<f4', 'fortran_order': False, 'shape': (HUGE, 4)}))}")
+    elif case == "npy-shape-overflow-to-zero":
+        args = ("--input", f"x={_npy(bad, str({'descr': '<f4', 'fortran_order': False, 'shape': (1 << 32, 1 << 32)}))}")
+    elif case == "npy-dim-out-of-range":
+        args = ("--input", f"x={_npy(bad, str({'descr': '<f4', 'fortran_order': False, 'shape': (10**20, 4)}))}")
+    elif case == "npy-no-shape":
+        args = ("--input", f"x={_npy(bad, str({'descr': '<f4', 'fortran_order': False}))}")
+    elif case == "npy-garbage-dim":
+        header = "{'descr': '<f4', 'shape': (2x, 4), }"
+        args = ("--input", f"x={_npy(bad, header)}")
+    elif case == "npy-header-past-end":
+        bad.write_bytes(b"\x93NUMPY\x01\x00\xff\xff{'descr'")
+        args = ("--input", f"x={bad}")
+    elif case == "npy-wrong-dtype":
+        np.save(bad, np.zeros((2, 4), np.int64))
+        args = ("--input", f"x={bad}")
+    elif case == "npy-wrong-shape":
+        np.save(bad, np.zeros((2, 5), np.float32))
+        args = ("--input", f"x={bad}")
+    elif case == "pb-wrong-shape":
+        pb = work_dir / "bad.pb"
+        pb.write_bytes(numpy_helper.from_array(np.zeros((3,), np.float32)).SerializeToString())
+        args = ("--input", f"x={pb}")
+    elif case == "declared-2^62":
+        dims = [HUGE, 4]
+    elif case == "declared-overflow":
+        dims = [HUGE, HUGE, 4]
+    model = _declared_model(work_dir / "m.onnx", dims)
+    for command, proc in _run_both(run_opt, model, *args):
+        assert proc.returncode == 1, f"{command}: {proc.returncode} {proc.stderr}"
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("opt: error: "), f"{command}: {proc.stderr}"
+        assert message in lines[0], f"{command}: {lines[0]}"
+        assert "stoll" not in lines[0] and "bad_alloc" not in lines[0], f"{command}: {lines[0]}"
+        if case.startswith(("npy", "pb")):  # the file is to blame, not the model
+            assert lines[0].startswith(f"opt: error: {work_dir / 'bad.'}"), f"{command}: {lines[0]}"
+
+
+@pytest.mark.parametrize("flag,spec", [("--input", "nope=x.npy"), ("--input-shape", "nope=2,4"),
+                                       ("--input-shape", "y=2,4")])
+def test_unknown_input_name_is_a_usage_error(flag: str, spec: str, run_opt, work_dir: Path) -> None:
+    original = _model(work_dir / "model.onnx")
+    np.save(work_dir / "x.npy", np.ones((2, 4), np.float32))
+    spec = spec.replace("x.npy", str(work_dir / "x.npy"))
+    runs = [("run", run_opt("run", original, flag, spec)),
+            ("check", run_opt("check", original, original, flag, spec)),
+            ("--check", run_opt(original, "-o", work_dir / "out.onnx", "--check",
+                                "--check-input" if flag == "--input" else flag, spec))]
+    for command, proc in runs:
+        assert proc.returncode == 2, f"{command}: {proc.returncode} {proc.stderr}"
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("opt: error: "), proc.stderr
+        assert "'x', 'ids', 'attention_mask'" in lines[0], lines[0]
+    assert not (work_dir / "out.onnx").exists()
+
+
+def _dynamic_cnn(path: Path) -> Path:
+    """Conv 3x3 -> MaxPool 2/2 -> Relu -> Conv 3x3 -> AveragePool 2/2 -> GlobalAveragePool, on
+    x[N, 3, H, W]: H = W = 2 (the old default) leaves the second conv nothing to read."""
+    rng = np.random.default_rng(4)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b1"),
+             numpy_helper.from_array(rng.standard_normal((8, 4, 3, 3)).astype(np.float32), "w2"),
+             numpy_helper.from_array(np.float32(0.5), "half")]
+    nodes = [
+        helper.make_node("Mul", ["x", "half"], ["xs"]),  # an elementwise op before the conv
+        helper.make_node("Conv", ["xs", "w1", "b1"], ["c1"], kernel_shape=[3, 3]),
+        helper.make_node("MaxPool", ["c1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Relu", ["p1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], kernel_shape=[3, 3]),
+        helper.make_node("AveragePool", ["c2"], ["p2"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("GlobalAveragePool", ["p2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "dynamic_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8, 1, 1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, path)
+    return path
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_dynamic_cnn_gets_spatial_dims_that_run(runner: str, run_opt, work_dir: Path, ort_env) -> None:
+    model = _dynamic_cnn(work_dir / "cnn.onnx")
+    out = work_dir / "out.onnx"
+    report = work_dir / "report.json"
+    proc = run_opt(model, "-o", out, "--check", "--runner", runner, "--report", report)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "check: passed (1 outputs)" in proc.stdout
+    dims = next(line for line in proc.stdout.splitlines() if line.startswith("dims"))
+    sizes = dict(item.split("=") for item in dims.split(":", 1)[1].split("(")[0].replace(" ", "").split(","))
+    assert sizes["N"] == "2" and int(sizes["H"]) >= 14 and sizes["H"] == sizes["W"], dims
+    assert json.loads(report.read_text())["check"]["inputs"][0]["dynamic_dims"] == dims.split(": ", 1)[1].split(" (")[0]
+    check = run_opt("check", model, out, "--runner", runner)
+    assert check.returncode == 0, check.stdout + check.stderr
+    run = run_opt("run", model)
+    assert run.returncode == 0, run.stderr
+    assert "output y: float[1,8,1,1]" in run.stdout  # run keeps unnamed/batch dims at 1
+    pinned = run_opt("check", model, out, "--input-shape", "x=1,3,16,16")
+    assert pinned.returncode == 0 and "x: float[1,3,16,16]" in pinned.stdout
+    small = run_opt("check", model, out, "--input-shape", "x=1,3,2,2")
+    assert small.returncode == 1 and len(small.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_inputs_of_another_type_are_an_error(runner: str, run_opt, work_dir: Path, ort_env) -> None:
+    """The optimized model must take the original's inputs as they are: the same values in another
+    element type are not comparable (the reference kernels once ran them and passed)."""
+    paths = {}
+    for name, elem in (("f", TensorProto.FLOAT), ("i", TensorProto.INT64)):
+        graph = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], name,
+                                  [helper.make_tensor_value_info("x", elem, [2])],
+                                  [helper.make_tensor_value_info("y", elem, [2])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        paths[name] = work_dir / f"{name}.onnx"
+        onnx.save(model, paths[name])
+    proc = run_opt("check", paths["f"], paths["i"], "--runner", runner)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "input 'x' is int64, but float" in lines[0], proc.stderr
+
+
+def test_dynamic_signal_gets_a_length_that_runs(run_opt, work_dir: Path) -> None:
+    """A batch of signals x[N, samples], framed by a strided 1-D Conv (kernel from the weight's shape,
+    no kernel_shape attribute) and pooled: 'samples' must cover the frames."""
+    rng = np.random.default_rng(6)
+    w = numpy_helper.from_array(rng.standard_normal((4, 1, 64)).astype(np.float32), "w")
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    nodes = [helper.make_node("Unsqueeze", ["x", "axes"], ["x3"]),
+             helper.make_node("Conv", ["x3", "w"], ["c"], strides=[32]),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[4], strides=[4]),
+             helper.make_node("ReduceMean", ["p"], ["y"], axes=[2], keepdims=0)]
+    graph = helper.make_graph(nodes, "signal", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "samples"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])], [w, axes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = work_dir / "signal.onnx"
+    onnx.save(model, path)
+    for proc in (run_opt("check", path, path), run_opt("run", path)):
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        dims = next(line for line in proc.stdout.splitlines() if line.startswith("dims"))
+        assert int(dims.split("samples=")[1].split()[0]) >= 64 * 4, dims

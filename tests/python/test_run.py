@@ -75,4 +75,4 @@ def test_run_errors(run_opt, work_dir: Path) -> None:
     proc = run_opt("run", path, "--input", f"x={work_dir / 'bad.npy'}")
     assert proc.returncode == 1 and proc.stderr.startswith("opt: error: ")
     proc = run_opt("run", path, "--input", f"nope={work_dir / 'bad.npy'}")
-    assert proc.returncode == 1 and "'nope' is not a graph input" in proc.stderr
+    assert proc.returncode == 2 and "the model has no input 'nope'" in proc.stderr  # bad usage

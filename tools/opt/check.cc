@@ -217,43 +217,85 @@ StatusOr<CheckResult> checkModels(const std::string& original_path, const ir::Mo
     if (in->initializer() == nullptr) needed.push_back(in);
   }
   for (const ir::Value* in : needed) {
-    bool found = false;
-    for (const ir::Value* o : optimized.graph->inputs()) found |= o->name() == in->name();
-    if (!found) {
+    const ir::Value* found = nullptr;
+    for (const ir::Value* o : optimized.graph->inputs()) {
+      if (o->name() == in->name()) found = o;
+    }
+    if (found == nullptr) {
       return invalidArgument("{}: input '{}' of {} is missing", optimized_path, in->name(),
                              original_path);
     }
+    const ir::Type &a = in->type(), &b = found->type();
+    if (a.isTensor() && b.isTensor() && a.elem_type != DataType::kUndefined &&
+        b.elem_type != DataType::kUndefined && a.elem_type != b.elem_type) {
+      return invalidArgument("{}: input '{}' is {}, but {} in {}", optimized_path, in->name(),
+                             dataTypeName(b.elem_type), dataTypeName(a.elem_type), original_path);
+    }
   }
+  RETURN_IF_ERROR(checkInputNames(*original.graph, options.inputs, "--input"));
+  RETURN_IF_ERROR(checkInputNames(*original.graph, options.shapes, "--input-shape"));
   ASSIGN_OR_RETURN(auto given, readInputSpecs(options.inputs));
-  for (const auto& [name, tensor] : given) {
-    bool known = false;
-    for (const ir::Value* in : original.graph->inputs()) known |= in->name() == name;
-    if (!known) return invalidArgument("--input {}: {} has no such input", name, original_path);
-  }
   RandomInputOptions random;
   random.seed = options.seed;
   ASSIGN_OR_RETURN(random.shapes, parseShapeSpecs(options.shapes));
-  // Named symbolic dims get 2, so that broadcasting and attention see more than one element.
+  for (const ir::Value* in : original.graph->inputs()) {
+    if (auto it = given.find(in->name()); it != given.end()) {
+      RETURN_IF_ERROR(checkGivenInput(*in, it->second, inputFileOf(options.inputs, in->name())));
+    }
+    if (auto it = random.shapes.find(in->name()); it != random.shapes.end()) {
+      RETURN_IF_ERROR(checkPinnedShape(*in, it->second));
+    }
+  }
+  // Named symbolic dims get 2, so that broadcasting and attention see more than one element;
+  // spatial dims of inputs feeding a convolution or pooling get enough for every window.
   random.symbolic_dim = 2;
+  random.spatial = spatialInputSizes(*original.graph);
   random.int_ranges = inferIntRanges(*original.graph);
   CheckResult result;
   result.runner = options.runner;
   result.seed = options.seed;
   std::map<std::string, kernels::HostTensor> feeds;
-  for (const ir::Value* in : needed) {
-    auto it = given.find(in->name());
-    if (it != given.end()) {
-      feeds[in->name()] = it->second;
-    } else {
-      auto t = randomInput(*in, random);
-      if (!t.isOk()) return t.status().withContext(original_path);
-      feeds[in->name()] = std::move(t).value();
+  std::optional<RunValues> expected_values;
+  // A model whose spatial sizes were guessed too small for its windows is retried with larger
+  // ones (a Reshape to a fixed size or a pooling the guess does not see); other failures stand.
+  for (int attempt = 0;; ++attempt) {
+    feeds.clear();
+    result.inputs.clear();
+    for (const ir::Value* in : needed) {
+      std::vector<std::string> chosen;
+      auto it = given.find(in->name());
+      if (it != given.end()) {
+        feeds[in->name()] = it->second;
+      } else {
+        auto t = randomInput(*in, random, &chosen);
+        if (!t.isOk()) return t.status().withContext(original_path);
+        feeds[in->name()] = std::move(t).value();
+      }
+      result.inputs.push_back({in->name(), summarize(in->name(), feeds[in->name()]),
+                               fmt::format("{}", fmt::join(chosen, ", "))});
     }
-    result.inputs.push_back({in->name(), summarize(in->name(), feeds[in->name()])});
+    auto expected = runModelWith(options.runner, original_path, original, feeds, options.per_layer);
+    if (expected.isOk()) {
+      expected_values = std::move(expected).value();
+      break;
+    }
+    bool grew = false;
+    for (auto& [name, size] : random.spatial) {
+      if (given.count(name) || random.shapes.count(name)) continue;
+      const ir::Value* in = nullptr;
+      for (const ir::Value* v : original.graph->inputs()) {
+        if (v->name() == name) in = v;
+      }
+      int64_t cap =
+          in != nullptr && in->type().shape ? maxSpatialSize(in->type().shape->size()) : size;
+      if (size < cap) {
+        size = std::min(size * 2, cap);
+        grew = true;
+      }
+    }
+    if (!grew || attempt >= 4) return expected.status();
   }
-
-  ASSIGN_OR_RETURN(RunValues expected,
-                   runModelWith(options.runner, original_path, original, feeds, options.per_layer));
+  RunValues& expected = *expected_values;
   ASSIGN_OR_RETURN(RunValues actual, runModelWith(options.runner, optimized_path, optimized, feeds,
                                                   options.per_layer));
   result.passed = true;
@@ -295,6 +337,12 @@ StatusOr<CheckResult> checkModels(const std::string& original_path, const ir::Mo
 std::string formatCheck(const CheckResult& r) {
   std::string out = fmt::format("check: runner {}, seed {}\n", r.runner, r.seed);
   for (const CheckInput& in : r.inputs) out += fmt::format("input  {}\n", in.summary);
+  for (const CheckInput& in : r.inputs) {
+    if (!in.dynamic_dims.empty()) {
+      out += fmt::format("dims   {}: {} (dynamic; pin with --input-shape)\n", in.name,
+                         in.dynamic_dims);
+    }
+  }
   auto row = [](const runtime::TensorComparison& c) {
     std::string verdict = c.passed ? "pass" : "FAIL";
     if (!c.problem.empty()) {

@@ -25,7 +25,8 @@ struct CheckOptions {
 
 struct CheckInput {
   std::string name;
-  std::string summary;  ///< type, shape and value range, for the report
+  std::string summary;       ///< type, shape and value range, for the report
+  std::string dynamic_dims;  ///< sizes chosen for its dynamic dims ("batch=2, H=32"), or empty
 };
 
 struct CheckResult {

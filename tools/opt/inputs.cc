@@ -1,11 +1,15 @@
 #include "inputs.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <random>
-#include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -19,6 +23,37 @@ namespace {
 
 const std::map<std::string, DataType>& npyTypes();
 
+/// The value of `key` in a .npy header dict (`{'descr': '<f4', 'fortran_order': False,
+/// 'shape': (2, 3), }`): the text after the colon up to the end of the value (a quoted string, a
+/// parenthesized tuple or a word). nullopt when the key is missing or the value malformed.
+std::optional<std::string> npyField(const std::string& header, const std::string& key) {
+  size_t k = std::string::npos;
+  for (const char* q : {"'", "\""}) {
+    k = header.find(q + key + q);
+    if (k != std::string::npos) break;
+  }
+  if (k == std::string::npos) return std::nullopt;
+  size_t i = header.find(':', k + key.size() + 2);
+  if (i == std::string::npos) return std::nullopt;
+  ++i;
+  while (i < header.size() && std::isspace(static_cast<unsigned char>(header[i]))) ++i;
+  if (i >= header.size()) return std::nullopt;
+  char open = header[i];
+  if (open == '\'' || open == '"') {
+    size_t close = header.find(open, i + 1);
+    if (close == std::string::npos) return std::nullopt;
+    return header.substr(i + 1, close - i - 1);
+  }
+  if (open == '(') {
+    size_t close = header.find(')', i + 1);
+    if (close == std::string::npos) return std::nullopt;
+    return header.substr(i + 1, close - i - 1);
+  }
+  size_t end = i;
+  while (end < header.size() && std::isalnum(static_cast<unsigned char>(header[end]))) ++end;
+  return header.substr(i, end - i);
+}
+
 StatusOr<kernels::HostTensor> readNpy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return makeError(StatusCode::kNotFound, "{}: cannot open", path);
@@ -27,45 +62,56 @@ StatusOr<kernels::HostTensor> readNpy(const std::string& path) {
     return invalidArgument("{}: not a .npy file", path);
   }
   uint8_t major = static_cast<uint8_t>(data[6]);
-  size_t header_len = 0, offset = 0;
+  uint64_t header_len = 0, offset = 0;
   if (major == 1) {
     header_len =
-        static_cast<uint8_t>(data[8]) | (static_cast<size_t>(static_cast<uint8_t>(data[9])) << 8);
+        static_cast<uint8_t>(data[8]) | (static_cast<uint64_t>(static_cast<uint8_t>(data[9])) << 8);
     offset = 10;
-  } else if (data.size() >= 12) {
+  } else if ((major == 2 || major == 3) && data.size() >= 12) {
     for (int i = 0; i < 4; ++i)
-      header_len |= static_cast<size_t>(static_cast<uint8_t>(data[8 + i])) << (8 * i);
+      header_len |= static_cast<uint64_t>(static_cast<uint8_t>(data[8 + i])) << (8 * i);
     offset = 12;
+  } else if (major != 2 && major != 3) {
+    return invalidArgument("{}: unsupported .npy format version {}", path, major);
   }
-  if (offset == 0 || offset + header_len > data.size())
-    return invalidArgument("{}: bad .npy header", path);
+  if (offset == 0 || offset + header_len > data.size()) {
+    return invalidArgument("{}: bad .npy header: its length runs past the end of the file", path);
+  }
   std::string header = data.substr(offset, header_len);
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'"))) {
-    return invalidArgument("{}: .npy header has no descr", path);
-  }
-  std::string descr = m[1];
-  if (std::regex_search(header, std::regex("'fortran_order':\\s*True"))) {
+  auto descr = npyField(header, "descr");
+  if (!descr) return invalidArgument("{}: bad .npy header: no 'descr'", path);
+  if (auto order = npyField(header, "fortran_order"); order && *order == "True") {
     return invalidArgument("{}: Fortran-ordered .npy files are not supported", path);
   }
   const auto& kTypes = npyTypes();
-  auto type = kTypes.find(descr);
-  if (type == kTypes.end()) return invalidArgument("{}: unsupported .npy dtype '{}'", path, descr);
+  auto type = kTypes.find(*descr);
+  if (type == kTypes.end()) return invalidArgument("{}: unsupported .npy dtype '{}'", path, *descr);
   kernels::HostTensor t;
   t.dtype = type->second;
-  if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)"))) {
-    return invalidArgument("{}: .npy header has no shape", path);
+  auto shape = npyField(header, "shape");
+  if (!shape) return invalidArgument("{}: bad .npy header: no 'shape' tuple", path);
+  for (size_t start = 0; start < shape->size();) {
+    size_t comma = shape->find(',', start);
+    if (comma == std::string::npos) comma = shape->size();
+    std::string item = shape->substr(start, comma - start);
+    start = comma + 1;
+    size_t b = item.find_first_not_of(" \t\n"), e = item.find_last_not_of(" \t\nL");
+    if (b == std::string::npos) continue;  // the empty item after a trailing comma
+    item = item.substr(b, e - b + 1);
+    int64_t d = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), d);
+    if (ec == std::errc::result_out_of_range) {
+      return invalidArgument("{}: bad .npy header: shape dim '{}' is too large", path, item);
+    }
+    if (ec != std::errc() || ptr != item.data() + item.size() || d < 0) {
+      return invalidArgument("{}: bad .npy header: shape dim '{}' is not a size", path, item);
+    }
+    t.dims.push_back(d);
   }
-  std::string dims = m[1];
-  static const std::regex kNumber("\\d+");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), kNumber), end; it != end; ++it) {
-    t.dims.push_back(std::stoll(it->str()));
-  }
-  size_t bytes =
-      static_cast<size_t>(t.numElements()) * static_cast<size_t>(dataTypeBits(t.dtype) / 8);
+  ASSIGN_OR_RETURN(uint64_t bytes, checkedByteSize(t.dims, t.dtype, path));
   if (offset + header_len + bytes != data.size()) {
-    return invalidArgument("{}: .npy data has {} bytes, its shape needs {}", path,
-                           data.size() - offset - header_len, bytes);
+    return invalidArgument("{}: .npy data has {} bytes, its shape [{}] needs {}", path,
+                           data.size() - offset - header_len, fmt::join(t.dims, ","), bytes);
   }
   t.bytes = data.substr(offset + header_len);
   return t;
@@ -111,11 +157,45 @@ Status writeNpy(const std::string& path, const kernels::HostTensor& t) {
 StatusOr<kernels::HostTensor> readTensorFile(const std::string& path) {
   if (path.size() > 4 && path.compare(path.size() - 4, 4, ".npy") == 0) return readNpy(path);
   ASSIGN_OR_RETURN(ir::Tensor t, io::loadTensorFile(path));
-  return runtime::toHost(t);
+  kernels::HostTensor h = runtime::toHost(t);
+  if (h.dtype != DataType::kString) {
+    ASSIGN_OR_RETURN(uint64_t bytes, checkedByteSize(h.dims, h.dtype, path));
+    if (bytes != h.bytes.size()) {
+      return invalidArgument("{}: the tensor has {} bytes, its shape [{}] needs {}", path,
+                             h.bytes.size(), fmt::join(h.dims, ","), bytes);
+    }
+  }
+  return h;
 }
 
-StatusOr<kernels::HostTensor> randomInput(const ir::Value& input,
-                                          const RandomInputOptions& options) {
+StatusOr<uint64_t> checkedByteSize(const std::vector<int64_t>& dims, DataType dtype,
+                                   const std::string& what) {
+  int bits = dataTypeBits(dtype);
+  uint64_t n = 1;
+  bool overflow = false;
+  for (int64_t d : dims) {
+    if (d < 0)
+      return invalidArgument("{}: negative dim {} in shape [{}]", what, d, fmt::join(dims, ","));
+    overflow |= __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n);
+  }
+  uint64_t bytes = 0;
+  overflow |=
+      __builtin_mul_overflow(n, static_cast<uint64_t>(bits > 0 ? (bits + 7) / 8 : 1), &bytes);
+  if (overflow) {
+    return makeError(StatusCode::kResourceExhausted,
+                     "{}: shape [{}] has more elements than fit in 64 bits", what,
+                     fmt::join(dims, ","));
+  }
+  if (bytes > kMaxInputBytes) {
+    return makeError(StatusCode::kResourceExhausted,
+                     "{}: shape [{}] of {} needs {} bytes, more than the limit of {} GiB per input",
+                     what, fmt::join(dims, ","), dataTypeName(dtype), bytes, kMaxInputBytes >> 30);
+  }
+  return bytes;
+}
+
+StatusOr<kernels::HostTensor> randomInput(const ir::Value& input, const RandomInputOptions& options,
+                                          std::vector<std::string>* chosen) {
   const auto& shapes = options.shapes;
   const ir::Type& type = input.type();
   if (!type.isTensor()) {
@@ -126,9 +206,22 @@ StatusOr<kernels::HostTensor> randomInput(const ir::Value& input,
   if (auto it = shapes.find(input.name()); it != shapes.end()) {
     t.dims = it->second;
   } else if (type.shape) {
-    for (const ir::Dim& d : *type.shape) {
-      t.dims.push_back(d.isKnown() ? d.value
-                                   : (d.kind == ir::Dim::Kind::kParam ? options.symbolic_dim : 1));
+    auto spatial = options.spatial.find(input.name());
+    for (size_t axis = 0; axis < type.shape->size(); ++axis) {
+      const ir::Dim& d = (*type.shape)[axis];
+      if (d.isKnown()) {
+        t.dims.push_back(d.value);
+        continue;
+      }
+      int64_t size = d.kind == ir::Dim::Kind::kParam ? options.symbolic_dim : 1;
+      if (spatial != options.spatial.end() && axis >= firstSpatialAxis(type.shape->size())) {
+        size = spatial->second;
+      }
+      t.dims.push_back(size);
+      if (chosen != nullptr) {
+        std::string label = d.param.empty() ? fmt::format("dim {}", axis) : d.param;
+        chosen->push_back(fmt::format("{}={}", label, size));
+      }
     }
   }
   int bits = dataTypeBits(t.dtype);
@@ -136,6 +229,8 @@ StatusOr<kernels::HostTensor> randomInput(const ir::Value& input,
     return invalidArgument("input '{}' of type {}: give it with --input", input.name(),
                            dataTypeName(t.dtype));
   }
+  ASSIGN_OR_RETURN(uint64_t bytes,
+                   checkedByteSize(t.dims, t.dtype, fmt::format("input '{}'", input.name())));
   std::mt19937_64 rng(options.seed ^ std::hash<std::string>()(input.name()));
   std::normal_distribution<float> normal;
   IntRange range;
@@ -143,8 +238,13 @@ StatusOr<kernels::HostTensor> randomInput(const ir::Value& input,
     range = it->second;
   }
   std::uniform_int_distribution<int64_t> small(range.lo, range.hi);
-  int64_t n = t.numElements();
-  t.bytes.assign(static_cast<size_t>(n) * static_cast<size_t>(bits / 8), '\0');
+  int64_t n = static_cast<int64_t>(bytes / static_cast<uint64_t>(bits / 8));
+  try {
+    t.bytes.assign(static_cast<size_t>(bytes), '\0');
+  } catch (const std::bad_alloc&) {
+    return makeError(StatusCode::kResourceExhausted, "input '{}': cannot allocate {} bytes",
+                     input.name(), bytes);
+  }
   for (int64_t i = 0; i < n; ++i) {
     switch (t.dtype) {
       case DataType::kFloat:
@@ -254,9 +354,12 @@ StatusOr<std::map<std::string, std::vector<int64_t>>> parseShapeSpecs(
           list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       if (!item.empty()) {
         char* end = nullptr;
+        errno = 0;
         long long d = std::strtoll(item.c_str(), &end, 10);
-        if (*end != '\0' || d < 0)
+        if (*end != '\0' || d < 0 || !std::isdigit(static_cast<unsigned char>(item[0])))
           return invalidArgument("--input-shape '{}': bad dim '{}'", spec, item);
+        if (errno == ERANGE)
+          return invalidArgument("--input-shape '{}': dim '{}' is too large", spec, item);
         dims.push_back(d);
       }
       if (comma == std::string::npos) break;
@@ -272,12 +375,162 @@ StatusOr<std::map<std::string, kernels::HostTensor>> readInputSpecs(
   std::map<std::string, kernels::HostTensor> feeds;
   for (const std::string& spec : specs) {
     auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       return invalidArgument("--input '{}': expected NAME=FILE", spec);
     ASSIGN_OR_RETURN(kernels::HostTensor t, readTensorFile(spec.substr(eq + 1)));
     feeds[spec.substr(0, eq)] = std::move(t);
   }
   return feeds;
+}
+
+size_t firstSpatialAxis(size_t rank) {
+  return rank <= 2 ? 1 : 2;
+}
+
+int64_t maxSpatialSize(size_t rank) {
+  return rank <= 3 ? 16384 : 224;
+}
+
+std::map<std::string, int64_t> spatialInputSizes(const ir::Graph& graph) {
+  static const std::set<std::string> kWindowed = {
+      "Conv", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool", "ConvTranspose"};
+  // Every windowed op shrinks its input by at most stride * kernel; the product over the graph
+  // bounds what a chain of them needs.
+  uint64_t strides = 1;
+  int64_t kernel = 1;
+  for (const ir::Node* n : graph) {
+    if (!kWindowed.count(n->opType()) || n->opType() == "ConvTranspose") continue;
+    int64_t stride = 1;
+    if (const ir::Attribute* a = n->findAttribute("strides")) {
+      for (int64_t v : a->ints) stride = std::max(stride, v);
+    }
+    std::vector<int64_t> dilations(8, 1);
+    if (const ir::Attribute* a = n->findAttribute("dilations")) {
+      for (size_t i = 0; i < a->ints.size() && i < dilations.size(); ++i) dilations[i] = a->ints[i];
+    }
+    std::vector<int64_t> kernel_shape;
+    if (const ir::Attribute* a = n->findAttribute("kernel_shape")) {
+      kernel_shape = a->ints;
+    } else if (n->numInputs() > 1 && n->input(1) != nullptr && n->input(1)->type().isTensor() &&
+               n->input(1)->type().shape) {  // a Conv's kernel is its weight's spatial shape
+      const auto& w = *n->input(1)->type().shape;
+      for (size_t i = 2; i < w.size(); ++i) kernel_shape.push_back(w[i].isKnown() ? w[i].value : 1);
+    }
+    for (size_t i = 0; i < kernel_shape.size(); ++i) {
+      int64_t dil = i < dilations.size() ? dilations[i] : 1;
+      if (kernel_shape[i] > 0 && dil > 0 && kernel_shape[i] < 4096 && dil < 4096) {
+        kernel = std::max(kernel, (kernel_shape[i] - 1) * dil + 1);
+      }
+    }
+    if (stride > 0 && stride < 4096) strides = std::min<uint64_t>(strides * stride, 1u << 20);
+  }
+  std::map<std::string, int64_t> sizes;
+  for (const ir::Value* in : graph.inputs()) {
+    if (in->initializer() != nullptr || !in->type().isTensor() || !in->type().shape) continue;
+    const auto& dims = *in->type().shape;
+    if (dims.size() < 2 || dims.size() > 5) continue;
+    bool dynamic = false;
+    for (size_t axis = firstSpatialAxis(dims.size()); axis < dims.size(); ++axis) {
+      dynamic |= !dims[axis].isKnown();
+    }
+    if (!dynamic) continue;
+    // Forward from the input, through any ops, to a windowed one.
+    std::vector<const ir::Value*> work{in};
+    std::set<const ir::Node*> seen;
+    bool reaches = false;
+    while (!work.empty() && !reaches && seen.size() < 4096) {
+      const ir::Value* v = work.back();
+      work.pop_back();
+      for (const ir::Use& use : v->uses()) {
+        const ir::Node* user = use.user;
+        if (user == nullptr || user == graph.returnNode() || !seen.insert(user).second) continue;
+        if (kWindowed.count(user->opType())) {
+          reaches = true;
+          break;
+        }
+        for (const ir::Value* o : user->outputs()) {
+          if (o != nullptr) work.push_back(o);
+        }
+      }
+    }
+    if (!reaches) continue;
+    uint64_t need = strides * static_cast<uint64_t>(kernel);
+    int64_t cap = maxSpatialSize(dims.size());
+    sizes[in->name()] =
+        static_cast<int64_t>(std::clamp<uint64_t>(need, 32, static_cast<uint64_t>(cap)));
+  }
+  return sizes;
+}
+
+Status checkInputNames(const ir::Graph& graph, const std::vector<std::string>& specs,
+                       const char* flag) {
+  for (const std::string& spec : specs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) continue;  // the parsers say what is wrong
+    std::string name = spec.substr(0, eq);
+    bool known = false;
+    std::vector<std::string> names;
+    for (const ir::Value* in : graph.inputs()) {
+      known |= in->name() == name;
+      names.push_back("'" + in->name() + "'");
+    }
+    if (!known) {
+      return invalidArgument(
+          "{} {}: the model has no input '{}' (its inputs: {})", flag, spec, name,
+          names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+    }
+  }
+  return Status::ok();
+}
+
+Status checkGivenInput(const ir::Value& input, const kernels::HostTensor& t,
+                       const std::string& file) {
+  const ir::Type& type = input.type();
+  if (!type.isTensor()) return Status::ok();
+  if (type.elem_type != DataType::kUndefined && t.dtype != type.elem_type) {
+    return invalidArgument("{}: holds {}, but input '{}' is {}", file, dataTypeName(t.dtype),
+                           input.name(), dataTypeName(type.elem_type));
+  }
+  if (!type.shape) return Status::ok();
+  const auto& dims = *type.shape;
+  bool ok = dims.size() == t.dims.size();
+  for (size_t i = 0; ok && i < dims.size(); ++i) {
+    ok = !dims[i].isKnown() || dims[i].value == t.dims[i];
+  }
+  if (!ok) {
+    return invalidArgument("{}: has shape [{}], but input '{}' is declared {}", file,
+                           fmt::join(t.dims, ","), input.name(), ir::typeToString(type));
+  }
+  return Status::ok();
+}
+
+Status checkPinnedShape(const ir::Value& input, const std::vector<int64_t>& dims) {
+  const ir::Type& type = input.type();
+  std::string what = fmt::format("--input-shape {}", input.name());
+  if (type.isTensor()) {
+    RETURN_IF_ERROR(checkedByteSize(dims, type.elem_type, what).status());
+  }
+  if (!type.isTensor() || !type.shape) return Status::ok();
+  const auto& declared = *type.shape;
+  bool ok = declared.size() == dims.size();
+  for (size_t i = 0; ok && i < dims.size(); ++i) {
+    ok = !declared[i].isKnown() || declared[i].value == dims[i];
+  }
+  if (!ok) {
+    return invalidArgument("{}: shape [{}] does not fit the declared {}", what,
+                           fmt::join(dims, ","), ir::typeToString(type));
+  }
+  return Status::ok();
+}
+
+std::string inputFileOf(const std::vector<std::string>& specs, const std::string& name) {
+  for (const std::string& spec : specs) {
+    if (spec.size() > name.size() && spec.compare(0, name.size(), name) == 0 &&
+        spec[name.size()] == '=') {
+      return spec.substr(name.size() + 1);
+    }
+  }
+  return "";
 }
 
 std::string summarize(const std::string& name, const kernels::HostTensor& t) {

@@ -2,8 +2,10 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,9 +101,112 @@ int fail(const Status& status) {
   return kExitError;
 }
 
+/// Like fail, for a command line that asks for something the model does not have.
+int usage(const Status& status) {
+  fail(status);
+  return kExitUsage;
+}
+
+/// --input / --input-shape NAME=... must name inputs of the model.
+Status checkSpecNames(const ir::Model& model, const std::vector<std::string>& inputs,
+                      const char* input_flag, const std::vector<std::string>& shapes) {
+  RETURN_IF_ERROR(tools::checkInputNames(*model.graph, inputs, input_flag));
+  return tools::checkInputNames(*model.graph, shapes, "--input-shape");
+}
+
+io::SaveOptions saveOptions(const Options& opts) {
+  io::SaveOptions save;
+  if (opts.external_data_given) {
+    save.external_data = io::SaveOptions::ExternalData::kAlways;
+    save.external_file = opts.external_data;
+  }
+  return save;
+}
+
+/// Whether two paths name the same file (existing or not).
+bool samePath(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+  return fs::weakly_canonical(fs::absolute(a, ec), ec) ==
+         fs::weakly_canonical(fs::absolute(b, ec), ec);
+}
+
+/// The external data files a graph's tensors are read from.
+void collectDataFiles(const ir::Graph& graph, std::set<std::string>& files) {
+  auto add = [&](const ir::Tensor& t) {
+    if (t.externalSource()) files.insert(t.externalSource()->path);
+  };
+  for (const ir::Value* v : graph.initializers()) {
+    if (v->initializer() != nullptr) add(*v->initializer());
+    if (v->sparseInitializer() != nullptr) {
+      add(v->sparseInitializer()->values);
+      add(v->sparseInitializer()->indices);
+    }
+  }
+  for (const ir::Node* n : graph) {
+    for (const ir::Attribute& a : n->attributes()) {
+      for (const ir::Tensor& t : a.tensors) add(t);
+    }
+    for (const ir::Graph* g : n->subgraphs()) collectDataFiles(*g, files);
+  }
+}
+
+/// Up front, before the passes run: every file opt would write must be writable, and none may be
+/// one the input still needs (its model file, unless the output replaces it, or its data files,
+/// unless the output model replaces the input and takes the data file's place with it).
+Status checkOutputPaths(const Options& opts, const ir::Model& input) {
+  std::set<std::string> input_data;
+  collectDataFiles(*input.graph, input_data);
+  for (const auto& f : input.functions) collectDataFiles(*f->body, input_data);
+  const bool file_output = !opts.output.empty() && opts.output != "-";
+  const bool binary = file_output && opts.emit == "onnx";
+  std::string data_path;
+  if (binary && (opts.external_data_given || !input_data.empty())) {
+    data_path = io::externalDataPath(opts.output, saveOptions(opts));
+  }
+  if (file_output) RETURN_IF_ERROR(io::checkOutputPath(opts.output, data_path));
+  const bool replaces_input = file_output && samePath(opts.output, opts.input);
+  for (const std::string& f : input_data) {
+    if (file_output && samePath(opts.output, f)) {
+      return invalidArgument("{}: is the external data file of the input {}, which still needs it",
+                             opts.output, opts.input);
+    }
+    if (!data_path.empty() && !replaces_input && samePath(data_path, f)) {
+      return invalidArgument(
+          "{}: the external data file '{}' is the input's, which {} still needs; give "
+          "--external-data another name",
+          opts.output, data_path, opts.input);
+    }
+  }
+  if (!data_path.empty() && samePath(data_path, opts.input)) {
+    return invalidArgument("{}: the external data file '{}' is the input model", opts.output,
+                           data_path);
+  }
+  if (!opts.report.empty()) {
+    RETURN_IF_ERROR(io::checkOutputPath(opts.report));
+    std::vector<std::string> taken{opts.input};
+    if (file_output) taken.push_back(opts.output);
+    if (!data_path.empty()) taken.push_back(data_path);
+    taken.insert(taken.end(), input_data.begin(), input_data.end());
+    for (const std::string& f : taken) {
+      if (samePath(opts.report, f)) {
+        return invalidArgument("{}: the report would overwrite '{}'", opts.report, f);
+      }
+    }
+  }
+  return Status::ok();
+}
+
 int run(const Options& opts) {
   auto model = io::loadModel(opts.input, opts.limits);
   if (!model.isOk()) return fail(model.status());
+  if (Status st = checkOutputPaths(opts, **model); !st.isOk()) return fail(st);
+  if (opts.check) {
+    Status st =
+        checkSpecNames(**model, opts.check_opts.inputs, "--check-input", opts.check_opts.shapes);
+    if (!st.isOk()) return usage(st.withContext(opts.input));
+  }
 
   std::string pipeline_text = opts.passes;
   if (!opts.passes_given) {
@@ -161,26 +266,27 @@ int run(const Options& opts) {
       fmt::print("  {:<48} {:>8}\n", name, value);
     std::fputs(ir::formatStats(**model, after).c_str(), stdout);
   }
+  // Nothing is committed until every step succeeded: the output is staged under a temporary name
+  // (and --check reads that), the report is written, and only then is the output renamed into
+  // place. A failing check, report or rename leaves every existing file as it was.
+  io::OutputTransaction transaction;
+  std::string text;
   bool text_to_stdout = false;
+  std::string checked_path = "(optimized)";
   if (opts.emit == "text") {
     ir::PrintOptions print;
     print.elide_above = opts.elide;
-    std::string text = ir::printModel(**model, print);
+    text = ir::printModel(**model, print);
     if (opts.output.empty() || opts.output == "-") {
-      std::fwrite(text.data(), 1, text.size(), stdout);
       text_to_stdout = true;
     } else {
-      Status st = io::writeFileAtomically(opts.output, text);
+      Status st = transaction.addFile(opts.output, text);
       if (!st.isOk()) return fail(st);
     }
   } else if (!opts.output.empty()) {
-    io::SaveOptions save;
-    if (opts.external_data_given) {
-      save.external_data = io::SaveOptions::ExternalData::kAlways;
-      save.external_file = opts.external_data;
-    }
-    Status st = io::saveModel(**model, opts.output, save);
-    if (!st.isOk()) return fail(st.withContext(opts.output));
+    auto staged = transaction.addModel(**model, opts.output, saveOptions(opts));
+    if (!staged.isOk()) return fail(staged.status().withContext(opts.output));
+    checked_path = *staged;
   }
 
   // --check: the original (read again: the passes changed it in place) against the result.
@@ -188,14 +294,14 @@ int run(const Options& opts) {
   if (opts.check) {
     auto original = io::loadModel(opts.input);
     if (!original.isOk()) return fail(original.status());
-    std::string out_path = opts.output.empty() || opts.output == "-" ? "(optimized)" : opts.output;
-    if (opts.emit == "text") out_path = "(optimized)";
-    auto checked = tools::checkModels(opts.input, **original, out_path, **model, opts.check_opts);
+    auto checked =
+        tools::checkModels(opts.input, **original, checked_path, **model, opts.check_opts);
     if (!checked.isOk()) return fail(checked.status());
     check = std::move(checked).value();
-    std::string text = tools::formatCheck(*check);
-    std::fputs(text.c_str(), text_to_stdout ? stderr : stdout);
+    std::string table = tools::formatCheck(*check);
+    std::fputs(table.c_str(), text_to_stdout ? stderr : stdout);
   }
+  std::string report_json;
   if (!opts.report.empty()) {
     ir::ModelStats after = ir::computeStats(**model);
     tools::ReportData report;
@@ -209,16 +315,27 @@ int run(const Options& opts) {
     report.statistics = manager.statistics();
     report.seconds = seconds;
     report.check = check ? &*check : nullptr;
-    Status st = io::writeFileAtomically(opts.report, tools::reportJson(report));
-    if (!st.isOk()) return fail(st.withContext(opts.report));
+    report_json = tools::reportJson(report);
   }
   if (check && !check->passed) {
+    // The report records the failure; the output is not written.
+    if (!opts.report.empty()) {
+      Status st = io::writeFileAtomically(opts.report, report_json);
+      if (!st.isOk()) return fail(st);
+    }
     fmt::print(stderr,
-               "opt: error: {}: the optimized model's outputs differ (the output was "
-               "written; rerun `opt check` with --per-layer to find where)\n",
-               opts.input);
+               "opt: error: {}: the optimized model's outputs differ, so {} was not written "
+               "(write it without --check and run `opt check` with --per-layer to find where)\n",
+               opts.input, opts.output.empty() ? "the output" : opts.output);
     return kExitCheckFailed;
   }
+  if (!opts.report.empty()) {
+    Status st = transaction.addFile(opts.report, report_json);
+    if (!st.isOk()) return fail(st);
+  }
+  Status committed = transaction.commit();
+  if (!committed.isOk()) return fail(committed);
+  if (text_to_stdout) std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
 
@@ -235,6 +352,10 @@ int checkCommand(const CheckCommandOptions& opts) {
   if (!original.isOk()) return fail(original.status());
   auto optimized = io::loadModel(opts.optimized);
   if (!optimized.isOk()) return fail(optimized.status());
+  if (Status st = checkSpecNames(**original, opts.check.inputs, "--input", opts.check.shapes);
+      !st.isOk()) {
+    return usage(st.withContext(opts.original));
+  }
   auto checked =
       tools::checkModels(opts.original, **original, opts.optimized, **optimized, opts.check);
   if (!checked.isOk()) return fail(checked.status());
@@ -258,8 +379,10 @@ int checkCommand(const CheckCommandOptions& opts) {
 /// The options `opt check` and `opt IN -o OUT --check` share.
 void addCheckOptions(CLI::App* app, tools::CheckOptions& c, const char* input_flag) {
   app->add_option(input_flag, c.inputs, "NAME=FILE: an input from .npy or TensorProto .pb");
-  app->add_option("--input-shape", c.shapes,
-                  "NAME=d0,d1,...: the shape of a random input (named dynamic dims default to 2)");
+  app->add_option(
+      "--input-shape", c.shapes,
+      "NAME=d0,d1,...: the shape of a random input (named dynamic dims default to 2; spatial "
+      "dims of inputs feeding a Conv or pooling get enough for every window)");
   app->add_option("--seed", c.seed, "Seed of the random inputs (default 0)");
   app->add_option("--atol", c.atol,
                   "Absolute tolerance for every output (default per type: float 1e-5, float16 "
@@ -288,20 +411,39 @@ struct RunOptions {
 int runCommand(const RunOptions& opts) {
   auto model = io::loadModel(opts.model);
   if (!model.isOk()) return fail(model.status());
+  const ir::Graph& graph = *(*model)->graph;
+  if (Status st = checkSpecNames(**model, opts.inputs, "--input", opts.shapes); !st.isOk()) {
+    return usage(st.withContext(opts.model));
+  }
   tools::RandomInputOptions random;
   random.seed = opts.seed;
   auto shapes = tools::parseShapeSpecs(opts.shapes);
   if (!shapes.isOk()) return fail(shapes.status());
   random.shapes = std::move(shapes).value();
-  random.int_ranges = tools::inferIntRanges(*(*model)->graph);
+  random.int_ranges = tools::inferIntRanges(graph);
+  random.spatial = tools::spatialInputSizes(graph);
   auto given = tools::readInputSpecs(opts.inputs);
   if (!given.isOk()) return fail(given.status());
   std::map<std::string, kernels::HostTensor> feeds = std::move(given).value();
-  for (const ir::Value* in : (*model)->graph->inputs()) {
-    if (feeds.count(in->name()) || in->initializer() != nullptr) continue;
-    auto t = tools::randomInput(*in, random);
+  for (const ir::Value* in : graph.inputs()) {
+    if (auto it = feeds.find(in->name()); it != feeds.end()) {
+      Status st =
+          tools::checkGivenInput(*in, it->second, tools::inputFileOf(opts.inputs, in->name()));
+      if (!st.isOk()) return fail(st);
+      continue;
+    }
+    if (auto it = random.shapes.find(in->name()); it != random.shapes.end()) {
+      if (Status st = tools::checkPinnedShape(*in, it->second); !st.isOk()) return fail(st);
+    }
+    if (in->initializer() != nullptr) continue;
+    std::vector<std::string> chosen;
+    auto t = tools::randomInput(*in, random, &chosen);
     if (!t.isOk()) return fail(t.status().withContext(opts.model));
     fmt::print("input  {}\n", tools::summarize(in->name(), *t));
+    if (!chosen.empty()) {
+      fmt::print("dims   {}: {} (dynamic; pin with --input-shape)\n", in->name(),
+                 fmt::join(chosen, ", "));
+    }
     feeds[in->name()] = std::move(t).value();
   }
   auto result = runtime::runModel(**model, feeds);
@@ -420,18 +562,24 @@ int main(int argc, char** argv) {
   if (*check_cmd) {
     try {
       return checkCommand(check_cmd_opts);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "opt: error: {}: {}\n", check_cmd_opts.optimized, e.what());
-      return kExitError;
+    } catch (const std::bad_alloc&) {
+      fmt::print(stderr, "opt: error: {}: out of memory\n", check_cmd_opts.optimized);
+    } catch (const std::exception&) {
+      fmt::print(stderr, "opt: error: {}: internal error (an unexpected exception)\n",
+                 check_cmd_opts.optimized);
     }
+    return kExitError;
   }
   if (*run_cmd) {
     try {
       return runCommand(run_opts);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "opt: error: {}: {}\n", run_opts.model, e.what());
-      return kExitError;
+    } catch (const std::bad_alloc&) {
+      fmt::print(stderr, "opt: error: {}: out of memory\n", run_opts.model);
+    } catch (const std::exception&) {
+      fmt::print(stderr, "opt: error: {}: internal error (an unexpected exception)\n",
+                 run_opts.model);
     }
+    return kExitError;
   }
   opts.external_data_given = ext->count() > 0;
   opts.passes_given = passes_opt->count() > 0;
@@ -461,8 +609,8 @@ int main(int argc, char** argv) {
     return run(opts);
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "opt: error: {}: out of memory\n", opts.input);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "opt: error: {}: {}\n", opts.input, e.what());
+  } catch (const std::exception&) {
+    fmt::print(stderr, "opt: error: {}: internal error (an unexpected exception)\n", opts.input);
   }
   return kExitError;
 }

@@ -99,8 +99,9 @@ std::string reportJson(const ReportData& d) {
     const CheckResult& c = *d.check;
     std::vector<std::string> inputs, outputs, layers;
     for (const CheckInput& in : c.inputs) {
-      inputs.push_back(
-          fmt::format("{{\"name\": {}, \"summary\": {}}}", str(in.name), str(in.summary)));
+      inputs.push_back(fmt::format(
+          "{{\"name\": {}, \"summary\": {}{}}}", str(in.name), str(in.summary),
+          in.dynamic_dims.empty() ? std::string() : ", \"dynamic_dims\": " + str(in.dynamic_dims)));
     }
     for (const auto& o : c.outputs) outputs.push_back(comparison(o));
     for (const auto& l : c.layers) layers.push_back(comparison(l));

@@ -74,4 +74,40 @@ StatusOr<ir::Tensor> loadTensorFile(const std::string& path);
 /// file.
 Status writeFileAtomically(const std::string& path, std::string_view content);
 
+/// The path of the external data file that saving to `path` with `options` writes (when it writes
+/// one): `options.external_file` or "<file name>.data", in `path`'s folder.
+std::string externalDataPath(const std::string& path, const SaveOptions& options);
+
+/// Checks, before anything is written, that `path` can receive an output: it is not a folder, its
+/// folder exists and is writable; with `data_path` (non-empty), likewise for the data file, which
+/// must also differ from `path`.
+Status checkOutputPath(const std::string& path, const std::string& data_path = "");
+
+/// Output files that become visible together or not at all. Each is written under a temporary
+/// name in a hidden folder beside its target (so a tool can read and check it first), and commit()
+/// renames them into place in the order staged, a model's data file before the model. A commit
+/// that fails part-way puts back the files it had replaced (or removes the ones it had created);
+/// an uncommitted transaction removes everything it staged.
+class OutputTransaction {
+ public:
+  OutputTransaction();
+  ~OutputTransaction();
+  OutputTransaction(const OutputTransaction&) = delete;
+  OutputTransaction& operator=(const OutputTransaction&) = delete;
+
+  /// Stages `content` for `path`.
+  Status addFile(const std::string& path, std::string_view content);
+  /// Stages `model` for `path` (and its external data file, if options or the model call for one;
+  /// see saveModel). Returns the staged model's path: a complete model, its data file beside it
+  /// under its final name.
+  StatusOr<std::string> addModel(const ir::Model& model, const std::string& path,
+                                 const SaveOptions& options = {});
+  /// Renames every staged file into place; on failure restores what was there before.
+  Status commit();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 }  // namespace onnxopt::io
