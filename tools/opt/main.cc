@@ -19,6 +19,7 @@
 #include "onnxopt/pass/pass_manager.h"
 #include "onnxopt/passes/registry.h"
 #include "onnxopt/runtime/reference_executor.h"
+#include "onnxopt/support/diagnostic_stream.h"
 #include "report.h"
 
 namespace {
@@ -100,7 +101,11 @@ int fail(const Status& status) {
 }
 
 int run(const Options& opts) {
-  auto model = io::loadModel(opts.input, opts.limits);
+  // Warnings quote names from the model: this stream escapes their control characters.
+  DiagnosticStream warnings(std::cerr);
+  io::LoadLimits limits = opts.limits;
+  limits.warnings = &warnings;
+  auto model = io::loadModel(opts.input, limits);
   if (!model.isOk()) return fail(model.status());
 
   std::string pipeline_text = opts.passes;
@@ -125,7 +130,7 @@ int run(const Options& opts) {
   ctx.fold_qdq = opts.fold_qdq;
   ctx.fold_size_limit = static_cast<uint64_t>(opts.fold_size_limit);
   ctx.keep_initializer_inputs = opts.keep_initializer_inputs;
-  ctx.warnings = &std::cerr;
+  ctx.warnings = &warnings;
   pass::Instrumentation inst;
   inst.print_ir_after_all = opts.print_ir_after_all;
   inst.print_ir_after_change = opts.print_ir_after_change;
@@ -148,7 +153,7 @@ int run(const Options& opts) {
   if (opts.infer_shapes) {
     ir::ShapeInferenceOptions infer;
     infer.write_value_info = true;
-    infer.warnings = &std::cerr;
+    infer.warnings = &warnings;
     auto inferred = ir::inferShapes(**model, infer);
     if (!inferred.isOk()) return fail(inferred.status().withContext(opts.input));
   }
