@@ -30,8 +30,10 @@ StatusOr<int64_t> checkedNumElements(const Dims& dims) {
 StatusOr<HostTensor> makeOutput(DataType type, Dims dims) {
   ASSIGN_OR_RETURN(int64_t n, checkedNumElements(dims));
   uint64_t count = static_cast<uint64_t>(n);
-  uint64_t bytes =
-      type == DataType::kString ? count * sizeof(std::string) : dataTypeStorageBytes(type, count);
+  // An overflowing size exceeds the limit below.
+  uint64_t bytes = type == DataType::kString
+                       ? count * sizeof(std::string)
+                       : dataTypeStorageBytes(type, count).value_or(UINT64_MAX);
   if (count > kMaxOutputBytes || bytes > kMaxOutputBytes) {
     return makeError(StatusCode::kResourceExhausted,
                      "output of {} elements of {} exceeds the {}-byte limit", n, dataTypeName(type),

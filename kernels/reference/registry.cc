@@ -174,10 +174,11 @@ Status validateInput(const std::string& op, size_t index, const HostTensor& t) {
     return makeError(StatusCode::kUnimplemented, "{}: input {} has unsupported element type {}", op,
                      index, dataTypeName(t.dtype));
   }
-  uint64_t expected = dataTypeStorageBytes(t.dtype, static_cast<uint64_t>(n));
-  if (t.bytes.size() != expected) {
+  auto expected = dataTypeStorageBytes(t.dtype, static_cast<uint64_t>(n));
+  if (!expected) return invalidArgument("{}: input {} has a byte size that overflows", op, index);
+  if (t.bytes.size() != *expected) {
     return invalidArgument("{}: input {} has {} bytes, expected {}", op, index, t.bytes.size(),
-                           expected);
+                           *expected);
   }
   return Status::ok();
 }
@@ -193,7 +194,9 @@ HostTensor HostTensor::zeros(DataType dtype, std::vector<int64_t> dims) {
   if (dtype == DataType::kString) {
     t.strings.assign(static_cast<size_t>(n), std::string());
   } else {
-    t.bytes.assign(static_cast<size_t>(dataTypeStorageBytes(dtype, n)), '\0');
+    auto bytes = dataTypeStorageBytes(dtype, n);
+    ONNXOPT_CHECK(bytes.has_value(), "HostTensor::zeros: the byte size overflows");
+    t.bytes.assign(static_cast<size_t>(*bytes), '\0');
   }
   return t;
 }

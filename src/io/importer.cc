@@ -10,7 +10,6 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <queue>
 #include <string_view>
@@ -21,6 +20,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/defs/parser.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include "io/proto_util.h"
@@ -84,6 +84,10 @@ void collectFreeNames(const onnx::GraphProto& graph, std::unordered_set<std::str
   for (const auto& o : graph.output()) use(o.name());
 }
 
+Status importOpsets(const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& protos,
+                    std::vector<ir::OpsetImport>& out, const std::string& where,
+                    std::ostream* warnings);
+
 /// Adds where an error happened, unless the message is long already: errors deep in nested
 /// subgraphs keep their innermost context instead of growing a line per level.
 Status boundedContext(const Status& st, const std::string& context) {
@@ -145,7 +149,23 @@ StatusOr<ir::Type> importType(const onnx::TypeProto& proto) {
         return invalidArgument("unknown element type {}", proto.tensor_type().elem_type());
       }
       type.elem_type = static_cast<DataType>(proto.tensor_type().elem_type());
-      if (proto.tensor_type().has_shape()) type.shape = importShape(proto.tensor_type().shape());
+      if (proto.tensor_type().has_shape()) {
+        type.shape = importShape(proto.tensor_type().shape());
+        // Passes and `opt run` size buffers from declared shapes: a size that cannot exist is
+        // refused here rather than wrapping there.
+        uint64_t count = 1;
+        bool overflow = false;
+        for (const ir::Dim& d : *type.shape) {
+          if (d.isKnown() && d.value >= 0) {
+            overflow =
+                overflow || __builtin_mul_overflow(count, static_cast<uint64_t>(d.value), &count);
+          }
+        }
+        if (overflow || count > static_cast<uint64_t>(INT64_MAX) ||
+            !ir::dataTypeStorageBytes(type.elem_type, count)) {
+          return invalidArgument("the size of type {} overflows", ir::typeToString(type));
+        }
+      }
       break;
     case onnx::TypeProto::kSparseTensorType:
       type.kind = ir::Type::Kind::kSparseTensor;
@@ -276,17 +296,23 @@ Status Importer::readExternal(onnx::TensorProto& proto, ir::Tensor& tensor) {
   }
   const auto& file = it->second;
   uint64_t off = offset.value_or(0);
+  // Every external tensor has a fixed-width type (checked by importTensor), so this is its size.
   std::optional<uint64_t> expected = tensor.expectedByteSize();
-  uint64_t len = length ? *length : expected.value_or(file->size() >= off ? file->size() - off : 0);
-  if (off > file->size() || len > file->size() - off) {
-    return invalidArgument("tensor '{}': external data range [{}, {}) is outside '{}' ({} bytes)",
-                           proto.name(), off, off + len, location, file->size());
+  if (!expected) {
+    return invalidArgument("tensor '{}': {} data cannot be stored externally", proto.name(),
+                           ir::dataTypeName(tensor.dtype()));
   }
-  if (expected && *expected != len) {
+  uint64_t len = length.value_or(*expected);
+  if (*expected != len) {
     return invalidArgument(
         "tensor '{}': external data length {} does not match its type and dims "
         "({} bytes)",
         proto.name(), len, *expected);
+  }
+  if (off > file->size() || len > file->size() - off) {
+    return invalidArgument(
+        "tensor '{}': external data of {} bytes at offset {} is outside '{}' ({} bytes)",
+        proto.name(), len, off, location, file->size());
   }
   tensor.setView(file, off, len);
   tensor.setExternalSource(ir::ExternalSource{key, off, len});
@@ -320,6 +346,12 @@ StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
   }
   const DataType dtype = tensor.dtype();
   const bool known = ir::isKnownDataType(proto.data_type());
+  // Sizes are computed once, checked, here: a size that wrapped (float[2^62] is 2^64 bytes, i.e.
+  // 0) would let an empty data file or raw_data pass for the whole tensor.
+  if (ir::dataTypeBits(dtype) > 0 && !tensor.expectedByteSize()) {
+    return invalidArgument("tensor '{}': the byte size of {}[{}] overflows", proto.name(),
+                           ir::dataTypeName(dtype), fmt::join(tensor.dims(), ","));
+  }
 
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     if (dtype == DataType::kString) {
@@ -403,6 +435,11 @@ StatusOr<ir::SparseTensor> Importer::importSparse(onnx::SparseTensorProto& proto
     }
     total *= d;
   }
+  if (ir::dataTypeBits(sparse.values.dtype()) > 0 &&
+      !ir::dataTypeStorageBytes(sparse.values.dtype(), static_cast<uint64_t>(total))) {
+    return invalidArgument("sparse tensor '{}': the dense byte size of {}[{}] overflows", name,
+                           ir::dataTypeName(sparse.values.dtype()), fmt::join(sparse.dims, ","));
+  }
   const auto& vdims = sparse.values.dims();
   const auto& idims = sparse.indices.dims();
   if (vdims.size() != 1) return invalidArgument("sparse tensor '{}': values must be 1-D", name);
@@ -419,6 +456,21 @@ StatusOr<ir::SparseTensor> Importer::importSparse(onnx::SparseTensorProto& proto
     if (indices[i] < 0 || indices[i] >= bound) {
       return invalidArgument("sparse tensor '{}': index {} is out of range", name, indices[i]);
     }
+  }
+  // As onnx.checker: the entries' linear positions strictly increase (sorted, no duplicates).
+  // With every coordinate in range, a row-major position is below `total` and cannot overflow.
+  int64_t previous = -1;
+  for (size_t k = 0; rank > 0 && k < indices.size() / rank; ++k) {
+    int64_t position = 0;
+    for (size_t j = 0; j < rank; ++j) {
+      position = idims.size() == 2 ? position * sparse.dims[j] + indices[k * rank + j] : indices[k];
+    }
+    if (position <= previous) {
+      return invalidArgument(
+          "sparse tensor '{}': entry {} {} (its indices must be sorted, without duplicates)", name,
+          k, position == previous ? "repeats the previous entry's index" : "is out of order");
+    }
+    previous = position;
   }
   return sparse;
 }
@@ -680,6 +732,12 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
         return invalidArgument("{}: output '{}' redefines a graph input or initializer",
                                nodeLabel(proto.node(i)), out);
       }
+      // Static single assignment holds across scopes (onnx.checker): a subgraph's node may not
+      // define a name already visible from an enclosing graph. Inputs of a subgraph may shadow.
+      if (parent != nullptr && parent->lookup(out) != nullptr) {
+        return invalidArgument("{}: output '{}' redefines a name of an enclosing graph",
+                               nodeLabel(proto.node(i)), out);
+      }
       auto [it, inserted] = producer.emplace(out, i);
       if (!inserted) {
         return invalidArgument("'{}' is defined twice: by {} and by {}", out,
@@ -778,8 +836,8 @@ Status Importer::importFunction(onnx::FunctionProto& proto, ir::Function& fn) {
   fn.doc_string = proto.doc_string();
   fn.unknown_fields = unknownFieldsOf(proto);
   fn.attribute_names.assign(proto.attribute().begin(), proto.attribute().end());
-  for (const auto& op : proto.opset_import())
-    fn.opset_imports.push_back({op.domain(), op.version()});
+  RETURN_IF_ERROR(importOpsets(proto.opset_import(), fn.opset_imports,
+                               fmt::format("function '{}': ", proto.name()), limits_.warnings));
   // The body is imported as a graph whose inputs and outputs are the formal parameters.
   onnx::GraphProto body;
   body.set_name(proto.name());
@@ -788,6 +846,242 @@ Status Importer::importFunction(onnx::FunctionProto& proto, ir::Function& fn) {
   body.mutable_node()->Swap(proto.mutable_node());
   fn.body = std::make_unique<ir::Graph>();
   return importGraph(body, *fn.body, nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model-level checks: what onnx.checker refuses and the IR alone cannot show.
+
+/// "" and "ai.onnx" name the same domain.
+std::string canonicalDomain(const std::string& domain) {
+  return domain == "ai.onnx" ? std::string() : domain;
+}
+
+using OpsetMap = std::map<std::string, int64_t>;  ///< canonical domain -> version
+
+/// Reads opset_import entries into `out`. A domain listed twice (a model on PyPI lists "" twice)
+/// is accepted, as onnx.checker and onnxruntime do: the last entry wins, as in both (a warning
+/// says so when the versions differ).
+Status importOpsets(const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& protos,
+                    std::vector<ir::OpsetImport>& out, const std::string& where,
+                    std::ostream* warnings) {
+  for (const auto& op : protos) {
+    if (op.version() <= 0) {
+      return invalidArgument("opset_import of domain '{}' has version {}", op.domain(),
+                             op.version());
+    }
+    auto same = std::find_if(out.begin(), out.end(), [&](const ir::OpsetImport& o) {
+      return canonicalDomain(o.domain) == canonicalDomain(op.domain());
+    });
+    if (same == out.end()) {
+      out.push_back({op.domain(), op.version()});
+      continue;
+    }
+    if (same->version != op.version() && warnings != nullptr) {
+      *warnings << fmt::format(
+          "opt: warning: {}opset_import lists domain '{}' twice, with versions {} and {}; the "
+          "last, {}, is used (as onnxruntime does)\n",
+          where, escapeControlChars(op.domain()), same->version, op.version(), op.version());
+    }
+    same->version = op.version();
+  }
+  return Status::ok();
+}
+
+OpsetMap opsetMap(const std::vector<ir::OpsetImport>& imports) {
+  OpsetMap map;
+  for (const auto& op : imports) map[canonicalDomain(op.domain)] = op.version;
+  return map;
+}
+
+std::string describeNode(const ir::Node& n) {
+  std::string op = n.domain().empty() ? n.opType() : n.domain() + "." + n.opType();
+  if (!n.name().empty()) return fmt::format("node '{}' ({})", n.name(), op);
+  if (n.numOutputs() > 0 && n.output(0) != nullptr) {
+    return fmt::format("node {} producing '{}'", op, n.output(0)->name());
+  }
+  return "node " + op;
+}
+
+/// The element type of `v` when it is known at import: declared, an initializer's, or a Constant's.
+std::optional<DataType> knownElemType(const ir::Value* v) {
+  if (v->type().isTensor() && v->type().elem_type != DataType::kUndefined) {
+    return v->type().elem_type;
+  }
+  if (v->producer() != nullptr && v->producer()->opType() == "Constant" &&
+      canonicalDomain(v->producer()->domain()).empty()) {
+    if (auto t = ir::constantNodeTensor(*v->producer())) return t->dtype();
+  }
+  return std::nullopt;
+}
+
+std::string onnxTypeString(DataType dtype) {
+  return fmt::format("tensor({})", ir::dataTypeName(dtype));
+}
+
+/// Checks a node of the default domain against its ONNX schema at `version`, as onnx.checker's
+/// OpSchema::Verify does: attribute names, types and presence, the arity, and inputs whose type
+/// the operator fixes (If's cond is bool, Reshape's shape int64...). Past the newest opset that
+/// libonnx knows, the schema found is older than the node's: only checks that stay true across
+/// versions (types of known attributes, fixed input types) are made.
+Status checkSchema(const ir::Node& n, int64_t version) {
+  constexpr int64_t kFixedTypesCheckedThrough = 28;
+  static const int kNewestKnown = [] {
+    const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+    auto it = map.find(onnx::ONNX_DOMAIN);
+    return it == map.end() ? 0 : it->second.second;
+  }();
+  if (version > INT_MAX) return Status::ok();
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(version), onnx::ONNX_DOMAIN);
+  if (schema == nullptr || schema->Deprecated()) return Status::ok();  // not ours to judge
+  const bool exact = version <= kNewestKnown;
+  const std::string op = fmt::format("{}-{}", schema->Name(), schema->SinceVersion());
+  for (const ir::Attribute& a : n.attributes()) {
+    auto it = schema->attributes().find(a.name);
+    if (it == schema->attributes().end()) {
+      if (exact) {
+        return invalidArgument("{}: attribute '{}' is not an attribute of {}", describeNode(n),
+                               a.name, op);
+      }
+      continue;
+    }
+    if (!a.ref_attr_name.empty()) continue;  // a function's parameter: typed by the caller
+    if (static_cast<int>(a.kind) != static_cast<int>(it->second.type)) {
+      return invalidArgument("{}: attribute '{}' is {} but {} takes {}", describeNode(n), a.name,
+                             ir::Attribute::kindName(a.kind), op,
+                             ir::Attribute::kindName(static_cast<ir::Attribute::Kind>(
+                                 static_cast<int>(it->second.type))));
+    }
+  }
+  if (!exact) {
+    // Fall through to the fixed-type checks only.
+  } else {
+    for (const auto& [name, attr] : schema->attributes()) {
+      if (attr.required && n.findAttribute(name) == nullptr) {
+        return invalidArgument("{}: {} requires attribute '{}'", describeNode(n), op, name);
+      }
+    }
+    auto in = static_cast<int64_t>(n.numInputs());
+    auto out = static_cast<int64_t>(n.numOutputs());
+    if (in < schema->min_input() || in > schema->max_input()) {
+      return invalidArgument("{}: {} inputs, but {} takes {} to {}", describeNode(n), in, op,
+                             schema->min_input(), schema->max_input());
+    }
+    if (out < schema->min_output() || out > schema->max_output()) {
+      return invalidArgument("{}: {} outputs, but {} gives {} to {}", describeNode(n), out, op,
+                             schema->min_output(), schema->max_output());
+    }
+  }
+  const auto& formals = schema->inputs();
+  for (size_t i = 0; i < n.numInputs() && !formals.empty(); ++i) {
+    const auto& formal = formals[std::min(i, formals.size() - 1)];
+    if (i >= formals.size() && formal.GetOption() != onnx::OpSchema::Variadic) break;
+    const ir::Value* v = n.input(i);
+    if (v == nullptr) {
+      if (exact && formal.GetOption() == onnx::OpSchema::Single) {
+        return invalidArgument("{}: input '{}' of {} is required but empty", describeNode(n),
+                               formal.GetName(), op);
+      }
+      continue;
+    }
+    const auto& types = formal.GetTypes();
+    if (types.size() != 1) continue;
+    auto dtype = knownElemType(v);
+    if (!dtype) continue;
+    const std::string& allowed = **types.begin();
+    if (allowed.rfind("tensor(", 0) != 0) continue;
+    // Past libonnx's opsets, only fixed types that later opsets kept are checked: compared with
+    // onnx 1.23's schemas (through opset 28), the float-only inputs widened (quantization
+    // scales, Celu's X) while bool and integer ones (conditions, shapes, trip counts) did not.
+    if (!exact && (version > kFixedTypesCheckedThrough || allowed == "tensor(float)")) continue;
+    if (onnxTypeString(*dtype) != allowed) {
+      return invalidArgument("{}: input '{}' ('{}') is {} but {} takes {}", describeNode(n),
+                             formal.GetName(), v->name(), onnxTypeString(*dtype), op, allowed);
+    }
+  }
+  return Status::ok();
+}
+
+/// Checks every node of `graph` and its subgraphs: its domain is imported, and default-domain
+/// nodes fit their schema.
+Status checkNodes(const ir::Graph& graph, const OpsetMap& opsets) {
+  for (const ir::Node* n : graph) {
+    auto it = opsets.find(canonicalDomain(n->domain()));
+    if (it == opsets.end()) {
+      return invalidArgument("{}: domain '{}' has no opset_import", describeNode(*n), n->domain());
+    }
+    if (it->first.empty()) RETURN_IF_ERROR(checkSchema(*n, it->second));
+    for (const ir::Graph* sub : n->subgraphs()) RETURN_IF_ERROR(checkNodes(*sub, opsets));
+  }
+  return Status::ok();
+}
+
+/// The model-local functions that `graph` (and its subgraphs) calls, as indices into `functions`.
+void collectCalls(const ir::Graph& graph,
+                  const std::map<std::pair<std::string, std::string>, size_t>& functions,
+                  std::vector<size_t>& calls) {
+  for (const ir::Node* n : graph) {
+    auto it = functions.find({canonicalDomain(n->domain()), n->opType()});
+    if (it != functions.end()) calls.push_back(it->second);
+    for (const ir::Graph* sub : n->subgraphs()) collectCalls(*sub, functions, calls);
+  }
+}
+
+/// Model-local functions must not call themselves, directly or through others (onnx.checker).
+Status checkFunctionRecursion(const ir::Model& model) {
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (size_t i = 0; i < model.functions.size(); ++i) {
+    index[{canonicalDomain(model.functions[i]->domain), model.functions[i]->name}] = i;
+  }
+  std::vector<std::vector<size_t>> calls(model.functions.size());
+  for (size_t i = 0; i < model.functions.size(); ++i) {
+    collectCalls(*model.functions[i]->body, index, calls[i]);
+  }
+  // Depth-first search with an explicit stack (call chains may be long); state 1 = on the path.
+  std::vector<int> state(model.functions.size(), 0);
+  for (size_t root = 0; root < model.functions.size(); ++root) {
+    if (state[root] != 0) continue;
+    std::vector<std::pair<size_t, size_t>> stack{{root, 0}};  // function, next call to follow
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [f, next] = stack.back();
+      if (next == calls[f].size()) {
+        state[f] = 2;
+        stack.pop_back();
+        continue;
+      }
+      size_t callee = calls[f][next++];
+      if (state[callee] == 1) {
+        std::vector<std::string> path;
+        auto from = std::find_if(stack.begin(), stack.end(),
+                                 [&](const auto& frame) { return frame.first == callee; });
+        for (auto it = from; it != stack.end(); ++it) {
+          const ir::Function& fn = *model.functions[it->first];
+          path.push_back(fn.domain.empty() ? fn.name : fn.domain + "." + fn.name);
+        }
+        path.push_back(path.front());
+        return invalidArgument("model-local functions call themselves: {}",
+                               fmt::join(path, " -> "));
+      }
+      if (state[callee] == 0) {
+        state[callee] = 1;
+        stack.emplace_back(callee, 0);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status checkModel(const ir::Model& model) {
+  if (model.opset_imports.empty() && model.ir_version >= 3) {
+    return invalidArgument("the model has no opset_import (required since IR version 3)");
+  }
+  RETURN_IF_ERROR(checkFunctionRecursion(model));
+  for (const auto& fn : model.functions) {
+    Status st = checkNodes(*fn->body, opsetMap(fn->opset_imports));
+    if (!st.isOk()) return st.withContext(fmt::format("function '{}'", fn->name));
+  }
+  return checkNodes(*model.graph, opsetMap(model.opset_imports));
 }
 
 StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& proto) {
@@ -803,13 +1097,7 @@ StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& pro
   auto model = std::make_unique<ir::Model>();
   model->ir_version = proto.ir_version();
   ir_version_ = proto.ir_version();
-  for (const auto& op : proto.opset_import()) {
-    if (op.version() <= 0) {
-      return invalidArgument("opset_import of domain '{}' has version {}", op.domain(),
-                             op.version());
-    }
-    model->opset_imports.push_back({op.domain(), op.version()});
-  }
+  RETURN_IF_ERROR(importOpsets(proto.opset_import(), model->opset_imports, "", limits_.warnings));
   model->producer_name = proto.producer_name();
   model->producer_version = proto.producer_version();
   model->domain = proto.domain();
@@ -829,6 +1117,7 @@ StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& pro
   model->graph = std::make_unique<ir::Graph>();
   RETURN_IF_ERROR(importGraph(*proto.mutable_graph(), *model->graph, nullptr));
   RETURN_IF_ERROR(ir::verifyModel(*model));
+  RETURN_IF_ERROR(checkModel(*model));
   return model;
 }
 
@@ -886,10 +1175,16 @@ StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
 }
 
 StatusOr<ir::Tensor> loadTensorFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return makeError(StatusCode::kNotFound, "{}: cannot open", path);
+  auto opened = ir::openRegularFile(path);
+  if (!opened.isOk()) return opened.status().withContext(path);
   onnx::TensorProto proto;
-  if (!proto.ParseFromIstream(&in)) return invalidArgument("{}: not a TensorProto file", path);
+  bool parsed;
+  {
+    google::protobuf::io::FileInputStream stream(*opened);
+    stream.SetCloseOnDelete(true);
+    parsed = proto.ParseFromZeroCopyStream(&stream);
+  }
+  if (!parsed) return invalidArgument("{}: not a TensorProto file", path);
   Importer importer(folderOf(path));
   auto t = importer.importStandaloneTensor(proto);
   if (!t.isOk()) return t.status().withContext(path);
@@ -898,21 +1193,15 @@ StatusOr<ir::Tensor> loadTensorFile(const std::string& path) {
 
 StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path, const LoadLimits& limits) {
   auto fail = [&](const Status& st) { return st.withContext(path); };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return fail(makeError(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
-                          "cannot open: {}", std::strerror(errno)));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail(makeError(StatusCode::kIoError, "not a regular file"));
-  }
-  if (st.st_size == 0) {
+  uint64_t file_size = 0;
+  auto opened = ir::openRegularFile(path, &file_size);
+  if (!opened.isOk()) return fail(opened.status());
+  int fd = *opened;
+  if (file_size == 0) {
     ::close(fd);
     return fail(invalidArgument("the file is empty"));
   }
-  if (static_cast<uint64_t>(st.st_size) >= (uint64_t{2} << 30)) {
+  if (file_size >= (uint64_t{2} << 30)) {
     ::close(fd);
     return fail(
         invalidArgument("a protobuf file of 2 GB or more cannot be read; keep the weights "
@@ -923,7 +1212,7 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path, const Lo
   std::string_view head_view(head, head_len > 0 ? static_cast<size_t>(head_len) : 0);
   std::string dir = folderOf(path);
   if (looksLikeText(path, head_view)) {
-    std::string text(static_cast<size_t>(st.st_size), '\0');
+    std::string text(static_cast<size_t>(file_size), '\0');
     ssize_t got = ::pread(fd, text.data(), text.size(), 0);
     ::close(fd);
     if (got != static_cast<ssize_t>(text.size()))

@@ -6,29 +6,56 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace onnxopt::ir {
 
-StatusOr<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+StatusOr<int> openRegularFile(const std::string& path, uint64_t* size) {
+  // O_NONBLOCK: open() on a FIFO would otherwise wait for a writer. fstat on the descriptor, not
+  // stat on the path, so that the file checked is the file read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    return makeError(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
-                     "cannot open '{}': {}", path, std::strerror(errno));
+    int err = errno;
+    return makeError(err == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
+                     "cannot open: {}", std::strerror(err));
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
     ::close(fd);
-    return makeError(StatusCode::kIoError, "'{}' is not a regular file", path);
+    return makeError(StatusCode::kIoError, "cannot stat: {}", std::strerror(err));
   }
-  size_t size = static_cast<size_t>(st.st_size);
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                                              : "a special file";
+    return makeError(StatusCode::kIoError, "is {}, not a regular file", what);
+  }
+  // Regular files ignore O_NONBLOCK; cleared all the same so that readers see a plain descriptor.
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (size != nullptr) *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+StatusOr<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
+  uint64_t file_size = 0;
+  auto opened = openRegularFile(path, &file_size);
+  if (!opened.isOk()) return opened.status();
+  int fd = *opened;
+  auto size = static_cast<size_t>(file_size);
   const uint8_t* data = nullptr;
   if (size > 0) {
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       int err = errno;
       ::close(fd);
-      return makeError(StatusCode::kIoError, "cannot map '{}': {}", path, std::strerror(err));
+      return makeError(StatusCode::kIoError, "cannot map: {}", std::strerror(err));
     }
     data = static_cast<const uint8_t*>(p);
   }
@@ -51,13 +78,8 @@ std::optional<int64_t> Tensor::numElements() const {
 
 std::optional<uint64_t> Tensor::expectedByteSize() const {
   auto n = numElements();
-  int bits = dataTypeBits(dtype_);
-  if (!n || bits == 0) return std::nullopt;
-  uint64_t total_bits = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(*n), static_cast<uint64_t>(bits), &total_bits)) {
-    return std::nullopt;
-  }
-  return (total_bits + 7) / 8;
+  if (!n || dataTypeBits(dtype_) == 0) return std::nullopt;
+  return dataTypeStorageBytes(dtype_, static_cast<uint64_t>(*n));
 }
 
 void Tensor::setBytes(std::string bytes) {

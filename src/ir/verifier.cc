@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "onnxopt/ir/constants.h"
+
 namespace onnxopt::ir {
 namespace {
 
@@ -126,6 +128,38 @@ class Verifier {
     return Status::ok();
   }
 
+  /// Values the spec rules out where they are constant: a Reshape's target shape has at most one
+  /// -1, no entry below -1, and with allowzero=1 not both 0 and -1 (onnx's shape inference).
+  static Status checkConstantOperands(const Node& n) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return Status::ok();
+    if (n.opType() != "Reshape" || n.numInputs() < 2 || n.input(1) == nullptr) {
+      return Status::ok();
+    }
+    std::optional<Tensor> shape = constantTensor(n.input(1));
+    if (!shape || shape->dtype() != DataType::kInt64) return Status::ok();
+    const Attribute* allowzero = n.findAttribute("allowzero");
+    bool keep_zero =
+        allowzero != nullptr && allowzero->kind == Attribute::Kind::kInt && allowzero->i != 0;
+    int minus_ones = 0;
+    bool zero = false;
+    for (int64_t d : tensorInts(*shape)) {
+      if (d < -1) {
+        return invalidArgument("{}: the target shape holds {}, below -1", describe(&n), d);
+      }
+      minus_ones += d == -1 ? 1 : 0;
+      zero = zero || d == 0;
+    }
+    if (minus_ones > 1) {
+      return invalidArgument("{}: the target shape holds -1 {} times (at most once)", describe(&n),
+                             minus_ones);
+    }
+    if (keep_zero && zero && minus_ones > 0) {
+      return invalidArgument("{}: with allowzero=1 the target shape cannot hold both 0 and -1",
+                             describe(&n));
+    }
+    return Status::ok();
+  }
+
   Status verifyGraph(const Graph& graph) {
     scopes_.emplace_back();
     std::unordered_map<std::string, const Value*> names;
@@ -171,6 +205,7 @@ class Verifier {
       prev = n;
       RETURN_IF_ERROR(checkOperands(n, describe(n).c_str()));
       RETURN_IF_ERROR(checkControlFlow(*n));
+      RETURN_IF_ERROR(checkConstantOperands(*n));
       for (const Graph* sub : n->subgraphs()) {
         if (sub->parentNode() != n) {
           return makeError(StatusCode::kInternal, "a subgraph of {} does not point back at it",

@@ -1,6 +1,7 @@
 #include "onnxopt/support/data_type.h"
 
 #include <array>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -36,10 +37,13 @@ int dataTypeBits(DataType type) {
   return isKnownDataType(code) ? kTypeInfo[code].bits : 0;
 }
 
-uint64_t dataTypeStorageBytes(DataType type, uint64_t count) {
-  uint64_t bits = static_cast<uint64_t>(dataTypeBits(type));
-  if (bits % 8 == 0) return count * (bits / 8);
-  return (count * bits + 7) / 8;
+std::optional<uint64_t> dataTypeStorageBytes(DataType type, uint64_t count) {
+  auto bits = static_cast<uint64_t>(dataTypeBits(type));
+  uint64_t total_bits = 0;
+  if (__builtin_mul_overflow(count, bits, &total_bits)) return std::nullopt;
+  uint64_t bytes = total_bits / 8 + (total_bits % 8 != 0 ? 1 : 0);
+  if (bytes > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return bytes;
 }
 
 std::string dataTypeName(DataType type) {

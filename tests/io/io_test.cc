@@ -2,10 +2,12 @@
 // external data.
 #include "onnxopt/io/model_io.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -276,6 +278,55 @@ TEST(IoTest, LoadErrorsNameTheFile) {
   ASSERT_FALSE(model.isOk());
   EXPECT_NE(model.status().message().find(path), std::string::npos);
   EXPECT_FALSE(loadModel((dir.path() / "missing.onnx").string()).isOk());
+}
+
+TEST(IoTest, SpecialFilesAreRefusedWithoutBlocking) {
+  // open() on a FIFO waited for a writer: the model, a tensor file and external data must be
+  // regular files.
+  TempDir dir;
+  auto fifo = (dir.path() / "fifo.onnx").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto model = loadModel(fifo);
+  ASSERT_FALSE(model.isOk());
+  EXPECT_NE(model.status().message().find("is a FIFO, not a regular file"), std::string::npos)
+      << model.status().message();
+  auto tensor = loadTensorFile(fifo);
+  ASSERT_FALSE(tensor.isOk());
+  EXPECT_NE(tensor.status().message().find("is a FIFO"), std::string::npos);
+  auto directory = loadModel(dir.path().string());
+  ASSERT_FALSE(directory.isOk());
+  EXPECT_NE(directory.status().message().find("is a directory"), std::string::npos);
+}
+
+TEST(IoTest, ErrorsEscapeControlCharactersInNames) {
+  onnx::ModelProto proto;
+  proto.set_ir_version(8);
+  proto.add_opset_import()->set_version(17);
+  auto* g = proto.mutable_graph();
+  g->set_name("g");
+  auto* n = g->add_node();
+  n->set_op_type("Relu");
+  n->add_input("a\nopt: error: forged");
+  n->add_output("y");
+  g->add_output()->set_name("y");
+  auto model = parseModelBinary(proto.SerializeAsString());
+  ASSERT_FALSE(model.isOk());
+  EXPECT_EQ(model.status().message().find('\n'), std::string::npos) << model.status().message();
+  EXPECT_NE(model.status().message().find("'a\\nopt: error: forged'"), std::string::npos)
+      << model.status().message();
+}
+
+TEST(IoTest, DefaultDomainImportedTwiceKeepsTheLast) {
+  std::ostringstream warnings;
+  LoadLimits limits;
+  limits.warnings = &warnings;
+  auto model = parseModelText(R"(<ir_version: 8, opset_import: ["" : 13, "" : 11]>
+      g (float[1,4] x) => (float[4] y) { y = Squeeze <axes = [0]> (x) })",
+                              ".", limits);
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  ASSERT_EQ((*model)->opset_imports.size(), 1u);
+  EXPECT_EQ((*model)->opset_imports[0].version, 11);
+  EXPECT_NE(warnings.str().find("the last, 11, is used"), std::string::npos) << warnings.str();
 }
 
 }  // namespace

@@ -111,5 +111,31 @@ TEST(VerifierTest, RejectsDuplicateOpsetImport) {
   EXPECT_FALSE(verifyModel(m).isOk());
 }
 
+TEST(VerifierTest, RejectsConstantReshapeShapesTheSpecRulesOut) {
+  // Checked in the verifier, so that a pass writing such a shape is caught as well as a file.
+  auto verdict = [](std::vector<int64_t> target, int64_t allowzero) {
+    Graph g;
+    Value* x = g.addInput("x", floatVec(4));
+    Tensor shape(DataType::kInt64, {static_cast<int64_t>(target.size())});
+    shape.setBytes(std::string(reinterpret_cast<const char*>(target.data()), target.size() * 8));
+    Value* s = g.addInitializer("s", std::move(shape));
+    Node* n = g.createNode("Reshape", "", {x, s}, 1);
+    Attribute a;
+    a.name = "allowzero";
+    a.kind = Attribute::Kind::kInt;
+    a.i = allowzero;
+    n->setAttribute(std::move(a));
+    g.addOutput(n->output());
+    return verifyGraph(g);
+  };
+  EXPECT_TRUE(verdict({-1, 2}, 0).isOk());
+  EXPECT_TRUE(verdict({0, -1}, 0).isOk());
+  Status two = verdict({-1, -1}, 0);
+  ASSERT_FALSE(two.isOk());
+  EXPECT_NE(two.message().find("holds -1 2 times"), std::string::npos) << two.message();
+  EXPECT_FALSE(verdict({-3, 4}, 0).isOk());
+  EXPECT_FALSE(verdict({0, -1}, 1).isOk());
+}
+
 }  // namespace
 }  // namespace onnxopt::ir

@@ -380,6 +380,226 @@ def int32_data_holding_wide_values(folder: Path) -> Path:
     return _save(model, folder / "int32_data_holding_wide_values.onnx")
 
 
+# Input that onnx.checker refuses for a type, attribute or value the spec fixes (issue 13). Each was accepted
+# and its meaning guessed: -O2 took a float If condition as true, `opt run` read one byte of it as false.
+
+
+def _branch(name: str, op: str = "Neg") -> onnx.GraphProto:
+    return helper.make_graph([helper.make_node(op, ["X"], [f"{name}_out"])], name, [], [_value(f"{name}_out")])
+
+
+@case(r"input 'cond' \('c'\) is tensor\(float\) but If-\d+ takes tensor\(bool\)")
+def if_float_condition(folder: Path) -> Path:
+    cond = numpy_helper.from_array(np.array(1.0, dtype=np.float32), "c")
+    node = helper.make_node("If", ["c"], ["Y"], then_branch=_branch("then"), else_branch=_branch("else", "Abs"))
+    return _save(_model([node], initializers=[cond]), folder / "if_float_condition.onnx")
+
+
+@case(r"input 'cond' \('c'\) is tensor\(int64\) but If-\d+ takes tensor\(bool\)")
+def if_condition_from_int_constant(folder: Path) -> Path:
+    # The condition's type is known from a Constant node, not from a declaration.
+    nodes = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.array(1, np.int64))),
+             helper.make_node("If", ["c"], ["Y"], then_branch=_branch("then"), else_branch=_branch("else", "Abs"))]
+    return _save(_model(nodes), folder / "if_condition_from_int_constant.onnx")
+
+
+def _loop(trip_count: np.ndarray, cond: np.ndarray, name: str) -> onnx.ModelProto:
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Neg", ["x_in"], ["x_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []), _value("x_in")],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), _value("x_out")],
+    )
+    inits = [numpy_helper.from_array(trip_count, "M"), numpy_helper.from_array(cond, "c")]
+    return _model([helper.make_node("Loop", ["M", "c", "X"], ["Y"], body=body)], initializers=inits)
+
+
+@case(r"input 'M' \('M'\) is tensor\(float\) but Loop-\d+ takes tensor\(int64\)")
+def loop_float_trip_count(folder: Path) -> Path:
+    model = _loop(np.array(3.0, np.float32), np.array(True), "loop_float_trip_count")
+    return _save(model, folder / "loop_float_trip_count.onnx")
+
+
+@case(r"input 'cond' \('c'\) is tensor\(int32\) but Loop-\d+ takes tensor\(bool\)")
+def loop_int_condition(folder: Path) -> Path:
+    model = _loop(np.array(3, np.int64), np.array(1, np.int32), "loop_int_condition")
+    return _save(model, folder / "loop_int_condition.onnx")
+
+
+@case(r"input 'condition' \('c'\) is tensor\(float\) but Where-\d+ takes tensor\(bool\)")
+def where_float_condition(folder: Path) -> Path:
+    cond = numpy_helper.from_array(np.array([1, 0, 1, 0], np.float32), "c")
+    node = helper.make_node("Where", ["c", "X", "X"], ["Y"])
+    return _save(_model([node], initializers=[cond]), folder / "where_float_condition.onnx")
+
+
+@case(r"input 'shape' \('s'\) is tensor\(float\) but Reshape-\d+ takes tensor\(int64\)")
+def reshape_float_shape(folder: Path) -> Path:
+    shape = numpy_helper.from_array(np.array([4], np.float32), "s")
+    node = helper.make_node("Reshape", ["X", "s"], ["Y"])
+    return _save(_model([node], initializers=[shape]), folder / "reshape_float_shape.onnx")
+
+
+@case(r"node 'tr' \(Transpose\): attribute 'perm' is FLOATS but Transpose-\d+ takes INTS")
+def transpose_perm_floats(folder: Path) -> Path:
+    node = helper.make_node("Transpose", ["X"], ["Y"], name="tr")
+    node.attribute.append(helper.make_attribute("perm", [0.0]))
+    return _save(_model([node]), folder / "transpose_perm_floats.onnx")
+
+
+@case(r"node 'cast' \(Cast\): attribute 'to' is STRING but Cast-\d+ takes INT")
+def cast_to_as_string(folder: Path) -> Path:
+    node = helper.make_node("Cast", ["X"], ["Y"], name="cast", to="float")
+    return _save(_model([node]), folder / "cast_to_as_string.onnx")
+
+
+@case(r"Cast-\d+ requires attribute 'to'")
+def cast_without_to(folder: Path) -> Path:
+    return _save(_model([helper.make_node("Cast", ["X"], ["Y"])]), folder / "cast_without_to.onnx")
+
+
+@case(r"attribute 'alpha' is not an attribute of Relu-\d+")
+def unknown_attribute_on_standard_op(folder: Path) -> Path:
+    node = helper.make_node("Relu", ["X"], ["Y"], alpha=0.5)
+    return _save(_model([node]), folder / "unknown_attribute_on_standard_op.onnx")
+
+
+@case(r"Add-\d+ takes 2 to 2")
+def standard_op_wrong_arity(folder: Path) -> Path:
+    node = helper.make_node("Add", ["X", "X", "X"], ["Y"])
+    return _save(_model([node]), folder / "standard_op_wrong_arity.onnx")
+
+
+@case(r"'W'.*byte size of float\[4611686018427387904\] overflows")
+def external_data_size_wraps(folder: Path) -> Path:
+    # float[2^62] is 2^64 bytes, which wrapped to 0: the empty data file passed for the whole weight.
+    (folder / "empty.bin").write_bytes(b"")
+    weights = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[2**62], data_location=TensorProto.EXTERNAL)
+    weights.external_data.add(key="location", value="empty.bin")
+    model = _model([helper.make_node("Add", ["X", "W"], ["Y"])], initializers=[weights])
+    return _save(model, folder / "external_data_size_wraps.onnx")
+
+
+@case(r"'W'.*byte size of float\[4611686018427387904\] overflows")
+def raw_data_size_wraps(folder: Path) -> Path:
+    weights = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[2**62], raw_data=b"")
+    model = _model([helper.make_node("Add", ["X", "W"], ["Y"])], initializers=[weights])
+    return _save(model, folder / "raw_data_size_wraps.onnx")
+
+
+@case(r"byte size of int64\[2,1152921504606846976\] overflows")
+def constant_attribute_size_wraps(folder: Path) -> Path:
+    value = TensorProto(name="v", data_type=TensorProto.INT64, dims=[2, 2**60], raw_data=b"")
+    nodes = [helper.make_node("Constant", [], ["c"], value=value), helper.make_node("Identity", ["X"], ["Y"])]
+    return _save(_model(nodes), folder / "constant_attribute_size_wraps.onnx")
+
+
+@case(r"sparse tensor 'S': the dense byte size of float\[4611686018427387904\] overflows", limit=True)
+def sparse_dense_size_wraps(folder: Path) -> Path:
+    # onnx.checker accepts it (it does not size the dense form); no tool could densify it.
+    values = helper.make_tensor("S", TensorProto.FLOAT, [1], [1.0])
+    indices = helper.make_tensor("S_indices", TensorProto.INT64, [1], [0])
+    graph = helper.make_graph([helper.make_node("Identity", ["X"], ["Y"])], "g", [_value("X")], [_value("Y")],
+                              sparse_initializer=[helper.make_sparse_tensor(values, indices, [2**62])])
+    model = helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)])
+    return _save(model, folder / "sparse_dense_size_wraps.onnx")
+
+
+@case(r"size of type .*overflows", limit=True)
+def value_type_size_wraps(folder: Path) -> Path:
+    # Valid ONNX, but a type that no buffer can hold: `opt run` would size its input from it.
+    model = _model([helper.make_node("Identity", ["X"], ["Y"])],
+                   value_infos=([_value("X", (2**62, 16))], [_value("Y", (2**62, 16))]))
+    return _save(model, folder / "value_type_size_wraps.onnx")
+
+
+def _function(name: str, calls: str) -> onnx.FunctionProto:
+    return helper.make_function("local", name, ["x"], ["y"], [helper.make_node(calls, ["x"], ["y"], domain="local")],
+                                [helper.make_opsetid("", OPSET), helper.make_opsetid("local", 1)])
+
+
+def _function_model(functions: list[onnx.FunctionProto]) -> onnx.ModelProto:
+    model = _model([helper.make_node("F", ["X"], ["Y"], domain="local")])
+    model.opset_import.append(helper.make_opsetid("local", 1))
+    model.functions.extend(functions)
+    return model
+
+
+@case(r"functions call themselves: local\.F -> local\.F")
+def recursive_function(folder: Path) -> Path:
+    return _save(_function_model([_function("F", "F")]), folder / "recursive_function.onnx")
+
+
+@case(r"functions call themselves: local\.(F|G) -> local\.(G|F) -> local\.(F|G)")
+def mutually_recursive_functions(folder: Path) -> Path:
+    return _save(_function_model([_function("F", "G"), _function("G", "F")]),
+                 folder / "mutually_recursive_functions.onnx")
+
+
+@case(r"output 'X' redefines a name of an enclosing graph")
+def subgraph_redefines_outer_name(folder: Path) -> Path:
+    then_branch = helper.make_graph([helper.make_node("Neg", ["X"], ["X"])], "then", [], [_value("X")])
+    cond = numpy_helper.from_array(np.array(True), "c")
+    node = helper.make_node("If", ["c"], ["Y"], then_branch=then_branch, else_branch=_branch("else"))
+    return _save(_model([node], initializers=[cond]), folder / "subgraph_redefines_outer_name.onnx")
+
+
+@case(r"domain 'custom' has no opset_import")
+def domain_without_opset_import(folder: Path) -> Path:
+    return _save(_model([helper.make_node("Foo", ["X"], ["Y"], domain="custom")]),
+                 folder / "domain_without_opset_import.onnx")
+
+
+@case(r"no opset_import")
+def no_opset_import(folder: Path) -> Path:
+    model = _model([helper.make_node("Relu", ["X"], ["Y"])])
+    del model.opset_import[:]
+    return _save(model, folder / "no_opset_import.onnx")
+
+
+def _sparse_model(indices: list[int]) -> onnx.ModelProto:
+    values = helper.make_tensor("S", TensorProto.FLOAT, [len(indices)], [1.0] * len(indices))
+    index = helper.make_tensor("S_indices", TensorProto.INT64, [len(indices)], indices)
+    graph = helper.make_graph([helper.make_node("Identity", ["X"], ["Y"])], "g", [_value("X")], [_value("Y")],
+                              sparse_initializer=[helper.make_sparse_tensor(values, index, [4])])
+    return helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)])
+
+
+@case(r"sparse tensor 'S': entry 1 is out of order")
+def sparse_unsorted_indices(folder: Path) -> Path:
+    return _save(_sparse_model([2, 1]), folder / "sparse_unsorted_indices.onnx")
+
+
+@case(r"sparse tensor 'S': entry 1 repeats")
+def sparse_duplicate_indices(folder: Path) -> Path:
+    return _save(_sparse_model([1, 1]), folder / "sparse_duplicate_indices.onnx")
+
+
+@case(r"sparse tensor 'S': entry 1 is out of order")
+def sparse_unsorted_coordinates(folder: Path) -> Path:
+    values = helper.make_tensor("S", TensorProto.FLOAT, [2], [1.0, 2.0])
+    index = helper.make_tensor("S_indices", TensorProto.INT64, [2, 2], [1, 0, 0, 1])  # (1,0) then (0,1)
+    graph = helper.make_graph([helper.make_node("Identity", ["X"], ["Y"])], "g", [_value("X")], [_value("Y")],
+                              sparse_initializer=[helper.make_sparse_tensor(values, index, [2, 2])])
+    model = helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)])
+    return _save(model, folder / "sparse_unsorted_coordinates.onnx")
+
+
+@case(r"target shape holds -1 2 times")
+def reshape_two_inferred_dims(folder: Path) -> Path:
+    shape = numpy_helper.from_array(np.array([-1, -1], np.int64), "s")
+    node = helper.make_node("Reshape", ["X", "s"], ["Y"])
+    return _save(_model([node], initializers=[shape]), folder / "reshape_two_inferred_dims.onnx")
+
+
+@case(r"target shape holds -2, below -1")
+def reshape_shape_below_minus_one(folder: Path) -> Path:
+    nodes = [helper.make_node("Constant", [], ["s"], value=numpy_helper.from_array(np.array([-2, 2], np.int64))),
+             helper.make_node("Reshape", ["X", "s"], ["Y"])]
+    return _save(_model(nodes), folder / "reshape_shape_below_minus_one.onnx")
+
+
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -488,3 +708,113 @@ def test_no_crash_on_inconsistent_attributes(work_dir: Path, run_opt) -> None:
     proc = run_opt(model, "-o", work_dir / "out.onnx")
     assert proc.returncode == 0, proc.stderr
     assert "perm does not match" in proc.stderr
+
+
+# Special files: not in CASES, whose harness reads every input file (a FIFO would block it too).
+
+
+def _special_fifo_model(folder: Path) -> Path:
+    path = folder / "fifo_model.onnx"
+    os.mkfifo(path)
+    return path
+
+
+def _special_fifo_data(folder: Path) -> Path:
+    os.mkfifo(folder / "w.bin")
+    return _save(_external_model("w.bin"), folder / "fifo_data.onnx")
+
+
+def _special_directory_model(folder: Path) -> Path:
+    path = folder / "directory_model.onnx"
+    path.mkdir()
+    return path
+
+
+def _special_directory_data(folder: Path) -> Path:
+    (folder / "w.bin").mkdir()
+    return _save(_external_model("w.bin"), folder / "directory_data.onnx")
+
+
+SPECIAL_FILES = {
+    "fifo_model": (_special_fifo_model, r"is a FIFO, not a regular file"),
+    "fifo_data": (_special_fifo_data, r"external data file 'w\.bin': is a FIFO, not a regular file"),
+    "directory_model": (_special_directory_model, r"is a directory, not a regular file"),
+    "directory_data": (_special_directory_data, r"external data file 'w\.bin': is a directory"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL_FILES))
+def test_special_file_refused_without_blocking(name: str, work_dir: Path, run_opt) -> None:
+    # open() on a FIFO waited for a writer forever: the model and its data must be regular files.
+    build, reason = SPECIAL_FILES[name]
+    (work_dir / "in").mkdir()
+    (work_dir / "out").mkdir()
+    bad = build(work_dir / "in")
+    proc = run_opt(bad, "-o", work_dir / "out" / "out.onnx", timeout=20)
+    _assert_rejected(proc, bad, reason)
+    assert os.listdir(work_dir / "out") == []
+
+
+def _opsets_model(*opsets: tuple[str, int]) -> onnx.ModelProto:
+    # Squeeze's axes are an attribute up to opset 12 and an input from 13: which opset wins shows.
+    node = helper.make_node("Squeeze", ["X"], ["Y"], axes=[0])
+    model = _model([node], value_infos=([_value("X", (1, 4))], [_value("Y", (4,))]))
+    del model.opset_import[:]
+    model.opset_import.extend(helper.make_opsetid(domain, version) for domain, version in opsets)
+    return model
+
+
+@pytest.mark.parametrize("opsets", [(("", 11), ("", 11)), (("", 13), ("", 11)), (("ai.onnx", 11), ("", 11))],
+                         ids=["same_version", "last_wins", "alias"])
+def test_default_domain_imported_twice_is_accepted(opsets, work_dir: Path, run_opt) -> None:
+    # A model on PyPI lists the default domain twice; onnx.checker and onnxruntime accept it, and take the last.
+    model = _opsets_model(*opsets)
+    onnx.checker.check_model(model, full_check=True)
+    path = _save(model, work_dir / "twice.onnx")
+    out = work_dir / "out.onnx"
+    proc = run_opt(path, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    versions = {opsets[0][1], opsets[1][1]}
+    if len(versions) > 1:
+        assert re.search(r"opt: warning: opset_import lists domain '' twice, with versions 13 and 11; the last, 11, "
+                         r"is used", proc.stderr), proc.stderr
+    else:
+        assert "warning" not in proc.stderr, proc.stderr
+    written = onnx.load(str(out))
+    assert [(o.domain, o.version) for o in written.opset_import] == [(opsets[0][0], 11)]
+    onnx.checker.check_model(written, full_check=True)
+
+
+FORGED = "opt: error: forged"
+
+
+def _forged_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith(FORGED)]
+
+
+def test_names_cannot_forge_diagnostic_lines(work_dir: Path, run_opt) -> None:
+    # A name holding a newline was printed raw: a warning about it could start a line "opt: error: ...".
+    name = "a\n" + FORGED
+    # A warning: the output is declared int64, but Relu of a float is a float.
+    node = helper.make_node("Relu", ["X"], [name], name=name)
+    model = _model([node, helper.make_node("Identity", ["X"], ["Y"])])
+    model.graph.output.append(helper.make_tensor_value_info(name, TensorProto.INT64, [4]))
+    path = _save(model, work_dir / "warning.onnx")
+    proc = run_opt(path, "-o", work_dir / "out.onnx")
+    assert "declared" in proc.stderr and "a\\nopt: error: forged" in proc.stderr, proc.stderr
+    assert _forged_lines(proc.stderr) == [], proc.stderr
+
+    # A load warning naming a domain.
+    model = _opsets_model(("", 13), ("", 11))
+    model.opset_import.extend([helper.make_opsetid(name, 1), helper.make_opsetid(name, 2)])
+    path = _save(model, work_dir / "domain.onnx")
+    proc = run_opt(path, "-o", work_dir / "out2.onnx")
+    assert proc.returncode == 0 and "lists domain 'a\\nopt: error: forged' twice" in proc.stderr, proc.stderr
+    assert _forged_lines(proc.stderr) == [], proc.stderr
+
+    # An error naming a value.
+    model = _model([helper.make_node("Add", ["X", name], ["Y"])])
+    path = _save(model, work_dir / "error.onnx")
+    proc = run_opt(path, "-o", work_dir / "out3.onnx")
+    assert proc.returncode == 1 and "a\\nopt: error: forged" in proc.stderr, proc.stderr
+    assert _forged_lines(proc.stderr) == [], proc.stderr

@@ -21,6 +21,7 @@
 #include "onnxopt/pass/pass_manager.h"
 #include "onnxopt/passes/registry.h"
 #include "onnxopt/runtime/reference_executor.h"
+#include "onnxopt/support/diagnostic_stream.h"
 #include "report.h"
 
 namespace {
@@ -199,7 +200,11 @@ Status checkOutputPaths(const Options& opts, const ir::Model& input) {
 }
 
 int run(const Options& opts) {
-  auto model = io::loadModel(opts.input, opts.limits);
+  // Warnings quote names from the model: this stream escapes their control characters.
+  DiagnosticStream warnings(std::cerr);
+  io::LoadLimits limits = opts.limits;
+  limits.warnings = &warnings;
+  auto model = io::loadModel(opts.input, limits);
   if (!model.isOk()) return fail(model.status());
   if (Status st = checkOutputPaths(opts, **model); !st.isOk()) return fail(st);
   if (opts.check) {
@@ -230,7 +235,7 @@ int run(const Options& opts) {
   ctx.fold_qdq = opts.fold_qdq;
   ctx.fold_size_limit = static_cast<uint64_t>(opts.fold_size_limit);
   ctx.keep_initializer_inputs = opts.keep_initializer_inputs;
-  ctx.warnings = &std::cerr;
+  ctx.warnings = &warnings;
   pass::Instrumentation inst;
   inst.print_ir_after_all = opts.print_ir_after_all;
   inst.print_ir_after_change = opts.print_ir_after_change;
@@ -253,7 +258,7 @@ int run(const Options& opts) {
   if (opts.infer_shapes) {
     ir::ShapeInferenceOptions infer;
     infer.write_value_info = true;
-    infer.warnings = &std::cerr;
+    infer.warnings = &warnings;
     auto inferred = ir::inferShapes(**model, infer);
     if (!inferred.isOk()) return fail(inferred.status().withContext(opts.input));
   }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,9 @@ struct LoadLimits {
   int64_t max_nodes = int64_t{1} << 24;         ///< nodes of every graph, subgraphs and functions
   int64_t max_initializers = int64_t{1} << 22;  ///< initializers of every graph
   int max_subgraph_depth = 32;                  ///< If/Loop/Scan bodies nested in each other
+  /// Where warnings about accepted but dubious input go (e.g. a domain imported twice with
+  /// different versions); nullptr drops them.
+  std::ostream* warnings = nullptr;
 };
 
 /// Reads a model from `path`: the binary protobuf format, or ONNX's textual syntax when the file

@@ -34,10 +34,17 @@ class OwnedBuffer final : public Buffer {
   std::string bytes_;
 };
 
+/// Opens `path` read-only if it is a regular file, and returns the descriptor (the caller closes
+/// it) and, in `size`, the file's size. A FIFO, directory or device is refused with an error that
+/// says which it is, without blocking: a FIFO is opened non-blocking, then checked with fstat.
+/// Errors do not name the path; callers add it as context.
+StatusOr<int> openRegularFile(const std::string& path, uint64_t* size = nullptr);
+
 /// A read-only private mapping of a whole file.
 class MappedFile final : public Buffer {
  public:
-  /// Maps `path`; an empty file maps to an empty buffer.
+  /// Maps `path`; an empty file maps to an empty buffer. Errors are openRegularFile's (the path is
+  /// not named: callers add it).
   static StatusOr<std::shared_ptr<MappedFile>> open(const std::string& path);
   ~MappedFile() override;
   MappedFile(const MappedFile&) = delete;
@@ -105,7 +112,8 @@ class Tensor {
   const std::string& unknownFields() const { return unknown_fields_; }
   void setUnknownFields(std::string fields) { unknown_fields_ = std::move(fields); }
 
-  /// Bytes that the data should occupy for dtype and dims; nullopt on overflow or unknown dtype.
+  /// Bytes that the data should occupy for dtype and dims (dataTypeStorageBytes); nullopt on
+  /// overflow (the importer refuses such tensors), for string tensors and unknown dtypes.
   std::optional<uint64_t> expectedByteSize() const;
 
  private:

@@ -10,7 +10,8 @@ namespace onnxopt::ir {
 /// Checks, for a graph and its subgraphs: use-list symmetry (every operand is recorded in its
 /// value's use-list and every use points back at a live operand), topological order, every operand
 /// defined in scope before use (outer-scope values included), unique value names per scope, node
-/// outputs owned by their node, and initializer data consistent with the value's declared type.
+/// outputs owned by their node, initializer data consistent with the value's declared type, and
+/// constant operands the spec rules out (a Reshape target shape with two -1).
 Status verifyGraph(const Graph& graph);
 
 /// verifyGraph on the main graph and every function body, plus model-level checks (opset imports).

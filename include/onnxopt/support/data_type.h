@@ -46,8 +46,11 @@ inline constexpr int32_t kMaxKnownDataType = 28;
 
 /// Bits per element; 0 for kUndefined, kString and unknown codes.
 int dataTypeBits(DataType type);
-/// Bytes that `count` elements occupy in raw_data (sub-byte types are packed, rounded up).
-uint64_t dataTypeStorageBytes(DataType type, uint64_t count);
+/// Bytes that `count` elements occupy in raw_data (sub-byte types are packed, rounded up); nullopt
+/// when that number does not fit in int64 (a tensor that cannot exist: callers refuse it rather
+/// than let the size wrap). 0 for types without a fixed width (string, undefined, unknown).
+/// Every byte size computed from an element count goes through here.
+std::optional<uint64_t> dataTypeStorageBytes(DataType type, uint64_t count);
 /// The name used in the text form ("float", "int64", "bfloat16", ...); "dtype<N>" when unknown.
 std::string dataTypeName(DataType type);
 /// Inverse of dataTypeName; nullopt when the name is not a known type.

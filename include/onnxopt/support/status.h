@@ -4,12 +4,19 @@
 #include <cassert>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
 #include <fmt/format.h>
 
 namespace onnxopt {
+
+/// `text` with every control character (bytes 0x00-0x1f and 0x7f) written as an escape: \n, \r,
+/// \t, or \xNN. Diagnostics pass names from the model through it, so that a name holding a newline
+/// cannot start a line of its own (a forged "opt: error:" line). Other bytes, backslashes
+/// included, stay as they are, so escaping twice changes nothing.
+std::string escapeControlChars(std::string_view text);
 
 /// What kind of failure a Status carries. Tools map these to exit codes.
 enum class StatusCode {
@@ -22,11 +29,13 @@ enum class StatusCode {
   kInternal,           ///< A bug: an invariant of onnxopt itself does not hold.
 };
 
-/// The result of an operation that can fail: OK, or a code and a one-line message.
+/// The result of an operation that can fail: OK, or a code and a one-line message. The message is
+/// kept on one line: control characters in it (from names in the model) are escaped.
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(StatusCode code, std::string message)
+      : code_(code), message_(escapeControlChars(message)) {}
 
   static Status ok() { return Status(); }
 
@@ -37,7 +46,7 @@ class [[nodiscard]] Status {
   /// Prefixes the message with context, e.g. the file or node the error was found in.
   Status withContext(const std::string& context) const {
     if (isOk()) return *this;
-    return Status(code_, context + ": " + message_);
+    return Status(code_, context + ": " + message_);  // the constructor escapes the context
   }
 
   std::string toString() const;
