@@ -44,12 +44,15 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //  - eliminate-noop with strict-signed-zero=false: x + 0 -> x may turn a -0 into +0. -O2
       //    already accepts float reassociation (absorbed weights, fused kernels); signed zeros
       //    compare equal, and only 1/x, atan2 and copysign see the difference. -O1 stays strict.
+      //  - fuse-scale-chain after the fusions: they match scalings by exact constants (Gelu's
+      //    0.5 and 1/sqrt(2), attention's 1/sqrt(d)) that a merged constant would hide. It
+      //    reassociates x*a*b into x*(a*b) (last-place rounding), an -O2 licence like the others.
       //  - fold-constants and dce in the same fixed point: absorbed weights are new initializers
       //    whose predecessors (the old weights) become dead.
       // -O3 will add target-specific rewrites; until they exist it equals -O2.
       return std::string(kLevel1) +
              ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-rmsnorm,fuse-gelu,"
-             "fuse-activations,fuse-attention,fold-constants,"
+             "fuse-activations,fuse-attention,fuse-scale-chain,fold-constants,"
              "eliminate-noop{strict-signed-zero=false},cse,dce)";
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);

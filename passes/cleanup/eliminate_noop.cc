@@ -8,8 +8,13 @@
 //   Transpose<perm=identity>(x)                  -> x
 //   Split(x) with one output;  Concat(x)         -> x
 //   Add(x, -0) = Add(-0, x), Sub(x, +0), Mul(x, 1) = Mul(1, x), Div(x, 1), Pow(x, 1)  -> x
-//     when broadcasting leaves x's shape unchanged. For floats x + (+0) maps -0 to +0, so Add needs
-//     a -0 constant (or integers) unless strict-signed-zero=false; likewise Sub needs +0.
+//     when broadcasting leaves x's shape unchanged: the constant (a scalar or a tensor such as
+//     ones[C,1,1]) has at most x's rank and each of its dims is 1 or x's known dim there. For
+//     floats x + (+0) maps -0 to +0, so Add needs a -0 constant (or integers) unless
+//     strict-signed-zero=false; likewise Sub needs +0.
+//   LSTM/GRU/RNN(X, W, R, B, seq_lens, initial_h = 0, initial_c = 0) -> without the zero states
+//     (the default): a constant, or a ConstantOfShape of 0 seen through Reshape/Unsqueeze/Expand/
+//     Cast and the like. Floats need +0 unless strict-signed-zero=false.
 //
 // A model output keeps its name: a pattern that would rename one does not apply.
 #include <cmath>
@@ -304,15 +309,80 @@ class NeutralOperandPattern final : public NoOpPattern {
     return pass::allElementsEqual(t, 1.0);
   }
 
+  /// True when broadcasting `c` against `x` yields x's shape: c's rank is at most x's and each of
+  /// c's dims is 1 or equals x's dim there, which must then be a known size (a dim of x that may be
+  /// 1 would grow to c's). A ones[C,1,1] or zeros[C,1,1] (PyTorch's default GroupNorm affine) over
+  /// x[N,C,H,W] qualifies.
   static bool keepsShape(const ir::Tensor& c, const ir::Value* x) {
-    for (int64_t d : c.dims()) {
-      if (d != 1) return false;
-    }
     if (c.dims().empty()) return true;  // a scalar never changes the other operand's shape
     auto rank = rankOf(x);
-    return rank && *rank >= static_cast<int64_t>(c.dims().size());
+    if (!rank || *rank < static_cast<int64_t>(c.dims().size())) return false;
+    const std::vector<ir::Dim>& xs = *x->type().shape;
+    size_t off = xs.size() - c.dims().size();
+    for (size_t i = 0; i < c.dims().size(); ++i) {
+      int64_t d = c.dims()[i];
+      if (d == 1) continue;
+      if (!xs[off + i].isKnown() || xs[off + i].value != d) return false;
+    }
+    return true;
   }
 
+  std::string op_;
+  bool strict_;
+};
+
+/// True when every element of `v` is zero, and +0 for floats when `positive` (the default state
+/// of LSTM/GRU/RNN is +0). Sees a constant, a ConstantOfShape of zero, and ops that only move,
+/// repeat or convert elements (0 converts to 0; a float's sign survives a float-to-float Cast).
+bool provablyZero(const ir::Value* v, bool positive, int depth = 0) {
+  if (v == nullptr || depth > 8) return false;
+  auto zero = [&](const ir::Tensor& t) {
+    bool is_float = pass::isFloatType(t.dtype());
+    return is_float && positive ? pass::allSignedZeros(t, /*negative=*/false)
+                                : pass::allElementsEqual(t, 0.0);
+  };
+  if (auto t = constantTensor(v)) return zero(*t);
+  const ir::Node* p = v->producer();
+  if (p == nullptr || !p->domain().empty()) return false;
+  const std::string& op = p->opType();
+  if (op == "ConstantOfShape") {
+    const ir::Attribute* value = p->findAttribute("value");
+    if (value == nullptr) return true;  // the default is a float32 +0
+    return value->kind == ir::Attribute::Kind::kTensor && value->tensors.size() == 1 &&
+           zero(value->tensors[0]);
+  }
+  static const char* const kMovers[] = {"Identity", "Reshape", "Flatten",   "Squeeze", "Unsqueeze",
+                                        "Expand",   "Tile",    "Transpose", "Cast"};
+  for (const char* mover : kMovers) {
+    if (op == mover) return provablyZero(p->input(0), positive, depth + 1);
+  }
+  return false;
+}
+
+/// LSTM/GRU/RNN(.., initial_h = 0, initial_c = 0) -> the same without them: zero is the default.
+class RnnZeroStatePattern final : public rewrite::Pattern {
+ public:
+  explicit RnnZeroStatePattern(const char* op, bool strict)
+      : Pattern(std::string("noop-") + op + "-zero-state", op), op_(op), strict_(strict) {}
+
+  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
+    // initial_h is input 5 of all three; LSTM's initial_c is input 6.
+    std::vector<size_t> states = {5};
+    if (op_ == "LSTM") states.push_back(6);
+    bool changed = false;
+    for (size_t i : states) {
+      if (node->input(i) == nullptr || !provablyZero(node->input(i), strict_)) continue;
+      ctx.rewriter().setInput(node, i, nullptr);
+      changed = true;
+    }
+    if (!changed) return ctx.fail("no initial state that is provably zero");
+    while (node->numInputs() > 0 && node->input(node->numInputs() - 1) == nullptr) {
+      ctx.rewriter().removeInput(node, node->numInputs() - 1);
+    }
+    return true;
+  }
+
+ private:
   std::string op_;
   bool strict_;
 };
@@ -351,6 +421,9 @@ class EliminateNoOpPass final : public pass::PatternPass {
     list.push_back(std::make_unique<SingleConcatPattern>());
     for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow"}) {
       list.push_back(std::make_unique<NeutralOperandPattern>(op, strict_));
+    }
+    for (const char* op : {"LSTM", "GRU", "RNN"}) {
+      list.push_back(std::make_unique<RnnZeroStatePattern>(op, strict_));
     }
     return list;
   }

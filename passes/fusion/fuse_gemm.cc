@@ -2,6 +2,10 @@
 //
 //   Add(MatMul(A, B), C)       ->  Gemm(A, B, C)          A, B of rank 2; C broadcastable to [M, N]
 //                                                        (higher ranks keep MatMul + Add)
+//   Add(MatMul(A, B), C)       ->  Gemm(A, B, C)          M unknown (dynamic batch; A from a
+//   Flatten
+//                                                        or a 2-D Reshape); B [K, N] known, C of
+//                                                        shape [N] or [1, N] (or one element)
 //   Gemm<alpha>(A, B, C), B constant   ->  Gemm<alpha=1>(A, alpha * B, C)
 //   Gemm<beta>(A, B, C),  C constant   ->  Gemm<beta=1>(A, B, beta * C)
 //   Gemm(Transpose<[1,0]>(A), B)       ->  Gemm<transA = !transA>(A, B)      (likewise for B)
@@ -61,6 +65,67 @@ class MatMulAddPattern final : public rewrite::Pattern {
       return true;
     }
     return ctx.fail("no single-use 2-D MatMul operand");
+  }
+};
+
+/// True when `v` is known to be 2-D: by its type, or by construction where shape inference did
+/// not record it: a Flatten's output, or a Reshape's to a constant two-element shape.
+bool isTwoDimensional(const ir::Value* v) {
+  auto rank = pass::rankOf(v);
+  if (rank) return *rank == 2;
+  const ir::Node* p = v == nullptr ? nullptr : v->producer();
+  if (p == nullptr || !p->domain().empty()) return false;
+  if (p->opType() == "Flatten") return true;
+  if (p->opType() != "Reshape") return false;
+  auto target = p->numInputs() >= 2 ? pass::constantInts(p->input(1)) : pass::attrInts(*p, "shape");
+  return target && target->size() == 2;
+}
+
+/// The static shape of `v` from its type, or from its constant data.
+std::optional<std::vector<int64_t>> knownDims(const ir::Value* v) {
+  if (auto s = pass::staticShape(v)) return s;
+  if (auto t = pass::constantTensor(v)) return t->dims();
+  return std::nullopt;
+}
+
+/// Add(MatMul(A, B), C) -> Gemm(A, B, C) where M, the row count, is not known (a dynamic batch, or
+/// A from a Flatten or a 2-D Reshape whose shape inference did not run): A is 2-D, B's shape
+/// [K, N] is known, and C's shape is [], [1], [N], [1, 1] or [1, N], which broadcasts over [M, N]
+/// for every M without growing it.
+class AnyRowsMatMulAddPattern final : public rewrite::Pattern {
+ public:
+  AnyRowsMatMulAddPattern() : Pattern("fuse-matmul-add-gemm-any-rows", "Add") {}
+  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
+    for (size_t side = 0; side < 2; ++side) {
+      ir::Value* mm_out = node->input(side);
+      ir::Value* c = node->input(1 - side);
+      ir::Node* mm = pass::singleUseProducer(mm_out, "MatMul");
+      if (mm == nullptr || c == nullptr || !isTwoDimensional(mm->input(0))) continue;
+      auto bs = knownDims(mm->input(1));
+      if (!bs || bs->size() != 2) return ctx.fail("B's shape is not a known 2-D shape");
+      auto elem = pass::elemTypeOf(mm->input(1));
+      if (auto t = pass::constantTensor(mm->input(1))) elem = t->dtype();
+      if (!elem || !pass::isFloatType(*elem) || *elem == DataType::kBfloat16) {
+        return ctx.fail("Gemm needs float, float16 or double operands");
+      }
+      auto cs = knownDims(c);
+      int64_t n = (*bs)[1];
+      if (!cs || cs->size() > 2 || (cs->size() == 2 && (*cs)[0] != 1) ||
+          (!cs->empty() && cs->back() != 1 && cs->back() != n)) {
+        return ctx.fail("bias shape unknown, or not broadcast over [M, {}] for every M", n);
+      }
+      if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(0), mm_out)) {
+        return ctx.fail("would rename a model output");
+      }
+      auto& rw = ctx.rewriter();
+      ir::Node* gemm = rw.createNode("Gemm", "", {mm->input(0), mm->input(1), c}, 1);
+      gemm->setName(mm->name());
+      gemm->output(0)->setType(node->output(0)->type());
+      rw.replaceNode(node, {gemm->output(0)});
+      rw.eraseNode(mm);
+      return true;
+    }
+    return ctx.fail("no single-use MatMul with a 2-D first operand");
   }
 };
 
@@ -228,6 +293,7 @@ class FuseGemmPass final : public pass::PatternPass {
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
     list.push_back(std::make_unique<MatMulAddPattern>());
+    list.push_back(std::make_unique<AnyRowsMatMulAddPattern>());
     list.push_back(std::make_unique<GemmScalePattern>());
     list.push_back(std::make_unique<TransposeIntoGemmPattern>());
     list.push_back(std::make_unique<GemmBatchNormPattern>());
