@@ -8,6 +8,11 @@
 namespace onnxopt::ir {
 namespace {
 
+/// Atoms nest their operands' text in their key; past this length an expression stands for an
+/// unknown value instead (a chain of min/max over its own results would double it every step).
+constexpr size_t kMaxKeyLength = 4096;
+
+/// Floor division; the callers exclude b == 0 and INT64_MIN / -1 (the two traps of `/`).
 int64_t floorDivInt(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
@@ -131,6 +136,7 @@ std::optional<SymExpr> SymExpr::divideExactly(const SymMonomial& m, int64_t c) c
 }
 
 SymExpr SymExpr::atom(SymAtom::Kind kind, const SymExpr& a, const SymExpr& b) {
+  if (a.overflow_ || b.overflow_) return overflowedExpr();
   SymAtom atom;
   atom.kind = kind;
   const SymExpr* x = &a;
@@ -158,6 +164,7 @@ SymExpr SymExpr::atom(SymAtom::Kind kind, const SymExpr& a, const SymExpr& b) {
     case SymAtom::Kind::kSymbol:
       break;
   }
+  if (atom.key.size() > kMaxKeyLength) return overflowedExpr();
   SymExpr e;
   e.addTerm({{atom, 1}}, 1);
   return e;
@@ -166,6 +173,7 @@ SymExpr SymExpr::atom(SymAtom::Kind kind, const SymExpr& a, const SymExpr& b) {
 SymExpr SymExpr::floorDiv(const SymExpr& a, const SymExpr& b) {
   auto ca = a.constantValue();
   auto cb = b.constantValue();
+  if (a.overflow_ || b.overflow_ || (cb && *cb == 0)) return overflowedExpr();  // no value
   if (cb && *cb == 1) return a;
   if (ca && cb && *cb == -1 && *ca == std::numeric_limits<int64_t>::min()) return overflowedExpr();
   if (ca && cb && *cb != 0) return constant(floorDivInt(*ca, *cb));
@@ -186,6 +194,7 @@ SymExpr SymExpr::ceilDiv(const SymExpr& a, const SymExpr& b) {
 SymExpr SymExpr::mod(const SymExpr& a, const SymExpr& b) {
   auto ca = a.constantValue();
   auto cb = b.constantValue();
+  if (a.overflow_ || b.overflow_ || (cb && *cb == 0)) return overflowedExpr();  // no value
   if (ca && cb && *cb == -1) return constant(0);
   if (ca && cb && *cb != 0) {
     int64_t r = *ca % *cb;  // floored modulo: the sign of the divisor, without overflow
@@ -201,6 +210,7 @@ SymExpr SymExpr::mod(const SymExpr& a, const SymExpr& b) {
 }
 
 bool SymExpr::isNonNegative() const {
+  if (overflow_) return false;
   // Symbols stand for dims, which are never negative; so are floor divisions and remainders of
   // non-negative operands, and min/max of them.
   for (const auto& [m, c] : terms_) {
@@ -216,6 +226,7 @@ bool SymExpr::isNonNegative() const {
 }
 
 SymExpr SymExpr::min(const SymExpr& a, const SymExpr& b) {
+  if (a.overflow_ || b.overflow_) return overflowedExpr();
   if (a == b) return a;
   // min(x, c) with c <= 0 and x >= 0 is c.
   if (auto cb = b.constantValue(); cb && *cb <= 0 && a.isNonNegative()) return b;
@@ -227,6 +238,7 @@ SymExpr SymExpr::min(const SymExpr& a, const SymExpr& b) {
 }
 
 SymExpr SymExpr::max(const SymExpr& a, const SymExpr& b) {
+  if (a.overflow_ || b.overflow_) return overflowedExpr();
   if (a == b) return a;
   // max(x, c) with c <= 0 and x >= 0 is x.
   if (auto cb = b.constantValue(); cb && *cb <= 0 && a.isNonNegative()) return a;
