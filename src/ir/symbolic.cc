@@ -19,10 +19,18 @@ int64_t floorDivInt(int64_t a, int64_t b) {
   return q;
 }
 
-SymMonomial multiply(const SymMonomial& a, const SymMonomial& b) {
+/// Past this many terms in a product, or this exponent, an expression stands for an unknown value
+/// instead: squaring (N + 1) thirty times over would otherwise need 2^30 terms.
+constexpr size_t kMaxTerms = 256;
+constexpr int kMaxExponent = 1 << 16;
+
+/// The product of two monomials; nullopt when an exponent would pass kMaxExponent.
+std::optional<SymMonomial> multiply(const SymMonomial& a, const SymMonomial& b) {
   std::map<SymAtom, int> exps;
   for (const auto& [atom, e] : a) exps[atom] += e;
-  for (const auto& [atom, e] : b) exps[atom] += e;
+  for (const auto& [atom, e] : b) {
+    if ((exps[atom] += e) > kMaxExponent) return std::nullopt;
+  }
   return SymMonomial(exps.begin(), exps.end());
 }
 
@@ -107,13 +115,16 @@ SymExpr operator-(const SymExpr& a, const SymExpr& b) {
 }
 
 SymExpr operator*(const SymExpr& a, const SymExpr& b) {
+  if (a.overflow_ || b.overflow_ || a.terms_.size() * b.terms_.size() > kMaxTerms) {
+    return SymExpr::overflowedExpr();
+  }
   SymExpr r;
-  r.overflow_ = a.overflow_ || b.overflow_;
   for (const auto& [ma, ca] : a.terms_) {
     for (const auto& [mb, cb] : b.terms_) {
       int64_t p = 0;
-      if (__builtin_mul_overflow(ca, cb, &p)) r.overflow_ = true;
-      r.addTerm(multiply(ma, mb), p);
+      auto m = multiply(ma, mb);
+      if (!m || __builtin_mul_overflow(ca, cb, &p)) return SymExpr::overflowedExpr();
+      r.addTerm(*m, p);
     }
   }
   return r;

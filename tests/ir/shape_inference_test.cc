@@ -385,6 +385,28 @@ TEST(InferenceEdgesTest, ExpressionsStopGrowingPastABound) {
   for (int i = 0; i < 64 && !e.overflowed(); ++i) e = SymExpr::min(e, e + SymExpr::constant(1));
   EXPECT_TRUE(e.overflowed());
   EXPECT_TRUE(Dim::fromExpr(e).isUnknown());
+  // Squaring (N + 1) doubles its terms: unchecked, forty squarings need 2^40 of them.
+  SymExpr p = SymExpr::symbol("N") + SymExpr::constant(1);
+  for (int i = 0; i < 40 && !p.overflowed(); ++i) p = p * p;
+  EXPECT_TRUE(p.overflowed());
+  // Likewise through a model: Mul of shape values.
+  auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[N] x) => (float[?] y) <int64[1] one = {1}> {
+      s = Shape(x)
+      p0 = Add(s, one)
+      p1 = Mul(p0, p0)
+      p2 = Mul(p1, p1)
+      p3 = Mul(p2, p2)
+      p4 = Mul(p3, p3)
+      p5 = Mul(p4, p4)
+      p6 = Mul(p5, p5)
+      p7 = Mul(p6, p6)
+      p8 = Mul(p7, p7)
+      p9 = Mul(p8, p8)
+      p10 = Mul(p9, p9)
+      y = ConstantOfShape(p10)
+    })");
+  EXPECT_EQ(r.types["y"], "float[?]");
 }
 
 TEST(InferenceEdgesTest, RepeatedOrOutOfRangeAxesGiveUnknownShapes) {
@@ -447,7 +469,7 @@ TEST(InferenceEdgesTest, SliceExtremes) {
 
 TEST(InferenceEdgesTest, AbsurdAttributesAndValues) {
   auto r = infer(R"(<ir_version: 8, opset_import: ["" : 18]>
-    g (float[1,2,8,8] x, float[4,2,3,3] w, float[2,3,3] d, int64[2,3] i) => (float ds) <int64[1] lo = {-9223372036854775807}, int64[1] hi = {9223372036854775807}, int64[1] one = {1}, float f0 = {0.0}, float fbig = {1e30}, float f1 = {1.0}, int64[8] pbig = {0, 0, 0, 4611686018427387904, 0, 0, 0, 4611686018427387904}, int64[8] pneg = {0, 0, -9, 0, 0, 0, 0, 0}, int64[3] sneg = {1, -1, 2}, float[4] sc = {1.0, 1.0, 1e30, -2.0}, float depth = {1e30}, int64[2] two_m1 = {-1, -1}> {
+    g (float[1,2,8,8] x, float[4,2,3,3] w, float[2,3,3] d, int64[2,3] i, int64[10000000000] huge) => (float ds) <int64[1] lo = {-9223372036854775807}, int64[1] hi = {9223372036854775807}, int64[1] one = {1}, float f0 = {0.0}, float fbig = {1e30}, float f1 = {1.0}, int64[8] pbig = {0, 0, 0, 4611686018427387904, 0, 0, 0, 4611686018427387904}, int64[8] pneg = {0, 0, -9, 0, 0, 0, 0, 0}, int64[3] sneg = {1, -1, 2}, float[4] sc = {1.0, 1.0, 1e30, -2.0}, float depth = {1e30}, int64[2] two_m1 = {-1, -1}> {
       c0 = Conv <strides = [0, 1]> (x, w)
       cd = Conv <dilations = [4611686018427387904, 1]> (x, w)
       ck = AveragePool <kernel_shape = [0, 1]> (x)
@@ -463,7 +485,14 @@ TEST(InferenceEdgesTest, AbsurdAttributesAndValues) {
       gn = GatherND <batch_dims = -1> (x, i)
       rm = Reshape(x, two_m1)
       ds = DepthToSpace <blocksize = 0> (x)
+      rh = Reshape(x, huge)
+      eh = Expand(x, huge)
+      ch = ConstantOfShape(huge)
     })");
+  // A shape tensor of absurd length gives an unknown rank, not that many dims.
+  EXPECT_EQ(r.types["rh"], "float");
+  EXPECT_EQ(r.types["eh"], "float");
+  EXPECT_EQ(r.types["ch"], "float");
   EXPECT_EQ(r.types["c0"], "float[?,?,?,?]");
   EXPECT_EQ(r.types["cd"], "float[1,4,?,6]");
   EXPECT_EQ(r.types["ck"], "float[?,?,?,?]");

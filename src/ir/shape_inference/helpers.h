@@ -92,6 +92,17 @@ inline Dim dimProduct(const std::vector<Dim>& dims, size_t from, size_t to) {
   return p;
 }
 
+/// The length of 1-D input `i` (a shape tensor whose values are unknown), when known and a
+/// plausible rank: a declared int64[10000000000] would otherwise allocate that many dims.
+inline std::optional<size_t> shapeTensorLength(const InferenceContext& ctx, size_t i) {
+  constexpr int64_t kMaxRank = 1024;
+  auto ts = ctx.inputShape(i);
+  if (!ts || ts->size() != 1 || !(*ts)[0].isKnown() || (*ts)[0].value > kMaxRank) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>((*ts)[0].value);
+}
+
 /// Output i has input j's type and shape.
 inline void passThrough(InferenceContext& ctx, size_t out = 0, size_t in = 0) {
   if (const Type* t = ctx.inputType(in)) ctx.setOutputType(out, *t);

@@ -84,9 +84,8 @@ void reshape(InferenceContext& ctx) {
     target = ctx.inputValue(1);
   }
   if (target == nullptr) {
-    auto ts = ctx.inputShape(1);
-    if (ts && ts->size() == 1 && (*ts)[0].isKnown()) {
-      ctx.setOutput(0, elem, std::vector<Dim>(static_cast<size_t>((*ts)[0].value), Dim::unknown()));
+    if (auto len = infer::shapeTensorLength(ctx, 1)) {
+      ctx.setOutput(0, elem, std::vector<Dim>(*len, Dim::unknown()));
     } else {
       ctx.setOutputType(0, Type::tensor(elem));
     }
@@ -535,10 +534,8 @@ void expand(InferenceContext& ctx) {
   const ShapeValue* target = ctx.inputValue(1);
   if (!in) return ctx.setOutputType(0, Type::tensor(elem));
   if (target == nullptr) {
-    auto ts = ctx.inputShape(1);
-    if (ts && ts->size() == 1 && (*ts)[0].isKnown()) {
-      size_t rank = std::max(in->size(), static_cast<size_t>((*ts)[0].value));
-      return ctx.setOutput(0, elem, std::vector<Dim>(rank, Dim::unknown()));
+    if (auto len = infer::shapeTensorLength(ctx, 1)) {
+      return ctx.setOutput(0, elem, std::vector<Dim>(std::max(in->size(), *len), Dim::unknown()));
     }
     return ctx.setOutputType(0, Type::tensor(elem));
   }
@@ -700,10 +697,8 @@ void constantOfShape(InferenceContext& ctx) {
     }
     return;
   }
-  auto ts = ctx.inputShape(0);
-  if (ts && ts->size() == 1 && (*ts)[0].isKnown()) {
-    return ctx.setOutput(0, elem,
-                         std::vector<Dim>(static_cast<size_t>((*ts)[0].value), Dim::unknown()));
+  if (auto len = infer::shapeTensorLength(ctx, 0)) {
+    return ctx.setOutput(0, elem, std::vector<Dim>(*len, Dim::unknown()));
   }
   ctx.setOutputType(0, Type::tensor(elem));
 }
