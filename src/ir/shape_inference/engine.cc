@@ -145,8 +145,10 @@ class ShapeInferenceEngine {
                        describe(node), v->name(), typeToString(declared), typeToString(inferred)));
     };
     if (declared.kind != inferred.kind) {
-      contradiction();
-      v->setType(inferred);
+      // Inference of sequences and optionals is coarse (a Loop-carried optional that the body
+      // makes a sequence): there the declared kind stays, reported. Tensors are what Shape reads.
+      warn(fmt::format("{}: output '{}' is declared {} but inferred {}", describe(node), v->name(),
+                       typeToString(declared), typeToString(inferred)));
       return;
     }
     if (!declared.isTensor()) return;
