@@ -3,8 +3,10 @@
 //
 //   %y = Reshape(%x: float[N,12,64], Concat(Shape(%x)[0], 768))  ==>  %y: float[N,768]
 //
-// Inferred types fill in what declared ones leave unknown; contradictions are warnings. With
-// write-value-info=true the inferred types are also written out as value_info.
+// Inferred types win over declared ones wherever inference has something to say (a contradiction
+// is reported as a warning, and the declared dim, rank or element type is replaced), so that Shape
+// folding never rests on a wrong value_info; declared dims fill in only what inference leaves
+// unknown. With write-value-info=true the inferred types are also written out as value_info.
 #include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/pass/pass.h"
 

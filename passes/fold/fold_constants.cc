@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "onnxopt/ir/constants.h"
+#include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
@@ -52,6 +53,11 @@ class FoldConstantsPass final : public pass::GraphPass {
     return Pass::setOption(name, value);
   }
 
+  StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
+    inferred_this_run_ = false;
+    return GraphPass::run(model, ctx);
+  }
+
  protected:
   StatusOr<bool> runOnGraph(ir::Graph& graph, ir::Model& model, rewrite::Rewriter& rewriter,
                             pass::PassContext& ctx) override {
@@ -73,7 +79,7 @@ class FoldConstantsPass final : public pass::GraphPass {
       std::optional<std::vector<kernels::HostTensor>> results;
       if (op == "Shape" || op == "Size") results = foldShape(*n);
       if ((op == "Gather" || op == "Slice") && !results) results = foldShapeElements(*n);
-      if (!results) results = foldWithKernel(*n, opset, limit, ctx);
+      if (!results) results = foldWithKernel(*n, opset, limit, model, ctx);
       if (!results) continue;
       replaceWithInitializers(n, std::move(*results), rewriter);
       bump(op == "Shape" || op == "Size" ? "shapes-folded" : "nodes-folded");
@@ -229,7 +235,9 @@ class FoldConstantsPass final : public pass::GraphPass {
     t.dtype = DataType::kInt64;
     if (n.opType() == "Size") {
       int64_t count = 1;
-      for (int64_t d : *dims) count *= d;
+      for (int64_t d : *dims) {
+        if (__builtin_mul_overflow(count, d, &count)) return std::nullopt;  // not an int64
+      }
       t.bytes.assign(reinterpret_cast<const char*>(&count), 8);
       return std::vector<kernels::HostTensor>{std::move(t)};
     }
@@ -243,28 +251,91 @@ class FoldConstantsPass final : public pass::GraphPass {
     return std::vector<kernels::HostTensor>{std::move(t)};
   }
 
+  /// Bytes of the node's results as the inferred output types give them (every output's shape
+  /// static, its element type of fixed width); nullopt when that is not known. Saturates.
+  static std::optional<uint64_t> predictedOutputBytes(const ir::Node& n) {
+    uint64_t total = 0;
+    for (const ir::Value* out : n.outputs()) {
+      if (out == nullptr) continue;
+      auto dims = pass::staticShape(out);
+      auto elem = pass::elemTypeOf(out);
+      if (!dims || !elem || dataTypeBits(*elem) == 0) return std::nullopt;
+      uint64_t count = 1;
+      for (int64_t d : *dims) {
+        if (d < 0) return std::nullopt;
+        if (__builtin_mul_overflow(count, static_cast<uint64_t>(d), &count)) return UINT64_MAX;
+      }
+      if (count > UINT64_MAX / 16) return UINT64_MAX;
+      if (__builtin_add_overflow(total, dataTypeStorageBytes(*elem, count), &total)) {
+        return UINT64_MAX;
+      }
+    }
+    return total;
+  }
+
+  enum class SizeVerdict { kFits, kWeightOnly, kTooLarge };
+
+  /// The size rule: a result over the limit that is also larger than its (distinct) inputs is
+  /// not created, unless it only feeds weights (and stays under kMaxMaterializedBytes).
+  static SizeVerdict sizeVerdict(const ir::Node& n, uint64_t output_bytes, uint64_t input_bytes,
+                                 uint64_t limit) {
+    if (output_bytes <= limit || output_bytes <= input_bytes) return SizeVerdict::kFits;
+    if (output_bytes <= kMaxMaterializedBytes && feedsOnlyWeights(n, 0)) {
+      return SizeVerdict::kWeightOnly;
+    }
+    return SizeVerdict::kTooLarge;
+  }
+
+  /// Folds a node with the reference kernel. Every size check happens before any work: the
+  /// result's size comes from the inferred output types (inference is run once per pass run if
+  /// a candidate's types are not known), and each distinct input is copied to the host once (a
+  /// Concat of 1000 uses of one 4 MB weight copies 4 MB, and is refused before that, as 4 GB).
   std::optional<std::vector<kernels::HostTensor>> foldWithKernel(const ir::Node& n, int64_t opset,
-                                                                 uint64_t limit,
+                                                                 uint64_t limit, ir::Model& model,
                                                                  pass::PassContext& ctx) {
     if (!kernels::hasReferenceKernel(n.opType(), opset)) return std::nullopt;
-    std::vector<kernels::HostTensor> inputs;
-    inputs.reserve(n.numInputs());
-    std::vector<bool> present;
+    // Constant inputs, as views (no copy); sizes counted once per distinct value.
+    std::vector<const ir::Value*> distinct;
+    std::vector<ir::Tensor> tensors;
     uint64_t input_bytes = 0;
     for (const ir::Value* v : n.inputs()) {
-      present.push_back(v != nullptr);
-      if (v == nullptr) {
-        inputs.emplace_back();
+      if (v == nullptr || std::find(distinct.begin(), distinct.end(), v) != distinct.end()) {
         continue;
       }
       auto t = ir::constantTensor(v);
       if (!t) return std::nullopt;
-      input_bytes += t->byteSize();
       if (t->byteSize() > (uint64_t{1} << 30)) return std::nullopt;  // not worth paging in
-      inputs.push_back(runtime::toHost(*t));
+      input_bytes += t->byteSize();
+      distinct.push_back(v);
+      tensors.push_back(std::move(*t));
     }
+    auto predicted = predictedOutputBytes(n);
+    if (!predicted && !inferred_this_run_) {
+      inferred_this_run_ = true;
+      ir::ShapeInferenceOptions options;
+      options.warnings = ctx.warnings;
+      if (ir::inferShapes(model, options).isOk()) predicted = predictedOutputBytes(n);
+    }
+    auto refuse = [&](SizeVerdict verdict) {
+      if (verdict == SizeVerdict::kTooLarge) bump("skipped-size-limit");
+      return verdict == SizeVerdict::kTooLarge;
+    };
+    if (predicted && refuse(sizeVerdict(n, *predicted, input_bytes, limit))) return std::nullopt;
+    // A result derived from a large constant that stays in use elsewhere would store the data twice
+    // (e.g. Unsqueeze of a weight shared by two branches): keep computing it at run time.
+    constexpr uint64_t kSmall = 4096;
+    if (predicted && *predicted > kSmall && keptInputBytes(n) > kSmall) {
+      bump("skipped-would-duplicate");
+      return std::nullopt;
+    }
+    std::vector<kernels::HostTensor> hosts;
+    hosts.reserve(tensors.size());
+    for (const ir::Tensor& t : tensors) hosts.push_back(runtime::toHost(t));
     std::vector<const kernels::HostTensor*> ptrs;
-    for (size_t i = 0; i < inputs.size(); ++i) ptrs.push_back(present[i] ? &inputs[i] : nullptr);
+    for (const ir::Value* v : n.inputs()) {
+      auto it = std::find(distinct.begin(), distinct.end(), v);
+      ptrs.push_back(v == nullptr ? nullptr : &hosts[static_cast<size_t>(it - distinct.begin())]);
+    }
     auto results = kernels::runReferenceKernel(n.opType(), opset, ptrs, runtime::toKernelAttrs(n),
                                                n.numOutputs());
     if (!results.isOk()) {
@@ -277,19 +348,13 @@ class FoldConstantsPass final : public pass::GraphPass {
     }
     uint64_t output_bytes = 0;
     for (const auto& r : *results) output_bytes += r.bytes.size();
-    if (output_bytes > limit && output_bytes > input_bytes) {
-      if (!feedsOnlyWeights(n, 0)) {
-        bump("skipped-size-limit");
+    SizeVerdict verdict = sizeVerdict(n, output_bytes, input_bytes, limit);
+    if (!predicted) {  // types unknown even after inference: the same rules, after the fact
+      if (refuse(verdict)) return std::nullopt;
+      if (output_bytes > kSmall && keptInputBytes(n) > kSmall) {
+        bump("skipped-would-duplicate");
         return std::nullopt;
       }
-      bump("weights-materialized");
-    }
-    // A result derived from a large constant that stays in use elsewhere would store the data twice
-    // (e.g. Unsqueeze of a weight shared by two branches): keep computing it at run time.
-    constexpr uint64_t kSmall = 4096;
-    if (output_bytes > kSmall && keptInputBytes(n) > kSmall) {
-      bump("skipped-would-duplicate");
-      return std::nullopt;
     }
     // The kernel's result must agree with what the graph declares about the output.
     for (size_t i = 0; i < results->size(); ++i) {
@@ -305,6 +370,7 @@ class FoldConstantsPass final : public pass::GraphPass {
         return std::nullopt;
       }
     }
+    if (verdict == SizeVerdict::kWeightOnly) bump("weights-materialized");
     return std::move(results).value();
   }
 
@@ -353,8 +419,12 @@ class FoldConstantsPass final : public pass::GraphPass {
     rewriter.replaceNode(n, values);
   }
 
+  /// Above this, not even a weight-only result is materialized (as for inputs: not worth it).
+  static constexpr uint64_t kMaxMaterializedBytes = uint64_t{1} << 30;
+
   std::optional<bool> fold_qdq_;
   std::optional<uint64_t> size_limit_;
+  bool inferred_this_run_ = false;  ///< shape inference already ran during this run()
 };
 
 }  // namespace

@@ -5,8 +5,10 @@
 //   Mul(x, HardSigmoid<alpha=1/6, beta=0.5>(x)) ==>  HardSwish(x)                          (opset
 //   14) Mul(x, Tanh(Softplus(x)))                   ==>  Mish(x) (opset 18)
 //
-// Add/Mul operands in either order; constants are scalars (within 1e-6 relative); intermediates
-// must have no other user. The patterns compose: the first two run before the last two.
+// Add/Mul operands in either order; constants are scalars (within 1e-6 relative) and the result
+// must keep x's rank (a [1,1,1] "scalar" broadcasts x up); intermediates must have no other user.
+// The patterns compose: the first two run before the last two.
+#include <algorithm>
 #include <cmath>
 
 #include "onnxopt/pass/matchers.h"
@@ -26,6 +28,25 @@ ir::Value* partnerOf(const ir::Node& n, double c) {
   if (is(pass::scalarConstant(n.input(1)), c)) return n.input(0);
   if (is(pass::scalarConstant(n.input(0)), c)) return n.input(1);
   return nullptr;
+}
+
+/// True when the pattern's result keeps x's rank: a one-element constant of higher rank
+/// ([1,1,1] + x) broadcasts x up, which the fused unary op would lose. Known when the result's
+/// rank is x's, or when every constant's rank is at most x's (rank 0 always is).
+bool keepsRank(const ir::Node& root, const ir::Value* x,
+               const std::vector<const ir::Value*>& constants, PatternContext& ctx) {
+  auto rx = pass::rankOf(x);
+  if (rx && pass::rankOf(root.output(0)) == rx) return true;
+  bool all_fit = std::all_of(constants.begin(), constants.end(), [&](const ir::Value* c) {
+    auto rc = pass::rankOf(c);
+    return rc && (*rc == 0 || (rx && *rc <= *rx));
+  });
+  return all_fit || ctx.fail("the constants may broadcast x to a higher rank");
+}
+
+/// The operand of binary `n` other than `v`.
+const ir::Value* otherOperand(const ir::Node& n, const ir::Value* v) {
+  return n.input(0) == v ? n.input(1) : n.input(0);
 }
 
 /// Replaces `root`'s output with a new `op`(x) (with attributes) and erases `chain` (users first).
@@ -57,6 +78,7 @@ class SoftplusPattern final : public rewrite::Pattern {
     ir::Value* e = add ? partnerOf(*add, 1.0) : nullptr;
     ir::Node* exp = pass::singleUseProducer(e, "Exp");
     if (exp == nullptr) return ctx.fail("not Log(Exp(x) + 1)");
+    if (!keepsRank(*log, exp->input(0), {otherOperand(*add, e)}, ctx)) return false;
     replaceWith(log, "Softplus", exp->input(0), {}, {log, add, exp}, ctx);
     return true;
   }
@@ -77,6 +99,10 @@ class HardSigmoidPattern final : public rewrite::Pattern {
     ir::Node* add = pass::singleUseProducer(clip->input(0), "Add");
     ir::Value* x = add ? partnerOf(*add, 3.0) : nullptr;
     if (x == nullptr) return ctx.fail("not x + 3");
+    if (!keepsRank(*div, x, {div->input(1), clip->input(1), clip->input(2), otherOperand(*add, x)},
+                   ctx)) {
+      return false;
+    }
     replaceWith(div, "HardSigmoid", x, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}}, {div, clip, add},
                 ctx);
     return true;

@@ -1,10 +1,12 @@
 // fuse-conv-affine: weight absorption of per-channel affine ops into a preceding convolution.
 //
-//   BN(Conv(x, W, b))  ->  Conv(x, W * s, (b - mean) * s + beta),   s = gamma / sqrt(var + eps)
+//   BN(Conv(x, W, b))   ->  Conv(x, W * s, (b - mean) * s + beta),   s = gamma / sqrt(var + eps)
 //   BN(ConvTranspose(x, W, b)) likewise, s scaling W along its output-channel axis (dim 1, per
-//   group) Mul(Conv(x, W, b), c)  ->  Conv(x, W * c, b * c)      c constant, one value per output
-//   channel Add(Conv(x, W, b), c)  ->  Conv(x, W, b + c)          (shape [C,1,..,1], [1,C,1,..,1]
-//   or scalar)
+//   group)
+//   Mul(Conv(x, W, b), c)  ->  Conv(x, W * c, b * c)
+//   Add(Conv(x, W, b), c)  ->  Conv(x, W, b + c)
+//     c constant with one value per output channel ([C,1,..,1], [1,C,1,..,1]) or a scalar, of
+//     rank <= the Conv output's, so that the broadcast leaves the output shape as it is
 //
 // New weights are computed in double and stored in the original element type. The Conv output must
 // have no other user and not be a graph output; weights and BN statistics must be constant; BN must
@@ -60,18 +62,20 @@ std::optional<ConvInfo> absorbingConv(const ir::Node& node, size_t input, Patter
   return info;
 }
 
-/// Per-output-channel values of a constant shaped [C], [C,1,..,1], [1,C,1,..,1] or a scalar.
+/// Per-output-channel values of a constant shaped [C], [C,1,..,1], [1,C,1,..,1] or a scalar, of
+/// rank at most the Conv output's: a higher-rank constant (even [1,1,1,1,1] after a 2-D Conv)
+/// would grow the result's rank under broadcasting, which the Conv alone cannot reproduce.
 std::optional<std::vector<double>> perChannel(const ir::Value* v, int64_t channels,
                                               size_t conv_rank) {
   auto t = pass::constantTensor(v);
   if (!t) return std::nullopt;
+  const auto& d = t->dims();
+  if (d.size() > conv_rank) return std::nullopt;
   auto values = pass::floatValues(*t);
   if (!values) return std::nullopt;
   if (values->size() == 1) return std::vector<double>(static_cast<size_t>(channels), (*values)[0]);
   if (static_cast<int64_t>(values->size()) != channels) return std::nullopt;
   // The channel axis must line up with the Conv output's axis 1 under broadcasting.
-  const auto& d = t->dims();
-  if (d.size() > conv_rank) return std::nullopt;
   size_t channel_axis = conv_rank - d.size();  // where d[0] lands in the output
   size_t pos = 0;
   for (size_t i = 0; i < d.size(); ++i) {
@@ -169,7 +173,9 @@ class ConvMulAddPattern final : public rewrite::Pattern {
         return ctx.fail("would rename a model output");
       }
       auto c = perChannel(node->input(1 - side), info->out_channels, info->weight.dims().size());
-      if (!c) return ctx.fail("the other operand is not a per-channel constant");
+      if (!c) {
+        return ctx.fail("the other operand is not a per-channel constant of rank <= the Conv's");
+      }
       if (pass::constantTensor(node->input(1 - side))->dtype() != info->weight.dtype()) {
         return ctx.fail("element types differ");
       }

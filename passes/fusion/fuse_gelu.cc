@@ -7,8 +7,8 @@
 //   Mul(Mul(x, a), 0.5)  |  Mul(x, Mul(a, 0.5))  |  Mul(Mul(x, 0.5), a)
 //   0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * Pow(x, 3))))  ==>  Gelu<approximate="tanh">(x)
 //     with the same three arrangements of the final products.
-// Constants are scalars within 1e-4 relative of their exact values. Every intermediate must have no
-// other user.
+// Constants are scalars within 1e-4 relative of their exact values, and the result must keep x's
+// rank (a [1,1,1] "scalar" broadcasts x up). Every intermediate must have no other user.
 #include <cmath>
 
 #include "onnxopt/pass/matchers.h"
@@ -67,6 +67,12 @@ bool fuseTail(ir::Node* f, ir::Value* x, const std::vector<ir::Node*>& pre, cons
     last = m1;
   } else {
     return ctx.fail("not a GELU arrangement");
+  }
+  // A one-element constant of higher rank than x ([1,1,1] * x) grows the result's rank, which
+  // Gelu(x) would lose: the result must be known to keep x's rank.
+  auto rx = pass::rankOf(x);
+  if (!rx || pass::rankOf(last->output(0)) != rx) {
+    return ctx.fail("the constants may broadcast x to a higher rank");
   }
   auto& rw = ctx.rewriter();
   rw.setInsertionPoint(last);

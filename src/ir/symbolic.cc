@@ -8,16 +8,29 @@
 namespace onnxopt::ir {
 namespace {
 
+/// Atoms nest their operands' text in their key; past this length an expression stands for an
+/// unknown value instead (a chain of min/max over its own results would double it every step).
+constexpr size_t kMaxKeyLength = 4096;
+
+/// Floor division; the callers exclude b == 0 and INT64_MIN / -1 (the two traps of `/`).
 int64_t floorDivInt(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
-SymMonomial multiply(const SymMonomial& a, const SymMonomial& b) {
+/// Past this many terms in a product, or this exponent, an expression stands for an unknown value
+/// instead: squaring (N + 1) thirty times over would otherwise need 2^30 terms.
+constexpr size_t kMaxTerms = 256;
+constexpr int kMaxExponent = 1 << 16;
+
+/// The product of two monomials; nullopt when an exponent would pass kMaxExponent.
+std::optional<SymMonomial> multiply(const SymMonomial& a, const SymMonomial& b) {
   std::map<SymAtom, int> exps;
   for (const auto& [atom, e] : a) exps[atom] += e;
-  for (const auto& [atom, e] : b) exps[atom] += e;
+  for (const auto& [atom, e] : b) {
+    if ((exps[atom] += e) > kMaxExponent) return std::nullopt;
+  }
   return SymMonomial(exps.begin(), exps.end());
 }
 
@@ -102,13 +115,16 @@ SymExpr operator-(const SymExpr& a, const SymExpr& b) {
 }
 
 SymExpr operator*(const SymExpr& a, const SymExpr& b) {
+  if (a.overflow_ || b.overflow_ || a.terms_.size() * b.terms_.size() > kMaxTerms) {
+    return SymExpr::overflowedExpr();
+  }
   SymExpr r;
-  r.overflow_ = a.overflow_ || b.overflow_;
   for (const auto& [ma, ca] : a.terms_) {
     for (const auto& [mb, cb] : b.terms_) {
       int64_t p = 0;
-      if (__builtin_mul_overflow(ca, cb, &p)) r.overflow_ = true;
-      r.addTerm(multiply(ma, mb), p);
+      auto m = multiply(ma, mb);
+      if (!m || __builtin_mul_overflow(ca, cb, &p)) return SymExpr::overflowedExpr();
+      r.addTerm(*m, p);
     }
   }
   return r;
@@ -131,6 +147,7 @@ std::optional<SymExpr> SymExpr::divideExactly(const SymMonomial& m, int64_t c) c
 }
 
 SymExpr SymExpr::atom(SymAtom::Kind kind, const SymExpr& a, const SymExpr& b) {
+  if (a.overflow_ || b.overflow_) return overflowedExpr();
   SymAtom atom;
   atom.kind = kind;
   const SymExpr* x = &a;
@@ -158,6 +175,7 @@ SymExpr SymExpr::atom(SymAtom::Kind kind, const SymExpr& a, const SymExpr& b) {
     case SymAtom::Kind::kSymbol:
       break;
   }
+  if (atom.key.size() > kMaxKeyLength) return overflowedExpr();
   SymExpr e;
   e.addTerm({{atom, 1}}, 1);
   return e;
@@ -166,6 +184,7 @@ SymExpr SymExpr::atom(SymAtom::Kind kind, const SymExpr& a, const SymExpr& b) {
 SymExpr SymExpr::floorDiv(const SymExpr& a, const SymExpr& b) {
   auto ca = a.constantValue();
   auto cb = b.constantValue();
+  if (a.overflow_ || b.overflow_ || (cb && *cb == 0)) return overflowedExpr();  // no value
   if (cb && *cb == 1) return a;
   if (ca && cb && *cb == -1 && *ca == std::numeric_limits<int64_t>::min()) return overflowedExpr();
   if (ca && cb && *cb != 0) return constant(floorDivInt(*ca, *cb));
@@ -186,6 +205,7 @@ SymExpr SymExpr::ceilDiv(const SymExpr& a, const SymExpr& b) {
 SymExpr SymExpr::mod(const SymExpr& a, const SymExpr& b) {
   auto ca = a.constantValue();
   auto cb = b.constantValue();
+  if (a.overflow_ || b.overflow_ || (cb && *cb == 0)) return overflowedExpr();  // no value
   if (ca && cb && *cb == -1) return constant(0);
   if (ca && cb && *cb != 0) {
     int64_t r = *ca % *cb;  // floored modulo: the sign of the divisor, without overflow
@@ -201,6 +221,7 @@ SymExpr SymExpr::mod(const SymExpr& a, const SymExpr& b) {
 }
 
 bool SymExpr::isNonNegative() const {
+  if (overflow_) return false;
   // Symbols stand for dims, which are never negative; so are floor divisions and remainders of
   // non-negative operands, and min/max of them.
   for (const auto& [m, c] : terms_) {
@@ -216,6 +237,7 @@ bool SymExpr::isNonNegative() const {
 }
 
 SymExpr SymExpr::min(const SymExpr& a, const SymExpr& b) {
+  if (a.overflow_ || b.overflow_) return overflowedExpr();
   if (a == b) return a;
   // min(x, c) with c <= 0 and x >= 0 is c.
   if (auto cb = b.constantValue(); cb && *cb <= 0 && a.isNonNegative()) return b;
@@ -227,6 +249,7 @@ SymExpr SymExpr::min(const SymExpr& a, const SymExpr& b) {
 }
 
 SymExpr SymExpr::max(const SymExpr& a, const SymExpr& b) {
+  if (a.overflow_ || b.overflow_) return overflowedExpr();
   if (a == b) return a;
   // max(x, c) with c <= 0 and x >= 0 is x.
   if (auto cb = b.constantValue(); cb && *cb <= 0 && a.isNonNegative()) return a;

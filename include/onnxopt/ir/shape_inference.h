@@ -98,9 +98,12 @@ struct ShapeInferenceStats {
   std::set<std::string> unsupported_ops;  ///< ops of the default domain with no function
 };
 
-/// Runs inference over the model's main graph and subgraphs, storing types on values. Declared
-/// types (value_info, graph outputs) are kept: inferred information fills in what they leave
-/// unknown, and a contradiction is reported as a warning, never silently overwritten.
+/// Runs inference over the model's main graph and subgraphs, storing types on values. Inferred
+/// information wins over declared types (value_info, graph outputs): a declared dim, rank or
+/// element type that differs from the inferred one is replaced, and a provable contradiction
+/// (two different known values) is reported as a warning. Declared information is kept only
+/// where inference has nothing to say (an unknown dim or element type), so Shape folding never
+/// rests on a declared dim that inference contradicts.
 StatusOr<ShapeInferenceStats> inferShapes(Model& model, const ShapeInferenceOptions& options = {});
 
 /// Multidirectional (numpy) broadcast of two shapes; nullopt when they cannot broadcast.

@@ -50,6 +50,7 @@ class SymExpr {
   friend SymExpr operator-(const SymExpr& a, const SymExpr& b);
   friend SymExpr operator*(const SymExpr& a, const SymExpr& b);
   /// Floor division: exact when the divisor divides every term; constants fold; else an atom.
+  /// Division (and mod) by zero, and INT64_MIN / -1, give an overflowed (unknown) expression.
   static SymExpr floorDiv(const SymExpr& a, const SymExpr& b);
   static SymExpr mod(const SymExpr& a, const SymExpr& b);
   static SymExpr min(const SymExpr& a, const SymExpr& b);
@@ -62,7 +63,8 @@ class SymExpr {
   /// The constant c when this expression is exactly min(other, c).
   std::optional<SymExpr> minOperandBound(const SymExpr& other) const;
 
-  /// True when computing this expression overflowed int64 somewhere: its value is unknown (never
+  /// True when computing this expression overflowed int64 somewhere (or divided by zero, or
+  /// grew past a size bound): its value is unknown (never
   /// constant, never equal to anything, a Dim of unknown size), not a wrapped number.
   bool overflowed() const { return overflow_; }
 

@@ -1,6 +1,7 @@
 // The shape inference engine: walks graphs in order, dispatches to per-op functions, merges results
 // with declared types, and carries small integer values (shapes) between nodes.
 #include <algorithm>
+#include <cctype>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -47,6 +48,12 @@ class ShapeInferenceEngine {
                 [](const auto& a, const auto& b) { return a.first > b.first; });
     }
     collectSymbols(*model.graph);
+    for (const Value* v : model.graph->inputs()) {
+      if (!v->type().shape) continue;
+      for (const Dim& d : *v->type().shape) {
+        if (d.kind == Dim::Kind::kParam) input_symbols_.insert(d.param);
+      }
+    }
   }
 
   void run() {
@@ -91,12 +98,41 @@ class ShapeInferenceEngine {
     return Dim::symbol(name);
   }
 
+  /// True when the symbolic dim is an expression of the main graph's input dims only (the free
+  /// variables the model says vary). Symbols that inference made up for data-dependent sizes, or
+  /// that came from a declared value_info, say nothing about the value: against a declared dim
+  /// such an inferred dim has nothing to say.
+  bool dependsOnInputsOnly(const Dim& d) const {
+    if (d.kind != Dim::Kind::kParam && d.kind != Dim::Kind::kExpr) return false;
+    if (d.kind == Dim::Kind::kParam) return input_symbols_.count(d.param) > 0;
+    std::string word;
+    for (size_t i = 0; i <= d.param.size(); ++i) {
+      char c = i < d.param.size() ? d.param[i] : ' ';
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+        word += c;
+        continue;
+      }
+      bool number = !word.empty() && std::isdigit(static_cast<unsigned char>(word[0]));
+      bool function = word == "floor" || word == "mod" || word == "min" || word == "max";
+      if (!word.empty() && !number && !function && !input_symbols_.count(word)) return false;
+      word.clear();
+    }
+    return true;
+  }
+
   void warn(const std::string& message) {
     stats_.warnings.push_back(message);
     if (options_.warnings != nullptr) *options_.warnings << "opt: warning: " << message << "\n";
   }
 
-  /// Merges an inferred type into a value's declared one (see inferShapes).
+  /// Merges an inferred type into a value's declared one (see inferShapes). Our inference wins
+  /// wherever it has something to say: a declared dim, rank or element type that differs from
+  /// the inferred one is replaced (a provable contradiction is reported), because later passes
+  /// fold Shape from these types and a declared value_info may be wrong (onnx's own inference
+  /// of AveragePool with ceil_mode, shapes recorded for one traced input size). Declared
+  /// information survives only where inference left a dim or the element type unknown, or
+  /// where the inferred dim is symbolic in names other than the graph inputs' dims (see
+  /// dependsOnInputsOnly).
   void merge(Value* v, const Type& inferred, const Node& node) {
     if (v == nullptr || !inferred.isKnown()) return;
     const Type& declared = v->type();
@@ -104,39 +140,44 @@ class ShapeInferenceEngine {
       v->setType(inferred);
       return;
     }
+    auto contradiction = [&] {
+      warn(fmt::format("{}: output '{}' is declared {} but inferred {}; using the inferred type",
+                       describe(node), v->name(), typeToString(declared), typeToString(inferred)));
+    };
     if (declared.kind != inferred.kind) {
+      // Inference of sequences and optionals is coarse (a Loop-carried optional that the body
+      // makes a sequence): there the declared kind stays, reported. Tensors are what Shape reads.
       warn(fmt::format("{}: output '{}' is declared {} but inferred {}", describe(node), v->name(),
                        typeToString(declared), typeToString(inferred)));
       return;
     }
     if (!declared.isTensor()) return;
     Type merged = declared;
-    if (declared.elem_type != DataType::kUndefined && inferred.elem_type != DataType::kUndefined &&
-        declared.elem_type != inferred.elem_type) {
-      warn(fmt::format("{}: output '{}' is declared {} but inferred {}", describe(node), v->name(),
-                       typeToString(declared), typeToString(inferred)));
-      return;
+    bool contradicts = false;
+    if (inferred.elem_type != DataType::kUndefined) {
+      contradicts |=
+          declared.elem_type != DataType::kUndefined && declared.elem_type != inferred.elem_type;
+      merged.elem_type = inferred.elem_type;
     }
-    if (merged.elem_type == DataType::kUndefined) merged.elem_type = inferred.elem_type;
-    if (!declared.shape) {
-      merged.shape = inferred.shape;
-    } else if (inferred.shape) {
-      if (declared.shape->size() != inferred.shape->size()) {
-        warn(fmt::format("{}: output '{}' is declared {} but inferred {}", describe(node),
-                         v->name(), typeToString(declared), typeToString(inferred)));
-        return;
-      }
-      for (size_t i = 0; i < declared.shape->size(); ++i) {
-        const Dim& d = (*declared.shape)[i];
-        const Dim& n = (*inferred.shape)[i];
-        if (d.isKnown() && n.isKnown() && d.value != n.value) {
-          warn(fmt::format("{}: output '{}' is declared {} but inferred {}", describe(node),
-                           v->name(), typeToString(declared), typeToString(inferred)));
-          return;
+    if (inferred.shape) {
+      if (!declared.shape || declared.shape->size() != inferred.shape->size()) {
+        contradicts |= declared.shape.has_value();
+        merged.shape = inferred.shape;
+      } else {
+        for (size_t i = 0; i < declared.shape->size(); ++i) {
+          const Dim& d = (*declared.shape)[i];
+          const Dim& n = (*inferred.shape)[i];
+          // Inference has nothing to say: the declared dim stays.
+          if (n.isUnknown() || (!d.isUnknown() && !n.isKnown() && !dependsOnInputsOnly(n))) {
+            continue;
+          }
+          if (d.kind == n.kind && d.value == n.value && d.param == n.param) continue;
+          contradicts |= d.isKnown() && n.isKnown();
+          (*merged.shape)[i] = n;
         }
-        if (d.isUnknown()) (*merged.shape)[i] = n;
       }
     }
+    if (contradicts) contradiction();
     v->setType(std::move(merged));
   }
 
@@ -224,6 +265,7 @@ class ShapeInferenceEngine {
   std::unordered_map<std::string, std::vector<std::pair<int, InferFn>>> fns_;
   std::unordered_map<const Value*, ShapeValue> values_;
   std::set<std::string> symbols_;
+  std::set<std::string> input_symbols_;  ///< dim_params of the main graph's inputs
   int64_t next_symbol_ = 0;
   ShapeInferenceStats stats_;
 };

@@ -16,6 +16,44 @@ inline std::optional<int64_t> normAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
+/// Normalizes a list of axes against `rank`; nullopt when one is out of range or repeats (every
+/// op that takes an axes list rejects duplicates, so the shape is then unknown, deterministically).
+inline std::optional<std::vector<int64_t>> normAxes(const std::vector<int64_t>& axes,
+                                                    int64_t rank) {
+  std::vector<int64_t> out;
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
+  for (int64_t a : axes) {
+    auto n = normAxis(a, rank);
+    if (!n || seen[static_cast<size_t>(*n)]) return std::nullopt;
+    seen[static_cast<size_t>(*n)] = true;
+    out.push_back(*n);
+  }
+  return out;
+}
+
+/// int64 arithmetic that reports overflow instead of wrapping (or trapping).
+inline std::optional<int64_t> addChecked(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+inline std::optional<int64_t> mulChecked(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+/// A floating-point size as an int64, when finite and in range (a cast of anything else is UB).
+inline std::optional<int64_t> toInt64(double x) {
+  if (!std::isfinite(x) || x < -9.2e18 || x > 9.2e18) return std::nullopt;
+  return static_cast<int64_t>(x);
+}
+
+/// A dim that is a known non-negative size; nullopt for unknown, symbolic or negative values.
+inline Dim knownOrUnknown(std::optional<int64_t> v) {
+  return v && *v >= 0 ? Dim::known(*v) : Dim::unknown();
+}
+
 inline std::vector<Dim> knownDims(const std::vector<int64_t>& v) {
   std::vector<Dim> out;
   for (int64_t x : v) out.push_back(Dim::known(x));
@@ -52,6 +90,17 @@ inline Dim dimProduct(const std::vector<Dim>& dims, size_t from, size_t to) {
   Dim p = Dim::known(1);
   for (size_t i = from; i < to && i < dims.size(); ++i) p = dimMul(p, dims[i]);
   return p;
+}
+
+/// The length of 1-D input `i` (a shape tensor whose values are unknown), when known and a
+/// plausible rank: a declared int64[10000000000] would otherwise allocate that many dims.
+inline std::optional<size_t> shapeTensorLength(const InferenceContext& ctx, size_t i) {
+  constexpr int64_t kMaxRank = 1024;
+  auto ts = ctx.inputShape(i);
+  if (!ts || ts->size() != 1 || !(*ts)[0].isKnown() || (*ts)[0].value > kMaxRank) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>((*ts)[0].value);
 }
 
 /// Output i has input j's type and shape.

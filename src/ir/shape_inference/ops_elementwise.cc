@@ -1,5 +1,7 @@
 // Elementwise ops: unary, broadcasting binary and variadic, comparison and logic, Where, Cast.
 // Integer shape values propagate through Add/Sub/Mul/Div, Equal, Where and Cast.
+#include <limits>
+
 #include "helpers.h"
 
 namespace onnxopt::ir::detail {
@@ -72,10 +74,15 @@ void arithmetic(InferenceContext& ctx) {
       default: {
         auto cx = x.constantValue(), cy = y.constantValue();
         if (cx && cy) {
-          if (*cy == 0) return std::nullopt;
+          // Division by zero has no value; INT64_MIN / -1 overflows (and traps in C++).
+          if (*cy == 0 || (*cy == -1 && *cx == std::numeric_limits<int64_t>::min())) {
+            return std::nullopt;
+          }
           return SymExpr::constant(*cx / *cy);  // integer Div truncates
         }
-        return SymExpr::floorDiv(x, y);  // shape arithmetic: non-negative operands
+        // Truncation equals floor division only for non-negative operands (dims are).
+        if (!x.isNonNegative() || !y.isNonNegative() || cy == 0) return std::nullopt;
+        return SymExpr::floorDiv(x, y);
       }
     }
   });

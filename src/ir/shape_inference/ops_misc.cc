@@ -125,7 +125,11 @@ void loop(InferenceContext& ctx) {
 void scan(InferenceContext& ctx) {
   Graph* body = subgraph(ctx, "body");
   if (body == nullptr || ctx.opset() < 9) return;  // Scan-8 has a batch axis: not inferred
-  auto m = static_cast<size_t>(ctx.attrInt("num_scan_inputs", 0));
+  int64_t num_scan = ctx.attrInt("num_scan_inputs", 0);
+  if (num_scan < 0 || static_cast<uint64_t>(num_scan) > ctx.numInputs()) {
+    return ctx.warn("num_scan_inputs exceeds the inputs");
+  }
+  auto m = static_cast<size_t>(num_scan);
   size_t n_states = ctx.numInputs() - m;
   auto in_axes = ctx.attrInts("scan_input_axes").value_or(std::vector<int64_t>(m, 0));
   Dim seq = Dim::unknown();
@@ -343,12 +347,17 @@ void centerCropPad(InferenceContext& ctx) {
   auto rank = static_cast<int64_t>(in->size());
   std::vector<int64_t> axes;
   if (auto a = ctx.attrInts("axes")) {
-    for (int64_t x : *a) axes.push_back(normAxis(x, rank).value_or(0));
+    auto norm = infer::normAxes(*a, rank);
+    if (!norm) {
+      ctx.warn("axes out of range or repeated");
+      return ctx.setOutputType(0, Type::tensor(elem));
+    }
+    axes = *norm;
   } else {
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   }
   if (axes.size() != target->size()) return ctx.setOutputType(0, Type::tensor(elem));
-  for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = Dim::known((*target)[i]);
+  for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = infer::knownOrUnknown((*target)[i]);
   ctx.setOutput(0, elem, out);
 }
 
@@ -399,11 +408,16 @@ void maxUnpool(InferenceContext& ctx) {
   size_t spatial = x->size() - 2;
   auto strides = ctx.attrInts("strides").value_or(std::vector<int64_t>(spatial, 1));
   auto pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+  if (strides.size() != spatial || pads.size() != 2 * spatial) {
+    ctx.warn("strides or pads do not match the kernel");
+    return ctx.setOutput(0, elem, std::vector<Dim>(x->size(), Dim::unknown()));
+  }
+  auto c = [](int64_t v) { return SymExpr::constant(v); };
   std::vector<Dim> out{(*x)[0], (*x)[1]};
   for (size_t i = 0; i < spatial; ++i) {
     auto in = (*x)[i + 2].toExpr();
-    out.push_back(in ? Dim::fromExpr(SymExpr::constant(strides[i]) * (*in - SymExpr::constant(1)) +
-                                     SymExpr::constant((*kernel)[i] - pads[i] - pads[i + spatial]))
+    out.push_back(in ? Dim::fromExpr(c(strides[i]) * (*in - c(1)) + c((*kernel)[i]) - c(pads[i]) -
+                                     c(pads[i + spatial]))
                      : Dim::unknown());
   }
   ctx.setOutput(0, elem, out);
@@ -415,10 +429,11 @@ void col2im(InferenceContext& ctx) {
   auto block = ctx.inputInts(2);
   DataType elem = elemOr(ctx, 0);
   if (!x || x->size() != 3 || !image || !block) return ctx.setOutputType(0, Type::tensor(elem));
-  int64_t prod = 1;
-  for (int64_t b : *block) prod *= b;
-  std::vector<Dim> out{(*x)[0], infer::dimFloorDiv((*x)[1], Dim::known(prod))};
-  for (int64_t d : *image) out.push_back(Dim::known(d));
+  std::optional<int64_t> prod = 1;
+  for (int64_t b : *block) prod = prod && b > 0 ? infer::mulChecked(*prod, b) : std::nullopt;
+  std::vector<Dim> out{(*x)[0],
+                       prod ? infer::dimFloorDiv((*x)[1], Dim::known(*prod)) : Dim::unknown()};
+  for (int64_t d : *image) out.push_back(infer::knownOrUnknown(d));
   ctx.setOutput(0, elem, out);
 }
 
@@ -435,7 +450,7 @@ void tfIdf(InferenceContext& ctx) {
   auto indexes = ctx.attrInts("ngram_indexes");
   int64_t width = 0;
   if (indexes) {
-    for (int64_t i : *indexes) width = std::max(width, i + 1);
+    for (int64_t i : *indexes) width = std::max(width, infer::addChecked(i, 1).value_or(0));
   }
   Dim w = indexes ? Dim::known(width) : Dim::unknown();
   if (!x) return ctx.setOutputType(0, Type::tensor(DataType::kFloat));
@@ -448,8 +463,9 @@ void melWeightMatrix(InferenceContext& ctx) {
       static_cast<DataType>(ctx.attrInt("output_datatype", static_cast<int64_t>(DataType::kFloat)));
   auto bins = ctx.inputInts(0);
   auto dft = ctx.inputInts(1);
-  Dim rows = dft && dft->size() == 1 ? Dim::known((*dft)[0] / 2 + 1) : Dim::unknown();
-  Dim cols = bins && bins->size() == 1 ? Dim::known((*bins)[0]) : Dim::unknown();
+  Dim rows =
+      dft && dft->size() == 1 && (*dft)[0] >= 0 ? Dim::known((*dft)[0] / 2 + 1) : Dim::unknown();
+  Dim cols = bins && bins->size() == 1 ? infer::knownOrUnknown((*bins)[0]) : Dim::unknown();
   ctx.setOutput(0, elem, std::vector<Dim>{rows, cols});
 }
 

@@ -16,23 +16,39 @@ using infer::elemOr;
 using infer::normAxis;
 using infer::passThrough;
 
-/// Spatial output size of a convolution or pooling window.
-Dim windowOut(const Dim& in, int64_t k, int64_t stride, int64_t dil, int64_t pad_total,
-              const std::string& auto_pad, bool ceil_mode) {
+/// Spatial output size of a convolution or pooling window. Arithmetic on the attributes goes
+/// through SymExpr, so an overflow gives an unknown dim instead of a wrapped one.
+Dim windowOut(const Dim& in, int64_t k, int64_t stride, int64_t dil, int64_t pad_head,
+              int64_t pad_tail, const std::string& auto_pad, bool ceil_mode) {
   auto x = in.toExpr();
-  if (!x) return Dim::unknown();
-  SymExpr s = SymExpr::constant(stride);
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER")
+  if (!x || k <= 0 || stride <= 0 || dil <= 0) return Dim::unknown();
+  auto c = [](int64_t v) { return SymExpr::constant(v); };
+  SymExpr s = c(stride);
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     return Dim::fromExpr(SymExpr::ceilDiv(*x, s));
-  SymExpr span = *x + SymExpr::constant(pad_total - dil * (k - 1) - 1);
-  if (auto_pad == "VALID") span = *x - SymExpr::constant(dil * (k - 1) + 1);
-  SymExpr q = ceil_mode ? SymExpr::ceilDiv(span, s) : SymExpr::floorDiv(span, s);
-  SymExpr out = q + SymExpr::constant(1);
+  }
+  SymExpr extent = c(dil) * (c(k) - c(1)) + c(1);  // the dilated kernel
+  SymExpr pads = auto_pad == "VALID" ? c(0) : c(pad_head) + c(pad_tail);
+  if (auto_pad == "VALID") pad_head = pad_tail = 0;
+  SymExpr span = *x + pads - extent;
+  SymExpr out = (ceil_mode ? SymExpr::ceilDiv(span, s) : SymExpr::floorDiv(span, s)) + c(1);
   if (ceil_mode) {
-    // The last window must start inside the input (or its left padding).
-    auto c = out.constantValue();
+    // The last window must start inside the input or its head padding (onnxruntime and
+    // PyTorch drop it otherwise; onnx's own inference does not).
+    auto n = out.constantValue();
     auto xv = x->constantValue();
-    if (c && xv && (*c - 1) * stride >= *xv + pad_total / 2) out = out - SymExpr::constant(1);
+    if (n && xv) {
+      SymExpr last_start = (c(*n) - c(1)) * s;
+      auto ls = last_start.constantValue();
+      auto limit = (c(*xv) + c(pad_head)).constantValue();
+      if (!ls || !limit) return Dim::unknown();
+      if (*ls >= *limit) out = out - c(1);
+    } else {
+      // Symbolic input: (out - 1) * stride <= in + pad_head + pad_tail + stride - extent - 1, so
+      // the last window starts inside for every input size only if pad_tail + stride <= extent.
+      auto bound = (c(pad_tail) + s - extent).constantValue();
+      if (!bound || *bound > 0) return Dim::unknown();
+    }
   }
   return Dim::fromExpr(out);
 }
@@ -65,14 +81,21 @@ void windowed(InferenceContext& ctx, bool is_conv, bool is_pool) {
   if (strides.size() != spatial || dilations.size() != spatial || pads.size() != 2 * spatial) {
     return ctx.warn("strides, dilations or pads do not match the kernel");
   }
+  auto positive = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t e) { return e > 0; });
+  };
+  if (!positive(kernel) || !positive(strides) || !positive(dilations)) {
+    ctx.warn("kernel, strides and dilations must be positive");
+    return ctx.setOutput(0, elem, std::vector<Dim>(x->size(), Dim::unknown()));
+  }
   std::vector<Dim> out{(*x)[0], (*x)[1]};
   if (is_conv) {
     auto w = ctx.inputShape(1);
     out[1] = w && !w->empty() ? (*w)[0] : Dim::unknown();
   }
   for (size_t i = 0; i < spatial; ++i) {
-    out.push_back(windowOut((*x)[i + 2], kernel[i], strides[i], dilations[i],
-                            pads[i] + pads[i + spatial], auto_pad, ceil_mode && is_pool));
+    out.push_back(windowOut((*x)[i + 2], kernel[i], strides[i], dilations[i], pads[i],
+                            pads[i + spatial], auto_pad, ceil_mode && is_pool));
   }
   ctx.setOutput(0, elem, out);
   if (ctx.node().opType() == "MaxPool" && ctx.numOutputs() > 1)
@@ -113,22 +136,25 @@ void convTranspose(InferenceContext& ctx) {
   auto pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
   auto outpad = ctx.attrInts("output_padding").value_or(std::vector<int64_t>(spatial, 0));
   std::string auto_pad = ctx.attrString("auto_pad", "NOTSET");
-  if (kernel.size() != spatial || strides.size() != spatial || pads.size() != 2 * spatial) {
+  if (kernel.size() != spatial || strides.size() != spatial || pads.size() != 2 * spatial ||
+      dilations.size() != spatial || outpad.size() != spatial) {
     return ctx.setOutput(0, elem, std::vector<Dim>(x->size(), Dim::unknown()));
   }
+  auto c = [](int64_t v) { return SymExpr::constant(v); };
   for (size_t i = 0; i < spatial; ++i) {
     auto in = (*x)[i + 2].toExpr();
-    if (!in || kernel[i] < 0) {
+    if (!in || kernel[i] <= 0 || strides[i] <= 0 || dilations[i] <= 0) {
       out.push_back(Dim::unknown());
       continue;
     }
-    SymExpr s = SymExpr::constant(strides[i]);
+    SymExpr s = c(strides[i]);
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       out.push_back(Dim::fromExpr(*in * s));
       continue;
     }
-    int64_t extra = outpad[i] + (kernel[i] - 1) * dilations[i] + 1 - pads[i] - pads[i + spatial];
-    out.push_back(Dim::fromExpr(s * (*in - SymExpr::constant(1)) + SymExpr::constant(extra)));
+    SymExpr extra = c(outpad[i]) + (c(kernel[i]) - c(1)) * c(dilations[i]) + c(1) - c(pads[i]) -
+                    c(pads[i + spatial]);
+    out.push_back(Dim::fromExpr(s * (*in - c(1)) + extra));
   }
   ctx.setOutput(0, elem, out);
 }
@@ -231,7 +257,12 @@ void einsum(InferenceContext& ctx) {
     std::string t = terms[i];
     size_t dots = t.find("...");
     size_t letters = t.size() - (dots == std::string::npos ? 0 : 3);
-    if (letters > s->size()) return ctx.warn("equation does not match the input rank");
+    auto periods = static_cast<size_t>(std::count(t.begin(), t.end(), '.'));
+    if (periods != (dots == std::string::npos ? 0 : 3) || letters > s->size() ||
+        (dots == std::string::npos && letters != s->size())) {
+      ctx.warn("equation does not match the input rank");
+      return ctx.setOutputType(0, Type::tensor(elem));
+    }
     size_t ell = s->size() - letters;
     size_t d = 0;
     for (size_t j = 0; j < t.size(); ++j) {
@@ -381,10 +412,15 @@ void qlinearConv(InferenceContext& ctx) {
   auto dilations = ctx.attrInts("dilations").value_or(std::vector<int64_t>(spatial, 1));
   auto pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
   std::string auto_pad = ctx.attrString("auto_pad", "NOTSET");
+  if (kernel.size() != spatial || strides.size() != spatial || dilations.size() != spatial ||
+      pads.size() != 2 * spatial) {
+    ctx.warn("kernel, strides, dilations or pads do not match the input");
+    return ctx.setOutput(0, elem, std::vector<Dim>(x->size(), Dim::unknown()));
+  }
   std::vector<Dim> out{(*x)[0], (*w)[0]};
   for (size_t i = 0; i < spatial; ++i) {
-    out.push_back(windowOut((*x)[i + 2], kernel[i], strides[i], dilations[i],
-                            pads[i] + pads[i + spatial], auto_pad, false));
+    out.push_back(windowOut((*x)[i + 2], kernel[i], strides[i], dilations[i], pads[i],
+                            pads[i + spatial], auto_pad, false));
   }
   ctx.setOutput(0, elem, out);
 }

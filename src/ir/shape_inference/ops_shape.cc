@@ -21,6 +21,7 @@ using infer::knownDims;
 using infer::normAxis;
 
 constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMinI64 = std::numeric_limits<int64_t>::min();
 
 ShapeValue valueOfDims(const std::vector<Dim>& dims) {
   ShapeValue v;
@@ -83,9 +84,8 @@ void reshape(InferenceContext& ctx) {
     target = ctx.inputValue(1);
   }
   if (target == nullptr) {
-    auto ts = ctx.inputShape(1);
-    if (ts && ts->size() == 1 && (*ts)[0].isKnown()) {
-      ctx.setOutput(0, elem, std::vector<Dim>(static_cast<size_t>((*ts)[0].value), Dim::unknown()));
+    if (auto len = infer::shapeTensorLength(ctx, 1)) {
+      ctx.setOutput(0, elem, std::vector<Dim>(*len, Dim::unknown()));
     } else {
       ctx.setOutputType(0, Type::tensor(elem));
     }
@@ -100,9 +100,12 @@ void reshape(InferenceContext& ctx) {
     auto c = e ? e->constantValue() : std::nullopt;
     if (c && *c == 0 && !allowzero) {
       out.push_back(in && i < in->size() ? (*in)[i] : Dim::unknown());
-    } else if (c && *c == -1) {
+    } else if (c && *c == -1 && minus_one < 0) {
       minus_one = static_cast<int>(i);
       out.push_back(Dim::unknown());
+    } else if (c && *c < 0) {
+      ctx.warn("the target shape has a second -1 or a negative size");
+      return ctx.setOutput(0, elem, std::vector<Dim>(target->size(), Dim::unknown()));
     } else {
       out.push_back(dimOf(e));
     }
@@ -148,10 +151,18 @@ void squeeze(InferenceContext& ctx) {
   auto rank = static_cast<int64_t>(in->size());
   std::vector<bool> drop(in->size(), false);
   if (has_axes) {
-    for (int64_t a : *axes) {
-      auto n = normAxis(a, rank);
-      if (!n) return ctx.warn("axis out of range");
-      drop[*n] = true;
+    auto norm = infer::normAxes(*axes, rank);
+    if (!norm) {
+      ctx.warn("axes out of range or repeated");
+      return ctx.setOutputType(0, Type::tensor(elem));
+    }
+    for (int64_t n : *norm) {
+      const Dim& d = (*in)[static_cast<size_t>(n)];
+      if (d.isKnown() && d.value != 1) {
+        ctx.warn("squeezed axis is not of size 1");
+        return ctx.setOutputType(0, Type::tensor(elem));
+      }
+      drop[static_cast<size_t>(n)] = true;
     }
   } else {
     for (size_t i = 0; i < in->size(); ++i) {
@@ -179,12 +190,14 @@ void unsqueeze(InferenceContext& ctx) {
     return;
   }
   auto rank = static_cast<int64_t>(in->size() + axes->size());
-  std::vector<bool> ones(static_cast<size_t>(rank), false);
-  for (int64_t a : *axes) {
-    auto n = normAxis(a, rank);
-    if (!n) return ctx.warn("axis out of range");
-    ones[*n] = true;
+  auto norm = infer::normAxes(*axes, rank);
+  if (!norm) {
+    // A repeated axis would leave fewer new axes than the output rank counts on.
+    ctx.warn("axes out of range or repeated");
+    return ctx.setOutputType(0, Type::tensor(elem));
   }
+  std::vector<bool> ones(static_cast<size_t>(rank), false);
+  for (int64_t n : *norm) ones[static_cast<size_t>(n)] = true;
   std::vector<Dim> out;
   size_t j = 0;
   for (int64_t i = 0; i < rank; ++i) out.push_back(ones[i] ? Dim::known(1) : (*in)[j++]);
@@ -197,14 +210,18 @@ void transpose(InferenceContext& ctx) {
   DataType elem = elemOr(ctx, 0);
   if (!in) return ctx.setOutputType(0, Type::tensor(elem));
   auto perm = ctx.attrInts("perm");
-  if (perm && perm->size() != in->size()) return ctx.warn("perm does not match the input's rank");
-  std::vector<Dim> out;
-  for (size_t i = 0; i < in->size(); ++i) {
-    int64_t p = perm ? (*perm)[i] : static_cast<int64_t>(in->size() - 1 - i);
-    auto n = normAxis(p, static_cast<int64_t>(in->size()));
-    if (!n) return ctx.warn("bad perm");
-    out.push_back((*in)[*n]);
+  std::vector<int64_t> order;
+  for (size_t i = 0; i < in->size(); ++i) order.push_back(static_cast<int64_t>(in->size() - 1 - i));
+  if (perm) {
+    auto norm = infer::normAxes(*perm, static_cast<int64_t>(in->size()));
+    if (perm->size() != in->size() || !norm) {
+      ctx.warn("perm is not a permutation of the input's axes");
+      return ctx.setOutputType(0, Type::tensor(elem));
+    }
+    order = *norm;
   }
+  std::vector<Dim> out;
+  for (int64_t p : order) out.push_back((*in)[static_cast<size_t>(p)]);
   ctx.setOutput(0, elem, out);
 }
 
@@ -265,18 +282,36 @@ void split(InferenceContext& ctx) {
     sizes = ctx.inputInts(1);  // Split-2 input form
   bool explicit_sizes =
       ctx.opset() < 13 ? ctx.attr("split") != nullptr || ctx.hasInput(1) : ctx.hasInput(1);
+  if (n == 0) return;
+  const Dim& d = (*in)[*axis];
+  if (sizes) {
+    // Explicit sizes must be non-negative and add up to the dim (when it is known).
+    int64_t total = 0;
+    bool ok = sizes->size() == n;
+    for (int64_t x : *sizes) {
+      auto t = infer::addChecked(total, x);
+      ok = ok && x >= 0 && t;
+      total = t.value_or(0);
+    }
+    if (!ok || (d.isKnown() && total != d.value)) {
+      ctx.warn("split sizes do not match the axis");
+      sizes.reset();
+    }
+  }
+  auto parts = static_cast<int64_t>(n);
   for (size_t i = 0; i < n; ++i) {
     std::vector<Dim> out = *in;
-    const Dim& d = (*in)[*axis];
-    if (sizes && sizes->size() == n) {
+    if (sizes) {
       out[*axis] = Dim::known((*sizes)[i]);
     } else if (explicit_sizes) {
       out[*axis] = Dim::unknown();
     } else if (d.isKnown()) {
-      // Equal parts; with num_outputs (opset 18) the last part takes the remainder.
-      int64_t part = (d.value + static_cast<int64_t>(n) - 1) / static_cast<int64_t>(n);
-      int64_t size = i + 1 < n ? part : d.value - part * static_cast<int64_t>(n - 1);
-      if (d.value % static_cast<int64_t>(n) == 0) size = d.value / static_cast<int64_t>(n);
+      // Equal parts; with num_outputs (opset 18) the last part takes the remainder (negative,
+      // so unknown, when the parts do not fit: 5 into 4 parts of 2).
+      int64_t part = d.value / parts + (d.value % parts != 0 ? 1 : 0);
+      auto used = infer::mulChecked(part, parts - 1);
+      int64_t size = i + 1 < n ? part : (used ? d.value - *used : -1);
+      if (d.value % parts == 0) size = d.value / parts;
       out[*axis] = Dim::known(size);
     } else {
       out[*axis] = dimFloorDiv(d, Dim::known(static_cast<int64_t>(n)));
@@ -286,28 +321,66 @@ void split(InferenceContext& ctx) {
   }
 }
 
-/// One axis of a Slice: the output extent given the dim and constant parameters.
+/// Beyond any dim: a tensor with 2^62 elements along one axis cannot exist, so an end at or past
+/// this runs to the end of every axis, and a start at or before its negation starts at 0.
+constexpr int64_t kBeyondAnyDim = int64_t{1} << 62;
+
+/// One axis of a Slice: the output extent given the dim and constant parameters (step != 0).
+/// A known dim clamps start and end as ONNX does. A symbolic dim d keeps the length only as an
+/// expression of d that holds for every d (the clamping happens at run time): x[s:] with s >= 0
+/// has max(d - s, 0) elements, x[-k:] has min(k, d), never a bare k.
 Dim sliceDim(const Dim& d, int64_t start, int64_t end, int64_t step) {
   if (d.isKnown()) {
-    int64_t n = d.value;
-    auto clampTo = [&](int64_t x, int64_t lo, int64_t hi) { return std::clamp(x, lo, hi); };
+    int64_t n = d.value;  // start + n and end + n below cannot overflow: n >= 0 > start
     if (start < 0) start += n;
     if (end < 0) end += n;
     if (step > 0) {
-      start = clampTo(start, 0, n);
-      end = clampTo(end, 0, n);
-      return Dim::known(std::max<int64_t>(0, (end - start + step - 1) / step));
+      start = std::clamp<int64_t>(start, 0, n);
+      end = std::clamp<int64_t>(end, 0, n);
+      if (end <= start) return Dim::known(0);
+      return Dim::known(static_cast<int64_t>(
+          static_cast<uint64_t>(end - start - 1) / static_cast<uint64_t>(step) + 1));
     }
-    start = clampTo(start, 0, n - 1);
-    end = clampTo(end, -1, n - 1);
-    return Dim::known(std::max<int64_t>(0, (start - end - step - 1) / -step));
+    if (n == 0) return Dim::known(0);
+    start = std::clamp<int64_t>(start, 0, n - 1);
+    end = std::clamp<int64_t>(end, -1, n - 1);
+    if (start <= end) return Dim::known(0);
+    uint64_t mag = 0 - static_cast<uint64_t>(step);  // |step|, also for INT64_MIN
+    return Dim::known(static_cast<int64_t>(static_cast<uint64_t>(start - end - 1) / mag + 1));
   }
-  if (step != 1) return Dim::unknown();
-  // A symbolic dim: exact when the slice runs to the end from a constant offset.
-  if (end >= (int64_t{1} << 31) && start >= 0) return dimSub(d, Dim::known(start));
-  if (end >= (int64_t{1} << 31) && start < 0) return Dim::known(-start);  // assumes d >= -start
-  if (start >= 0 && end >= 0) return Dim::unknown();  // min(end, d) - start: not kept symbolic
-  return Dim::unknown();
+  auto x = d.toExpr();
+  if (!x) return Dim::unknown();
+  const SymExpr zero = SymExpr::constant(0);
+  if (step < 0) {
+    // Only the reversal x[-1::-k] / x[INT_MAX::-k] down to the beginning: ceil(d / k) elements.
+    bool from_last = start == -1 || start >= kBeyondAnyDim;
+    if (!from_last || end > -kBeyondAnyDim || step == std::numeric_limits<int64_t>::min()) {
+      return Dim::unknown();
+    }
+    return Dim::fromExpr(SymExpr::ceilDiv(*x, SymExpr::constant(-step)));
+  }
+  if (start <= -kBeyondAnyDim) start = 0;
+  if (end <= -kBeyondAnyDim) return Dim::known(0);
+  bool to_end = end >= kBeyondAnyDim;
+  std::optional<SymExpr> len;
+  if (start >= 0 && to_end) {
+    len = SymExpr::max(*x - SymExpr::constant(start), zero);
+  } else if (start >= 0 && end >= 0) {
+    if (end <= start) return Dim::known(0);
+    len = SymExpr::max(SymExpr::min(*x, SymExpr::constant(end)) - SymExpr::constant(start), zero);
+  } else if (start >= 0) {  // end < 0
+    len = SymExpr::max(*x + SymExpr::constant(end) - SymExpr::constant(start), zero);
+  } else if (to_end) {  // start < 0
+    len = SymExpr::min(*x, SymExpr::constant(-start));
+  } else if (end < 0) {  // both from the back
+    if (end <= start) return Dim::known(0);
+    len = SymExpr::max(SymExpr::min(SymExpr::constant(end - start), *x + SymExpr::constant(end)),
+                       zero);
+  } else {
+    return Dim::unknown();  // from the back to a fixed index: two clamps against d
+  }
+  if (step != 1) len = SymExpr::ceilDiv(*len, SymExpr::constant(step));
+  return Dim::fromExpr(*len);
 }
 
 void slice(InferenceContext& ctx) {
@@ -337,43 +410,57 @@ void slice(InferenceContext& ctx) {
     // Symbolic ends from a Shape chain: x[0:E] along an axis has min(E, d) elements.
     const ShapeValue* sv = ctx.inputValue(1);
     const ShapeValue* ev = ctx.inputValue(2);
-    if (sv != nullptr && ev != nullptr && sv->size() == axes->size() &&
-        ev->size() == axes->size()) {
+    auto norm = infer::normAxes(*axes, rank);
+    if (sv != nullptr && ev != nullptr && norm && sv->size() == norm->size() &&
+        ev->size() == norm->size()) {
       std::vector<Dim> sliced = *in;
       bool ok = true;
-      for (size_t i = 0; i < axes->size() && ok; ++i) {
-        auto n = normAxis((*axes)[i], rank);
+      for (size_t i = 0; i < norm->size() && ok; ++i) {
+        auto n = (*norm)[i];
         const auto& s0 = (*sv)[i];
         const auto& e0 = (*ev)[i];
-        auto d = n ? (*in)[*n].toExpr() : std::nullopt;
-        ok = n && s0 && e0 && d && s0->constantValue() == 0 && e0->isNonNegative();
-        if (ok) sliced[*n] = Dim::fromExpr(SymExpr::min(*e0, *d));
+        auto d = (*in)[n].toExpr();
+        ok = s0 && e0 && d && s0->constantValue() == 0 && e0->isNonNegative();
+        if (ok) sliced[n] = Dim::fromExpr(SymExpr::min(*e0, *d));
       }
       if (ok) return ctx.setOutput(0, elem, sliced);
     }
   }
-  if (!starts || !ends || starts->size() != ends->size()) {
-    // Unknown parameters: the rank is kept; the sliced axes (all, if unknown) lose their size.
-    if (axes) {
-      for (int64_t a : *axes) {
-        if (auto n = normAxis(a, rank)) out[*n] = Dim::unknown();
-      }
+  std::optional<std::vector<int64_t>> norm_axes;
+  if (axes) {
+    norm_axes = infer::normAxes(*axes, rank);
+    if (!norm_axes) {
+      ctx.warn("axes out of range or repeated");
+      return ctx.setOutput(0, elem, std::vector<Dim>(in->size(), Dim::unknown()));
+    }
+  }
+  size_t count = starts ? starts->size() : 0;
+  bool valid = starts && ends && ends->size() == count &&
+               (!norm_axes || norm_axes->size() == count) && (!steps || steps->size() == count) &&
+               (norm_axes || static_cast<int64_t>(count) <= rank);
+  if (!valid) {
+    // Unknown (or inconsistent) parameters: the rank is kept; the sliced axes (all, if unknown)
+    // lose their size.
+    if (norm_axes) {
+      for (int64_t a : *norm_axes) out[a] = Dim::unknown();
     } else {
       for (Dim& d : out) d = Dim::unknown();
     }
     return ctx.setOutput(0, elem, out);
   }
-  for (size_t i = 0; i < starts->size(); ++i) {
-    int64_t axis = axes ? (*axes)[i] : static_cast<int64_t>(i);
-    auto n = normAxis(axis, rank);
+  for (size_t i = 0; i < count; ++i) {
+    int64_t axis = norm_axes ? (*norm_axes)[i] : static_cast<int64_t>(i);
     int64_t step = steps ? (*steps)[i] : 1;
-    if (!n || step == 0) return ctx.warn("bad axis or zero step");
-    out[*n] = sliceDim((*in)[*n], (*starts)[i], (*ends)[i], step);
+    if (step == 0) {
+      ctx.warn("zero step");
+      return ctx.setOutput(0, elem, std::vector<Dim>(in->size(), Dim::unknown()));
+    }
+    out[axis] = sliceDim((*in)[axis], (*starts)[i], (*ends)[i], step);
   }
   ctx.setOutput(0, elem, out);
-  // Values: slicing a known 1-D value.
+  // Values: slicing a known 1-D value (at most kMaxTrackedElements long).
   const ShapeValue* v = ctx.inputValue(0);
-  if (v == nullptr || rank != 1 || starts->size() != 1) return;
+  if (v == nullptr || rank != 1 || count != 1) return;
   auto len = static_cast<int64_t>(v->size());
   int64_t step = steps ? (*steps)[0] : 1;
   int64_t s = (*starts)[0], e = (*ends)[0];
@@ -383,11 +470,14 @@ void slice(InferenceContext& ctx) {
   if (step > 0) {
     s = std::clamp<int64_t>(s, 0, len);
     e = std::clamp<int64_t>(e, 0, len);
-    for (int64_t i = s; i < e; i += step) sliced.push_back((*v)[i]);
-  } else {
+    for (int64_t i = s; i<e; i = e - i> step ? i + step : e) sliced.push_back((*v)[i]);
+  } else if (len > 0) {
     s = std::clamp<int64_t>(s, 0, len - 1);
     e = std::clamp<int64_t>(e, -1, len - 1);
-    for (int64_t i = s; i > e; i += step) sliced.push_back((*v)[i]);
+    uint64_t mag = 0 - static_cast<uint64_t>(step);  // |step|, also for INT64_MIN
+    for (int64_t i = s; i > e; i = static_cast<uint64_t>(i - e) > mag ? i + step : e) {
+      sliced.push_back((*v)[i]);
+    }
   }
   ctx.setOutputValue(0, std::move(sliced));
 }
@@ -428,8 +518,12 @@ void gatherND(InferenceContext& ctx) {
     return ctx.setOutputType(0, Type::tensor(elem));
   }
   int64_t last = idx->back().value;
+  auto data_rank = static_cast<int64_t>(data->size());
+  if (b < 0 || b > data_rank || last > data_rank - b || b >= static_cast<int64_t>(idx->size())) {
+    ctx.warn("batch_dims or indices too deep");
+    return ctx.setOutputType(0, Type::tensor(elem));
+  }
   std::vector<Dim> out(idx->begin(), idx->end() - 1);
-  if (b + last > static_cast<int64_t>(data->size())) return ctx.warn("indices too deep");
   out.insert(out.end(), data->begin() + b + last, data->end());
   ctx.setOutput(0, elem, out);
 }
@@ -440,10 +534,8 @@ void expand(InferenceContext& ctx) {
   const ShapeValue* target = ctx.inputValue(1);
   if (!in) return ctx.setOutputType(0, Type::tensor(elem));
   if (target == nullptr) {
-    auto ts = ctx.inputShape(1);
-    if (ts && ts->size() == 1 && (*ts)[0].isKnown()) {
-      size_t rank = std::max(in->size(), static_cast<size_t>((*ts)[0].value));
-      return ctx.setOutput(0, elem, std::vector<Dim>(rank, Dim::unknown()));
+    if (auto len = infer::shapeTensorLength(ctx, 1)) {
+      return ctx.setOutput(0, elem, std::vector<Dim>(std::max(in->size(), *len), Dim::unknown()));
     }
     return ctx.setOutputType(0, Type::tensor(elem));
   }
@@ -465,6 +557,12 @@ void tile(InferenceContext& ctx) {
   auto in = ctx.inputShape(0);
   if (!in) return ctx.setOutputType(0, Type::tensor(elem));
   const ShapeValue* reps = ctx.inputValue(1);
+  if (reps != nullptr && std::any_of(reps->begin(), reps->end(), [](const auto& r) {
+        return r && r->constantValue().value_or(0) < 0;
+      })) {
+    ctx.warn("negative repeats");
+    reps = nullptr;
+  }
   std::vector<Dim> out = *in;
   for (size_t i = 0; i < out.size(); ++i) {
     out[i] = reps != nullptr && reps->size() == out.size() ? dimMul(out[i], dimOf((*reps)[i]))
@@ -484,14 +582,17 @@ void pad(InferenceContext& ctx) {
   std::vector<int64_t> axes;
   if (ctx.opset() >= 18 && ctx.hasInput(3)) {
     auto a = ctx.inputInts(3);
-    if (!a)
+    auto norm = a ? infer::normAxes(*a, rank) : std::nullopt;
+    if (a && !norm) {
+      ctx.warn("axes out of range or repeated");
+      return ctx.setOutput(0, elem, std::vector<Dim>(in->size(), Dim::unknown()));
+    }
+    if (!norm) {
       pads.reset();
-    else
-      for (int64_t x : *a) {
-        auto n = normAxis(x, rank);
-        if (!n) return ctx.warn("axis out of range");
-        axes.push_back(*n);
-      }
+      for (int64_t i = 0; i < rank; ++i) axes.push_back(i);  // which axes is unknown: all
+    } else {
+      axes = *norm;
+    }
   } else {
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   }
@@ -501,7 +602,15 @@ void pad(InferenceContext& ctx) {
     return ctx.setOutput(0, elem, out);
   }
   for (size_t i = 0; i < axes.size(); ++i) {
-    out[axes[i]] = dimAdd(out[axes[i]], Dim::known((*pads)[i] + (*pads)[i + axes.size()]));
+    // Negative pads crop; a known dim cropped below zero is an invalid model.
+    auto total = infer::addChecked((*pads)[i], (*pads)[i + axes.size()]);
+    auto x = out[axes[i]].toExpr();
+    Dim d = total && x ? Dim::fromExpr(*x + SymExpr::constant(*total)) : Dim::unknown();
+    if (d.kind == Dim::Kind::kValue && d.value < 0) {
+      ctx.warn("pads crop an axis below zero");
+      d = Dim::unknown();
+    }
+    out[axes[i]] = d;
   }
   ctx.setOutput(0, elem, out);
 }
@@ -528,17 +637,37 @@ void range(InferenceContext& ctx) {
     return std::nullopt;
   };
   auto sv = ctx.inputValue(0), lv = ctx.inputValue(1), dv = ctx.inputValue(2);
-  auto start = scalar(s), limit = scalar(l), delta = scalar(d);
-  if (start && limit && delta && *delta != 0) {
-    auto n = static_cast<int64_t>(std::max(0.0, std::ceil((*limit - *start) / *delta)));
-    ctx.setOutput(0, elem, std::vector<Dim>{Dim::known(n)});
-    if (n <= 64 && (elem == DataType::kInt64 || elem == DataType::kInt32)) {
+  bool integral = elem == DataType::kInt64 || elem == DataType::kInt32 ||
+                  elem == DataType::kInt16 || elem == DataType::kInt8;
+  auto si = ctx.inputInts(0), li = ctx.inputInts(1), di = ctx.inputInts(2);
+  if (integral && si && li && di && si->size() == 1 && li->size() == 1 && di->size() == 1) {
+    // Exact integer count: ceil((limit - start) / delta), never overflowing or trapping.
+    int64_t start = (*si)[0], limit = (*li)[0], delta = (*di)[0];
+    int64_t span = 0;
+    if (delta == 0) {
+      ctx.warn("delta is zero");
+      return ctx.setOutput(0, elem, std::vector<Dim>{Dim::unknown()});
+    }
+    if (__builtin_sub_overflow(limit, start, &span) || (delta == -1 && span == kMinI64)) {
+      return ctx.setOutput(0, elem, std::vector<Dim>{Dim::unknown()});
+    }
+    int64_t n = span / delta + ((span % delta != 0 && (span < 0) == (delta < 0)) ? 1 : 0);
+    n = std::max<int64_t>(n, 0);
+    int64_t count = n;
+    ctx.setOutput(0, elem, std::vector<Dim>{Dim::known(count)});
+    if (count <= 64) {
       ShapeValue v;
-      for (int64_t i = 0; i < n; ++i)
-        v.push_back(SymExpr::constant(static_cast<int64_t>(*start + i * *delta)));
+      for (int64_t i = 0; i < count; ++i) {
+        v.push_back(SymExpr::constant(start + i * delta));  // within [start, limit)
+      }
       ctx.setOutputValue(0, std::move(v));
     }
     return;
+  }
+  auto start = scalar(s), limit = scalar(l), delta = scalar(d);
+  if (!integral && start && limit && delta && *delta != 0) {
+    auto n = infer::toInt64(std::max(0.0, std::ceil((*limit - *start) / *delta)));
+    return ctx.setOutput(0, elem, std::vector<Dim>{infer::knownOrUnknown(n)});
   }
   // Symbolic: Range(0, N, 1) has N elements.
   if (sv && lv && dv && sv->size() == 1 && lv->size() == 1 && dv->size() == 1 && (*sv)[0] &&
@@ -568,10 +697,8 @@ void constantOfShape(InferenceContext& ctx) {
     }
     return;
   }
-  auto ts = ctx.inputShape(0);
-  if (ts && ts->size() == 1 && (*ts)[0].isKnown()) {
-    return ctx.setOutput(0, elem,
-                         std::vector<Dim>(static_cast<size_t>((*ts)[0].value), Dim::unknown()));
+  if (auto len = infer::shapeTensorLength(ctx, 0)) {
+    return ctx.setOutput(0, elem, std::vector<Dim>(*len, Dim::unknown()));
   }
   ctx.setOutputType(0, Type::tensor(elem));
 }
@@ -634,6 +761,10 @@ void depthSpace(InferenceContext& ctx) {
   auto in = ctx.inputShape(0);
   DataType elem = elemOr(ctx, 0);
   if (!in || in->size() != 4) return ctx.setOutputType(0, Type::tensor(elem));
+  if (ctx.attrInt("blocksize", 1) <= 0) {
+    ctx.warn("blocksize must be positive");
+    return ctx.setOutput(0, elem, std::vector<Dim>(4, Dim::unknown()));
+  }
   Dim b = Dim::known(ctx.attrInt("blocksize", 1));
   Dim b2 = dimMul(b, b);
   std::vector<Dim> out = *in;
@@ -660,7 +791,7 @@ void oneHot(InferenceContext& ctx) {
       if (t->dtype() == DataType::kFloat && t->byteSize() == 4) {
         float f;
         std::memcpy(&f, t->data(), 4);
-        d = Dim::known(static_cast<int64_t>(f));
+        d = infer::knownOrUnknown(infer::toInt64(f));
       }
     }
   }
@@ -672,28 +803,69 @@ void oneHot(InferenceContext& ctx) {
   ctx.setOutput(0, elem, out);
 }
 
+/// Resize output sizes from `sizes` under keep_aspect_ratio_policy (Resize-18): "stretch" takes
+/// them as they are; "not_larger" / "not_smaller" scale every resized axis by the min / max of
+/// sizes[i] / in[axes[i]] and round half up, which needs every resized input dim known.
+std::optional<std::vector<Dim>> resizeBySizes(InferenceContext& ctx, const std::vector<Dim>& in,
+                                              const std::vector<int64_t>& axes,
+                                              const std::vector<int64_t>& sizes) {
+  std::vector<Dim> out = in;
+  std::string policy = ctx.opset() >= 18 ? ctx.attrString("keep_aspect_ratio_policy", "stretch")
+                                         : std::string("stretch");
+  if (std::any_of(sizes.begin(), sizes.end(), [](int64_t x) { return x < 0; })) {
+    ctx.warn("negative sizes");
+    return std::nullopt;
+  }
+  if (policy == "stretch") {
+    for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = Dim::known(sizes[i]);
+    return out;
+  }
+  if (policy != "not_larger" && policy != "not_smaller") {
+    ctx.warn("unknown keep_aspect_ratio_policy '" + policy + "'");
+    return std::nullopt;
+  }
+  // As onnxruntime computes it: the scale in float, the size rounded half away from zero.
+  bool not_larger = policy == "not_larger";
+  float scale = not_larger ? std::numeric_limits<float>::max() : 0.0f;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const Dim& d = in[axes[i]];
+    if (!d.isKnown() || d.value == 0) return std::nullopt;
+    float s = static_cast<float>(sizes[i]) / static_cast<float>(d.value);
+    scale = not_larger ? std::min(scale, s) : std::max(scale, s);
+  }
+  for (int64_t a : axes) {
+    out[a] =
+        infer::knownOrUnknown(infer::toInt64(std::round(scale * static_cast<float>(in[a].value))));
+  }
+  return out;
+}
+
 void resize(InferenceContext& ctx) {
   auto in = ctx.inputShape(0);
   DataType elem = elemOr(ctx, 0);
   if (!in) return ctx.setOutputType(0, Type::tensor(elem));
   auto rank = static_cast<int64_t>(in->size());
-  std::vector<Dim> out(in->size(), Dim::unknown());
+  std::vector<Dim> unknown(in->size(), Dim::unknown());
   // sizes (opset 11+: input 3) or scales (input 2; Upsample and Resize-10: input 1).
   bool is_upsample = ctx.node().opType() == "Upsample";
   size_t scales_input = (is_upsample || ctx.opset() < 11) ? 1 : 2;
   std::vector<int64_t> axes;
-  if (auto a = ctx.attrInts("axes")) {
-    for (int64_t x : *a) axes.push_back(normAxis(x, rank).value_or(0));
+  if (auto a = ctx.opset() >= 18 && !is_upsample ? ctx.attrInts("axes") : std::nullopt) {
+    auto norm = infer::normAxes(*a, rank);
+    if (!norm) {
+      ctx.warn("axes out of range or repeated");
+      return ctx.setOutput(0, elem, unknown);
+    }
+    axes = *norm;
   } else {
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   }
-  if (!is_upsample && ctx.opset() >= 11 && ctx.hasInput(3)) {
-    if (auto sizes = ctx.inputInts(3); sizes && sizes->size() == axes.size()) {
-      out = *in;
-      for (size_t i = 0; i < axes.size(); ++i) out[axes[i]] = Dim::known((*sizes)[i]);
-      return ctx.setOutput(0, elem, out);
-    }
-    return ctx.setOutput(0, elem, out);
+  // An empty sizes tensor stands for "absent" (exporters write one beside real scales).
+  auto sizes =
+      !is_upsample && ctx.opset() >= 11 && ctx.hasInput(3) ? ctx.inputInts(3) : std::nullopt;
+  if (!is_upsample && ctx.opset() >= 11 && ctx.hasInput(3) && !(sizes && sizes->empty())) {
+    if (!sizes || sizes->size() != axes.size()) return ctx.setOutput(0, elem, unknown);
+    return ctx.setOutput(0, elem, resizeBySizes(ctx, *in, axes, *sizes).value_or(unknown));
   }
   const Tensor* scales = ctx.inputConstant(scales_input);
   std::vector<float> sc;
@@ -704,16 +876,20 @@ void resize(InferenceContext& ctx) {
     auto a = ctx.attr("scales");
     if (a != nullptr) sc = a->floats;
   }
-  if (sc.size() != axes.size()) return ctx.setOutput(0, elem, out);
-  out = *in;
+  if (sc.size() != axes.size()) return ctx.setOutput(0, elem, unknown);
+  std::vector<Dim> out = *in;
   for (size_t i = 0; i < axes.size(); ++i) {
     const Dim& d = (*in)[axes[i]];
+    if (!(sc[i] > 0.0f) || !std::isfinite(sc[i])) {
+      ctx.warn("scales must be positive");
+      return ctx.setOutput(0, elem, unknown);
+    }
     if (d.isKnown()) {
       out[axes[i]] =
-          Dim::known(static_cast<int64_t>(std::floor(static_cast<double>(d.value) * sc[i])));
+          infer::knownOrUnknown(infer::toInt64(std::floor(static_cast<double>(d.value) * sc[i])));
     } else if (sc[i] == 1.0f) {
       out[axes[i]] = d;
-    } else if (sc[i] == std::floor(sc[i])) {
+    } else if (sc[i] == std::floor(sc[i]) && sc[i] < 65536.0f) {
       out[axes[i]] = dimMul(d, Dim::known(static_cast<int64_t>(sc[i])));
     } else {
       out[axes[i]] = Dim::unknown();
