@@ -266,9 +266,8 @@ class FoldConstantsPass final : public pass::GraphPass {
         if (__builtin_mul_overflow(count, static_cast<uint64_t>(d), &count)) return UINT64_MAX;
       }
       if (count > UINT64_MAX / 16) return UINT64_MAX;
-      if (__builtin_add_overflow(total, dataTypeStorageBytes(*elem, count), &total)) {
-        return UINT64_MAX;
-      }
+      std::optional<uint64_t> bytes = dataTypeStorageBytes(*elem, count);
+      if (!bytes || __builtin_add_overflow(total, *bytes, &total)) return UINT64_MAX;
     }
     return total;
   }
