@@ -864,18 +864,19 @@ using OpsetMap = std::map<std::string, int64_t>;  ///< canonical domain -> versi
 Status importOpsets(const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& protos,
                     std::vector<ir::OpsetImport>& out, const std::string& where,
                     std::ostream* warnings) {
+  std::unordered_map<std::string, size_t> index;  // canonical domain -> entry in `out`
+  for (size_t i = 0; i < out.size(); ++i) index.emplace(canonicalDomain(out[i].domain), i);
   for (const auto& op : protos) {
     if (op.version() <= 0) {
       return invalidArgument("opset_import of domain '{}' has version {}", op.domain(),
                              op.version());
     }
-    auto same = std::find_if(out.begin(), out.end(), [&](const ir::OpsetImport& o) {
-      return canonicalDomain(o.domain) == canonicalDomain(op.domain());
-    });
-    if (same == out.end()) {
+    auto [it, inserted] = index.emplace(canonicalDomain(op.domain()), out.size());
+    if (inserted) {
       out.push_back({op.domain(), op.version()});
       continue;
     }
+    ir::OpsetImport* same = &out[it->second];
     if (same->version != op.version() && warnings != nullptr) {
       *warnings << fmt::format(
           "opt: warning: {}opset_import lists domain '{}' twice, with versions {} and {}; the "
