@@ -236,7 +236,7 @@ def _run_both(run_opt, model: Path, *args):
     ("npy-wrong-shape", "declared"),
     ("pb-wrong-shape", "bad.pb"),
     ("declared-2^62", "input 'x'"),
-    ("declared-overflow", "64 bits"),
+    ("declared-overflow", "overflows"),
 ])
 def test_bad_input_sizes_are_errors(case: str, message: str, run_opt, work_dir: Path) -> None:
     dims: list = ["batch", 4]
