@@ -469,7 +469,7 @@ TEST(InferenceEdgesTest, SliceExtremes) {
 
 TEST(InferenceEdgesTest, AbsurdAttributesAndValues) {
   auto r = infer(R"(<ir_version: 8, opset_import: ["" : 18]>
-    g (float[1,2,8,8] x, float[4,2,3,3] w, float[2,3,3] d, int64[2,3] i, int64[10000000000] huge) => (float ds) <int64[1] lo = {-9223372036854775807}, int64[1] hi = {9223372036854775807}, int64[1] one = {1}, float f0 = {0.0}, float fbig = {1e30}, float f1 = {1.0}, int64[8] pbig = {0, 0, 0, 4611686018427387904, 0, 0, 0, 4611686018427387904}, int64[8] pneg = {0, 0, -9, 0, 0, 0, 0, 0}, int64[3] sneg = {1, -1, 2}, float[4] sc = {1.0, 1.0, 1e30, -2.0}, float depth = {1e30}, int64[2] two_m1 = {-1, -1}> {
+    g (float[1,2,8,8] x, float[4,2,3,3] w, float[2,3,3] d, int64[2,3] i, int64[10000000000] huge) => (float ds) <int64[1] lo = {-9223372036854775807}, int64[1] hi = {9223372036854775807}, int64[1] one = {1}, float f0 = {0.0}, float fbig = {1e30}, float f1 = {1.0}, int64[8] pbig = {0, 0, 0, 4611686018427387904, 0, 0, 0, 4611686018427387904}, int64[8] pneg = {0, 0, -9, 0, 0, 0, 0, 0}, int64[3] sneg = {1, -1, 2}, float[4] sc = {1.0, 1.0, 1e30, -2.0}, float depth = {1e30}> {
       c0 = Conv <strides = [0, 1]> (x, w)
       cd = Conv <dilations = [4611686018427387904, 1]> (x, w)
       ck = AveragePool <kernel_shape = [0, 1]> (x)
@@ -483,7 +483,6 @@ TEST(InferenceEdgesTest, AbsurdAttributesAndValues) {
       rs = Resize(x, , sc)
       oh = OneHot(i, depth, w)
       gn = GatherND <batch_dims = -1> (x, i)
-      rm = Reshape(x, two_m1)
       ds = DepthToSpace <blocksize = 0> (x)
       rh = Reshape(x, huge)
       eh = Expand(x, huge)
@@ -508,7 +507,7 @@ TEST(InferenceEdgesTest, AbsurdAttributesAndValues) {
   EXPECT_EQ(r.types["rs"], "float[?,?,?,?]");
   EXPECT_EQ(r.types["oh"], "float[2,3,?]");
   EXPECT_EQ(r.types["gn"], "float");
-  EXPECT_EQ(r.types["rm"], "float[?,?]");
+  // Reshape with two -1 is refused at import now (test_malformed.py), so it is not here.
   EXPECT_EQ(r.types["ds"], "float[?,?,?,?]");
 }
 
