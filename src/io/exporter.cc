@@ -6,9 +6,11 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
 
@@ -157,7 +159,10 @@ class Exporter {
 
  private:
   void assignNames(const ir::Graph& graph);
-  const std::string& nameOf(const ir::Value* v) const { return names_.at(v); }
+  /// A value's own name, or the fresh one assignNames gave it.
+  const std::string& nameOf(const ir::Value* v) const {
+    return v->name().empty() ? fresh_names_.at(v) : v->name();
+  }
   void exportType(const ir::Type& type, onnx::TypeProto& proto);
   void exportValueInfo(const ir::Value* v, onnx::ValueInfoProto& proto, bool with_type);
   Status exportTensor(const ir::Tensor& t, onnx::TensorProto& proto);
@@ -168,29 +173,47 @@ class Exporter {
 
   const ir::Model& model_;
   DataSink* sink_;
-  std::unordered_map<const ir::Value*, std::string> names_;
-  std::unordered_set<std::string> used_;
+  /// Names for values that have none. Named values keep theirs, so only the (usually few) unnamed
+  /// ones are recorded; `used_` views every name taken, built only when a fresh one is needed.
+  std::unordered_map<const ir::Value*, std::string> fresh_names_;
+  std::unordered_set<std::string_view> used_;
+  bool collected_used_ = false;
+  void collectUsed();
   size_t next_id_ = 0;
 };
 
+void Exporter::collectUsed() {
+  collected_used_ = true;
+  auto collect = [&](const ir::Graph& g, auto& self) -> void {
+    for (const ir::Value* v : g.inputs()) used_.insert(v->name());
+    for (const ir::Value* v : g.initializers()) used_.insert(v->name());
+    for (const ir::Node* n : g) {
+      for (size_t i = 0; i < n->numOutputs(); ++i) {
+        if (const ir::Value* v = n->output(i)) used_.insert(v->name());
+      }
+      for (const ir::Graph* sub : n->subgraphs()) self(*sub, self);
+    }
+  };
+  collect(*model_.graph, collect);
+  for (const auto& f : model_.functions) collect(*f->body, collect);
+}
+
 void Exporter::assignNames(const ir::Graph& graph) {
   auto visit = [&](const ir::Value* v) {
-    if (v == nullptr || names_.count(v)) return;
-    if (!v->name().empty()) {
-      names_[v] = v->name();
-      return;
-    }
+    if (v == nullptr || !v->name().empty() || fresh_names_.count(v)) return;
+    // Fresh names avoid every name taken anywhere in the model.
+    if (!collected_used_) collectUsed();
     std::string fresh;
     do {
       fresh = "onnxopt_" + std::to_string(next_id_++);
     } while (used_.count(fresh));
-    used_.insert(fresh);
-    names_[v] = fresh;
+    std::string& stored = fresh_names_[v] = std::move(fresh);
+    used_.insert(stored);  // the map's node never moves, so the view stays valid
   };
   for (const ir::Value* v : graph.inputs()) visit(v);
   for (const ir::Value* v : graph.initializers()) visit(v);
   for (const ir::Node* n : graph) {
-    for (const ir::Value* v : n->outputs()) visit(v);
+    for (size_t i = 0; i < n->numOutputs(); ++i) visit(n->output(i));
     for (const ir::Graph* g : n->subgraphs()) assignNames(*g);
   }
 }
@@ -381,7 +404,8 @@ Status Exporter::exportGraph(const ir::Graph& g, onnx::GraphProto& proto) {
     }
   }
   for (const ir::Node* n : g) {
-    for (const ir::Value* v : n->outputs()) {
+    for (size_t i = 0; i < n->numOutputs(); ++i) {
+      const ir::Value* v = n->output(i);
       if (v != nullptr && v->hasValueInfo() && !v->isGraphOutput()) {
         exportValueInfo(v, *proto.add_value_info(), true);
       }
@@ -401,19 +425,6 @@ Status Exporter::exportGraph(const ir::Graph& g, onnx::GraphProto& proto) {
 }
 
 Status Exporter::exportModel(onnx::ModelProto& proto) {
-  // Names already taken anywhere; fresh names for unnamed values avoid them all.
-  auto collect = [&](const ir::Graph& g, auto& self) -> void {
-    for (const ir::Value* v : g.inputs()) used_.insert(v->name());
-    for (const ir::Value* v : g.initializers()) used_.insert(v->name());
-    for (const ir::Node* n : g) {
-      for (const ir::Value* v : n->outputs()) {
-        if (v != nullptr) used_.insert(v->name());
-      }
-      for (const ir::Graph* sub : n->subgraphs()) self(*sub, self);
-    }
-  };
-  collect(*model_.graph, collect);
-  for (const auto& f : model_.functions) collect(*f->body, collect);
   assignNames(*model_.graph);
   for (const auto& f : model_.functions) assignNames(*f->body);
 
@@ -602,7 +613,13 @@ StatusOr<std::string> OutputTransaction::addModel(const ir::Model& model, const 
     sink = std::make_unique<DataSink>(data_file->fd(), rel.string(), options.external_min_bytes);
   }
 
-  onnx::ModelProto proto;
+  // The proto is built in an arena: it is a copy of the IR's structure made only to be
+  // serialized, and the arena frees its million small messages at once.
+  google::protobuf::ArenaOptions arena_options;
+  arena_options.start_block_size = 64 << 10;
+  arena_options.max_block_size = 8 << 20;
+  google::protobuf::Arena arena(arena_options);
+  auto& proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   Exporter exporter(model, sink.get());
   RETURN_IF_ERROR(exporter.exportModel(proto));
   if (proto.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {

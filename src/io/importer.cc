@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -37,11 +38,14 @@ using ir::DataType;
 
 /// Names visible in one graph, chained to the enclosing graph's scope.
 struct Scope {
-  std::unordered_map<std::string, ir::Value*> names;
+  /// Keys view the values' own names (a Value never moves and keeps its imported name for as long
+  /// as the scope lives), so a name costs no copy.
+  std::unordered_map<std::string_view, ir::Value*> names;
   const Scope* parent = nullptr;
   int depth = 0;  ///< 0 for a main graph or function body, +1 per enclosing subgraph attribute
 
-  ir::Value* lookup(const std::string& name) const {
+  void define(ir::Value* v) { names[v->name()] = v; }
+  ir::Value* lookup(std::string_view name) const {
     for (const Scope* s = this; s != nullptr; s = s->parent) {
       auto it = s->names.find(name);
       if (it != s->names.end()) return it->second;
@@ -645,7 +649,7 @@ Status Importer::importNode(onnx::NodeProto& proto, ir::Graph& graph, Scope& sco
     }
     ir::Value* v = node->addOutput();
     v->setName(name);
-    scope.names[name] = v;
+    scope.define(v);
   }
   return Status::ok();
 }
@@ -694,7 +698,7 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
     ir::Value* v = graph.addInput(vi.name(), std::move(type));
     v->setDocString(vi.doc_string());
     v->setUnknownFields(unknownFieldsOf(vi));
-    scope.names[vi.name()] = v;
+    scope.define(v);
   }
   for (auto& tp : *proto.mutable_initializer()) {
     auto tensor = importTensor(tp);
@@ -710,7 +714,7 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       continue;
     }
     RETURN_IF_ERROR(define(tp.name(), "initializer"));
-    scope.names[tp.name()] = graph.addInitializer(tp.name(), std::move(tensor).value());
+    scope.define(graph.addInitializer(tp.name(), std::move(tensor).value()));
   }
   for (auto& sp : *proto.mutable_sparse_initializer()) {
     std::string name = sp.values().name();
@@ -719,12 +723,15 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       return tensor.status().withContext(fmt::format("sparse initializer '{}'", name));
     }
     RETURN_IF_ERROR(define(name, "sparse initializer"));
-    scope.names[name] = graph.addSparseInitializer(name, std::move(tensor).value());
+    scope.define(graph.addSparseInitializer(name, std::move(tensor).value()));
   }
 
   // Sort the nodes: a node depends on the producers of its inputs and of its subgraphs' free names.
+  // Names are viewed in the proto, which outlives this function; no name is copied.
   const int n = proto.node_size();
-  std::unordered_map<std::string, int> producer;
+  scope.names.reserve(scope.names.size() + static_cast<size_t>(n));
+  std::unordered_map<std::string_view, int> producer;
+  producer.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     for (const auto& out : proto.node(i).output()) {
       if (out.empty()) continue;
@@ -745,46 +752,70 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       }
     }
   }
-  std::vector<std::vector<int>> users(n);
+  // Edges producer -> user, each counted once however often the user names the value. The users
+  // of node i are edge_users[edge_begin[i] .. edge_begin[i+1]) (built in two passes, so a million
+  // nodes cost two flat arrays instead of a million small vectors).
+  std::vector<std::pair<int, int>> edges;  // (producer, user)
+  edges.reserve(static_cast<size_t>(n));
   std::vector<int> pending(n, 0);
+  std::vector<int> last_user(n, -1);  // last_user[p] == i: the edge p -> i is recorded
+  bool sorted = true;
+  std::unordered_set<std::string> free_names;
   for (int i = 0; i < n; ++i) {
-    std::unordered_set<std::string> deps(proto.node(i).input().begin(),
-                                         proto.node(i).input().end());
-    for (const auto& a : proto.node(i).attribute()) {
-      if (a.has_g()) collectFreeNames(a.g(), deps);
-      for (const auto& g : a.graphs()) collectFreeNames(g, deps);
-    }
-    for (const auto& name : deps) {
+    const onnx::NodeProto& node = proto.node(i);
+    auto depend = [&](std::string_view name) -> Status {
       auto it = producer.find(name);
-      if (name.empty() || it == producer.end()) continue;
-      if (it->second == i) {
-        return invalidArgument("{} uses its own output '{}' (a cycle)", nodeLabel(proto.node(i)),
-                               name);
+      if (name.empty() || it == producer.end()) return Status::ok();
+      const int p = it->second;
+      if (p == i) {
+        return invalidArgument("{} uses its own output '{}' (a cycle)", nodeLabel(node), name);
       }
-      users[it->second].push_back(i);
+      if (last_user[p] == i) return Status::ok();  // named twice: one edge
+      last_user[p] = i;
+      edges.emplace_back(p, i);
       ++pending[i];
+      sorted = sorted && p < i;
+      return Status::ok();
+    };
+    for (const auto& name : node.input()) RETURN_IF_ERROR(depend(name));
+    free_names.clear();
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) collectFreeNames(a.g(), free_names);
+      for (const auto& g : a.graphs()) collectFreeNames(g, free_names);
     }
-  }
-  // Kahn's algorithm, always taking the ready node that came first in the file: sorted input stays
-  // as is.
-  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-  for (int i = 0; i < n; ++i) {
-    if (pending[i] == 0) ready.push(i);
+    for (const auto& name : free_names) RETURN_IF_ERROR(depend(name));
   }
   std::vector<int> order;
   order.reserve(n);
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (int u : users[i]) {
-      if (--pending[u] == 0) ready.push(u);
-    }
-  }
-  if (static_cast<int>(order.size()) != n) {
+  if (sorted) {
+    // Every producer comes before its users: the file's order is the order (the usual case).
+    for (int i = 0; i < n; ++i) order.push_back(i);
+  } else {
+    std::vector<int> edge_begin(static_cast<size_t>(n) + 1, 0);
+    for (const auto& [from, to] : edges) ++edge_begin[from + 1];
+    for (int i = 0; i < n; ++i) edge_begin[i + 1] += edge_begin[i];
+    std::vector<int> edge_users(edges.size());
+    std::vector<int> fill(edge_begin.begin(), edge_begin.end() - 1);
+    for (const auto& [from, to] : edges) edge_users[fill[from]++] = to;
+    // Kahn's algorithm, always taking the ready node that came first in the file: sorted input
+    // stays as is.
+    std::priority_queue<int, std::vector<int>, std::greater<>> ready;
     for (int i = 0; i < n; ++i) {
-      if (pending[i] > 0) {
-        return invalidArgument("the graph has a cycle through {}", nodeLabel(proto.node(i)));
+      if (pending[i] == 0) ready.push(i);
+    }
+    while (!ready.empty()) {
+      int i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (int e = edge_begin[i]; e < edge_begin[i + 1]; ++e) {
+        if (--pending[edge_users[e]] == 0) ready.push(edge_users[e]);
+      }
+    }
+    if (static_cast<int>(order.size()) != n) {
+      for (int i = 0; i < n; ++i) {
+        if (pending[i] > 0) {
+          return invalidArgument("the graph has a cycle through {}", nodeLabel(proto.node(i)));
+        }
       }
     }
   }
@@ -936,20 +967,21 @@ Status checkSchema(const ir::Node& n, int64_t version) {
       onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(version), onnx::ONNX_DOMAIN);
   if (schema == nullptr || schema->Deprecated()) return Status::ok();  // not ours to judge
   const bool exact = version <= kNewestKnown;
-  const std::string op = fmt::format("{}-{}", schema->Name(), schema->SinceVersion());
+  // Formatted only for a message: a string per node would cost more than the checks.
+  auto op = [schema] { return fmt::format("{}-{}", schema->Name(), schema->SinceVersion()); };
   for (const ir::Attribute& a : n.attributes()) {
     auto it = schema->attributes().find(a.name);
     if (it == schema->attributes().end()) {
       if (exact) {
         return invalidArgument("{}: attribute '{}' is not an attribute of {}", describeNode(n),
-                               a.name, op);
+                               a.name, op());
       }
       continue;
     }
     if (!a.ref_attr_name.empty()) continue;  // a function's parameter: typed by the caller
     if (static_cast<int>(a.kind) != static_cast<int>(it->second.type)) {
       return invalidArgument("{}: attribute '{}' is {} but {} takes {}", describeNode(n), a.name,
-                             ir::Attribute::kindName(a.kind), op,
+                             ir::Attribute::kindName(a.kind), op(),
                              ir::Attribute::kindName(static_cast<ir::Attribute::Kind>(
                                  static_cast<int>(it->second.type))));
     }
@@ -959,17 +991,17 @@ Status checkSchema(const ir::Node& n, int64_t version) {
   } else {
     for (const auto& [name, attr] : schema->attributes()) {
       if (attr.required && n.findAttribute(name) == nullptr) {
-        return invalidArgument("{}: {} requires attribute '{}'", describeNode(n), op, name);
+        return invalidArgument("{}: {} requires attribute '{}'", describeNode(n), op(), name);
       }
     }
     auto in = static_cast<int64_t>(n.numInputs());
     auto out = static_cast<int64_t>(n.numOutputs());
     if (in < schema->min_input() || in > schema->max_input()) {
-      return invalidArgument("{}: {} inputs, but {} takes {} to {}", describeNode(n), in, op,
+      return invalidArgument("{}: {} inputs, but {} takes {} to {}", describeNode(n), in, op(),
                              schema->min_input(), schema->max_input());
     }
     if (out < schema->min_output() || out > schema->max_output()) {
-      return invalidArgument("{}: {} outputs, but {} gives {} to {}", describeNode(n), out, op,
+      return invalidArgument("{}: {} outputs, but {} gives {} to {}", describeNode(n), out, op(),
                              schema->min_output(), schema->max_output());
     }
   }
@@ -981,7 +1013,7 @@ Status checkSchema(const ir::Node& n, int64_t version) {
     if (v == nullptr) {
       if (exact && formal.GetOption() == onnx::OpSchema::Single) {
         return invalidArgument("{}: input '{}' of {} is required but empty", describeNode(n),
-                               formal.GetName(), op);
+                               formal.GetName(), op());
       }
       continue;
     }
@@ -997,7 +1029,7 @@ Status checkSchema(const ir::Node& n, int64_t version) {
     if (!exact && (version > kFixedTypesCheckedThrough || allowed == "tensor(float)")) continue;
     if (onnxTypeString(*dtype) != allowed) {
       return invalidArgument("{}: input '{}' ('{}') is {} but {} takes {}", describeNode(n),
-                             formal.GetName(), v->name(), onnxTypeString(*dtype), op, allowed);
+                             formal.GetName(), v->name(), onnxTypeString(*dtype), op(), allowed);
     }
   }
   return Status::ok();
@@ -1137,6 +1169,14 @@ std::string folderOf(const std::string& path) {
   return parent.empty() ? std::string(".") : parent.string();
 }
 
+/// Arena blocks for parsed models: large enough that a big model takes few blocks.
+google::protobuf::ArenaOptions parseArenaOptions() {
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 64 << 10;
+  options.max_block_size = 8 << 20;
+  return options;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<ir::Model>> parseModelText(std::string_view text,
@@ -1164,7 +1204,8 @@ StatusOr<std::unique_ptr<ir::Model>> parseModelText(std::string_view text,
 StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
                                                       const std::string& base_dir,
                                                       const LoadLimits& limits) {
-  onnx::ModelProto proto;
+  google::protobuf::Arena arena(parseArenaOptions());
+  auto& proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&stream);
   coded.SetTotalBytesLimit(INT_MAX);
@@ -1222,7 +1263,10 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path, const Lo
     if (!model.isOk()) return fail(model.status());
     return model;
   }
-  onnx::ModelProto proto;
+  // The parsed proto lives in an arena: a million nodes are a few million small messages and
+  // strings, which the arena allocates in blocks and frees at once after the import.
+  google::protobuf::Arena arena(parseArenaOptions());
+  auto& proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   bool parsed;
   {
     google::protobuf::io::FileInputStream stream(fd);

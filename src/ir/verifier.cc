@@ -1,10 +1,12 @@
 #include "onnxopt/ir/verifier.h"
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "onnxopt/ir/constants.h"
+#include "onnxopt/support/name_set.h"
 
 namespace onnxopt::ir {
 namespace {
@@ -23,11 +25,17 @@ class Verifier {
   Status verify(const Graph& graph) { return verifyGraph(graph); }
 
  private:
-  /// Values visible at the current point, one set per nesting level.
-  std::vector<std::unordered_set<const Value*>> scopes_;
+  /// Nodes already walked. A value is visible at a point of graph G when its own graph is G or
+  /// encloses G, and it is a graph input or initializer there or its producer was walked already:
+  /// nodes of an enclosing graph after the subgraph's owner are not walked yet, and values of a
+  /// sibling subgraph fail the first test. Marks in the nodes keep this O(1) per operand.
+  NodeMarks walked_;
+  /// The graph being verified and those enclosing it, innermost last.
+  std::vector<const Graph*> scopes_;
 
   bool visible(const Value* v) const {
-    return std::any_of(scopes_.begin(), scopes_.end(), [&](const auto& s) { return s.count(v); });
+    if (std::find(scopes_.begin(), scopes_.end(), v->owningGraph()) == scopes_.end()) return false;
+    return v->producer() == nullptr || walked_.marked(v->producer());
   }
 
   Status checkUses(const Value* v) {
@@ -51,10 +59,14 @@ class Verifier {
     return Status::ok();
   }
 
-  Status checkOperands(const Node* n, const char* where) {
+  /// `where` names the operands' owner in messages: the node, or "graph outputs" for the return
+  /// node. It is formatted only on failure (a message per node would dominate large graphs).
+  Status checkOperands(const Node* n, bool is_return) {
     for (size_t i = 0; i < n->numInputs(); ++i) {
       const Value* v = n->input(i);
       if (v == nullptr) continue;
+      if (n->inputIsRecorded(i) && visible(v)) continue;
+      std::string where = is_return ? std::string("graph outputs") : describe(n);
       if (!n->inputIsRecorded(i)) {
         return makeError(StatusCode::kInternal, "{}: operand {} ('{}') is not in its use-list",
                          where, i, v->name());
@@ -161,14 +173,13 @@ class Verifier {
   }
 
   Status verifyGraph(const Graph& graph) {
-    scopes_.emplace_back();
-    std::unordered_map<std::string, const Value*> names;
+    scopes_.push_back(&graph);
+    // Names are unique per graph; the set views the values' own strings.
+    NameSet names(graph.inputs().size() + graph.initializers().size() + graph.numNodes());
     auto define = [&](const Value* v) -> Status {
-      scopes_.back().insert(v);
       RETURN_IF_ERROR(checkUses(v));
       if (v->name().empty()) return Status::ok();
-      auto [it, inserted] = names.emplace(v->name(), v);
-      if (!inserted) {
+      if (!names.insert(v->name())) {
         return invalidArgument("the name '{}' is defined twice in graph '{}'", v->name(),
                                graph.name());
       }
@@ -203,7 +214,7 @@ class Verifier {
         return makeError(StatusCode::kInternal, "node list links are broken at {}", describe(n));
       }
       prev = n;
-      RETURN_IF_ERROR(checkOperands(n, describe(n).c_str()));
+      RETURN_IF_ERROR(checkOperands(n, /*is_return=*/false));
       RETURN_IF_ERROR(checkControlFlow(*n));
       RETURN_IF_ERROR(checkConstantOperands(*n));
       for (const Graph* sub : n->subgraphs()) {
@@ -215,6 +226,7 @@ class Verifier {
         if (!st.isOk())
           return st.withContext(fmt::format("in subgraph '{}' of {}", sub->name(), describe(n)));
       }
+      walked_.mark(n);  // its outputs are visible from here on
       for (size_t i = 0; i < n->numOutputs(); ++i) {
         const Value* v = n->output(i);
         if (v == nullptr) continue;
@@ -235,7 +247,7 @@ class Verifier {
         return invalidArgument("graph '{}': output {} is missing", graph.name(), i);
       }
     }
-    RETURN_IF_ERROR(checkOperands(graph.returnNode(), "graph outputs"));
+    RETURN_IF_ERROR(checkOperands(graph.returnNode(), /*is_return=*/true));
     scopes_.pop_back();
     return Status::ok();
   }

@@ -66,10 +66,14 @@ class Value {
   bool isGraphInput() const { return kind_ == Kind::kGraphInput; }
 
   /// Constant data of an initializer, or the default of a graph input that has one; else nullptr.
-  const Tensor* initializer() const { return initializer_ ? &*initializer_ : nullptr; }
-  void setInitializer(std::optional<Tensor> tensor) { initializer_ = std::move(tensor); }
-  const SparseTensor* sparseInitializer() const { return sparse_ ? &*sparse_ : nullptr; }
-  void setSparseInitializer(std::optional<SparseTensor> tensor) { sparse_ = std::move(tensor); }
+  const Tensor* initializer() const { return initializer_.get(); }
+  void setInitializer(std::optional<Tensor> tensor) {
+    initializer_ = tensor ? std::make_unique<Tensor>(std::move(*tensor)) : nullptr;
+  }
+  const SparseTensor* sparseInitializer() const { return sparse_.get(); }
+  void setSparseInitializer(std::optional<SparseTensor> tensor) {
+    sparse_ = tensor ? std::make_unique<SparseTensor>(std::move(*tensor)) : nullptr;
+  }
 
   const std::string& docString() const { return doc_string_; }
   void setDocString(std::string doc) { doc_string_ = std::move(doc); }
@@ -98,8 +102,10 @@ class Value {
   std::string name_;
   Type type_;
   std::vector<Use> uses_;
-  std::optional<Tensor> initializer_;
-  std::optional<SparseTensor> sparse_;
+  // Held out of line: most values are node outputs without data, and a Value is allocated per
+  // output (inline, the two would make every Value about 1 KB).
+  std::unique_ptr<Tensor> initializer_;
+  std::unique_ptr<SparseTensor> sparse_;
   std::string doc_string_;
   std::string unknown_fields_;
   bool has_value_info_ = false;
@@ -244,6 +250,8 @@ class Node {
   bool erased_ = false;
   uint64_t queued_mark_ = 0;   ///< WorklistMarks: the worklist pass that queued this node
   uint64_t visited_mark_ = 0;  ///< WorklistMarks: the worklist pass that visited this node
+  friend class NodeMarks;
+  mutable uint64_t walk_mark_ = 0;  ///< NodeMarks: the read-only walk that marked this node
 };
 
 /// Iterates the live nodes of a graph in order. Erasing the current node is safe.
@@ -261,6 +269,20 @@ class WorklistMarks {
  private:
   static inline thread_local uint64_t next_epoch_ = 0;
   uint64_t epoch_ = 0;
+};
+
+/// One mark per node for a read-only walk (the verifier's "already seen"), kept in the nodes so
+/// that a walk over a million nodes needs no set. Each NodeMarks is a new epoch, so marks of
+/// earlier walks read as unmarked. Walks that use NodeMarks must not run concurrently on a graph.
+class NodeMarks {
+ public:
+  NodeMarks() : epoch_(++next_epoch_) {}
+  bool marked(const Node* n) const { return n->walk_mark_ == epoch_; }
+  void mark(const Node* n) const { n->walk_mark_ = epoch_; }
+
+ private:
+  static inline thread_local uint64_t next_epoch_ = 0;
+  uint64_t epoch_;
 };
 
 class NodeIterator {
