@@ -41,6 +41,17 @@ size_t nodeHash(const ir::Node& n) {
   return h;
 }
 
+/// A node with the same inputs as another also reads their first input, so that input has two
+/// uses or more; a node whose first input has one use has no twin and need not be hashed (most
+/// nodes of a large graph: this keeps the table to the few candidates). Nodes without inputs
+/// are always candidates.
+bool mayHaveTwin(const ir::Node& n) {
+  for (const ir::Value* v : n.inputs()) {
+    if (v != nullptr) return v->uses().size() >= 2;
+  }
+  return true;
+}
+
 bool sameAttributes(const ir::Node& a, const ir::Node& b) {
   if (a.attributes().size() != b.attributes().size()) return false;
   for (const ir::Attribute& x : a.attributes()) {
@@ -68,7 +79,7 @@ class CommonSubexpressionEliminationPass final : public pass::GraphPass {
     bool changed = mergeInitializers(graph, rewriter);
     std::unordered_multimap<size_t, ir::Node*> seen;
     for (ir::Node* n : graph) {
-      if (!n->subgraphs().empty() || isNondeterministic(*n)) continue;
+      if (!mayHaveTwin(*n) || !n->subgraphs().empty() || isNondeterministic(*n)) continue;
       size_t h = nodeHash(*n);
       ir::Node* match = nullptr;
       auto [lo, hi] = seen.equal_range(h);

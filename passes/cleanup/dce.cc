@@ -32,8 +32,8 @@ class DeadCodeEliminationPass final : public pass::GraphPass {
     for (ir::Node* n = graph.lastNode(); n != nullptr;) {
       ir::Node* prev = n->prev();
       bool dead = true;
-      for (ir::Value* out : n->outputs()) {
-        if (out != nullptr && out->hasUses()) dead = false;
+      for (size_t i = 0; i < n->numOutputs() && dead; ++i) {
+        if (n->output(i) != nullptr && n->output(i)->hasUses()) dead = false;
       }
       if (dead) {
         rewriter.eraseNode(n);
@@ -72,7 +72,11 @@ class DeadCodeEliminationPass final : public pass::GraphPass {
       const ir::Graph* g = todo.back();
       todo.pop_back();
       for (const ir::Node* n : g->allNodesRecursive()) {
-        domains.insert(n->domain() == "ai.onnx" ? "" : n->domain());
+        // Only other domains can go, and only calls can reach a function: the usual node (default
+        // domain, no functions in the model) costs no set insertion.
+        const std::string& d = n->domain();
+        if (!d.empty() && d != "ai.onnx") domains.insert(d);
+        if (bodies.empty()) continue;
         if (!called.insert({n->domain(), n->opType()}).second) continue;
         auto body = bodies.find({n->domain(), n->opType()});
         if (body != bodies.end()) todo.push_back(body->second);

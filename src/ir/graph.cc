@@ -155,13 +155,6 @@ void Node::dropAllReferences() {
   }
 }
 
-std::vector<Value*> Node::outputs() const {
-  std::vector<Value*> result;
-  result.reserve(outputs_.size());
-  for (const auto& v : outputs_) result.push_back(v.get());
-  return result;
-}
-
 Value* Node::addOutput() {
   outputs_.push_back(
       std::unique_ptr<Value>(new Value(Value::Kind::kNodeOutput, graph_, this, outputs_.size())));

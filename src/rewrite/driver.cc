@@ -152,7 +152,11 @@ StatusOr<DriverResult> applyPatternsGreedily(ir::Model& model,
     result.last_round_patterns.clear();
     for (const auto& [name, count] : this_round) result.last_round_patterns.push_back(name);
   }
-  for (ir::Graph* g : allGraphs(model, true)) g->collectGarbage();
+  // Nothing applied means nothing was erased: a large graph is not walked again for garbage.
+  if (result.changed) {
+    for (auto& f : model.functions) f->body->collectGarbage();
+    model.graph->collectGarbage();  // recurses into subgraphs
+  }
   result.converged = !round_changed;
   if (!result.converged && config.verify_convergence) {
     return makeError(StatusCode::kResourceExhausted,

@@ -195,7 +195,44 @@ class Node {
   // --- outputs ---
   size_t numOutputs() const { return outputs_.size(); }
   Value* output(size_t i = 0) const { return i < outputs_.size() ? outputs_[i].get() : nullptr; }
-  std::vector<Value*> outputs() const;
+  /// The output slots as Value* (nullptr for an absent one), viewed without a copy: do not add
+  /// or remove outputs while iterating.
+  class OutputRange {
+   public:
+    class iterator {
+     public:
+      using iterator_category = std::forward_iterator_tag;
+      using value_type = Value*;
+      using difference_type = std::ptrdiff_t;
+      using pointer = Value**;
+      using reference = Value*;
+      explicit iterator(const std::unique_ptr<Value>* p) : p_(p) {}
+      Value* operator*() const { return p_->get(); }
+      iterator& operator++() {
+        ++p_;
+        return *this;
+      }
+      iterator operator++(int) {
+        iterator old = *this;
+        ++p_;
+        return old;
+      }
+      bool operator==(const iterator& other) const { return p_ == other.p_; }
+
+     private:
+      const std::unique_ptr<Value>* p_;
+    };
+    OutputRange(const std::unique_ptr<Value>* data, size_t size) : data_(data), size_(size) {}
+    iterator begin() const { return iterator(data_); }
+    iterator end() const { return iterator(data_ + size_); }
+    size_t size() const { return size_; }
+    Value* operator[](size_t i) const { return data_[i].get(); }
+
+   private:
+    const std::unique_ptr<Value>* data_;
+    size_t size_;
+  };
+  OutputRange outputs() const { return OutputRange(outputs_.data(), outputs_.size()); }
   /// Given: A(%a)            Execute: node->addOutput()     Result: %new = A(%a)
   Value* addOutput();
   /// Appends an absent (omitted optional) output slot.
@@ -227,34 +264,36 @@ class Node {
   Node(Graph* graph, std::string op_type, std::string domain)
       : graph_(graph), op_type_(std::move(op_type)), domain_(std::move(domain)) {}
 
-  Graph* graph_;
-  std::string op_type_;
-  std::string domain_;
-  std::string name_;
-  std::string doc_string_;
-  std::string unknown_fields_;
   friend class WorklistMarks;
+  friend class NodeMarks;
   /// Records operand `i` (holding a value) at the end of that value's use-list.
   void attachUse(size_t i);
   /// Removes operand `i`'s entry from its value's use-list in O(1): the last entry takes its place.
   void detachUse(size_t i);
 
+  // Fields in the order walks touch them: every walk reads the links and `erased_`, most read the
+  // op type and look for subgraphs in the attributes; names and docs come last. A walk over a
+  // million nodes then reads one or two cache lines per node.
+  Node* next_ = nullptr;
+  Node* prev_ = nullptr;
+  Graph* graph_;
+  std::vector<Attribute> attributes_;
+  bool erased_ = false;
+  std::string op_type_;
+  std::string domain_;
   std::vector<Value*> inputs_;
+  std::vector<std::unique_ptr<Value>> outputs_;
+  uint64_t queued_mark_ = 0;   ///< WorklistMarks: the worklist pass that queued this node
+  uint64_t visited_mark_ = 0;  ///< WorklistMarks: the worklist pass that visited this node
   /// For each operand holding a value, the position of its entry in that value's use-list, so
   /// that removing a use costs O(1) however many uses the value has.
   std::vector<size_t> use_positions_;
-  std::vector<std::unique_ptr<Value>> outputs_;
-  std::vector<Attribute> attributes_;
-  Node* prev_ = nullptr;
-  Node* next_ = nullptr;
-  bool erased_ = false;
-  uint64_t queued_mark_ = 0;   ///< WorklistMarks: the worklist pass that queued this node
-  uint64_t visited_mark_ = 0;  ///< WorklistMarks: the worklist pass that visited this node
-  friend class NodeMarks;
+  std::string name_;
+  std::string doc_string_;
+  std::string unknown_fields_;
   mutable uint64_t walk_mark_ = 0;  ///< NodeMarks: the read-only walk that marked this node
 };
 
-/// Iterates the live nodes of a graph in order. Erasing the current node is safe.
 /// Queued / visited marks that a worklist keeps in the nodes themselves instead of in hash sets
 /// (the rewrite driver visits every node of every graph once per round; sets of pointers cost it
 /// more than the patterns). Each `reset()` starts a new epoch, so old marks need no clearing.
@@ -285,6 +324,7 @@ class NodeMarks {
   uint64_t epoch_;
 };
 
+/// Iterates the live nodes of a graph in order. Erasing the current node is safe.
 class NodeIterator {
  public:
   using iterator_category = std::forward_iterator_tag;
