@@ -29,6 +29,7 @@
 
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/verifier.h"
+#include "onnxopt/support/name_map.h"
 
 namespace onnxopt::io {
 namespace {
@@ -40,15 +41,14 @@ using ir::DataType;
 struct Scope {
   /// Keys view the values' own names (a Value never moves and keeps its imported name for as long
   /// as the scope lives), so a name costs no copy.
-  std::unordered_map<std::string_view, ir::Value*> names;
+  NameMap<ir::Value*> names;
   const Scope* parent = nullptr;
   int depth = 0;  ///< 0 for a main graph or function body, +1 per enclosing subgraph attribute
 
-  void define(ir::Value* v) { names[v->name()] = v; }
+  void define(ir::Value* v) { names.set(v->name(), v); }
   ir::Value* lookup(std::string_view name) const {
     for (const Scope* s = this; s != nullptr; s = s->parent) {
-      auto it = s->names.find(name);
-      if (it != s->names.end()) return it->second;
+      if (ir::Value* const* v = s->names.find(name)) return *v;
     }
     return nullptr;
   }
@@ -682,7 +682,7 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
 
   auto define = [&](const std::string& name, const char* what) -> Status {
     if (name.empty()) return invalidArgument("a graph {} has an empty name", what);
-    if (scope.names.count(name)) {
+    if (scope.names.contains(name)) {
       return invalidArgument("'{}' is defined twice (duplicate {})", name, what);
     }
     return Status::ok();
@@ -704,9 +704,8 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
     auto tensor = importTensor(tp);
     if (!tensor.isOk())
       return tensor.status().withContext(fmt::format("initializer '{}'", tp.name()));
-    auto it = scope.names.find(tp.name());
-    if (it != scope.names.end()) {
-      ir::Value* v = it->second;
+    if (ir::Value* const* found = scope.names.find(tp.name())) {
+      ir::Value* v = *found;
       if (v->kind() != ir::Value::Kind::kGraphInput || v->initializer() != nullptr) {
         return invalidArgument("initializer '{}' is defined twice", tp.name());
       }
@@ -730,12 +729,11 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
   // Names are viewed in the proto, which outlives this function; no name is copied.
   const int n = proto.node_size();
   scope.names.reserve(scope.names.size() + static_cast<size_t>(n));
-  std::unordered_map<std::string_view, int> producer;
-  producer.reserve(static_cast<size_t>(n));
+  NameMap<int> producer(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     for (const auto& out : proto.node(i).output()) {
       if (out.empty()) continue;
-      if (scope.names.count(out)) {
+      if (scope.names.contains(out)) {
         return invalidArgument("{}: output '{}' redefines a graph input or initializer",
                                nodeLabel(proto.node(i)), out);
       }
@@ -745,10 +743,10 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
         return invalidArgument("{}: output '{}' redefines a name of an enclosing graph",
                                nodeLabel(proto.node(i)), out);
       }
-      auto [it, inserted] = producer.emplace(out, i);
+      auto [first, inserted] = producer.insert(out, i);
       if (!inserted) {
         return invalidArgument("'{}' is defined twice: by {} and by {}", out,
-                               nodeLabel(proto.node(it->second)), nodeLabel(proto.node(i)));
+                               nodeLabel(proto.node(*first)), nodeLabel(proto.node(i)));
       }
     }
   }
@@ -764,9 +762,9 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
   for (int i = 0; i < n; ++i) {
     const onnx::NodeProto& node = proto.node(i);
     auto depend = [&](std::string_view name) -> Status {
-      auto it = producer.find(name);
-      if (name.empty() || it == producer.end()) return Status::ok();
-      const int p = it->second;
+      const int* found = producer.find(name);
+      if (found == nullptr) return Status::ok();
+      const int p = *found;
       if (p == i) {
         return invalidArgument("{} uses its own output '{}' (a cycle)", nodeLabel(node), name);
       }
@@ -834,12 +832,12 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
     graph.addOutput(v);
   }
   for (const auto& vi : proto.value_info()) {
-    auto it = scope.names.find(vi.name());
-    if (it == scope.names.end()) {
+    ir::Value* const* found = scope.names.find(vi.name());
+    if (found == nullptr) {
       graph.orphanValueInfos().push_back(vi.SerializeAsString());
       continue;
     }
-    ir::Value* v = it->second;
+    ir::Value* v = *found;
     if (v->hasValueInfo()) {
       graph.orphanValueInfos().push_back(vi.SerializeAsString());  // a duplicate entry, kept as is
       continue;
@@ -955,7 +953,9 @@ std::string onnxTypeString(DataType dtype) {
 /// the operator fixes (If's cond is bool, Reshape's shape int64...). Past the newest opset that
 /// libonnx knows, the schema found is older than the node's: only checks that stay true across
 /// versions (types of known attributes, fixed input types) are made.
-Status checkSchema(const ir::Node& n, int64_t version) {
+using SchemaCache = NameMap<const onnx::OpSchema*>;  ///< op type -> schema at one version
+
+Status checkSchema(const ir::Node& n, int64_t version, SchemaCache& schemas) {
   constexpr int64_t kFixedTypesCheckedThrough = 28;
   static const int kNewestKnown = [] {
     const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
@@ -963,8 +963,16 @@ Status checkSchema(const ir::Node& n, int64_t version) {
     return it == map.end() ? 0 : it->second.second;
   }();
   if (version > INT_MAX) return Status::ok();
+  // One registry lookup per op type, not per node. The keys view the nodes' op types, which
+  // outlive the check.
+  const onnx::OpSchema* const* cached = schemas.find(n.opType());
   const onnx::OpSchema* schema =
-      onnx::OpSchemaRegistry::Schema(n.opType(), static_cast<int>(version), onnx::ONNX_DOMAIN);
+      cached != nullptr
+          ? *cached
+          : *schemas
+                 .insert(n.opType(), onnx::OpSchemaRegistry::Schema(
+                                         n.opType(), static_cast<int>(version), onnx::ONNX_DOMAIN))
+                 .first;
   if (schema == nullptr || schema->Deprecated()) return Status::ok();  // not ours to judge
   const bool exact = version <= kNewestKnown;
   // Formatted only for a message: a string per node would cost more than the checks.
@@ -1037,14 +1045,16 @@ Status checkSchema(const ir::Node& n, int64_t version) {
 
 /// Checks every node of `graph` and its subgraphs: its domain is imported, and default-domain
 /// nodes fit their schema.
-Status checkNodes(const ir::Graph& graph, const OpsetMap& opsets) {
+Status checkNodes(const ir::Graph& graph, const OpsetMap& opsets, SchemaCache& schemas) {
   for (const ir::Node* n : graph) {
     auto it = opsets.find(canonicalDomain(n->domain()));
     if (it == opsets.end()) {
       return invalidArgument("{}: domain '{}' has no opset_import", describeNode(*n), n->domain());
     }
-    if (it->first.empty()) RETURN_IF_ERROR(checkSchema(*n, it->second));
-    for (const ir::Graph* sub : n->subgraphs()) RETURN_IF_ERROR(checkNodes(*sub, opsets));
+    if (it->first.empty()) RETURN_IF_ERROR(checkSchema(*n, it->second, schemas));
+    for (const ir::Graph* sub : n->subgraphs()) {
+      RETURN_IF_ERROR(checkNodes(*sub, opsets, schemas));
+    }
   }
   return Status::ok();
 }
@@ -1111,10 +1121,12 @@ Status checkModel(const ir::Model& model) {
   }
   RETURN_IF_ERROR(checkFunctionRecursion(model));
   for (const auto& fn : model.functions) {
-    Status st = checkNodes(*fn->body, opsetMap(fn->opset_imports));
+    SchemaCache schemas;
+    Status st = checkNodes(*fn->body, opsetMap(fn->opset_imports), schemas);
     if (!st.isOk()) return st.withContext(fmt::format("function '{}'", fn->name));
   }
-  return checkNodes(*model.graph, opsetMap(model.opset_imports));
+  SchemaCache schemas;
+  return checkNodes(*model.graph, opsetMap(model.opset_imports), schemas);
 }
 
 StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& proto) {

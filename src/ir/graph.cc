@@ -1,9 +1,111 @@
 #include "onnxopt/ir/graph.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <mutex>
 #include <unordered_set>
 
 namespace onnxopt::ir {
+
+// ---------------------------------------------------------------------------------------------
+// Allocation of nodes and values
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kPooled = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kPooled = false;
+#else
+constexpr bool kPooled = true;
+#endif
+#else
+constexpr bool kPooled = true;
+#endif
+
+/// Objects of one size carved from slabs, so that the nodes (and values) of a graph built in
+/// order lie next to each other. Walks follow `next_` pointers; with each node allocated alone
+/// among strings, vectors and tensors, every step of a walk over a large graph was a cache miss
+/// (a third of -O2's time on a 1M-node chain). Freed objects go to a free list for the next
+/// ones; slabs stay for the life of the process. Sanitizer builds allocate each object alone, so
+/// that a use after free is still caught.
+template <size_t kSize, size_t kAlign>
+class SlabPool {
+ public:
+  void* allocate() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_ != nullptr) {
+      FreeSlot* slot = free_;
+      free_ = slot->next;
+      return slot;
+    }
+    if (left_ == 0) {
+      slabs_.push_back(std::make_unique<Slot[]>(kSlabObjects));
+      next_ = slabs_.back().get();
+      left_ = kSlabObjects;
+    }
+    --left_;
+    return next_++;
+  }
+  void release(void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto* slot = static_cast<FreeSlot*>(p);
+    slot->next = free_;
+    free_ = slot;
+  }
+
+ private:
+  struct FreeSlot {
+    FreeSlot* next;
+  };
+  struct alignas(kAlign) Slot {
+    std::byte bytes[kSize];
+  };
+  static_assert(kSize >= sizeof(FreeSlot));
+  static constexpr size_t kSlabObjects = 1024;
+
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Slot[]>> slabs_;
+  Slot* next_ = nullptr;
+  size_t left_ = 0;
+  FreeSlot* free_ = nullptr;
+};
+
+// Never destroyed: a graph held in a static may outlive the pools' static destruction.
+SlabPool<sizeof(Node), alignof(Node)>& nodePool() {
+  static auto* pool = new SlabPool<sizeof(Node), alignof(Node)>;
+  return *pool;
+}
+SlabPool<sizeof(Value), alignof(Value)>& valuePool() {
+  static auto* pool = new SlabPool<sizeof(Value), alignof(Value)>;
+  return *pool;
+}
+
+}  // namespace
+
+void* Node::operator new(size_t size) {
+  return kPooled && size == sizeof(Node) ? nodePool().allocate() : ::operator new(size);
+}
+void Node::operator delete(void* p, size_t size) {
+  if (p == nullptr) return;
+  if (kPooled && size == sizeof(Node)) {
+    nodePool().release(p);
+  } else {
+    ::operator delete(p);
+  }
+}
+void* Value::operator new(size_t size) {
+  return kPooled && size == sizeof(Value) ? valuePool().allocate() : ::operator new(size);
+}
+void Value::operator delete(void* p, size_t size) {
+  if (p == nullptr) return;
+  if (kPooled && size == sizeof(Value)) {
+    valuePool().release(p);
+  } else {
+    ::operator delete(p);
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Value

@@ -6,7 +6,7 @@
 #include <unordered_set>
 
 #include "onnxopt/ir/constants.h"
-#include "onnxopt/support/name_set.h"
+#include "onnxopt/support/name_map.h"
 
 namespace onnxopt::ir {
 namespace {

@@ -42,24 +42,35 @@ void postOrder(ir::Graph& graph, std::vector<ir::Graph*>& out) {
   out.push_back(&graph);
 }
 
-void preOrderNodes(ir::Graph& graph, std::deque<ir::Node*>& out) {
+/// Calls `f` on every node of `graph` and its subgraphs, a node before its subgraphs' nodes.
+template <typename F>
+void forEachNodePreOrder(ir::Graph& graph, F&& f) {
   for (ir::Node* n : graph) {
-    out.push_back(n);
-    for (ir::Graph* g : n->subgraphs()) preOrderNodes(*g, out);
+    f(n);
+    for (ir::Graph* g : n->subgraphs()) forEachNodePreOrder(*g, f);
   }
 }
 
 /// The worklist of one round, fed by the rewriter's notifications.
 class Worklist final : public RewriteListener {
  public:
+  /// Root op types of the patterns; empty when some pattern anchors on any op ("*").
+  explicit Worklist(std::vector<std::string> roots) : roots_(std::move(roots)) {}
+
+  /// Queues every node that some pattern may anchor on. A node of another op type can never
+  /// match, so a pass whose patterns root at ops the graph lacks costs one walk.
   void seed(ir::Model& model, bool include_functions) {
     queue_.clear();
     marks_.reset();
+    auto add = [this](ir::Node* n) {
+      if (!mayAnchor(*n)) return;
+      marks_.setQueued(n, true);
+      queue_.push_back(n);
+    };
     if (include_functions) {
-      for (auto& f : model.functions) preOrderNodes(*f->body, queue_);
+      for (auto& f : model.functions) forEachNodePreOrder(*f->body, add);
     }
-    preOrderNodes(*model.graph, queue_);
-    for (ir::Node* n : queue_) marks_.setQueued(n, true);
+    forEachNodePreOrder(*model.graph, add);
   }
 
   ir::Node* pop() {
@@ -79,9 +90,7 @@ class Worklist final : public RewriteListener {
   void nodeCreated(ir::Node* node) override {
     push(node);
     for (ir::Graph* g : node->subgraphs()) {
-      std::deque<ir::Node*> inner;
-      preOrderNodes(*g, inner);
-      for (ir::Node* n : inner) push(n);
+      forEachNodePreOrder(*g, [this](ir::Node* n) { push(n); });
     }
   }
   void nodeModified(ir::Node* node) override { push(node); }
@@ -100,9 +109,27 @@ class Worklist final : public RewriteListener {
     queue_.push_back(node);
   }
 
+  bool mayAnchor(const ir::Node& n) const {
+    if (roots_.empty()) return true;
+    return std::find(roots_.begin(), roots_.end(), n.opType()) != roots_.end();
+  }
+
+  std::vector<std::string> roots_;
   std::deque<ir::Node*> queue_;
   ir::WorklistMarks marks_;
 };
+
+/// The distinct root ops of `patterns`, or none when one of them anchors on any op.
+std::vector<std::string> rootOps(const std::vector<const Pattern*>& patterns) {
+  std::vector<std::string> roots;
+  for (const Pattern* p : patterns) {
+    if (p->rootOp() == "*") return {};
+    if (std::find(roots.begin(), roots.end(), p->rootOp()) == roots.end()) {
+      roots.push_back(p->rootOp());
+    }
+  }
+  return roots;
+}
 
 }  // namespace
 
@@ -124,7 +151,7 @@ StatusOr<DriverResult> applyPatternsGreedily(ir::Model& model,
                    [](const Pattern* a, const Pattern* b) { return a->benefit() > b->benefit(); });
 
   DriverResult result;
-  Worklist worklist;
+  Worklist worklist(rootOps(ordered));
   Rewriter rewriter(&worklist);
   PatternContext ctx(rewriter, model, config.debug);
   bool round_changed = true;

@@ -89,6 +89,10 @@ class Value {
   /// Result:  %y = A(%x); %z = B(%w)      (%y now has no uses)
   void replaceAllUsesWith(Value* other);
 
+  /// Values and nodes come from per-type slabs (graph.cc says why).
+  static void* operator new(size_t size);
+  static void operator delete(void* p, size_t size);
+
  private:
   friend class Graph;
   friend class Node;
@@ -157,6 +161,8 @@ class Node {
  public:
   ~Node();
   Node(const Node&) = delete;
+  static void* operator new(size_t size);
+  static void operator delete(void* p, size_t size);
   Node& operator=(const Node&) = delete;
 
   const std::string& opType() const { return op_type_; }
