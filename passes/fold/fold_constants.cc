@@ -292,6 +292,11 @@ class FoldConstantsPass final : public pass::GraphPass {
   std::optional<std::vector<kernels::HostTensor>> foldWithKernel(const ir::Node& n, int64_t opset,
                                                                  uint64_t limit, ir::Model& model,
                                                                  pass::PassContext& ctx) {
+    // A cheap necessary condition first: most nodes of a large graph have computed inputs.
+    for (const ir::Value* v : n.inputs()) {
+      if (v == nullptr || v->initializer() != nullptr || v->sparseInitializer() != nullptr) continue;
+      if (v->producer() == nullptr || v->producer()->opType() != "Constant") return std::nullopt;
+    }
     if (!kernels::hasReferenceKernel(n.opType(), opset)) return std::nullopt;
     // Constant inputs, as views (no copy); sizes counted once per distinct value.
     std::vector<const ir::Value*> distinct;

@@ -219,7 +219,7 @@ void Exporter::assignNames(const ir::Graph& graph) {
 }
 
 void Exporter::exportType(const ir::Type& type, onnx::TypeProto& proto) {
-  if (!type.denotation.empty()) proto.set_denotation(type.denotation);
+  if (!type.denotation().empty()) proto.set_denotation(type.denotation());
   auto exportShape = [](const ir::Shape& shape, onnx::TensorShapeProto& out) {
     for (const ir::Dim& d : *shape) {
       auto* dim = out.add_dim();
@@ -263,8 +263,8 @@ void Exporter::exportType(const ir::Type& type, onnx::TypeProto& proto) {
     }
     case ir::Type::Kind::kOpaque: {
       auto* o = proto.mutable_opaque_type();
-      o->set_domain(type.opaque_domain);
-      o->set_name(type.opaque_name);
+      o->set_domain(type.opaqueDomain());
+      o->set_name(type.opaqueName());
       break;
     }
   }

@@ -39,16 +39,31 @@ using ir::DataType;
 
 /// Names visible in one graph, chained to the enclosing graph's scope.
 struct Scope {
-  /// Keys view the values' own names (a Value never moves and keeps its imported name for as long
-  /// as the scope lives), so a name costs no copy.
+  /// Graph inputs and initializers. Keys view the values' own names (a Value never moves and
+  /// keeps its imported name for as long as the scope lives), so a name costs no copy.
   NameMap<ir::Value*> names;
+  /// Node outputs: the proto node index and output position of each name (keys view the proto).
+  /// A name resolves to its value through `imported`, so node outputs need no second table.
+  struct OutputSlot {
+    int node = 0;
+    int output = 0;
+  };
+  NameMap<OutputSlot> producers;
+  std::vector<ir::Node*> imported;  ///< by proto node index; nullptr until imported
   const Scope* parent = nullptr;
   int depth = 0;  ///< 0 for a main graph or function body, +1 per enclosing subgraph attribute
 
   void define(ir::Value* v) { names.set(v->name(), v); }
+  /// The value `name` names in this graph alone, or nullptr.
+  ir::Value* local(std::string_view name) const {
+    if (ir::Value* const* v = names.find(name)) return *v;
+    const OutputSlot* slot = producers.find(name);
+    if (slot == nullptr || imported[slot->node] == nullptr) return nullptr;
+    return imported[slot->node]->output(static_cast<size_t>(slot->output));
+  }
   ir::Value* lookup(std::string_view name) const {
     for (const Scope* s = this; s != nullptr; s = s->parent) {
-      if (ir::Value* const* v = s->names.find(name)) return *v;
+      if (ir::Value* v = s->local(name)) return v;
     }
     return nullptr;
   }
@@ -130,7 +145,8 @@ class Importer {
 
 StatusOr<ir::Type> importType(const onnx::TypeProto& proto) {
   ir::Type type;
-  type.denotation = proto.denotation();
+  ir::Type::Labels labels;
+  labels.denotation = proto.denotation();
   auto importShape = [](const onnx::TensorShapeProto& shape) {
     std::vector<ir::Dim> dims;
     for (const auto& d : shape.dim()) {
@@ -205,12 +221,13 @@ StatusOr<ir::Type> importType(const onnx::TypeProto& proto) {
     }
     case onnx::TypeProto::kOpaqueType:
       type.kind = ir::Type::Kind::kOpaque;
-      type.opaque_domain = proto.opaque_type().domain();
-      type.opaque_name = proto.opaque_type().name();
+      labels.opaque_domain = proto.opaque_type().domain();
+      labels.opaque_name = proto.opaque_type().name();
       break;
     case onnx::TypeProto::VALUE_NOT_SET:
       break;
   }
+  type.setLabels(std::move(labels));
   return type;
 }
 
@@ -648,8 +665,7 @@ Status Importer::importNode(onnx::NodeProto& proto, ir::Graph& graph, Scope& sco
       continue;
     }
     ir::Value* v = node->addOutput();
-    v->setName(name);
-    scope.define(v);
+    v->setName(name);  // found through scope.producers
   }
   return Status::ok();
 }
@@ -728,10 +744,12 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
   // Sort the nodes: a node depends on the producers of its inputs and of its subgraphs' free names.
   // Names are viewed in the proto, which outlives this function; no name is copied.
   const int n = proto.node_size();
-  scope.names.reserve(scope.names.size() + static_cast<size_t>(n));
-  NameMap<int> producer(static_cast<size_t>(n));
+  NameMap<Scope::OutputSlot>& producer = scope.producers;
+  producer.reserve(static_cast<size_t>(n));
+  scope.imported.assign(static_cast<size_t>(n), nullptr);
   for (int i = 0; i < n; ++i) {
-    for (const auto& out : proto.node(i).output()) {
+    for (int k = 0; k < proto.node(i).output_size(); ++k) {
+      const std::string& out = proto.node(i).output(k);
       if (out.empty()) continue;
       if (scope.names.contains(out)) {
         return invalidArgument("{}: output '{}' redefines a graph input or initializer",
@@ -743,10 +761,10 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
         return invalidArgument("{}: output '{}' redefines a name of an enclosing graph",
                                nodeLabel(proto.node(i)), out);
       }
-      auto [first, inserted] = producer.insert(out, i);
+      auto [first, inserted] = producer.insert(out, {i, k});
       if (!inserted) {
         return invalidArgument("'{}' is defined twice: by {} and by {}", out,
-                               nodeLabel(proto.node(*first)), nodeLabel(proto.node(i)));
+                               nodeLabel(proto.node(first->node)), nodeLabel(proto.node(i)));
       }
     }
   }
@@ -762,9 +780,9 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
   for (int i = 0; i < n; ++i) {
     const onnx::NodeProto& node = proto.node(i);
     auto depend = [&](std::string_view name) -> Status {
-      const int* found = producer.find(name);
+      const Scope::OutputSlot* found = producer.find(name);
       if (found == nullptr) return Status::ok();
-      const int p = *found;
+      const int p = found->node;
       if (p == i) {
         return invalidArgument("{} uses its own output '{}' (a cycle)", nodeLabel(node), name);
       }
@@ -817,7 +835,10 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       }
     }
   }
-  for (int i : order) RETURN_IF_ERROR(importNode(*proto.mutable_node(i), graph, scope));
+  for (int i : order) {
+    RETURN_IF_ERROR(importNode(*proto.mutable_node(i), graph, scope));
+    scope.imported[i] = graph.lastNode();  // importNode appends
+  }
 
   for (const auto& vi : proto.output()) {
     ir::Value* v = scope.lookup(vi.name());
@@ -832,12 +853,11 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
     graph.addOutput(v);
   }
   for (const auto& vi : proto.value_info()) {
-    ir::Value* const* found = scope.names.find(vi.name());
-    if (found == nullptr) {
+    ir::Value* v = scope.local(vi.name());
+    if (v == nullptr) {
       graph.orphanValueInfos().push_back(vi.SerializeAsString());
       continue;
     }
-    ir::Value* v = *found;
     if (v->hasValueInfo()) {
       graph.orphanValueInfos().push_back(vi.SerializeAsString());  // a duplicate entry, kept as is
       continue;
@@ -1161,7 +1181,8 @@ StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& pro
   }
   model->graph = std::make_unique<ir::Graph>();
   RETURN_IF_ERROR(importGraph(*proto.mutable_graph(), *model->graph, nullptr));
-  RETURN_IF_ERROR(ir::verifyModel(*model));
+  // Names were found unique while resolving them (Scope::define, the producer table).
+  RETURN_IF_ERROR(ir::verifyModel(*model, ir::VerifyOptions{.unique_names = false}));
   RETURN_IF_ERROR(checkModel(*model));
   return model;
 }

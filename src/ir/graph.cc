@@ -41,7 +41,7 @@ class SlabPool {
       return slot;
     }
     if (left_ == 0) {
-      slabs_.push_back(std::make_unique<Slot[]>(kSlabObjects));
+      slabs_.push_back(std::make_unique_for_overwrite<Slot[]>(kSlabObjects));
       next_ = slabs_.back().get();
       left_ = kSlabObjects;
     }
@@ -105,6 +105,11 @@ void Value::operator delete(void* p, size_t size) {
   } else {
     ::operator delete(p);
   }
+}
+
+const std::string& emptyString() {
+  static const std::string empty;
+  return empty;
 }
 
 // ---------------------------------------------------------------------------------------------

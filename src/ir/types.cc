@@ -31,10 +31,15 @@ std::optional<SymExpr> Dim::toExpr() const {
   return std::nullopt;
 }
 
+const std::string& Type::noLabel() {
+  static const std::string empty;
+  return empty;
+}
+
 bool Type::operator==(const Type& other) const {
   if (kind != other.kind || elem_type != other.elem_type || shape != other.shape ||
-      opaque_domain != other.opaque_domain || opaque_name != other.opaque_name ||
-      denotation != other.denotation) {
+      opaqueDomain() != other.opaqueDomain() || opaqueName() != other.opaqueName() ||
+      denotation() != other.denotation()) {
     return false;
   }
   if (!element || !other.element) return element == other.element;
@@ -81,7 +86,7 @@ std::string typeToString(const Type& type) {
     case Type::Kind::kMap:
       return "map(" + dataTypeName(type.elem_type) + "," + elem() + ")";
     case Type::Kind::kOpaque:
-      return "opaque(" + type.opaque_domain + "," + type.opaque_name + ")";
+      return "opaque(" + type.opaqueDomain() + "," + type.opaqueName() + ")";
   }
   return "?";
 }

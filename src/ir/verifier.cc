@@ -22,9 +22,11 @@ std::string describe(const Node* n) {
 
 class Verifier {
  public:
+  explicit Verifier(const VerifyOptions& options) : options_(options) {}
   Status verify(const Graph& graph) { return verifyGraph(graph); }
 
  private:
+  VerifyOptions options_;
   /// Nodes already walked. A value is visible at a point of graph G when its own graph is G or
   /// encloses G, and it is a graph input or initializer there or its producer was walked already:
   /// nodes of an enclosing graph after the subgraph's owner are not walked yet, and values of a
@@ -175,10 +177,12 @@ class Verifier {
   Status verifyGraph(const Graph& graph) {
     scopes_.push_back(&graph);
     // Names are unique per graph; the set views the values' own strings.
-    NameSet names(graph.inputs().size() + graph.initializers().size() + graph.numNodes());
+    NameSet names(options_.unique_names
+                      ? graph.inputs().size() + graph.initializers().size() + graph.numNodes()
+                      : 0);
     auto define = [&](const Value* v) -> Status {
       RETURN_IF_ERROR(checkUses(v));
-      if (v->name().empty()) return Status::ok();
+      if (v->name().empty() || !options_.unique_names) return Status::ok();
       if (!names.insert(v->name())) {
         return invalidArgument("the name '{}' is defined twice in graph '{}'", v->name(),
                                graph.name());
@@ -255,12 +259,12 @@ class Verifier {
 
 }  // namespace
 
-Status verifyGraph(const Graph& graph) {
-  Verifier verifier;
+Status verifyGraph(const Graph& graph, const VerifyOptions& options) {
+  Verifier verifier(options);
   return verifier.verify(graph);
 }
 
-Status verifyModel(const Model& model) {
+Status verifyModel(const Model& model, const VerifyOptions& options) {
   if (model.graph == nullptr) return invalidArgument("the model has no graph");
   std::unordered_set<std::string> domains;
   for (const OpsetImport& op : model.opset_imports) {
@@ -269,9 +273,9 @@ Status verifyModel(const Model& model) {
       return invalidArgument("opset of domain '{}' is imported twice", op.domain);
     }
   }
-  RETURN_IF_ERROR(verifyGraph(*model.graph));
+  RETURN_IF_ERROR(verifyGraph(*model.graph, options));
   for (const auto& f : model.functions) {
-    Status st = verifyGraph(*f->body);
+    Status st = verifyGraph(*f->body, options);
     if (!st.isOk()) return st.withContext(fmt::format("function '{}'", f->name));
   }
   return Status::ok();

@@ -58,7 +58,11 @@ StatusOr<bool> GraphPass::run(ir::Model& model, PassContext& ctx) {
   }
   ASSIGN_OR_RETURN(bool c, runOnModel(model, ctx));
   changed |= c;
-  for (ir::Graph* g : rewrite::allGraphs(model, true)) g->collectGarbage();
+  // A pass that changed nothing erased nothing: a large graph is not walked again for garbage.
+  if (changed) {
+    for (auto& f : model.functions) f->body->collectGarbage();
+    model.graph->collectGarbage();  // recurses into subgraphs
+  }
   return changed;
 }
 

@@ -70,8 +70,23 @@ struct Type {
       DataType::kUndefined;                ///< tensor and sparse tensor element type; map key type
   Shape shape;                             ///< tensor and sparse tensor only
   std::shared_ptr<const Type> element;     ///< sequence/optional element, map value
-  std::string opaque_domain, opaque_name;  ///< opaque only
-  std::string denotation;
+
+  /// Names that few types carry, shared between copies and absent when all are empty (a Type
+  /// sits in every value: inline, these strings made it twice as large).
+  struct Labels {
+    std::string opaque_domain, opaque_name;  ///< opaque only
+    std::string denotation;
+    bool operator==(const Labels& other) const = default;
+  };
+  std::shared_ptr<const Labels> labels;
+
+  const std::string& opaqueDomain() const { return labels ? labels->opaque_domain : noLabel(); }
+  const std::string& opaqueName() const { return labels ? labels->opaque_name : noLabel(); }
+  const std::string& denotation() const { return labels ? labels->denotation : noLabel(); }
+  void setLabels(Labels l) {
+    labels = l == Labels{} ? nullptr : std::make_shared<const Labels>(std::move(l));
+  }
+  static const std::string& noLabel();
 
   static Type tensor(DataType elem, Shape shape = std::nullopt) {
     Type t;

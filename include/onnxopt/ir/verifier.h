@@ -12,9 +12,15 @@ namespace onnxopt::ir {
 /// defined in scope before use (outer-scope values included), unique value names per scope, node
 /// outputs owned by their node, initializer data consistent with the value's declared type, and
 /// constant operands the spec rules out (a Reshape target shape with two -1).
-Status verifyGraph(const Graph& graph);
+struct VerifyOptions {
+  /// Check that value names are unique per graph. The importer, which has checked that already
+  /// while resolving names, turns it off: on large graphs the name table is half the verifier's
+  /// time.
+  bool unique_names = true;
+};
+Status verifyGraph(const Graph& graph, const VerifyOptions& options = {});
 
 /// verifyGraph on the main graph and every function body, plus model-level checks (opset imports).
-Status verifyModel(const Model& model);
+Status verifyModel(const Model& model, const VerifyOptions& options = {});
 
 }  // namespace onnxopt::ir

@@ -29,8 +29,10 @@ class NameMap {
   std::pair<V*, bool> insert(std::string_view name, V value) {
     if (name.empty()) return {nullptr, false};
     if ((size_ + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
-    Slot& slot = probe(slots_, name);
+    const size_t hash = hashOf(name);
+    Slot& slot = probe(slots_, name, hash);
     if (!slot.name.empty()) return {&slot.value, false};
+    slot.hash = hash;
     slot.name = name;
     slot.value = std::move(value);
     ++size_;
@@ -44,7 +46,7 @@ class NameMap {
   /// The value stored for `name`, or nullptr.
   const V* find(std::string_view name) const {
     if (name.empty()) return nullptr;
-    const Slot& slot = probe(slots_, name);
+    const Slot& slot = probe(slots_, name, hashOf(name));
     return slot.name.empty() ? nullptr : &slot.value;
   }
   bool contains(std::string_view name) const { return find(name) != nullptr; }
@@ -52,9 +54,11 @@ class NameMap {
 
  private:
   struct Slot {
+    size_t hash = 0;        ///< compared first: names of one length differ mostly here
     std::string_view name;  ///< empty: a free slot
     V value{};
   };
+  static size_t hashOf(std::string_view name) { return std::hash<std::string_view>{}(name); }
   static size_t capacityFor(size_t expected) {
     size_t cap = 16;
     while (cap < expected * 2) cap *= 2;
@@ -62,16 +66,17 @@ class NameMap {
   }
   /// Linear probing; the table is at most half full, so the walk ends at `name` or a free slot.
   template <typename Slots>
-  static auto& probe(Slots& slots, std::string_view name) {
+  static auto& probe(Slots& slots, std::string_view name, size_t hash) {
     const size_t mask = slots.size() - 1;
-    for (size_t i = std::hash<std::string_view>{}(name)&mask;; i = (i + 1) & mask) {
-      if (slots[i].name.empty() || slots[i].name == name) return slots[i];
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      auto& slot = slots[i];
+      if (slot.name.empty() || (slot.hash == hash && slot.name == name)) return slot;
     }
   }
   void rehash(size_t capacity) {
     std::vector<Slot> bigger(capacity);
     for (Slot& s : slots_) {
-      if (!s.name.empty()) probe(bigger, s.name) = std::move(s);
+      if (!s.name.empty()) probe(bigger, s.name, s.hash) = std::move(s);
     }
     slots_ = std::move(bigger);
   }
