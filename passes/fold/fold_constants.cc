@@ -294,7 +294,8 @@ class FoldConstantsPass final : public pass::GraphPass {
                                                                  pass::PassContext& ctx) {
     // A cheap necessary condition first: most nodes of a large graph have computed inputs.
     for (const ir::Value* v : n.inputs()) {
-      if (v == nullptr || v->initializer() != nullptr || v->sparseInitializer() != nullptr) continue;
+      if (v == nullptr || v->initializer() != nullptr || v->sparseInitializer() != nullptr)
+        continue;
       if (v->producer() == nullptr || v->producer()->opType() != "Constant") return std::nullopt;
     }
     if (!kernels::hasReferenceKernel(n.opType(), opset)) return std::nullopt;

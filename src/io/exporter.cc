@@ -11,13 +11,17 @@
 #include <unordered_set>
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <onnx/onnx_pb.h>
 
 #include "io/atomic_file.h"
 #include "io/proto_util.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/verifier.h"
+#include "support/big_blocks.h"
 
 namespace onnxopt::io {
 namespace {
@@ -157,6 +161,14 @@ class Exporter {
 
   Status exportModel(onnx::ModelProto& proto);
 
+  /// Builds the model for writeTo: everything but the main graph's nodes as messages (in an
+  /// arena), those nodes as serialized bytes. A million nodes are ~30 MB of bytes but ~300 MB of
+  /// messages. Fails when the model would pass protobuf's 2 GB limit.
+  Status prepare();
+  /// Writes the prepared model: the same bytes as serializing exportModel's proto (fields in
+  /// number order: model fields 1-6, the graph with its nodes first, the other fields).
+  bool writeTo(google::protobuf::io::ZeroCopyOutputStream& out);
+
  private:
   void assignNames(const ir::Graph& graph);
   /// A value's own name, or the fresh one assignNames gave it.
@@ -173,6 +185,12 @@ class Exporter {
 
   const ir::Model& model_;
   DataSink* sink_;
+  const ir::Graph* skip_nodes_of_ = nullptr;  ///< exportGraph leaves this graph's nodes out
+  std::unique_ptr<google::protobuf::Arena> arena_;
+  onnx::ModelProto* rest_ = nullptr;   ///< model fields from 8 on, and unknown fields
+  onnx::ModelProto head_;              ///< model fields 1-6
+  onnx::GraphProto* graph_ = nullptr;  ///< the main graph without its nodes
+  std::string node_bytes_;             ///< the main graph's nodes, as GraphProto field 1 entries
   /// Names for values that have none. Named values keep theirs, so only the (usually few) unnamed
   /// ones are recorded; `used_` views every name taken, built only when a fresh one is needed.
   std::unordered_map<const ir::Value*, std::string> fresh_names_;
@@ -396,7 +414,9 @@ Status Exporter::exportGraph(const ir::Graph& g, onnx::GraphProto& proto) {
       sp->mutable_values()->set_name(nameOf(v));
     }
   }
-  for (const ir::Node* n : g) RETURN_IF_ERROR(exportNode(*n, *proto.add_node()));
+  if (&g != skip_nodes_of_) {
+    for (const ir::Node* n : g) RETURN_IF_ERROR(exportNode(*n, *proto.add_node()));
+  }
   for (const ir::Value* v : g.outputs()) exportValueInfo(v, *proto.add_output(), true);
   for (const ir::Value* v : g.initializers()) {
     if (v->hasValueInfo() && v->kind() == ir::Value::Kind::kInitializer) {
@@ -475,16 +495,87 @@ Status Exporter::exportModel(onnx::ModelProto& proto) {
   return Status::ok();
 }
 
+Status Exporter::prepare() {
+  google::protobuf::ArenaOptions arena_options;
+  arena_options.start_block_size = 64 << 10;
+  arena_options.max_block_size = 8 << 20;
+  arena_options.block_alloc = support::allocateArenaBlock;
+  arena_options.block_dealloc = support::freeArenaBlock;
+  arena_ = std::make_unique<google::protobuf::Arena>(arena_options);
+  rest_ = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(arena_.get());
+  skip_nodes_of_ = model_.graph.get();
+  RETURN_IF_ERROR(exportModel(*rest_));
+
+  // The main graph's nodes, one reused message at a time.
+  using google::protobuf::internal::WireFormatLite;
+  const uint32_t node_tag = WireFormatLite::MakeTag(onnx::GraphProto::kNodeFieldNumber,
+                                                    WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  {
+    google::protobuf::io::StringOutputStream bytes(&node_bytes_);
+    google::protobuf::io::CodedOutputStream out(&bytes);
+    onnx::NodeProto node;
+    for (const ir::Node* n : *model_.graph) {
+      node.Clear();
+      RETURN_IF_ERROR(exportNode(*n, node));
+      size_t size = node.ByteSizeLong();
+      if (size > static_cast<size_t>(INT_MAX) ||
+          node_bytes_.size() > static_cast<size_t>(INT_MAX)) {
+        return invalidArgument("the model exceeds protobuf's 2 GB limit; use --external-data");
+      }
+      out.WriteTag(node_tag);
+      out.WriteVarint32(static_cast<uint32_t>(size));
+      node.SerializeWithCachedSizes(&out);
+    }
+  }
+
+  // Model fields numbered below the graph's (7) go before it, the others after.
+  if (rest_->has_ir_version()) head_.set_ir_version(rest_->ir_version());
+  if (rest_->has_producer_name()) head_.set_producer_name(rest_->producer_name());
+  if (rest_->has_producer_version()) head_.set_producer_version(rest_->producer_version());
+  if (rest_->has_domain()) head_.set_domain(rest_->domain());
+  if (rest_->has_model_version()) head_.set_model_version(rest_->model_version());
+  if (rest_->has_doc_string()) head_.set_doc_string(rest_->doc_string());
+  rest_->clear_ir_version();
+  rest_->clear_producer_name();
+  rest_->clear_producer_version();
+  rest_->clear_domain();
+  rest_->clear_model_version();
+  rest_->clear_doc_string();
+  graph_ = rest_->unsafe_arena_release_graph();
+
+  uint64_t graph_bytes = node_bytes_.size() + graph_->ByteSizeLong();
+  uint64_t total = head_.ByteSizeLong() + rest_->ByteSizeLong() + graph_bytes + 16;
+  if (graph_bytes > static_cast<uint64_t>(INT_MAX) || total > static_cast<uint64_t>(INT_MAX)) {
+    return invalidArgument("the model exceeds protobuf's 2 GB limit; use --external-data");
+  }
+  return Status::ok();
+}
+
+bool Exporter::writeTo(google::protobuf::io::ZeroCopyOutputStream& stream) {
+  using google::protobuf::internal::WireFormatLite;
+  google::protobuf::io::CodedOutputStream out(&stream);
+  // ByteSizeLong (called in prepare) cached the sizes SerializeWithCachedSizes relies on.
+  head_.SerializeWithCachedSizes(&out);
+  out.WriteTag(WireFormatLite::MakeTag(onnx::ModelProto::kGraphFieldNumber,
+                                       WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+  out.WriteVarint32(static_cast<uint32_t>(node_bytes_.size() + graph_->GetCachedSize()));
+  out.WriteRaw(node_bytes_.data(), static_cast<int>(node_bytes_.size()));
+  graph_->SerializeWithCachedSizes(&out);
+  rest_->SerializeWithCachedSizes(&out);
+  return !out.HadError();
+}
+
 }  // namespace
 
 StatusOr<std::string> serializeModel(const ir::Model& model) {
-  onnx::ModelProto proto;
   Exporter exporter(model, nullptr);
-  RETURN_IF_ERROR(exporter.exportModel(proto));
-  if (proto.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
-    return invalidArgument("the model exceeds protobuf's 2 GB limit; use external data");
+  RETURN_IF_ERROR(exporter.prepare());
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    if (!exporter.writeTo(out)) return makeError(StatusCode::kInternal, "serializing the model");
   }
-  return proto.SerializeAsString();
+  return bytes;
 }
 
 std::string externalDataPath(const std::string& path, const SaveOptions& options) {
@@ -613,22 +704,12 @@ StatusOr<std::string> OutputTransaction::addModel(const ir::Model& model, const 
     sink = std::make_unique<DataSink>(data_file->fd(), rel.string(), options.external_min_bytes);
   }
 
-  // The proto is built in an arena: it is a copy of the IR's structure made only to be
-  // serialized, and the arena frees its million small messages at once.
-  google::protobuf::ArenaOptions arena_options;
-  arena_options.start_block_size = 64 << 10;
-  arena_options.max_block_size = 8 << 20;
-  google::protobuf::Arena arena(arena_options);
-  auto& proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   Exporter exporter(model, sink.get());
-  RETURN_IF_ERROR(exporter.exportModel(proto));
-  if (proto.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
-    return invalidArgument("the model exceeds protobuf's 2 GB limit; use --external-data");
-  }
+  RETURN_IF_ERROR(exporter.prepare());
   ASSIGN_OR_RETURN(auto model_file, OutFile::create(staged_model, path));
   {
     google::protobuf::io::FileOutputStream out(model_file->fd());
-    if (!proto.SerializeToZeroCopyStream(&out) || !out.Flush()) {
+    if (!exporter.writeTo(out) || !out.Flush()) {
       return makeError(StatusCode::kIoError, "writing '{}': {}", path,
                        std::strerror(out.GetErrno()));
     }

@@ -30,6 +30,7 @@
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/verifier.h"
 #include "onnxopt/support/name_map.h"
+#include "support/big_blocks.h"
 
 namespace onnxopt::io {
 namespace {
@@ -835,6 +836,11 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       }
     }
   }
+  // The sort's tables are done with: freed before the nodes are built (at a million nodes they
+  // would add to the import's peak).
+  edges = {};
+  pending = {};
+  last_user = {};
   for (int i : order) {
     RETURN_IF_ERROR(importNode(*proto.mutable_node(i), graph, scope));
     scope.imported[i] = graph.lastNode();  // importNode appends
@@ -1181,9 +1187,16 @@ StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& pro
   }
   model->graph = std::make_unique<ir::Graph>();
   RETURN_IF_ERROR(importGraph(*proto.mutable_graph(), *model->graph, nullptr));
+  return model;
+}
+
+/// The checks on an imported model, which need the IR only: callers run them after freeing the
+/// parsed proto, so that a large model is not held twice while they run.
+StatusOr<std::unique_ptr<ir::Model>> checkImported(StatusOr<std::unique_ptr<ir::Model>> model) {
+  if (!model.isOk()) return model;
   // Names were found unique while resolving them (Scope::define, the producer table).
-  RETURN_IF_ERROR(ir::verifyModel(*model, ir::VerifyOptions{.unique_names = false}));
-  RETURN_IF_ERROR(checkModel(*model));
+  RETURN_IF_ERROR(ir::verifyModel(**model, ir::VerifyOptions{.unique_names = false}));
+  RETURN_IF_ERROR(checkModel(**model));
   return model;
 }
 
@@ -1207,6 +1220,8 @@ google::protobuf::ArenaOptions parseArenaOptions() {
   google::protobuf::ArenaOptions options;
   options.start_block_size = 64 << 10;
   options.max_block_size = 8 << 20;
+  options.block_alloc = support::allocateArenaBlock;
+  options.block_dealloc = support::freeArenaBlock;
   return options;
 }
 
@@ -1231,22 +1246,25 @@ StatusOr<std::unique_ptr<ir::Model>> parseModelText(std::string_view text,
     return invalidArgument("textual syntax error: {}", msg);
   }
   Importer importer(base_dir, limits);
-  return importer.importModel(proto);
+  return checkImported(importer.importModel(proto));
 }
 
 StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
                                                       const std::string& base_dir,
                                                       const LoadLimits& limits) {
-  google::protobuf::Arena arena(parseArenaOptions());
-  auto& proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
-  google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
-  google::protobuf::io::CodedInputStream coded(&stream);
-  coded.SetTotalBytesLimit(INT_MAX);
-  if (!proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-    return invalidArgument("not a valid ONNX protobuf (truncated or not a model file)");
-  }
-  Importer importer(base_dir, limits);
-  return importer.importModel(proto);
+  auto imported = [&]() -> StatusOr<std::unique_ptr<ir::Model>> {
+    google::protobuf::Arena arena(parseArenaOptions());
+    auto& proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
+    google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+    google::protobuf::io::CodedInputStream coded(&stream);
+    coded.SetTotalBytesLimit(INT_MAX);
+    if (!proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+      return invalidArgument("not a valid ONNX protobuf (truncated or not a model file)");
+    }
+    Importer importer(base_dir, limits);
+    return importer.importModel(proto);
+  }();
+  return checkImported(std::move(imported));
 }
 
 StatusOr<ir::Tensor> loadTensorFile(const std::string& path) {
@@ -1296,22 +1314,26 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path, const Lo
     if (!model.isOk()) return fail(model.status());
     return model;
   }
-  // The parsed proto lives in an arena: a million nodes are a few million small messages and
-  // strings, which the arena allocates in blocks and frees at once after the import.
-  google::protobuf::Arena arena(parseArenaOptions());
-  auto& proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
-  bool parsed;
-  {
-    google::protobuf::io::FileInputStream stream(fd);
-    google::protobuf::io::CodedInputStream coded(&stream);
-    coded.SetTotalBytesLimit(INT_MAX);
-    parsed = proto.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
-  }
-  ::close(fd);
-  if (!parsed)
-    return fail(invalidArgument("not a valid ONNX protobuf (truncated or not a model file)"));
-  Importer importer(dir, limits);
-  auto model = importer.importModel(proto);
+  auto imported = [&]() -> StatusOr<std::unique_ptr<ir::Model>> {
+    // The parsed proto lives in an arena: a million nodes are a few million small messages and
+    // strings, which the arena allocates in blocks and frees at once after the import.
+    google::protobuf::Arena arena(parseArenaOptions());
+    auto& proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
+    bool parsed;
+    {
+      google::protobuf::io::FileInputStream stream(fd);
+      google::protobuf::io::CodedInputStream coded(&stream);
+      coded.SetTotalBytesLimit(INT_MAX);
+      parsed = proto.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+    }
+    ::close(fd);
+    if (!parsed) {
+      return invalidArgument("not a valid ONNX protobuf (truncated or not a model file)");
+    }
+    Importer importer(dir, limits);
+    return importer.importModel(proto);
+  }();
+  auto model = checkImported(std::move(imported));
   if (!model.isOk()) return fail(model.status());
   return model;
 }

@@ -1,5 +1,7 @@
 #include "onnxopt/ir/graph.h"
 
+#include "support/big_blocks.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <mutex>
@@ -41,8 +43,9 @@ class SlabPool {
       return slot;
     }
     if (left_ == 0) {
-      slabs_.push_back(std::make_unique_for_overwrite<Slot[]>(kSlabObjects));
-      next_ = slabs_.back().get();
+      // Slabs are big blocks (huge pages where offered): a slab is 2 MB of nodes touched in order.
+      next_ = static_cast<Slot*>(support::allocateBigBlock(support::kBigBlockBytes));
+      slabs_.push_back(next_);
       left_ = kSlabObjects;
     }
     --left_;
@@ -63,10 +66,10 @@ class SlabPool {
     std::byte bytes[kSize];
   };
   static_assert(kSize >= sizeof(FreeSlot));
-  static constexpr size_t kSlabObjects = 1024;
+  static constexpr size_t kSlabObjects = support::kBigBlockBytes / sizeof(Slot);
 
   std::mutex mu_;
-  std::vector<std::unique_ptr<Slot[]>> slabs_;
+  std::vector<Slot*> slabs_;  ///< kept for the life of the process
   Slot* next_ = nullptr;
   size_t left_ = 0;
   FreeSlot* free_ = nullptr;

@@ -87,9 +87,7 @@ class Value {
   const std::string& docString() const { return rare_ ? rare_->doc_string : emptyString(); }
   void setDocString(std::string doc) { setRare(&RareFields::doc_string, std::move(doc)); }
   /// Unmodelled fields of the value's ValueInfoProto (e.g. metadata_props), kept verbatim.
-  const std::string& unknownFields() const {
-    return rare_ ? rare_->unknown_fields : emptyString();
-  }
+  const std::string& unknownFields() const { return rare_ ? rare_->unknown_fields : emptyString(); }
   void setUnknownFields(std::string fields) {
     setRare(&RareFields::unknown_fields, std::move(fields));
   }
@@ -110,12 +108,16 @@ class Value {
   friend class Graph;
   friend class Node;
   Value(Kind kind, Graph* graph, Node* producer, size_t index)
-      : kind_(kind), graph_(graph), producer_(producer), output_index_(index) {}
+      : kind_(kind),
+        output_index_(static_cast<uint32_t>(index)),
+        graph_(graph),
+        producer_(producer) {}
 
   Kind kind_;
+  bool has_value_info_ = false;
+  uint32_t output_index_;  ///< a node has far fewer than 2^32 outputs (the importer's limits)
   Graph* graph_;
   Node* producer_;
-  size_t output_index_;
   std::string name_;
   Type type_;
   std::vector<Use> uses_;
@@ -129,7 +131,6 @@ class Value {
     if (!rare_) rare_ = std::make_unique<RareFields>();
     (*rare_).*field = std::move(text);
   }
-  bool has_value_info_ = false;
 };
 
 /// A node attribute (AttributeProto). Graph-valued attributes own their subgraphs.
@@ -191,9 +192,7 @@ class Node {
   void setName(std::string name) { name_ = std::move(name); }
   const std::string& docString() const { return rare_ ? rare_->doc_string : emptyString(); }
   void setDocString(std::string doc) { setRare(&RareFields::doc_string, std::move(doc)); }
-  const std::string& unknownFields() const {
-    return rare_ ? rare_->unknown_fields : emptyString();
-  }
+  const std::string& unknownFields() const { return rare_ ? rare_->unknown_fields : emptyString(); }
   void setUnknownFields(std::string fields) {
     setRare(&RareFields::unknown_fields, std::move(fields));
   }
@@ -310,8 +309,10 @@ class Node {
   std::string domain_;
   std::vector<Value*> inputs_;
   std::vector<std::unique_ptr<Value>> outputs_;
-  uint64_t queued_mark_ = 0;   ///< WorklistMarks: the worklist pass that queued this node
-  uint64_t visited_mark_ = 0;  ///< WorklistMarks: the worklist pass that visited this node
+  // 64-bit epochs: they never wrap, so a stale mark never reads as current.
+  uint64_t queued_mark_ = 0;        ///< WorklistMarks: the worklist pass that queued this node
+  uint64_t visited_mark_ = 0;       ///< WorklistMarks: the worklist pass that visited this node
+  mutable uint64_t walk_mark_ = 0;  ///< NodeMarks: the read-only walk that marked this node
   /// For each operand holding a value, the position of its entry in that value's use-list, so
   /// that removing a use costs O(1) however many uses the value has.
   std::vector<size_t> use_positions_;
@@ -322,7 +323,6 @@ class Node {
     if (!rare_) rare_ = std::make_unique<RareFields>();
     (*rare_).*field = std::move(text);
   }
-  mutable uint64_t walk_mark_ = 0;  ///< NodeMarks: the read-only walk that marked this node
 };
 
 /// Queued / visited marks that a worklist keeps in the nodes themselves instead of in hash sets

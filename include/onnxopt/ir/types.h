@@ -67,9 +67,9 @@ struct Type {
   };
   Kind kind = Kind::kUnknown;
   DataType elem_type =
-      DataType::kUndefined;                ///< tensor and sparse tensor element type; map key type
-  Shape shape;                             ///< tensor and sparse tensor only
-  std::shared_ptr<const Type> element;     ///< sequence/optional element, map value
+      DataType::kUndefined;             ///< tensor and sparse tensor element type; map key type
+  Shape shape;                          ///< tensor and sparse tensor only
+  std::shared_ptr<const Type> element;  ///< sequence/optional element, map value
 
   /// Names that few types carry, shared between copies and absent when all are empty (a Type
   /// sits in every value: inline, these strings made it twice as large).

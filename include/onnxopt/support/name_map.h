@@ -5,7 +5,9 @@
 // per name, no erase. The viewed strings must outlive the map. Empty names are never stored.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string_view>
 #include <utility>
@@ -27,13 +29,14 @@ class NameMap {
   /// Adds `name` -> `value` unless `name` is present. Returns the stored value and whether it was
   /// added; {nullptr, false} for an empty name.
   std::pair<V*, bool> insert(std::string_view name, V value) {
-    if (name.empty()) return {nullptr, false};
-    if ((size_ + 1) * 2 > slots_.size()) rehash(slots_.size() * 2);
-    const size_t hash = hashOf(name);
+    if (name.empty() || name.size() > UINT32_MAX) return {nullptr, false};
+    if ((size_ + 1) * 3 > slots_.size() * 2) rehash(slots_.size() * 2);
+    const uint32_t hash = hashOf(name);
     Slot& slot = probe(slots_, name, hash);
-    if (!slot.name.empty()) return {&slot.value, false};
+    if (!slot.free()) return {&slot.value, false};
     slot.hash = hash;
-    slot.name = name;
+    slot.size = static_cast<uint32_t>(name.size());
+    slot.data = name.data();
     slot.value = std::move(value);
     ++size_;
     return {&slot.value, true};
@@ -47,36 +50,42 @@ class NameMap {
   const V* find(std::string_view name) const {
     if (name.empty()) return nullptr;
     const Slot& slot = probe(slots_, name, hashOf(name));
-    return slot.name.empty() ? nullptr : &slot.value;
+    return slot.free() ? nullptr : &slot.value;
   }
   bool contains(std::string_view name) const { return find(name) != nullptr; }
   size_t size() const { return size_; }
 
  private:
+  /// 24 bytes with a pointer-sized value: a million names take 48 MB, not 64.
   struct Slot {
-    size_t hash = 0;        ///< compared first: names of one length differ mostly here
-    std::string_view name;  ///< empty: a free slot
+    uint32_t hash = 0;  ///< compared first: names of one length differ mostly here
+    uint32_t size = 0;  ///< 0: a free slot (empty names are never stored)
+    const char* data = nullptr;
     V value{};
+    bool free() const { return size == 0; }
+    std::string_view name() const { return {data, size}; }
   };
-  static size_t hashOf(std::string_view name) { return std::hash<std::string_view>{}(name); }
-  static size_t capacityFor(size_t expected) {
-    size_t cap = 16;
-    while (cap < expected * 2) cap *= 2;
-    return cap;
+  static uint32_t hashOf(std::string_view name) {
+    size_t h = std::hash<std::string_view>{}(name);
+    return static_cast<uint32_t>(h ^ (h >> 32));
   }
-  /// Linear probing; the table is at most half full, so the walk ends at `name` or a free slot.
+  /// At most two thirds full: a million names take 1.5 million slots (36 MB), not 2^21.
+  static size_t capacityFor(size_t expected) { return std::max<size_t>(16, expected / 2 * 3 + 3); }
+  /// Linear probing from the hash's place in [0, size) (a multiply, not a modulo); the table is
+  /// at most two thirds full, so the walk ends at `name` or a free slot.
   template <typename Slots>
-  static auto& probe(Slots& slots, std::string_view name, size_t hash) {
-    const size_t mask = slots.size() - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+  static auto& probe(Slots& slots, std::string_view name, uint32_t hash) {
+    const size_t size = slots.size();
+    size_t i = static_cast<size_t>((uint64_t{hash} * size) >> 32);
+    for (;; i = i + 1 == size ? 0 : i + 1) {
       auto& slot = slots[i];
-      if (slot.name.empty() || (slot.hash == hash && slot.name == name)) return slot;
+      if (slot.free() || (slot.hash == hash && slot.name() == name)) return slot;
     }
   }
   void rehash(size_t capacity) {
     std::vector<Slot> bigger(capacity);
     for (Slot& s : slots_) {
-      if (!s.name.empty()) probe(bigger, s.name, s.hash) = std::move(s);
+      if (!s.free()) probe(bigger, s.name(), s.hash) = std::move(s);
     }
     slots_ = std::move(bigger);
   }
