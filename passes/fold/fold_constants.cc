@@ -23,7 +23,7 @@
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
-#include "onnxopt/runtime/kernel_bridge.h"
+#include "onnxopt/bridge/kernel_bridge.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -335,13 +335,13 @@ class FoldConstantsPass final : public pass::GraphPass {
     }
     std::vector<kernels::HostTensor> hosts;
     hosts.reserve(tensors.size());
-    for (const ir::Tensor& t : tensors) hosts.push_back(runtime::toHost(t));
+    for (const ir::Tensor& t : tensors) hosts.push_back(bridge::toHost(t));
     std::vector<const kernels::HostTensor*> ptrs;
     for (const ir::Value* v : n.inputs()) {
       auto it = std::find(distinct.begin(), distinct.end(), v);
       ptrs.push_back(v == nullptr ? nullptr : &hosts[static_cast<size_t>(it - distinct.begin())]);
     }
-    auto results = kernels::runReferenceKernel(n.opType(), opset, ptrs, runtime::toKernelAttrs(n),
+    auto results = kernels::runReferenceKernel(n.opType(), opset, ptrs, bridge::toKernelAttrs(n),
                                                n.numOutputs());
     if (!results.isOk()) {
       if (results.status().code() == StatusCode::kInvalidArgument && ctx.warnings != nullptr) {
@@ -419,7 +419,7 @@ class FoldConstantsPass final : public pass::GraphPass {
       // The initializer takes the name over: directly, or by the rewriter's renaming when the
       // value is a model output.
       if (!rewrite::isNamedOutput(out)) out->setName("");
-      values[i] = rewriter.createInitializer(g, name, runtime::fromHost(std::move(results[i])));
+      values[i] = rewriter.createInitializer(g, name, bridge::fromHost(std::move(results[i])));
     }
     rewriter.replaceNode(n, values);
   }

@@ -5,6 +5,8 @@
 // The driver must stop after --max-rounds with a warning naming both, or fail under
 // --verify-convergence.
 #include "onnxopt/pass/pass.h"
+#include "onnxopt/passes/registry.h"
+#include "testing/test_passes.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -42,6 +44,10 @@ class OscillatePass final : public pass::PatternPass {
 
 std::unique_ptr<pass::Pass> createOscillatePass() {
   return std::make_unique<OscillatePass>();
+}
+
+void registerTestPasses() {
+  registerPass(&createOscillatePass);
 }
 
 }  // namespace onnxopt::passes

@@ -4,11 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/kernels/reference.h"
-#include "onnxopt/runtime/kernel_bridge.h"
 
 namespace onnxopt::runtime {
+
+using bridge::toHost;
+using bridge::toKernelAttrs;
 namespace {
 
 std::string describe(const ir::Node& n) {

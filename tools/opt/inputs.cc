@@ -15,7 +15,7 @@
 
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/runtime/compare.h"
-#include "onnxopt/runtime/kernel_bridge.h"
+#include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/support/half.h"
 
 namespace onnxopt::tools {
@@ -157,7 +157,7 @@ Status writeNpy(const std::string& path, const kernels::HostTensor& t) {
 StatusOr<kernels::HostTensor> readTensorFile(const std::string& path) {
   if (path.size() > 4 && path.compare(path.size() - 4, 4, ".npy") == 0) return readNpy(path);
   ASSIGN_OR_RETURN(ir::Tensor t, io::loadTensorFile(path));
-  kernels::HostTensor h = runtime::toHost(t);
+  kernels::HostTensor h = bridge::toHost(t);
   if (h.dtype != DataType::kString) {
     ASSIGN_OR_RETURN(uint64_t bytes, checkedByteSize(h.dims, h.dtype, path));
     if (bytes != h.bytes.size()) {

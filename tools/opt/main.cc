@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "check.h"
+#include "opt_main.h"
 #include "inputs.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/printer.h"
@@ -469,7 +470,7 @@ int runCommand(const RunOptions& opts) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int onnxopt::tools::optMain(int argc, char** argv) {
   CLI::App app{"opt: the onnxopt ONNX graph optimizer"};
   app.footer(kExamples);
   app.set_version_flag("--version", std::string("onnxopt ") + ONNXOPT_VERSION);

@@ -8,12 +8,15 @@
 
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/graph.h"
+#include "onnxopt/ir/tensor_compare.h"
 
 namespace onnxopt::pass {
 
 using ir::constantNodeTensor;
 using ir::constantTensor;
+using ir::tensorHash;
 using ir::tensorInts;
+using ir::tensorsEqual;
 
 /// An int64/int32 constant as integers.
 std::optional<std::vector<int64_t>> constantInts(const ir::Value* value);
@@ -25,12 +28,6 @@ bool allSignedZeros(const ir::Tensor& tensor, bool negative);
 /// Element `i` of a numeric tensor as double; nullopt for non-numeric types.
 std::optional<double> elementAsDouble(const ir::Tensor& tensor, size_t i);
 
-/// Byte-exact equality of two tensors (type, dims and data). Data from external files is compared
-/// by reading the files in chunks, so mapped pages are not faulted into memory.
-bool tensorsEqual(const ir::Tensor& a, const ir::Tensor& b);
-/// A hash of dtype, dims and a sample of the data (head, middle and tail, 4 KiB each): for
-/// bucketing only; tensorsEqual decides.
-uint64_t tensorHash(const ir::Tensor& t);
 /// Structural equality of attributes; graph attributes never compare equal.
 bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b);
 

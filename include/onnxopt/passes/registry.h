@@ -10,6 +10,12 @@
 
 namespace onnxopt::passes {
 
+using PassFactory = std::unique_ptr<pass::Pass> (*)();
+
+/// Adds a pass beyond the built-in list (passes/registry.def), for this process: tests register
+/// their test-only passes so, and plugins will. Registering a factory twice has no effect.
+void registerPass(PassFactory factory);
+
 /// Creates the pass registered under `id`; nullptr when unknown.
 std::unique_ptr<pass::Pass> createPass(const std::string& id);
 

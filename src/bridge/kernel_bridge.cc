@@ -1,6 +1,6 @@
-#include "onnxopt/runtime/kernel_bridge.h"
+#include "onnxopt/bridge/kernel_bridge.h"
 
-namespace onnxopt::runtime {
+namespace onnxopt::bridge {
 
 kernels::HostTensor toHost(const ir::Tensor& tensor) {
   kernels::HostTensor h;
@@ -51,4 +51,4 @@ kernels::KernelAttrs toKernelAttrs(const ir::Node& node) {
   return attrs;
 }
 
-}  // namespace onnxopt::runtime
+}  // namespace onnxopt::bridge

@@ -1,12 +1,13 @@
-// Conversions between IR tensors/attributes and the kernels' host tensors. The kernels never see IR
-// types; this bridge (ir + kernels, the runtime's dependencies) serves the reference executor and
-// constant folding, which runs the reference kernels.
+// Conversions between IR tensors/attributes and the kernels' host tensors: the adapter between the
+// two layers that must not see each other (kernels know no IR types). It depends on ir and kernels
+// only, so both the runtime (the reference executor) and the passes (constant folding runs the
+// reference kernels) may use it without the passes depending on the runtime.
 #pragma once
 
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/kernels/host_tensor.h"
 
-namespace onnxopt::runtime {
+namespace onnxopt::bridge {
 
 /// Copies an IR tensor's data into a host tensor.
 kernels::HostTensor toHost(const ir::Tensor& tensor);
@@ -15,4 +16,4 @@ ir::Tensor fromHost(kernels::HostTensor&& tensor);
 /// The node's attributes as kernel attributes (graph and sparse attributes are left out).
 kernels::KernelAttrs toKernelAttrs(const ir::Node& node);
 
-}  // namespace onnxopt::runtime
+}  // namespace onnxopt::bridge
