@@ -3,8 +3,10 @@
 //   Identity(x)                                  -> x
 //   Dropout(x) at inference (mask unused)        -> x
 //   Cast<to=T>(x), x : T;  CastLike(x, y), x, y : T   -> x
-//   Reshape(x, s) / Expand(x, s) / Squeeze(x) / Flatten<axis=1>(x), when the result has x's shape
-//   -> x Slice(x) over the whole extent, step 1       -> x Pad(x, 0...0) -> x
+//   Reshape(x, s) / Expand(x, s) / Squeeze(x) / Flatten<axis=1>(x)  -> x
+//     when the result has x's shape
+//   Slice(x) over the whole extent, step 1       -> x
+//   Pad(x, 0...0)                                -> x
 //   Transpose<perm=identity>(x)                  -> x
 //   Split(x) with one output;  Concat(x)         -> x
 //   Add(x, -0) = Add(-0, x), Sub(x, +0), Mul(x, 1) = Mul(1, x), Div(x, 1), Pow(x, 1)  -> x

@@ -1,10 +1,8 @@
 // lift-constants: Constant nodes become initializers of their graph.
 //
 //   %c = Constant<value=T>()          ==>   initializer %c = T
-//   %c = Constant<value_floats=[..]>  ==>   initializer %c = float[n]{..}     (likewise
-//   value_int(s),
-//                                                                              value_float,
-//                                                                              value_string(s))
+//   %c = Constant<value_floats=[..]>  ==>   initializer %c = float[n]{..}
+//     (likewise value_float, value_int(s), value_string(s))
 //
 // One representation of constant data lets later patterns and CSE treat all constants alike.
 // sparse_value Constants and Constants in function bodies (whose values may be attribute

@@ -4,10 +4,9 @@
 //   %r = Reshape(%x, s), s computed at run time, %r : T[N, 512, 256] (N unknown)
 //                                                  ==>   %r = Reshape(%x, int64[3]{-1, 512, 256})
 //
-//   %y = Op(c1, ..., cn), every ci constant        ==>   initializer %y = ReferenceKernel[Op](c1,
-//   ..., cn) %s = Shape(%x), %x : T[d1, ..., dk] all known  ==>   initializer %s = int64[k]{d1,
-//   ..., dk} %n = Size(%x),  likewise                       ==>   initializer %n = int64{d1 * ... *
-//   dk}
+//   %y = Op(c1, ..., cn), every ci constant   ==>  initializer %y = ReferenceKernel[Op](c1, .., cn)
+//   %s = Shape(%x), %x : T[d1, .., dk] known  ==>  initializer %s = int64[k]{d1, .., dk}
+//   %n = Size(%x), likewise                   ==>  initializer %n = int64{d1 * .. * dk}
 //
 // Guards: nondeterministic ops (Random*, Multinomial, Bernoulli) and ops with subgraphs never fold;
 // QuantizeLinear/DequantizeLinear fold only with --fold-qdq (their pairs carry quantization for the
@@ -18,12 +17,12 @@
 // output is a subgraph output stay (a subgraph output must be a node output).
 #include <algorithm>
 
+#include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
-#include "onnxopt/bridge/kernel_bridge.h"
 
 namespace onnxopt::passes {
 namespace {

@@ -2,8 +2,8 @@
 //
 //   Log(Add(Exp(x), 1))                         ==>  Softplus(x)
 //   Div(Clip(Add(x, 3), 0, 6), 6)               ==>  HardSigmoid<alpha=1/6, beta=0.5>(x) (PyTorch)
-//   Mul(x, HardSigmoid<alpha=1/6, beta=0.5>(x)) ==>  HardSwish(x)                          (opset
-//   14) Mul(x, Tanh(Softplus(x)))                   ==>  Mish(x) (opset 18)
+//   Mul(x, HardSigmoid<alpha=1/6, beta=0.5>(x)) ==>  HardSwish(x)                (opset 14)
+//   Mul(x, Tanh(Softplus(x)))                   ==>  Mish(x)                     (opset 18)
 //
 // Add/Mul operands in either order; constants are scalars (within 1e-6 relative) and the result
 // must keep x's rank (a [1,1,1] "scalar" broadcasts x up); intermediates must have no other user.

@@ -1,8 +1,8 @@
 // fuse-attention: scaled dot-product attention becomes Attention (opset 23).
 //
-//   S = MatMul(Q [* cq], Transpose<p>(K0) [* ck])      Transpose<p>(K0) is K^T: K =
-//   Transpose<p'>(K0) P = Softmax<axis=-1>(S [* c | / c] [+ M])          with p' = p with its last
-//   two entries swapped Y = MatMul(P, V)
+//   S = MatMul(Q [* cq], Transpose<p>(K0) [* ck])   Transpose<p>(K0) is K^T: K = Transpose<p'>(K0)
+//   P = Softmax<axis=-1>(S [* c | / c] [+ M])        with p' = p with its last two entries swapped
+//   Y = MatMul(P, V)
 //   ==>  Y = Attention<scale = cq*ck*c (or /c)>(Q, K, V [, M])
 //
 // K^T that is no Transpose gets one for K. Q: [B, Hq, S, D], K: [B, Hkv, L, D], V: [B, Hkv, L, Dv]

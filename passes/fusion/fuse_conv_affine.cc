@@ -1,8 +1,8 @@
 // fuse-conv-affine: weight absorption of per-channel affine ops into a preceding convolution.
 //
 //   BN(Conv(x, W, b))   ->  Conv(x, W * s, (b - mean) * s + beta),   s = gamma / sqrt(var + eps)
-//   BN(ConvTranspose(x, W, b)) likewise, s scaling W along its output-channel axis (dim 1, per
-//   group)
+//   BN(ConvTranspose(x, W, b))  likewise, s scaling W along its output-channel axis
+//                               (dim 1, per group)
 //   Mul(Conv(x, W, b), c)  ->  Conv(x, W * c, b * c)
 //   Add(Conv(x, W, b), c)  ->  Conv(x, W, b + c)
 //     c constant with one value per output channel ([C,1,..,1], [1,C,1,..,1]) or a scalar, of

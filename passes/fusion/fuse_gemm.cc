@@ -3,15 +3,15 @@
 //   Add(MatMul(A, B), C)       ->  Gemm(A, B, C)          A, B of rank 2; C broadcastable to [M, N]
 //                                                        (higher ranks keep MatMul + Add)
 //   Add(MatMul(A, B), C)       ->  Gemm(A, B, C)          M unknown (dynamic batch; A from a
-//   Flatten
-//                                                        or a 2-D Reshape); B [K, N] known, C of
-//                                                        shape [N] or [1, N] (or one element)
+//                                                        Flatten or a 2-D Reshape); B [K, N]
+//                                                        known, C of shape [N] or [1, N] (or
+//                                                        one element)
 //   Gemm<alpha>(A, B, C), B constant   ->  Gemm<alpha=1>(A, alpha * B, C)
 //   Gemm<beta>(A, B, C),  C constant   ->  Gemm<beta=1>(A, B, beta * C)
 //   Gemm(Transpose<[1,0]>(A), B)       ->  Gemm<transA = !transA>(A, B)      (likewise for B)
 //   BN(Gemm(A, B, C)) / BN(MatMul(A, B)), 2-D, B (and C) constant, BN over the N columns:
-//                                      ->  Gemm(A, B * s, (C - mean) * s + beta),  s = gamma /
-//                                      sqrt(var + eps)
+//                                      ->  Gemm(A, B * s, (C - mean) * s + beta),
+//                                          s = gamma / sqrt(var + eps)
 //
 // Constants are recomputed in double and stored in their element type.
 #include <cmath>

@@ -13,9 +13,9 @@
 
 #include <fmt/format.h>
 
+#include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/runtime/compare.h"
-#include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/support/half.h"
 
 namespace onnxopt::tools {

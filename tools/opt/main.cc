@@ -13,7 +13,6 @@
 #include <CLI/CLI.hpp>
 
 #include "check.h"
-#include "opt_main.h"
 #include "inputs.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/printer.h"
@@ -23,6 +22,7 @@
 #include "onnxopt/passes/registry.h"
 #include "onnxopt/runtime/reference_executor.h"
 #include "onnxopt/support/diagnostic_stream.h"
+#include "opt_main.h"
 #include "report.h"
 
 namespace {

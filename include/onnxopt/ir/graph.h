@@ -415,8 +415,10 @@ class Graph {
   bool empty() const { return num_nodes_ == 0; }
 
   /// Creates a node with `num_outputs` fresh outputs, inserted before `before` (at the end if
-  /// nullptr). Given:   %a = X(); %c = Z(%a)        Execute: createNode("Y", "", {a}, 1,
-  /// /*before=*/Z) Result:  %a = X(); %new = Y(%a); %c = Z(%a)
+  /// nullptr).
+  /// Given:   %a = X(); %c = Z(%a)
+  /// Execute: createNode("Y", "", {a}, 1, /*before=*/Z)
+  /// Result:  %a = X(); %new = Y(%a); %c = Z(%a)
   Node* createNode(std::string op_type, std::string domain, const std::vector<Value*>& inputs,
                    size_t num_outputs, Node* before = nullptr);
   /// Unlinks `node`, which must not have used outputs; it is freed by collectGarbage().
@@ -445,8 +447,9 @@ class Graph {
   /// Removes several at once, in time linear in the graph's initializers.
   void removeInitializers(const std::vector<Value*>& values);
   /// Turns graph input `value`, which has a default, into a plain initializer (no longer an input).
-  /// Given: graph (%x, %w) { %w = <t> }   Execute: freezeInputDefault(w)   Result: graph (%x)
-  /// {%w=<t>}
+  /// Given:   graph (%x, %w) { %w = <t> }
+  /// Execute: freezeInputDefault(w)
+  /// Result:  graph (%x) { %w = <t> }
   void freezeInputDefault(Value* value);
 
   std::vector<Value*> outputs() const;
