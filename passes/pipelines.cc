@@ -36,8 +36,7 @@ StatusOr<std::string> pipelineForLevel(int level) {
       // -O2 (default): -O1, then fusions to standard ONNX operators.
       //  - After cleanup, so patterns see Identity-free chains and constants as initializers.
       //  - fuse-pad before fuse-conv-affine: both rewrite Conv, and a padded Conv absorbs a
-      //  following
-      //    BatchNormalization just the same.
+      //    following BatchNormalization just the same.
       //  - fuse-layernorm (opset 17+), fuse-gelu (opset 20+), fuse-rmsnorm and fuse-attention
       //    (opset 23+) after cleanup has removed Identity/Cast noise from the chains they match.
       //    fuse-attention after the normalizations: neither reads into the other's chain.
@@ -57,6 +56,21 @@ StatusOr<std::string> pipelineForLevel(int level) {
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);
   }
+}
+
+std::string withTargetOpset(const std::string& pipeline, int target_opset) {
+  if (target_opset <= 0) return pipeline;
+  return fmt::format("infer-shapes,upgrade-opset{{target={}}}{}{}", target_opset,
+                     pipeline.empty() ? "" : ",", pipeline);
+}
+
+StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target) {
+  if (!target.empty()) {
+    return invalidArgument("unknown target '{}' (only portable ONNX, the empty target, so far)",
+                           target);
+  }
+  ASSIGN_OR_RETURN(std::string pipeline, pipelineForLevel(level));
+  return withTargetOpset(pipeline, target_opset);
 }
 
 }  // namespace onnxopt::passes

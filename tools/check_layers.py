@@ -26,8 +26,9 @@ ALLOWED: dict[str, set[str]] = {
     "bridge": {"ir", "kernels"},
     "passes": {"pass", "kernels", "bridge"},
     "runtime": {"ir", "kernels", "bridge"},
+    "api": {"passes"},
     "test_passes": {"passes"},
-    "tools": {"io", "passes", "runtime", "test_passes"},
+    "tools": {"io", "api", "runtime", "test_passes"},
 }
 
 # Folder prefixes (relative to the root) -> layer; the longest match wins.
@@ -49,6 +50,8 @@ FOLDERS = {
     "include/onnxopt/passes/": "passes",
     "passes/": "passes",
     "passes/testing/": "test_passes",
+    "include/onnxopt/api/": "api",
+    "src/api/": "api",
     "include/onnxopt/runtime/": "runtime",
     "src/runtime/": "runtime",
     "tools/": "tools",

@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "inputs.h"
+#include "onnxopt/api/optimize.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/printer.h"
 #include "onnxopt/ir/shape_inference.h"
@@ -214,21 +215,13 @@ int run(const Options& opts) {
     if (!st.isOk()) return usage(st.withContext(opts.input));
   }
 
-  std::string pipeline_text = opts.passes;
-  if (!opts.passes_given) {
-    auto level = passes::pipelineForLevel(opts.level);
-    if (!level.isOk()) return fail(level.status());
-    pipeline_text = *level;
-  }
-  if (opts.target_opset > 0) {
-    // The upgrade comes first (after inference, which its Softmax rule reads), so every later pass
-    // sees the new opset.
-    pipeline_text = fmt::format("infer-shapes,upgrade-opset{{target={}}}{}{}", opts.target_opset,
-                                pipeline_text.empty() ? "" : ",", pipeline_text);
-  }
-  auto pipeline = pass::parsePipeline(pipeline_text, &passes::createPass);
-  if (!pipeline.isOk()) return fail(pipeline.status());
-  pass::PassContext ctx;
+  OptimizeOptions optimize_options;
+  optimize_options.level = opts.level;
+  // An explicit empty --passes runs nothing, as -O0 does.
+  optimize_options.pipeline = opts.passes_given ? opts.passes : "";
+  if (opts.passes_given && opts.passes.empty()) optimize_options.level = 0;
+  optimize_options.target_opset = opts.target_opset;
+  pass::PassContext& ctx = optimize_options.context;
   ctx.driver.max_rounds = opts.max_rounds;
   ctx.driver.verify_convergence = opts.verify_convergence;
   ctx.driver.debug = opts.debug_patterns ? &std::cerr : nullptr;
@@ -237,7 +230,7 @@ int run(const Options& opts) {
   ctx.fold_size_limit = static_cast<uint64_t>(opts.fold_size_limit);
   ctx.keep_initializer_inputs = opts.keep_initializer_inputs;
   ctx.warnings = &warnings;
-  pass::Instrumentation inst;
+  pass::Instrumentation& inst = optimize_options.instrumentation;
   inst.print_ir_after_all = opts.print_ir_after_all;
   inst.print_ir_after_change = opts.print_ir_after_change;
   inst.verify_each = opts.verify_each;
@@ -245,15 +238,14 @@ int run(const Options& opts) {
   inst.count_nodes = !opts.report.empty();
   inst.ir_out = &std::cerr;
   ir::ModelStats before = ir::computeStats(**model);
-  pass::PassManager manager(std::move(pipeline).value(), std::move(ctx), inst);
-  auto start = std::chrono::steady_clock::now();
-  auto ran = manager.run(**model);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  OptimizeResult optimized;
+  Status ran = optimize(**model, optimize_options, &optimized);
   if (!ran.isOk()) {
-    fail(ran.status().withContext(opts.input));
+    // A pipeline that does not parse is a usage error, not the model's: no file context.
+    if (optimized.pipeline.empty()) return fail(ran);
+    fail(ran.withContext(opts.input));
     fmt::print(stderr, "opt: note: reproduce with: opt {} --passes='{}'{}\n", opts.input,
-               pass::pipelineToString(manager.pipeline()),
-               opts.verify_each ? " --verify-each" : "");
+               optimized.pipeline, opts.verify_each ? " --verify-each" : "");
     return kExitError;
   }
   if (opts.infer_shapes) {
@@ -263,12 +255,12 @@ int run(const Options& opts) {
     auto inferred = ir::inferShapes(**model, infer);
     if (!inferred.isOk()) return fail(inferred.status().withContext(opts.input));
   }
-  if (opts.time_passes) std::fputs(manager.timingReport().c_str(), stderr);
+  if (opts.time_passes) std::fputs(optimized.timing_report.c_str(), stderr);
   if (opts.stats) {
     ir::ModelStats after = ir::computeStats(**model);
     fmt::print("nodes: {} -> {}, initializers: {} -> {}\n", before.nodes, after.nodes,
                before.initializers, after.initializers);
-    for (const auto& [name, value] : manager.statistics())
+    for (const auto& [name, value] : optimized.statistics)
       fmt::print("  {:<48} {:>8}\n", name, value);
     std::fputs(ir::formatStats(**model, after).c_str(), stdout);
   }
@@ -314,12 +306,12 @@ int run(const Options& opts) {
     report.command = "optimize";
     report.input = opts.input;
     report.output = opts.output;
-    report.pipeline = pass::pipelineToString(manager.pipeline());
+    report.pipeline = optimized.pipeline;
     report.before = &before;
     report.after = &after;
-    report.passes = &manager.records();
-    report.statistics = manager.statistics();
-    report.seconds = seconds;
+    report.passes = &optimized.records;
+    report.statistics = optimized.statistics;
+    report.seconds = optimized.seconds;
     report.check = check ? &*check : nullptr;
     report_json = tools::reportJson(report);
   }

@@ -25,4 +25,14 @@ std::vector<std::unique_ptr<pass::Pass>> allPasses();
 /// The textual pipeline of optimization level 0..3 (-O0 .. -O3).
 StatusOr<std::string> pipelineForLevel(int level);
 
+/// The pipeline for `level`, raising the default-domain opset to `target_opset` first when it is
+/// positive, with the rewrites of execution target `target` ("" is portable ONNX, the only target
+/// so far).
+StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target);
+
+/// `pipeline` with the opset upgrade in front when `target_opset` is positive. The upgrade comes
+/// first (after shape inference, which its Softmax rule reads), so every later pass sees the new
+/// opset.
+std::string withTargetOpset(const std::string& pipeline, int target_opset);
+
 }  // namespace onnxopt::passes

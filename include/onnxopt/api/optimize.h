@@ -1,0 +1,54 @@
+// The library's entry point for optimization: what `opt IN -o OUT` does between reading and
+// writing the model, one call for C++ users, the opt tool and the Python package alike.
+//
+//   auto model = onnxopt::io::loadModel("in.onnx");
+//   onnxopt::OptimizeOptions options;          // -O2, the model's opset, no target
+//   onnxopt::OptimizeResult result;
+//   Status st = onnxopt::optimize(**model, options, &result);
+//   // result.pipeline is what ran (the text `opt --passes=` takes, to reproduce a failure)
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnxopt/ir/graph.h"
+#include "onnxopt/pass/pass.h"
+#include "onnxopt/pass/pass_manager.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt {
+
+struct OptimizeOptions {
+  /// Optimization level 0-3 (passes/pipelines.cc says what each runs and why).
+  int level = 2;
+  /// When set, this textual pipeline runs instead of the level's (`opt --passes`).
+  std::string pipeline;
+  /// Raise the default-domain opset to this version first (0: keep the model's).
+  int target_opset = 0;
+  /// The execution target whose rewrites -O3 adds; "" is portable ONNX (the only one so far).
+  std::string target;
+  /// Driver limits, constant-folding limits, where warnings go.
+  pass::PassContext context;
+  /// IR dumps, verification after each pass, timing.
+  pass::Instrumentation instrumentation;
+};
+
+struct OptimizeResult {
+  /// The canonical text of the pipeline that ran (set as soon as it is parsed, so also on failure).
+  std::string pipeline;
+  /// Per-pass runs, time and node counts, in first-run order.
+  std::vector<pass::PassRecord> records;
+  /// Every pass's statistics, "pass-id.stat" -> value.
+  std::vector<std::pair<std::string, int64_t>> statistics;
+  /// The --time-passes table (empty unless instrumentation.time_passes).
+  std::string timing_report;
+  /// Wall time of the passes.
+  double seconds = 0;
+};
+
+/// Optimizes `model` in place. On failure the model may be partly rewritten (it stays valid IR:
+/// the verifier ran after every pass that completed) and `result` still says what ran.
+Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult* result = nullptr);
+
+}  // namespace onnxopt

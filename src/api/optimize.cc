@@ -1,0 +1,29 @@
+#include "onnxopt/api/optimize.h"
+
+#include <chrono>
+
+#include "onnxopt/passes/registry.h"
+
+namespace onnxopt {
+
+Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult* result) {
+  OptimizeResult local;
+  OptimizeResult& out = result != nullptr ? *result : local;
+  std::string text = options.pipeline;
+  if (text.empty()) {
+    ASSIGN_OR_RETURN(text, passes::pipelineFor(options.level, 0, options.target));
+  }
+  text = passes::withTargetOpset(text, options.target_opset);
+  ASSIGN_OR_RETURN(auto pipeline, pass::parsePipeline(text, &passes::createPass));
+  out.pipeline = pass::pipelineToString(pipeline);
+  pass::PassManager manager(std::move(pipeline), options.context, options.instrumentation);
+  auto start = std::chrono::steady_clock::now();
+  auto ran = manager.run(model);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.records = manager.records();
+  out.statistics = manager.statistics();
+  if (options.instrumentation.time_passes) out.timing_report = manager.timingReport();
+  return ran.status();
+}
+
+}  // namespace onnxopt
