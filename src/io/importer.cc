@@ -174,16 +174,7 @@ StatusOr<ir::Type> importType(const onnx::TypeProto& proto) {
         type.shape = importShape(proto.tensor_type().shape());
         // Passes and `opt run` size buffers from declared shapes: a size that cannot exist is
         // refused here rather than wrapping there.
-        uint64_t count = 1;
-        bool overflow = false;
-        for (const ir::Dim& d : *type.shape) {
-          if (d.isKnown() && d.value >= 0) {
-            overflow =
-                overflow || __builtin_mul_overflow(count, static_cast<uint64_t>(d.value), &count);
-          }
-        }
-        if (overflow || count > static_cast<uint64_t>(INT64_MAX) ||
-            !ir::dataTypeStorageBytes(type.elem_type, count)) {
+        if (!ir::typeSizeFits(type)) {
           return invalidArgument("the size of type {} overflows", ir::typeToString(type));
         }
       }

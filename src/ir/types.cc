@@ -70,6 +70,18 @@ static std::string shapeToString(const Shape& shape) {
   return out + "]";
 }
 
+bool typeSizeFits(const Type& type) {
+  if (!type.shape) return true;
+  uint64_t count = 1;
+  for (const Dim& d : *type.shape) {
+    if (d.isKnown() && __builtin_mul_overflow(count, static_cast<uint64_t>(d.value), &count)) {
+      return false;
+    }
+  }
+  return count <= static_cast<uint64_t>(INT64_MAX) &&
+         dataTypeStorageBytes(type.elem_type, count).has_value();
+}
+
 std::string typeToString(const Type& type) {
   auto elem = [&]() { return type.element ? typeToString(*type.element) : std::string("?"); };
   switch (type.kind) {

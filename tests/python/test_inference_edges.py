@@ -175,3 +175,25 @@ def test_resize_keep_aspect_ratio_policy(policy, axes, sizes, run_opt, work_dir)
     )
     x = np.random.default_rng(5).standard_normal((1, 3, 4, 8)).astype(np.float32)
     _optimize_and_compare(model, {"x": x}, run_opt, work_dir)
+
+
+@pytest.mark.parametrize("op, dims", [("Reshape", [4899916394579099652, 30313]),
+                                      ("Expand", [4899916394579099652, 4])])
+def test_impossible_inferred_size_is_not_written(op, dims, run_opt, work_dir):
+    # Found by tools/fuzz.sh (fuzz_pipeline): Reshape of a float[4,4] (here [1,4]) to the constant shape
+    # [4899916394579099652, 30313] was inferred as that type and written as the output's type, so the
+    # optimized model could not be read back ("the size of type ... overflows"). Such a model fails when it
+    # runs; opt must still write a model it (and onnx) can read, leaving the shape unknown.
+    target = _i64("s", dims)
+    model = _model([helper.make_node(op, ["X", "s"], ["Y"])],
+                   [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 4])],
+                   [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], initializers=[target])
+    original, optimized = work_dir / "original.onnx", work_dir / "optimized.onnx"
+    onnx.save(model, str(original))
+    proc = run_opt(original, "-O2", "--verify-each", "-o", optimized)
+    assert proc.returncode == 0, proc.stderr
+    assert "more data than can exist; its shape is not inferred" in proc.stderr
+    again = run_opt(optimized, "-O0", "-o", work_dir / "again.onnx")
+    assert again.returncode == 0, again.stderr
+    written = onnx.load(str(optimized))
+    assert not written.graph.output[0].type.tensor_type.HasField("shape")

@@ -103,4 +103,9 @@ struct Type {
 /// Renders a type in the text form: `float[N,3,224,224]`, `seq(int64[?])`, `?` when unknown.
 std::string typeToString(const Type& type);
 
+/// False when the known dims of a tensor type multiply past INT64_MAX elements or its byte size
+/// overflows: no such tensor can exist. The importer refuses a declared type like that, and shape
+/// inference never infers one (passes and `opt run` size buffers from these types).
+bool typeSizeFits(const Type& type);
+
 }  // namespace onnxopt::ir

@@ -135,6 +135,19 @@ class ShapeInferenceEngine {
   /// dependsOnInputsOnly).
   void merge(Value* v, const Type& inferred, const Node& node) {
     if (v == nullptr || !inferred.isKnown()) return;
+    if (!typeSizeFits(inferred)) {
+      // Constants can ask for a tensor that cannot exist (Reshape to [2^62, 3e4]); the model
+      // fails when it runs, and such a type written out could not even be read back. Inference
+      // keeps out of it: only the element type is taken.
+      warn(
+          fmt::format("{}: output '{}' would be {}, more data than can exist; its shape is not "
+                      "inferred",
+                      describe(node), v->name(), typeToString(inferred)));
+      Type shapeless = inferred;
+      shapeless.shape.reset();
+      merge(v, shapeless, node);
+      return;
+    }
     const Type& declared = v->type();
     if (!declared.isKnown()) {
       v->setType(inferred);
