@@ -1,0 +1,41 @@
+// `opt check ORIGINAL OPTIMIZED`: both models on the same inputs, every output compared.
+#include <cstdio>
+
+#include "commands.h"
+#include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/stats.h"
+#include "report.h"
+
+namespace onnxopt::tools {
+
+int checkCommand(const CheckCommandOptions& opts) {
+  auto original = io::loadModel(opts.original);
+  if (!original.isOk()) return fail(original.status());
+  auto optimized = io::loadModel(opts.optimized);
+  if (!optimized.isOk()) return fail(optimized.status());
+  if (Status st = checkSpecNames(**original, opts.check.inputs, "--input", opts.check.shapes);
+      !st.isOk()) {
+    return usage(st.withContext(opts.original));
+  }
+  auto checked = checkModels(opts.original, **original, opts.optimized, **optimized, opts.check);
+  if (!checked.isOk()) return fail(checked.status());
+  std::fputs(formatCheck(*checked).c_str(), stdout);
+  if (!opts.report.empty()) {
+    ir::ModelStats before = ir::computeStats(**original);
+    ir::ModelStats after = ir::computeStats(**optimized);
+    ReportData report;
+    report.command = "check";
+    report.input = opts.original;
+    report.output = opts.optimized;
+    report.before = &before;
+    report.after = &after;
+    report.check = &*checked;
+    Status st = io::writeFileAtomically(opts.report, reportJson(report));
+    if (!st.isOk()) return fail(st.withContext(opts.report));
+  }
+  return checked->passed ? 0 : kExitCheckFailed;
+}
+
+/// The options `opt check` and `opt IN -o OUT --check` share.
+
+}  // namespace onnxopt::tools

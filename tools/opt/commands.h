@@ -1,0 +1,92 @@
+// The opt subcommands: their options, their entry points, and what they share. main.cc builds the
+// command line and dispatches; each command lives in its own file.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "check.h"
+#include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/graph.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::tools {
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitCheckFailed = 3;
+
+/// `opt IN [-o OUT]`: read, optimize, write (optimize_command.cc).
+struct OptimizeCommandOptions {
+  std::string input;
+  int level = 2;
+  std::string passes;
+  bool passes_given = false;
+  bool list_passes = false;
+  bool print_ir_after_all = false;
+  bool print_ir_after_change = false;
+  bool verify_each = false;
+  bool verify_convergence = false;
+  bool time_passes = false;
+  bool debug_patterns = false;
+  bool include_functions = false;
+  bool infer_shapes = false;
+  bool fold_qdq = false;
+  int target_opset = 0;
+  int64_t fold_size_limit = int64_t{1} << 20;
+  bool keep_initializer_inputs = false;
+  int max_rounds = 10;
+  std::string output;
+  std::string emit = "onnx";
+  std::string external_data;
+  bool external_data_given = false;
+  int64_t elide = -1;
+  bool stats = false;
+  bool check = false;
+  io::LoadLimits limits;
+  CheckOptions check_opts;
+  std::string report;
+};
+
+/// `opt check ORIGINAL OPTIMIZED` (check_command.cc).
+struct CheckCommandOptions {
+  std::string original;
+  std::string optimized;
+  CheckOptions check;
+  std::string report;
+};
+
+/// `opt check ORIGINAL OPTIMIZED`: both models on the same inputs, every output compared.
+
+/// `opt run MODEL` (run_command.cc).
+struct RunCommandOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE
+  std::vector<std::string> shapes;  // NAME=d0,d1,...
+  uint64_t seed = 0;
+  std::string save_outputs;  // folder for <output>.npy files
+};
+
+/// `opt run`: the reference executor on given or seeded random inputs; prints output summaries.
+
+int optimizeCommand(const OptimizeCommandOptions& opts);
+int checkCommand(const CheckCommandOptions& opts);
+int runCommand(const RunCommandOptions& opts);
+
+/// Prints `opt: error: MESSAGE` (on one line); returns kExitError.
+int fail(const Status& status);
+/// Like fail, for a command line that asks for something the model does not have: kExitUsage.
+int usage(const Status& status);
+/// --input / --input-shape NAME=... must name inputs of the model.
+Status checkSpecNames(const ir::Model& model, const std::vector<std::string>& inputs,
+                      const char* input_flag, const std::vector<std::string>& shapes);
+/// The options `opt check` and `opt IN -o OUT --check` share.
+void addCheckOptions(CLI::App* app, CheckOptions& c, const char* input_flag);
+/// Runs a command; an exception that escapes it becomes an error naming `subject`.
+int guarded(const std::string& subject, const std::function<int()>& command);
+
+}  // namespace onnxopt::tools

@@ -1,0 +1,65 @@
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "inputs.h"
+
+namespace onnxopt::tools {
+
+int fail(const Status& status) {
+  std::string msg = status.message();
+  for (char& c : msg) {
+    if (c == '\n') c = ' ';
+  }
+  fmt::print(stderr, "opt: error: {}\n", msg);
+  return kExitError;
+}
+
+int usage(const Status& status) {
+  fail(status);
+  return kExitUsage;
+}
+
+Status checkSpecNames(const ir::Model& model, const std::vector<std::string>& inputs,
+                      const char* input_flag, const std::vector<std::string>& shapes) {
+  RETURN_IF_ERROR(checkInputNames(*model.graph, inputs, input_flag));
+  return checkInputNames(*model.graph, shapes, "--input-shape");
+}
+
+void addCheckOptions(CLI::App* app, CheckOptions& c, const char* input_flag) {
+  app->add_option(input_flag, c.inputs, "NAME=FILE: an input from .npy or TensorProto .pb");
+  app->add_option(
+      "--input-shape", c.shapes,
+      "NAME=d0,d1,...: the shape of a random input (named dynamic dims default to 2; spatial "
+      "dims of inputs feeding a Conv or pooling get enough for every window)");
+  app->add_option("--seed", c.seed, "Seed of the random inputs (default 0)");
+  app->add_option("--atol", c.atol,
+                  "Absolute tolerance for every output (default per type: float 1e-5, float16 "
+                  "1e-3, bfloat16 1e-2)");
+  app->add_option("--rtol", c.rtol,
+                  "Relative tolerance for every output (default per type: float 1e-4, float16 "
+                  "1e-2, bfloat16 2e-2)");
+  app->add_option("--runner", c.runner,
+                  "reference (the CPU reference kernels, default) or onnxruntime (through "
+                  "tools/opt/ort_runner.py; ONNXOPT_PYTHON picks the interpreter)")
+      ->check(CLI::IsMember({"reference", "onnxruntime"}));
+  app->add_flag("--per-layer", c.per_layer,
+                "Also compare every value both models name alike and report the first past "
+                "tolerance");
+}
+
+int guarded(const std::string& subject, const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "opt: error: {}: out of memory\n", subject);
+  } catch (const std::exception&) {
+    fmt::print(stderr, "opt: error: {}: internal error (an unexpected exception)\n", subject);
+  }
+  return kExitError;
+}
+
+}  // namespace onnxopt::tools

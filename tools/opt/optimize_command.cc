@@ -1,0 +1,245 @@
+// `opt IN [-o OUT]`: read a model, optimize it (onnxopt::optimize), write it, optionally check
+// the result against the input and write a report. Nothing is written unless every step succeeds.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "onnxopt/api/optimize.h"
+#include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/printer.h"
+#include "onnxopt/ir/shape_inference.h"
+#include "onnxopt/ir/stats.h"
+#include "onnxopt/support/diagnostic_stream.h"
+#include "report.h"
+
+namespace onnxopt::tools {
+namespace {
+
+io::SaveOptions saveOptions(const OptimizeCommandOptions& opts) {
+  io::SaveOptions save;
+  if (opts.external_data_given) {
+    save.external_data = io::SaveOptions::ExternalData::kAlways;
+    save.external_file = opts.external_data;
+  }
+  return save;
+}
+
+/// Whether two paths name the same file (existing or not).
+bool samePath(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+  return fs::weakly_canonical(fs::absolute(a, ec), ec) ==
+         fs::weakly_canonical(fs::absolute(b, ec), ec);
+}
+
+/// The external data files a graph's tensors are read from.
+void collectDataFiles(const ir::Graph& graph, std::set<std::string>& files) {
+  auto add = [&](const ir::Tensor& t) {
+    if (t.externalSource()) files.insert(t.externalSource()->path);
+  };
+  for (const ir::Value* v : graph.initializers()) {
+    if (v->initializer() != nullptr) add(*v->initializer());
+    if (v->sparseInitializer() != nullptr) {
+      add(v->sparseInitializer()->values);
+      add(v->sparseInitializer()->indices);
+    }
+  }
+  for (const ir::Node* n : graph) {
+    for (const ir::Attribute& a : n->attributes()) {
+      for (const ir::Tensor& t : a.tensors) add(t);
+    }
+    for (const ir::Graph* g : n->subgraphs()) collectDataFiles(*g, files);
+  }
+}
+
+/// Up front, before the passes run: every file opt would write must be writable, and none may be
+/// one the input still needs (its model file, unless the output replaces it, or its data files,
+/// unless the output model replaces the input and takes the data file's place with it).
+Status checkOutputPaths(const OptimizeCommandOptions& opts, const ir::Model& input) {
+  std::set<std::string> input_data;
+  collectDataFiles(*input.graph, input_data);
+  for (const auto& f : input.functions) collectDataFiles(*f->body, input_data);
+  const bool file_output = !opts.output.empty() && opts.output != "-";
+  const bool binary = file_output && opts.emit == "onnx";
+  std::string data_path;
+  if (binary && (opts.external_data_given || !input_data.empty())) {
+    data_path = io::externalDataPath(opts.output, saveOptions(opts));
+  }
+  if (file_output) RETURN_IF_ERROR(io::checkOutputPath(opts.output, data_path));
+  const bool replaces_input = file_output && samePath(opts.output, opts.input);
+  for (const std::string& f : input_data) {
+    if (file_output && samePath(opts.output, f)) {
+      return invalidArgument("{}: is the external data file of the input {}, which still needs it",
+                             opts.output, opts.input);
+    }
+    if (!data_path.empty() && !replaces_input && samePath(data_path, f)) {
+      return invalidArgument(
+          "{}: the external data file '{}' is the input's, which {} still needs; give "
+          "--external-data another name",
+          opts.output, data_path, opts.input);
+    }
+  }
+  if (!data_path.empty() && samePath(data_path, opts.input)) {
+    return invalidArgument("{}: the external data file '{}' is the input model", opts.output,
+                           data_path);
+  }
+  if (!opts.report.empty()) {
+    RETURN_IF_ERROR(io::checkOutputPath(opts.report));
+    std::vector<std::string> taken{opts.input};
+    if (file_output) taken.push_back(opts.output);
+    if (!data_path.empty()) taken.push_back(data_path);
+    taken.insert(taken.end(), input_data.begin(), input_data.end());
+    for (const std::string& f : taken) {
+      if (samePath(opts.report, f)) {
+        return invalidArgument("{}: the report would overwrite '{}'", opts.report, f);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+int optimizeCommand(const OptimizeCommandOptions& opts) {
+  // Warnings quote names from the model: this stream escapes their control characters.
+  DiagnosticStream warnings(std::cerr);
+  io::LoadLimits limits = opts.limits;
+  limits.warnings = &warnings;
+  auto model = io::loadModel(opts.input, limits);
+  if (!model.isOk()) return fail(model.status());
+  if (Status st = checkOutputPaths(opts, **model); !st.isOk()) return fail(st);
+  if (opts.check) {
+    Status st =
+        checkSpecNames(**model, opts.check_opts.inputs, "--check-input", opts.check_opts.shapes);
+    if (!st.isOk()) return usage(st.withContext(opts.input));
+  }
+
+  OptimizeOptions optimize_options;
+  optimize_options.level = opts.level;
+  // An explicit empty --passes runs nothing, as -O0 does.
+  optimize_options.pipeline = opts.passes_given ? opts.passes : "";
+  if (opts.passes_given && opts.passes.empty()) optimize_options.level = 0;
+  optimize_options.target_opset = opts.target_opset;
+  pass::PassContext& ctx = optimize_options.context;
+  ctx.driver.max_rounds = opts.max_rounds;
+  ctx.driver.verify_convergence = opts.verify_convergence;
+  ctx.driver.debug = opts.debug_patterns ? &std::cerr : nullptr;
+  ctx.driver.include_functions = opts.include_functions;
+  ctx.fold_qdq = opts.fold_qdq;
+  ctx.fold_size_limit = static_cast<uint64_t>(opts.fold_size_limit);
+  ctx.keep_initializer_inputs = opts.keep_initializer_inputs;
+  ctx.warnings = &warnings;
+  pass::Instrumentation& inst = optimize_options.instrumentation;
+  inst.print_ir_after_all = opts.print_ir_after_all;
+  inst.print_ir_after_change = opts.print_ir_after_change;
+  inst.verify_each = opts.verify_each;
+  inst.time_passes = opts.time_passes;
+  inst.count_nodes = !opts.report.empty();
+  inst.ir_out = &std::cerr;
+  ir::ModelStats before = ir::computeStats(**model);
+  OptimizeResult optimized;
+  Status ran = optimize(**model, optimize_options, &optimized);
+  if (!ran.isOk()) {
+    // A pipeline that does not parse is a usage error, not the model's: no file context.
+    if (optimized.pipeline.empty()) return fail(ran);
+    fail(ran.withContext(opts.input));
+    fmt::print(stderr, "opt: note: reproduce with: opt {} --passes='{}'{}\n", opts.input,
+               optimized.pipeline, opts.verify_each ? " --verify-each" : "");
+    return kExitError;
+  }
+  if (opts.infer_shapes) {
+    ir::ShapeInferenceOptions infer;
+    infer.write_value_info = true;
+    infer.warnings = &warnings;
+    auto inferred = ir::inferShapes(**model, infer);
+    if (!inferred.isOk()) return fail(inferred.status().withContext(opts.input));
+  }
+  if (opts.time_passes) std::fputs(optimized.timing_report.c_str(), stderr);
+  if (opts.stats) {
+    ir::ModelStats after = ir::computeStats(**model);
+    fmt::print("nodes: {} -> {}, initializers: {} -> {}\n", before.nodes, after.nodes,
+               before.initializers, after.initializers);
+    for (const auto& [name, value] : optimized.statistics)
+      fmt::print("  {:<48} {:>8}\n", name, value);
+    std::fputs(ir::formatStats(**model, after).c_str(), stdout);
+  }
+  // Nothing is committed until every step succeeded: the output is staged under a temporary name
+  // (and --check reads that), the report is written, and only then is the output renamed into
+  // place. A failing check, report or rename leaves every existing file as it was.
+  io::OutputTransaction transaction;
+  std::string text;
+  bool text_to_stdout = false;
+  std::string checked_path = "(optimized)";
+  if (opts.emit == "text") {
+    ir::PrintOptions print;
+    print.elide_above = opts.elide;
+    text = ir::printModel(**model, print);
+    if (opts.output.empty() || opts.output == "-") {
+      text_to_stdout = true;
+    } else {
+      Status st = transaction.addFile(opts.output, text);
+      if (!st.isOk()) return fail(st);
+    }
+  } else if (!opts.output.empty()) {
+    auto staged = transaction.addModel(**model, opts.output, saveOptions(opts));
+    if (!staged.isOk()) return fail(staged.status().withContext(opts.output));
+    checked_path = *staged;
+  }
+
+  // --check: the original (read again: the passes changed it in place) against the result.
+  std::optional<CheckResult> check;
+  if (opts.check) {
+    auto original = io::loadModel(opts.input);
+    if (!original.isOk()) return fail(original.status());
+    auto checked = checkModels(opts.input, **original, checked_path, **model, opts.check_opts);
+    if (!checked.isOk()) return fail(checked.status());
+    check = std::move(checked).value();
+    std::string table = formatCheck(*check);
+    std::fputs(table.c_str(), text_to_stdout ? stderr : stdout);
+  }
+  std::string report_json;
+  if (!opts.report.empty()) {
+    ir::ModelStats after = ir::computeStats(**model);
+    ReportData report;
+    report.command = "optimize";
+    report.input = opts.input;
+    report.output = opts.output;
+    report.pipeline = optimized.pipeline;
+    report.before = &before;
+    report.after = &after;
+    report.passes = &optimized.records;
+    report.statistics = optimized.statistics;
+    report.seconds = optimized.seconds;
+    report.check = check ? &*check : nullptr;
+    report_json = reportJson(report);
+  }
+  if (check && !check->passed) {
+    // The report records the failure; the output is not written.
+    if (!opts.report.empty()) {
+      Status st = io::writeFileAtomically(opts.report, report_json);
+      if (!st.isOk()) return fail(st);
+    }
+    fmt::print(stderr,
+               "opt: error: {}: the optimized model's outputs differ, so {} was not written "
+               "(write it without --check and run `opt check` with --per-layer to find where)\n",
+               opts.input, opts.output.empty() ? "the output" : opts.output);
+    return kExitCheckFailed;
+  }
+  if (!opts.report.empty()) {
+    Status st = transaction.addFile(opts.report, report_json);
+    if (!st.isOk()) return fail(st);
+  }
+  Status committed = transaction.commit();
+  if (!committed.isOk()) return fail(committed);
+  if (text_to_stdout) std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+}  // namespace onnxopt::tools
