@@ -24,6 +24,26 @@ namespace {
 
 using rewrite::PatternContext;
 
+/// Gemm's element types: float, float16 and double (not bfloat16).
+bool isGemmType(std::optional<DataType> elem) {
+  return elem && pass::isFloatType(*elem) && *elem != DataType::kBfloat16;
+}
+
+/// Add(MatMul(A, B), c) -> Gemm(A, B, c): the Add's result becomes the Gemm's, the MatMul goes.
+/// Fails when that would rename a model output.
+bool rewriteAsGemm(ir::Node* add, ir::Node* mm, ir::Value* c, rewrite::PatternContext& ctx) {
+  if (!ctx.rewriter().canReplaceWithoutIdentity(add->output(0), mm->output(0))) {
+    return ctx.fail("would rename a model output");
+  }
+  auto& rw = ctx.rewriter();
+  ir::Node* gemm = rw.createNode("Gemm", "", {mm->input(0), mm->input(1), c}, 1);
+  gemm->setName(mm->name());
+  gemm->output(0)->setType(add->output(0)->type());
+  rw.replaceNode(add, {gemm->output(0)});
+  rw.eraseNode(mm);
+  return true;
+}
+
 class MatMulAddPattern final : public rewrite::Pattern {
  public:
   MatMulAddPattern() : Pattern("fuse-matmul-add-gemm", "Add") {}
@@ -38,8 +58,7 @@ class MatMulAddPattern final : public rewrite::Pattern {
       auto ra = pass::rankOf(mm->input(0));
       auto rb = pass::rankOf(mm->input(1));
       if (!ra || !rb || *ra != 2 || *rb != 2) return ctx.fail("MatMul operands are not known 2-D");
-      auto elem = pass::elemTypeOf(mm->input(0));
-      if (!elem || !pass::isFloatType(*elem) || *elem == DataType::kBfloat16) {
+      if (!isGemmType(pass::elemTypeOf(mm->input(0)))) {
         return ctx.fail("Gemm needs float, float16 or double operands");
       }
       // C must broadcast to [M, N] without growing it: rank <= 2 and its dims 1 or M/N.
@@ -53,16 +72,7 @@ class MatMulAddPattern final : public rewrite::Pattern {
         int64_t want = (*mm_shape)[2 - cs->size() + i];
         if ((*cs)[i] != 1 && (*cs)[i] != want) return ctx.fail("bias does not broadcast");
       }
-      if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(0), mm_out)) {
-        return ctx.fail("would rename a model output");
-      }
-      auto& rw = ctx.rewriter();
-      ir::Node* gemm = rw.createNode("Gemm", "", {mm->input(0), mm->input(1), c}, 1);
-      gemm->setName(mm->name());
-      gemm->output(0)->setType(node->output(0)->type());
-      rw.replaceNode(node, {gemm->output(0)});
-      rw.eraseNode(mm);
-      return true;
+      return rewriteAsGemm(node, mm, c, ctx);
     }
     return ctx.fail("no single-use 2-D MatMul operand");
   }
@@ -105,25 +115,14 @@ class AnyRowsMatMulAddPattern final : public rewrite::Pattern {
       if (!bs || bs->size() != 2) return ctx.fail("B's shape is not a known 2-D shape");
       auto elem = pass::elemTypeOf(mm->input(1));
       if (auto t = pass::constantTensor(mm->input(1))) elem = t->dtype();
-      if (!elem || !pass::isFloatType(*elem) || *elem == DataType::kBfloat16) {
-        return ctx.fail("Gemm needs float, float16 or double operands");
-      }
+      if (!isGemmType(elem)) return ctx.fail("Gemm needs float, float16 or double operands");
       auto cs = knownDims(c);
       int64_t n = (*bs)[1];
       if (!cs || cs->size() > 2 || (cs->size() == 2 && (*cs)[0] != 1) ||
           (!cs->empty() && cs->back() != 1 && cs->back() != n)) {
         return ctx.fail("bias shape unknown, or not broadcast over [M, {}] for every M", n);
       }
-      if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(0), mm_out)) {
-        return ctx.fail("would rename a model output");
-      }
-      auto& rw = ctx.rewriter();
-      ir::Node* gemm = rw.createNode("Gemm", "", {mm->input(0), mm->input(1), c}, 1);
-      gemm->setName(mm->name());
-      gemm->output(0)->setType(node->output(0)->type());
-      rw.replaceNode(node, {gemm->output(0)});
-      rw.eraseNode(mm);
-      return true;
+      return rewriteAsGemm(node, mm, c, ctx);
     }
     return ctx.fail("no single-use MatMul with a 2-D first operand");
   }
