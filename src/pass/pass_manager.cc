@@ -80,6 +80,7 @@ class Parser {
         std::string value;
         if (eat('=')) value = word();
         RETURN_IF_ERROR(e.pass->setOption(key, value));
+        e.options.emplace_back(key, value);
       } while (eat(','));
       if (!eat('}')) return error("expected '}}' to close the options of '{}'", id);
     }
@@ -100,6 +101,13 @@ void appendPipeline(const std::vector<PipelineEntry>& entries, std::string& out)
       out += ")";
     } else {
       out += entries[i].pass->id();
+      const auto& options = entries[i].options;
+      for (size_t k = 0; k < options.size(); ++k) {
+        out += k == 0 ? "{" : ",";
+        out += options[k].first;
+        if (!options[k].second.empty()) out += "=" + options[k].second;
+      }
+      if (!options.empty()) out += "}";
     }
   }
 }

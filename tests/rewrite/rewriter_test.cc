@@ -202,8 +202,9 @@ TEST(PipelineTest, ParsesNestedFixpointsAndOptions) {
       "lift-constants, fixpoint(cse, fixpoint(dce)), eliminate-noop{strict-signed-zero=false}",
       &passes::createPass);
   ASSERT_TRUE(pipeline.isOk()) << pipeline.status().message();
+  // Options are part of the canonical text: reproducers and reports must run what ran.
   EXPECT_EQ(pass::pipelineToString(*pipeline),
-            "lift-constants,fixpoint(cse,fixpoint(dce)),eliminate-noop");
+            "lift-constants,fixpoint(cse,fixpoint(dce)),eliminate-noop{strict-signed-zero=false}");
   EXPECT_FALSE(pass::parsePipeline("cse,,dce", &passes::createPass).isOk());
   EXPECT_FALSE(pass::parsePipeline("fixpoint()", &passes::createPass).isOk());
   EXPECT_FALSE(

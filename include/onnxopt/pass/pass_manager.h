@@ -11,6 +11,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "onnxopt/pass/pass.h"
@@ -23,6 +24,8 @@ using PassFactory = std::unique_ptr<Pass> (*)(const std::string& id);
 struct PipelineEntry {
   std::unique_ptr<Pass> pass;        ///< set for a pass entry
   std::vector<PipelineEntry> group;  ///< set for a fixpoint(...) entry
+  /// The options given to the pass, as written ({key=value,...}), for pipelineToString.
+  std::vector<std::pair<std::string, std::string>> options;
   bool isFixpoint() const { return pass == nullptr; }
 };
 
