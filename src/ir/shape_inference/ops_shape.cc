@@ -20,7 +20,6 @@ using infer::elemOr;
 using infer::knownDims;
 using infer::normAxis;
 
-constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMinI64 = std::numeric_limits<int64_t>::min();
 
 ShapeValue valueOfDims(const std::vector<Dim>& dims) {
