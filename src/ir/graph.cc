@@ -35,7 +35,10 @@ constexpr bool kPooled = true;
 template <size_t kSize, size_t kAlign>
 class SlabPool {
  public:
-  void* allocate() {
+  /// An object of `size` bytes: from the slabs when that is the pool's size (and pooling is on),
+  /// else from the global heap, as release() returns it.
+  void* allocate(size_t size) {
+    if (!kPooled || size != kSize) return ::operator new(size);
     std::lock_guard<std::mutex> lock(mu_);
     if (free_ != nullptr) {
       FreeSlot* slot = free_;
@@ -51,7 +54,12 @@ class SlabPool {
     --left_;
     return next_++;
   }
-  void release(void* p) {
+  void release(void* p, size_t size) {
+    if (p == nullptr) return;
+    if (!kPooled || size != kSize) {
+      ::operator delete(p);
+      return;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     auto* slot = static_cast<FreeSlot*>(p);
     slot->next = free_;
@@ -88,26 +96,16 @@ SlabPool<sizeof(Value), alignof(Value)>& valuePool() {
 }  // namespace
 
 void* Node::operator new(size_t size) {
-  return kPooled && size == sizeof(Node) ? nodePool().allocate() : ::operator new(size);
+  return nodePool().allocate(size);
 }
 void Node::operator delete(void* p, size_t size) {
-  if (p == nullptr) return;
-  if (kPooled && size == sizeof(Node)) {
-    nodePool().release(p);
-  } else {
-    ::operator delete(p);
-  }
+  nodePool().release(p, size);
 }
 void* Value::operator new(size_t size) {
-  return kPooled && size == sizeof(Value) ? valuePool().allocate() : ::operator new(size);
+  return valuePool().allocate(size);
 }
 void Value::operator delete(void* p, size_t size) {
-  if (p == nullptr) return;
-  if (kPooled && size == sizeof(Value)) {
-    valuePool().release(p);
-  } else {
-    ::operator delete(p);
-  }
+  valuePool().release(p, size);
 }
 
 const std::string& emptyString() {
