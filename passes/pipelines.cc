@@ -1,14 +1,16 @@
 // The optimization levels, in one place, with the reason for each ordering decision.
 #include "onnxopt/passes/registry.h"
 
+#include <algorithm>
+
 namespace onnxopt::passes {
 
 namespace {
 
 // -O1: cleanup, standard ONNX only.
 //  - freeze-initializer-inputs first: weights listed as graph inputs (IR 3 required it; old
-//    PyTorch exports kept it) are constants for every later pass, unless
-//    --keep-initializer-inputs keeps them overridable.
+//    PyTorch exports kept it) are constants for every later pass, unless keep-overridable
+//    (--keep-initializer-inputs) keeps them overridable.
 //  - infer-shapes first: no-op and merge patterns decide on element types and shapes
 //    (a Cast to the type it already has, a Reshape to the shape it already has).
 //  - lift-constants next: Constant nodes become initializers, so every later pattern sees one
@@ -64,13 +66,39 @@ std::string withTargetOpset(const std::string& pipeline, int target_opset) {
                      pipeline.empty() ? "" : ",", pipeline);
 }
 
-StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target) {
+Status applyPassOptions(std::vector<pass::PipelineEntry>& pipeline,
+                        const std::vector<PassOptionSetting>& settings) {
+  for (pass::PipelineEntry& e : pipeline) {
+    if (e.isFixpoint()) {
+      RETURN_IF_ERROR(applyPassOptions(e.group, settings));
+      continue;
+    }
+    for (const PassOptionSetting& s : settings) {
+      if (s.pass != e.pass->id()) continue;
+      auto& options = e.options;
+      if (std::any_of(options.begin(), options.end(),
+                      [&](const auto& o) { return o.first == s.option; })) {
+        continue;
+      }
+      RETURN_IF_ERROR(e.pass->setOption(s.option, s.value));
+      options.emplace_back(s.option, s.value);
+    }
+  }
+  return Status::ok();
+}
+
+StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target,
+                                  const std::vector<PassOptionSetting>& settings) {
   if (!target.empty()) {
     return invalidArgument("unknown target '{}' (only portable ONNX, the empty target, so far)",
                            target);
   }
   ASSIGN_OR_RETURN(std::string pipeline, pipelineForLevel(level));
-  return withTargetOpset(pipeline, target_opset);
+  pipeline = withTargetOpset(pipeline, target_opset);
+  if (settings.empty()) return pipeline;
+  ASSIGN_OR_RETURN(auto entries, pass::parsePipeline(pipeline, &createPass));
+  RETURN_IF_ERROR(applyPassOptions(entries, settings));
+  return pass::pipelineToString(entries);
 }
 
 }  // namespace onnxopt::passes

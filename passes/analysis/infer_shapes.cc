@@ -31,7 +31,7 @@ class InferShapesPass final : public pass::Pass {
   StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
     ir::ShapeInferenceOptions options;
     options.write_value_info = write_;
-    options.warnings = ctx.warnings;
+    options.diagnostics = ctx.diagnostics;
     ASSIGN_OR_RETURN(ir::ShapeInferenceStats stats, ir::inferShapes(model, options));
     bump("values", stats.values);
     bump("ranked", stats.ranked);

@@ -60,15 +60,13 @@ class FoldConstantsPass final : public pass::GraphPass {
  protected:
   StatusOr<bool> runOnGraph(ir::Graph& graph, ir::Model& model, rewrite::Rewriter& rewriter,
                             pass::PassContext& ctx) override {
-    bool fold_qdq = fold_qdq_.value_or(ctx.fold_qdq);
-    uint64_t limit = size_limit_.value_or(ctx.fold_size_limit);
     int64_t opset = model.opsetVersion("").value_or(0);
     bool changed = false;
     for (ir::Node* n : graph) {
       if (!n->domain().empty() && n->domain() != "ai.onnx") continue;
       const std::string& op = n->opType();
       if (op == "Constant" || pass::isNondeterministicOp(op) || !n->subgraphs().empty()) continue;
-      if (!fold_qdq && (op == "QuantizeLinear" || op == "DequantizeLinear")) continue;
+      if (!fold_qdq_ && (op == "QuantizeLinear" || op == "DequantizeLinear")) continue;
       if (op == "Reshape" && foldReshapeTarget(n, rewriter)) {
         bump("reshape-targets-folded");
         changed = true;
@@ -78,7 +76,7 @@ class FoldConstantsPass final : public pass::GraphPass {
       std::optional<std::vector<kernels::HostTensor>> results;
       if (op == "Shape" || op == "Size") results = foldShape(*n);
       if ((op == "Gather" || op == "Slice") && !results) results = foldShapeElements(*n);
-      if (!results) results = foldWithKernel(*n, opset, limit, model, ctx);
+      if (!results) results = foldWithKernel(*n, opset, size_limit_, model, ctx);
       if (!results) continue;
       replaceWithInitializers(n, std::move(*results), rewriter);
       bump(op == "Shape" || op == "Size" ? "shapes-folded" : "nodes-folded");
@@ -317,7 +315,7 @@ class FoldConstantsPass final : public pass::GraphPass {
     if (!predicted && !inferred_this_run_) {
       inferred_this_run_ = true;
       ir::ShapeInferenceOptions options;
-      options.warnings = ctx.warnings;
+      options.diagnostics = ctx.diagnostics;
       if (ir::inferShapes(model, options).isOk()) predicted = predictedOutputBytes(n);
     }
     auto refuse = [&](SizeVerdict verdict) {
@@ -343,10 +341,11 @@ class FoldConstantsPass final : public pass::GraphPass {
     auto results = kernels::runReferenceKernel(n.opType(), opset, ptrs, bridge::toKernelAttrs(n),
                                                n.numOutputs());
     if (!results.isOk()) {
-      if (results.status().code() == StatusCode::kInvalidArgument && ctx.warnings != nullptr) {
-        *ctx.warnings << "opt: warning: not folding " << n.opType() << " '"
-                      << (n.output(0) ? n.output(0)->name() : n.name())
-                      << "': " << results.status().message() << "\n";
+      if (results.status().code() == StatusCode::kInvalidArgument) {
+        std::string name = n.output(0) ? n.output(0)->name() : n.name();
+        report(ctx.diagnostics, {Severity::kWarning, name,
+                                 fmt::format("not folding {} '{}': {}", n.opType(), name,
+                                             results.status().message())});
       }
       return std::nullopt;
     }
@@ -367,10 +366,10 @@ class FoldConstantsPass final : public pass::GraphPass {
       auto declared = pass::staticShape(out);
       auto elem = pass::elemTypeOf(out);
       if ((declared && *declared != (*results)[i].dims) || (elem && *elem != (*results)[i].dtype)) {
-        if (ctx.warnings != nullptr) {
-          *ctx.warnings << "opt: warning: not folding " << n.opType() << " '" << out->name()
-                        << "': the result contradicts the declared type\n";
-        }
+        report(ctx.diagnostics,
+               {Severity::kWarning, out->name(),
+                fmt::format("not folding {} '{}': the result contradicts the declared type",
+                            n.opType(), out->name())});
         return std::nullopt;
       }
     }
@@ -426,8 +425,8 @@ class FoldConstantsPass final : public pass::GraphPass {
   /// Above this, not even a weight-only result is materialized (as for inputs: not worth it).
   static constexpr uint64_t kMaxMaterializedBytes = uint64_t{1} << 30;
 
-  std::optional<bool> fold_qdq_;
-  std::optional<uint64_t> size_limit_;
+  bool fold_qdq_ = false;
+  uint64_t size_limit_ = uint64_t{1} << 20;
   bool inferred_this_run_ = false;  ///< shape inference already ran during this run()
 };
 

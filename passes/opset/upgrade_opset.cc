@@ -142,10 +142,9 @@ class UpgradeOpsetPass final : public pass::Pass {
     if (target_ <= from) return false;
     auto refuse = [&](const std::string& why) -> StatusOr<bool> {
       bump("refused");
-      if (ctx.warnings != nullptr) {
-        *ctx.warnings << "opt: warning: not upgrading opset " << from << " to " << target_ << ": "
-                      << why << "\n";
-      }
+      report(ctx.diagnostics,
+             {Severity::kWarning, "",
+              fmt::format("not upgrading opset {} to {}: {}", from, target_, why)});
       return false;
     };
     if (target_ > 23) return refuse("onnxopt knows opsets up to 23");
@@ -167,9 +166,10 @@ class UpgradeOpsetPass final : public pass::Pass {
       if (to == target_) why_not_target = std::move(why);
     }
     if (to == from) return refuse(why_not_target);
-    if (to < target_ && ctx.warnings != nullptr) {
-      *ctx.warnings << "opt: warning: upgrading opset " << from << " to " << to << ", not "
-                    << target_ << ": " << why_not_target << "\n";
+    if (to < target_) {
+      report(ctx.diagnostics, {Severity::kWarning, "",
+                               fmt::format("upgrading opset {} to {}, not {}: {}", from, to,
+                                           target_, why_not_target)});
       bump("lowered-target");
     }
     rewrite::Rewriter rw;

@@ -106,7 +106,7 @@ void collectFreeNames(const onnx::GraphProto& graph, std::unordered_set<std::str
 
 Status importOpsets(const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& protos,
                     std::vector<ir::OpsetImport>& out, const std::string& where,
-                    std::ostream* warnings);
+                    DiagnosticSink* diagnostics);
 
 /// Adds where an error happened, unless the message is long already: errors deep in nested
 /// subgraphs keep their innermost context instead of growing a line per level.
@@ -883,7 +883,7 @@ Status Importer::importFunction(onnx::FunctionProto& proto, ir::Function& fn) {
   fn.unknown_fields = unknownFieldsOf(proto);
   fn.attribute_names.assign(proto.attribute().begin(), proto.attribute().end());
   RETURN_IF_ERROR(importOpsets(proto.opset_import(), fn.opset_imports,
-                               fmt::format("function '{}': ", proto.name()), limits_.warnings));
+                               fmt::format("function '{}'", proto.name()), limits_.diagnostics));
   // The body is imported as a graph whose inputs and outputs are the formal parameters.
   onnx::GraphProto body;
   body.set_name(proto.name());
@@ -909,7 +909,7 @@ using OpsetMap = std::map<std::string, int64_t>;  ///< canonical domain -> versi
 /// says so when the versions differ).
 Status importOpsets(const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& protos,
                     std::vector<ir::OpsetImport>& out, const std::string& where,
-                    std::ostream* warnings) {
+                    DiagnosticSink* diagnostics) {
   std::unordered_map<std::string, size_t> index;  // canonical domain -> entry in `out`
   for (size_t i = 0; i < out.size(); ++i) index.emplace(canonicalDomain(out[i].domain), i);
   for (const auto& op : protos) {
@@ -923,11 +923,13 @@ Status importOpsets(const google::protobuf::RepeatedPtrField<onnx::OperatorSetId
       continue;
     }
     ir::OpsetImport* same = &out[it->second];
-    if (same->version != op.version() && warnings != nullptr) {
-      *warnings << fmt::format(
-          "opt: warning: {}opset_import lists domain '{}' twice, with versions {} and {}; the "
-          "last, {}, is used (as onnxruntime does)\n",
-          where, escapeControlChars(op.domain()), same->version, op.version(), op.version());
+    if (same->version != op.version()) {
+      report(diagnostics,
+             {Severity::kWarning, where,
+              fmt::format("{}{}opset_import lists domain '{}' twice, with versions {} and {}; the "
+                          "last, {}, is used (as onnxruntime does)",
+                          where, where.empty() ? "" : ": ", escapeControlChars(op.domain()),
+                          same->version, op.version(), op.version())});
     }
     same->version = op.version();
   }
@@ -1159,7 +1161,8 @@ StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& pro
   auto model = std::make_unique<ir::Model>();
   model->ir_version = proto.ir_version();
   ir_version_ = proto.ir_version();
-  RETURN_IF_ERROR(importOpsets(proto.opset_import(), model->opset_imports, "", limits_.warnings));
+  RETURN_IF_ERROR(
+      importOpsets(proto.opset_import(), model->opset_imports, "", limits_.diagnostics));
   model->producer_name = proto.producer_name();
   model->producer_version = proto.producer_version();
   model->domain = proto.domain();

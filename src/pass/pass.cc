@@ -41,10 +41,11 @@ StatusOr<bool> PatternPass::run(ir::Model& model, PassContext& ctx) {
   ASSIGN_OR_RETURN(rewrite::DriverResult result,
                    rewrite::applyPatternsGreedily(model, raw, ctx.driver));
   for (const auto& [name, count] : result.applied) bump(name, count);
-  if (!result.converged && ctx.warnings != nullptr) {
-    *ctx.warnings << fmt::format(
-        "opt: warning: pass '{}' did not converge in {} rounds; still applying: {}\n", id(),
-        result.rounds, fmt::join(result.last_round_patterns, ", "));
+  if (!result.converged) {
+    report(ctx.diagnostics,
+           {Severity::kWarning, "",
+            fmt::format("pass '{}' did not converge in {} rounds; still applying: {}", id(),
+                        result.rounds, fmt::join(result.last_round_patterns, ", "))});
   }
   return result.changed;
 }

@@ -203,11 +203,10 @@ StatusOr<bool> PassManager::runEntries(std::vector<PipelineEntry>& entries, ir::
                          "fixpoint({}) did not converge in {} rounds; still changing: {}", pipeline,
                          ctx_.driver.max_rounds, fmt::join(changers, ", "));
       }
-      if (ctx_.warnings != nullptr) {
-        *ctx_.warnings << fmt::format(
-            "opt: warning: fixpoint({}) did not converge in {} rounds; still changing: {}\n",
-            pipeline, ctx_.driver.max_rounds, fmt::join(changers, ", "));
-      }
+      report(ctx_.diagnostics,
+             {Severity::kWarning, "",
+              fmt::format("fixpoint({}) did not converge in {} rounds; still changing: {}",
+                          pipeline, ctx_.driver.max_rounds, fmt::join(changers, ", "))});
     }
   }
   return changed;

@@ -25,12 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   auto model = io::parseModelBinary(bytes, "/nonexistent/onnxopt-fuzz");
   if (!model.isOk() || !ir::verifyModel(**model).isOk()) return 0;
-  static const std::string text = passes::pipelineForLevel(2).value();
+  static const std::string text =
+      passes::pipelineFor(2, 0, "", {{"fold-constants", "size-limit", "65536"}}).value();
   auto pipeline = pass::parsePipeline(text, &passes::createPass);
   if (!pipeline.isOk()) bug("pipeline", pipeline.status());
   pass::PassContext ctx;
   ctx.driver.max_rounds = 4;
-  ctx.fold_size_limit = 64 << 10;
   pass::PassManager manager(std::move(pipeline).value(), std::move(ctx), pass::Instrumentation{});
   auto ran = manager.run(**model);
   if (!ran.isOk()) {

@@ -317,16 +317,20 @@ TEST(IoTest, ErrorsEscapeControlCharactersInNames) {
 }
 
 TEST(IoTest, DefaultDomainImportedTwiceKeepsTheLast) {
-  std::ostringstream warnings;
+  CollectingDiagnosticSink diagnostics;
   LoadLimits limits;
-  limits.warnings = &warnings;
+  limits.diagnostics = &diagnostics;
   auto model = parseModelText(R"(<ir_version: 8, opset_import: ["" : 13, "" : 11]>
       g (float[1,4] x) => (float[4] y) { y = Squeeze <axes = [0]> (x) })",
                               ".", limits);
   ASSERT_TRUE(model.isOk()) << model.status().message();
   ASSERT_EQ((*model)->opset_imports.size(), 1u);
   EXPECT_EQ((*model)->opset_imports[0].version, 11);
-  EXPECT_NE(warnings.str().find("the last, 11, is used"), std::string::npos) << warnings.str();
+  ASSERT_EQ(diagnostics.diagnostics().size(), 1u);
+  const Diagnostic& d = diagnostics.diagnostics()[0];
+  EXPECT_EQ(d.severity, Severity::kWarning);
+  EXPECT_EQ(d.node, "");  // the model's own opset_import
+  EXPECT_NE(d.message.find("the last, 11, is used"), std::string::npos) << d.message;
 }
 
 }  // namespace

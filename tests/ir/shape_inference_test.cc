@@ -288,18 +288,23 @@ TEST(InferenceTest, DeclaredContradictionWarnsAndInferenceWins) {
   ASSERT_TRUE(model.isOk());
   Value* t = (*model)->graph->firstNode()->output();
   t->setType(Type::tensor(DataType::kFloat, dims({"5", "3"})));  // a wrong declared value_info
-  std::ostringstream warnings;
+  CollectingDiagnosticSink diagnostics;
   ShapeInferenceOptions options;
-  options.warnings = &warnings;
+  options.diagnostics = &diagnostics;
   auto stats = inferShapes(**model, options);
   ASSERT_TRUE(stats.isOk());
   EXPECT_EQ(typeToString(t->type()), "float[2,3]");
   // Reported once; Relu(t) then agrees with the declared output.
   ASSERT_EQ(stats->warnings.size(), 1u);
   EXPECT_EQ(typeToString((*model)->graph->output(0)->type()), "float[2,3]");
-  EXPECT_NE(warnings.str().find("output 't' is declared float[5,3] but inferred float[2,3]"),
+  ASSERT_EQ(diagnostics.diagnostics().size(), 1u);
+  const Diagnostic& d = diagnostics.diagnostics()[0];
+  EXPECT_EQ(d.severity, Severity::kWarning);
+  EXPECT_EQ(d.node, "t");  // the unnamed Neg, by its output
+  EXPECT_EQ(d.message, stats->warnings[0]);
+  EXPECT_NE(d.message.find("output 't' is declared float[5,3] but inferred float[2,3]"),
             std::string::npos)
-      << warnings.str();
+      << d.message;
 }
 
 TEST(InferenceTest, DeclaredDimsYieldToInferredOnesAndFillUnknownOnes) {

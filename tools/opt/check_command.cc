@@ -1,17 +1,22 @@
 // `opt check ORIGINAL OPTIMIZED`: both models on the same inputs, every output compared.
 #include <cstdio>
+#include <iostream>
 
 #include "commands.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/stats.h"
+#include "onnxopt/support/diagnostics.h"
 #include "report.h"
 
 namespace onnxopt::tools {
 
 int checkCommand(const CheckCommandOptions& opts) {
-  auto original = io::loadModel(opts.original);
+  StreamDiagnosticSink diagnostics(std::cerr);
+  io::LoadLimits limits;
+  limits.diagnostics = &diagnostics;
+  auto original = io::loadModel(opts.original, limits);
   if (!original.isOk()) return fail(original.status());
-  auto optimized = io::loadModel(opts.optimized);
+  auto optimized = io::loadModel(opts.optimized, limits);
   if (!optimized.isOk()) return fail(optimized.status());
   if (Status st = checkSpecNames(**original, opts.check.inputs, "--input", opts.check.shapes);
       !st.isOk()) {

@@ -38,6 +38,7 @@ struct OptimizeCommandOptions {
   bool fold_qdq = false;
   int target_opset = 0;
   int64_t fold_size_limit = int64_t{1} << 20;
+  bool fold_size_limit_given = false;
   bool keep_initializer_inputs = false;
   int max_rounds = 10;
   std::string output;

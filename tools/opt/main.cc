@@ -48,6 +48,7 @@ struct OptimizeFlags {
   CLI::Option* passes = nullptr;
   CLI::Option* external_data = nullptr;
   CLI::Option* elide = nullptr;
+  CLI::Option* fold_size_limit = nullptr;
 };
 
 /// The pipeline and pass options of `opt IN ...`.
@@ -70,15 +71,21 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
       ->check(CLI::Range(1, 1000));
   app.add_flag("--infer-shapes", opts.infer_shapes,
                "Infer types and symbolic shapes after the pipeline and write them as value_info");
+  // These set pass options on every entry of their pass in the pipeline, -O or --passes, that
+  // does not set that option itself (the pipeline text wins); reproducers and reports show them.
   app.add_flag("--fold-qdq", opts.fold_qdq,
-               "Constant folding also folds QuantizeLinear/DequantizeLinear");
-  app.add_option("--fold-size-limit", opts.fold_size_limit,
-                 "Bytes: folded tensors larger than this and than their inputs are not created "
-                 "(default 1048576)")
-      ->check(CLI::NonNegativeNumber);
+               "Constant folding also folds QuantizeLinear/DequantizeLinear (sets "
+               "fold-constants{fold-qdq=true} in the pipeline, -O or --passes, where an entry "
+               "does not set it itself)");
+  flags.fold_size_limit =
+      app.add_option("--fold-size-limit", opts.fold_size_limit,
+                     "Bytes: folded tensors larger than this and than their inputs are not "
+                     "created (default 1048576; sets fold-constants{size-limit=N} likewise)")
+          ->check(CLI::NonNegativeNumber);
   app.add_flag("--keep-initializer-inputs", opts.keep_initializer_inputs,
                "Keep graph inputs that have an initializer (IR 4+) as overridable inputs; by "
-               "default -O1 and up treat them as constants");
+               "default -O1 and up treat them as constants (sets "
+               "freeze-initializer-inputs{keep-overridable=true} likewise)");
   app.add_option("--target-opset", opts.target_opset,
                  "Raise the ai.onnx opset to N first (ops whose signature changed are converted; "
                  "if one cannot be, the model keeps its opset and a warning says why)")
@@ -201,6 +208,7 @@ int optMain(int argc, char** argv) {
   if (*run_cmd) return guarded(run_opts.model, [&] { return runCommand(run_opts); });
   opts.external_data_given = flags.external_data->count() > 0;
   opts.passes_given = flags.passes->count() > 0;
+  opts.fold_size_limit_given = flags.fold_size_limit->count() > 0;
   if (flags.elide->count() > 0 && opts.elide < 0) opts.elide = 16;
   if (opts.list_passes) {
     listPasses();

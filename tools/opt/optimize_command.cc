@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -15,7 +16,8 @@
 #include "onnxopt/ir/printer.h"
 #include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/ir/stats.h"
-#include "onnxopt/support/diagnostic_stream.h"
+#include "onnxopt/passes/registry.h"
+#include "onnxopt/support/diagnostics.h"
 #include "report.h"
 
 namespace onnxopt::tools {
@@ -105,13 +107,27 @@ Status checkOutputPaths(const OptimizeCommandOptions& opts, const ir::Model& inp
   return Status::ok();
 }
 
+/// The pass options the flags set: each applies to every entry of its pass in the pipeline
+/// that runs (-O or --passes) that does not set the option itself (passes::applyPassOptions).
+std::vector<passes::PassOptionSetting> flagPassOptions(const OptimizeCommandOptions& opts) {
+  std::vector<passes::PassOptionSetting> settings;
+  if (opts.fold_qdq) settings.push_back({"fold-constants", "fold-qdq", "true"});
+  if (opts.fold_size_limit_given) {
+    settings.push_back({"fold-constants", "size-limit", std::to_string(opts.fold_size_limit)});
+  }
+  if (opts.keep_initializer_inputs) {
+    settings.push_back({"freeze-initializer-inputs", "keep-overridable", "true"});
+  }
+  return settings;
+}
+
 }  // namespace
 
 int optimizeCommand(const OptimizeCommandOptions& opts) {
-  // Warnings quote names from the model: this stream escapes their control characters.
-  DiagnosticStream warnings(std::cerr);
+  // Warnings quote names from the model: the sink escapes their control characters.
+  StreamDiagnosticSink diagnostics(std::cerr);
   io::LoadLimits limits = opts.limits;
-  limits.warnings = &warnings;
+  limits.diagnostics = &diagnostics;
   auto model = io::loadModel(opts.input, limits);
   if (!model.isOk()) return fail(model.status());
   if (Status st = checkOutputPaths(opts, **model); !st.isOk()) return fail(st);
@@ -127,15 +143,13 @@ int optimizeCommand(const OptimizeCommandOptions& opts) {
   optimize_options.pipeline = opts.passes_given ? opts.passes : "";
   if (opts.passes_given && opts.passes.empty()) optimize_options.level = 0;
   optimize_options.target_opset = opts.target_opset;
+  optimize_options.pass_options = flagPassOptions(opts);
   pass::PassContext& ctx = optimize_options.context;
   ctx.driver.max_rounds = opts.max_rounds;
   ctx.driver.verify_convergence = opts.verify_convergence;
   ctx.driver.debug = opts.debug_patterns ? &std::cerr : nullptr;
   ctx.driver.include_functions = opts.include_functions;
-  ctx.fold_qdq = opts.fold_qdq;
-  ctx.fold_size_limit = static_cast<uint64_t>(opts.fold_size_limit);
-  ctx.keep_initializer_inputs = opts.keep_initializer_inputs;
-  ctx.warnings = &warnings;
+  ctx.diagnostics = &diagnostics;
   pass::Instrumentation& inst = optimize_options.instrumentation;
   inst.print_ir_after_all = opts.print_ir_after_all;
   inst.print_ir_after_change = opts.print_ir_after_change;
@@ -157,7 +171,7 @@ int optimizeCommand(const OptimizeCommandOptions& opts) {
   if (opts.infer_shapes) {
     ir::ShapeInferenceOptions infer;
     infer.write_value_info = true;
-    infer.warnings = &warnings;
+    infer.diagnostics = &diagnostics;
     auto inferred = ir::inferShapes(**model, infer);
     if (!inferred.isOk()) return fail(inferred.status().withContext(opts.input));
   }

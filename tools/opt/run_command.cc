@@ -1,5 +1,6 @@
 // `opt run MODEL`: the reference executor on given or seeded random inputs; prints output
 // summaries and optionally saves the outputs as .npy.
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,11 +12,15 @@
 #include "inputs.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/runtime/reference_executor.h"
+#include "onnxopt/support/diagnostics.h"
 
 namespace onnxopt::tools {
 
 int runCommand(const RunCommandOptions& opts) {
-  auto model = io::loadModel(opts.model);
+  StreamDiagnosticSink diagnostics(std::cerr);
+  io::LoadLimits limits;
+  limits.diagnostics = &diagnostics;
+  auto model = io::loadModel(opts.model, limits);
   if (!model.isOk()) return fail(model.status());
   const ir::Graph& graph = *(*model)->graph;
   if (Status st = checkSpecNames(**model, opts.inputs, "--input", opts.shapes); !st.isOk()) {

@@ -4,6 +4,8 @@
 //   auto model = onnxopt::io::loadModel("in.onnx");
 //   onnxopt::OptimizeOptions options;          // -O2, the model's opset, no target
 //   onnxopt::OptimizeResult result;
+//   onnxopt::CollectingDiagnosticSink diagnostics;  // warnings and notes, e.g. a refused fold
+//   options.context.diagnostics = &diagnostics;
 //   Status st = onnxopt::optimize(**model, options, &result);
 //   // result.pipeline is what ran (the text `opt --passes=` takes, to reproduce a failure)
 #pragma once
@@ -15,6 +17,7 @@
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/pass/pass_manager.h"
+#include "onnxopt/passes/registry.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt {
@@ -28,7 +31,12 @@ struct OptimizeOptions {
   int target_opset = 0;
   /// The execution target whose rewrites -O3 adds; "" is portable ONNX (the only one so far).
   std::string target;
-  /// Driver limits, constant-folding limits, where warnings go.
+  /// Options for every entry of a pass in the pipeline (the level's or `pipeline`) that does not
+  /// set them itself (passes::applyPassOptions), e.g. {"fold-constants", "fold-qdq", "true"};
+  /// OptimizeResult::pipeline shows them.
+  std::vector<passes::PassOptionSetting> pass_options;
+  /// Driver limits; where warnings and notes go (context.diagnostics, e.g. a
+  /// CollectingDiagnosticSink).
   pass::PassContext context;
   /// IR dumps, verification after each pass, timing.
   pass::Instrumentation instrumentation;

@@ -4,11 +4,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <string_view>
 
 #include "onnxopt/ir/graph.h"
+#include "onnxopt/support/diagnostics.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::io {
@@ -24,7 +24,7 @@ struct LoadLimits {
   int max_subgraph_depth = 32;                  ///< If/Loop/Scan bodies nested in each other
   /// Where warnings about accepted but dubious input go (e.g. a domain imported twice with
   /// different versions); nullptr drops them.
-  std::ostream* warnings = nullptr;
+  DiagnosticSink* diagnostics = nullptr;
 };
 
 /// Reads a model from `path`: the binary protobuf format, or ONNX's textual syntax when the file

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <ostream>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -18,6 +17,7 @@
 
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/ir/symbolic.h"
+#include "onnxopt/support/diagnostics.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::ir {
@@ -84,17 +84,18 @@ using InferFn = void (*)(InferenceContext&);
 struct ShapeInferenceOptions {
   /// Mark every inferred value for export as value_info (`opt --infer-shapes`).
   bool write_value_info = false;
-  /// Where contradictions between declared and inferred types are reported; nullptr drops them.
-  std::ostream* warnings = nullptr;
+  /// Where contradictions between declared and inferred types are reported (as warnings about
+  /// the node); nullptr drops them.
+  DiagnosticSink* diagnostics = nullptr;
 };
 
 struct ShapeInferenceStats {
-  int64_t values = 0;        ///< node outputs visited
-  int64_t typed = 0;         ///< with a known element type
-  int64_t ranked = 0;        ///< with a known rank
-  int64_t static_shape = 0;  ///< with every dim a known integer
-  int64_t symbolic = 0;      ///< ranked, with at least one symbolic dim
-  std::vector<std::string> warnings;
+  int64_t values = 0;                     ///< node outputs visited
+  int64_t typed = 0;                      ///< with a known element type
+  int64_t ranked = 0;                     ///< with a known rank
+  int64_t static_shape = 0;               ///< with every dim a known integer
+  int64_t symbolic = 0;                   ///< ranked, with at least one symbolic dim
+  std::vector<std::string> warnings;      ///< the messages also reported to options.diagnostics
   std::set<std::string> unsupported_ops;  ///< ops of the default domain with no function
 };
 

@@ -11,23 +11,17 @@
 
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/rewrite/pattern.h"
+#include "onnxopt/support/diagnostics.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::pass {
 
-/// Settings every pass run sees (from the command line or the library caller).
+/// Settings every pass run sees (from the command line or the library caller). What one pass
+/// alone reads is an option of that pass (PassOption), set in the pipeline text.
 struct PassContext {
-  rewrite::DriverConfig driver;      ///< rounds cap, verify-convergence, --debug-patterns stream
-  std::ostream* warnings = nullptr;  ///< where warnings go (stderr in `opt`); nullptr drops them
-  /// Constant folding: also fold QuantizeLinear/DequantizeLinear (`--fold-qdq`).
-  bool fold_qdq = false;
-  /// Constant folding: a folded tensor larger than this that is also larger than the sum of its
-  /// inputs is not created (`--fold-size-limit`), so weight generators (ConstantOfShape, Tile)
-  /// stay.
-  uint64_t fold_size_limit = uint64_t{1} << 20;
-  /// Keep graph inputs that have an initializer as overridable inputs (IR 4+), instead of
-  /// treating them as constants (`--keep-initializer-inputs`).
-  bool keep_initializer_inputs = false;
+  rewrite::DriverConfig driver;  ///< rounds cap, verify-convergence, --debug-patterns stream
+  /// Where warnings and notes go (stderr in `opt`); nullptr drops them.
+  DiagnosticSink* diagnostics = nullptr;
 };
 
 /// A pass option: its name, type and default, for --list-passes and option parsing.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "onnxopt/pass/pass.h"
+#include "onnxopt/pass/pass_manager.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::passes {
@@ -25,10 +26,26 @@ std::vector<std::unique_ptr<pass::Pass>> allPasses();
 /// The textual pipeline of optimization level 0..3 (-O0 .. -O3).
 StatusOr<std::string> pipelineForLevel(int level);
 
+/// An option for every entry of one pass in a pipeline: `opt --fold-qdq` is
+/// {"fold-constants", "fold-qdq", "true"}.
+struct PassOptionSetting {
+  std::string pass;
+  std::string option;
+  std::string value;
+};
+
+/// Sets each setting on every entry of its pass in `pipeline` (inside fixpoint groups too) that
+/// does not set that option itself: an option written in the pipeline text wins. The settings
+/// join the entries' options, so pipelineToString shows them. A pass the pipeline does not run is
+/// no error (the setting has nothing to act on, as under -O0); a value the pass refuses is.
+Status applyPassOptions(std::vector<pass::PipelineEntry>& pipeline,
+                        const std::vector<PassOptionSetting>& settings);
+
 /// The pipeline for `level`, raising the default-domain opset to `target_opset` first when it is
 /// positive, with the rewrites of execution target `target` ("" is portable ONNX, the only target
-/// so far).
-StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target);
+/// so far), and `settings` applied as applyPassOptions does.
+StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target,
+                                  const std::vector<PassOptionSetting>& settings = {});
 
 /// `pipeline` with the opset upgrade in front when `target_opset` is positive. The upgrade comes
 /// first (after shape inference, which its Softmax rule reads), so every later pass sees the new

@@ -120,9 +120,14 @@ class ShapeInferenceEngine {
     return true;
   }
 
-  void warn(const std::string& message) {
-    stats_.warnings.push_back(message);
-    if (options_.warnings != nullptr) *options_.warnings << "opt: warning: " << message << "\n";
+  /// Reports `message` about `node`, prefixed with where the node is ("node 'n' (Op): ...").
+  void warn(const Node& node, const std::string& message) {
+    std::string text = describe(node) + ": " + message;
+    stats_.warnings.push_back(text);
+    std::string label = node.name().empty() && node.numOutputs() > 0 && node.output(0) != nullptr
+                            ? node.output(0)->name()
+                            : node.name();
+    report(options_.diagnostics, {Severity::kWarning, std::move(label), std::move(text)});
   }
 
   /// Merges an inferred type into a value's declared one (see inferShapes). Our inference wins
@@ -139,10 +144,9 @@ class ShapeInferenceEngine {
       // Constants can ask for a tensor that cannot exist (Reshape to [2^62, 3e4]); the model
       // fails when it runs, and such a type written out could not even be read back. Inference
       // keeps out of it: only the element type is taken.
-      warn(
-          fmt::format("{}: output '{}' would be {}, more data than can exist; its shape is not "
-                      "inferred",
-                      describe(node), v->name(), typeToString(inferred)));
+      warn(node, fmt::format("output '{}' would be {}, more data than can exist; its shape is not "
+                             "inferred",
+                             v->name(), typeToString(inferred)));
       Type shapeless = inferred;
       shapeless.shape.reset();
       merge(v, shapeless, node);
@@ -154,14 +158,14 @@ class ShapeInferenceEngine {
       return;
     }
     auto contradiction = [&] {
-      warn(fmt::format("{}: output '{}' is declared {} but inferred {}; using the inferred type",
-                       describe(node), v->name(), typeToString(declared), typeToString(inferred)));
+      warn(node, fmt::format("output '{}' is declared {} but inferred {}; using the inferred type",
+                             v->name(), typeToString(declared), typeToString(inferred)));
     };
     if (declared.kind != inferred.kind) {
       // Inference of sequences and optionals is coarse (a Loop-carried optional that the body
       // makes a sequence): there the declared kind stays, reported. Tensors are what Shape reads.
-      warn(fmt::format("{}: output '{}' is declared {} but inferred {}", describe(node), v->name(),
-                       typeToString(declared), typeToString(inferred)));
+      warn(node, fmt::format("output '{}' is declared {} but inferred {}", v->name(),
+                             typeToString(declared), typeToString(inferred)));
       return;
     }
     if (!declared.isTensor()) return;
@@ -379,7 +383,7 @@ Dim InferenceContext::freshDim() {
 }
 
 void InferenceContext::warn(const std::string& message) {
-  engine_.warn(describe(node_) + ": " + message);
+  engine_.warn(node_, message);
 }
 
 std::vector<Type> InferenceContext::inferSubgraph(Graph& graph,
