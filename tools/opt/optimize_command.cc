@@ -121,45 +121,36 @@ std::vector<passes::PassOptionSetting> flagPassOptions(const OptimizeCommandOpti
   return settings;
 }
 
-}  // namespace
-
-int optimizeCommand(const OptimizeCommandOptions& opts) {
-  // Warnings quote names from the model: the sink escapes their control characters.
-  StreamDiagnosticSink diagnostics(std::cerr);
-  io::LoadLimits limits = opts.limits;
-  limits.diagnostics = &diagnostics;
-  auto model = io::loadModel(opts.input, limits);
-  if (!model.isOk()) return fail(model.status());
-  if (Status st = checkOutputPaths(opts, **model); !st.isOk()) return fail(st);
-  if (opts.check) {
-    Status st =
-        checkSpecNames(**model, opts.check_opts.inputs, "--check-input", opts.check_opts.shapes);
-    if (!st.isOk()) return usage(st.withContext(opts.input));
-  }
-
-  OptimizeOptions optimize_options;
-  optimize_options.level = opts.level;
+/// What onnxopt::optimize gets from the command line.
+OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSink& diagnostics) {
+  OptimizeOptions options;
+  options.level = opts.level;
   // An explicit empty --passes runs nothing, as -O0 does.
-  optimize_options.pipeline = opts.passes_given ? opts.passes : "";
-  if (opts.passes_given && opts.passes.empty()) optimize_options.level = 0;
-  optimize_options.target_opset = opts.target_opset;
-  optimize_options.pass_options = flagPassOptions(opts);
-  pass::PassContext& ctx = optimize_options.context;
+  options.pipeline = opts.passes_given ? opts.passes : "";
+  if (opts.passes_given && opts.passes.empty()) options.level = 0;
+  options.target_opset = opts.target_opset;
+  options.pass_options = flagPassOptions(opts);
+  pass::PassContext& ctx = options.context;
   ctx.driver.max_rounds = opts.max_rounds;
   ctx.driver.verify_convergence = opts.verify_convergence;
   ctx.driver.debug = opts.debug_patterns ? &std::cerr : nullptr;
   ctx.driver.include_functions = opts.include_functions;
   ctx.diagnostics = &diagnostics;
-  pass::Instrumentation& inst = optimize_options.instrumentation;
+  pass::Instrumentation& inst = options.instrumentation;
   inst.print_ir_after_all = opts.print_ir_after_all;
   inst.print_ir_after_change = opts.print_ir_after_change;
   inst.verify_each = opts.verify_each;
   inst.time_passes = opts.time_passes;
   inst.count_nodes = !opts.report.empty();
   inst.ir_out = &std::cerr;
-  ir::ModelStats before = ir::computeStats(**model);
-  OptimizeResult optimized;
-  Status ran = optimize(**model, optimize_options, &optimized);
+  return options;
+}
+
+/// Runs the pipeline, then --infer-shapes. 0, or the exit status (a failing pass prints the
+/// one-line reproducer).
+int runPipeline(const OptimizeCommandOptions& opts, ir::Model& model, DiagnosticSink& diagnostics,
+                OptimizeResult& optimized) {
+  Status ran = optimize(model, optimizeOptions(opts, diagnostics), &optimized);
   if (!ran.isOk()) {
     // A pipeline that does not parse is a usage error, not the model's: no file context.
     if (optimized.pipeline.empty()) return fail(ran);
@@ -172,67 +163,99 @@ int optimizeCommand(const OptimizeCommandOptions& opts) {
     ir::ShapeInferenceOptions infer;
     infer.write_value_info = true;
     infer.diagnostics = &diagnostics;
-    auto inferred = ir::inferShapes(**model, infer);
+    auto inferred = ir::inferShapes(model, infer);
     if (!inferred.isOk()) return fail(inferred.status().withContext(opts.input));
   }
+  return 0;
+}
+
+/// --time-passes and --stats.
+void printSummaries(const OptimizeCommandOptions& opts, const ir::Model& model,
+                    const ir::ModelStats& before, const OptimizeResult& optimized) {
   if (opts.time_passes) std::fputs(optimized.timing_report.c_str(), stderr);
   if (opts.stats) {
-    ir::ModelStats after = ir::computeStats(**model);
+    ir::ModelStats after = ir::computeStats(model);
     fmt::print("nodes: {} -> {}, initializers: {} -> {}\n", before.nodes, after.nodes,
                before.initializers, after.initializers);
     for (const auto& [name, value] : optimized.statistics)
       fmt::print("  {:<48} {:>8}\n", name, value);
-    std::fputs(ir::formatStats(**model, after).c_str(), stdout);
+    std::fputs(ir::formatStats(model, after).c_str(), stdout);
   }
-  // Nothing is committed until every step succeeded: the output is staged under a temporary name
-  // (and --check reads that), the report is written, and only then is the output renamed into
-  // place. A failing check, report or rename leaves every existing file as it was.
-  io::OutputTransaction transaction;
+}
+
+/// The output as staged in the transaction (text for stdout is held until the commit).
+struct StagedOutput {
   std::string text;
   bool text_to_stdout = false;
-  std::string checked_path = "(optimized)";
+  std::string checked_path = "(optimized)";  ///< what --check reads: the staged file, if any
+};
+
+Status stageOutput(const OptimizeCommandOptions& opts, const ir::Model& model,
+                   io::OutputTransaction& transaction, StagedOutput& out) {
   if (opts.emit == "text") {
     ir::PrintOptions print;
     print.elide_above = opts.elide;
-    text = ir::printModel(**model, print);
+    out.text = ir::printModel(model, print);
     if (opts.output.empty() || opts.output == "-") {
-      text_to_stdout = true;
-    } else {
-      Status st = transaction.addFile(opts.output, text);
-      if (!st.isOk()) return fail(st);
+      out.text_to_stdout = true;
+      return Status::ok();
     }
-  } else if (!opts.output.empty()) {
-    auto staged = transaction.addModel(**model, opts.output, saveOptions(opts));
-    if (!staged.isOk()) return fail(staged.status().withContext(opts.output));
-    checked_path = *staged;
+    return transaction.addFile(opts.output, out.text);
   }
+  if (opts.output.empty()) return Status::ok();
+  auto staged = transaction.addModel(model, opts.output, saveOptions(opts));
+  if (!staged.isOk()) return staged.status().withContext(opts.output);
+  out.checked_path = *staged;
+  return Status::ok();
+}
 
-  // --check: the original (read again: the passes changed it in place) against the result.
+/// --check: the original (read again: the passes changed it in place) against the result.
+StatusOr<CheckResult> checkOutput(const OptimizeCommandOptions& opts, const ir::Model& model,
+                                  const std::string& checked_path) {
+  // Its warnings were printed when it was first read.
+  auto original = io::loadModel(opts.input);
+  if (!original.isOk()) return original.status();
+  return checkModels(opts.input, **original, checked_path, model, opts.check_opts);
+}
+
+std::string reportFor(const OptimizeCommandOptions& opts, const ir::Model& model,
+                      const ir::ModelStats& before, const OptimizeResult& optimized,
+                      const CheckResult* check) {
+  ir::ModelStats after = ir::computeStats(model);
+  ReportData report;
+  report.command = "optimize";
+  report.input = opts.input;
+  report.output = opts.output;
+  report.pipeline = optimized.pipeline;
+  report.before = &before;
+  report.after = &after;
+  report.passes = &optimized.records;
+  report.statistics = optimized.statistics;
+  report.seconds = optimized.seconds;
+  report.check = check;
+  return reportJson(report);
+}
+
+/// Stages the output, checks it (--check), writes the report and commits. Nothing is committed
+/// until every step succeeded: the output is staged under a temporary name (and --check reads
+/// that), the report is written, and only then is the output renamed into place. A failing check,
+/// report or rename leaves every existing file as it was.
+int writeOutputs(const OptimizeCommandOptions& opts, const ir::Model& model,
+                 const ir::ModelStats& before, const OptimizeResult& optimized) {
+  io::OutputTransaction transaction;
+  StagedOutput out;
+  if (Status st = stageOutput(opts, model, transaction, out); !st.isOk()) return fail(st);
   std::optional<CheckResult> check;
   if (opts.check) {
-    auto original = io::loadModel(opts.input);
-    if (!original.isOk()) return fail(original.status());
-    auto checked = checkModels(opts.input, **original, checked_path, **model, opts.check_opts);
+    auto checked = checkOutput(opts, model, out.checked_path);
     if (!checked.isOk()) return fail(checked.status());
     check = std::move(checked).value();
     std::string table = formatCheck(*check);
-    std::fputs(table.c_str(), text_to_stdout ? stderr : stdout);
+    std::fputs(table.c_str(), out.text_to_stdout ? stderr : stdout);
   }
   std::string report_json;
   if (!opts.report.empty()) {
-    ir::ModelStats after = ir::computeStats(**model);
-    ReportData report;
-    report.command = "optimize";
-    report.input = opts.input;
-    report.output = opts.output;
-    report.pipeline = optimized.pipeline;
-    report.before = &before;
-    report.after = &after;
-    report.passes = &optimized.records;
-    report.statistics = optimized.statistics;
-    report.seconds = optimized.seconds;
-    report.check = check ? &*check : nullptr;
-    report_json = reportJson(report);
+    report_json = reportFor(opts, model, before, optimized, check ? &*check : nullptr);
   }
   if (check && !check->passed) {
     // The report records the failure; the output is not written.
@@ -252,8 +275,30 @@ int optimizeCommand(const OptimizeCommandOptions& opts) {
   }
   Status committed = transaction.commit();
   if (!committed.isOk()) return fail(committed);
-  if (text_to_stdout) std::fwrite(text.data(), 1, text.size(), stdout);
+  if (out.text_to_stdout) std::fwrite(out.text.data(), 1, out.text.size(), stdout);
   return 0;
+}
+
+}  // namespace
+
+int optimizeCommand(const OptimizeCommandOptions& opts) {
+  // Warnings quote names from the model: the sink escapes their control characters.
+  StreamDiagnosticSink diagnostics(std::cerr);
+  io::LoadLimits limits = opts.limits;
+  limits.diagnostics = &diagnostics;
+  auto model = io::loadModel(opts.input, limits);
+  if (!model.isOk()) return fail(model.status());
+  if (Status st = checkOutputPaths(opts, **model); !st.isOk()) return fail(st);
+  if (opts.check) {
+    Status st =
+        checkSpecNames(**model, opts.check_opts.inputs, "--check-input", opts.check_opts.shapes);
+    if (!st.isOk()) return usage(st.withContext(opts.input));
+  }
+  ir::ModelStats before = ir::computeStats(**model);
+  OptimizeResult optimized;
+  if (int status = runPipeline(opts, **model, diagnostics, optimized); status != 0) return status;
+  printSummaries(opts, **model, before, optimized);
+  return writeOutputs(opts, **model, before, optimized);
 }
 
 }  // namespace onnxopt::tools
