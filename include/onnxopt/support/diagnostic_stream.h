@@ -9,10 +9,10 @@
 
 namespace onnxopt {
 
-/// Forwards to another stream buffer, escaping control characters (escapeControlChars). Writers
-/// emit a diagnostic as pieces ("opt: warning: " << message << "\n"): a line may end only where a
-/// piece ends, so a newline is kept only as the last character of a write; one inside a write (a
-/// name holding "\nopt: error: ...") is escaped and cannot start a line.
+/// Forwards to another stream buffer, escaping control characters (escapeControlChars). A line
+/// may end only where a write ends: a newline is kept only as the last character of a write; one
+/// inside a write (a name holding "\nopt: error: ...") is escaped and cannot start a line.
+/// StreamDiagnosticSink (diagnostics.h) writes each diagnostic, newline included, as one write.
 class DiagnosticStreamBuf final : public std::streambuf {
  public:
   explicit DiagnosticStreamBuf(std::streambuf* target) : target_(target) {}

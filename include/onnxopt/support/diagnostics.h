@@ -20,7 +20,7 @@ namespace onnxopt {
 
 enum class Severity {
   kNote,     ///< information: something was done that the user may want to know about
-  kWarning,  ///< the input or a request was accepted, but not everything was done as asked
+  kWarning,  ///< the input looks wrong, or something asked for was not done (or not fully)
 };
 
 /// "note" or "warning".
@@ -32,11 +32,11 @@ struct Diagnostic {
   /// output the message is about when it names that) or another location ("function 'f'");
   /// empty when it is about the model or a pass as a whole.
   std::string node;
-  /// The whole message, as `opt` prints it after "opt: warning: " (it names the node too).
+  /// The whole message, as `opt` prints it after the tool and severity (it names the node too).
   std::string message;
 };
 
-/// `TOOL: SEVERITY: MESSAGE` (no newline, nothing escaped), e.g. "opt: warning: not folding ...".
+/// `TOOL: SEVERITY: MESSAGE` with severityName(severity), no newline and nothing escaped.
 std::string formatDiagnostic(const Diagnostic& diagnostic, const std::string& tool = "opt");
 
 /// Where diagnostics go. Library code takes a `DiagnosticSink*`; null drops them.
