@@ -785,6 +785,17 @@ def test_default_domain_imported_twice_is_accepted(opsets, work_dir: Path, run_o
     onnx.checker.check_model(written, full_check=True)
 
 
+def test_run_and_check_print_load_warnings(work_dir: Path, run_opt) -> None:
+    # opt run and opt check read models as opt IN does, with the same warnings (they dropped them before).
+    path = _save(_opsets_model(("", 13), ("", 11)), work_dir / "twice.onnx")
+    warning = ("opt: warning: opset_import lists domain '' twice, with versions 13 and 11; the last, 11, is "
+               "used (as onnxruntime does)\n")
+    proc = run_opt("run", path)
+    assert proc.returncode == 0 and proc.stderr.count(warning) == 1, proc.stderr
+    proc = run_opt("check", path, path)  # each model is read once
+    assert proc.returncode == 0 and proc.stderr.count(warning) == 2, proc.stderr
+
+
 FORGED = "opt: error: forged"
 
 
