@@ -3,7 +3,8 @@
 
 Every source and header belongs to one layer by its folder; a layer may include its own headers and
 those of the layers below it (the DAG in ALLOWED, closed transitively). Only the io layer may include
-protobuf or libonnx headers. ctest runs this as the `layering` test.
+protobuf or libonnx headers. Only the layers in BUILDER_USERS may include ir/builder.h, the raw IR
+mutators: passes change the IR through the Rewriter. ctest runs this as the `layering` test.
 
     python3 tools/check_layers.py [--root DIR]
 """
@@ -30,6 +31,11 @@ ALLOWED: dict[str, set[str]] = {
     "test_passes": {"passes"},
     "tools": {"io", "api", "runtime", "test_passes"},
 }
+
+# ir::Builder (raw mutation) is for building and annotating IR outside passes: the importer, shape
+# inference and the Rewriter's implementation (tests, in no layer, may use it too).
+BUILDER_HEADER = "include/onnxopt/ir/builder.h"
+BUILDER_USERS = {"ir", "io", "rewrite"}
 
 # Folder prefixes (relative to the root) -> layer; the longest match wins.
 FOLDERS = {
@@ -119,6 +125,11 @@ def check(root: Path) -> list[str]:
             if target is None:
                 continue  # a system or generated header
             target_layer = layer_of(target)
+            if target == BUILDER_HEADER and layer not in BUILDER_USERS:
+                problems.append(f"{rel}:{lineno}: layer '{layer}' includes {target}: mutate the "
+                                "IR through rewrite::Rewriter (ir::Builder is for "
+                                f"{', '.join(sorted(BUILDER_USERS))})")
+                continue
             if target_layer is not None and target_layer not in allowed[layer]:
                 problems.append(f"{rel}:{lineno}: layer '{layer}' includes {target} of layer "
                                 f"'{target_layer}' (allowed: {', '.join(sorted(allowed[layer]))})")

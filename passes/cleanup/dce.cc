@@ -53,7 +53,7 @@ class DeadCodeEliminationPass final : public pass::GraphPass {
     }
     if (!graph.orphanValueInfos().empty()) {
       bump("value-info-removed", static_cast<int64_t>(graph.orphanValueInfos().size()));
-      graph.orphanValueInfos().clear();
+      rewriter.dropOrphanValueInfos(graph);
       changed = true;
     }
     return changed;

@@ -5,8 +5,6 @@
 // The taken branch's nodes are moved (recreated) before the If, in order; its initializers become
 // initializers of the enclosing graph. Values keep their names where those are free in the model,
 // else get a fresh one. The If's outputs are replaced by the branch outputs.
-#include <unordered_set>
-
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 
@@ -25,50 +23,15 @@ class FoldConstantIfPattern final : public rewrite::Pattern {
       return ctx.fail("condition is not a constant scalar");
     }
     bool take_then = pass::elementAsDouble(*cond, 0).value_or(0) != 0;
-    ir::Attribute* branch_attr = node->findAttribute(take_then ? "then_branch" : "else_branch");
+    const ir::Attribute* branch_attr =
+        node->findAttribute(take_then ? "then_branch" : "else_branch");
     if (branch_attr == nullptr || branch_attr->graphs.size() != 1) return ctx.fail("no branch");
     ir::Graph& branch = *branch_attr->graphs[0];
     if (branch.numOutputs() != node->numOutputs()) return ctx.fail("branch arity differs");
     // A model output fed straight by an outer value gets an Identity from the rewriter: still
     // one node instead of the If and its branch.
     auto& rw = ctx.rewriter();
-    ir::Graph& outer = *node->owningGraph();
-    // Initializers of the branch move to the outer graph.
-    for (ir::Value* init : std::vector<ir::Value*>(branch.initializers())) {
-      if (init->initializer() == nullptr) continue;
-      std::string name = init->name();
-      init->setName("");  // free the name for the moved copy
-      ir::Value* moved = rw.createInitializer(outer, name, *init->initializer());
-      rw.replaceAllUsesWith(init, moved);
-    }
-    // Nodes are recreated before the If; RAUW redirects later branch nodes, nested subgraphs and
-    // the branch outputs to the new values as we go.
-    for (ir::Node* n : branch) {
-      ir::Node* copy = rw.createNode(n->opType(), n->domain(), n->inputs(), 0);
-      copy->setName(n->name());
-      copy->setDocString(n->docString());
-      copy->setUnknownFields(n->unknownFields());
-      for (size_t i = 0; i < n->numOutputs(); ++i) {
-        ir::Value* old = n->output(i);
-        if (old == nullptr) {
-          copy->addAbsentOutput();
-          continue;
-        }
-        ir::Value* v = copy->addOutput();
-        std::string name = old->name();
-        old->setName("");  // free the name for the copy
-        v->setName(rewrite::uniqueValueName(outer, name));
-        v->setType(old->type());
-        v->setHasValueInfo(old->hasValueInfo());
-        old->replaceAllUsesWith(v);
-      }
-      // Attributes move over whole; subgraphs are re-parented by setAttribute.
-      std::vector<ir::Attribute> attrs = std::move(n->mutableAttributes());
-      n->mutableAttributes().clear();
-      for (ir::Attribute& a : attrs) rw.setAttribute(copy, std::move(a));
-    }
-    std::vector<ir::Value*> results;
-    for (size_t i = 0; i < node->numOutputs(); ++i) results.push_back(branch.output(i));
+    std::vector<ir::Value*> results = rw.inlineBranch(node, branch);
     rw.replaceNode(node, results);
     return true;
   }

@@ -34,7 +34,7 @@ class LiftConstantPattern final : public rewrite::Pattern {
     std::string name = out->name();
     // The initializer takes the name over: directly, or by the rewriter's renaming when the value
     // is a model output.
-    if (!rewrite::isNamedOutput(out)) out->setName("");
+    if (!rewrite::isNamedOutput(out)) ctx.rewriter().setName(out, "");
     ir::Value* init = ctx.rewriter().createInitializer(*g, name, std::move(*tensor));
     ctx.rewriter().replaceNode(node, {init});
     return true;

@@ -416,7 +416,7 @@ class FoldConstantsPass final : public pass::GraphPass {
       std::string name = out->name();
       // The initializer takes the name over: directly, or by the rewriter's renaming when the
       // value is a model output.
-      if (!rewrite::isNamedOutput(out)) out->setName("");
+      if (!rewrite::isNamedOutput(out)) rewriter.setName(out, "");
       values[i] = rewriter.createInitializer(g, name, bridge::fromHost(std::move(results[i])));
     }
     rewriter.replaceNode(n, values);

@@ -63,7 +63,7 @@ void replaceWith(ir::Node* root, const char* op, ir::Value* x,
     a.f = value;
     rw.setAttribute(n, std::move(a));
   }
-  n->output(0)->setType(root->output(0)->type());
+  rw.setType(n->output(0), root->output(0)->type());
   rw.replaceAllUsesWith(root->output(0), n->output(0));
   for (ir::Node* c : chain) {
     if (!c->output(0)->hasUses()) rw.eraseNode(c);

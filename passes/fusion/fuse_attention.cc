@@ -245,11 +245,10 @@ class AttentionPattern final : public rewrite::Pattern {
       inputs = {q3, k3, v3};
     } else {
       if (kq == nullptr) {
-        ir::Node* tr = rw.createNode("Transpose", "", {k0}, 1);
-        rw.setAttribute(tr, pass::intsAttr("perm", kperm));
         ir::Type t = k0->type();
         t.shape = ks;
-        tr->output(0)->setType(t);
+        ir::Node* tr = rw.createNode("Transpose", "", {k0}, {t});
+        rw.setAttribute(tr, pass::intsAttr("perm", kperm));
         kq = tr->output(0);
       }
       inputs = {q, kq, v_unrep};
@@ -264,7 +263,7 @@ class AttentionPattern final : public rewrite::Pattern {
       out = out_reshape->output(0);
       chain.insert(chain.begin(), {out_reshape, out_tr});
     }
-    attn->output(0)->setType(out->type());
+    rw.setType(attn->output(0), out->type());
     rw.replaceAllUsesWith(out, attn->output(0));
     if (ktr != nullptr) chain.push_back(ktr);
     rw.eraseDeadNodes(chain);

@@ -84,7 +84,7 @@ bool fuseTail(ir::Node* f, ir::Value* x, const std::vector<ir::Node*>& pre, cons
     a.s = approximate;
     rw.setAttribute(gelu, std::move(a));
   }
-  gelu->output(0)->setType(last->output(0)->type());
+  rw.setType(gelu->output(0), last->output(0)->type());
   rw.replaceAllUsesWith(last->output(0), gelu->output(0));
   std::vector<ir::Node*> chain{last};
   if (last != m1) chain.push_back(m1);

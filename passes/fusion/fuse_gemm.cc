@@ -36,9 +36,9 @@ bool rewriteAsGemm(ir::Node* add, ir::Node* mm, ir::Value* c, rewrite::PatternCo
     return ctx.fail("would rename a model output");
   }
   auto& rw = ctx.rewriter();
-  ir::Node* gemm = rw.createNode("Gemm", "", {mm->input(0), mm->input(1), c}, 1);
-  gemm->setName(mm->name());
-  gemm->output(0)->setType(add->output(0)->type());
+  ir::Node* gemm =
+      rw.createNode("Gemm", "", {mm->input(0), mm->input(1), c}, {add->output(0)->type()});
+  rw.setName(gemm, mm->name());
   rw.replaceNode(add, {gemm->output(0)});
   rw.eraseNode(mm);
   return true;
@@ -259,8 +259,7 @@ class GemmBatchNormPattern final : public rewrite::Pattern {
                                             pass::makeFloatTensor(b->dtype(), {n}, bias));
     ir::Node* gemm = prod;
     if (!is_gemm) {
-      gemm = rw.createNode("Gemm", "", {prod->input(0), new_b, new_c}, 1);
-      gemm->output(0)->setType(node->output(0)->type());
+      gemm = rw.createNode("Gemm", "", {prod->input(0), new_b, new_c}, {node->output(0)->type()});
       std::vector<ir::Value*> replacement(node->numOutputs(), nullptr);
       replacement[0] = gemm->output(0);
       rw.replaceNode(node, replacement);

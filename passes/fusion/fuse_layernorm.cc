@@ -148,7 +148,7 @@ class LayerNormPattern final : public rewrite::Pattern {
     ir::Node* ln = rw.createNode("LayerNormalization", "", inputs, 1);
     rw.setAttribute(ln, pass::intAttr("axis", axis));
     rw.setAttribute(ln, pass::floatAttr("epsilon", static_cast<float>(*eps)));
-    ln->output(0)->setType(out->type());
+    rw.setType(ln->output(0), out->type());
     rw.replaceAllUsesWith(out, ln->output(0));
     // Erase the decomposed chain, users first, so it cannot match again.
     std::vector<ir::Node*> chain;

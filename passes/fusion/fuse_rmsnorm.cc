@@ -114,7 +114,7 @@ class RmsNormPattern final : public rewrite::Pattern {
     ir::Node* rms = rw.createNode("RMSNormalization", "", {x, scale}, 1);
     rw.setAttribute(rms, pass::intAttr("axis", axis));
     rw.setAttribute(rms, pass::floatAttr("epsilon", static_cast<float>(*eps)));
-    rms->output(0)->setType(out->type());
+    rw.setType(rms->output(0), out->type());
     rw.replaceAllUsesWith(out, rms->output(0));
     // Erase the decomposed chain, users first.
     rw.eraseDeadNodes({scale_mul, node, inv, sqrt_node, add_eps, mean, square});

@@ -115,9 +115,7 @@ class ScaleChainPattern final : public rewrite::Pattern {
     ir::Value* c = rw.createInitializer(*node->owningGraph(),
                                         node->name().empty() ? "scale" : node->name() + "_scale",
                                         pass::makeFloatTensor(a.dtype(), *dims, combined));
-    ir::Node* fused = rw.createNode(divide ? "Div" : "Mul", "", {inner->x, c}, 1);
-    fused->setName(node->name());
-    fused->output(0)->setType(node->output(0)->type());
+    ir::Node* fused = rw.createNodeLike(divide ? "Div" : "Mul", "", {inner->x, c}, node);
     rw.replaceNode(node, {fused->output(0)});
     rw.eraseNode(inner_node);
     return true;

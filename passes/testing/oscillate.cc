@@ -16,7 +16,7 @@ class RenameOpPattern final : public rewrite::Pattern {
   RenameOpPattern(const char* from, const char* to)
       : Pattern(std::string("test-") + from + "-to-" + to, from, "test"), to_(to) {}
   bool matchAndRewrite(ir::Node* node, rewrite::PatternContext& ctx) const override {
-    ctx.rewriter().modifyInPlace(node, [&] { node->setOpType(to_); });
+    ctx.rewriter().setOpType(node, to_, node->domain());
     return true;
   }
 

@@ -27,6 +27,7 @@
 #include "io/proto_util.h"
 #include "onnxopt/io/model_io.h"
 
+#include "onnxopt/ir/builder.h"
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/verifier.h"
 #include "onnxopt/support/name_map.h"
@@ -625,10 +626,10 @@ Status Importer::importNode(onnx::NodeProto& proto, ir::Graph& graph, Scope& sco
     }
     inputs.push_back(v);
   }
-  ir::Node* node = graph.createNode(proto.op_type(), proto.domain(), inputs, 0);
-  node->setName(proto.name());
-  node->setDocString(proto.doc_string());
-  node->setUnknownFields(unknownFieldsOf(proto));
+  ir::Node* node = ir::Builder::createNode(graph, proto.op_type(), proto.domain(), inputs, 0);
+  ir::Builder::setName(node, proto.name());
+  ir::Builder::setDocString(node, proto.doc_string());
+  ir::Builder::setUnknownFields(node, unknownFieldsOf(proto));
   if (proto.op_type().empty()) return invalidArgument("{}: empty op_type", nodeLabel(proto));
   // Duplicate names: a linear look-back for the usual few attributes, a set for many.
   std::unordered_set<std::string_view> attribute_names;
@@ -649,25 +650,25 @@ Status Importer::importNode(onnx::NodeProto& proto, ir::Graph& graph, Scope& sco
     ir::Attribute attr;
     Status st = importAttribute(attr_proto, scope, attr);
     if (!st.isOk()) return boundedContext(st, nodeLabel(proto));
-    node->appendAttribute(std::move(attr));
+    ir::Builder::appendAttribute(node, std::move(attr));
   }
   for (const std::string& name : proto.output()) {
     if (name.empty()) {
-      node->addAbsentOutput();
+      ir::Builder::addAbsentOutput(node);
       continue;
     }
-    ir::Value* v = node->addOutput();
-    v->setName(name);  // found through scope.producers
+    ir::Value* v = ir::Builder::addOutput(node);
+    ir::Builder::setName(v, name);  // found through scope.producers
   }
   return Status::ok();
 }
 
 Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Scope* parent) {
-  graph.setName(proto.name());
-  graph.setDocString(proto.doc_string());
-  graph.setUnknownFields(unknownFieldsOf(proto));
+  ir::Builder::setName(graph, proto.name());
+  ir::Builder::setDocString(graph, proto.doc_string());
+  ir::Builder::setUnknownFields(graph, unknownFieldsOf(proto));
   for (const auto& qa : proto.quantization_annotation()) {
-    graph.quantizationAnnotations().push_back(qa.SerializeAsString());
+    ir::Builder::mutableQuantizationAnnotations(graph).push_back(qa.SerializeAsString());
   }
   Scope scope;
   scope.parent = parent;
@@ -703,9 +704,9 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       if (!t.isOk()) return t.status().withContext(fmt::format("input '{}'", vi.name()));
       type = std::move(t).value();
     }
-    ir::Value* v = graph.addInput(vi.name(), std::move(type));
-    v->setDocString(vi.doc_string());
-    v->setUnknownFields(unknownFieldsOf(vi));
+    ir::Value* v = ir::Builder::addInput(graph, vi.name(), std::move(type));
+    ir::Builder::setDocString(v, vi.doc_string());
+    ir::Builder::setUnknownFields(v, unknownFieldsOf(vi));
     scope.define(v);
   }
   for (auto& tp : *proto.mutable_initializer()) {
@@ -717,11 +718,11 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       if (v->kind() != ir::Value::Kind::kGraphInput || v->initializer() != nullptr) {
         return invalidArgument("initializer '{}' is defined twice", tp.name());
       }
-      graph.setInputDefault(v, std::move(tensor).value());
+      ir::Builder::setInputDefault(graph, v, std::move(tensor).value());
       continue;
     }
     RETURN_IF_ERROR(define(tp.name(), "initializer"));
-    scope.define(graph.addInitializer(tp.name(), std::move(tensor).value()));
+    scope.define(ir::Builder::addInitializer(graph, tp.name(), std::move(tensor).value()));
   }
   for (auto& sp : *proto.mutable_sparse_initializer()) {
     std::string name = sp.values().name();
@@ -730,7 +731,7 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       return tensor.status().withContext(fmt::format("sparse initializer '{}'", name));
     }
     RETURN_IF_ERROR(define(name, "sparse initializer"));
-    scope.define(graph.addSparseInitializer(name, std::move(tensor).value()));
+    scope.define(ir::Builder::addSparseInitializer(graph, name, std::move(tensor).value()));
   }
 
   // Sort the nodes: a node depends on the producers of its inputs and of its subgraphs' free names.
@@ -843,34 +844,36 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
     if (vi.has_type()) {
       auto t = importType(vi.type());
       if (!t.isOk()) return t.status().withContext(fmt::format("output '{}'", vi.name()));
-      if (!v->type().isKnown() || v->kind() == ir::Value::Kind::kNodeOutput) v->setType(*t);
+      if (!v->type().isKnown() || v->kind() == ir::Value::Kind::kNodeOutput)
+        ir::Builder::setType(v, *t);
     }
-    if (!vi.doc_string().empty()) v->setDocString(vi.doc_string());
-    if (!unknownFieldsOf(vi).empty()) v->setUnknownFields(unknownFieldsOf(vi));
-    graph.addOutput(v);
+    if (!vi.doc_string().empty()) ir::Builder::setDocString(v, vi.doc_string());
+    if (!unknownFieldsOf(vi).empty()) ir::Builder::setUnknownFields(v, unknownFieldsOf(vi));
+    ir::Builder::addOutput(graph, v);
   }
   for (const auto& vi : proto.value_info()) {
     ir::Value* v = scope.local(vi.name());
     if (v == nullptr) {
-      graph.orphanValueInfos().push_back(vi.SerializeAsString());
+      ir::Builder::mutableOrphanValueInfos(graph).push_back(vi.SerializeAsString());
       continue;
     }
     if (v->hasValueInfo()) {
-      graph.orphanValueInfos().push_back(vi.SerializeAsString());  // a duplicate entry, kept as is
+      ir::Builder::mutableOrphanValueInfos(graph).push_back(
+          vi.SerializeAsString());  // a duplicate entry, kept as is
       continue;
     }
-    v->setHasValueInfo(true);
+    ir::Builder::setHasValueInfo(v, true);
     if (vi.has_type()) {
       auto t = importType(vi.type());
       if (!t.isOk()) return t.status().withContext(fmt::format("value_info '{}'", vi.name()));
       if (!v->isGraphOutput() && v->kind() == ir::Value::Kind::kNodeOutput)
-        v->setType(*t);
+        ir::Builder::setType(v, *t);
       else if (!v->type().isKnown())
-        v->setType(*t);
+        ir::Builder::setType(v, *t);
     }
     if (v->kind() == ir::Value::Kind::kNodeOutput && !v->isGraphOutput()) {
-      v->setDocString(vi.doc_string());
-      v->setUnknownFields(unknownFieldsOf(vi));
+      ir::Builder::setDocString(v, vi.doc_string());
+      ir::Builder::setUnknownFields(v, unknownFieldsOf(vi));
     }
   }
   return Status::ok();

@@ -285,7 +285,7 @@ const Attribute* Node::findAttribute(const std::string& name) const {
   return nullptr;
 }
 
-Attribute* Node::findAttribute(const std::string& name) {
+Attribute* Node::findMutableAttribute(const std::string& name) {
   for (Attribute& a : attributes_) {
     if (a.name == name) return &a;
   }
@@ -294,7 +294,7 @@ Attribute* Node::findAttribute(const std::string& name) {
 
 void Node::setAttribute(Attribute attr) {
   for (auto& g : attr.graphs) g->parent_node_ = this;
-  if (Attribute* existing = findAttribute(attr.name)) {
+  if (Attribute* existing = findMutableAttribute(attr.name)) {
     // The old subgraphs die with the old attribute: their uses of outer values must go first.
     for (auto& g : existing->graphs) {
       for (Node* n = g->head_; n != nullptr; n = n->next_) n->dropAllReferences();

@@ -3,8 +3,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "onnxopt/ir/builder.h"
+
 namespace onnxopt::rewrite {
 namespace {
+
+using B = ir::Builder;
 
 void collectNames(const ir::Graph& graph, std::unordered_set<std::string>& names) {
   for (const ir::Value* v : graph.inputs()) names.insert(v->name());
@@ -42,9 +46,29 @@ std::string uniqueValueName(const ir::Graph& graph, const std::string& base) {
 ir::Node* Rewriter::createNode(const std::string& op_type, const std::string& domain,
                                const std::vector<ir::Value*>& inputs, size_t num_outputs) {
   ONNXOPT_CHECK(insert_graph_ != nullptr, "Rewriter::createNode without an insertion point");
-  ir::Node* node = insert_graph_->createNode(op_type, domain, inputs, num_outputs, insert_before_);
+  ir::Node* node =
+      B::createNode(*insert_graph_, op_type, domain, inputs, num_outputs, insert_before_);
   changed_ = true;
   if (listener_) listener_->nodeCreated(node);
+  return node;
+}
+
+ir::Node* Rewriter::createNode(const std::string& op_type, const std::string& domain,
+                               const std::vector<ir::Value*>& inputs,
+                               std::vector<ir::Type> output_types) {
+  ir::Node* node = createNode(op_type, domain, inputs, output_types.size());
+  for (size_t i = 0; i < output_types.size(); ++i) {
+    B::setType(node->output(i), std::move(output_types[i]));
+  }
+  return node;
+}
+
+ir::Node* Rewriter::createNodeLike(const std::string& op_type, const std::string& domain,
+                                   const std::vector<ir::Value*>& inputs, const ir::Node* like) {
+  std::vector<ir::Type> types;
+  for (const ir::Value* out : like->outputs()) types.push_back(out ? out->type() : ir::Type());
+  ir::Node* node = createNode(op_type, domain, inputs, std::move(types));
+  B::setName(node, like->name());
   return node;
 }
 
@@ -53,7 +77,7 @@ ir::Value* Rewriter::createInitializer(ir::Graph& graph, const std::string& base
   std::string name = uniqueValueName(graph, base_name.empty() ? "const" : base_name);
   tensor.setName(name);
   changed_ = true;
-  return graph.addInitializer(name, std::move(tensor));
+  return B::addInitializer(graph, name, std::move(tensor));
 }
 
 namespace {
@@ -107,41 +131,41 @@ void Rewriter::replaceAllUsesWith(ir::Value* from, ir::Value* to) {
   std::unordered_map<const ir::Graph*, ir::Value*> stand_in;
   for (const ir::Use& use : uses) {
     if (!isReturn(use)) {
-      use.user->setInput(use.index, to);
+      B::setInput(use.user, use.index, to);
       continue;
     }
     ir::Graph* g = use.user->owningGraph();
     if (auto it = stand_in.find(g); it != stand_in.end()) {
-      use.user->setInput(use.index, it->second);
+      B::setInput(use.user, use.index, it->second);
       continue;
     }
     if (canStandAsOutput(g, to)) {
       stand_in[g] = to;
-      use.user->setInput(use.index, to);
+      B::setInput(use.user, use.index, to);
       if (g->parentNode() == nullptr) to_takes_name = true;
       // The same value, so the same type: a model output keeps its declared type (the interface);
       // elsewhere the more informative of the two is kept.
       bool from_richer = from->type().isKnown() &&
                          (!to->type().isKnown() || (from->type().shape && !to->type().shape));
       if (from_richer || (g->parentNode() == nullptr && from->type().isKnown())) {
-        to->setType(from->type());
+        B::setType(to, from->type());
       }
       continue;
     }
     // An Identity at the end of g (everything is defined there) stands in as the output.
-    ir::Node* id = g->createNode("Identity", "", {to}, 1);
+    ir::Node* id = B::createNode(*g, "Identity", "", {to}, 1);
     if (listener_) listener_->nodeCreated(id);
     ir::Value* out = id->output();
-    out->setType(from->type().isKnown() ? from->type() : to->type());
-    if (g->parentNode() == nullptr) out->setName(from->name());
+    B::setType(out, from->type().isKnown() ? from->type() : to->type());
+    if (g->parentNode() == nullptr) B::setName(out, from->name());
     stand_in[g] = out;
-    use.user->setInput(use.index, out);
+    B::setInput(use.user, use.index, out);
   }
   if (named) {
     // The model output keeps its name: `to` takes it over, or the Identity above has it.
     std::string name = from->name();
-    from->setName(to_takes_name ? to->name() : std::string());
-    if (to_takes_name) to->setName(name);
+    B::setName(from, to_takes_name ? to->name() : std::string());
+    if (to_takes_name) B::setName(to, name);
   }
   notifyUsers(to);
 }
@@ -158,7 +182,7 @@ void Rewriter::replaceNode(ir::Node* node, const std::vector<ir::Value*>& values
 }
 
 void Rewriter::freezeInputDefault(ir::Value* value) {
-  value->owningGraph()->freezeInputDefault(value);
+  B::freezeInputDefault(*value->owningGraph(), value);
   changed_ = true;
   if (listener_) {
     listener_->valueUsersChanged(value);
@@ -181,7 +205,7 @@ void Rewriter::eraseNode(ir::Node* node) {
     if (v != nullptr) inputs.push_back(v);
   }
   if (listener_) listener_->nodeErased(node);
-  node->owningGraph()->eraseNode(node);
+  B::eraseNode(*node->owningGraph(), node);
   changed_ = true;
   // Producers of the inputs may now be dead or newly matchable.
   if (listener_) {
@@ -194,7 +218,7 @@ void Rewriter::eraseNode(ir::Node* node) {
 
 void Rewriter::setInput(ir::Node* node, size_t index, ir::Value* value) {
   ir::Value* old = node->input(index);
-  node->setInput(index, value);
+  B::setInput(node, index, value);
   changed_ = true;
   if (listener_) {
     listener_->nodeModified(node);
@@ -206,14 +230,14 @@ void Rewriter::setInput(ir::Node* node, size_t index, ir::Value* value) {
 }
 
 void Rewriter::addInput(ir::Node* node, ir::Value* value) {
-  node->addInput(value);
+  B::addInput(node, value);
   changed_ = true;
   if (listener_) listener_->nodeModified(node);
 }
 
 void Rewriter::removeInput(ir::Node* node, size_t index) {
   ir::Value* old = node->input(index);
-  node->removeInput(index);
+  B::removeInput(node, index);
   changed_ = true;
   if (listener_) {
     listener_->nodeModified(node);
@@ -222,13 +246,13 @@ void Rewriter::removeInput(ir::Node* node, size_t index) {
 }
 
 void Rewriter::setAttribute(ir::Node* node, ir::Attribute attribute) {
-  node->setAttribute(std::move(attribute));
+  B::setAttribute(node, std::move(attribute));
   changed_ = true;
   if (listener_) listener_->nodeModified(node);
 }
 
 void Rewriter::removeAttribute(ir::Node* node, const std::string& name) {
-  if (node->removeAttribute(name)) {
+  if (B::removeAttribute(node, name)) {
     changed_ = true;
     if (listener_) listener_->nodeModified(node);
   }
@@ -236,8 +260,85 @@ void Rewriter::removeAttribute(ir::Node* node, const std::string& name) {
 
 void Rewriter::eraseInitializers(const std::vector<ir::Value*>& values) {
   if (values.empty()) return;
-  values.front()->owningGraph()->removeInitializers(values);
+  B::removeInitializers(*values.front()->owningGraph(), values);
   changed_ = true;
+}
+
+void Rewriter::setType(ir::Value* value, ir::Type type) {
+  B::setType(value, std::move(type));
+  changed_ = true;
+  if (listener_ == nullptr) return;
+  for (const ir::Use& use : value->uses()) {
+    if (!isReturn(use)) listener_->nodeModified(use.user);
+  }
+}
+
+void Rewriter::dropOrphanValueInfos(ir::Graph& graph) {
+  if (graph.orphanValueInfos().empty()) return;
+  B::mutableOrphanValueInfos(graph).clear();
+  changed_ = true;
+}
+
+void Rewriter::setName(ir::Value* value, std::string name) {
+  B::setName(value, std::move(name));
+  changed_ = true;
+}
+
+void Rewriter::setOpType(ir::Node* node, std::string op_type, std::string domain) {
+  B::setOpType(node, std::move(op_type));
+  B::setDomain(node, std::move(domain));
+  changed_ = true;
+  if (listener_) listener_->nodeModified(node);
+}
+
+void Rewriter::setName(ir::Node* node, std::string name) {
+  B::setName(node, std::move(name));
+  changed_ = true;
+}
+
+std::vector<ir::Value*> Rewriter::inlineBranch(ir::Node* node, ir::Graph& branch) {
+  ONNXOPT_CHECK(branch.parentNode() == node, "inlineBranch: the branch is not held by the node");
+  ir::Graph& outer = *node->owningGraph();
+  ir::Graph* saved_graph = insert_graph_;
+  ir::Node* saved_before = insert_before_;
+  setInsertionPoint(node);
+  // Initializers first, so the recreated nodes find them in the outer graph.
+  for (ir::Value* init : std::vector<ir::Value*>(branch.initializers())) {
+    if (init->initializer() == nullptr) continue;
+    std::string name = init->name();
+    B::setName(init, "");  // free the name for the moved copy
+    replaceAllUsesWith(init, createInitializer(outer, name, *init->initializer()));
+  }
+  // Each node is recreated before `node`; replacing its outputs redirects later branch nodes,
+  // nested subgraphs and the branch's outputs to the new values as we go.
+  for (ir::Node* n : branch) {
+    ir::Node* copy = createNode(n->opType(), n->domain(), n->inputs(), 0);
+    B::setName(copy, n->name());
+    B::setDocString(copy, n->docString());
+    B::setUnknownFields(copy, n->unknownFields());
+    for (ir::Value* old : n->outputs()) {
+      if (old == nullptr) {
+        B::addAbsentOutput(copy);
+        continue;
+      }
+      ir::Value* v = B::addOutput(copy);
+      std::string name = old->name();
+      B::setName(old, "");  // free the name for the copy
+      B::setName(v, uniqueValueName(outer, name));
+      B::setType(v, old->type());
+      B::setHasValueInfo(v, old->hasValueInfo());
+      B::replaceAllUsesWith(old, v);
+    }
+    // Attributes move over whole; setAttribute re-parents their subgraphs.
+    std::vector<ir::Attribute> attrs = std::move(B::mutableAttributes(n));
+    B::mutableAttributes(n).clear();
+    for (ir::Attribute& a : attrs) setAttribute(copy, std::move(a));
+  }
+  insert_graph_ = saved_graph;
+  insert_before_ = saved_before;
+  std::vector<ir::Value*> results;
+  for (size_t i = 0; i < branch.numOutputs(); ++i) results.push_back(branch.output(i));
+  return results;
 }
 
 }  // namespace onnxopt::rewrite

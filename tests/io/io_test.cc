@@ -13,11 +13,14 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "onnxopt/ir/builder.h"
 #include "onnxopt/ir/printer.h"
 #include "onnxopt/ir/verifier.h"
 
 namespace onnxopt::io {
 namespace {
+
+using B = onnxopt::ir::Builder;
 
 namespace fs = std::filesystem;
 
@@ -186,8 +189,8 @@ TEST(IoTest, UnnamedValuesGetFreshUniqueNames) {
   ASSERT_TRUE(model.isOk());
   ir::Graph& g = *(*model)->graph;
   ir::Node* relu = g.firstNode();
-  ir::Node* neg = g.createNode("Neg", "", {relu->input(0)}, 1, relu);
-  relu->setInput(0, neg->output());  // neg's output has no name
+  ir::Node* neg = B::createNode(g, "Neg", "", {relu->input(0)}, 1, relu);
+  B::setInput(relu, 0, neg->output());  // neg's output has no name
   ASSERT_TRUE(ir::verifyModel(**model).isOk());
   auto bytes = serializeModel(**model);
   ASSERT_TRUE(bytes.isOk());
@@ -262,8 +265,8 @@ TEST(IoTest, FailedSaveLeavesNoFile) {
   ASSERT_TRUE(model.isOk());
   // Break an invariant: the exporter must refuse before writing anything.
   ir::Graph& g = *(*model)->graph;
-  ir::Node* extra = g.createNode("Neg", "", {g.inputs()[0]}, 1);
-  extra->output()->setName("y");  // duplicate name
+  ir::Node* extra = B::createNode(g, "Neg", "", {g.inputs()[0]}, 1);
+  B::setName(extra->output(), "y");  // duplicate name
   std::string out = (dir.path() / "out.onnx").string();
   Status st = saveModel(**model, out);
   EXPECT_FALSE(st.isOk());

@@ -7,10 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/builder.h"
 #include "onnxopt/ir/verifier.h"
 
 namespace onnxopt::ir {
 namespace {
+
+using B = onnxopt::ir::Builder;
 
 Type floatVec(int64_t n) {
   return Type::tensor(DataType::kFloat, std::vector<Dim>{Dim::known(n)});
@@ -28,10 +31,10 @@ bool hasUse(const Value* v, const Node* n, size_t i) {
 
 TEST(GraphTest, CreateNodeRecordsUses) {
   Graph g;
-  Value* x = g.addInput("x", floatVec(4));
-  Node* relu = g.createNode("Relu", "", {x}, 1);
-  Node* add = g.createNode("Add", "", {relu->output(), x}, 1);
-  g.addOutput(add->output());
+  Value* x = B::addInput(g, "x", floatVec(4));
+  Node* relu = B::createNode(g, "Relu", "", {x}, 1);
+  Node* add = B::createNode(g, "Add", "", {relu->output(), x}, 1);
+  B::addOutput(g, add->output());
 
   EXPECT_EQ(x->uses().size(), 2u);
   EXPECT_TRUE(hasUse(x, relu, 0));
@@ -46,12 +49,12 @@ TEST(GraphTest, CreateNodeRecordsUses) {
 
 TEST(GraphTest, InsertBeforeKeepsTopologicalOrder) {
   Graph g;
-  Value* x = g.addInput("x", floatVec(4));
-  Node* a = g.createNode("A", "", {x}, 1);
-  Node* c = g.createNode("C", "", {a->output()}, 1);
-  Node* b = g.createNode("B", "", {a->output()}, 1, /*before=*/c);
-  c->setInput(0, b->output());
-  g.addOutput(c->output());
+  Value* x = B::addInput(g, "x", floatVec(4));
+  Node* a = B::createNode(g, "A", "", {x}, 1);
+  Node* c = B::createNode(g, "C", "", {a->output()}, 1);
+  Node* b = B::createNode(g, "B", "", {a->output()}, 1, /*before=*/c);
+  B::setInput(c, 0, b->output());
+  B::addOutput(g, c->output());
   EXPECT_EQ(opOrder(g), (std::vector<std::string>{"A", "B", "C"}));
   EXPECT_EQ(b->prev(), a);
   EXPECT_EQ(b->next(), c);
@@ -60,51 +63,52 @@ TEST(GraphTest, InsertBeforeKeepsTopologicalOrder) {
 
 TEST(GraphTest, ReplaceAllUsesWithMovesEveryUse) {
   Graph g;
-  Value* x = g.addInput("x", floatVec(4));
-  Node* a = g.createNode("A", "", {x}, 1);
-  Node* b = g.createNode("B", "", {a->output(), a->output()}, 1);
-  g.addOutput(a->output());
-  a->output()->replaceAllUsesWith(x);
+  Value* x = B::addInput(g, "x", floatVec(4));
+  Node* a = B::createNode(g, "A", "", {x}, 1);
+  Node* b = B::createNode(g, "B", "", {a->output(), a->output()}, 1);
+  B::addOutput(g, a->output());
+  B::replaceAllUsesWith(a->output(), x);
   EXPECT_FALSE(a->output()->hasUses());
   EXPECT_EQ(b->input(0), x);
   EXPECT_EQ(b->input(1), x);
   EXPECT_EQ(g.output(0), x);
   EXPECT_EQ(x->uses().size(), 4u);  // a's operand, b's two operands, the graph output
-  g.eraseNode(a);
+  B::eraseNode(g, a);
   EXPECT_EQ(x->uses().size(), 3u);
   EXPECT_TRUE(verifyGraph(g).isOk());
 }
 
 TEST(GraphTest, SetAndRemoveInputRenumberUses) {
   Graph g;
-  Value* x = g.addInput("x", floatVec(4));
-  Value* y = g.addInput("y", floatVec(4));
-  Value* z = g.addInput("z", floatVec(4));
-  Node* n = g.createNode("Sum", "", {x, y, z}, 1);
-  g.addOutput(n->output());
-  n->removeInput(0);
+  Value* x = B::addInput(g, "x", floatVec(4));
+  Value* y = B::addInput(g, "y", floatVec(4));
+  Value* z = B::addInput(g, "z", floatVec(4));
+  Node* n = B::createNode(g, "Sum", "", {x, y, z}, 1);
+  B::addOutput(g, n->output());
+  B::removeInput(n, 0);
   EXPECT_EQ(n->numInputs(), 2u);
   EXPECT_FALSE(x->hasUses());
   EXPECT_TRUE(hasUse(y, n, 0));
   EXPECT_TRUE(hasUse(z, n, 1));
-  n->setInput(1, nullptr);  // an omitted optional input
+  B::setInput(n, 1, nullptr);  // an omitted optional input
   EXPECT_FALSE(z->hasUses());
-  n->addInput(x);
+  B::addInput(n, x);
   EXPECT_TRUE(hasUse(x, n, 2));
   EXPECT_TRUE(verifyGraph(g).isOk());
 }
 
 TEST(GraphTest, EraseWhileIterating) {
   Graph g;
-  Value* x = g.addInput("x", floatVec(4));
+  Value* x = B::addInput(g, "x", floatVec(4));
   Value* cur = x;
-  for (int i = 0; i < 6; ++i) cur = g.createNode(i % 2 ? "Keep" : "Drop", "", {cur}, 1)->output();
-  g.addOutput(cur);
+  for (int i = 0; i < 6; ++i)
+    cur = B::createNode(g, i % 2 ? "Keep" : "Drop", "", {cur}, 1)->output();
+  B::addOutput(g, cur);
   // Remove every Drop by forwarding its input; erase the node the iterator stands on.
   for (Node* n : g) {
     if (n->opType() != "Drop") continue;
-    n->output()->replaceAllUsesWith(n->input(0));
-    g.eraseNode(n);
+    B::replaceAllUsesWith(n->output(), n->input(0));
+    B::eraseNode(g, n);
   }
   EXPECT_EQ(opOrder(g), (std::vector<std::string>{"Keep", "Keep", "Keep"}));
   EXPECT_EQ(g.numNodes(), 3u);
@@ -115,18 +119,18 @@ TEST(GraphTest, EraseWhileIterating) {
 
 TEST(GraphTest, EraseSuccessorOfCurrentWhileIterating) {
   Graph g;
-  Value* x = g.addInput("x", floatVec(4));
-  Node* a = g.createNode("A", "", {x}, 1);
-  Node* b = g.createNode("B", "", {x}, 1);
-  Node* c = g.createNode("C", "", {x}, 1);
-  g.addOutput(a->output());
-  g.addOutput(c->output());
+  Value* x = B::addInput(g, "x", floatVec(4));
+  Node* a = B::createNode(g, "A", "", {x}, 1);
+  Node* b = B::createNode(g, "B", "", {x}, 1);
+  Node* c = B::createNode(g, "C", "", {x}, 1);
+  B::addOutput(g, a->output());
+  B::addOutput(g, c->output());
   std::vector<std::string> seen;
   for (auto it = g.begin(); it != g.end(); ++it) {
     Node* n = *it;
     seen.push_back(n->opType());
     if (n == a) {
-      g.eraseNode(b);  // a later node, erased before the iterator reaches it
+      B::eraseNode(g, b);  // a later node, erased before the iterator reaches it
     }
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"A", "C"}));
@@ -135,17 +139,17 @@ TEST(GraphTest, EraseSuccessorOfCurrentWhileIterating) {
 
 TEST(GraphTest, EraseTwoAdjacentNodesDuringIteration) {
   Graph g;
-  Value* x = g.addInput("x", floatVec(4));
-  Node* a = g.createNode("A", "", {x}, 1);
-  Node* b = g.createNode("B", "", {x}, 1);
-  Node* c = g.createNode("C", "", {x}, 1);
-  g.addOutput(c->output());
+  Value* x = B::addInput(g, "x", floatVec(4));
+  Node* a = B::createNode(g, "A", "", {x}, 1);
+  Node* b = B::createNode(g, "B", "", {x}, 1);
+  Node* c = B::createNode(g, "C", "", {x}, 1);
+  B::addOutput(g, c->output());
   std::vector<std::string> seen;
   for (Node* n : g) {
     seen.push_back(n->opType());
     if (n == a) {
-      g.eraseNode(a);
-      g.eraseNode(b);  // the erased current node's successor is erased too
+      B::eraseNode(g, a);
+      B::eraseNode(g, b);  // the erased current node's successor is erased too
     }
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"A", "C"}));
@@ -154,20 +158,20 @@ TEST(GraphTest, EraseTwoAdjacentNodesDuringIteration) {
 
 TEST(GraphTest, EraseNodeWithUsedOutputAborts) {
   Graph g;
-  Value* x = g.addInput("x", floatVec(4));
-  Node* a = g.createNode("A", "", {x}, 1);
-  g.addOutput(a->output());
-  EXPECT_DEATH(g.eraseNode(a), "still has uses");
+  Value* x = B::addInput(g, "x", floatVec(4));
+  Node* a = B::createNode(g, "A", "", {x}, 1);
+  B::addOutput(g, a->output());
+  EXPECT_DEATH(B::eraseNode(g, a), "still has uses");
 }
 
 TEST(GraphTest, MoveBefore) {
   Graph g;
-  Value* x = g.addInput("x", floatVec(4));
-  Node* a = g.createNode("A", "", {x}, 1);
-  Node* b = g.createNode("B", "", {x}, 1);
-  g.addOutput(a->output());
-  g.addOutput(b->output());
-  b->moveBefore(a);
+  Value* x = B::addInput(g, "x", floatVec(4));
+  Node* a = B::createNode(g, "A", "", {x}, 1);
+  Node* b = B::createNode(g, "B", "", {x}, 1);
+  B::addOutput(g, a->output());
+  B::addOutput(g, b->output());
+  B::moveBefore(b, a);
   EXPECT_EQ(opOrder(g), (std::vector<std::string>{"B", "A"}));
   EXPECT_EQ(g.firstNode(), b);
   EXPECT_EQ(g.lastNode(), a);
@@ -176,10 +180,10 @@ TEST(GraphTest, MoveBefore) {
 
 TEST(GraphTest, RemoveOutputShiftsIndices) {
   Graph g;
-  Value* x = g.addInput("x", floatVec(4));
-  Node* split = g.createNode("Split", "", {x}, 3);
-  g.addOutput(split->output(2));
-  split->removeOutput(0);
+  Value* x = B::addInput(g, "x", floatVec(4));
+  Node* split = B::createNode(g, "Split", "", {x}, 3);
+  B::addOutput(g, split->output(2));
+  B::removeOutput(split, 0);
   EXPECT_EQ(split->numOutputs(), 2u);
   EXPECT_EQ(split->output(1)->outputIndex(), 1u);
   EXPECT_TRUE(split->output(1)->isGraphOutput());
@@ -190,16 +194,16 @@ TEST(GraphTest, InitializersAndInputDefaults) {
   Graph g;
   Tensor t(DataType::kFloat, {2});
   t.setBytes(std::string(8, '\0'));
-  Value* w = g.addInitializer("w", t);
-  Value* x = g.addInput("x", floatVec(2));
-  g.setInputDefault(x, t);
+  Value* w = B::addInitializer(g, "w", t);
+  Value* x = B::addInput(g, "x", floatVec(2));
+  B::setInputDefault(g, x, t);
   EXPECT_EQ(g.initializers().size(), 2u);
   EXPECT_EQ(w->kind(), Value::Kind::kInitializer);
   EXPECT_NE(x->initializer(), nullptr);
-  g.removeInitializer(x);  // drops the default, keeps the input
+  B::removeInitializers(g, {x});  // drops the default, keeps the input
   EXPECT_EQ(x->initializer(), nullptr);
   EXPECT_EQ(g.inputs().size(), 1u);
-  g.removeInitializer(w);
+  B::removeInitializers(g, {w});
   EXPECT_TRUE(g.initializers().empty());
 }
 
@@ -234,8 +238,8 @@ TEST(GraphTest, SubgraphUsesOuterScopeValues) {
   EXPECT_TRUE(verifyModel(**model).isOk());
 
   // Erasing the If drops the inner uses of outer values.
-  if_node->output()->replaceAllUsesWith(t);
-  g.eraseNode(if_node);
+  B::replaceAllUsesWith(if_node->output(), t);
+  B::eraseNode(g, if_node);
   EXPECT_EQ(x->uses().size(), 1u);
   EXPECT_EQ(t->uses().size(), 1u);  // only the graph output now
   EXPECT_TRUE(t->isGraphOutput());
@@ -255,10 +259,10 @@ TEST(GraphTest, ReplacingSubgraphAttributeDropsOldUses) {
   empty.kind = Attribute::Kind::kGraph;
   auto body = std::make_unique<Graph>();
   Value* inner_x = g.inputs()[0];
-  Node* id = body->createNode("Identity", "", {inner_x}, 1);
-  body->addOutput(id->output());
+  Node* id = B::createNode(*body, "Identity", "", {inner_x}, 1);
+  B::addOutput(*body, id->output());
   empty.graphs.push_back(std::move(body));
-  if_node->setAttribute(std::move(empty));
+  B::setAttribute(if_node, std::move(empty));
   EXPECT_FALSE(t->hasUses());
   EXPECT_EQ(if_node->findAttribute("then_branch")->graphs[0]->parentNode(), if_node);
   EXPECT_TRUE(verifyModel(**model).isOk());

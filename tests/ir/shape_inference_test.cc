@@ -10,9 +10,12 @@
 #include <gtest/gtest.h>
 
 #include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/builder.h"
 
 namespace onnxopt::ir {
 namespace {
+
+using B = onnxopt::ir::Builder;
 
 // ---------------------------------------------------------------------------------------------
 // Symbolic expressions
@@ -287,7 +290,7 @@ TEST(InferenceTest, DeclaredContradictionWarnsAndInferenceWins) {
     })");
   ASSERT_TRUE(model.isOk());
   Value* t = (*model)->graph->firstNode()->output();
-  t->setType(Type::tensor(DataType::kFloat, dims({"5", "3"})));  // a wrong declared value_info
+  B::setType(t, Type::tensor(DataType::kFloat, dims({"5", "3"})));  // a wrong declared value_info
   CollectingDiagnosticSink diagnostics;
   ShapeInferenceOptions options;
   options.diagnostics = &diagnostics;
@@ -318,11 +321,11 @@ TEST(InferenceTest, DeclaredDimsYieldToInferredOnesAndFillUnknownOnes) {
   std::map<std::string, Value*> values;
   for (Node* n : *(*model)->graph) values[n->output(0)->name()] = n->output(0);
   // Declared for one traced input size: N is symbolic, so the concrete 4 must not stay.
-  values["t"]->setType(Type::tensor(DataType::kFloat, dims({"4", "3"})));
+  B::setType(values["t"], Type::tensor(DataType::kFloat, dims({"4", "3"})));
   // A declared rank and element type that differ are replaced (the element type is reported).
-  values["r"]->setType(Type::tensor(DataType::kInt64, dims({"7", "7"})));
+  B::setType(values["r"], Type::tensor(DataType::kInt64, dims({"7", "7"})));
   // Where inference has nothing to say (a run-time target), the declared dims stay.
-  values["q"]->setType(Type::tensor(DataType::kFloat, dims({"6", "1"})));
+  B::setType(values["q"], Type::tensor(DataType::kFloat, dims({"6", "1"})));
   auto stats = inferShapes(**model);
   ASSERT_TRUE(stats.isOk());
   EXPECT_EQ(typeToString(values["t"]->type()), "float[N,3]");

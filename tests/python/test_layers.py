@@ -42,6 +42,19 @@ def test_passes_including_runtime_fails(tmp_path):
     assert r.returncode == 1 and "layer 'passes'" in r.stdout
 
 
+def test_passes_including_builder_fails(tmp_path):
+    write(tmp_path, "include/onnxopt/ir/builder.h", "#pragma once\n")
+    write(tmp_path, "passes/fusion/f.cc", '#include "onnxopt/ir/builder.h"\n')
+    write(tmp_path, "src/pass/p.cc", '#include "onnxopt/ir/builder.h"\n')
+    write(tmp_path, "src/io/importer.cc", '#include "onnxopt/ir/builder.h"\n')
+    write(tmp_path, "src/rewrite/rewriter.cc", '#include "onnxopt/ir/builder.h"\n')
+    r = run(tmp_path)
+    assert r.returncode == 1
+    assert "passes/fusion/f.cc:1: layer 'passes' includes include/onnxopt/ir/builder.h" in r.stdout
+    assert "src/pass/p.cc:1: layer 'pass'" in r.stdout
+    assert "importer.cc" not in r.stdout and "rewriter.cc" not in r.stdout
+
+
 def test_protobuf_outside_io_fails(tmp_path):
     write(tmp_path, "src/ir/graph.cc", "#include <onnx/onnx_pb.h>\n")
     write(tmp_path, "src/io/importer.cc", "#include <onnx/onnx_pb.h>\n")

@@ -116,6 +116,72 @@ TEST(RewriterTest, NotifiesTheListener) {
   EXPECT_TRUE(rw.changed());
 }
 
+TEST(RewriterTest, CreateNodeGivesResultTypesAndCreateNodeLikeTakesTheName) {
+  auto model = parse(kChain);
+  ir::Graph& g = *model->graph;
+  ir::Node* id = g.lastNode();
+  Rewriter rw;
+  rw.setInsertionPoint(id);
+  ir::Type t = g.inputs()[0]->type();
+  ir::Node* abs = rw.createNode("Abs", "", {g.inputs()[0]}, std::vector<ir::Type>{t, t});
+  ASSERT_EQ(abs->numOutputs(), 2u);
+  EXPECT_EQ(abs->output(1)->type(), t);
+  ir::Node* like = rw.createNodeLike("Neg", "", {g.inputs()[0]}, id);
+  EXPECT_EQ(like->name(), id->name());
+  EXPECT_EQ(like->output()->type(), id->output()->type());
+  EXPECT_TRUE(like->output()->type().isKnown());
+}
+
+TEST(RewriterTest, SetTypeRevisitsTheUsersAndSetOpTypeTheNode) {
+  auto model = parse(kChain);
+  ir::Graph& g = *model->graph;
+  ir::Node* neg = g.firstNode();
+  RecordingListener listener;
+  Rewriter rw(&listener);
+  ir::Type t = neg->output()->type();
+  t.shape = std::nullopt;
+  rw.setType(neg->output(), t);
+  EXPECT_FALSE(neg->output()->type().shape.has_value());
+  EXPECT_EQ(listener.modified, std::vector<std::string>{"Identity"});  // the user, not Neg
+  rw.setOpType(neg, "Abs", "");
+  EXPECT_EQ(neg->opType(), "Abs");
+  EXPECT_EQ(listener.modified.back(), "Abs");
+  rw.setName(neg, "renamed");
+  EXPECT_EQ(neg->name(), "renamed");
+  EXPECT_TRUE(rw.changed());
+}
+
+TEST(RewriterTest, InlineBranchMovesNodesAndInitializersBeforeTheNode) {
+  auto model = parse(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[2] x) => (float[2] y) {
+      c = Constant<value = bool {1}>()
+      y = If(c) <
+        then_branch = g1 () => (float[2] a) { w = Constant<value = float[2] {1, 2}>() t = Add(x, w) a = Neg(t) },
+        else_branch = g2 () => (float[2] b) { b = Neg(x) }
+      >
+    })");
+  ir::Graph& g = *model->graph;
+  ir::Node* if_node = g.lastNode();
+  ir::Graph& then_g = *if_node->findAttribute("then_branch")->graphs[0];
+  RecordingListener listener;
+  Rewriter rw(&listener);
+  std::vector<ir::Value*> results = rw.inlineBranch(if_node, then_g);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_NE(results[0]->producer(), nullptr);
+  EXPECT_EQ(results[0]->owningGraph(), &g);
+  EXPECT_EQ(results[0]->producer()->opType(), "Neg");
+  EXPECT_EQ(results[0]->name(), "a");  // free in the model, so kept
+  EXPECT_EQ(listener.created, (std::vector<std::string>{"Constant", "Add", "Neg"}));
+  rw.replaceNode(if_node, results);
+  EXPECT_EQ(g.output(0), results[0]);
+  EXPECT_EQ(g.output(0)->name(), "y");
+  std::vector<std::string> ops;
+  for (ir::Node* n : g) ops.push_back(n->opType());
+  EXPECT_EQ(ops, (std::vector<std::string>{"Constant", "Constant", "Add", "Neg"}));
+  EXPECT_TRUE(ir::verifyModel(*model).isOk());
+}
+
 /// Rewrites Neg(Neg(x)) -> x: a pattern the driver must apply repeatedly to reach the fixed point.
 class DoubleNegation final : public Pattern {
  public:
@@ -157,7 +223,7 @@ class Flip final : public Pattern {
   Flip(const char* from, const char* to)
       : Pattern(std::string(from) + "-to-" + to, from, "t"), to_(to) {}
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ctx.rewriter().modifyInPlace(node, [&] { node->setOpType(to_); });
+    ctx.rewriter().setOpType(node, to_, node->domain());
     return true;
   }
   std::string to_;

@@ -9,6 +9,11 @@
 // Subgraphs (If/Loop/Scan bodies) are nested Graphs owned by a graph attribute; their nodes may use
 // values of enclosing graphs directly, and those uses appear in the outer values' use-lists.
 //
+// Mutation: every setter is private. Passes change the IR through rewrite::Rewriter, which keeps
+// the pattern driver's worklist current; code that builds or annotates IR outside a pass (the
+// importer, shape inference, tests) uses ir::Builder (builder.h), which passes may not include
+// (tools/check_layers.py).
+//
 // Erasing is safe while iterating: an erased node is unlinked at once but stays allocated (its
 // `next` pointer intact) until Graph::collectGarbage(), and iteration skips erased nodes.
 #pragma once
@@ -59,9 +64,7 @@ class Value {
   Graph* owningGraph() const { return graph_; }
 
   const std::string& name() const { return name_; }
-  void setName(std::string name) { name_ = std::move(name); }
   const Type& type() const { return type_; }
-  void setType(Type type) { type_ = std::move(type); }
 
   /// The uses, in no particular order (removing a use moves the last one into its place).
   const std::vector<Use>& uses() const { return uses_; }
@@ -76,37 +79,43 @@ class Value {
 
   /// Constant data of an initializer, or the default of a graph input that has one; else nullptr.
   const Tensor* initializer() const { return initializer_.get(); }
-  void setInitializer(std::optional<Tensor> tensor) {
-    initializer_ = tensor ? std::make_unique<Tensor>(std::move(*tensor)) : nullptr;
-  }
   const SparseTensor* sparseInitializer() const { return sparse_.get(); }
-  void setSparseInitializer(std::optional<SparseTensor> tensor) {
-    sparse_ = tensor ? std::make_unique<SparseTensor>(std::move(*tensor)) : nullptr;
-  }
 
   const std::string& docString() const { return rare_ ? rare_->doc_string : emptyString(); }
-  void setDocString(std::string doc) { setRare(&RareFields::doc_string, std::move(doc)); }
   /// Unmodelled fields of the value's ValueInfoProto (e.g. metadata_props), kept verbatim.
   const std::string& unknownFields() const { return rare_ ? rare_->unknown_fields : emptyString(); }
-  void setUnknownFields(std::string fields) {
-    setRare(&RareFields::unknown_fields, std::move(fields));
-  }
   /// True when the imported model declared a value_info entry for this intermediate value.
   bool hasValueInfo() const { return has_value_info_; }
-  void setHasValueInfo(bool v) { has_value_info_ = v; }
-
-  /// Points every use of this value at `other` instead.
-  /// Given:   %y = A(%x); %z = B(%y)      Execute: y->replaceAllUsesWith(w)
-  /// Result:  %y = A(%x); %z = B(%w)      (%y now has no uses)
-  void replaceAllUsesWith(Value* other);
 
   /// Values and nodes come from per-type slabs (graph.cc says why).
   static void* operator new(size_t size);
   static void operator delete(void* p, size_t size);
 
  private:
+  // Mutators are private: passes change the IR through rewrite::Rewriter (which tells the driver
+  // what changed); the importer, shape inference and tests through ir::Builder (builder.h).
   friend class Graph;
   friend class Node;
+  friend class Builder;
+
+  void setName(std::string name) { name_ = std::move(name); }
+  void setType(Type type) { type_ = std::move(type); }
+  void setInitializer(std::optional<Tensor> tensor) {
+    initializer_ = tensor ? std::make_unique<Tensor>(std::move(*tensor)) : nullptr;
+  }
+  void setSparseInitializer(std::optional<SparseTensor> tensor) {
+    sparse_ = tensor ? std::make_unique<SparseTensor>(std::move(*tensor)) : nullptr;
+  }
+  void setDocString(std::string doc) { setRare(&RareFields::doc_string, std::move(doc)); }
+  void setUnknownFields(std::string fields) {
+    setRare(&RareFields::unknown_fields, std::move(fields));
+  }
+  void setHasValueInfo(bool v) { has_value_info_ = v; }
+  /// Points every use of this value at `other` instead.
+  /// Given:   %y = A(%x); %z = B(%y)      Execute: y->replaceAllUsesWith(w)
+  /// Result:  %y = A(%x); %z = B(%w)      (%y now has no uses)
+  void replaceAllUsesWith(Value* other);
+
   Value(Kind kind, Graph* graph, Node* producer, size_t index)
       : kind_(kind),
         output_index_(static_cast<uint32_t>(index)),
@@ -184,18 +193,11 @@ class Node {
   Node& operator=(const Node&) = delete;
 
   const std::string& opType() const { return op_type_; }
-  void setOpType(std::string op) { op_type_ = std::move(op); }
   /// The operator domain; "" is the default ONNX domain ("ai.onnx").
   const std::string& domain() const { return domain_; }
-  void setDomain(std::string domain) { domain_ = std::move(domain); }
   const std::string& name() const { return name_; }
-  void setName(std::string name) { name_ = std::move(name); }
   const std::string& docString() const { return rare_ ? rare_->doc_string : emptyString(); }
-  void setDocString(std::string doc) { setRare(&RareFields::doc_string, std::move(doc)); }
   const std::string& unknownFields() const { return rare_ ? rare_->unknown_fields : emptyString(); }
-  void setUnknownFields(std::string fields) {
-    setRare(&RareFields::unknown_fields, std::move(fields));
-  }
 
   Graph* owningGraph() const { return graph_; }
   bool isErased() const { return erased_; }
@@ -209,14 +211,6 @@ class Node {
   Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
   /// True when operand `i` is absent or recorded in its value's use-list (the verifier's check).
   bool inputIsRecorded(size_t i) const;
-  /// Given: %y = A(%a, %b)   Execute: node->setInput(1, c)   Result: %y = A(%a, %c)
-  void setInput(size_t i, Value* value);
-  /// Given: %y = A(%a)       Execute: node->addInput(b)      Result: %y = A(%a, %b)
-  void addInput(Value* value);
-  /// Given: %y = A(%a, %b)   Execute: node->removeInput(0)   Result: %y = A(%b)
-  void removeInput(size_t i);
-  /// Drops every input (and, recursively, the inputs of nodes in subgraphs).
-  void dropAllReferences();
 
   // --- outputs ---
   size_t numOutputs() const { return outputs_.size(); }
@@ -259,34 +253,52 @@ class Node {
     size_t size_;
   };
   OutputRange outputs() const { return OutputRange(outputs_.data(), outputs_.size()); }
+
+  // --- attributes ---
+  const std::vector<Attribute>& attributes() const { return attributes_; }
+  const Attribute* findAttribute(const std::string& name) const;
+  /// Every subgraph held by this node's attributes.
+  std::vector<Graph*> subgraphs() const;
+
+ private:
+  // Mutators are private (see Value): rewrite::Rewriter for passes, ir::Builder otherwise.
+  friend class Graph;
+  friend class Value;
+  friend class NodeIterator;
+  friend class Builder;
+
+  void setOpType(std::string op) { op_type_ = std::move(op); }
+  void setDomain(std::string domain) { domain_ = std::move(domain); }
+  void setName(std::string name) { name_ = std::move(name); }
+  void setDocString(std::string doc) { setRare(&RareFields::doc_string, std::move(doc)); }
+  void setUnknownFields(std::string fields) {
+    setRare(&RareFields::unknown_fields, std::move(fields));
+  }
+  /// Given: %y = A(%a, %b)   Execute: node->setInput(1, c)   Result: %y = A(%a, %c)
+  void setInput(size_t i, Value* value);
+  /// Given: %y = A(%a)       Execute: node->addInput(b)      Result: %y = A(%a, %b)
+  void addInput(Value* value);
+  /// Given: %y = A(%a, %b)   Execute: node->removeInput(0)   Result: %y = A(%b)
+  void removeInput(size_t i);
+  /// Drops every input (and, recursively, the inputs of nodes in subgraphs).
+  void dropAllReferences();
   /// Given: A(%a)            Execute: node->addOutput()     Result: %new = A(%a)
   Value* addOutput();
   /// Appends an absent (omitted optional) output slot.
   void addAbsentOutput() { outputs_.emplace_back(); }
   /// Removes output `i`, which must have no uses. Later outputs shift down.
   void removeOutput(size_t i);
-
-  // --- attributes ---
-  const std::vector<Attribute>& attributes() const { return attributes_; }
   std::vector<Attribute>& mutableAttributes() { return attributes_; }
-  const Attribute* findAttribute(const std::string& name) const;
-  Attribute* findAttribute(const std::string& name);
+  Attribute* findMutableAttribute(const std::string& name);
   /// Adds or replaces an attribute; subgraphs in it become owned by this node.
   void setAttribute(Attribute attr);
   /// Appends an attribute whose name the caller knows is not yet present (the importer, which
   /// checks names itself: a lookup per attribute would be quadratic in their number).
   void appendAttribute(Attribute attr);
   bool removeAttribute(const std::string& name);
-  /// Every subgraph held by this node's attributes.
-  std::vector<Graph*> subgraphs() const;
-
   /// Moves this node to just before `other` (in the same graph).
   void moveBefore(Node* other);
 
- private:
-  friend class Graph;
-  friend class Value;
-  friend class NodeIterator;
   Node(Graph* graph, std::string op_type, std::string domain)
       : graph_(graph), op_type_(std::move(op_type)), domain_(std::move(domain)) {}
 
@@ -387,18 +399,13 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
 
   const std::string& name() const { return name_; }
-  void setName(std::string name) { name_ = std::move(name); }
   const std::string& docString() const { return doc_string_; }
-  void setDocString(std::string doc) { doc_string_ = std::move(doc); }
   const std::string& unknownFields() const { return unknown_fields_; }
-  void setUnknownFields(std::string fields) { unknown_fields_ = std::move(fields); }
   /// Serialized TensorAnnotation messages (quantization_annotation), kept verbatim.
-  std::vector<std::string>& quantizationAnnotations() { return quantization_annotations_; }
   const std::vector<std::string>& quantizationAnnotations() const {
     return quantization_annotations_;
   }
   /// Serialized ValueInfoProto entries naming no value of this graph, kept verbatim.
-  std::vector<std::string>& orphanValueInfos() { return orphan_value_infos_; }
   const std::vector<std::string>& orphanValueInfos() const { return orphan_value_infos_; }
 
   /// The node whose attribute holds this graph; nullptr for a top-level graph or function body.
@@ -413,6 +420,33 @@ class Graph {
   Node* lastNode() const;
   size_t numNodes() const { return num_nodes_; }
   bool empty() const { return num_nodes_ == 0; }
+  /// Frees erased nodes. Call only when no NodeIterator points at an erased node. (Not a change
+  /// of the IR: erased nodes are already out of every list and use-list.)
+  void collectGarbage();
+
+  // --- inputs, initializers, outputs ---
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  /// Values with constant data, in declaration order (initializers, and inputs with defaults).
+  const std::vector<Value*>& initializers() const { return initializers_; }
+  std::vector<Value*> outputs() const;
+  size_t numOutputs() const;
+  Value* output(size_t i) const;
+  /// The hidden node whose inputs are the graph outputs.
+  Node* returnNode() const { return return_node_.get(); }
+
+  /// Every node of this graph and of its subgraphs, recursively, in pre-order.
+  std::vector<Node*> allNodesRecursive() const;
+
+ private:
+  // Mutators are private (see Value): rewrite::Rewriter for passes, ir::Builder otherwise.
+  friend class Node;
+  friend class Builder;
+
+  void setName(std::string name) { name_ = std::move(name); }
+  void setDocString(std::string doc) { doc_string_ = std::move(doc); }
+  void setUnknownFields(std::string fields) { unknown_fields_ = std::move(fields); }
+  std::vector<std::string>& mutableQuantizationAnnotations() { return quantization_annotations_; }
+  std::vector<std::string>& mutableOrphanValueInfos() { return orphan_value_infos_; }
 
   /// Creates a node with `num_outputs` fresh outputs, inserted before `before` (at the end if
   /// nullptr).
@@ -424,48 +458,29 @@ class Graph {
   /// Unlinks `node`, which must not have used outputs; it is freed by collectGarbage().
   /// Given:   %a = X(); %b = Y(%a)        Execute: eraseNode(Y)      Result: %a = X()
   void eraseNode(Node* node);
-  /// Frees erased nodes. Call only when no NodeIterator points at an erased node.
-  void collectGarbage();
 
-  // --- inputs, initializers, outputs ---
-  const std::vector<Value*>& inputs() const { return inputs_; }
   /// Given: graph (%x)    Execute: addInput("y", t)    Result: graph (%x, %y)
   Value* addInput(std::string name, Type type);
   /// Removes graph input `value`, which must have no uses.
   void removeInput(Value* value);
-
-  /// Values with constant data, in declaration order (initializers, and inputs with defaults).
-  const std::vector<Value*>& initializers() const { return initializers_; }
   /// Given: graph {}      Execute: addInitializer("w", t)  Result: graph { %w = <t> }
   Value* addInitializer(std::string name, Tensor tensor);
   /// Adds a sparse initializer (SparseTensorProto).
   Value* addSparseInitializer(std::string name, SparseTensor tensor);
   /// Gives graph input `value` a default value (an initializer of the same name, IR < 4 style).
   void setInputDefault(Value* value, Tensor tensor);
-  /// Removes an initializer (or an input's default) that has no uses.
-  void removeInitializer(Value* value) { removeInitializers({value}); }
-  /// Removes several at once, in time linear in the graph's initializers.
+  /// Removes several initializers (or inputs' defaults) that have no uses, in time linear in the
+  /// graph's initializers.
   void removeInitializers(const std::vector<Value*>& values);
   /// Turns graph input `value`, which has a default, into a plain initializer (no longer an input).
   /// Given:   graph (%x, %w) { %w = <t> }
   /// Execute: freezeInputDefault(w)
   /// Result:  graph (%x) { %w = <t> }
   void freezeInputDefault(Value* value);
-
-  std::vector<Value*> outputs() const;
-  size_t numOutputs() const;
-  Value* output(size_t i) const;
   void addOutput(Value* value);
   void setOutput(size_t i, Value* value);
   void removeOutput(size_t i);
-  /// The hidden node whose inputs are the graph outputs.
-  Node* returnNode() const { return return_node_.get(); }
 
-  /// Every node of this graph and of its subgraphs, recursively, in pre-order.
-  std::vector<Node*> allNodesRecursive() const;
-
- private:
-  friend class Node;
   void linkBefore(Node* node, Node* before);
   void unlink(Node* node);
 

@@ -44,6 +44,19 @@ class Rewriter {
   /// Result:  %n = Neg(%x); %y = Relu(%x)
   ir::Node* createNode(const std::string& op_type, const std::string& domain,
                        const std::vector<ir::Value*>& inputs, size_t num_outputs = 1);
+  /// Creates a node with one output per entry of `output_types`, typed so.
+  /// Given:   %y = Relu(%x)          (insertion point: Relu)
+  /// Execute: createNode("Neg", "", {x}, {float[N]})
+  /// Result:  %n: float[N] = Neg(%x); %y = Relu(%x)
+  ir::Node* createNode(const std::string& op_type, const std::string& domain,
+                       const std::vector<ir::Value*>& inputs, std::vector<ir::Type> output_types);
+  /// createNode with the output types of `like`, which takes over the name of node `like` too
+  /// (the usual fusion: the new node stands for the chain that ended in `like`).
+  /// Given:   %t = Mul(%x, %w); %y = Add(%t, %b)
+  /// Execute: createNodeLike("Gemm", "", {x, w, b}, Add)
+  /// Result:  %g = Gemm(%x, %w, %b) (named as Add, typed as %y); ...
+  ir::Node* createNodeLike(const std::string& op_type, const std::string& domain,
+                           const std::vector<ir::Value*>& inputs, const ir::Node* like);
 
   /// Adds an initializer to `graph` with a name unique in that graph, derived from `base_name`.
   ir::Value* createInitializer(ir::Graph& graph, const std::string& base_name, ir::Tensor tensor);
@@ -82,13 +95,30 @@ class Rewriter {
   /// Makes a graph input's default a constant: the input goes, an initializer stays.
   void freezeInputDefault(ir::Value* value);
 
-  /// Announces an in-place change made by `fn` to `node` (for changes no other method covers).
-  template <typename Fn>
-  void modifyInPlace(ir::Node* node, Fn&& fn) {
-    fn();
-    changed_ = true;
-    if (listener_) listener_->nodeModified(node);
-  }
+  /// Drops the value_info entries of `graph` that name no value (kept verbatim from import).
+  void dropOrphanValueInfos(ir::Graph& graph);
+
+  /// Sets the type of `value` (its users may now match patterns they did not before).
+  /// Given: %y: float[?] = A(%x)     Execute: setType(y, float[4])   Result: %y: float[4] = A(%x)
+  void setType(ir::Value* value, ir::Type type);
+  /// Renames a value; "" frees its name (a later value may take it). Names are metadata: no
+  /// pattern sees them, so no node is revisited.
+  void setName(ir::Value* value, std::string name);
+  void setName(ir::Node* node, std::string name);
+
+  /// Moves the body of `branch`, a graph held by an attribute of `node`, into node's graph just
+  /// before `node`: its initializers become initializers there, its nodes are recreated in order
+  /// (names, doc strings, attributes and nested subgraphs kept; value names kept where free in
+  /// the model, else made unique). Returns the values that the branch's outputs now are, one per
+  /// output; `node` is left in place (replaceNode(node, result) is the usual next step).
+  /// Given:   %y = If(%c) { then: %a = F(%x) -> %a ; else: ... }
+  /// Execute: inlineBranch(If, then)
+  /// Result:  %a = F(%x); %y = If(%c) { then: -> %a ; ... }     (returns {%a})
+  std::vector<ir::Value*> inlineBranch(ir::Node* node, ir::Graph& branch);
+
+  /// Changes the operator of `node` in place (inputs, outputs and attributes stay).
+  /// Given: %y = A(%x)    Execute: setOpType(node, "B", "")    Result: %y = B(%x)
+  void setOpType(ir::Node* node, std::string op_type, std::string domain);
 
   /// True once any change was made.
   bool changed() const { return changed_; }

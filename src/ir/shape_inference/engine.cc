@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "onnxopt/ir/builder.h"
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/shape_inference.h"
 
@@ -154,7 +155,7 @@ class ShapeInferenceEngine {
     }
     const Type& declared = v->type();
     if (!declared.isKnown()) {
-      v->setType(inferred);
+      ir::Builder::setType(v, inferred);
       return;
     }
     auto contradiction = [&] {
@@ -195,14 +196,14 @@ class ShapeInferenceEngine {
       }
     }
     if (contradicts) contradiction();
-    v->setType(std::move(merged));
+    ir::Builder::setType(v, std::move(merged));
   }
 
   std::vector<Type> inferSubgraph(Graph& graph, const std::vector<Type>& input_types) {
     for (size_t i = 0; i < graph.inputs().size() && i < input_types.size(); ++i) {
       Value* in = graph.inputs()[i];
       // A declared body input type wins: loop-carried values may change shape per iteration.
-      if (!in->type().isKnown()) in->setType(input_types[i]);
+      if (!in->type().isKnown()) ir::Builder::setType(in, input_types[i]);
     }
     inferGraph(graph);
     std::vector<Type> out;
@@ -271,7 +272,8 @@ class ShapeInferenceEngine {
   void markValueInfo(Graph& g) {
     for (Node* n : g) {
       for (Value* v : n->outputs()) {
-        if (v != nullptr && v->type().isKnown() && !v->isGraphOutput()) v->setHasValueInfo(true);
+        if (v != nullptr && v->type().isKnown() && !v->isGraphOutput())
+          ir::Builder::setHasValueInfo(v, true);
       }
       for (Graph* sub : n->subgraphs()) markValueInfo(*sub);
     }
