@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "onnxopt/support/axis.h"
+
 namespace onnxopt::kernels::ref {
 
 Status unimplemented(const KernelContext& ctx, const std::string& what) {
@@ -100,10 +102,9 @@ Dims broadcastStrides(const Dims& in, const Dims& out) {
 }
 
 StatusOr<int64_t> normalizeAxis(int64_t axis, int64_t rank, const char* what) {
-  if (axis < -rank || axis >= rank) {
-    return invalidArgument("{} {} is out of range for rank {}", what, axis, rank);
-  }
-  return axis < 0 ? axis + rank : axis;
+  auto normalized = ::onnxopt::normalizeAxis(axis, rank);
+  if (!normalized) return invalidArgument("{} {} is out of range for rank {}", what, axis, rank);
+  return *normalized;
 }
 
 StatusOr<Dims> normalizeAxes(const Dims& axes, int64_t rank) {

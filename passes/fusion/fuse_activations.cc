@@ -13,75 +13,66 @@
 
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
+#include "onnxopt/pass/pattern_match.h"
 
 namespace onnxopt::passes {
 namespace {
 
+using namespace pass::match;  // NOLINT: the matcher vocabulary reads as the rule
 using rewrite::PatternContext;
 
-bool is(const std::optional<double>& v, double want) {
-  return v && std::fabs(*v - want) <= 1e-6 * std::max(1.0, std::fabs(want));
+constexpr double kTolerance = 1e-6;
+
+bool is(double v, double want) {
+  return std::fabs(v - want) <= kTolerance * std::max(1.0, std::fabs(want));
 }
 
-/// For a binary node, the operand that is the scalar `c`'s partner; nullptr when neither is `c`.
-ir::Value* partnerOf(const ir::Node& n, double c) {
-  if (is(pass::scalarConstant(n.input(1)), c)) return n.input(0);
-  if (is(pass::scalarConstant(n.input(0)), c)) return n.input(1);
-  return nullptr;
+/// A scalar within the tolerance of `value`, bound to `name` for keepsRank.
+Matcher constant(const char* name, double value) {
+  return bind(name, scalar(value, kTolerance));
 }
 
 /// True when the pattern's result keeps x's rank: a one-element constant of higher rank
 /// ([1,1,1] + x) broadcasts x up, which the fused unary op would lose. Known when the result's
 /// rank is x's, or when every constant's rank is at most x's (rank 0 always is).
-bool keepsRank(const ir::Node& root, const ir::Value* x,
-               const std::vector<const ir::Value*>& constants, PatternContext& ctx) {
-  auto rx = pass::rankOf(x);
+bool keepsRank(const ir::Node& root, const Match& m, const std::vector<const char*>& constants,
+               PatternContext& ctx) {
+  auto rx = pass::rankOf(m["x"]);
   if (rx && pass::rankOf(root.output(0)) == rx) return true;
-  bool all_fit = std::all_of(constants.begin(), constants.end(), [&](const ir::Value* c) {
-    auto rc = pass::rankOf(c);
+  bool all_fit = std::all_of(constants.begin(), constants.end(), [&](const char* c) {
+    auto rc = pass::rankOf(m[c]);
     return rc && (*rc == 0 || (rx && *rc <= *rx));
   });
   return all_fit || ctx.fail("the constants may broadcast x to a higher rank");
 }
 
-/// The operand of binary `n` other than `v`.
-const ir::Value* otherOperand(const ir::Node& n, const ir::Value* v) {
-  return n.input(0) == v ? n.input(1) : n.input(0);
-}
-
-/// Replaces `root`'s output with a new `op`(x) (with attributes) and erases `chain` (users first).
-void replaceWith(ir::Node* root, const char* op, ir::Value* x,
+/// Replaces `root`'s output with a new `op`(x) (with attributes) and erases the matched chain.
+void replaceWith(ir::Node* root, const char* op_type, const Match& m,
                  const std::vector<std::pair<const char*, float>>& float_attrs,
-                 const std::vector<ir::Node*>& chain, PatternContext& ctx) {
+                 PatternContext& ctx) {
   auto& rw = ctx.rewriter();
   rw.setInsertionPoint(root);
-  ir::Node* n = rw.createNode(op, "", {x}, 1);
-  for (const auto& [name, value] : float_attrs) {
-    ir::Attribute a;
-    a.name = name;
-    a.kind = ir::Attribute::Kind::kFloat;
-    a.f = value;
-    rw.setAttribute(n, std::move(a));
-  }
-  rw.setType(n->output(0), root->output(0)->type());
+  ir::Node* n = rw.createNode(op_type, "", {m["x"]}, {root->output(0)->type()});
+  for (const auto& [name, value] : float_attrs) rw.setAttribute(n, pass::floatAttr(name, value));
   rw.replaceAllUsesWith(root->output(0), n->output(0));
-  for (ir::Node* c : chain) {
-    if (!c->output(0)->hasUses()) rw.eraseNode(c);
-  }
+  rw.eraseDeadNodes(m.nodes());
 }
 
 class SoftplusPattern final : public rewrite::Pattern {
  public:
   SoftplusPattern() : Pattern("fuse-softplus", "Log", "", 3) {}
   bool matchAndRewrite(ir::Node* log, PatternContext& ctx) const override {
-    ir::Node* add = pass::singleUseProducer(log->input(0), "Add");
-    ir::Value* e = add ? partnerOf(*add, 1.0) : nullptr;
-    ir::Node* exp = pass::singleUseProducer(e, "Exp");
-    if (exp == nullptr) return ctx.fail("not Log(Exp(x) + 1)");
-    if (!keepsRank(*log, exp->input(0), {otherOperand(*add, e)}, ctx)) return false;
-    replaceWith(log, "Softplus", exp->input(0), {}, {log, add, exp}, ctx);
+    Match m = rule_.match(log);
+    if (!m) return ctx.fail("{}", m.why());
+    if (!keepsRank(*log, m, {"one"}, ctx)) return false;
+    replaceWith(log, "Softplus", m, {}, ctx);
     return true;
   }
+
+ private:
+  const Matcher rule_ =
+      op("Log", singleUse(commutative("Add", singleUse(op("Exp", bind("x"))), constant("one", 1))))
+          .orFail("not Log(Exp(x) + 1)");
 };
 
 class HardSigmoidPattern final : public rewrite::Pattern {
@@ -89,57 +80,59 @@ class HardSigmoidPattern final : public rewrite::Pattern {
   HardSigmoidPattern() : Pattern("fuse-hardsigmoid", "Div", "", 3, 11) {}
   // Clip's bounds are inputs from opset 11.
   bool matchAndRewrite(ir::Node* div, PatternContext& ctx) const override {
-    if (!is(pass::scalarConstant(div->input(1)), 6.0)) return ctx.fail("not divided by 6");
-    ir::Node* clip = pass::singleUseProducer(div->input(0), "Clip");
-    if (clip == nullptr || clip->numInputs() != 3 ||
-        !is(pass::scalarConstant(clip->input(1)), 0.0) ||
-        !is(pass::scalarConstant(clip->input(2)), 6.0)) {
-      return ctx.fail("not Clip(.., 0, 6)");
-    }
-    ir::Node* add = pass::singleUseProducer(clip->input(0), "Add");
-    ir::Value* x = add ? partnerOf(*add, 3.0) : nullptr;
-    if (x == nullptr) return ctx.fail("not x + 3");
-    if (!keepsRank(*div, x, {div->input(1), clip->input(1), clip->input(2), otherOperand(*add, x)},
-                   ctx)) {
-      return false;
-    }
-    replaceWith(div, "HardSigmoid", x, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}}, {div, clip, add},
-                ctx);
+    Match m = rule_.match(div);
+    if (!m) return ctx.fail("{}", m.why());
+    if (!keepsRank(*div, m, {"six", "zero", "six_max", "three"}, ctx)) return false;
+    replaceWith(div, "HardSigmoid", m, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}}, ctx);
     return true;
   }
+
+ private:
+  const Matcher rule_ =
+      op("Div",
+         singleUse(
+             op("Clip",
+                singleUse(commutative("Add", bind("x"), constant("three", 3))).orFail("not x + 3"),
+                constant("zero", 0), constant("six_max", 6)))
+             .orFail("not Clip(.., 0, 6)"),
+         constant("six", 6).orFail("not divided by 6"));
 };
 
 class HardSwishPattern final : public rewrite::Pattern {
  public:
   HardSwishPattern() : Pattern("fuse-hardswish", "Mul", "", 2, 14) {}
   bool matchAndRewrite(ir::Node* mul, PatternContext& ctx) const override {
-    for (int side = 0; side < 2; ++side) {
-      ir::Node* hs = pass::singleUseProducer(mul->input(side), "HardSigmoid");
-      if (hs == nullptr || hs->input(0) != mul->input(1 - side)) continue;
-      if (!is(pass::attrFloat(*hs, "alpha", 0.2f), 1.0 / 6.0) ||
-          !is(pass::attrFloat(*hs, "beta", 0.5f), 0.5)) {
-        return ctx.fail("HardSigmoid parameters differ from HardSwish's");
-      }
-      replaceWith(mul, "HardSwish", hs->input(0), {}, {mul, hs}, ctx);
-      return true;
+    Match m = rule_.match(mul);
+    if (!m) return ctx.fail("{}", m.why());
+    const ir::Node& hs = *m.node("hs");
+    if (!is(pass::attrFloat(hs, "alpha", 0.2f), 1.0 / 6.0) ||
+        !is(pass::attrFloat(hs, "beta", 0.5f), 0.5)) {
+      return ctx.fail("HardSigmoid parameters differ from HardSwish's");
     }
-    return ctx.fail("not x * HardSigmoid(x)");
+    replaceWith(mul, "HardSwish", m, {}, ctx);
+    return true;
   }
+
+ private:
+  const Matcher rule_ =
+      commutative("Mul", bind("hs", singleUse(op("HardSigmoid", bind("x")))), bind("x"))
+          .orFail("not x * HardSigmoid(x)");
 };
 
 class MishPattern final : public rewrite::Pattern {
  public:
   MishPattern() : Pattern("fuse-mish", "Mul", "", 1, 18) {}
   bool matchAndRewrite(ir::Node* mul, PatternContext& ctx) const override {
-    for (int side = 0; side < 2; ++side) {
-      ir::Node* tanh = pass::singleUseProducer(mul->input(side), "Tanh");
-      ir::Node* sp = tanh ? pass::singleUseProducer(tanh->input(0), "Softplus") : nullptr;
-      if (sp == nullptr || sp->input(0) != mul->input(1 - side)) continue;
-      replaceWith(mul, "Mish", sp->input(0), {}, {mul, tanh, sp}, ctx);
-      return true;
-    }
-    return ctx.fail("not x * tanh(softplus(x))");
+    Match m = rule_.match(mul);
+    if (!m) return ctx.fail("{}", m.why());
+    replaceWith(mul, "Mish", m, {}, ctx);
+    return true;
   }
+
+ private:
+  const Matcher rule_ =
+      commutative("Mul", singleUse(op("Tanh", singleUse(op("Softplus", bind("x"))))), bind("x"))
+          .orFail("not x * tanh(softplus(x))");
 };
 
 class FuseActivationsPass final : public pass::PatternPass {

@@ -11,8 +11,7 @@
 // New weights are computed in double and stored in the original element type. The Conv output must
 // have no other user and not be a graph output; weights and BN statistics must be constant; BN must
 // be in inference mode (one used output, no training_mode).
-#include <cmath>
-
+#include "batch_norm_fold.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 
@@ -128,34 +127,15 @@ class ConvBatchNormPattern final : public rewrite::Pattern {
  public:
   ConvBatchNormPattern() : Pattern("fuse-conv-batchnorm", "BatchNormalization") {}
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    for (size_t i = 1; i < node->numOutputs(); ++i) {
-      if (node->output(i) != nullptr && node->output(i)->hasUses())
-        return ctx.fail("training outputs used");
-    }
-    if (pass::attrInt(*node, "training_mode", 0) != 0) return ctx.fail("training mode");
-    if (node->numInputs() < 5) return ctx.fail("missing statistics");
+    if (!isInferenceBatchNorm(*node, ctx)) return false;
     auto info = absorbingConv(*node, 0, ctx);
     if (!info) return false;
     if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(0), info->conv->output(0))) {
       return ctx.fail("would rename a model output");
     }
-    std::vector<std::vector<double>> p;
-    for (size_t i = 1; i < 5; ++i) {
-      auto t = pass::constantTensor(node->input(i));
-      auto v = t ? pass::floatValues(*t) : std::nullopt;
-      if (!v || static_cast<int64_t>(v->size()) != info->out_channels) {
-        return ctx.fail("BatchNormalization input {} is not a constant per-channel vector", i);
-      }
-      p.push_back(std::move(*v));
-    }
-    double eps = pass::attrFloat(*node, "epsilon", 1e-5f);
-    size_t c = static_cast<size_t>(info->out_channels);
-    std::vector<double> scale(c), bias(c);
-    for (size_t k = 0; k < c; ++k) {
-      scale[k] = p[0][k] / std::sqrt(p[3][k] + eps);
-      bias[k] = (info->bias[k] - p[2][k]) * scale[k] + p[1][k];
-    }
-    rewriteConv(node, *info, scale, bias, ctx);
+    auto fold = foldBatchNorm(*node, info->bias, ctx);
+    if (!fold) return false;
+    rewriteConv(node, *info, fold->scale, fold->bias, ctx);
     return true;
   }
 };

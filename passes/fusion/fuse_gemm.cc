@@ -14,8 +14,7 @@
 //                                          s = gamma / sqrt(var + eps)
 //
 // Constants are recomputed in double and stored in their element type.
-#include <cmath>
-
+#include "batch_norm_fold.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 
@@ -192,13 +191,7 @@ class GemmBatchNormPattern final : public rewrite::Pattern {
  public:
   GemmBatchNormPattern() : Pattern("fuse-gemm-batchnorm", "BatchNormalization") {}
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    for (size_t i = 1; i < node->numOutputs(); ++i) {
-      if (node->output(i) != nullptr && node->output(i)->hasUses())
-        return ctx.fail("training outputs used");
-    }
-    if (pass::attrInt(*node, "training_mode", 0) != 0 || node->numInputs() < 5) {
-      return ctx.fail("training mode or missing statistics");
-    }
+    if (!isInferenceBatchNorm(*node, ctx)) return false;
     ir::Value* in = node->input(0);
     if (in == nullptr || in->producer() == nullptr || !pass::hasSingleUse(in)) {
       return ctx.fail("input is not a single-use node output");
@@ -230,33 +223,21 @@ class GemmBatchNormPattern final : public rewrite::Pattern {
       }
       bias = *cv;
     }
-    std::vector<std::vector<double>> p;
-    for (size_t i = 1; i < 5; ++i) {
-      auto t = pass::constantTensor(node->input(i));
-      auto v = t ? pass::floatValues(*t) : std::nullopt;
-      if (!v || static_cast<int64_t>(v->size()) != n)
-        return ctx.fail("statistic {} is not per column", i);
-      p.push_back(std::move(*v));
-    }
+    auto fold = foldBatchNorm(*node, std::move(bias), ctx);
+    if (!fold) return false;
     if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(0), in)) {
       return ctx.fail("would rename a model output");
     }
-    double eps = pass::attrFloat(*node, "epsilon", 1e-5f);
-    std::vector<double> scale(static_cast<size_t>(n));
-    for (size_t k = 0; k < scale.size(); ++k) {
-      scale[k] = p[0][k] / std::sqrt(p[3][k] + eps);
-      bias[k] = (bias[k] - p[2][k]) * scale[k] + p[1][k];
-    }
     for (size_t i = 0; i < bv->size(); ++i) {
       size_t col = trans_b ? i / static_cast<size_t>(b->dims()[1]) : i % static_cast<size_t>(n);
-      (*bv)[i] *= scale[col];
+      (*bv)[i] *= fold->scale[col];
     }
     auto& rw = ctx.rewriter();
     ir::Graph& g = *prod->owningGraph();
     ir::Value* new_b = rw.createInitializer(g, prod->input(1)->name() + "_fused",
                                             pass::makeFloatTensor(b->dtype(), b->dims(), *bv));
     ir::Value* new_c = rw.createInitializer(g, prod->input(1)->name() + "_fused_bias",
-                                            pass::makeFloatTensor(b->dtype(), {n}, bias));
+                                            pass::makeFloatTensor(b->dtype(), {n}, fold->bias));
     ir::Node* gemm = prod;
     if (!is_gemm) {
       gemm = rw.createNode("Gemm", "", {prod->input(0), new_b, new_c}, {node->output(0)->type()});

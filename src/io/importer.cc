@@ -127,12 +127,17 @@ class Importer {
 
  private:
   Status importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Scope* parent);
+  Status checkGraphLimits(const onnx::GraphProto& proto, int depth);
+  Status importGraphInputs(onnx::GraphProto& proto, ir::Graph& graph, Scope& scope);
   Status importNode(onnx::NodeProto& proto, ir::Graph& graph, Scope& scope);
   Status importAttribute(onnx::AttributeProto& proto, const Scope& scope, ir::Attribute& out);
+  Status importSubgraphs(onnx::AttributeProto& proto, const Scope& scope, ir::Attribute& out);
   Status importFunction(onnx::FunctionProto& proto, ir::Function& fn);
   StatusOr<ir::Tensor> importTensor(onnx::TensorProto& proto);
   StatusOr<ir::SparseTensor> importSparse(onnx::SparseTensorProto& proto);
   Status readExternal(onnx::TensorProto& proto, ir::Tensor& tensor);
+  StatusOr<std::string> resolveExternal(const std::string& tensor,
+                                        const std::string& location) const;
 
   std::string base_dir_;
   LoadLimits limits_;
@@ -239,53 +244,45 @@ void appendLow(std::string& out, const T& values, size_t width) {
   }
 }
 
-Status Importer::readExternal(onnx::TensorProto& proto, ir::Tensor& tensor) {
-  std::string location;
-  std::optional<uint64_t> offset, length;
-  auto parseNumber = [&](const std::string& key, const std::string& text) -> StatusOr<uint64_t> {
-    if (text.empty() || text.size() > 20 ||
-        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      return invalidArgument("tensor '{}': external data {} '{}' is not a non-negative integer",
-                             proto.name(), key, text);
-    }
-    errno = 0;
-    unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-    if (errno == ERANGE) {
-      return invalidArgument("tensor '{}': external data {} '{}' is out of range", proto.name(),
-                             key, text);
-    }
-    return static_cast<uint64_t>(v);
-  };
-  for (const auto& kv : proto.external_data()) {
-    if (kv.key() == "location") {
-      location = kv.value();
-    } else if (kv.key() == "offset") {
-      ASSIGN_OR_RETURN(offset, parseNumber("offset", kv.value()));
-    } else if (kv.key() == "length") {
-      ASSIGN_OR_RETURN(length, parseNumber("length", kv.value()));
-    }
+/// An external data offset or length: a decimal non-negative integer that fits 64 bits.
+StatusOr<uint64_t> externalNumber(const std::string& tensor, const std::string& key,
+                                  const std::string& text) {
+  if (text.empty() || text.size() > 20 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return invalidArgument("tensor '{}': external data {} '{}' is not a non-negative integer",
+                           tensor, key, text);
   }
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE) {
+    return invalidArgument("tensor '{}': external data {} '{}' is out of range", tensor, key, text);
+  }
+  return static_cast<uint64_t>(v);
+}
+
+StatusOr<std::string> Importer::resolveExternal(const std::string& tensor,
+                                                const std::string& location) const {
   if (location.empty()) {
-    return invalidArgument("tensor '{}': external data has no location", proto.name());
+    return invalidArgument("tensor '{}': external data has no location", tensor);
   }
   fs::path rel(location);
   if (rel.is_absolute()) {
     return invalidArgument(
         "tensor '{}': external data location '{}' is absolute; it must be "
         "relative to the model's folder",
-        proto.name(), location);
+        tensor, location);
   }
   fs::path normal = rel.lexically_normal();
   if (normal.empty() || *normal.begin() == ".." || normal == ".") {
     return invalidArgument("tensor '{}': external data location '{}' leaves the model's folder",
-                           proto.name(), location);
+                           tensor, location);
   }
   std::error_code ec;
   fs::path base = fs::weakly_canonical(fs::path(base_dir_), ec);
   fs::path full = fs::weakly_canonical(base / normal, ec);
   if (ec) {
     return makeError(StatusCode::kNotFound, "tensor '{}': external data file '{}' not found",
-                     proto.name(), location);
+                     tensor, location);
   }
   // A symbolic link can still lead outside: compare the resolved paths.
   auto [base_end, full_it] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
@@ -293,9 +290,24 @@ Status Importer::readExternal(onnx::TensorProto& proto, ir::Tensor& tensor) {
     return invalidArgument(
         "tensor '{}': external data location '{}' resolves outside the model's "
         "folder",
-        proto.name(), location);
+        tensor, location);
   }
-  std::string key = full.string();
+  return full.string();
+}
+
+Status Importer::readExternal(onnx::TensorProto& proto, ir::Tensor& tensor) {
+  std::string location;
+  std::optional<uint64_t> offset, length;
+  for (const auto& kv : proto.external_data()) {
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset") {
+      ASSIGN_OR_RETURN(offset, externalNumber(proto.name(), "offset", kv.value()));
+    } else if (kv.key() == "length") {
+      ASSIGN_OR_RETURN(length, externalNumber(proto.name(), "length", kv.value()));
+    }
+  }
+  ASSIGN_OR_RETURN(std::string key, resolveExternal(proto.name(), location));
   auto it = mapped_.find(key);
   if (it == mapped_.end()) {
     auto file = ir::MappedFile::open(key);
@@ -331,6 +343,40 @@ Status Importer::readExternal(onnx::TensorProto& proto, ir::Tensor& tensor) {
   tensor.setView(file, off, len);
   tensor.setExternalSource(ir::ExternalSource{key, off, len});
   return Status::ok();
+}
+
+/// The data of a fixed-width tensor as little-endian bytes, from raw_data (moved: no copy of the
+/// weights) or the typed field that holds it; false when it holds none.
+StatusOr<bool> typedData(onnx::TensorProto& proto, DataType dtype, uint64_t count,
+                         std::string& bytes) {
+  // Sub-byte types keep one packed byte per int32_data element.
+  const int bits = ir::dataTypeBits(dtype);
+  if (proto.has_raw_data()) {
+    bytes = std::move(*proto.mutable_raw_data());
+    // Empty raw_data on a non-empty tensor marks weight-stripped models (TensorRT "weightless"):
+    // kept without data, as it came.
+    return !bytes.empty() || count == 0;
+  }
+  if (proto.float_data_size() > 0) {
+    appendLow(bytes, proto.float_data(), 4);
+  } else if (proto.int32_data_size() > 0) {
+    size_t width = bits >= 8 ? static_cast<size_t>(bits / 8) : 1;
+    if (dtype == DataType::kInt32) width = 4;
+    if (width > 4) {  // found by fuzz_import: an int64 tensor in int32_data read past each value
+      return invalidArgument("tensor '{}': int32_data cannot hold {} values", proto.name(),
+                             dataTypeName(dtype));
+    }
+    appendLow(bytes, proto.int32_data(), width);
+  } else if (proto.int64_data_size() > 0) {
+    appendLow(bytes, proto.int64_data(), 8);
+  } else if (proto.double_data_size() > 0) {
+    appendLow(bytes, proto.double_data(), 8);
+  } else if (proto.uint64_data_size() > 0) {
+    appendLow(bytes, proto.uint64_data(), dtype == DataType::kUint32 ? 4 : 8);
+  } else {
+    return false;
+  }
+  return true;
 }
 
 StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
@@ -389,34 +435,9 @@ StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
   }
 
   std::string bytes;
-  bool has_data = true;
-  // Sub-byte types keep one packed byte per int32_data element.
   const int bits = ir::dataTypeBits(dtype);
   const uint64_t typed_count = bits > 0 && bits < 8 ? (*count * bits + 7) / 8 : *count;
-  if (proto.has_raw_data()) {
-    bytes = std::move(*proto.mutable_raw_data());  // moves the buffer: no copy of the weights
-    // Empty raw_data on a non-empty tensor marks weight-stripped models (TensorRT "weightless"):
-    // kept without data, as it came.
-    has_data = !bytes.empty() || *count == 0;
-  } else if (proto.float_data_size() > 0) {
-    appendLow(bytes, proto.float_data(), 4);
-  } else if (proto.int32_data_size() > 0) {
-    size_t width = bits >= 8 ? static_cast<size_t>(bits / 8) : 1;
-    if (dtype == DataType::kInt32) width = 4;
-    if (width > 4) {  // found by fuzz_import: an int64 tensor in int32_data read past each value
-      return invalidArgument("tensor '{}': int32_data cannot hold {} values", proto.name(),
-                             dataTypeName(dtype));
-    }
-    appendLow(bytes, proto.int32_data(), width);
-  } else if (proto.int64_data_size() > 0) {
-    appendLow(bytes, proto.int64_data(), 8);
-  } else if (proto.double_data_size() > 0) {
-    appendLow(bytes, proto.double_data(), 8);
-  } else if (proto.uint64_data_size() > 0) {
-    appendLow(bytes, proto.uint64_data(), dtype == DataType::kUint32 ? 4 : 8);
-  } else {
-    has_data = false;
-  }
+  ASSIGN_OR_RETURN(bool has_data, typedData(proto, dtype, *count, bytes));
   if (!has_data) return tensor;  // no data at all: kept as it came
   if (known) {
     auto expected = tensor.expectedByteSize();
@@ -492,6 +513,49 @@ StatusOr<ir::SparseTensor> Importer::importSparse(onnx::SparseTensorProto& proto
 // ---------------------------------------------------------------------------------------------
 // Attributes, nodes, graphs
 
+/// The type of an attribute: as given, or in a file of IR version 1, which may omit it, that of the
+/// field that is set. UNDEFINED only for a reference attribute (of a function body).
+StatusOr<int> attributeType(const onnx::AttributeProto& proto, int64_t ir_version) {
+  if (proto.type() != onnx::AttributeProto::UNDEFINED || !proto.ref_attr_name().empty()) {
+    return static_cast<int>(proto.type());
+  }
+  // The type is required since IR version 2.
+  if (ir_version >= 2) return invalidArgument("attribute '{}' has an undefined type", proto.name());
+  if (proto.has_f()) return onnx::AttributeProto::FLOAT;
+  if (proto.has_i()) return onnx::AttributeProto::INT;
+  if (proto.has_s()) return onnx::AttributeProto::STRING;
+  if (proto.has_t()) return onnx::AttributeProto::TENSOR;
+  if (proto.has_g()) return onnx::AttributeProto::GRAPH;
+  if (proto.has_sparse_tensor()) return onnx::AttributeProto::SPARSE_TENSOR;
+  if (proto.has_tp()) return onnx::AttributeProto::TYPE_PROTO;
+  if (proto.floats_size()) return onnx::AttributeProto::FLOATS;
+  if (proto.ints_size()) return onnx::AttributeProto::INTS;
+  if (proto.strings_size()) return onnx::AttributeProto::STRINGS;
+  if (proto.tensors_size()) return onnx::AttributeProto::TENSORS;
+  if (proto.graphs_size()) return onnx::AttributeProto::GRAPHS;
+  return invalidArgument("attribute '{}' has no type and no value", proto.name());
+}
+
+Status Importer::importSubgraphs(onnx::AttributeProto& proto, const Scope& scope,
+                                 ir::Attribute& out) {
+  std::vector<onnx::GraphProto*> protos;
+  if (out.kind == ir::Attribute::Kind::kGraph) {
+    protos.push_back(proto.mutable_g());
+  } else {
+    for (auto& g : *proto.mutable_graphs()) protos.push_back(&g);
+  }
+  for (onnx::GraphProto* gp : protos) {
+    auto graph = std::make_unique<ir::Graph>();
+    Status st = importGraph(*gp, *graph, &scope);
+    if (!st.isOk()) {
+      return boundedContext(
+          st, fmt::format("in subgraph '{}' of attribute '{}'", gp->name(), proto.name()));
+    }
+    out.graphs.push_back(std::move(graph));
+  }
+  return Status::ok();
+}
+
 Status Importer::importAttribute(onnx::AttributeProto& proto, const Scope& scope,
                                  ir::Attribute& out) {
   using Kind = ir::Attribute::Kind;
@@ -499,39 +563,7 @@ Status Importer::importAttribute(onnx::AttributeProto& proto, const Scope& scope
   out.ref_attr_name = proto.ref_attr_name();
   out.doc_string = proto.doc_string();
   out.unknown_fields = unknownFieldsOf(proto);
-  int type = proto.type();
-  if (type == onnx::AttributeProto::UNDEFINED && out.ref_attr_name.empty()) {
-    // The type is required since IR version 2; older files omit it: take it from the field set.
-    if (ir_version_ >= 2) {
-      return invalidArgument("attribute '{}' has an undefined type", proto.name());
-    }
-    if (proto.has_f())
-      type = onnx::AttributeProto::FLOAT;
-    else if (proto.has_i())
-      type = onnx::AttributeProto::INT;
-    else if (proto.has_s())
-      type = onnx::AttributeProto::STRING;
-    else if (proto.has_t())
-      type = onnx::AttributeProto::TENSOR;
-    else if (proto.has_g())
-      type = onnx::AttributeProto::GRAPH;
-    else if (proto.has_sparse_tensor())
-      type = onnx::AttributeProto::SPARSE_TENSOR;
-    else if (proto.has_tp())
-      type = onnx::AttributeProto::TYPE_PROTO;
-    else if (proto.floats_size())
-      type = onnx::AttributeProto::FLOATS;
-    else if (proto.ints_size())
-      type = onnx::AttributeProto::INTS;
-    else if (proto.strings_size())
-      type = onnx::AttributeProto::STRINGS;
-    else if (proto.tensors_size())
-      type = onnx::AttributeProto::TENSORS;
-    else if (proto.graphs_size())
-      type = onnx::AttributeProto::GRAPHS;
-    else
-      return invalidArgument("attribute '{}' has no type and no value", proto.name());
-  }
+  ASSIGN_OR_RETURN(int type, attributeType(proto, ir_version_));
   out.kind = static_cast<Kind>(type);
   switch (out.kind) {
     case Kind::kUndefined:
@@ -588,24 +620,8 @@ Status Importer::importAttribute(onnx::AttributeProto& proto, const Scope& scope
       }
       break;
     case Kind::kGraph:
-    case Kind::kGraphs: {
-      std::vector<onnx::GraphProto*> protos;
-      if (out.kind == Kind::kGraph) {
-        protos.push_back(proto.mutable_g());
-      } else {
-        for (auto& g : *proto.mutable_graphs()) protos.push_back(&g);
-      }
-      for (onnx::GraphProto* gp : protos) {
-        auto graph = std::make_unique<ir::Graph>();
-        Status st = importGraph(*gp, *graph, &scope);
-        if (!st.isOk()) {
-          return boundedContext(
-              st, fmt::format("in subgraph '{}' of attribute '{}'", gp->name(), proto.name()));
-        }
-        out.graphs.push_back(std::move(graph));
-      }
-      break;
-    }
+    case Kind::kGraphs:
+      return importSubgraphs(proto, scope, out);
     default:
       return invalidArgument("attribute '{}' has unknown type {}", proto.name(), type);
   }
@@ -663,17 +679,8 @@ Status Importer::importNode(onnx::NodeProto& proto, ir::Graph& graph, Scope& sco
   return Status::ok();
 }
 
-Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Scope* parent) {
-  ir::Builder::setName(graph, proto.name());
-  ir::Builder::setDocString(graph, proto.doc_string());
-  ir::Builder::setUnknownFields(graph, unknownFieldsOf(proto));
-  for (const auto& qa : proto.quantization_annotation()) {
-    ir::Builder::mutableQuantizationAnnotations(graph).push_back(qa.SerializeAsString());
-  }
-  Scope scope;
-  scope.parent = parent;
-  scope.depth = parent != nullptr ? parent->depth + 1 : 0;
-  if (scope.depth > limits_.max_subgraph_depth) {
+Status Importer::checkGraphLimits(const onnx::GraphProto& proto, int depth) {
+  if (depth > limits_.max_subgraph_depth) {
     return invalidArgument("subgraphs nest deeper than {} levels (the limit)",
                            limits_.max_subgraph_depth);
   }
@@ -688,16 +695,21 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
         "the model has more than {} initializers (the limit; opt --max-initializers)",
         limits_.max_initializers);
   }
+  return Status::ok();
+}
 
-  auto define = [&](const std::string& name, const char* what) -> Status {
-    if (name.empty()) return invalidArgument("a graph {} has an empty name", what);
-    if (scope.names.contains(name)) {
-      return invalidArgument("'{}' is defined twice (duplicate {})", name, what);
-    }
-    return Status::ok();
-  };
+/// A graph input or initializer may take `name`: it is not empty and not defined yet.
+Status checkDefinable(const Scope& scope, const std::string& name, const char* what) {
+  if (name.empty()) return invalidArgument("a graph {} has an empty name", what);
+  if (scope.names.contains(name)) {
+    return invalidArgument("'{}' is defined twice (duplicate {})", name, what);
+  }
+  return Status::ok();
+}
+
+Status Importer::importGraphInputs(onnx::GraphProto& proto, ir::Graph& graph, Scope& scope) {
   for (const auto& vi : proto.input()) {
-    RETURN_IF_ERROR(define(vi.name(), "input"));
+    RETURN_IF_ERROR(checkDefinable(scope, vi.name(), "input"));
     ir::Type type;
     if (vi.has_type()) {
       auto t = importType(vi.type());
@@ -721,7 +733,7 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       ir::Builder::setInputDefault(graph, v, std::move(tensor).value());
       continue;
     }
-    RETURN_IF_ERROR(define(tp.name(), "initializer"));
+    RETURN_IF_ERROR(checkDefinable(scope, tp.name(), "initializer"));
     scope.define(ir::Builder::addInitializer(graph, tp.name(), std::move(tensor).value()));
   }
   for (auto& sp : *proto.mutable_sparse_initializer()) {
@@ -730,12 +742,15 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
     if (!tensor.isOk()) {
       return tensor.status().withContext(fmt::format("sparse initializer '{}'", name));
     }
-    RETURN_IF_ERROR(define(name, "sparse initializer"));
+    RETURN_IF_ERROR(checkDefinable(scope, name, "sparse initializer"));
     scope.define(ir::Builder::addSparseInitializer(graph, name, std::move(tensor).value()));
   }
+  return Status::ok();
+}
 
-  // Sort the nodes: a node depends on the producers of its inputs and of its subgraphs' free names.
-  // Names are viewed in the proto, which outlives this function; no name is copied.
+/// Records which node defines each output name (viewed in the proto, which outlives the scope: no
+/// name is copied), refusing names defined twice or shadowing an enclosing graph's.
+Status indexNodeOutputs(const onnx::GraphProto& proto, Scope& scope) {
   const int n = proto.node_size();
   NameMap<Scope::OutputSlot>& producer = scope.producers;
   producer.reserve(static_cast<size_t>(n));
@@ -750,7 +765,7 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       }
       // Static single assignment holds across scopes (onnx.checker): a subgraph's node may not
       // define a name already visible from an enclosing graph. Inputs of a subgraph may shadow.
-      if (parent != nullptr && parent->lookup(out) != nullptr) {
+      if (scope.parent != nullptr && scope.parent->lookup(out) != nullptr) {
         return invalidArgument("{}: output '{}' redefines a name of an enclosing graph",
                                nodeLabel(proto.node(i)), out);
       }
@@ -761,14 +776,23 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       }
     }
   }
-  // Edges producer -> user, each counted once however often the user names the value. The users
-  // of node i are edge_users[edge_begin[i] .. edge_begin[i+1]) (built in two passes, so a million
-  // nodes cost two flat arrays instead of a million small vectors).
-  std::vector<std::pair<int, int>> edges;  // (producer, user)
-  edges.reserve(static_cast<size_t>(n));
-  std::vector<int> pending(n, 0);
+  return Status::ok();
+}
+
+/// The dependencies between a graph's nodes (proto indices): a node depends on the producers of
+/// its inputs and of its subgraphs' free names.
+struct NodeEdges {
+  std::vector<std::pair<int, int>> edges;  ///< (producer, user), each counted once
+  std::vector<int> pending;                ///< per node, the edges into it
+  bool sorted = true;                      ///< every producer comes before its users
+};
+
+Status collectEdges(const onnx::GraphProto& proto, const Scope& scope, NodeEdges& out) {
+  const int n = proto.node_size();
+  const NameMap<Scope::OutputSlot>& producer = scope.producers;
+  out.edges.reserve(static_cast<size_t>(n));
+  out.pending.assign(static_cast<size_t>(n), 0);
   std::vector<int> last_user(n, -1);  // last_user[p] == i: the edge p -> i is recorded
-  bool sorted = true;
   std::unordered_set<std::string> free_names;
   for (int i = 0; i < n; ++i) {
     const onnx::NodeProto& node = proto.node(i);
@@ -781,9 +805,9 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
       }
       if (last_user[p] == i) return Status::ok();  // named twice: one edge
       last_user[p] = i;
-      edges.emplace_back(p, i);
-      ++pending[i];
-      sorted = sorted && p < i;
+      out.edges.emplace_back(p, i);
+      ++out.pending[i];
+      out.sorted = out.sorted && p < i;
       return Status::ok();
     };
     for (const auto& name : node.input()) RETURN_IF_ERROR(depend(name));
@@ -794,50 +818,56 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
     }
     for (const auto& name : free_names) RETURN_IF_ERROR(depend(name));
   }
-  std::vector<int> order;
-  order.reserve(n);
-  if (sorted) {
-    // Every producer comes before its users: the file's order is the order (the usual case).
-    for (int i = 0; i < n; ++i) order.push_back(i);
-  } else {
-    std::vector<int> edge_begin(static_cast<size_t>(n) + 1, 0);
-    for (const auto& [from, to] : edges) ++edge_begin[from + 1];
-    for (int i = 0; i < n; ++i) edge_begin[i + 1] += edge_begin[i];
-    std::vector<int> edge_users(edges.size());
-    std::vector<int> fill(edge_begin.begin(), edge_begin.end() - 1);
-    for (const auto& [from, to] : edges) edge_users[fill[from]++] = to;
-    // Kahn's algorithm, always taking the ready node that came first in the file: sorted input
-    // stays as is.
-    std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-    for (int i = 0; i < n; ++i) {
-      if (pending[i] == 0) ready.push(i);
-    }
-    while (!ready.empty()) {
-      int i = ready.top();
-      ready.pop();
-      order.push_back(i);
-      for (int e = edge_begin[i]; e < edge_begin[i + 1]; ++e) {
-        if (--pending[edge_users[e]] == 0) ready.push(edge_users[e]);
-      }
-    }
-    if (static_cast<int>(order.size()) != n) {
-      for (int i = 0; i < n; ++i) {
-        if (pending[i] > 0) {
-          return invalidArgument("the graph has a cycle through {}", nodeLabel(proto.node(i)));
-        }
-      }
-    }
-  }
-  // The sort's tables are done with: freed before the nodes are built (at a million nodes they
-  // would add to the import's peak).
-  edges = {};
-  pending = {};
-  last_user = {};
-  for (int i : order) {
-    RETURN_IF_ERROR(importNode(*proto.mutable_node(i), graph, scope));
-    scope.imported[i] = graph.lastNode();  // importNode appends
-  }
+  return Status::ok();
+}
 
+/// Kahn's algorithm, always taking the ready node that came first in the file: sorted input stays
+/// as is. The users of node i are edge_users[edge_begin[i] .. edge_begin[i+1]) (built in two
+/// passes, so a million nodes cost two flat arrays instead of a million small vectors).
+Status kahnOrder(const onnx::GraphProto& proto, NodeEdges& dag, std::vector<int>& order) {
+  const int n = proto.node_size();
+  std::vector<int> edge_begin(static_cast<size_t>(n) + 1, 0);
+  for (const auto& [from, to] : dag.edges) ++edge_begin[from + 1];
+  for (int i = 0; i < n; ++i) edge_begin[i + 1] += edge_begin[i];
+  std::vector<int> edge_users(dag.edges.size());
+  std::vector<int> fill(edge_begin.begin(), edge_begin.end() - 1);
+  for (const auto& [from, to] : dag.edges) edge_users[fill[from]++] = to;
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (int i = 0; i < n; ++i) {
+    if (dag.pending[i] == 0) ready.push(i);
+  }
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int e = edge_begin[i]; e < edge_begin[i + 1]; ++e) {
+      if (--dag.pending[edge_users[e]] == 0) ready.push(edge_users[e]);
+    }
+  }
+  if (static_cast<int>(order.size()) != n) {
+    for (int i = 0; i < n; ++i) {
+      if (dag.pending[i] > 0) {
+        return invalidArgument("the graph has a cycle through {}", nodeLabel(proto.node(i)));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+/// The order to import the nodes in (ONNX files need not be sorted). The sort's tables are freed
+/// on return, before the nodes are built (at a million nodes they would add to the import's peak).
+Status sortNodes(const onnx::GraphProto& proto, const Scope& scope, std::vector<int>& order) {
+  const int n = proto.node_size();
+  NodeEdges dag;
+  RETURN_IF_ERROR(collectEdges(proto, scope, dag));
+  order.reserve(n);
+  if (!dag.sorted) return kahnOrder(proto, dag, order);
+  // Every producer comes before its users: the file's order is the order (the usual case).
+  for (int i = 0; i < n; ++i) order.push_back(i);
+  return Status::ok();
+}
+
+Status importGraphOutputs(const onnx::GraphProto& proto, ir::Graph& graph, const Scope& scope) {
   for (const auto& vi : proto.output()) {
     ir::Value* v = scope.lookup(vi.name());
     if (v == nullptr) return invalidArgument("graph output '{}' is not defined", vi.name());
@@ -851,6 +881,10 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
     if (!unknownFieldsOf(vi).empty()) ir::Builder::setUnknownFields(v, unknownFieldsOf(vi));
     ir::Builder::addOutput(graph, v);
   }
+  return Status::ok();
+}
+
+Status importValueInfos(const onnx::GraphProto& proto, ir::Graph& graph, const Scope& scope) {
   for (const auto& vi : proto.value_info()) {
     ir::Value* v = scope.local(vi.name());
     if (v == nullptr) {
@@ -877,6 +911,29 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
     }
   }
   return Status::ok();
+}
+
+Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Scope* parent) {
+  ir::Builder::setName(graph, proto.name());
+  ir::Builder::setDocString(graph, proto.doc_string());
+  ir::Builder::setUnknownFields(graph, unknownFieldsOf(proto));
+  for (const auto& qa : proto.quantization_annotation()) {
+    ir::Builder::mutableQuantizationAnnotations(graph).push_back(qa.SerializeAsString());
+  }
+  Scope scope;
+  scope.parent = parent;
+  scope.depth = parent != nullptr ? parent->depth + 1 : 0;
+  RETURN_IF_ERROR(checkGraphLimits(proto, scope.depth));
+  RETURN_IF_ERROR(importGraphInputs(proto, graph, scope));
+  RETURN_IF_ERROR(indexNodeOutputs(proto, scope));
+  std::vector<int> order;
+  RETURN_IF_ERROR(sortNodes(proto, scope, order));
+  for (int i : order) {
+    RETURN_IF_ERROR(importNode(*proto.mutable_node(i), graph, scope));
+    scope.imported[i] = graph.lastNode();  // importNode appends
+  }
+  RETURN_IF_ERROR(importGraphOutputs(proto, graph, scope));
+  return importValueInfos(proto, graph, scope);
 }
 
 Status Importer::importFunction(onnx::FunctionProto& proto, ir::Function& fn) {

@@ -179,11 +179,6 @@ bool onlyUsedBy(const ir::Value* value, const ir::Node* user) {
   return true;
 }
 
-std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) return std::nullopt;
-  return axis < 0 ? axis + rank : axis;
-}
-
 bool isFloatType(ir::DataType t) {
   return t == ir::DataType::kFloat || t == ir::DataType::kDouble || t == ir::DataType::kFloat16 ||
          t == ir::DataType::kBfloat16;

@@ -9,6 +9,7 @@
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/ir/tensor_compare.h"
+#include "onnxopt/support/axis.h"
 
 namespace onnxopt::pass {
 
@@ -56,7 +57,7 @@ bool hasSingleUse(const ir::Value* value);
 bool onlyUsedBy(const ir::Value* value, const ir::Node* user);
 
 /// Normalizes a possibly negative axis against `rank`; nullopt when out of range.
-std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+using ::onnxopt::normalizeAxis;
 
 /// All elements of a float-typed tensor (float, double, float16, bfloat16) as doubles.
 std::optional<std::vector<double>> floatValues(const ir::Tensor& tensor);

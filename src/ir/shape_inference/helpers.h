@@ -8,28 +8,9 @@
 #include <vector>
 
 #include "onnxopt/ir/shape_inference.h"
+#include "onnxopt/support/axis.h"
 
 namespace onnxopt::ir::infer {
-
-inline std::optional<int64_t> normAxis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) return std::nullopt;
-  return axis < 0 ? axis + rank : axis;
-}
-
-/// Normalizes a list of axes against `rank`; nullopt when one is out of range or repeats (every
-/// op that takes an axes list rejects duplicates, so the shape is then unknown, deterministically).
-inline std::optional<std::vector<int64_t>> normAxes(const std::vector<int64_t>& axes,
-                                                    int64_t rank) {
-  std::vector<int64_t> out;
-  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
-  for (int64_t a : axes) {
-    auto n = normAxis(a, rank);
-    if (!n || seen[static_cast<size_t>(*n)]) return std::nullopt;
-    seen[static_cast<size_t>(*n)] = true;
-    out.push_back(*n);
-  }
-  return out;
-}
 
 /// int64 arithmetic that reports overflow instead of wrapping (or trapping).
 inline std::optional<int64_t> addChecked(int64_t a, int64_t b) {

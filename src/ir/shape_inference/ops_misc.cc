@@ -8,7 +8,6 @@ namespace {
 
 using infer::axesArg;
 using infer::elemOr;
-using infer::normAxis;
 
 void reduce(InferenceContext& ctx) {
   DataType elem = elemOr(ctx, 0);
@@ -30,7 +29,7 @@ void reduce(InferenceContext& ctx) {
     for (int64_t i = 0; i < rank; ++i) reduced.insert(i);
   } else {
     for (int64_t a : *axes) {
-      auto n = normAxis(a, rank);
+      auto n = normalizeAxis(a, rank);
       if (!n) return ctx.warn("axis out of range");
       reduced.insert(*n);
     }
@@ -48,7 +47,7 @@ void reduce(InferenceContext& ctx) {
 void argReduce(InferenceContext& ctx) {
   auto in = ctx.inputShape(0);
   if (!in) return ctx.setOutputType(0, Type::tensor(DataType::kInt64));
-  auto axis = normAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(in->size()));
+  auto axis = normalizeAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(in->size()));
   if (!axis) return ctx.warn("axis out of range");
   std::vector<Dim> out = *in;
   if (ctx.attrInt("keepdims", 1) != 0) {
@@ -142,7 +141,7 @@ void scan(InferenceContext& ctx) {
     auto s = ctx.inputShape(n_states + j);
     Type t = Type::tensor(elemOr(ctx, n_states + j));
     if (s && j < in_axes.size()) {
-      if (auto axis = normAxis(in_axes[j], static_cast<int64_t>(s->size()))) {
+      if (auto axis = normalizeAxis(in_axes[j], static_cast<int64_t>(s->size()))) {
         if (seq.isUnknown()) seq = (*s)[*axis];
         std::vector<Dim> dims = *s;
         dims.erase(dims.begin() + *axis);
@@ -164,7 +163,7 @@ void scan(InferenceContext& ctx) {
     Type t = Type::tensor(slice.elem_type);
     if (slice.shape && i - n_states < out_axes.size()) {
       auto rank = static_cast<int64_t>(slice.shape->size()) + 1;
-      if (auto axis = normAxis(out_axes[i - n_states], rank)) {
+      if (auto axis = normalizeAxis(out_axes[i - n_states], rank)) {
         std::vector<Dim> dims = *slice.shape;
         dims.insert(dims.begin() + *axis, seq);
         t.shape = dims;
@@ -347,7 +346,7 @@ void centerCropPad(InferenceContext& ctx) {
   auto rank = static_cast<int64_t>(in->size());
   std::vector<int64_t> axes;
   if (auto a = ctx.attrInts("axes")) {
-    auto norm = infer::normAxes(*a, rank);
+    auto norm = normalizeAxes(*a, rank);
     if (!norm) {
       ctx.warn("axes out of range or repeated");
       return ctx.setOutputType(0, Type::tensor(elem));

@@ -13,7 +13,6 @@ using infer::dimMul;
 using infer::dimProduct;
 using infer::dimSub;
 using infer::elemOr;
-using infer::normAxis;
 using infer::passThrough;
 
 /// Spatial output size of a convolution or pooling window. Arithmetic on the attributes goes
@@ -186,7 +185,7 @@ void layerNorm(InferenceContext& ctx) {
     for (size_t i = 1; i < ctx.numOutputs(); ++i) ctx.setOutputType(i, Type::tensor(stash));
     return;
   }
-  auto axis = normAxis(ctx.attrInt("axis", -1), static_cast<int64_t>(x->size()));
+  auto axis = normalizeAxis(ctx.attrInt("axis", -1), static_cast<int64_t>(x->size()));
   if (!axis) return ctx.warn("axis out of range");
   std::vector<Dim> reduced = *x;
   for (size_t i = static_cast<size_t>(*axis); i < reduced.size(); ++i) reduced[i] = Dim::known(1);

@@ -18,7 +18,6 @@ using infer::dimProduct;
 using infer::dimSub;
 using infer::elemOr;
 using infer::knownDims;
-using infer::normAxis;
 
 constexpr int64_t kMinI64 = std::numeric_limits<int64_t>::min();
 
@@ -150,7 +149,7 @@ void squeeze(InferenceContext& ctx) {
   auto rank = static_cast<int64_t>(in->size());
   std::vector<bool> drop(in->size(), false);
   if (has_axes) {
-    auto norm = infer::normAxes(*axes, rank);
+    auto norm = normalizeAxes(*axes, rank);
     if (!norm) {
       ctx.warn("axes out of range or repeated");
       return ctx.setOutputType(0, Type::tensor(elem));
@@ -189,7 +188,7 @@ void unsqueeze(InferenceContext& ctx) {
     return;
   }
   auto rank = static_cast<int64_t>(in->size() + axes->size());
-  auto norm = infer::normAxes(*axes, rank);
+  auto norm = normalizeAxes(*axes, rank);
   if (!norm) {
     // A repeated axis would leave fewer new axes than the output rank counts on.
     ctx.warn("axes out of range or repeated");
@@ -212,7 +211,7 @@ void transpose(InferenceContext& ctx) {
   std::vector<int64_t> order;
   for (size_t i = 0; i < in->size(); ++i) order.push_back(static_cast<int64_t>(in->size() - 1 - i));
   if (perm) {
-    auto norm = infer::normAxes(*perm, static_cast<int64_t>(in->size()));
+    auto norm = normalizeAxes(*perm, static_cast<int64_t>(in->size()));
     if (perm->size() != in->size() || !norm) {
       ctx.warn("perm is not a permutation of the input's axes");
       return ctx.setOutputType(0, Type::tensor(elem));
@@ -237,7 +236,7 @@ void concat(InferenceContext& ctx) {
       rank_known = false;
       continue;
     }
-    if (!norm) norm = normAxis(axis, static_cast<int64_t>(s->size()));
+    if (!norm) norm = normalizeAxis(axis, static_cast<int64_t>(s->size()));
     if (!norm) return ctx.warn("axis out of range");
     if (!out) {
       out = s;
@@ -272,7 +271,7 @@ void split(InferenceContext& ctx) {
     for (size_t i = 0; i < n; ++i) ctx.setOutputType(i, Type::tensor(elem));
     return;
   }
-  auto axis = normAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(in->size()));
+  auto axis = normalizeAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(in->size()));
   if (!axis) return ctx.warn("axis out of range");
   std::optional<std::vector<int64_t>> sizes =
       ctx.opset() < 13 ? ctx.attrInts("split")
@@ -409,7 +408,7 @@ void slice(InferenceContext& ctx) {
     // Symbolic ends from a Shape chain: x[0:E] along an axis has min(E, d) elements.
     const ShapeValue* sv = ctx.inputValue(1);
     const ShapeValue* ev = ctx.inputValue(2);
-    auto norm = infer::normAxes(*axes, rank);
+    auto norm = normalizeAxes(*axes, rank);
     if (sv != nullptr && ev != nullptr && norm && sv->size() == norm->size() &&
         ev->size() == norm->size()) {
       std::vector<Dim> sliced = *in;
@@ -427,7 +426,7 @@ void slice(InferenceContext& ctx) {
   }
   std::optional<std::vector<int64_t>> norm_axes;
   if (axes) {
-    norm_axes = infer::normAxes(*axes, rank);
+    norm_axes = normalizeAxes(*axes, rank);
     if (!norm_axes) {
       ctx.warn("axes out of range or repeated");
       return ctx.setOutput(0, elem, std::vector<Dim>(in->size(), Dim::unknown()));
@@ -486,7 +485,7 @@ void gather(InferenceContext& ctx) {
   auto data = ctx.inputShape(0);
   auto idx = ctx.inputShape(1);
   if (!data || !idx) return ctx.setOutputType(0, Type::tensor(elem));
-  auto axis = normAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(data->size()));
+  auto axis = normalizeAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(data->size()));
   if (!axis) return ctx.warn("axis out of range");
   std::vector<Dim> out(data->begin(), data->begin() + *axis);
   out.insert(out.end(), idx->begin(), idx->end());
@@ -581,7 +580,7 @@ void pad(InferenceContext& ctx) {
   std::vector<int64_t> axes;
   if (ctx.opset() >= 18 && ctx.hasInput(3)) {
     auto a = ctx.inputInts(3);
-    auto norm = a ? infer::normAxes(*a, rank) : std::nullopt;
+    auto norm = a ? normalizeAxes(*a, rank) : std::nullopt;
     if (a && !norm) {
       ctx.warn("axes out of range or repeated");
       return ctx.setOutput(0, elem, std::vector<Dim>(in->size(), Dim::unknown()));
@@ -716,7 +715,7 @@ void topK(InferenceContext& ctx) {
     ctx.setOutputType(1, Type::tensor(DataType::kInt64));
     return;
   }
-  auto axis = normAxis(ctx.attrInt("axis", -1), static_cast<int64_t>(in->size()));
+  auto axis = normalizeAxis(ctx.attrInt("axis", -1), static_cast<int64_t>(in->size()));
   if (!axis) return ctx.warn("axis out of range");
   std::vector<Dim> out = *in;
   if (ctx.opset() < 10) {
@@ -738,7 +737,7 @@ void unique(InferenceContext& ctx) {
   if (axis_attr == nullptr || !in) {
     ctx.setOutput(0, elem, std::vector<Dim>{n});
   } else {
-    auto axis = normAxis(axis_attr->i, static_cast<int64_t>(in->size()));
+    auto axis = normalizeAxis(axis_attr->i, static_cast<int64_t>(in->size()));
     if (!axis) return ctx.warn("axis out of range");
     std::vector<Dim> out = *in;
     out[*axis] = n;
@@ -748,7 +747,7 @@ void unique(InferenceContext& ctx) {
   if (ctx.numOutputs() > 2) {
     Dim total =
         in ? (axis_attr
-                  ? (*in)[normAxis(axis_attr->i, static_cast<int64_t>(in->size())).value_or(0)]
+                  ? (*in)[normalizeAxis(axis_attr->i, static_cast<int64_t>(in->size())).value_or(0)]
                   : dimProduct(*in, 0, in->size()))
            : Dim::unknown();
     ctx.setOutput(2, DataType::kInt64, std::vector<Dim>{total});
@@ -795,7 +794,7 @@ void oneHot(InferenceContext& ctx) {
     }
   }
   auto rank = static_cast<int64_t>(in->size()) + 1;
-  auto axis = normAxis(ctx.attrInt("axis", -1), rank);
+  auto axis = normalizeAxis(ctx.attrInt("axis", -1), rank);
   if (!axis) return ctx.warn("axis out of range");
   std::vector<Dim> out = *in;
   out.insert(out.begin() + *axis, d);
@@ -850,7 +849,7 @@ void resize(InferenceContext& ctx) {
   size_t scales_input = (is_upsample || ctx.opset() < 11) ? 1 : 2;
   std::vector<int64_t> axes;
   if (auto a = ctx.opset() >= 18 && !is_upsample ? ctx.attrInts("axes") : std::nullopt) {
-    auto norm = infer::normAxes(*a, rank);
+    auto norm = normalizeAxes(*a, rank);
     if (!norm) {
       ctx.warn("axes out of range or repeated");
       return ctx.setOutput(0, elem, unknown);
@@ -908,7 +907,7 @@ void compress(InferenceContext& ctx) {
   DataType elem = elemOr(ctx, 0);
   const Attribute* axis_attr = ctx.attr("axis");
   if (axis_attr == nullptr || !in) return ctx.setOutput(0, elem, std::vector<Dim>{ctx.freshDim()});
-  auto axis = normAxis(axis_attr->i, static_cast<int64_t>(in->size()));
+  auto axis = normalizeAxis(axis_attr->i, static_cast<int64_t>(in->size()));
   if (!axis) return ctx.warn("axis out of range");
   std::vector<Dim> out = *in;
   out[*axis] = ctx.freshDim();
