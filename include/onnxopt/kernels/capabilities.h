@@ -92,11 +92,12 @@ struct Support {
   explicit operator bool() const { return ok; }
 };
 
-/// A kernel library's answer to OpQuery. A "no" is certain: the kernel would refuse every node of
-/// that description (kUnimplemented, or kInvalidArgument for an index input of another type). A
-/// "yes" covers what the query describes; limits that depend on attributes or values (training-mode
-/// Dropout, integer division by zero, a Cast `to` a type the query did not name) are still the
-/// kernel's to report.
+/// A kernel library's answer to OpQuery. A "no" means the kernel refuses nodes of that description
+/// (kUnimplemented, or kInvalidArgument for an index input of another type), short of degenerate
+/// ones it answers before looking at types (a Reduce with noop_with_empty_axes and no axes copies
+/// its input, whatever the type). A "yes" covers what the query describes; limits that depend on
+/// attributes or values (training-mode Dropout, integer division by zero, a Cast `to` a type the
+/// query did not name) are still the kernel's to report.
 class Capabilities {
  public:
   virtual ~Capabilities() = default;
