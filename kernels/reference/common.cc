@@ -52,12 +52,6 @@ StatusOr<HostTensor> makeOutput(DataType type, Dims dims) {
   return t;
 }
 
-Dims contiguousStrides(const Dims& dims) {
-  Dims strides(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
-  return strides;
-}
-
 size_t elementBytes(DataType type) {
   int bits = dataTypeBits(type);
   return bits > 0 && bits % 8 == 0 ? static_cast<size_t>(bits / 8) : 0;

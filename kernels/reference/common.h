@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "onnxopt/kernels/host_tensor.h"
+#include "onnxopt/kernels/tensor_view.h"  // contiguousStrides
 #include "onnxopt/support/data_type.h"
 #include "onnxopt/support/half.h"
 #include "onnxopt/support/status.h"
@@ -212,8 +213,6 @@ To convertNumber(From v) {
 StatusOr<int64_t> checkedNumElements(const Dims& dims);
 /// A zero-filled output, or kResourceExhausted when it would exceed kMaxOutputBytes.
 StatusOr<HostTensor> makeOutput(DataType type, Dims dims);
-/// Row-major strides (in elements) of dims.
-Dims contiguousStrides(const Dims& dims);
 /// Bytes per element for byte-addressable numeric types; 0 for strings, sub-byte and unknown types.
 size_t elementBytes(DataType type);
 /// Whether `type` can be moved element by element (byte-sized numeric types and strings).

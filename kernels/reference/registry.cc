@@ -1,8 +1,13 @@
-// The reference kernel registry: op name -> (first supported opset, kernel), input validation
-// shared by every kernel, and the public entry points of reference.h plus HostTensor::zeros.
+// The reference kernel registry: op name -> (first supported opset, kernel, accepted element
+// types), input validation shared by every kernel, the public entry points of reference.h and
+// capabilities.h (referenceCapabilities), plus HostTensor::zeros.
 #include <algorithm>
 #include <map>
+#include <optional>
 
+#include <fmt/format.h>
+
+#include "onnxopt/kernels/capabilities.h"
 #include "onnxopt/kernels/reference.h"
 #include "ops.h"
 
@@ -16,132 +21,222 @@ using ref::KernelFn;
 // after 23 only extend type lists).
 constexpr int64_t kMaxOpset = 28;
 
+/// The element types a kernel accepts, per input (and per output where it constrains one beyond
+/// its inputs): what kernels::referenceCapabilities() answers from. Each list is what the kernel's
+/// own type dispatch (visitType, visitFloat, checkMovable, readInts, readFloats) lets through;
+/// tests/kernels/capabilities_test.cc runs every op on every type to keep the two in step.
+struct Signature {
+  std::vector<TypeSet> inputs = {};   ///< per input position; with `variadic` the last one repeats
+  std::vector<TypeSet> outputs = {};  ///< per output position; empty: outputs follow the inputs
+  bool variadic = false;
+  bool channels_first = false;  ///< reads [N, C, spatial...] data: NCHW only
+  /// Cast and CastLike: to the input's own type, the kernel copies any type.
+  bool same_type_copies = false;
+};
+
 struct Entry {
   int64_t min_opset;
   KernelFn fn;
+  Signature types;
+  /// Before this opset `older_types` apply instead (Clip's attributes took floats only; Pad's
+  /// attribute value converts to the element type).
+  int64_t types_since = 0;
+  Signature older_types = {};
+
+  const Signature& typesAt(int64_t opset) const {
+    return opset < types_since ? older_types : types;
+  }
 };
 
+/// Types whose every element the kernels can visit as a C++ number (visitType).
+constexpr TypeSet kVisitable = kNumericTypes | TypeSet{DataType::kBool};
+constexpr TypeSet kBool = {DataType::kBool};
+constexpr TypeSet kString = {DataType::kString};
+/// QuantizeLinear/DequantizeLinear integers.
+constexpr TypeSet kQuantInts = {DataType::kInt8, DataType::kUint8, DataType::kInt16,
+                                DataType::kUint16, DataType::kInt32};
+constexpr TypeSet kQuantOutputs = kQuantInts - TypeSet{DataType::kInt32};
+constexpr TypeSet kDequantOutputs = {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16};
+
+/// The types every kernel's input validation admits: strings and every type of known width.
+TypeSet storedTypes() {
+  TypeSet s = kString;
+  for (int32_t c = 1; c <= kMaxKnownDataType; ++c) {
+    if (dataTypeBits(static_cast<DataType>(c)) > 0) s = s | TypeSet{static_cast<DataType>(c)};
+  }
+  return s;
+}
+
+/// The types the data-movement kernels copy element by element: strings and byte-sized types.
+TypeSet movableTypes() {
+  TypeSet s;
+  for (DataType t : storedTypes().types()) {
+    if (ref::isMovable(t)) s = s | TypeSet{t};
+  }
+  return s;
+}
+
+Signature in(std::initializer_list<TypeSet> inputs) {
+  return Signature{inputs};
+}
+Signature variadic(TypeSet each) {
+  Signature s{{each}};
+  s.variadic = true;
+  return s;
+}
+Signature image(std::initializer_list<TypeSet> inputs) {
+  Signature s{inputs};
+  s.channels_first = true;
+  return s;
+}
+Signature withOutputs(Signature s, std::initializer_list<TypeSet> outputs) {
+  s.outputs = outputs;
+  return s;
+}
+
 const std::map<std::string, Entry>& registry() {
-  static const std::map<std::string, Entry> table = {
-      // elementwise.cc
-      {"Add", {7, ref::binaryArithmetic}},
-      {"Sub", {7, ref::binaryArithmetic}},
-      {"Mul", {7, ref::binaryArithmetic}},
-      {"Div", {7, ref::binaryArithmetic}},
-      {"Mod", {10, ref::binaryArithmetic}},
-      {"Pow", {7, ref::powKernel}},
-      {"Min", {7, ref::variadicKernel}},
-      {"Max", {7, ref::variadicKernel}},
-      {"Sum", {7, ref::variadicKernel}},
-      {"Mean", {7, ref::variadicKernel}},
-      {"Equal", {7, ref::comparisonKernel}},
-      {"Less", {7, ref::comparisonKernel}},
-      {"Greater", {7, ref::comparisonKernel}},
-      {"LessOrEqual", {12, ref::comparisonKernel}},
-      {"GreaterOrEqual", {12, ref::comparisonKernel}},
-      {"And", {7, ref::logicalKernel}},
-      {"Or", {7, ref::logicalKernel}},
-      {"Xor", {7, ref::logicalKernel}},
-      {"Not", {1, ref::logicalKernel}},  // unchanged since opset 1
-      {"BitwiseAnd", {18, ref::bitwiseKernel}},
-      {"BitwiseOr", {18, ref::bitwiseKernel}},
-      {"BitwiseXor", {18, ref::bitwiseKernel}},
-      {"BitwiseNot", {18, ref::bitwiseKernel}},
-      {"Neg", {7, ref::unaryKernel}},
-      {"Abs", {7, ref::unaryKernel}},
-      {"Sqrt", {7, ref::unaryKernel}},
-      {"Reciprocal", {7, ref::unaryKernel}},
-      {"Exp", {7, ref::unaryKernel}},
-      {"Log", {7, ref::unaryKernel}},
-      {"Floor", {7, ref::unaryKernel}},
-      {"Ceil", {7, ref::unaryKernel}},
-      {"Round", {11, ref::unaryKernel}},
-      {"Sign", {9, ref::unaryKernel}},
-      {"Sin", {7, ref::unaryKernel}},
-      {"Cos", {7, ref::unaryKernel}},
-      {"Tanh", {7, ref::unaryKernel}},
-      {"Sigmoid", {7, ref::unaryKernel}},
-      {"Relu", {7, ref::unaryKernel}},
-      {"Erf", {9, ref::unaryKernel}},
-      {"Clip", {7, ref::clipKernel}},
-      {"Where", {9, ref::whereKernel}},
-      {"IsNaN", {9, ref::isNaNKernel}},
-      {"IsInf", {10, ref::isInfKernel}},
-      // shape_ops.cc
-      {"Shape", {7, ref::shapeKernel}},
-      {"Size", {7, ref::sizeKernel}},
-      {"Identity", {7, ref::identityKernel}},
-      {"Reshape", {7, ref::reshapeKernel}},
-      {"Flatten", {7, ref::flattenKernel}},
-      {"Squeeze", {7, ref::squeezeKernel}},
-      {"Unsqueeze", {7, ref::unsqueezeKernel}},
-      {"Transpose", {7, ref::transposeKernel}},
-      {"Concat", {7, ref::concatKernel}},
-      {"Split", {7, ref::splitKernel}},
-      {"Slice", {7, ref::sliceKernel}},
-      {"Gather", {7, ref::gatherKernel}},
-      {"GatherElements", {11, ref::gatherElementsKernel}},
-      {"Expand", {8, ref::expandKernel}},
-      {"Tile", {7, ref::tileKernel}},
-      {"Pad", {7, ref::padKernel}},
-      // reduce.cc
-      {"ReduceSum", {7, ref::reduceKernel}},
-      {"ReduceMean", {7, ref::reduceKernel}},
-      {"ReduceMax", {7, ref::reduceKernel}},
-      {"ReduceMin", {7, ref::reduceKernel}},
-      {"ReduceProd", {7, ref::reduceKernel}},
-      {"ReduceL1", {7, ref::reduceKernel}},
-      {"ReduceL2", {7, ref::reduceKernel}},
-      {"ReduceSumSquare", {7, ref::reduceKernel}},
-      {"ReduceLogSum", {7, ref::reduceKernel}},
-      {"ReduceLogSumExp", {7, ref::reduceKernel}},
-      {"ArgMax", {7, ref::argMinMaxKernel}},
-      {"ArgMin", {7, ref::argMinMaxKernel}},
-      // linalg.cc
-      {"MatMul", {7, ref::matMulKernel}},
-      {"Gemm", {7, ref::gemmKernel}},
-      // misc.cc
-      {"Cast", {7, ref::castKernel}},
-      {"CastLike", {15, ref::castKernel}},
-      {"Range", {11, ref::rangeKernel}},
-      {"ConstantOfShape", {9, ref::constantOfShapeKernel}},
-      {"NonZero", {9, ref::nonZeroKernel}},
-      {"CumSum", {11, ref::cumSumKernel}},
-      {"OneHot", {9, ref::oneHotKernel}},
-      {"DequantizeLinear", {10, ref::dequantizeLinearKernel}},
-      {"QuantizeLinear", {10, ref::quantizeLinearKernel}},
-      // nn.cc
-      {"LeakyRelu", {6, ref::activationKernel}},
-      {"Elu", {6, ref::activationKernel}},
-      {"Selu", {6, ref::activationKernel}},
-      {"Celu", {12, ref::activationKernel}},
-      {"HardSigmoid", {6, ref::activationKernel}},
-      {"HardSwish", {14, ref::activationKernel}},
-      {"Softplus", {1, ref::activationKernel}},
-      {"Softsign", {1, ref::activationKernel}},
-      {"Mish", {18, ref::activationKernel}},
-      {"ThresholdedRelu", {10, ref::activationKernel}},
-      {"Gelu", {20, ref::activationKernel}},
-      {"PRelu", {7, ref::preluKernel}},
-      {"Softmax", {1, ref::softmaxKernel}},
-      {"LogSoftmax", {1, ref::softmaxKernel}},
-      {"Dropout", {7, ref::dropoutKernel}},
-      {"Conv", {1, ref::convKernel}},
-      {"ConvTranspose", {1, ref::convTransposeKernel}},
-      {"MaxPool", {8, ref::poolKernel}},  // storage_order and Indices from 8
-      {"AveragePool", {7, ref::poolKernel}},
-      {"GlobalAveragePool", {1, ref::globalPoolKernel}},
-      {"GlobalMaxPool", {1, ref::globalPoolKernel}},
-      {"BatchNormalization", {7, ref::batchNormKernel}},
-      // nn_norm.cc
-      {"LayerNormalization", {17, ref::layerNormKernel}},
-      {"RMSNormalization", {23, ref::layerNormKernel}},
-      {"InstanceNormalization", {6, ref::instanceNormKernel}},
-      {"GroupNormalization", {18, ref::groupNormKernel}},
-      {"Attention", {23, ref::attentionKernel}},
-      // nn_einsum.cc
-      {"Einsum", {12, ref::einsumKernel}},
-  };
+  static const std::map<std::string, Entry> table = [] {
+    const TypeSet kAny = storedTypes();
+    const TypeSet kMove = movableTypes();
+    // Short names, so that the table reads as a table: numeric, float, integer, index types.
+    const TypeSet N = kNumericTypes, F = kFloatTypes, I = kIntTypes, X = kIndexTypes;
+    const TypeSet kFloatOrSigned = kFloatTypes | kSignedIntTypes;
+    Signature binary = in({N, N});
+    Signature unary_float = in({F});
+    Signature compare = in({N, N});
+    Signature cast = withOutputs(in({kVisitable}), {kVisitable});
+    cast.same_type_copies = true;
+    Signature cast_like = withOutputs(in({kVisitable, kVisitable}), {kVisitable});
+    cast_like.same_type_copies = true;
+    Signature reduce = in({N, X});
+    Signature reduce_min_max = in({N | kBool, X});
+    return std::map<std::string, Entry>{
+        // elementwise.cc
+        {"Add", {7, ref::binaryArithmetic, binary}},
+        {"Sub", {7, ref::binaryArithmetic, binary}},
+        {"Mul", {7, ref::binaryArithmetic, binary}},
+        {"Div", {7, ref::binaryArithmetic, binary}},
+        {"Mod", {10, ref::binaryArithmetic, binary}},
+        {"Pow", {7, ref::powKernel, binary}},
+        {"Min", {7, ref::variadicKernel, variadic(N)}},
+        {"Max", {7, ref::variadicKernel, variadic(N)}},
+        {"Sum", {7, ref::variadicKernel, variadic(N)}},
+        {"Mean", {7, ref::variadicKernel, variadic(F)}},
+        {"Equal", {7, ref::comparisonKernel, in({kVisitable | kString, kVisitable | kString})}},
+        {"Less", {7, ref::comparisonKernel, compare}},
+        {"Greater", {7, ref::comparisonKernel, compare}},
+        {"LessOrEqual", {12, ref::comparisonKernel, compare}},
+        {"GreaterOrEqual", {12, ref::comparisonKernel, compare}},
+        {"And", {7, ref::logicalKernel, in({kBool, kBool})}},
+        {"Or", {7, ref::logicalKernel, in({kBool, kBool})}},
+        {"Xor", {7, ref::logicalKernel, in({kBool, kBool})}},
+        {"Not", {1, ref::logicalKernel, in({kBool})}},  // unchanged since opset 1
+        {"BitwiseAnd", {18, ref::bitwiseKernel, in({I, I})}},
+        {"BitwiseOr", {18, ref::bitwiseKernel, in({I, I})}},
+        {"BitwiseXor", {18, ref::bitwiseKernel, in({I, I})}},
+        {"BitwiseNot", {18, ref::bitwiseKernel, in({I})}},
+        {"Neg", {7, ref::unaryKernel, in({kFloatOrSigned})}},
+        {"Abs", {7, ref::unaryKernel, in({N})}},
+        {"Sqrt", {7, ref::unaryKernel, unary_float}},
+        {"Reciprocal", {7, ref::unaryKernel, unary_float}},
+        {"Exp", {7, ref::unaryKernel, unary_float}},
+        {"Log", {7, ref::unaryKernel, unary_float}},
+        {"Floor", {7, ref::unaryKernel, unary_float}},
+        {"Ceil", {7, ref::unaryKernel, unary_float}},
+        {"Round", {11, ref::unaryKernel, unary_float}},
+        {"Sign", {9, ref::unaryKernel, in({N})}},
+        {"Sin", {7, ref::unaryKernel, unary_float}},
+        {"Cos", {7, ref::unaryKernel, unary_float}},
+        {"Tanh", {7, ref::unaryKernel, unary_float}},
+        {"Sigmoid", {7, ref::unaryKernel, unary_float}},
+        {"Relu", {7, ref::unaryKernel, in({kFloatOrSigned})}},
+        {"Erf", {9, ref::unaryKernel, in({N})}},
+        {"Clip", {7, ref::clipKernel, in({N, N, N}), 11, in({F})}},
+        {"Where", {9, ref::whereKernel, in({kBool, kMove, kMove})}},
+        {"IsNaN", {9, ref::isNaNKernel, in({F})}},
+        {"IsInf", {10, ref::isInfKernel, in({F})}},
+        // shape_ops.cc
+        {"Shape", {7, ref::shapeKernel, in({kAny})}},
+        {"Size", {7, ref::sizeKernel, in({kAny})}},
+        {"Identity", {7, ref::identityKernel, in({kAny})}},
+        {"Reshape", {7, ref::reshapeKernel, in({kAny, X})}},
+        {"Flatten", {7, ref::flattenKernel, in({kAny})}},
+        {"Squeeze", {7, ref::squeezeKernel, in({kAny, X})}},
+        {"Unsqueeze", {7, ref::unsqueezeKernel, in({kAny, X})}},
+        {"Transpose", {7, ref::transposeKernel, in({kMove})}},
+        {"Concat", {7, ref::concatKernel, variadic(kMove)}},
+        {"Split", {7, ref::splitKernel, in({kMove, X})}},
+        {"Slice", {7, ref::sliceKernel, in({kMove, X, X, X, X})}},
+        {"Gather", {7, ref::gatherKernel, in({kMove, X})}},
+        {"GatherElements", {11, ref::gatherElementsKernel, in({kMove, X})}},
+        {"Expand", {8, ref::expandKernel, in({kMove, X})}},
+        {"Tile", {7, ref::tileKernel, in({kMove, X})}},
+        {"Pad", {7, ref::padKernel, in({kMove, X, kMove, X}), 11, in({kVisitable | kString})}},
+        // reduce.cc
+        {"ReduceSum", {7, ref::reduceKernel, reduce}},
+        {"ReduceMean", {7, ref::reduceKernel, reduce}},
+        {"ReduceMax", {7, ref::reduceKernel, reduce_min_max}},
+        {"ReduceMin", {7, ref::reduceKernel, reduce_min_max}},
+        {"ReduceProd", {7, ref::reduceKernel, reduce}},
+        {"ReduceL1", {7, ref::reduceKernel, reduce}},
+        {"ReduceL2", {7, ref::reduceKernel, reduce}},
+        {"ReduceSumSquare", {7, ref::reduceKernel, reduce}},
+        {"ReduceLogSum", {7, ref::reduceKernel, reduce}},
+        {"ReduceLogSumExp", {7, ref::reduceKernel, reduce}},
+        {"ArgMax", {7, ref::argMinMaxKernel, in({N})}},
+        {"ArgMin", {7, ref::argMinMaxKernel, in({N})}},
+        // linalg.cc
+        {"MatMul", {7, ref::matMulKernel, in({N, N})}},
+        {"Gemm", {7, ref::gemmKernel, in({N, N, N})}},
+        // misc.cc
+        {"Cast", {7, ref::castKernel, cast}},
+        {"CastLike", {15, ref::castKernel, cast_like}},
+        {"Range", {11, ref::rangeKernel, variadic(N - TypeSet{DataType::kUint64})}},
+        {"ConstantOfShape", {9, ref::constantOfShapeKernel, withOutputs(in({X}), {kMove})}},
+        {"NonZero", {9, ref::nonZeroKernel, in({kVisitable})}},
+        {"CumSum", {11, ref::cumSumKernel, in({N, X})}},
+        {"OneHot", {9, ref::oneHotKernel, in({kVisitable, kVisitable, kMove})}},
+        {"DequantizeLinear",
+         {10, ref::dequantizeLinearKernel,
+          withOutputs(in({kQuantInts, kDequantOutputs, kQuantInts}), {kDequantOutputs})}},
+        {"QuantizeLinear",
+         {10, ref::quantizeLinearKernel,
+          withOutputs(in({F | TypeSet{DataType::kInt32}, F, kQuantOutputs}), {kQuantOutputs})}},
+        // nn.cc
+        {"LeakyRelu", {6, ref::activationKernel, unary_float}},
+        {"Elu", {6, ref::activationKernel, unary_float}},
+        {"Selu", {6, ref::activationKernel, unary_float}},
+        {"Celu", {12, ref::activationKernel, unary_float}},
+        {"HardSigmoid", {6, ref::activationKernel, unary_float}},
+        {"HardSwish", {14, ref::activationKernel, unary_float}},
+        {"Softplus", {1, ref::activationKernel, unary_float}},
+        {"Softsign", {1, ref::activationKernel, unary_float}},
+        {"Mish", {18, ref::activationKernel, unary_float}},
+        {"ThresholdedRelu", {10, ref::activationKernel, unary_float}},
+        {"Gelu", {20, ref::activationKernel, unary_float}},
+        {"PRelu", {7, ref::preluKernel, in({N, N})}},
+        {"Softmax", {1, ref::softmaxKernel, unary_float}},
+        {"LogSoftmax", {1, ref::softmaxKernel, unary_float}},
+        {"Dropout", {7, ref::dropoutKernel, in({kMove - kString, F, kBool})}},
+        {"Conv", {1, ref::convKernel, image({F, F, F})}},
+        {"ConvTranspose", {1, ref::convTransposeKernel, image({F, F, F})}},
+        // storage_order and Indices from 8
+        {"MaxPool", {8, ref::poolKernel, image({N})}},
+        {"AveragePool", {7, ref::poolKernel, image({F})}},
+        {"GlobalAveragePool", {1, ref::globalPoolKernel, image({F})}},
+        {"GlobalMaxPool", {1, ref::globalPoolKernel, image({F})}},
+        {"BatchNormalization", {7, ref::batchNormKernel, image({F, F, F, F, F})}},
+        // nn_norm.cc
+        {"LayerNormalization", {17, ref::layerNormKernel, in({F, F, F})}},
+        {"RMSNormalization", {23, ref::layerNormKernel, in({F, F})}},
+        {"InstanceNormalization", {6, ref::instanceNormKernel, image({F, F, F})}},
+        {"GroupNormalization", {18, ref::groupNormKernel, image({F, F, F})}},
+        // nonpad_kv_seqlen (input 6, opset 24) is not implemented
+        {"Attention", {23, ref::attentionKernel, in({F, F, F, F | kBool, F, F, TypeSet{}})}},
+        // nn_einsum.cc
+        {"Einsum", {12, ref::einsumKernel, variadic(N)}},
+    };
+  }();
   return table;
 }
 
@@ -209,6 +304,79 @@ std::vector<std::string> referenceKernelOps() {
   std::vector<std::string> ops;
   for (const auto& [name, entry] : registry()) ops.push_back(name);
   return ops;  // std::map iterates in sorted order
+}
+
+namespace {
+
+/// The types the signature allows at input `i`: the list's, the last one's for a variadic op;
+/// nullopt past the list (the kernel ignores such inputs).
+std::optional<TypeSet> inputTypes(const Signature& sig, size_t i) {
+  if (i < sig.inputs.size()) return sig.inputs[i];
+  if (sig.variadic && !sig.inputs.empty()) return sig.inputs.back();
+  return std::nullopt;
+}
+
+class ReferenceCapabilities final : public Capabilities {
+ public:
+  const char* name() const override { return "reference"; }
+
+  Support supports(const OpQuery& q) const override {
+    if (!q.domain.empty() && q.domain != "ai.onnx") {
+      return Support::no(fmt::format("domain '{}' has no reference kernels", q.domain));
+    }
+    auto it = registry().find(q.op);
+    if (it == registry().end()) return Support::no("no reference kernel for " + q.op);
+    const Entry& e = it->second;
+    if (q.opset < e.min_opset || q.opset > kMaxOpset) {
+      return Support::no(
+          fmt::format("no reference kernel for {} at opset {} (it covers opsets {} "
+                      "to {})",
+                      q.op, q.opset, e.min_opset, kMaxOpset));
+    }
+    const Signature& sig = e.typesAt(q.opset);
+    if (sig.channels_first && q.layout == Layout::kNHWC) {
+      return Support::no(
+          fmt::format("{}: the reference kernel reads channels-first (NCHW) data, not NHWC", q.op));
+    }
+    if (sig.same_type_copies && copiesOwnType(q)) return Support::yes();
+    for (size_t i = 0; i < q.inputs.size(); ++i) {
+      DataType t = q.inputs[i];
+      auto allowed = inputTypes(sig, i);
+      if (t == DataType::kUndefined || !allowed || allowed->contains(t)) continue;
+      if (allowed->empty()) {
+        return Support::no(fmt::format("{}: the reference kernel does not take input {}", q.op, i));
+      }
+      return Support::no(fmt::format("{}: input {} is {}; the reference kernel takes {}", q.op, i,
+                                     dataTypeName(t), allowed->toString()));
+    }
+    for (size_t i = 0; i < q.outputs.size() && i < sig.outputs.size(); ++i) {
+      DataType t = q.outputs[i];
+      if (t == DataType::kUndefined || sig.outputs[i].contains(t)) continue;
+      return Support::no(fmt::format("{}: output {} is {}; the reference kernel produces {}", q.op,
+                                     i, dataTypeName(t), sig.outputs[i].toString()));
+    }
+    return Support::yes();
+  }
+
+ private:
+  /// Cast/CastLike to input 0's own type (or to a type not known): every type the kernels store.
+  static bool copiesOwnType(const OpQuery& q) {
+    if (q.inputs.empty() || q.inputs[0] == DataType::kUndefined) return false;
+    DataType target = !q.outputs.empty() ? q.outputs[0] : DataType::kUndefined;
+    if (target == DataType::kUndefined && q.op == "CastLike" && q.inputs.size() > 1) {
+      target = q.inputs[1];
+    }
+    if (target != DataType::kUndefined && target != q.inputs[0]) return false;
+    static const TypeSet kStored = storedTypes();
+    return kStored.contains(q.inputs[0]);
+  }
+};
+
+}  // namespace
+
+const Capabilities& referenceCapabilities() {
+  static const ReferenceCapabilities caps;
+  return caps;
 }
 
 StatusOr<std::vector<HostTensor>> runReferenceKernel(const std::string& op, int64_t opset,

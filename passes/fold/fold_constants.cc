@@ -20,6 +20,7 @@
 #include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/shape_inference.h"
+#include "onnxopt/kernels/capabilities.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
@@ -295,7 +296,9 @@ class FoldConstantsPass final : public pass::GraphPass {
         continue;
       if (v->producer() == nullptr || v->producer()->opType() != "Constant") return std::nullopt;
     }
-    if (!kernels::hasReferenceKernel(n.opType(), opset)) return std::nullopt;
+    // What the kernels cannot run (op, opset, element types) is known before any copy or shape
+    // inference: only limits that depend on attributes and values are left to the kernel.
+    if (!kernels::referenceCapabilities().supports(bridge::opQuery(n, opset))) return std::nullopt;
     // Constant inputs, as views (no copy); sizes counted once per distinct value.
     std::vector<const ir::Value*> distinct;
     std::vector<ir::Tensor> tensors;

@@ -1,5 +1,7 @@
 #include "onnxopt/bridge/kernel_bridge.h"
 
+#include "onnxopt/ir/constants.h"
+
 namespace onnxopt::bridge {
 
 kernels::HostTensor toHost(const ir::Tensor& tensor) {
@@ -49,6 +51,35 @@ kernels::KernelAttrs toKernelAttrs(const ir::Node& node) {
     }
   }
   return attrs;
+}
+
+namespace {
+
+/// A value's element type: an initializer's or Constant's own, else the declared one.
+DataType elemTypeOf(const ir::Value* v) {
+  if (v == nullptr) return DataType::kUndefined;
+  if (const ir::Tensor* t = v->initializer()) return t->dtype();
+  const ir::Type& type = v->type();
+  if (type.isTensor() && type.elem_type != DataType::kUndefined) return type.elem_type;
+  if (const ir::Node* p = v->producer(); p != nullptr && p->opType() == "Constant") {
+    if (auto t = ir::constantNodeTensor(*p)) return t->dtype();
+  }
+  return DataType::kUndefined;
+}
+
+}  // namespace
+
+kernels::OpQuery opQuery(const ir::Node& node, int64_t opset) {
+  kernels::OpQuery q;
+  q.domain = node.domain();
+  q.op = node.opType();
+  q.opset = opset;
+  for (const ir::Value* v : node.inputs()) q.inputs.push_back(elemTypeOf(v));
+  for (const ir::Value* v : node.outputs()) {
+    q.outputs.push_back(v != nullptr && v->type().isTensor() ? v->type().elem_type
+                                                             : DataType::kUndefined);
+  }
+  return q;
 }
 
 }  // namespace onnxopt::bridge

@@ -22,9 +22,10 @@ std::string describe(const ir::Node& n) {
   return "node " + n.opType();
 }
 
-class Executor {
+/// The values of one run, computed node by node.
+class Interpreter {
  public:
-  explicit Executor(const ir::Model& model) : opset_(model.opsetVersion("").value_or(0)) {}
+  explicit Interpreter(const ir::Model& model) : opset_(model.opsetVersion("").value_or(0)) {}
 
   Status runGraph(const ir::Graph& graph) {
     for (const ir::Value* v : graph.initializers()) {
@@ -134,10 +135,9 @@ Status checkFeed(const ir::Value& in, const kernels::HostTensor& t) {
 
 }  // namespace
 
-StatusOr<ExecutionResult> runModel(const ir::Model& model,
-                                   const std::map<std::string, kernels::HostTensor>& inputs,
+StatusOr<ExecutionResult> runModel(const ir::Model& model, const Feeds& inputs,
                                    const ExecutionOptions& options) {
-  Executor exec(model);
+  Interpreter exec(model);
   const ir::Graph& g = *model.graph;
   for (const ir::Value* in : g.inputs()) {
     auto it = inputs.find(in->name());
@@ -167,11 +167,32 @@ StatusOr<ExecutionResult> runModel(const ir::Model& model,
       for (const ir::Value* v : n->outputs()) {
         if (v == nullptr || v->name().empty()) continue;
         auto it = exec.values_.find(v);
-        if (it != exec.values_.end()) result.intermediates.emplace_back(v->name(), it->second);
+        if (it != exec.values_.end())
+          result.intermediates.push_back({v->name(), n->opType(), it->second});
       }
     }
   }
   return result;
+}
+
+namespace {
+
+class ReferenceExecutor final : public Executor {
+ public:
+  explicit ReferenceExecutor(const ir::Model& model) : model_(model) {}
+  std::string name() const override { return "reference"; }
+  StatusOr<ExecutionResult> run(const Feeds& inputs, const ExecutionOptions& options) override {
+    return runModel(model_, inputs, options);
+  }
+
+ private:
+  const ir::Model& model_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> createReferenceExecutor(const ir::Model& model) {
+  return std::make_unique<ReferenceExecutor>(model);
 }
 
 }  // namespace onnxopt::runtime

@@ -9,9 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include "onnxopt/kernels/capabilities.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/runtime/compare.h"
 #include "onnxopt/support/half.h"
+#include "test_tensors.h"
 
 namespace onnxopt::kernels {
 namespace {
@@ -26,55 +28,9 @@ bool isFloatType(DataType t) {
 
 /// A tensor of `type` holding `values` (converted the way a user would write them).
 HostTensor tensor(DataType type, Dims dims, const Values& values) {
-  HostTensor t = HostTensor::zeros(type, std::move(dims));
+  EXPECT_TRUE(kNumericTypes.contains(type) || type == DataType::kBool) << "unsupported test type";
+  HostTensor t = test::tensorOf(type, std::move(dims), values);
   EXPECT_EQ(static_cast<int64_t>(values.size()), t.numElements());
-  for (size_t j = 0; j < values.size(); ++j) {
-    auto i = static_cast<int64_t>(j);
-    double v = values[j];
-    switch (type) {
-      case DataType::kFloat:
-        t.set<float>(i, static_cast<float>(v));
-        break;
-      case DataType::kDouble:
-        t.set<double>(i, v);
-        break;
-      case DataType::kFloat16:
-        t.set<uint16_t>(i, floatToHalf(static_cast<float>(v)));
-        break;
-      case DataType::kBfloat16:
-        t.set<uint16_t>(i, floatToBfloat16(static_cast<float>(v)));
-        break;
-      case DataType::kInt8:
-        t.set<int8_t>(i, static_cast<int8_t>(v));
-        break;
-      case DataType::kInt16:
-        t.set<int16_t>(i, static_cast<int16_t>(v));
-        break;
-      case DataType::kInt32:
-        t.set<int32_t>(i, static_cast<int32_t>(v));
-        break;
-      case DataType::kInt64:
-        t.set<int64_t>(i, static_cast<int64_t>(v));
-        break;
-      case DataType::kUint8:
-        t.set<uint8_t>(i, static_cast<uint8_t>(v));
-        break;
-      case DataType::kUint16:
-        t.set<uint16_t>(i, static_cast<uint16_t>(v));
-        break;
-      case DataType::kUint32:
-        t.set<uint32_t>(i, static_cast<uint32_t>(v));
-        break;
-      case DataType::kUint64:
-        t.set<uint64_t>(i, static_cast<uint64_t>(v));
-        break;
-      case DataType::kBool:
-        t.set<uint8_t>(i, v != 0 ? 1 : 0);
-        break;
-      default:
-        ADD_FAILURE() << "unsupported test type";
-    }
-  }
   return t;
 }
 

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "inputs.h"
+#include "onnxopt/runtime/executor.h"
 
 namespace onnxopt::tools {
 
@@ -45,7 +46,7 @@ void addCheckOptions(CLI::App* app, CheckOptions& c, const char* input_flag) {
   app->add_option("--runner", c.runner,
                   "reference (the CPU reference kernels, default) or onnxruntime (through "
                   "tools/opt/ort_runner.py; ONNXOPT_PYTHON picks the interpreter)")
-      ->check(CLI::IsMember({"reference", "onnxruntime"}));
+      ->check(CLI::IsMember(runtime::runnerNames()));
   app->add_flag("--per-layer", c.per_layer,
                 "Also compare every value both models name alike and report the first past "
                 "tolerance");

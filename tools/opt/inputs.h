@@ -1,4 +1,5 @@
-// Input tensors for `opt run`: .npy and TensorProto .pb files, and seeded random values.
+// Input tensors for `opt run` and `opt check`: .npy and TensorProto .pb files, the NAME=... specs
+// of the command line, and the one-line summaries opt prints.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/kernels/host_tensor.h"
+#include "onnxopt/runtime/inputs.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::tools {
@@ -15,71 +17,25 @@ namespace onnxopt::tools {
 /// Reads a .npy (format 1.0/2.0, C order) or a TensorProto .pb file.
 StatusOr<kernels::HostTensor> readTensorFile(const std::string& path);
 
-/// Inclusive bounds for the values of a random integer input.
-struct IntRange {
-  int64_t lo = 0;
-  int64_t hi = 3;
-};
-
-/// The most bytes one generated or read input may take (4 GiB): past it, opt says which input and
-/// how large rather than trying to allocate it.
-inline constexpr uint64_t kMaxInputBytes = uint64_t{4} << 30;
-
-/// The bytes of a tensor of `dims` and `dtype`, or an error (naming `what`) when a dim is negative,
-/// the product overflows, or it exceeds kMaxInputBytes.
-StatusOr<uint64_t> checkedByteSize(const std::vector<int64_t>& dims, DataType dtype,
-                                   const std::string& what);
-
-struct RandomInputOptions {
-  uint64_t seed = 0;
-  /// Shapes pinned by name (`--input-shape NAME=d0,d1,...`).
-  std::map<std::string, std::vector<int64_t>> shapes;
-  /// The size of a named symbolic dim (the same symbol gets the same size); unnamed unknown dims
-  /// get 1.
-  int64_t symbolic_dim = 1;
-  /// Inputs whose dynamic spatial dims (firstSpatialAxis and up) get this size instead: those
-  /// feeding a convolution or pooling (spatialInputSizes).
-  std::map<std::string, int64_t> spatial;
-  /// Ranges of integer inputs by name; others get 0..3.
-  std::map<std::string, IntRange> int_ranges;
-};
-
-/// A seeded random value for graph input `input`: normal floats, integers in their range, random
-/// bools. `chosen`, when given, receives the sizes picked for dynamic dims ("batch=2", "dim 2=32").
-StatusOr<kernels::HostTensor> randomInput(const ir::Value& input, const RandomInputOptions& options,
-                                          std::vector<std::string>* chosen = nullptr);
-
-/// Inputs of rank 2 to 5 that reach a Conv or pooling node (through any ops) and have dynamic
-/// spatial dims, with a size for those dims large enough that every convolution and pooling of the
-/// graph has outputs: the product of their strides times the largest dilated kernel, at least 32,
-/// at most maxSpatialSize (224 for images, more for 1-D signals).
-std::map<std::string, int64_t> spatialInputSizes(const ir::Graph& graph);
-
-/// The first spatial axis of an input of `rank`: 2 for [N, C, spatial...], 1 for a batch of signals
-/// [N, samples] (which a model unsqueezes or frames before its convolutions).
-size_t firstSpatialAxis(size_t rank);
-
-/// The largest spatial size spatialInputSizes may pick for an input of `rank`.
-int64_t maxSpatialSize(size_t rank);
+// Random inputs and the checks of given values are the library's (runtime/inputs.h).
+using runtime::checkedByteSize;
+using runtime::checkGivenInput;
+using runtime::firstSpatialAxis;
+using runtime::inferIntRanges;
+using runtime::IntRange;
+using runtime::kMaxInputBytes;
+using runtime::maxSpatialSize;
+using runtime::randomInput;
+using runtime::RandomInputOptions;
+using runtime::spatialInputSizes;
 
 /// Checks that NAME in each NAME=... spec is an input of `graph` that needs a value (not an
 /// initializer-only input); the error names the flag and lists the graph's inputs.
 Status checkInputNames(const ir::Graph& graph, const std::vector<std::string>& specs,
                        const char* flag);
 
-/// Checks a tensor given for graph input `input` (read from `file`): element type, rank and static
-/// dims as declared.
-Status checkGivenInput(const ir::Value& input, const kernels::HostTensor& t,
-                       const std::string& file);
-
-/// Checks a pinned shape against `input`'s declared rank and static dims, and its size.
+/// runtime::checkPinnedShape for `--input-shape NAME=...`.
 Status checkPinnedShape(const ir::Value& input, const std::vector<int64_t>& dims);
-
-/// Sensible ranges for the graph's integer inputs: one used (through Cast, Reshape, Unsqueeze,
-/// Squeeze or Flatten) as Gather indices into a tensor whose gathered axis has a static size n
-/// gets 0..n-1 (token ids within the embedding table); one named like a mask gets 0..1; one named
-/// like a length gets 1..4.
-std::map<std::string, IntRange> inferIntRanges(const ir::Graph& graph);
 
 /// Parses `NAME=d0,d1,...` specs.
 StatusOr<std::map<std::string, std::vector<int64_t>>> parseShapeSpecs(

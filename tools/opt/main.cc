@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "onnxopt/passes/registry.h"
 #include "opt_main.h"
+#include "ort_executor.h"
 
 namespace onnxopt::tools {
 namespace {
@@ -184,6 +185,7 @@ int checkOptimizeUsage(const OptimizeCommandOptions& opts) {
 }  // namespace
 
 int optMain(int argc, char** argv) {
+  registerOnnxruntimeRunner();  // before the command line lists the runners
   CLI::App app{"opt: the onnxopt ONNX graph optimizer"};
   app.footer(kExamples);
   app.set_version_flag("--version", std::string("onnxopt ") + ONNXOPT_VERSION);

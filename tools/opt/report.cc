@@ -3,6 +3,9 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "inputs.h"
 
 namespace onnxopt::tools {
 namespace {
@@ -98,10 +101,11 @@ std::string reportJson(const ReportData& d) {
   if (d.check != nullptr) {
     const CheckResult& c = *d.check;
     std::vector<std::string> inputs, outputs, layers;
-    for (const CheckInput& in : c.inputs) {
+    for (const runtime::InputValue& in : c.inputs) {
+      std::string dims = fmt::format("{}", fmt::join(in.dynamic_dims, ", "));
       inputs.push_back(fmt::format(
-          "{{\"name\": {}, \"summary\": {}{}}}", str(in.name), str(in.summary),
-          in.dynamic_dims.empty() ? std::string() : ", \"dynamic_dims\": " + str(in.dynamic_dims)));
+          "{{\"name\": {}, \"summary\": {}{}}}", str(in.name), str(summarize(in.name, in.value)),
+          dims.empty() ? std::string() : ", \"dynamic_dims\": " + str(dims)));
     }
     for (const auto& o : c.outputs) outputs.push_back(comparison(o));
     for (const auto& l : c.layers) layers.push_back(comparison(l));

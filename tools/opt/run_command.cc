@@ -11,7 +11,7 @@
 #include "commands.h"
 #include "inputs.h"
 #include "onnxopt/io/model_io.h"
-#include "onnxopt/runtime/reference_executor.h"
+#include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/diagnostics.h"
 
 namespace onnxopt::tools {
@@ -56,7 +56,9 @@ int runCommand(const RunCommandOptions& opts) {
     }
     feeds[in->name()] = std::move(t).value();
   }
-  auto result = runtime::runModel(**model, feeds);
+  auto executor = runtime::createExecutor("reference", {&**model, opts.model});
+  if (!executor.isOk()) return fail(executor.status());
+  auto result = (*executor)->run(feeds);
   if (!result.isOk()) return fail(result.status().withContext(opts.model));
   for (size_t i = 0; i < result->names.size(); ++i) {
     fmt::print("output {}\n", summarize(result->names[i], result->outputs[i]));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "onnxopt/ir/graph.h"
+#include "onnxopt/kernels/capabilities.h"
 #include "onnxopt/kernels/host_tensor.h"
 
 namespace onnxopt::bridge {
@@ -15,5 +16,9 @@ kernels::HostTensor toHost(const ir::Tensor& tensor);
 ir::Tensor fromHost(kernels::HostTensor&& tensor);
 /// The node's attributes as kernel attributes (graph and sparse attributes are left out).
 kernels::KernelAttrs toKernelAttrs(const ir::Node& node);
+/// The capability query for `node` at `opset` (the model's opset of the node's domain): domain, op,
+/// the element type of each input (a constant's own, else the declared one; kUndefined when
+/// omitted or not known) and each output (declared), layout kAny.
+kernels::OpQuery opQuery(const ir::Node& node, int64_t opset);
 
 }  // namespace onnxopt::bridge

@@ -11,7 +11,8 @@
 namespace onnxopt::kernels {
 
 /// Whether a reference kernel exists for the default-domain op at this opset (it may still reject a
-/// particular element type with kUnimplemented).
+/// particular element type with kUnimplemented: referenceCapabilities() in capabilities.h also
+/// answers for element types and layouts).
 bool hasReferenceKernel(const std::string& op, int64_t opset);
 
 /// Every op with a reference kernel, sorted.

@@ -1,0 +1,83 @@
+// The executor seam: something that runs a model on given inputs (the reference executor today, the
+// CUDA executor next, onnxruntime in a subprocess for opt), and the runner registry that creates
+// one by name. `opt run`, `opt check --runner` and runtime::checkModels select through it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnxopt/ir/graph.h"
+#include "onnxopt/kernels/host_tensor.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::runtime {
+
+/// Input values by graph input name.
+using Feeds = std::map<std::string, kernels::HostTensor>;
+
+/// A value a run recorded besides the outputs (ExecutionOptions::record_intermediates).
+struct RecordedValue {
+  std::string name;
+  std::string op;  ///< the op type of the node that produced it, for reports ("" if not known)
+  kernels::HostTensor value;
+};
+
+struct ExecutionResult {
+  std::vector<std::string> names;  ///< graph output names, in order
+  std::vector<kernels::HostTensor> outputs;
+  /// With ExecutionOptions::record_intermediates: every named node output of the main graph, in
+  /// execution (topological) order, graph outputs included.
+  std::vector<RecordedValue> intermediates;
+};
+
+struct ExecutionOptions {
+  bool record_intermediates = false;  ///< keep every main-graph value (`opt check --per-layer`)
+};
+
+/// What an executor is created from. Today a model; the CUDA executor will be created from a
+/// lowered plan (a field added here), which is why factories take this struct and not a model.
+struct ExecutorSource {
+  const ir::Model* model = nullptr;  ///< must outlive the executor
+  /// The file the model was read from, if any: a runner in another process may read it instead
+  /// of a copy written for it; messages name it.
+  std::string model_path;
+};
+
+/// Runs one model, created once (parsing, planning, loading happen there) and run any number of
+/// times. run() never reads inputs it was not given by name and says which node failed.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  /// The runner it was created as ("reference", "onnxruntime").
+  virtual std::string name() const = 0;
+  /// Runs on `inputs` (by graph input name; inputs with a default may be left out).
+  virtual StatusOr<ExecutionResult> run(const Feeds& inputs,
+                                        const ExecutionOptions& options = {}) = 0;
+};
+
+using ExecutorFactory =
+    std::function<StatusOr<std::unique_ptr<Executor>>(const ExecutorSource& source)>;
+
+/// Adds a runner for this process, beyond the built-in ones (an explicit table in
+/// src/runtime/executor.cc: "reference"; no static self-registration). opt registers
+/// "onnxruntime" so (tools/opt/ort_executor.cc), the Python package and tests will register
+/// theirs. Registering a name again replaces its factory; a built-in name or an empty one is
+/// kInvalidArgument.
+Status registerRunner(const std::string& name, ExecutorFactory factory);
+
+/// Every runner name: the built-in ones in table order, then the registered ones in the order
+/// they were first registered.
+std::vector<std::string> runnerNames();
+
+bool hasRunner(const std::string& name);
+
+/// Creates the executor of runner `name` for `source`. An unknown name is kInvalidArgument, and
+/// the message lists the runners there are.
+StatusOr<std::unique_ptr<Executor>> createExecutor(const std::string& name,
+                                                   const ExecutorSource& source);
+StatusOr<std::unique_ptr<Executor>> createExecutor(const std::string& name, const ir::Model& model);
+
+}  // namespace onnxopt::runtime

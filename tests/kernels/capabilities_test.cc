@@ -1,0 +1,463 @@
+// Tests of kernels::referenceCapabilities() and TensorView. The capability table must tell the
+// truth about the kernels: for every registered op, a tiny valid case is run with each element
+// type in each of its type roles; a type the query accepts must run, and a type it refuses must be
+// refused by the kernel too (kUnimplemented; kInvalidArgument where an index or condition input
+// of another type breaks the op's contract).
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "onnxopt/kernels/capabilities.h"
+#include "onnxopt/kernels/reference.h"
+#include "onnxopt/kernels/tensor_view.h"
+#include "test_tensors.h"
+
+namespace onnxopt::kernels {
+namespace {
+
+using Dims = std::vector<int64_t>;
+using Roles = std::vector<DataType>;
+
+/// A tensor of `type` holding `values` (strings "1", "2" for a string tensor; zero bytes for the
+/// types without numbers: the kernels only move or refuse those).
+HostTensor tensorOf(DataType type, const Dims& dims, const std::vector<double>& values) {
+  HostTensor t = test::tensorOf(type, dims, values);
+  if (type == DataType::kString) {
+    for (size_t j = 0; j < values.size() && j < t.strings.size(); ++j) {
+      t.strings[j] = std::to_string(static_cast<int64_t>(values[j]));
+    }
+  }
+  return t;
+}
+
+/// One input of a case: its type role (an index into the case's roles), shape and values.
+struct In {
+  int role;
+  Dims dims;
+  std::vector<double> values;
+};
+
+/// A tiny valid invocation of an op whose element types are roles ("T", "Tind"): every role
+/// starts at its default, and the sweep swaps one role's type at a time.
+struct Case {
+  std::string op;
+  int64_t opset;
+  Roles defaults;
+  std::vector<In> inputs;
+  std::function<KernelAttrs(const Roles&)> attrs = [](const Roles&) { return KernelAttrs{}; };
+  size_t num_outputs = 1;
+  std::vector<int> output_roles = {};  ///< roles of outputs the query is told about
+  std::set<int> contract_roles = {};   ///< another type there is kInvalidArgument
+};
+
+KernelAttrs intAttrs(std::map<std::string, int64_t> ints) {
+  KernelAttrs a;
+  a.ints = std::move(ints);
+  return a;
+}
+std::function<KernelAttrs(const Roles&)> fixed(KernelAttrs a) {
+  return [a](const Roles&) { return a; };
+}
+
+constexpr DataType kF = DataType::kFloat;
+constexpr DataType kI64 = DataType::kInt64;
+constexpr DataType kB = DataType::kBool;
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  auto unary = [&](const std::string& op, int64_t opset, DataType t = kF) {
+    out.push_back({op, opset, {t}, {{0, {2}, {1, 2}}}});
+  };
+  auto binary = [&](const std::string& op, int64_t opset, DataType t = kF) {
+    out.push_back({op, opset, {t}, {{0, {2}, {1, 2}}, {0, {2}, {1, 2}}}});
+  };
+  // elementwise.cc
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Min", "Max", "Sum", "Mean", "Equal", "Less",
+                         "Greater", "LessOrEqual", "GreaterOrEqual"}) {
+    binary(op, 18);
+  }
+  out.push_back(
+      {"Mod", 18, {kF}, {{0, {2}, {1, 2}}, {0, {2}, {1, 2}}}, fixed(intAttrs({{"fmod", 1}}))});
+  out.push_back({"Pow", 18, {kF, kF}, {{0, {2}, {1, 2}}, {1, {2}, {1, 2}}}});
+  for (const char* op : {"And", "Or", "Xor"}) binary(op, 18, kB);
+  unary("Not", 18, kB);
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) binary(op, 18, DataType::kInt32);
+  unary("BitwiseNot", 18, DataType::kInt32);
+  for (const char* op :
+       {"Neg", "Abs", "Sqrt", "Reciprocal", "Exp", "Log", "Floor", "Ceil", "Round", "Sign", "Sin",
+        "Cos", "Tanh", "Sigmoid", "Relu", "Erf", "IsNaN", "IsInf"}) {
+    unary(op, 18);
+  }
+  out.push_back({"Clip", 13, {kF}, {{0, {2}, {1, 2}}, {0, {}, {0}}, {0, {}, {3}}}});
+  unary("Clip", 7);  // min/max attributes: floats only
+  out.push_back({"Where",
+                 18,
+                 {kF, kB},
+                 {{1, {2}, {1, 0}}, {0, {2}, {1, 2}}, {0, {2}, {3, 4}}},
+                 fixed({}),
+                 1,
+                 {},
+                 {1}});
+  // shape_ops.cc
+  for (const char* op : {"Shape", "Size", "Identity"}) unary(op, 18);
+  out.push_back({"Flatten", 18, {kF}, {{0, {2, 1}, {1, 2}}}});
+  out.push_back({"Transpose", 18, {kF}, {{0, {1, 2}, {1, 2}}}});
+  auto with_index = [&](const std::string& op, int64_t opset, std::vector<In> inputs,
+                        KernelAttrs attrs = {}, size_t outputs = 1) {
+    out.push_back(
+        {op, opset, {kF, kI64}, std::move(inputs), fixed(std::move(attrs)), outputs, {}, {1}});
+  };
+  with_index("Reshape", 18, {{0, {2}, {1, 2}}, {1, {1}, {2}}});
+  with_index("Squeeze", 18, {{0, {1, 2}, {1, 2}}, {1, {1}, {0}}});
+  with_index("Unsqueeze", 18, {{0, {2}, {1, 2}}, {1, {1}, {0}}});
+  out.push_back(
+      {"Concat", 18, {kF}, {{0, {2}, {1, 2}}, {0, {2}, {3, 4}}}, fixed(intAttrs({{"axis", 0}}))});
+  with_index("Split", 18, {{0, {2}, {1, 2}}, {1, {2}, {1, 1}}}, intAttrs({{"axis", 0}}), 2);
+  with_index("Slice", 18,
+             {{0, {2}, {1, 2}}, {1, {1}, {0}}, {1, {1}, {1}}, {1, {1}, {0}}, {1, {1}, {1}}});
+  with_index("Gather", 18, {{0, {2}, {1, 2}}, {1, {1}, {0}}});
+  with_index("GatherElements", 18, {{0, {2}, {1, 2}}, {1, {1}, {0}}});
+  with_index("Expand", 18, {{0, {1}, {1}}, {1, {1}, {2}}});
+  with_index("Tile", 18, {{0, {1}, {1}}, {1, {1}, {2}}});
+  with_index("Pad", 18, {{0, {1}, {1}}, {1, {2}, {1, 1}}, {0, {}, {0}}, {1, {1}, {0}}});
+  {
+    KernelAttrs pads;
+    pads.int_lists["pads"] = {1, 1};
+    out.push_back({"Pad", 7, {kF}, {{0, {1}, {1}}}, fixed(pads)});
+  }
+  // reduce.cc
+  for (const char* op :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+        "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"}) {
+    with_index(op, 18, {{0, {2}, {1, 2}}, {1, {1}, {0}}});
+  }
+  unary("ArgMax", 18);
+  unary("ArgMin", 18);
+  // linalg.cc
+  out.push_back({"MatMul", 18, {kF}, {{0, {1, 1}, {2}}, {0, {1, 1}, {3}}}});
+  out.push_back({"Gemm", 18, {kF}, {{0, {1, 1}, {2}}, {0, {1, 1}, {3}}, {0, {1}, {1}}}});
+  // misc.cc
+  out.push_back({"Cast",
+                 18,
+                 {kF, kI64},
+                 {{0, {2}, {1, 2}}},
+                 [](const Roles& r) {
+                   return intAttrs({{"to", static_cast<int64_t>(r[1])}});
+                 },
+                 1,
+                 {1}});
+  out.push_back({"CastLike", 18, {kF, kI64}, {{0, {2}, {1, 2}}, {1, {1}, {0}}}, fixed({}), 1, {1}});
+  out.push_back({"Range", 18, {kF}, {{0, {}, {0}}, {0, {}, {2}}, {0, {}, {1}}}});
+  out.push_back({"ConstantOfShape",
+                 18,
+                 {kF, kI64},
+                 {{1, {1}, {2}}},
+                 [](const Roles& r) {
+                   KernelAttrs a;
+                   a.tensors["value"] = tensorOf(r[0], {1}, {1});
+                   return a;
+                 },
+                 1,
+                 {0},
+                 {1}});
+  out.push_back({"NonZero", 18, {kF}, {{0, {2}, {1, 0}}}});
+  out.push_back(
+      {"CumSum", 18, {kF, kI64}, {{0, {2}, {1, 2}}, {1, {}, {0}}}, fixed({}), 1, {}, {1}});
+  out.push_back({"OneHot", 18, {kF, kI64, kI64}, {{1, {1}, {0}}, {2, {}, {2}}, {0, {2}, {0, 1}}}});
+  out.push_back({"DequantizeLinear",
+                 19,
+                 {kF, DataType::kInt8},
+                 {{1, {2}, {1, 2}}, {0, {}, {0.5}}, {1, {}, {0}}},
+                 fixed({}),
+                 1,
+                 {0}});
+  out.push_back({"QuantizeLinear",
+                 19,
+                 {kF, DataType::kUint8, kF},
+                 {{0, {2}, {1, 2}}, {2, {}, {0.5}}, {1, {}, {0}}},
+                 fixed({}),
+                 1,
+                 {1}});
+  // nn.cc
+  for (const char* op : {"LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus",
+                         "Softsign", "Mish", "ThresholdedRelu"}) {
+    unary(op, 18);
+  }
+  unary("Gelu", 20);
+  out.push_back({"PRelu", 18, {kF}, {{0, {2}, {-1, 2}}, {0, {1}, {0.5}}}});
+  out.push_back({"Softmax", 18, {kF}, {{0, {1, 2}, {1, 2}}}});
+  out.push_back({"LogSoftmax", 18, {kF}, {{0, {1, 2}, {1, 2}}}});
+  out.push_back({"Dropout",
+                 18,
+                 {kF, kF, kB},
+                 {{0, {2}, {1, 2}}, {1, {}, {0.5}}, {2, {}, {0}}},
+                 fixed({}),
+                 1,
+                 {},
+                 {2}});
+  const Dims image = {1, 1, 2, 2};
+  const std::vector<double> pixels = {1, 2, 3, 4};
+  out.push_back({"Conv", 18, {kF}, {{0, image, pixels}, {0, {1, 1, 1, 1}, {2}}, {0, {1}, {1}}}});
+  out.push_back(
+      {"ConvTranspose", 18, {kF}, {{0, image, pixels}, {0, {1, 1, 1, 1}, {2}}, {0, {1}, {1}}}});
+  KernelAttrs window;
+  window.int_lists["kernel_shape"] = {1, 1};
+  out.push_back({"MaxPool", 18, {kF}, {{0, image, pixels}}, fixed(window)});
+  out.push_back({"AveragePool", 18, {kF}, {{0, image, pixels}}, fixed(window)});
+  out.push_back({"GlobalAveragePool", 18, {kF}, {{0, image, pixels}}});
+  out.push_back({"GlobalMaxPool", 18, {kF}, {{0, image, pixels}}});
+  out.push_back(
+      {"BatchNormalization",
+       15,
+       {kF, kF, kF},
+       {{0, {1, 1, 2}, {1, 2}}, {1, {1}, {1}}, {1, {1}, {0}}, {2, {1}, {0}}, {2, {1}, {1}}}});
+  // nn_norm.cc
+  out.push_back({"LayerNormalization",
+                 18,
+                 {kF, kF},
+                 {{0, {1, 2}, {1, 2}}, {1, {2}, {1, 1}}, {1, {2}, {0, 0}}}});
+  out.push_back({"RMSNormalization", 23, {kF, kF}, {{0, {1, 2}, {1, 2}}, {1, {2}, {1, 1}}}});
+  out.push_back({"InstanceNormalization",
+                 18,
+                 {kF, kF},
+                 {{0, {1, 1, 2}, {1, 2}}, {1, {1}, {1}}, {1, {1}, {0}}}});
+  out.push_back({"GroupNormalization",
+                 18,
+                 {kF, kF},
+                 {{0, {1, 2, 1}, {1, 2}}, {1, {1}, {1}}, {1, {1}, {0}}},
+                 fixed(intAttrs({{"num_groups", 1}}))});
+  out.push_back({"Attention",
+                 23,
+                 {kF, kF},
+                 {{0, {1, 1, 1, 2}, {1, 2}},
+                  {0, {1, 1, 1, 2}, {1, 2}},
+                  {0, {1, 1, 1, 2}, {1, 2}},
+                  {1, {1, 1}, {0}}}});
+  // nn_einsum.cc
+  {
+    KernelAttrs eq;
+    eq.strings["equation"] = "i,i->i";
+    out.push_back({"Einsum", 18, {kF}, {{0, {2}, {1, 2}}, {0, {2}, {3, 4}}}, fixed(eq)});
+  }
+  return out;
+}
+
+/// Every element type onnxopt knows.
+std::vector<DataType> allTypes() {
+  std::vector<DataType> types;
+  for (int32_t c = 1; c <= kMaxKnownDataType; ++c) types.push_back(static_cast<DataType>(c));
+  return types;
+}
+
+OpQuery queryFor(const Case& c, const Roles& roles) {
+  OpQuery q;
+  q.op = c.op;
+  q.opset = c.opset;
+  for (const In& in : c.inputs) q.inputs.push_back(roles[static_cast<size_t>(in.role)]);
+  for (int r : c.output_roles) q.outputs.push_back(roles[static_cast<size_t>(r)]);
+  return q;
+}
+
+StatusOr<std::vector<HostTensor>> runCase(const Case& c, const Roles& roles) {
+  std::vector<HostTensor> tensors;
+  for (const In& in : c.inputs) {
+    tensors.push_back(tensorOf(roles[static_cast<size_t>(in.role)], in.dims, in.values));
+  }
+  std::vector<const HostTensor*> ptrs;
+  for (const HostTensor& t : tensors) ptrs.push_back(&t);
+  return runReferenceKernel(c.op, c.opset, ptrs, c.attrs(roles), c.num_outputs);
+}
+
+TEST(ReferenceCapabilities, EveryOpHasACase) {
+  std::set<std::string> covered;
+  for (const Case& c : cases()) covered.insert(c.op);
+  for (const std::string& op : referenceKernelOps()) EXPECT_TRUE(covered.count(op)) << op;
+}
+
+TEST(ReferenceCapabilities, DefaultCasesRun) {
+  for (const Case& c : cases()) {
+    Support s = referenceCapabilities().supports(queryFor(c, c.defaults));
+    EXPECT_TRUE(s.ok) << c.op << " opset " << c.opset << ": " << s.reason;
+    auto result = runCase(c, c.defaults);
+    EXPECT_TRUE(result.isOk()) << c.op << " opset " << c.opset << ": "
+                               << result.status().toString();
+  }
+}
+
+// The truth table: every op, every role, every element type. A claimed type runs; a refused one
+// is refused by the kernel.
+TEST(ReferenceCapabilities, AgreeWithTheKernelsOnEveryType) {
+  int accepted = 0, refused = 0;
+  for (const Case& c : cases()) {
+    for (size_t role = 0; role < c.defaults.size(); ++role) {
+      for (DataType t : allTypes()) {
+        Roles roles = c.defaults;
+        roles[role] = t;
+        Support s = referenceCapabilities().supports(queryFor(c, roles));
+        auto result = runCase(c, roles);
+        std::string what = c.op + " opset " + std::to_string(c.opset) + ", role " +
+                           std::to_string(role) + " = " + dataTypeName(t);
+        if (s.ok) {
+          ++accepted;
+          EXPECT_TRUE(result.isOk()) << what << ": claimed, but " << result.status().toString();
+        } else {
+          ++refused;
+          EXPECT_FALSE(s.reason.empty()) << what;
+          if (result.isOk()) {
+            ADD_FAILURE() << what << ": refused (" << s.reason << "), but it runs";
+            continue;
+          }
+          StatusCode code = result.status().code();
+          bool contract = c.contract_roles.count(static_cast<int>(role)) > 0;
+          EXPECT_TRUE(code == StatusCode::kUnimplemented ||
+                      (contract && code == StatusCode::kInvalidArgument))
+              << what << ": refused (" << s.reason << "), the kernel says "
+              << result.status().toString();
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 1000);
+  EXPECT_GT(refused, 1000);
+}
+
+TEST(ReferenceCapabilities, Supported) {
+  const Capabilities& caps = referenceCapabilities();
+  EXPECT_STREQ(caps.name(), "reference");
+  Support ok = caps.supports({"", "Add", 17, {kF, kF}, {}, Layout::kAny});
+  EXPECT_TRUE(ok.ok);
+  EXPECT_TRUE(ok.reason.empty());
+  EXPECT_TRUE(caps.supports({"ai.onnx", "Conv", 11, {kF, kF}, {}, Layout::kNCHW}));
+  EXPECT_TRUE(caps.supports({"", "Relu", 17, {kF}, {}, Layout::kNHWC}));  // layout-blind
+  EXPECT_TRUE(caps.supports({"", "Gather", 13, {DataType::kString, DataType::kInt32}, {}, {}}));
+}
+
+TEST(ReferenceCapabilities, RefusalsSayWhy) {
+  struct Refusal {
+    OpQuery query;
+    std::string reason;
+  };
+  const std::vector<Refusal> refusals = {
+      {{"", "LSTM", 17, {kF}, {}, {}}, "no reference kernel for LSTM"},
+      {{"", "LayerNormalization", 16, {kF}, {}, {}},
+       "no reference kernel for LayerNormalization at opset 16 (it covers opsets 17 to 28)"},
+      {{"", "Add", 29, {kF, kF}, {}, {}},
+       "no reference kernel for Add at opset 29 (it covers opsets 7 to 28)"},
+      {{"", "Conv", 17, {DataType::kInt8, DataType::kInt8}, {}, {}},
+       "Conv: input 0 is int8; the reference kernel takes float, float16, double, bfloat16"},
+      {{"", "Gather", 13, {kF, kF}, {}, {}},
+       "Gather: input 1 is float; the reference kernel takes int32, int64"},
+      {{"com.microsoft", "FusedConv", 1, {kF}, {}, {}},
+       "domain 'com.microsoft' has no reference kernels"},
+      {{"", "MaxPool", 17, {kF}, {}, Layout::kNHWC},
+       "MaxPool: the reference kernel reads channels-first (NCHW) data, not NHWC"},
+      {{"", "Cast", 17, {kF}, {DataType::kFloat8E4M3FN}, {}},
+       "Cast: output 0 is float8e4m3fn; the reference kernel produces float, uint8, int8, "
+       "uint16, int16, int32, int64, bool, float16, double, uint32, uint64, bfloat16"},
+  };
+  for (const Refusal& r : refusals) {
+    Support s = referenceCapabilities().supports(r.query);
+    EXPECT_FALSE(s.ok) << r.query.op;
+    EXPECT_EQ(s.reason, r.reason);
+  }
+}
+
+TEST(ReferenceCapabilities, UnknownTypesAreNotChecked) {
+  const Capabilities& caps = referenceCapabilities();
+  // kUndefined: an omitted input or a type not known; the variadic inputs repeat the last list.
+  EXPECT_TRUE(
+      caps.supports({"", "Conv", 17, {kF, DataType::kUndefined, DataType::kUndefined}, {}, {}}));
+  EXPECT_TRUE(caps.supports({"", "Sum", 17, {kF, kF, kF, kF}, {}, {}}));
+  EXPECT_FALSE(caps.supports({"", "Sum", 17, {kF, kF, kF, DataType::kString}, {}, {}}));
+  // Attention's nonpad_kv_seqlen (input 6) is not supported at all.
+  Support seqlen = caps.supports({"", "Attention", 24, {kF, kF, kF, {}, {}, {}, kI64}, {}, {}});
+  EXPECT_FALSE(seqlen);
+  EXPECT_EQ(seqlen.reason, "Attention: the reference kernel does not take input 6");
+}
+
+TEST(ReferenceCapabilities, CastToItsOwnTypeCopiesAnyType) {
+  const Capabilities& caps = referenceCapabilities();
+  DataType f8 = DataType::kFloat8E4M3FN;
+  EXPECT_TRUE(caps.supports({"", "Cast", 19, {f8}, {f8}, {}}));
+  EXPECT_TRUE(caps.supports({"", "Cast", 19, {f8}, {}, {}}));  // `to` not known: it may be f8
+  EXPECT_FALSE(caps.supports({"", "Cast", 19, {f8}, {kF}, {}}));
+  EXPECT_TRUE(caps.supports({"", "CastLike", 19, {f8, f8}, {}, {}}));
+  EXPECT_FALSE(caps.supports({"", "CastLike", 19, {f8, kF}, {}, {}}));
+  HostTensor x = HostTensor::zeros(f8, {2});
+  auto same = runReferenceKernel("Cast", 19, {&x}, intAttrs({{"to", static_cast<int64_t>(f8)}}), 1);
+  EXPECT_TRUE(same.isOk()) << same.status().toString();
+  auto other = runReferenceKernel("Cast", 19, {&x}, intAttrs({{"to", 1}}), 1);
+  ASSERT_FALSE(other.isOk());
+  EXPECT_EQ(other.status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(TypeSetTest, SetOperations) {
+  TypeSet s = {DataType::kFloat, DataType::kInt64};
+  EXPECT_TRUE(s.contains(DataType::kFloat));
+  EXPECT_FALSE(s.contains(DataType::kInt32));
+  EXPECT_FALSE(s.contains(DataType::kUndefined));
+  EXPECT_FALSE(s.contains(static_cast<DataType>(1000)));
+  EXPECT_EQ(s.toString(), "float, int64");
+  EXPECT_EQ((s - TypeSet{DataType::kFloat}).types(), std::vector<DataType>{DataType::kInt64});
+  EXPECT_EQ((kSignedIntTypes | kUnsignedIntTypes), kIntTypes);
+  EXPECT_TRUE(TypeSet{}.empty());
+  EXPECT_EQ(TypeSet{}.toString(), "no type");
+  EXPECT_STREQ(layoutName(Layout::kNHWC), "NHWC");
+  EXPECT_STREQ(layoutName(Layout::kAny), "any");
+}
+
+// --- tensor_view.h
+// ---------------------------------------------------------------------------------
+
+TEST(TensorViewTest, ViewOfAHostTensorIsContiguous) {
+  HostTensor t = HostTensor::zeros(DataType::kFloat, {2, 3, 4});
+  TensorView v = viewOf(t);
+  EXPECT_EQ(v.dtype, DataType::kFloat);
+  EXPECT_EQ(v.dims, (Dims{2, 3, 4}));
+  EXPECT_EQ(v.strides, (Dims{12, 4, 1}));
+  EXPECT_EQ(v.data, static_cast<void*>(t.bytes.data()));
+  EXPECT_EQ(v.memory, MemoryKind::kHost);
+  EXPECT_EQ(v.rank(), 3);
+  EXPECT_EQ(v.numElements(), 24);
+  EXPECT_TRUE(v.isContiguous());
+  EXPECT_EQ(v.offsetOf({1, 2, 3}), 23);
+  const HostTensor& ct = t;
+  ConstTensorView cv = viewOf(ct);
+  EXPECT_EQ(cv.data, static_cast<const void*>(t.bytes.data()));
+  ConstTensorView converted = v;  // mutable -> const
+  EXPECT_EQ(converted.strides, v.strides);
+}
+
+TEST(TensorViewTest, Strides) {
+  EXPECT_EQ(contiguousStrides({}), Dims{});
+  EXPECT_EQ(contiguousStrides({5}), Dims{1});
+  EXPECT_EQ(contiguousStrides({2, 0, 3}), (Dims{0, 3, 1}));
+  HostTensor t = HostTensor::zeros(DataType::kFloat, {2, 3});
+  // Its transpose [3, 2] as a view: strides {1, 3}, not contiguous.
+  TensorView tr(DataType::kFloat, {3, 2}, {1, 3}, t.bytes.data());
+  EXPECT_FALSE(tr.isContiguous());
+  EXPECT_EQ(tr.offsetOf({2, 1}), 5);
+  // A broadcast dim (stride 0) is not contiguous; size-1 dims may have any stride.
+  EXPECT_FALSE(TensorView(DataType::kFloat, {4, 3}, {0, 1}, nullptr).isContiguous());
+  EXPECT_TRUE(TensorView(DataType::kFloat, {1, 3}, {99, 1}, nullptr).isContiguous());
+  EXPECT_TRUE(TensorView(DataType::kFloat, {4, 0}, {7, 7}, nullptr).isContiguous());
+  EXPECT_FALSE(TensorView(DataType::kFloat, {4}, {}, nullptr).isContiguous());  // strides missing
+  TensorView device(DataType::kFloat16, {8}, {1}, nullptr, MemoryKind::kDevice);
+  EXPECT_EQ(device.memory, MemoryKind::kDevice);
+  EXPECT_EQ(TensorView().numElements(), 1);  // a scalar
+}
+
+TEST(TensorViewTest, StringTensorsPointAtTheirStrings) {
+  HostTensor t = HostTensor::zeros(DataType::kString, {2});
+  t.strings = {"a", "b"};
+  TensorView v = viewOf(t);
+  EXPECT_EQ(static_cast<std::string*>(v.data)[1], "b");
+}
+
+}  // namespace
+}  // namespace onnxopt::kernels
