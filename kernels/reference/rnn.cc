@@ -9,7 +9,8 @@
 //         o = f(X Wo^T + H Ro^T + Po . C + Wbo + Rbo),  H = o . h(C)
 // Gate blocks of W, R and B are ordered zrh (GRU) and iofc (LSTM); P is iof. `clip` bounds every
 // pre-activation. With sequence_lens, batch entry b runs its first sequence_lens[b] steps (reverse
-// from the last of them); the steps after stay zero in Y, and Y_h/Y_c hold the last step's state.
+// from the last of them); the steps after stay zero in Y, and Y_h/Y_c hold the last step's state
+// (zero for a length of 0, as onnxruntime gives).
 // Everything computes in double and rounds once to the element type.
 #include <algorithm>
 #include <cctype>
@@ -377,6 +378,7 @@ StatusOr<Outputs> runRecurrent(const KernelContext& ctx, Cell cell) {
         }
         std::copy_n(h.begin(), H, y.begin() + static_cast<std::ptrdiff_t>(y_at(t, d, b)));
       }
+      if (len == 0) continue;  // no last step: Y_h and Y_c stay zero, as in onnxruntime
       std::copy_n(h.begin(), H, yh.begin() + static_cast<std::ptrdiff_t>(s0));
       std::copy_n(c.begin(), H, yc.begin() + static_cast<std::ptrdiff_t>(s0));
     }

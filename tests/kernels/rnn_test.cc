@@ -147,6 +147,25 @@ TEST(RnnKernel, SequenceLensAndLayout) {
   expectValues((*batchwise)[1], {2, 2, 1}, {f2, r0, g1, s0}, "layout 1 Y_h");
 }
 
+// A batch entry of length 0 has no last step: Y_h and Y_c are zero there (onnxruntime's answer),
+// not the initial state.
+TEST(RnnKernel, ZeroLengthGivesZeroState) {
+  Inputs in = {floats(DataType::kFloat, {1, 2, 1}, {1, 2}),
+               floats(DataType::kFloat, {1, 4, 1}, {1, 1, 1, 1}),
+               floats(DataType::kFloat, {1, 4, 1}, {1, 1, 1, 1}),
+               std::nullopt,
+               floats(DataType::kInt32, {2}, {0, 1}),
+               floats(DataType::kFloat, {1, 2, 1}, {3, 3}),
+               floats(DataType::kFloat, {1, 2, 1}, {4, 4})};
+  auto out = run("LSTM", in, attrs({{"hidden_size", 1}}), 3);
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  EXPECT_EQ(at((*out)[0], 0), 0.0);
+  EXPECT_NE(at((*out)[0], 1), 0.0);
+  EXPECT_EQ(at((*out)[1], 0), 0.0);
+  EXPECT_EQ(at((*out)[2], 0), 0.0);
+  EXPECT_NE(at((*out)[2], 1), 0.0);
+}
+
 // GRU, hidden 1, one step from h0: both linear_before_reset forms.
 TEST(RnnKernel, GruByHand) {
   const double x = 0.7, h0 = 0.4;

@@ -22,6 +22,8 @@ CASES = [
     ("LSTM", {"direction": "reverse"}, dict(outputs=3, lens=True)),
     ("LSTM", {"direction": "bidirectional"}, dict(outputs=3, lens=True, initial=True, peepholes=True)),
     ("LSTM", {"direction": "bidirectional", "clip": 0.5}, dict(outputs=2, initial=True)),
+    ("LSTM", {"direction": "bidirectional"}, dict(outputs=3, zero_len=True, initial=True)),
+    ("GRU", {"direction": "reverse"}, dict(outputs=2, zero_len=True, initial=True)),
     ("LSTM", {"input_forget": 1}, dict(outputs=3, peepholes=True, lens=True)),
     ("LSTM", {"activations": ["HardSigmoid", "LeakyRelu", "Softsign"], "activation_alpha": [0.3, 0.2],
               "activation_beta": [0.4]}, dict(outputs=3)),
@@ -54,9 +56,11 @@ def _make_case(folder: Path, op: str, attrs: dict, opts: dict, seed: int) -> Pat
     feeds = {"X": f32(SEQ, BATCH, INPUT), "W": f32(dirs, g * HIDDEN, INPUT), "R": f32(dirs, g * HIDDEN, HIDDEN),
              "B": f32(dirs, 2 * g * HIDDEN)}
     names = ["X", "W", "R", "B"]
-    if opts.get("lens") or opts.get("initial") or opts.get("peepholes"):
+    if opts.get("lens") or opts.get("zero_len") or opts.get("initial") or opts.get("peepholes"):
         names.append("sequence_lens")
-        if opts.get("lens"):
+        if opts.get("zero_len"):  # a batch entry of no steps: Y_h and Y_c are zero there
+            feeds["sequence_lens"] = np.array([2, 0, SEQ][:BATCH], np.int32)
+        elif opts.get("lens"):
             feeds["sequence_lens"] = np.array([SEQ, 2, 4][:BATCH], np.int32)
         else:
             names[-1] = ""
