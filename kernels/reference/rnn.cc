@@ -11,7 +11,7 @@
 // pre-activation. With sequence_lens, batch entry b runs its first sequence_lens[b] steps (reverse
 // from the last of them); the steps after stay zero in Y, and Y_h/Y_c hold the last step's state
 // (zero for a length of 0, as onnxruntime gives).
-// Everything computes in double and rounds once to the element type.
+// Everything computes in double; each result rounds once to the element type.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -311,8 +311,17 @@ StatusOr<Outputs> runRecurrent(const KernelContext& ctx, Cell cell) {
     ASSIGN_OR_RETURN(HostTensor t, makeOutput(x_t.dtype, i == 0 ? y_dims : state_dims));
     outs.push_back(std::move(t));
   }
-  std::vector<double> y(static_cast<size_t>(S * D * B * H), 0.0), yh(state_n, 0.0),
-      yc(state_n, 0.0);
+  // Results go straight into the outputs (zero-filled: Y past a sequence's length stays zero).
+  void (*put)(HostTensor&, int64_t, double) = nullptr;
+  RETURN_IF_ERROR(visitFloat(ctx, x_t.dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    put = [](HostTensor& t, int64_t i, double v) { store<T>(t, i, static_cast<Compute<T>>(v)); };
+    return Status::ok();
+  }));
+  auto emit = [&](size_t output, size_t offset, const std::vector<double>& v) {
+    if (output >= outs.size()) return;
+    for (int64_t j = 0; j < H; ++j) put(outs[output], static_cast<int64_t>(offset) + j, v[j]);
+  };
   auto state_at = [&](int64_t d, int64_t b) {
     return static_cast<size_t>((p.batch_first ? b * D + d : d * B + b) * H);
   };
@@ -376,25 +385,14 @@ StatusOr<Outputs> runRecurrent(const KernelContext& ctx, Cell cell) {
             h[j] = og * act[2](c[j]);
           }
         }
-        std::copy_n(h.begin(), H, y.begin() + static_cast<std::ptrdiff_t>(y_at(t, d, b)));
+        emit(0, y_at(t, d, b), h);
       }
       if (len == 0) continue;  // no last step: Y_h and Y_c stay zero, as in onnxruntime
-      std::copy_n(h.begin(), H, yh.begin() + static_cast<std::ptrdiff_t>(s0));
-      std::copy_n(c.begin(), H, yc.begin() + static_cast<std::ptrdiff_t>(s0));
+      emit(1, s0, h);
+      emit(2, s0, c);
     }
   }
 
-  const std::vector<double>* results[] = {&y, &yh, &yc};
-  RETURN_IF_ERROR(visitFloat(ctx, x_t.dtype, [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    for (size_t o = 0; o < outs.size(); ++o) {
-      const std::vector<double>& v = *results[o];
-      for (size_t i = 0; i < v.size(); ++i) {
-        store<T>(outs[o], static_cast<int64_t>(i), static_cast<Compute<T>>(v[i]));
-      }
-    }
-    return Status::ok();
-  }));
   return outs;
 }
 
