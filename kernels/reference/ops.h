@@ -75,6 +75,9 @@ StatusOr<Outputs> attentionKernel(const KernelContext& ctx);
 // nn_einsum.cc
 StatusOr<Outputs> einsumKernel(const KernelContext& ctx);
 
+// rnn.cc
+StatusOr<Outputs> recurrentKernel(const KernelContext& ctx);  // LSTM GRU RNN
+
 // --- helpers shared by nn.cc and nn_norm.cc
 // ---------------------------------------------------------
 

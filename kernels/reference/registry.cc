@@ -235,6 +235,10 @@ const std::map<std::string, Entry>& registry() {
         {"Attention", {23, ref::attentionKernel, in({F, F, F, F | kBool, F, F, TypeSet{}})}},
         // nn_einsum.cc
         {"Einsum", {12, ref::einsumKernel, variadic(N)}},
+        // rnn.cc: X W R B sequence_lens initial_h (initial_c P)
+        {"LSTM", {7, ref::recurrentKernel, in({F, F, F, F, X, F, F, F})}},
+        {"GRU", {7, ref::recurrentKernel, in({F, F, F, F, X, F})}},
+        {"RNN", {7, ref::recurrentKernel, in({F, F, F, F, X, F})}},
     };
   }();
   return table;

@@ -244,6 +244,22 @@ std::vector<Case> cases() {
     eq.strings["equation"] = "i,i->i";
     out.push_back({"Einsum", 18, {kF}, {{0, {2}, {1, 2}}, {0, {2}, {3, 4}}}, fixed(eq)});
   }
+  // rnn.cc: role 0 is T, role 1 sequence_lens (another type there breaks the contract)
+  for (auto [op, gates] : {std::pair{"LSTM", 4}, {"GRU", 3}, {"RNN", 1}}) {
+    std::vector<double> ones(static_cast<size_t>(2 * gates), 0.5);
+    out.push_back({op,
+                   14,
+                   {kF, kI64},
+                   {{0, {1, 1, 1}, {1}},
+                    {0, {1, gates, 1}, ones},
+                    {0, {1, gates, 1}, ones},
+                    {0, {1, 2 * gates}, ones},
+                    {1, {1}, {1}}},
+                   fixed(intAttrs({{"hidden_size", 1}})),
+                   2,
+                   {},
+                   {1}});
+  }
   return out;
 }
 
@@ -343,7 +359,7 @@ TEST(ReferenceCapabilities, RefusalsSayWhy) {
     std::string reason;
   };
   const std::vector<Refusal> refusals = {
-      {{"", "LSTM", 17, {kF}, {}, {}}, "no reference kernel for LSTM"},
+      {{"", "NotAnOnnxOp", 17, {kF}, {}, {}}, "no reference kernel for NotAnOnnxOp"},
       {{"", "LayerNormalization", 16, {kF}, {}, {}},
        "no reference kernel for LayerNormalization at opset 16 (it covers opsets 17 to 28)"},
       {{"", "Add", 29, {kF, kF}, {}, {}},
