@@ -235,6 +235,13 @@ const std::map<std::string, Entry>& registry() {
         {"Attention", {23, ref::attentionKernel, in({F, F, F, F | kBool, F, F, TypeSet{}})}},
         // nn_einsum.cc
         {"Einsum", {12, ref::einsumKernel, variadic(N)}},
+        // string_ops.cc
+        {"StringConcat", {20, ref::stringConcatKernel, in({kString, kString})}},
+        {"StringSplit",
+         {20, ref::stringSplitKernel,
+          withOutputs(in({kString}), {kString, TypeSet{DataType::kInt64}})}},
+        {"StringNormalizer", {10, ref::stringNormalizerKernel, in({kString})}},
+        {"RegexFullMatch", {20, ref::regexFullMatchKernel, withOutputs(in({kString}), {kBool})}},
     };
   }();
   return table;

@@ -43,6 +43,9 @@ kernels::KernelAttrs toKernelAttrs(const ir::Node& node) {
       case Kind::kFloats:
         attrs.float_lists[a.name] = a.floats;
         break;
+      case Kind::kStrings:
+        attrs.string_lists[a.name] = a.strings;
+        break;
       case Kind::kTensor:
         if (!a.tensors.empty()) attrs.tensors[a.name] = toHost(a.tensors[0]);
         break;

@@ -53,6 +53,7 @@ struct KernelAttrs {
   std::map<std::string, std::vector<int64_t>> int_lists;
   std::map<std::string, std::vector<float>> float_lists;
   std::map<std::string, HostTensor> tensors;
+  std::map<std::string, std::vector<std::string>> string_lists;
 
   int64_t getInt(const std::string& name, int64_t fallback) const {
     auto it = ints.find(name);
@@ -77,7 +78,7 @@ struct KernelAttrs {
   }
   bool has(const std::string& name) const {
     return ints.count(name) || floats.count(name) || strings.count(name) || int_lists.count(name) ||
-           float_lists.count(name) || tensors.count(name);
+           float_lists.count(name) || tensors.count(name) || string_lists.count(name);
   }
 };
 
