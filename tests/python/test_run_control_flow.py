@@ -83,3 +83,59 @@ def test_loop_error_names_the_node(run_opt, work_dir: Path) -> None:
                    f"x0={work_dir / 'x0.npy'}")
     assert proc.returncode != 0
     assert "the_loop" in proc.stderr and "scan output 0" in proc.stderr, proc.stderr
+
+
+def _save_input(work_dir: Path, name: str, value: np.ndarray) -> str:
+    np.save(work_dir / f"{name}.npy", value)
+    return f"{name}={work_dir / (name + '.npy')}"
+
+
+def test_sequence_position_out_of_range_names_the_node(run_opt, work_dir: Path) -> None:
+    graph = helper.make_graph(
+        [helper.make_node("SequenceConstruct", ["x", "x"], ["seq"]),
+         helper.make_node("SequenceAt", ["seq", "pos"], ["y"], name="the_at")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+              helper.make_tensor_value_info("pos", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = work_dir / "seq.onnx"
+    onnx.save(model, path)
+    x = _save_input(work_dir, "x", np.array([1, 2], dtype=np.float32))
+    ok = run_opt("run", path, "--input", x, "--input",
+                 _save_input(work_dir, "pos", np.array(-2, dtype=np.int64)))
+    assert ok.returncode == 0, ok.stderr
+    bad = run_opt("run", path, "--input", x, "--input",
+                  _save_input(work_dir, "pos", np.array(2, dtype=np.int64)))
+    assert bad.returncode != 0
+    assert "the_at" in bad.stderr and "out of range" in bad.stderr, bad.stderr
+
+
+def test_scan_lengths_must_agree(run_opt, work_dir: Path) -> None:
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "a"], ["s_mid"]),
+         helper.make_node("Add", ["s_mid", "b"], ["s_out"])],
+        "body", [helper.make_tensor_value_info(n, TensorProto.FLOAT, []) for n in ("s_in", "a", "b")],
+        [helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "xa", "xb"], ["s"], body=body, num_scan_inputs=2,
+                          name="the_scan")],
+        "g", [helper.make_tensor_value_info("s0", TensorProto.FLOAT, []),
+              helper.make_tensor_value_info("xa", TensorProto.FLOAT, [None]),
+              helper.make_tensor_value_info("xb", TensorProto.FLOAT, [None])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    model.ir_version = 8
+    path = work_dir / "scan.onnx"
+    onnx.save(model, path)
+    s0 = _save_input(work_dir, "s0", np.array(0, dtype=np.float32))
+    xa = _save_input(work_dir, "xa", np.array([1, 2, 3], dtype=np.float32))
+    good = run_opt("run", path, "--input", s0, "--input", xa, "--input",
+                   _save_input(work_dir, "xb", np.array([10, 20, 30], dtype=np.float32)),
+                   "--save-outputs", work_dir)
+    assert good.returncode == 0, good.stderr
+    assert np.load(work_dir / "s.npy") == 66
+    bad = run_opt("run", path, "--input", s0, "--input", xa, "--input",
+                  _save_input(work_dir, "xb", np.array([10, 20], dtype=np.float32)))
+    assert bad.returncode != 0
+    assert "the_scan" in bad.stderr and "lengths 3 and 2" in bad.stderr, bad.stderr
