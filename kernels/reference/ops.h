@@ -121,4 +121,10 @@ StatusOr<std::vector<A>> readFloats(const KernelContext& ctx, const HostTensor& 
   return v;
 }
 
+// string_ops.cc
+StatusOr<Outputs> stringConcatKernel(const KernelContext& ctx);
+StatusOr<Outputs> stringSplitKernel(const KernelContext& ctx);
+StatusOr<Outputs> stringNormalizerKernel(const KernelContext& ctx);
+StatusOr<Outputs> regexFullMatchKernel(const KernelContext& ctx);
+
 }  // namespace onnxopt::kernels::ref

@@ -239,6 +239,13 @@ const std::map<std::string, Entry>& registry() {
         {"LSTM", {7, ref::recurrentKernel, in({F, F, F, F, X, F, F, F})}},
         {"GRU", {7, ref::recurrentKernel, in({F, F, F, F, X, F})}},
         {"RNN", {7, ref::recurrentKernel, in({F, F, F, F, X, F})}},
+        // string_ops.cc
+        {"StringConcat", {20, ref::stringConcatKernel, in({kString, kString})}},
+        {"StringSplit",
+         {20, ref::stringSplitKernel,
+          withOutputs(in({kString}), {kString, TypeSet{DataType::kInt64}})}},
+        {"StringNormalizer", {10, ref::stringNormalizerKernel, in({kString})}},
+        {"RegexFullMatch", {20, ref::regexFullMatchKernel, withOutputs(in({kString}), {kBool})}},
     };
   }();
   return table;

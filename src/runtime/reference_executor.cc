@@ -1,8 +1,12 @@
 #include "onnxopt/runtime/reference_executor.h"
 
+#include <algorithm>
+#include <cstring>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/ir/constants.h"
@@ -22,6 +26,194 @@ std::string describe(const ir::Node& n) {
   return "node " + n.opType();
 }
 
+/// A run's value: a tensor, a sequence of tensors, or an optional that holds nothing. An optional
+/// that holds a tensor or a sequence is that tensor or sequence (Optional wraps nothing more).
+struct RtValue {
+  enum class Kind { kTensor, kSequence, kNone };
+  Kind kind = Kind::kTensor;
+  kernels::HostTensor tensor;
+  std::vector<kernels::HostTensor> sequence;
+  DataType seq_type = DataType::kUndefined;  ///< element type of a sequence (known when empty)
+
+  static RtValue ofTensor(kernels::HostTensor t) {
+    RtValue v;
+    v.tensor = std::move(t);
+    return v;
+  }
+  static RtValue ofSequence(std::vector<kernels::HostTensor> ts, DataType type) {
+    RtValue v;
+    v.kind = Kind::kSequence;
+    v.sequence = std::move(ts);
+    v.seq_type = type;
+    return v;
+  }
+  static RtValue none() {
+    RtValue v;
+    v.kind = Kind::kNone;
+    return v;
+  }
+  const char* kindName() const {
+    return kind == Kind::kTensor ? "a tensor" : kind == Kind::kSequence ? "a sequence" : "empty";
+  }
+};
+
+/// Iterations one Loop, Scan or SequenceMap node may run, and bytes its stacked outputs may hold
+/// (the kernels' output cap): a model whose trip count or condition never ends the loop fails.
+constexpr int64_t kMaxIterations = int64_t{1} << 24;
+constexpr uint64_t kMaxStackedBytes = uint64_t{1} << 31;
+
+/// Byte width of one element, for the element-wise copies of slicing and stacking; 0 when the
+/// type is not byte-addressable (strings are copied by value, sub-byte types are not supported).
+size_t byteWidth(DataType type) {
+  int bits = dataTypeBits(type);
+  return bits > 0 && bits % 8 == 0 ? static_cast<size_t>(bits / 8) : 0;
+}
+
+int64_t product(const std::vector<int64_t>& dims, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t d = from; d < to; ++d) p *= dims[d];
+  return p;
+}
+
+Status checkCopyable(DataType type) {
+  if (type == DataType::kString || byteWidth(type) > 0) return Status::ok();
+  return makeError(StatusCode::kUnimplemented, "{} elements cannot be sliced or stacked",
+                   dataTypeName(type));
+}
+
+/// Copies `count` elements from src[si...] to dst[di...].
+void copyRun(kernels::HostTensor& dst, int64_t di, const kernels::HostTensor& src, int64_t si,
+             int64_t count) {
+  if (count <= 0) return;
+  if (src.dtype == DataType::kString) {
+    for (int64_t k = 0; k < count; ++k) {
+      dst.strings[static_cast<size_t>(di + k)] = src.strings[static_cast<size_t>(si + k)];
+    }
+    return;
+  }
+  size_t w = byteWidth(src.dtype);
+  std::memcpy(dst.bytes.data() + static_cast<size_t>(di) * w,
+              src.bytes.data() + static_cast<size_t>(si) * w, static_cast<size_t>(count) * w);
+}
+
+/// t[..., begin:begin+len, ...] along `axis`; with `drop_axis` (len 1) the axis is removed.
+StatusOr<kernels::HostTensor> sliceAxis(const kernels::HostTensor& t, size_t axis, int64_t begin,
+                                        int64_t len, bool drop_axis) {
+  RETURN_IF_ERROR(checkCopyable(t.dtype));
+  std::vector<int64_t> dims = t.dims;
+  int64_t outer = product(dims, 0, axis), extent = dims[axis];
+  int64_t inner = product(dims, axis + 1, dims.size());
+  if (drop_axis) {
+    dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(axis));
+  } else {
+    dims[axis] = len;
+  }
+  kernels::HostTensor out = kernels::HostTensor::zeros(t.dtype, dims);
+  for (int64_t o = 0; o < outer; ++o) {
+    copyRun(out, o * len * inner, t, (o * extent + begin) * inner, len * inner);
+  }
+  return out;
+}
+
+/// Stacks equal-shaped tensors along a new axis `axis` (0..rank); `elem` is the element type and
+/// `elem_dims` the shape of each part when there are none.
+StatusOr<kernels::HostTensor> stackAxis(const std::vector<kernels::HostTensor>& parts, size_t axis,
+                                        DataType elem, const std::vector<int64_t>& elem_dims) {
+  const std::vector<int64_t>& dims = parts.empty() ? elem_dims : parts[0].dims;
+  DataType type = parts.empty() ? elem : parts[0].dtype;
+  RETURN_IF_ERROR(checkCopyable(type));
+  if (axis > dims.size())
+    return invalidArgument("stacking axis {} is beyond rank {}", axis, dims.size());
+  for (size_t k = 1; k < parts.size(); ++k) {
+    if (parts[k].dtype != type || parts[k].dims != dims) {
+      return invalidArgument("part {} is {}[{}], but part 0 is {}[{}]", k,
+                             dataTypeName(parts[k].dtype), fmt::join(parts[k].dims, ","),
+                             dataTypeName(type), fmt::join(dims, ","));
+    }
+  }
+  std::vector<int64_t> out_dims = dims;
+  out_dims.insert(out_dims.begin() + static_cast<std::ptrdiff_t>(axis),
+                  static_cast<int64_t>(parts.size()));
+  uint64_t n = 1;
+  for (int64_t d : out_dims) {
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) n = UINT64_MAX;
+  }
+  uint64_t w = type == DataType::kString ? sizeof(std::string) : byteWidth(type);
+  if (n > kMaxStackedBytes / std::max<uint64_t>(w, 1)) {
+    return makeError(StatusCode::kResourceExhausted, "stacked output [{}] exceeds {} bytes",
+                     fmt::join(out_dims, ","), kMaxStackedBytes);
+  }
+  kernels::HostTensor out = kernels::HostTensor::zeros(type, out_dims);
+  int64_t outer = product(dims, 0, axis), inner = product(dims, axis, dims.size());
+  int64_t count = static_cast<int64_t>(parts.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t k = 0; k < count; ++k) {
+      copyRun(out, (o * count + k) * inner, parts[static_cast<size_t>(k)], o * inner, inner);
+    }
+  }
+  return out;
+}
+
+/// The static element type and dims of a body output, for stacking zero iterations.
+std::pair<DataType, std::vector<int64_t>> staticTensorType(const ir::Value* v) {
+  std::vector<int64_t> dims;
+  const ir::Type& type = v->type();
+  if (!type.isTensor()) return {DataType::kFloat, dims};
+  if (type.shape) {
+    for (const ir::Dim& d : *type.shape) dims.push_back(d.isKnown() ? d.value : 0);
+  }
+  return {type.elem_type == DataType::kUndefined ? DataType::kFloat : type.elem_type, dims};
+}
+
+kernels::HostTensor scalarTensor(DataType type, int64_t v) {
+  kernels::HostTensor t = kernels::HostTensor::zeros(type, {});
+  if (type == DataType::kBool) {
+    t.bytes[0] = v != 0 ? 1 : 0;
+  } else {
+    t.set<int64_t>(0, v);
+  }
+  return t;
+}
+
+StatusOr<int64_t> readIndexScalar(const kernels::HostTensor& t, const char* what) {
+  if (t.numElements() != 1 || (t.dtype != DataType::kInt64 && t.dtype != DataType::kInt32)) {
+    return invalidArgument("{} must be one int32 or int64 value, got {}[{}]", what,
+                           dataTypeName(t.dtype), fmt::join(t.dims, ","));
+  }
+  return t.dtype == DataType::kInt64 ? t.get<int64_t>(0) : int64_t{t.get<int32_t>(0)};
+}
+
+StatusOr<bool> readBoolScalar(const kernels::HostTensor& t, const char* what) {
+  if (t.numElements() != 1 || t.dtype != DataType::kBool) {
+    return invalidArgument("{} must be one bool value, got {}[{}]", what, dataTypeName(t.dtype),
+                           fmt::join(t.dims, ","));
+  }
+  return t.bytes[0] != 0;
+}
+
+const ir::Graph* bodyOf(const ir::Node& n, const char* name) {
+  const ir::Attribute* a = n.findAttribute(name);
+  return a == nullptr || a->graphs.size() != 1 ? nullptr : a->graphs[0].get();
+}
+
+std::vector<int64_t> intsAttr(const ir::Node& n, const char* name) {
+  const ir::Attribute* a = n.findAttribute(name);
+  return a == nullptr ? std::vector<int64_t>{} : a->ints;
+}
+
+int64_t intAttr(const ir::Node& n, const char* name, int64_t fallback) {
+  const ir::Attribute* a = n.findAttribute(name);
+  return a == nullptr ? fallback : a->i;
+}
+
+/// Normalizes `axis` into [0, rank).
+StatusOr<size_t> axisIn(int64_t axis, int64_t rank, const char* what) {
+  if (axis < -rank || axis >= rank) {
+    return invalidArgument("{} {} is out of range for rank {}", what, axis, rank);
+  }
+  return static_cast<size_t>(axis < 0 ? axis + rank : axis);
+}
+
 /// The values of one run, computed node by node.
 class Interpreter {
  public:
@@ -30,70 +222,625 @@ class Interpreter {
   Status runGraph(const ir::Graph& graph) {
     for (const ir::Value* v : graph.initializers()) {
       if (values_.count(v)) continue;  // an input default overridden by the caller
-      if (const ir::Tensor* t = v->initializer()) values_[v] = toHost(*t);
+      if (const ir::Tensor* t = v->initializer()) values_[v] = RtValue::ofTensor(toHost(*t));
     }
     for (const ir::Node* n : graph) RETURN_IF_ERROR(runNode(*n));
     return Status::ok();
   }
 
-  std::unordered_map<const ir::Value*, kernels::HostTensor> values_;
+  std::unordered_map<const ir::Value*, RtValue> values_;
 
  private:
+  StatusOr<const RtValue*> valueOf(const ir::Node& n, size_t i) {
+    const ir::Value* v = i < n.numInputs() ? n.input(i) : nullptr;
+    if (v == nullptr) return invalidArgument("{}: input {} is required", describe(n), i);
+    auto it = values_.find(v);
+    if (it == values_.end()) {
+      return invalidArgument("{}: input '{}' has no value", describe(n), v->name());
+    }
+    return &it->second;
+  }
+  StatusOr<const kernels::HostTensor*> tensorOf(const ir::Node& n, size_t i) {
+    auto v = valueOf(n, i);
+    if (!v.isOk()) return v.status();
+    if ((*v)->kind != RtValue::Kind::kTensor) {
+      return invalidArgument("{}: input '{}' is {}, not a tensor", describe(n), n.input(i)->name(),
+                             (*v)->kindName());
+    }
+    return &(*v)->tensor;
+  }
+  StatusOr<const RtValue*> sequenceOf(const ir::Node& n, size_t i) {
+    auto v = valueOf(n, i);
+    if (!v.isOk()) return v.status();
+    if ((*v)->kind != RtValue::Kind::kSequence) {
+      return invalidArgument("{}: input '{}' is {}, not a sequence", describe(n),
+                             n.input(i)->name(), (*v)->kindName());
+    }
+    return *v;
+  }
+  void setOutput(const ir::Node& n, size_t i, RtValue v) {
+    if (i < n.numOutputs() && n.output(i) != nullptr) values_[n.output(i)] = std::move(v);
+  }
+
   Status runNode(const ir::Node& n) {
     if (!n.domain().empty() && n.domain() != "ai.onnx") {
       return makeError(StatusCode::kUnimplemented, "{}: domain '{}' has no reference kernels",
                        describe(n), n.domain());
     }
-    if (n.opType() == "Constant") {
+    const std::string& op = n.opType();
+    if (op == "Constant") {
       auto t = ir::constantNodeTensor(n);
       if (!t) return makeError(StatusCode::kUnimplemented, "{}: unsupported Constant", describe(n));
-      values_[n.output(0)] = toHost(*t);
+      values_[n.output(0)] = RtValue::ofTensor(toHost(*t));
       return Status::ok();
     }
-    if (n.opType() == "If") return runIf(n);
+    if (op == "If") return runIf(n);
+    if (op == "Loop") return runLoop(n);
+    if (op == "Scan") return opset_ < 9 ? runScan8(n) : runScan(n);
+    if (op == "SequenceMap") return runSequenceMap(n);
+    if (op.rfind("Sequence", 0) == 0 || op == "SplitToSequence" || op == "ConcatFromSequence" ||
+        op.rfind("Optional", 0) == 0) {
+      Status st = runSequenceOp(n);
+      return st.isOk() ? st : st.withContext(describe(n));
+    }
+    if (op == "Identity" && n.numInputs() == 1 && n.input(0) != nullptr) {
+      auto v = valueOf(n, 0);
+      if (v.isOk() && (*v)->kind != RtValue::Kind::kTensor) {
+        setOutput(n, 0, **v);
+        return Status::ok();
+      }
+    }
     std::vector<const kernels::HostTensor*> inputs;
-    for (const ir::Value* v : n.inputs()) {
-      if (v == nullptr) {
+    for (size_t i = 0; i < n.numInputs(); ++i) {
+      if (n.input(i) == nullptr) {
         inputs.push_back(nullptr);
         continue;
       }
-      auto it = values_.find(v);
-      if (it == values_.end()) {
-        return makeError(StatusCode::kInvalidArgument, "{}: input '{}' has no value", describe(n),
-                         v->name());
-      }
-      inputs.push_back(&it->second);
+      auto t = tensorOf(n, i);
+      if (!t.isOk()) return t.status();
+      inputs.push_back(*t);
     }
     if (!n.subgraphs().empty()) {
       return makeError(StatusCode::kUnimplemented,
-                       "{}: {} is not supported by the reference "
-                       "executor yet",
-                       describe(n), n.opType());
+                       "{}: {} is not supported by the reference executor yet", describe(n), op);
     }
-    auto out =
-        kernels::runReferenceKernel(n.opType(), opset_, inputs, toKernelAttrs(n), n.numOutputs());
+    auto out = kernels::runReferenceKernel(op, opset_, inputs, toKernelAttrs(n), n.numOutputs());
     if (!out.isOk()) return out.status().withContext(describe(n));
-    for (size_t i = 0; i < n.numOutputs(); ++i) {
-      if (n.output(i) != nullptr) values_[n.output(i)] = std::move((*out)[i]);
-    }
+    for (size_t i = 0; i < n.numOutputs(); ++i) setOutput(n, i, RtValue::ofTensor((*out)[i]));
     return Status::ok();
   }
 
   Status runIf(const ir::Node& n) {
-    auto it = values_.find(n.input(0));
-    if (it == values_.end() || it->second.bytes.empty()) {
+    auto c = tensorOf(n, 0);
+    if (!c.isOk()) return c.status();
+    if ((*c)->bytes.empty()) {
       return makeError(StatusCode::kInvalidArgument, "{}: no condition value", describe(n));
     }
-    bool cond = it->second.bytes[0] != 0;
-    const ir::Attribute* a = n.findAttribute(cond ? "then_branch" : "else_branch");
-    if (a == nullptr || a->graphs.size() != 1) {
+    bool cond = (*c)->bytes[0] != 0;
+    const ir::Graph* branch = bodyOf(n, cond ? "then_branch" : "else_branch");
+    if (branch == nullptr) {
       return makeError(StatusCode::kInvalidArgument, "{}: missing branch", describe(n));
     }
-    const ir::Graph& branch = *a->graphs[0];
-    RETURN_IF_ERROR(runGraph(branch));
-    for (size_t i = 0; i < n.numOutputs() && i < branch.numOutputs(); ++i) {
-      if (n.output(i) != nullptr) values_[n.output(i)] = values_.at(branch.output(i));
+    RETURN_IF_ERROR(runGraph(*branch));
+    for (size_t i = 0; i < n.numOutputs() && i < branch->numOutputs(); ++i) {
+      setOutput(n, i, values_.at(branch->output(i)));
     }
+    return Status::ok();
+  }
+
+  /// Runs `body` once with its inputs bound to `args`; returns its outputs.
+  StatusOr<std::vector<RtValue>> runBody(const ir::Node& n, const ir::Graph& body,
+                                         std::vector<RtValue> args) {
+    const auto& ins = body.inputs();
+    if (ins.size() != args.size()) {
+      return invalidArgument("{}: the body takes {} inputs, but {} are given", describe(n),
+                             ins.size(), args.size());
+    }
+    for (size_t i = 0; i < ins.size(); ++i) values_[ins[i]] = std::move(args[i]);
+    Status st = runGraph(body);
+    if (!st.isOk()) return st.withContext(describe(n));
+    std::vector<RtValue> outs;
+    for (size_t i = 0; i < body.numOutputs(); ++i) {
+      auto it = values_.find(body.output(i));
+      if (it == values_.end()) {
+        return invalidArgument("{}: body output '{}' was not computed", describe(n),
+                               body.output(i)->name());
+      }
+      outs.push_back(it->second);
+    }
+    return outs;
+  }
+
+  // Loop(M?, cond?, v_initial...) -> (v_final..., scan_outputs...); the body maps
+  // (iteration_num, cond_in, v...) -> (cond_out, v..., scan_slices...).
+  Status runLoop(const ir::Node& n) {
+    const ir::Graph* body = bodyOf(n, "body");
+    if (body == nullptr) return invalidArgument("{}: no body graph", describe(n));
+    if (n.numInputs() < 2) return invalidArgument("{}: Loop takes M and cond", describe(n));
+    size_t num_carried = n.numInputs() - 2;
+    if (body->numOutputs() < num_carried + 1 || body->inputs().size() != num_carried + 2) {
+      return invalidArgument("{}: the body has {} inputs and {} outputs for {} loop-carried values",
+                             describe(n), body->inputs().size(), body->numOutputs(), num_carried);
+    }
+    size_t num_scan = body->numOutputs() - 1 - num_carried;
+    if (n.numOutputs() > num_carried + num_scan) {
+      return invalidArgument("{}: {} outputs, but the body makes {}", describe(n), n.numOutputs(),
+                             num_carried + num_scan);
+    }
+    std::optional<int64_t> trip;
+    if (n.input(0) != nullptr) {
+      auto t = tensorOf(n, 0);
+      if (!t.isOk()) return t.status();
+      auto m = readIndexScalar(**t, "trip count M");
+      if (!m.isOk()) return m.status().withContext(describe(n));
+      trip = *m;
+    }
+    bool cond = true;
+    if (n.input(1) != nullptr) {
+      auto t = tensorOf(n, 1);
+      if (!t.isOk()) return t.status();
+      auto c = readBoolScalar(**t, "condition");
+      if (!c.isOk()) return c.status().withContext(describe(n));
+      cond = *c;
+    }
+    std::vector<RtValue> carried;
+    for (size_t i = 0; i < num_carried; ++i) {
+      auto v = valueOf(n, i + 2);
+      if (!v.isOk()) return v.status();
+      carried.push_back(**v);
+    }
+    std::vector<std::vector<kernels::HostTensor>> scans(num_scan);
+    for (int64_t iter = 0; cond && (!trip || iter < *trip); ++iter) {
+      if (iter >= kMaxIterations) {
+        return makeError(StatusCode::kResourceExhausted, "{}: more than {} iterations", describe(n),
+                         kMaxIterations);
+      }
+      std::vector<RtValue> args;
+      args.push_back(RtValue::ofTensor(scalarTensor(DataType::kInt64, iter)));
+      args.push_back(RtValue::ofTensor(scalarTensor(DataType::kBool, 1)));
+      for (auto& v : carried) args.push_back(std::move(v));
+      auto outs = runBody(n, *body, std::move(args));
+      if (!outs.isOk()) return outs.status();
+      if ((*outs)[0].kind != RtValue::Kind::kTensor) {
+        return invalidArgument("{}: the body's condition output is not a tensor", describe(n));
+      }
+      auto c = readBoolScalar((*outs)[0].tensor, "the body's condition output");
+      if (!c.isOk()) return c.status().withContext(describe(n));
+      cond = *c;
+      carried.assign(outs->begin() + 1,
+                     outs->begin() + 1 + static_cast<std::ptrdiff_t>(num_carried));
+      for (size_t k = 0; k < num_scan; ++k) {
+        RtValue& s = (*outs)[1 + num_carried + k];
+        if (s.kind != RtValue::Kind::kTensor) {
+          return invalidArgument("{}: scan output {} is {}, not a tensor", describe(n), k,
+                                 s.kindName());
+        }
+        scans[k].push_back(std::move(s.tensor));
+      }
+    }
+    for (size_t i = 0; i < num_carried; ++i) setOutput(n, i, std::move(carried[i]));
+    for (size_t k = 0; k < num_scan; ++k) {
+      auto [type, dims] = staticTensorType(body->output(1 + num_carried + k));
+      auto stacked = stackAxis(scans[k], 0, type, dims);
+      if (!stacked.isOk()) {
+        return stacked.status().withContext(fmt::format("{}: scan output {}", describe(n), k));
+      }
+      setOutput(n, num_carried + k, RtValue::ofTensor(std::move(stacked).value()));
+    }
+    return Status::ok();
+  }
+
+  /// Scan 9+: (state..., scan_inputs...) -> (state_final..., scan_outputs...).
+  Status runScan(const ir::Node& n) {
+    auto st = scanOnce(n, 0, n.numInputs());
+    if (!st.isOk()) return st.status();
+    for (size_t i = 0; i < st->size(); ++i) setOutput(n, i, RtValue::ofTensor((*st)[i]));
+    return Status::ok();
+  }
+
+  /// The outputs of Scan over the tensor inputs [first, end) of n (state values, then scan inputs).
+  StatusOr<std::vector<kernels::HostTensor>> scanOnce(
+      const ir::Node& n, size_t first, size_t end,
+      const std::vector<kernels::HostTensor>* given = nullptr) {
+    const ir::Graph* body = bodyOf(n, "body");
+    if (body == nullptr) return invalidArgument("{}: no body graph", describe(n));
+    std::vector<kernels::HostTensor> ins;
+    if (given != nullptr) {
+      ins = *given;
+    } else {
+      for (size_t i = first; i < end; ++i) {
+        auto t = tensorOf(n, i);
+        if (!t.isOk()) return t.status();
+        ins.push_back(**t);
+      }
+    }
+    int64_t num_scan_in = intAttr(n, "num_scan_inputs", -1);
+    if (num_scan_in < 1 || static_cast<size_t>(num_scan_in) > ins.size()) {
+      return invalidArgument("{}: num_scan_inputs {} does not fit {} inputs", describe(n),
+                             num_scan_in, ins.size());
+    }
+    size_t m = static_cast<size_t>(num_scan_in);
+    size_t num_state = ins.size() - m;
+    if (body->inputs().size() != ins.size() || body->numOutputs() < num_state) {
+      return invalidArgument("{}: the body has {} inputs and {} outputs for {} inputs", describe(n),
+                             body->inputs().size(), body->numOutputs(), ins.size());
+    }
+    size_t k_out = body->numOutputs() - num_state;
+    bool batch8 = given != nullptr;  // opset 8: axes are fixed (0 once the batch is sliced)
+    std::vector<int64_t> in_axes = batch8 ? std::vector<int64_t>{} : intsAttr(n, "scan_input_axes");
+    std::vector<int64_t> in_dirs = intsAttr(n, batch8 ? "directions" : "scan_input_directions");
+    std::vector<int64_t> out_axes =
+        batch8 ? std::vector<int64_t>{} : intsAttr(n, "scan_output_axes");
+    std::vector<int64_t> out_dirs =
+        batch8 ? std::vector<int64_t>{} : intsAttr(n, "scan_output_directions");
+    auto checkLen = [&](const std::vector<int64_t>& v, size_t want, const char* what) -> Status {
+      if (!v.empty() && v.size() != want) {
+        return invalidArgument("{}: {} has {} entries for {} values", describe(n), what, v.size(),
+                               want);
+      }
+      return Status::ok();
+    };
+    RETURN_IF_ERROR(checkLen(in_axes, m, "scan_input_axes"));
+    RETURN_IF_ERROR(checkLen(in_dirs, m, "scan_input_directions"));
+    RETURN_IF_ERROR(checkLen(out_axes, k_out, "scan_output_axes"));
+    RETURN_IF_ERROR(checkLen(out_dirs, k_out, "scan_output_directions"));
+    int64_t len = -1;
+    std::vector<size_t> axes(m);
+    for (size_t j = 0; j < m; ++j) {
+      const kernels::HostTensor& t = ins[num_state + j];
+      auto axis = axisIn(in_axes.empty() ? 0 : in_axes[j], t.rank(), "scan input axis");
+      if (!axis.isOk()) return axis.status().withContext(describe(n));
+      axes[j] = *axis;
+      int64_t l = t.dims[*axis];
+      if (len >= 0 && l != len) {
+        return invalidArgument("{}: scan inputs have lengths {} and {}", describe(n), len, l);
+      }
+      len = l;
+    }
+    if (len > kMaxIterations) {
+      return makeError(StatusCode::kResourceExhausted, "{}: more than {} iterations", describe(n),
+                       kMaxIterations);
+    }
+    std::vector<kernels::HostTensor> state(ins.begin(),
+                                           ins.begin() + static_cast<std::ptrdiff_t>(num_state));
+    std::vector<std::vector<kernels::HostTensor>> slices(k_out);
+    for (int64_t it = 0; it < len; ++it) {
+      std::vector<RtValue> args;
+      for (auto& s : state) args.push_back(RtValue::ofTensor(std::move(s)));
+      for (size_t j = 0; j < m; ++j) {
+        int64_t idx = !in_dirs.empty() && in_dirs[j] == 1 ? len - 1 - it : it;
+        auto slice = sliceAxis(ins[num_state + j], axes[j], idx, 1, true);
+        if (!slice.isOk()) return slice.status().withContext(describe(n));
+        args.push_back(RtValue::ofTensor(std::move(slice).value()));
+      }
+      auto outs = runBody(n, *body, std::move(args));
+      if (!outs.isOk()) return outs.status();
+      state.clear();
+      for (size_t i = 0; i < outs->size(); ++i) {
+        if ((*outs)[i].kind != RtValue::Kind::kTensor) {
+          return invalidArgument("{}: body output {} is {}, not a tensor", describe(n), i,
+                                 (*outs)[i].kindName());
+        }
+        if (i < num_state) {
+          state.push_back(std::move((*outs)[i].tensor));
+        } else {
+          slices[i - num_state].push_back(std::move((*outs)[i].tensor));
+        }
+      }
+    }
+    std::vector<kernels::HostTensor> result = std::move(state);
+    for (size_t k = 0; k < k_out; ++k) {
+      auto [type, dims] = staticTensorType(body->output(num_state + k));
+      if (!slices[k].empty()) dims = slices[k][0].dims;
+      if (!out_dirs.empty() && out_dirs[k] == 1) std::reverse(slices[k].begin(), slices[k].end());
+      int64_t rank = static_cast<int64_t>(dims.size()) + 1;
+      auto axis = axisIn(out_axes.empty() ? 0 : out_axes[k], rank, "scan output axis");
+      if (!axis.isOk()) return axis.status().withContext(describe(n));
+      auto stacked = stackAxis(slices[k], *axis, type, dims);
+      if (!stacked.isOk()) {
+        return stacked.status().withContext(fmt::format("{}: scan output {}", describe(n), k));
+      }
+      result.push_back(std::move(stacked).value());
+    }
+    return result;
+  }
+
+  /// Scan 8: (sequence_lens?, state..., scan_inputs...), every input with a leading batch axis and
+  /// the scan inputs scanned along axis 1; each batch entry is a Scan 9 over its slices.
+  Status runScan8(const ir::Node& n) {
+    if (n.numInputs() < 1) return invalidArgument("{}: no inputs", describe(n));
+    std::vector<kernels::HostTensor> ins;
+    for (size_t i = 1; i < n.numInputs(); ++i) {
+      auto t = tensorOf(n, i);
+      if (!t.isOk()) return t.status();
+      ins.push_back(**t);
+    }
+    if (ins.empty() || ins[0].rank() < 1) {
+      return invalidArgument("{}: inputs need a batch axis", describe(n));
+    }
+    int64_t batch = ins[0].dims[0];
+    for (const auto& t : ins) {
+      if (t.rank() < 1 || t.dims[0] != batch) {
+        return invalidArgument("{}: inputs disagree on the batch size {}", describe(n), batch);
+      }
+    }
+    int64_t num_scan_in = intAttr(n, "num_scan_inputs", -1);
+    if (n.input(0) != nullptr) {
+      auto lens = tensorOf(n, 0);
+      if (!lens.isOk()) return lens.status();
+      size_t first_scan = ins.size() - static_cast<size_t>(std::max<int64_t>(num_scan_in, 0));
+      int64_t full =
+          first_scan < ins.size() && ins[first_scan].rank() > 1 ? ins[first_scan].dims[1] : -1;
+      if ((*lens)->dtype != DataType::kInt32 || (*lens)->numElements() != batch) {
+        return invalidArgument("{}: sequence_lens must be int32[{}]", describe(n), batch);
+      }
+      for (int64_t b = 0; b < batch; ++b) {
+        if ((*lens)->get<int32_t>(b) != full) {
+          return makeError(StatusCode::kUnimplemented,
+                           "{}: sequence_lens shorter than the scan length (the padding of the "
+                           "outputs is left to the runtime)",
+                           describe(n));
+        }
+      }
+    }
+    std::vector<std::vector<kernels::HostTensor>> per_batch;
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<kernels::HostTensor> slice;
+      for (const auto& t : ins) {
+        auto s = sliceAxis(t, 0, b, 1, true);
+        if (!s.isOk()) return s.status().withContext(describe(n));
+        slice.push_back(std::move(s).value());
+      }
+      auto outs = scanOnce(n, 0, 0, &slice);
+      if (!outs.isOk()) return outs.status();
+      per_batch.push_back(std::move(outs).value());
+    }
+    size_t num_out = per_batch.empty() ? 0 : per_batch[0].size();
+    if (batch == 0) return invalidArgument("{}: an empty batch", describe(n));
+    for (size_t i = 0; i < num_out; ++i) {
+      std::vector<kernels::HostTensor> parts;
+      for (auto& p : per_batch) parts.push_back(std::move(p[i]));
+      auto stacked = stackAxis(parts, 0, parts[0].dtype, parts[0].dims);
+      if (!stacked.isOk()) return stacked.status().withContext(describe(n));
+      setOutput(n, i, RtValue::ofTensor(std::move(stacked).value()));
+    }
+    return Status::ok();
+  }
+
+  // SequenceMap(input_sequence, additional_inputs...) -> sequences: the body runs once per
+  // element of the first sequence, taking element i of every sequence input and tensors whole.
+  Status runSequenceMap(const ir::Node& n) {
+    const ir::Graph* body = bodyOf(n, "body");
+    if (body == nullptr) return invalidArgument("{}: no body graph", describe(n));
+    auto first = sequenceOf(n, 0);
+    if (!first.isOk()) return first.status();
+    size_t len = (*first)->sequence.size();
+    std::vector<const RtValue*> ins;
+    for (size_t i = 0; i < n.numInputs(); ++i) {
+      auto v = valueOf(n, i);
+      if (!v.isOk()) return v.status();
+      if ((*v)->kind == RtValue::Kind::kSequence && (*v)->sequence.size() != len) {
+        return invalidArgument("{}: sequence inputs have lengths {} and {}", describe(n), len,
+                               (*v)->sequence.size());
+      }
+      if ((*v)->kind == RtValue::Kind::kNone) {
+        return invalidArgument("{}: input {} is an empty optional", describe(n), i);
+      }
+      ins.push_back(*v);
+    }
+    std::vector<std::vector<kernels::HostTensor>> outs(body->numOutputs());
+    for (size_t it = 0; it < len; ++it) {
+      std::vector<RtValue> args;
+      for (const RtValue* v : ins) {
+        args.push_back(v->kind == RtValue::Kind::kSequence ? RtValue::ofTensor(v->sequence[it])
+                                                           : *v);
+      }
+      auto res = runBody(n, *body, std::move(args));
+      if (!res.isOk()) return res.status();
+      for (size_t k = 0; k < res->size(); ++k) {
+        if ((*res)[k].kind != RtValue::Kind::kTensor) {
+          return invalidArgument("{}: body output {} is {}, not a tensor", describe(n), k,
+                                 (*res)[k].kindName());
+        }
+        outs[k].push_back(std::move((*res)[k].tensor));
+      }
+    }
+    for (size_t k = 0; k < outs.size(); ++k) {
+      DataType type = staticTensorType(body->output(k)).first;
+      if (!outs[k].empty()) type = outs[k][0].dtype;
+      setOutput(n, k, RtValue::ofSequence(std::move(outs[k]), type));
+    }
+    return Status::ok();
+  }
+
+  /// A position input of the sequence ops: in [-size, size + extra), normalized.
+  StatusOr<size_t> position(const ir::Node& n, size_t input, int64_t fallback, size_t size,
+                            int64_t extra) {
+    int64_t pos = fallback;
+    if (input < n.numInputs() && n.input(input) != nullptr) {
+      auto t = tensorOf(n, input);
+      if (!t.isOk()) return t.status();
+      auto p = readIndexScalar(**t, "position");
+      if (!p.isOk()) return p.status();
+      pos = *p;
+    }
+    int64_t s = static_cast<int64_t>(size);
+    if (pos < -s || pos >= s + extra) {
+      return invalidArgument("position {} is out of range for a sequence of {}", pos, s);
+    }
+    return static_cast<size_t>(pos < 0 ? pos + s : pos);
+  }
+
+  Status runSequenceOp(const ir::Node& n) {
+    const std::string& op = n.opType();
+    if (op == "SequenceEmpty") {
+      DataType type =
+          static_cast<DataType>(intAttr(n, "dtype", static_cast<int64_t>(DataType::kFloat)));
+      setOutput(n, 0, RtValue::ofSequence({}, type));
+      return Status::ok();
+    }
+    if (op == "SequenceConstruct") {
+      std::vector<kernels::HostTensor> ts;
+      for (size_t i = 0; i < n.numInputs(); ++i) {
+        auto t = tensorOf(n, i);
+        if (!t.isOk()) return t.status();
+        if (!ts.empty() && (*t)->dtype != ts[0].dtype) {
+          return invalidArgument("inputs are {} and {}", dataTypeName(ts[0].dtype),
+                                 dataTypeName((*t)->dtype));
+        }
+        ts.push_back(**t);
+      }
+      if (ts.empty()) return invalidArgument("SequenceConstruct takes at least one tensor");
+      DataType type = ts[0].dtype;
+      setOutput(n, 0, RtValue::ofSequence(std::move(ts), type));
+      return Status::ok();
+    }
+    if (op == "Optional") {
+      if (n.numInputs() > 0 && n.input(0) != nullptr) {
+        auto v = valueOf(n, 0);
+        if (!v.isOk()) return v.status();
+        setOutput(n, 0, **v);
+      } else {
+        setOutput(n, 0, RtValue::none());
+      }
+      return Status::ok();
+    }
+    if (op == "OptionalHasElement") {
+      bool has = false;
+      if (n.numInputs() > 0 && n.input(0) != nullptr) {
+        auto v = valueOf(n, 0);
+        if (!v.isOk()) return v.status();
+        has = (*v)->kind != RtValue::Kind::kNone;
+      }
+      setOutput(n, 0, RtValue::ofTensor(scalarTensor(DataType::kBool, has ? 1 : 0)));
+      return Status::ok();
+    }
+    if (op == "OptionalGetElement") {
+      auto v = valueOf(n, 0);
+      if (!v.isOk()) return v.status();
+      if ((*v)->kind == RtValue::Kind::kNone) return invalidArgument("the optional is empty");
+      setOutput(n, 0, **v);
+      return Status::ok();
+    }
+    if (op == "SplitToSequence") return splitToSequence(n);
+    if (op == "ConcatFromSequence") return concatFromSequence(n);
+    auto seq = sequenceOf(n, 0);
+    if (!seq.isOk()) return seq.status();
+    const RtValue& s = **seq;
+    if (op == "SequenceLength") {
+      setOutput(n, 0,
+                RtValue::ofTensor(
+                    scalarTensor(DataType::kInt64, static_cast<int64_t>(s.sequence.size()))));
+      return Status::ok();
+    }
+    if (op == "SequenceAt") {
+      auto pos = position(n, 1, 0, s.sequence.size(), 0);
+      if (!pos.isOk()) return pos.status();
+      setOutput(n, 0, RtValue::ofTensor(s.sequence[*pos]));
+      return Status::ok();
+    }
+    if (op == "SequenceErase") {
+      auto pos = position(n, 1, -1, s.sequence.size(), 0);
+      if (!pos.isOk()) return pos.status();
+      RtValue out = s;
+      out.sequence.erase(out.sequence.begin() + static_cast<std::ptrdiff_t>(*pos));
+      setOutput(n, 0, std::move(out));
+      return Status::ok();
+    }
+    if (op == "SequenceInsert") {
+      auto t = tensorOf(n, 1);
+      if (!t.isOk()) return t.status();
+      if (s.seq_type != DataType::kUndefined && (*t)->dtype != s.seq_type) {
+        return invalidArgument("inserting {} into a sequence of {}", dataTypeName((*t)->dtype),
+                               dataTypeName(s.seq_type));
+      }
+      auto pos = position(n, 2, static_cast<int64_t>(s.sequence.size()), s.sequence.size(), 1);
+      if (!pos.isOk()) return pos.status();
+      RtValue out = s;
+      out.seq_type = (*t)->dtype;
+      out.sequence.insert(out.sequence.begin() + static_cast<std::ptrdiff_t>(*pos), **t);
+      setOutput(n, 0, std::move(out));
+      return Status::ok();
+    }
+    return makeError(StatusCode::kUnimplemented, "no reference implementation of {}", op);
+  }
+
+  Status splitToSequence(const ir::Node& n) {
+    auto in = tensorOf(n, 0);
+    if (!in.isOk()) return in.status();
+    const kernels::HostTensor& t = **in;
+    auto axis = axisIn(intAttr(n, "axis", 0), t.rank(), "axis");
+    if (!axis.isOk()) return axis.status();
+    int64_t dim = t.dims[*axis];
+    std::vector<int64_t> sizes;
+    bool keep = intAttr(n, "keepdims", 1) != 0;
+    bool split_given = n.numInputs() > 1 && n.input(1) != nullptr;
+    if (!split_given) {
+      sizes.assign(static_cast<size_t>(dim), 1);
+    } else {
+      auto sp = tensorOf(n, 1);
+      if (!sp.isOk()) return sp.status();
+      const kernels::HostTensor& st = **sp;
+      if (st.dtype != DataType::kInt64 && st.dtype != DataType::kInt32) {
+        return invalidArgument("split must be int32 or int64, got {}", dataTypeName(st.dtype));
+      }
+      auto at = [&](int64_t i) {
+        return st.dtype == DataType::kInt64 ? st.get<int64_t>(i) : int64_t{st.get<int32_t>(i)};
+      };
+      if (st.rank() == 0) {
+        int64_t chunk = at(0);
+        if (chunk <= 0) return invalidArgument("split size {} is not positive", chunk);
+        for (int64_t b = 0; b < dim; b += chunk) sizes.push_back(std::min(chunk, dim - b));
+      } else if (st.rank() == 1) {
+        int64_t sum = 0;
+        for (int64_t i = 0; i < st.numElements(); ++i) {
+          if (at(i) < 0) return invalidArgument("split size {} is negative", at(i));
+          sizes.push_back(at(i));
+          sum += at(i);
+        }
+        if (sum != dim) {
+          return invalidArgument("split sizes sum to {}, but the axis has {}", sum, dim);
+        }
+      } else {
+        return invalidArgument("split must be a scalar or 1-D, got rank {}", st.rank());
+      }
+    }
+    if (static_cast<int64_t>(sizes.size()) > kMaxIterations) {
+      return makeError(StatusCode::kResourceExhausted, "more than {} parts", kMaxIterations);
+    }
+    std::vector<kernels::HostTensor> parts;
+    int64_t begin = 0;
+    for (int64_t sz : sizes) {
+      auto p = sliceAxis(t, *axis, begin, sz, !split_given && !keep);
+      if (!p.isOk()) return p.status();
+      parts.push_back(std::move(p).value());
+      begin += sz;
+    }
+    setOutput(n, 0, RtValue::ofSequence(std::move(parts), t.dtype));
+    return Status::ok();
+  }
+
+  Status concatFromSequence(const ir::Node& n) {
+    auto seq = sequenceOf(n, 0);
+    if (!seq.isOk()) return seq.status();
+    const auto& parts = (*seq)->sequence;
+    if (parts.empty()) return invalidArgument("the sequence is empty");
+    int64_t axis = intAttr(n, "axis", 0);
+    if (intAttr(n, "new_axis", 0) == 1) {
+      auto a = axisIn(axis, parts[0].rank() + 1, "axis");
+      if (!a.isOk()) return a.status();
+      auto out = stackAxis(parts, *a, parts[0].dtype, parts[0].dims);
+      if (!out.isOk()) return out.status();
+      setOutput(n, 0, RtValue::ofTensor(std::move(out).value()));
+      return Status::ok();
+    }
+    std::vector<const kernels::HostTensor*> ins;
+    for (const auto& p : parts) ins.push_back(&p);
+    kernels::KernelAttrs attrs;
+    attrs.ints["axis"] = axis;
+    auto out = kernels::runReferenceKernel("Concat", opset_, ins, attrs, 1);
+    if (!out.isOk()) return out.status();
+    setOutput(n, 0, RtValue::ofTensor(std::move((*out)[0])));
     return Status::ok();
   }
 
@@ -143,7 +890,7 @@ StatusOr<ExecutionResult> runModel(const ir::Model& model, const Feeds& inputs,
     auto it = inputs.find(in->name());
     if (it != inputs.end()) {
       RETURN_IF_ERROR(checkFeed(*in, it->second));
-      exec.values_[in] = it->second;
+      exec.values_[in] = RtValue::ofTensor(it->second);
     } else if (in->initializer() == nullptr) {
       return invalidArgument("no value given for graph input '{}'", in->name());
     }
@@ -159,16 +906,21 @@ StatusOr<ExecutionResult> runModel(const ir::Model& model, const Feeds& inputs,
     auto it = exec.values_.find(out);
     if (it == exec.values_.end())
       return invalidArgument("output '{}' was not computed", out->name());
+    if (it->second.kind != RtValue::Kind::kTensor) {
+      return makeError(StatusCode::kUnimplemented,
+                       "output '{}' is {}: the executor returns tensor outputs only", out->name(),
+                       it->second.kindName());
+    }
     result.names.push_back(out->name());
-    result.outputs.push_back(it->second);
+    result.outputs.push_back(it->second.tensor);
   }
   if (options.record_intermediates) {
     for (const ir::Node* n : g) {
       for (const ir::Value* v : n->outputs()) {
         if (v == nullptr || v->name().empty()) continue;
         auto it = exec.values_.find(v);
-        if (it != exec.values_.end())
-          result.intermediates.push_back({v->name(), n->opType(), it->second});
+        if (it != exec.values_.end() && it->second.kind == RtValue::Kind::kTensor)
+          result.intermediates.push_back({v->name(), n->opType(), it->second.tensor});
       }
     }
   }

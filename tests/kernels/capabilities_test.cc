@@ -260,6 +260,16 @@ std::vector<Case> cases() {
                    {},
                    {1}});
   }
+  // string_ops.cc
+  {
+    constexpr DataType kS = DataType::kString;
+    out.push_back({"StringConcat", 20, {kS}, {{0, {2}, {1, 2}}, {0, {2}, {3, 4}}}});
+    out.push_back({"StringSplit", 20, {kS}, {{0, {2}, {1, 2}}}, fixed({}), 2});
+    unary("StringNormalizer", 20, kS);
+    KernelAttrs pattern;
+    pattern.strings["pattern"] = "[0-9]";
+    out.push_back({"RegexFullMatch", 20, {kS}, {{0, {2}, {1, 2}}}, fixed(pattern)});
+  }
   return out;
 }
 

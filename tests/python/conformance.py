@@ -4,7 +4,17 @@ outputs must equal the expected ones (rtol 1e-3, atol 1e-7 for floats as ONNX's 
 for integers, bools and strings). Shared by test_conformance.py and tools/conformance_table.py.
 
 Outcomes: pass; fail (folded to a wrong value, or a kernel rejected inputs ONNX accepts); unsupported
-(not folded: no kernel for the op or element type, or the case is not a pure tensor computation)."""
+(not folded: no kernel for the op or element type, or the case is not a pure tensor computation).
+
+A case the fold leaves unfolded (control flow such as Loop and Scan, or sequence values inside the
+graph, which fold-constants does not evaluate) is then run through the reference executor
+(`opt run` with the case's input .pb files): matching outputs count as pass, wrong ones as fail,
+and a run the executor refuses stays unsupported. The detail of such a pass says "via opt run".
+`opt run` feeds and returns tensors only, so a case with sequence or optional inputs or outputs is
+run as an equivalent tensor model (_tensor_io_model): each such input is built in the graph from
+its elements (SequenceConstruct / SequenceEmpty / Optional of constants) and each such output is
+returned as its parts (SequenceLength and SequenceAt i; OptionalHasElement and
+OptionalGetElement), compared with the parts of the expected value."""
 
 from __future__ import annotations
 
@@ -38,19 +48,29 @@ def _ops(model: onnx.ModelProto) -> list[str]:
     return sorted({n.op_type for n in model.graph.node})
 
 
-def run_case(model_path: Path, opt: Path, workdir: Path) -> Result:
-    name = model_path.parent.name
+def _load_case(model_path: Path):
+    """The model, its ops, its graph inputs (initializers left out), input and output .pb files,
+    and why the case is not a pure tensor computation ("" when it is)."""
     model = onnx.load(str(model_path))
-    ops = _ops(model)
     data = model_path.parent / "test_data_set_0"
     inputs = sorted(data.glob("input_*.pb"), key=lambda p: int(re.sub(r"\D", "", p.stem)))
     outputs = sorted(data.glob("output_*.pb"), key=lambda p: int(re.sub(r"\D", "", p.stem)))
     init_names = {i.name for i in model.graph.initializer}
     graph_inputs = [i for i in model.graph.input if i.name not in init_names]
+    why = ""
     if len(inputs) != len(graph_inputs) or any(i.type.WhichOneof("value") != "tensor_type" for i in graph_inputs):
-        return Result(name, ops, "unsupported", "inputs are not all tensors with data")
-    if any(o.type.WhichOneof("value") != "tensor_type" for o in model.graph.output):
-        return Result(name, ops, "unsupported", "outputs are not all tensors")
+        why = "inputs are not all tensors with data"
+    elif any(o.type.WhichOneof("value") != "tensor_type" for o in model.graph.output):
+        why = "outputs are not all tensors"
+    return model, _ops(model), graph_inputs, inputs, outputs, why
+
+
+def run_case(model_path: Path, opt: Path, workdir: Path) -> Result:
+    name = model_path.parent.name
+    model, ops, graph_inputs, inputs, outputs, why = _load_case(model_path)
+    if why:
+        ran = run_case_executor(model_path, opt, workdir)
+        return ran if ran.outcome != "unsupported" else Result(name, ops, "unsupported", f"{why}; opt run: {ran.detail}")
     # Inputs become initializers: the whole graph is then constant.
     for vi, path in zip(graph_inputs, inputs):
         t = onnx.TensorProto.FromString(path.read_bytes())
@@ -72,12 +92,23 @@ def run_case(model_path: Path, opt: Path, workdir: Path) -> Result:
     missing = [o.name for o in folded.graph.output if o.name not in values]
     if missing:
         left = sorted({n.op_type for n in folded.graph.node})
-        return Result(name, ops, "unsupported", f"not folded: {left}")
-    for o, path in zip(folded.graph.output, outputs):
-        expected = numpy_helper.to_array(onnx.TensorProto.FromString(path.read_bytes()))
-        got = numpy_helper.to_array(values[o.name])
+        ran = run_case_executor(model_path, opt, workdir)
+        if ran.outcome != "unsupported":
+            return ran
+        return Result(name, ops, "unsupported", f"not folded: {left}; opt run: {ran.detail}")
+    got = {o.name: numpy_helper.to_array(values[o.name]) for o in folded.graph.output}
+    expected = {o.name: numpy_helper.to_array(onnx.TensorProto.FromString(p.read_bytes()))
+                for o, p in zip(folded.graph.output, outputs)}
+    return _compare(name, ops, [o.name for o in folded.graph.output], got, expected)
+
+
+def _compare(name: str, ops: list[str], names: list[str], values: dict, expected_by_name: dict,
+             how: str = "") -> Result:
+    for o in names:
+        expected = expected_by_name[o]
+        got = values[o]
         if got.dtype != expected.dtype or got.shape != expected.shape:
-            return Result(name, ops, "fail", f"{o.name}: {got.dtype}{got.shape} != {expected.dtype}{expected.shape}")
+            return Result(name, ops, "fail", f"{o}: {got.dtype}{got.shape} != {expected.dtype}{expected.shape}{how}")
         if got.dtype != object and got.tobytes() == expected.tobytes():
             continue  # bitwise equal (also covers NaN in bfloat16/float8, which numpy compares as unequal)
         if got.dtype.kind in "fc" or got.dtype.name in ("bfloat16",):
@@ -87,5 +118,153 @@ def run_case(model_path: Path, opt: Path, workdir: Path) -> Result:
         else:
             ok = np.array_equal(got, expected)
         if not ok:
-            return Result(name, ops, "fail", f"{o.name}: values differ")
-    return Result(name, ops, "pass")
+            return Result(name, ops, "fail", f"{o}: values differ{how}")
+    return Result(name, ops, "pass", how.strip(" ()"))
+
+
+def _read_value(path: Path, type_proto: onnx.TypeProto):
+    """A case's .pb value of `type_proto`: a TensorProto, a list (sequence), or None / a value
+    (optional)."""
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        return onnx.TensorProto.FromString(path.read_bytes())
+    if kind == "sequence_type":
+        return list(onnx.SequenceProto.FromString(path.read_bytes()).tensor_values)
+    opt_value = onnx.OptionalProto.FromString(path.read_bytes())
+    if opt_value.elem_type == onnx.OptionalProto.TENSOR:
+        return ("some", opt_value.tensor_value)
+    if opt_value.elem_type == onnx.OptionalProto.SEQUENCE:
+        return ("some", list(opt_value.sequence_value.tensor_values))
+    return ("none", None)
+
+
+def _tensor_io_model(model: onnx.ModelProto, graph_inputs, inputs: list[Path], outputs: list[Path]):
+    """The case as a model with tensor inputs and outputs only (see the module comment), its
+    remaining input files, and the expected tensor outputs by name; None when a value is of a
+    kind it does not rebuild (maps, nested sequences)."""
+    from onnx import helper
+
+    g = model.graph
+    builders, readers, feeds, counter = [], [], [], [0]
+
+    def fresh(base: str) -> str:
+        counter[0] += 1
+        return f"{base}__{counter[0]}"
+
+    def const(t: onnx.TensorProto) -> str:
+        name = fresh("elem")
+        t = onnx.TensorProto.FromString(t.SerializeToString())
+        t.name = name
+        g.initializer.append(t)
+        return name
+
+    def build_seq(target: str, elems, elem_type: int) -> None:
+        if elems:
+            builders.append(helper.make_node("SequenceConstruct", [const(e) for e in elems], [target]))
+        else:
+            builders.append(helper.make_node("SequenceEmpty", [], [target], dtype=elem_type))
+
+    kept_inputs = []
+    for vi, path in zip(graph_inputs, inputs):
+        kind = vi.type.WhichOneof("value")
+        if kind == "tensor_type":
+            kept_inputs.append(vi)
+            feeds.append((vi.name, path))
+            continue
+        value = _read_value(path, vi.type)
+        if kind == "sequence_type":
+            build_seq(vi.name, value, vi.type.sequence_type.elem_type.tensor_type.elem_type)
+        elif kind == "optional_type":
+            elem = vi.type.optional_type.elem_type
+            if value[0] == "none":
+                builders.append(helper.make_node("Optional", [], [vi.name], type=elem))
+            elif elem.WhichOneof("value") == "tensor_type":
+                builders.append(helper.make_node("Optional", [const(value[1])], [vi.name]))
+            elif elem.WhichOneof("value") == "sequence_type":
+                inner = fresh("seq")
+                build_seq(inner, value[1], elem.sequence_type.elem_type.tensor_type.elem_type)
+                builders.append(helper.make_node("Optional", [inner], [vi.name]))
+            else:
+                return None
+        else:
+            return None
+    del g.input[:]
+    g.input.extend(kept_inputs)
+    expected, new_outputs = {}, []
+
+    def index(i: int) -> str:
+        return const(onnx.numpy_helper.from_array(np.array(i, dtype=np.int64)))
+
+    def expand_seq(source: str, elems) -> None:
+        length = fresh(source + "_length")
+        readers.append(helper.make_node("SequenceLength", [source], [length]))
+        new_outputs.append(helper.make_tensor_value_info(length, onnx.TensorProto.INT64, None))
+        expected[length] = np.array(len(elems), dtype=np.int64)
+        for i, e in enumerate(elems):
+            at = fresh(f"{source}_{i}")
+            readers.append(helper.make_node("SequenceAt", [source, index(i)], [at]))
+            new_outputs.append(helper.make_tensor_value_info(at, e.data_type, None))
+            expected[at] = numpy_helper.to_array(e)
+
+    for o, path in zip(list(g.output), outputs):
+        kind = o.type.WhichOneof("value")
+        value = _read_value(path, o.type)
+        if kind == "tensor_type":
+            new_outputs.append(o)
+            expected[o.name] = numpy_helper.to_array(value)
+        elif kind == "sequence_type":
+            expand_seq(o.name, value)
+        elif kind == "optional_type":
+            has = fresh(o.name + "_has")
+            readers.append(helper.make_node("OptionalHasElement", [o.name], [has]))
+            new_outputs.append(helper.make_tensor_value_info(has, onnx.TensorProto.BOOL, None))
+            expected[has] = np.array(value[0] == "some")
+            if value[0] == "some":
+                got = fresh(o.name + "_value")
+                readers.append(helper.make_node("OptionalGetElement", [o.name], [got]))
+                if isinstance(value[1], list):
+                    expand_seq(got, value[1])
+                else:
+                    new_outputs.append(helper.make_tensor_value_info(got, value[1].data_type, None))
+                    expected[got] = numpy_helper.to_array(value[1])
+        else:
+            return None
+    case_nodes = list(g.node)
+    del g.node[:]
+    g.node.extend(builders + case_nodes + readers)
+    del g.output[:]
+    g.output.extend(new_outputs)
+    return model, feeds, expected
+
+
+def run_case_executor(model_path: Path, opt: Path, workdir: Path) -> Result:
+    """The case through `opt run` (the reference executor) on its input .pb files: pass or fail on
+    the outputs; unsupported when a value cannot be rebuilt as tensors, or the run fails."""
+    name = model_path.parent.name
+    model, ops, graph_inputs, inputs, outputs, why = _load_case(model_path)
+    if len(inputs) != len(graph_inputs):
+        return Result(name, ops, "unsupported", "inputs without data")
+    rebuilt = _tensor_io_model(model, graph_inputs, inputs, outputs)
+    if rebuilt is None:
+        return Result(name, ops, "unsupported", "inputs or outputs of a kind opt run cannot take")
+    model, feeds, expected = rebuilt
+    src = workdir / "run_case.onnx"
+    onnx.save(model, str(src))
+    out_dir = workdir / "run_outputs"
+    out_dir.mkdir(exist_ok=True)
+    for f in out_dir.glob("*.npy"):
+        f.unlink()
+    args = [str(opt), "run", str(src), "--save-outputs", str(out_dir)]
+    for input_name, path in feeds:
+        args += ["--input", f"{input_name}={path}"]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return Result(name, ops, "unsupported", proc.stderr.strip()[:300])
+    names = [o.name for o in model.graph.output]
+    got = {}
+    for o in names:
+        f = out_dir / (re.sub(r"[/\\:]", "_", o) + ".npy")
+        if not f.exists():
+            return Result(name, ops, "unsupported", f"opt run wrote no {f.name}")
+        got[o] = np.load(f, allow_pickle=False)
+    return _compare(name, ops, names, got, expected, " (via opt run)")
