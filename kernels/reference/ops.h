@@ -75,6 +75,11 @@ StatusOr<Outputs> attentionKernel(const KernelContext& ctx);
 // nn_einsum.cc
 StatusOr<Outputs> einsumKernel(const KernelContext& ctx);
 
+// resize.cc and sampling.cc
+StatusOr<Outputs> resizeKernel(const KernelContext& ctx);      // Resize Upsample
+StatusOr<Outputs> depthSpaceKernel(const KernelContext& ctx);  // DepthToSpace SpaceToDepth
+StatusOr<Outputs> centerCropPadKernel(const KernelContext& ctx);
+
 // --- helpers shared by nn.cc and nn_norm.cc
 // ---------------------------------------------------------
 

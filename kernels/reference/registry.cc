@@ -235,6 +235,12 @@ const std::map<std::string, Entry>& registry() {
         {"Attention", {23, ref::attentionKernel, in({F, F, F, F | kBool, F, F, TypeSet{}})}},
         // nn_einsum.cc
         {"Einsum", {12, ref::einsumKernel, variadic(N)}},
+        // resize.cc and sampling.cc (resample.h)
+        {"Resize", {10, ref::resizeKernel, in({kMove, F, F, X}), 11, in({kMove, F})}},
+        {"Upsample", {7, ref::resizeKernel, in({kMove, F})}},
+        {"DepthToSpace", {1, ref::depthSpaceKernel, image({kMove})}},
+        {"SpaceToDepth", {1, ref::depthSpaceKernel, image({kMove})}},
+        {"CenterCropPad", {18, ref::centerCropPadKernel, in({kMove, X})}},
     };
   }();
   return table;

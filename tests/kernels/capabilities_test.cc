@@ -244,6 +244,38 @@ std::vector<Case> cases() {
     eq.strings["equation"] = "i,i->i";
     out.push_back({"Einsum", 18, {kF}, {{0, {2}, {1, 2}}, {0, {2}, {3, 4}}}, fixed(eq)});
   }
+  // resize.cc and sampling.cc
+  {
+    const In x = {0, {1, 1, 2, 2}, {1, 2, 3, 4}};
+    const In roi = {1, {8}, {0, 0, 0, 0, 1, 1, 1, 1}};
+    const In scales = {1, {4}, {1, 1, 2, 2}};
+    out.push_back({"Resize", 19, {kF, kF}, {x, roi, scales}});
+    out.push_back({"Resize",
+                   19,
+                   {kF, kF, kI64},
+                   {x, roi, {1, {0}, {}}, {2, {4}, {1, 1, 3, 3}}},
+                   fixed({}),
+                   1,
+                   {},
+                   {2}});
+    out.push_back({"Resize", 10, {kF, kF}, {x, scales}});
+    out.push_back({"Upsample", 9, {kF, kF}, {x, scales}});
+    KernelAttrs up;
+    up.float_lists["scales"] = {1, 1, 2, 2};
+    out.push_back({"Upsample", 7, {kF}, {x}, fixed(up)});
+    KernelAttrs block;
+    block.ints["blocksize"] = 2;
+    out.push_back({"DepthToSpace", 13, {kF}, {{0, {1, 4, 1, 1}, {1, 2, 3, 4}}}, fixed(block)});
+    out.push_back({"SpaceToDepth", 13, {kF}, {x}, fixed(block)});
+    out.push_back({"CenterCropPad",
+                   18,
+                   {kF, kI64},
+                   {{0, {2, 2}, {1, 2, 3, 4}}, {1, {2}, {1, 3}}},
+                   fixed({}),
+                   1,
+                   {},
+                   {1}});
+  }
   return out;
 }
 
