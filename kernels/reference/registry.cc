@@ -241,6 +241,11 @@ const std::map<std::string, Entry>& registry() {
         {"DepthToSpace", {1, ref::depthSpaceKernel, image({kMove})}},
         {"SpaceToDepth", {1, ref::depthSpaceKernel, image({kMove})}},
         {"CenterCropPad", {18, ref::centerCropPadKernel, in({kMove, X})}},
+        {"GridSample", {16, ref::gridSampleKernel, image({N, F})}},
+        {"AffineGrid", {20, ref::affineGridKernel, in({F, X})}},
+        {"RoiAlign", {10, ref::roiAlignKernel, image({F, F, X})}},
+        {"Col2Im", {18, ref::col2ImKernel, in({N, X, X})}},
+        {"MaxUnpool", {9, ref::maxUnpoolKernel, image({kMove, X, X})}},
     };
   }();
   return table;

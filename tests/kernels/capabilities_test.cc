@@ -275,6 +275,45 @@ std::vector<Case> cases() {
                    1,
                    {},
                    {1}});
+    const In grid = {1, {1, 1, 1, 2}, {0, 0}};
+    out.push_back({"GridSample", 20, {kF, kF}, {x, grid}});
+    out.push_back({"GridSample", 16, {kF, kF}, {x, grid}});
+    out.push_back({"AffineGrid",
+                   20,
+                   {kF, kI64},
+                   {{0, {1, 2, 3}, {1, 0, 0, 0, 1, 0}}, {1, {4}, {1, 1, 2, 2}}},
+                   fixed({}),
+                   1,
+                   {},
+                   {1}});
+    for (int64_t opset : {10, 16}) {
+      out.push_back({"RoiAlign",
+                     opset,
+                     {kF, kI64},
+                     {x, {0, {1, 4}, {0, 0, 1, 1}}, {1, {1}, {0}}},
+                     fixed({}),
+                     1,
+                     {},
+                     {1}});
+    }
+    out.push_back({"Col2Im",
+                   18,
+                   {kF, kI64},
+                   {{0, {1, 1, 1}, {5}}, {1, {2}, {1, 1}}, {1, {2}, {1, 1}}},
+                   fixed({}),
+                   1,
+                   {},
+                   {1}});
+    KernelAttrs unpool;
+    unpool.int_lists["kernel_shape"] = {1, 1};
+    out.push_back({"MaxUnpool",
+                   11,
+                   {kF, kI64},
+                   {{0, {1, 1, 1, 1}, {5}}, {1, {1, 1, 1, 1}, {0}}},
+                   fixed(unpool),
+                   1,
+                   {},
+                   {1}});
   }
   return out;
 }
