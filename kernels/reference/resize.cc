@@ -203,7 +203,7 @@ bool isIdentityAxis(const ResizeParams& p, const AxisPlan& a) {
   if (p.coord == "tf_crop_and_resize") {
     return std::abs(a.roi_start) < 1e-9 && std::abs(a.roi_end - 1.0) < 1e-9;
   }
-  return p.coord != "tf_half_pixel_for_nn" || p.mode != Mode::kNearest;
+  return p.coord != "tf_half_pixel_for_nn";  // which shifts by half a pixel even at scale 1
 }
 
 StatusOr<HostTensor> runResize(const KernelContext& ctx, const ResizeParams& p, const HostTensor& x,
