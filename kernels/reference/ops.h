@@ -77,6 +77,15 @@ StatusOr<Outputs> einsumKernel(const KernelContext& ctx);
 
 // rnn.cc
 StatusOr<Outputs> recurrentKernel(const KernelContext& ctx);  // LSTM GRU RNN
+// resize.cc and sampling.cc
+StatusOr<Outputs> resizeKernel(const KernelContext& ctx);      // Resize Upsample
+StatusOr<Outputs> depthSpaceKernel(const KernelContext& ctx);  // DepthToSpace SpaceToDepth
+StatusOr<Outputs> centerCropPadKernel(const KernelContext& ctx);
+StatusOr<Outputs> gridSampleKernel(const KernelContext& ctx);
+StatusOr<Outputs> affineGridKernel(const KernelContext& ctx);
+StatusOr<Outputs> roiAlignKernel(const KernelContext& ctx);
+StatusOr<Outputs> col2ImKernel(const KernelContext& ctx);
+StatusOr<Outputs> maxUnpoolKernel(const KernelContext& ctx);
 
 // --- helpers shared by nn.cc and nn_norm.cc
 // ---------------------------------------------------------

@@ -246,6 +246,17 @@ const std::map<std::string, Entry>& registry() {
           withOutputs(in({kString}), {kString, TypeSet{DataType::kInt64}})}},
         {"StringNormalizer", {10, ref::stringNormalizerKernel, in({kString})}},
         {"RegexFullMatch", {20, ref::regexFullMatchKernel, withOutputs(in({kString}), {kBool})}},
+        // resize.cc and sampling.cc (resample.h)
+        {"Resize", {10, ref::resizeKernel, in({kMove, F, F, X}), 11, in({kMove, F})}},
+        {"Upsample", {7, ref::resizeKernel, in({kMove, F})}},
+        {"DepthToSpace", {1, ref::depthSpaceKernel, image({kMove})}},
+        {"SpaceToDepth", {1, ref::depthSpaceKernel, image({kMove})}},
+        {"CenterCropPad", {18, ref::centerCropPadKernel, in({kMove, X})}},
+        {"GridSample", {16, ref::gridSampleKernel, image({N, F})}},
+        {"AffineGrid", {20, ref::affineGridKernel, in({F, X})}},
+        {"RoiAlign", {10, ref::roiAlignKernel, image({F, F, X})}},
+        {"Col2Im", {18, ref::col2ImKernel, in({N, X, X})}},
+        {"MaxUnpool", {9, ref::maxUnpoolKernel, image({kMove, X, X})}},
     };
   }();
   return table;

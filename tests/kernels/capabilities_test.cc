@@ -270,6 +270,77 @@ std::vector<Case> cases() {
     pattern.strings["pattern"] = "[0-9]";
     out.push_back({"RegexFullMatch", 20, {kS}, {{0, {2}, {1, 2}}}, fixed(pattern)});
   }
+  // resize.cc and sampling.cc
+  {
+    const In x = {0, {1, 1, 2, 2}, {1, 2, 3, 4}};
+    const In roi = {1, {8}, {0, 0, 0, 0, 1, 1, 1, 1}};
+    const In scales = {1, {4}, {1, 1, 2, 2}};
+    out.push_back({"Resize", 19, {kF, kF}, {x, roi, scales}});
+    out.push_back({"Resize",
+                   19,
+                   {kF, kF, kI64},
+                   {x, roi, {1, {0}, {}}, {2, {4}, {1, 1, 3, 3}}},
+                   fixed({}),
+                   1,
+                   {},
+                   {2}});
+    out.push_back({"Resize", 10, {kF, kF}, {x, scales}});
+    out.push_back({"Upsample", 9, {kF, kF}, {x, scales}});
+    KernelAttrs up;
+    up.float_lists["scales"] = {1, 1, 2, 2};
+    out.push_back({"Upsample", 7, {kF}, {x}, fixed(up)});
+    KernelAttrs block;
+    block.ints["blocksize"] = 2;
+    out.push_back({"DepthToSpace", 13, {kF}, {{0, {1, 4, 1, 1}, {1, 2, 3, 4}}}, fixed(block)});
+    out.push_back({"SpaceToDepth", 13, {kF}, {x}, fixed(block)});
+    out.push_back({"CenterCropPad",
+                   18,
+                   {kF, kI64},
+                   {{0, {2, 2}, {1, 2, 3, 4}}, {1, {2}, {1, 3}}},
+                   fixed({}),
+                   1,
+                   {},
+                   {1}});
+    const In grid = {1, {1, 1, 1, 2}, {0, 0}};
+    out.push_back({"GridSample", 20, {kF, kF}, {x, grid}});
+    out.push_back({"GridSample", 16, {kF, kF}, {x, grid}});
+    out.push_back({"AffineGrid",
+                   20,
+                   {kF, kI64},
+                   {{0, {1, 2, 3}, {1, 0, 0, 0, 1, 0}}, {1, {4}, {1, 1, 2, 2}}},
+                   fixed({}),
+                   1,
+                   {},
+                   {1}});
+    for (int64_t opset : {10, 16}) {
+      out.push_back({"RoiAlign",
+                     opset,
+                     {kF, kI64},
+                     {x, {0, {1, 4}, {0, 0, 1, 1}}, {1, {1}, {0}}},
+                     fixed({}),
+                     1,
+                     {},
+                     {1}});
+    }
+    out.push_back({"Col2Im",
+                   18,
+                   {kF, kI64},
+                   {{0, {1, 1, 1}, {5}}, {1, {2}, {1, 1}}, {1, {2}, {1, 1}}},
+                   fixed({}),
+                   1,
+                   {},
+                   {1}});
+    KernelAttrs unpool;
+    unpool.int_lists["kernel_shape"] = {1, 1};
+    out.push_back({"MaxUnpool",
+                   11,
+                   {kF, kI64},
+                   {{0, {1, 1, 1, 1}, {5}}, {1, {1, 1, 1, 1}, {0}}},
+                   fixed(unpool),
+                   1,
+                   {},
+                   {1}});
+  }
   return out;
 }
 

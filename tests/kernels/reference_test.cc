@@ -167,7 +167,8 @@ TEST(Registry, ListsOpsSortedAndChecksOpsets) {
   EXPECT_TRUE(hasReferenceKernel("Add", 23));
   EXPECT_FALSE(hasReferenceKernel("Add", 6));
   EXPECT_FALSE(hasReferenceKernel("LessOrEqual", 11));
-  EXPECT_FALSE(hasReferenceKernel("Resize", 13));
+  EXPECT_TRUE(hasReferenceKernel("Resize", 13));
+  EXPECT_FALSE(hasReferenceKernel("Resize", 9));  // Resize arrived at opset 10
   EXPECT_FALSE(hasReferenceKernel("NoSuchOp", 13));
 }
 

@@ -76,3 +76,27 @@ def test_run_errors(run_opt, work_dir: Path) -> None:
     assert proc.returncode == 1 and proc.stderr.startswith("opt: error: ")
     proc = run_opt("run", path, "--input", f"nope={work_dir / 'bad.npy'}")
     assert proc.returncode == 2 and "the model has no input 'nope'" in proc.stderr  # bad usage
+
+
+def test_run_tiny_unet_matches_onnxruntime(run_opt, work_dir: Path) -> None:
+    """models/tiny_unet (Resize by scales and by run-time sizes, skip connections) on the reference
+    kernels: the stored golden, and onnxruntime at another spatial size (dynamic H, W)."""
+    model_dir = Path(__file__).resolve().parents[2] / "models" / "tiny_unet"
+    golden_in = model_dir / "test_data_set_0" / "input_0.pb"
+    golden_out = numpy_helper.to_array(onnx.load_tensor(str(model_dir / "test_data_set_0" / "output_0.pb")))
+    out = work_dir / "golden"
+    out.mkdir()
+    proc = run_opt("run", model_dir / "model.onnx", "--input", f"x={golden_in}", "--save-outputs", out)
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_allclose(np.load(out / "mask.npy"), golden_out, rtol=1e-4, atol=1e-5)
+    x = np.random.default_rng(3).standard_normal((2, 3, 12, 20)).astype(np.float32)
+    np.save(work_dir / "x.npy", x)
+    out = work_dir / "other"
+    out.mkdir()
+    proc = run_opt("run", model_dir / "model.onnx", "--input", f"x={work_dir / 'x.npy'}", "--save-outputs", out)
+    assert proc.returncode == 0, proc.stderr
+    (expected,) = ort.InferenceSession(str(model_dir / "model.onnx"),
+                                       providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got = np.load(out / "mask.npy")
+    assert got.shape == (2, 2, 12, 20)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
