@@ -52,10 +52,22 @@ struct Entry {
 constexpr TypeSet kVisitable = kNumericTypes | TypeSet{DataType::kBool};
 constexpr TypeSet kBool = {DataType::kBool};
 constexpr TypeSet kString = {DataType::kString};
-/// QuantizeLinear/DequantizeLinear integers.
-constexpr TypeSet kQuantInts = {DataType::kInt8, DataType::kUint8, DataType::kInt16,
-                                DataType::kUint16, DataType::kInt32};
-constexpr TypeSet kQuantOutputs = kQuantInts - TypeSet{DataType::kInt32};
+/// The float8, float4 and packed integer types (low_precision.h).
+constexpr TypeSet kLowPrecision = {DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ,
+                                   DataType::kFloat8E5M2,   DataType::kFloat8E5M2FNUZ,
+                                   DataType::kFloat8E8M0,   DataType::kFloat4E2M1,
+                                   DataType::kInt4,         DataType::kUint4,
+                                   DataType::kInt2,         DataType::kUint2};
+/// Cast and CastLike: every number type, bool and string (string to string aside).
+constexpr TypeSet kCastTypes = kVisitable | kLowPrecision | kString;
+/// QuantizeLinear outputs, DequantizeLinear inputs (which also take int32).
+constexpr TypeSet kQuantOutputs = {
+    DataType::kInt8,         DataType::kUint8,          DataType::kInt16,
+    DataType::kUint16,       DataType::kInt4,           DataType::kUint4,
+    DataType::kInt2,         DataType::kUint2,          DataType::kFloat8E4M3FN,
+    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,   DataType::kFloat8E5M2FNUZ,
+    DataType::kFloat4E2M1};
+constexpr TypeSet kQuantInts = kQuantOutputs | TypeSet{DataType::kInt32};
 constexpr TypeSet kDequantOutputs = {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16};
 
 /// The types every kernel's input validation admits: strings and every type of known width.
@@ -104,9 +116,9 @@ const std::map<std::string, Entry>& registry() {
     Signature binary = in({N, N});
     Signature unary_float = in({F});
     Signature compare = in({N, N});
-    Signature cast = withOutputs(in({kVisitable}), {kVisitable});
+    Signature cast = withOutputs(in({kCastTypes}), {kCastTypes});
     cast.same_type_copies = true;
-    Signature cast_like = withOutputs(in({kVisitable, kVisitable}), {kVisitable});
+    Signature cast_like = withOutputs(in({kCastTypes, kCastTypes}), {kCastTypes});
     cast_like.same_type_copies = true;
     Signature reduce = in({N, X});
     Signature reduce_min_max = in({N | kBool, X});
