@@ -75,6 +75,19 @@ StatusOr<Outputs> attentionKernel(const KernelContext& ctx);
 // nn_einsum.cc
 StatusOr<Outputs> einsumKernel(const KernelContext& ctx);
 
+// quantized.cc
+StatusOr<Outputs> dynamicQuantizeLinearKernel(const KernelContext& ctx);
+StatusOr<Outputs> matMulIntegerKernel(const KernelContext& ctx);
+StatusOr<Outputs> convIntegerKernel(const KernelContext& ctx);
+StatusOr<Outputs> qLinearMatMulKernel(const KernelContext& ctx);
+StatusOr<Outputs> qLinearConvKernel(const KernelContext& ctx);
+
+// signal.cc
+StatusOr<Outputs> windowKernel(const KernelContext& ctx);  // HannWindow HammingWindow BlackmanWindow
+StatusOr<Outputs> dftKernel(const KernelContext& ctx);
+StatusOr<Outputs> stftKernel(const KernelContext& ctx);
+StatusOr<Outputs> melWeightMatrixKernel(const KernelContext& ctx);
+
 // --- helpers shared by nn.cc and nn_norm.cc
 // ---------------------------------------------------------
 

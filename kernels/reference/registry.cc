@@ -69,6 +69,8 @@ constexpr TypeSet kQuantOutputs = {
     DataType::kFloat4E2M1};
 constexpr TypeSet kQuantInts = kQuantOutputs | TypeSet{DataType::kInt32};
 constexpr TypeSet kDequantOutputs = {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16};
+/// MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv operands.
+constexpr TypeSet kInt8s = {DataType::kInt8, DataType::kUint8};
 
 /// The types every kernel's input validation admits: strings and every type of known width.
 TypeSet storedTypes() {
@@ -247,6 +249,30 @@ const std::map<std::string, Entry>& registry() {
         {"Attention", {23, ref::attentionKernel, in({F, F, F, F | kBool, F, F, TypeSet{}})}},
         // nn_einsum.cc
         {"Einsum", {12, ref::einsumKernel, variadic(N)}},
+        // quantized.cc
+        {"DynamicQuantizeLinear",
+         {11, ref::dynamicQuantizeLinearKernel,
+          withOutputs(in({TypeSet{DataType::kFloat}}),
+                      {TypeSet{DataType::kUint8}, TypeSet{DataType::kFloat},
+                       TypeSet{DataType::kUint8}})}},
+        {"MatMulInteger", {10, ref::matMulIntegerKernel, in({kInt8s, kInt8s, kInt8s, kInt8s})}},
+        {"ConvInteger",
+         {10, ref::convIntegerKernel, image({kInt8s, kInt8s, kInt8s, kInt8s})}},
+        {"QLinearMatMul",
+         {10, ref::qLinearMatMulKernel,
+          in({kInt8s, kDequantOutputs, kInt8s, kInt8s, kDequantOutputs, kInt8s, kDequantOutputs,
+              kInt8s})}},
+        {"QLinearConv",
+         {10, ref::qLinearConvKernel,
+          image({kInt8s, kDequantOutputs, kInt8s, kInt8s, kDequantOutputs, kInt8s,
+                 kDequantOutputs, kInt8s, TypeSet{DataType::kInt32}})}},
+        // signal.cc
+        {"HannWindow", {17, ref::windowKernel, withOutputs(in({X}), {N})}},
+        {"HammingWindow", {17, ref::windowKernel, withOutputs(in({X}), {N})}},
+        {"BlackmanWindow", {17, ref::windowKernel, withOutputs(in({X}), {N})}},
+        {"DFT", {17, ref::dftKernel, in({F, X, X})}},
+        {"STFT", {17, ref::stftKernel, in({F, X, F, X})}},
+        {"MelWeightMatrix", {17, ref::melWeightMatrixKernel, withOutputs(in({X, X, X, F, F}), {N})}},
     };
   }();
   return table;
