@@ -83,10 +83,16 @@ StatusOr<Outputs> qLinearMatMulKernel(const KernelContext& ctx);
 StatusOr<Outputs> qLinearConvKernel(const KernelContext& ctx);
 
 // signal.cc
-StatusOr<Outputs> windowKernel(const KernelContext& ctx);  // HannWindow HammingWindow BlackmanWindow
+// HannWindow HammingWindow BlackmanWindow
+StatusOr<Outputs> windowKernel(const KernelContext& ctx);
 StatusOr<Outputs> dftKernel(const KernelContext& ctx);
 StatusOr<Outputs> stftKernel(const KernelContext& ctx);
 StatusOr<Outputs> melWeightMatrixKernel(const KernelContext& ctx);
+
+// random.cc (run only, never folded)
+StatusOr<Outputs> randomKernel(const KernelContext& ctx);  // RandomNormal RandomUniform (and *Like)
+StatusOr<Outputs> bernoulliKernel(const KernelContext& ctx);
+StatusOr<Outputs> multinomialKernel(const KernelContext& ctx);
 
 // --- helpers shared by nn.cc and nn_norm.cc
 // ---------------------------------------------------------

@@ -273,6 +273,15 @@ const std::map<std::string, Entry>& registry() {
         {"DFT", {17, ref::dftKernel, in({F, X, X})}},
         {"STFT", {17, ref::stftKernel, in({F, X, F, X})}},
         {"MelWeightMatrix", {17, ref::melWeightMatrixKernel, withOutputs(in({X, X, X, F, F}), {N})}},
+        // random.cc: fold-constants never folds these (pass::isNondeterministicOp)
+        {"RandomNormal", {1, ref::randomKernel, withOutputs(in({}), {F})}},
+        {"RandomUniform", {1, ref::randomKernel, withOutputs(in({}), {F})}},
+        {"RandomNormalLike", {1, ref::randomKernel, withOutputs(in({kAny}), {F})}},
+        {"RandomUniformLike", {1, ref::randomKernel, withOutputs(in({kAny}), {F})}},
+        {"Bernoulli", {15, ref::bernoulliKernel, withOutputs(in({F}), {N | kBool})}},
+        {"Multinomial",
+         {7, ref::multinomialKernel,
+          withOutputs(in({F}), {TypeSet{DataType::kInt32, DataType::kInt64}})}},
     };
   }();
   return table;

@@ -300,6 +300,26 @@ std::vector<Case> cases() {
                  1,
                  {2},
                  {0}});
+  // random.cc
+  auto dtype_of = [](int role, bool shape) {
+    return [role, shape](const Roles& r) {
+      KernelAttrs a = intAttrs({{"dtype", static_cast<int64_t>(r[static_cast<size_t>(role)])}});
+      if (shape) a.int_lists["shape"] = {2};
+      return a;
+    };
+  };
+  out.push_back({"RandomNormal", 1, {kF}, {}, dtype_of(0, true), 1, {0}});
+  out.push_back({"RandomUniform", 1, {kF}, {}, dtype_of(0, true), 1, {0}});
+  out.push_back({"RandomNormalLike", 1, {kF, kF}, {{0, {2}, {1, 2}}}, dtype_of(1, false), 1, {1}});
+  out.push_back({"RandomUniformLike", 1, {kF, kF}, {{0, {2}, {1, 2}}}, dtype_of(1, false), 1, {1}});
+  out.push_back({"Bernoulli", 15, {kF, kF}, {{0, {2}, {0.5, 1}}}, dtype_of(1, false), 1, {1}});
+  out.push_back({"Multinomial",
+                 7,
+                 {kF, DataType::kInt32},
+                 {{0, {1, 2}, {0, 0}}},
+                 dtype_of(1, false),
+                 1,
+                 {1}});
   // nn_einsum.cc
   {
     KernelAttrs eq;
