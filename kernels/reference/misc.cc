@@ -2,11 +2,96 @@
 // ConstantOfShape, NonZero, CumSum, OneHot, DequantizeLinear and QuantizeLinear (per-tensor,
 // per-axis and blocked scales; 8/16/32-bit integer types).
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
+#include <optional>
+#include <utility>
 
+#include "low_precision.h"
 #include "ops.h"
 
 namespace onnxopt::kernels::ref {
+
+namespace {
+
+/// Parses a string element for Cast: plain and scientific numbers, and "INF", "+INF", "-INF",
+/// "NaN" in any case; integers parse exactly. Anything else is refused (the standard leaves it
+/// undefined).
+StatusOr<Num> parseNumber(const std::string& s, bool want_int) {
+  std::string t = s;
+  size_t b = t.find_first_not_of(" \t\n\r"), e = t.find_last_not_of(" \t\n\r");
+  t = b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
+  std::string lower = t;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  Num n;
+  n.is_float = true;
+  if (lower == "inf" || lower == "+inf") {
+    n.f = std::numeric_limits<double>::infinity();
+    return n;
+  }
+  if (lower == "-inf") {
+    n.f = -std::numeric_limits<double>::infinity();
+    return n;
+  }
+  if (lower == "nan" || lower == "+nan" || lower == "-nan") {
+    n.f = std::numeric_limits<double>::quiet_NaN();
+    return n;
+  }
+  if (lower == "true" || lower == "false") {
+    n.is_float = false;
+    n.i = lower == "true" ? 1 : 0;
+    return n;
+  }
+  const char* first = t.data();
+  const char* last = t.data() + t.size();
+  if (first != last && *first == '+') ++first;
+  if (want_int) {
+    int64_t i = 0;
+    auto r = std::from_chars(first, last, i);
+    if (r.ec == std::errc() && r.ptr == last) {
+      n.is_float = false;
+      n.i = i;
+      return n;
+    }
+    uint64_t u = 0;
+    r = std::from_chars(first, last, u);
+    if (r.ec == std::errc() && r.ptr == last) {
+      n.is_float = false;
+      n.is_unsigned = true;
+      n.i = static_cast<int64_t>(u);
+      return n;
+    }
+  }
+  double d = 0;
+  auto r = std::from_chars(first, last, d);
+  if (first == last || r.ptr != last ||
+      (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) {
+    return invalidArgument("Cast: '{}' is not a number", s);
+  }
+  if (r.ec == std::errc::result_out_of_range) {
+    d = std::strtod(std::string(first, last).c_str(), nullptr);  // gives +-inf or a denormal
+  }
+  n.f = d;
+  return n;
+}
+
+/// A number as Cast writes it to a string: the shortest text that reads back to the same value
+/// in the source type ("INF", "-INF", "NaN" for the special values).
+std::string formatNumber(const Num& v, DataType from) {
+  if (!v.is_float) {
+    return v.is_unsigned ? std::to_string(static_cast<uint64_t>(v.i)) : std::to_string(v.i);
+  }
+  if (std::isnan(v.f)) return "NaN";
+  if (std::isinf(v.f)) return v.f > 0 ? "INF" : "-INF";
+  char buf[64];
+  std::to_chars_result r = from == DataType::kDouble
+                               ? std::to_chars(buf, buf + sizeof buf, v.f)
+                               : std::to_chars(buf, buf + sizeof buf, static_cast<float>(v.f));
+  return std::string(buf, r.ptr);
+}
+
+}  // namespace
 
 StatusOr<Outputs> castKernel(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
@@ -21,16 +106,56 @@ StatusOr<Outputs> castKernel(const KernelContext& ctx) {
     to = static_cast<DataType>(code);
   }
   if (to == x->dtype) return single(*x);
+  bool from_string = x->dtype == DataType::kString, to_string = to == DataType::kString;
+  if ((!from_string && !isNumType(x->dtype)) || (from_string && to_string)) {
+    return unsupportedType(ctx, x->dtype);
+  }
+  if (!to_string && !isNumType(to)) return unsupportedType(ctx, to);
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(to, x->dims));
   int64_t n = x->numElements();
-  RETURN_IF_ERROR(visitType(ctx, x->dtype, [&](auto stag) -> Status {
-    using S = typename decltype(stag)::type;
-    return visitType(ctx, to, [&](auto dtag) -> Status {
-      using D = typename decltype(dtag)::type;
-      for (int64_t i = 0; i < n; ++i) store<D>(out, i, convertNumber<Compute<D>>(load<S>(*x, i)));
-      return Status::ok();
-    });
-  }));
+  if (!from_string && !to_string && !isLowPrecision(x->dtype) && !isLowPrecision(to)) {
+    RETURN_IF_ERROR(visitType(ctx, x->dtype, [&](auto stag) -> Status {
+      using S = typename decltype(stag)::type;
+      return visitType(ctx, to, [&](auto dtag) -> Status {
+        using D = typename decltype(dtag)::type;
+        for (int64_t i = 0; i < n; ++i) {
+          store<D>(out, i, convertNumber<Compute<D>>(load<S>(*x, i)));
+        }
+        return Status::ok();
+      });
+    }));
+    return single(std::move(out));
+  }
+  StoreOptions opt;
+  if (ctx.opset >= 19) opt.saturate = ctx.attrs.getInt("saturate", 1) != 0;
+  if (ctx.opset >= 24) {
+    std::string mode = ctx.attrs.getString("round_mode", "up");
+    if (mode == "up") {
+      opt.round_mode = 0;
+    } else if (mode == "down") {
+      opt.round_mode = 1;
+    } else if (mode == "nearest") {
+      opt.round_mode = 2;
+    } else {
+      return invalidArgument("Cast: bad round_mode '{}'", mode);
+    }
+  }
+  bool int_target = !to_string && miniFloatFormat(to) == nullptr && to != DataType::kFloat8E8M0 &&
+                    to != DataType::kFloat && to != DataType::kDouble && to != DataType::kFloat16 &&
+                    to != DataType::kBfloat16;
+  for (int64_t i = 0; i < n; ++i) {
+    Num v;
+    if (from_string) {
+      ASSIGN_OR_RETURN(v, parseNumber(x->strings[static_cast<size_t>(i)], int_target));
+    } else {
+      v = loadNum(ctx, *x, i);
+    }
+    if (to_string) {
+      out.strings[static_cast<size_t>(i)] = formatNumber(v, x->dtype);
+    } else {
+      storeNum(ctx, out, i, v, opt);
+    }
+  }
   return single(std::move(out));
 }
 
@@ -244,7 +369,8 @@ struct QuantLayout {
 StatusOr<QuantLayout> quantLayout(const KernelContext& ctx, const HostTensor& x,
                                   const HostTensor& scale, const HostTensor* zp) {
   QuantLayout q;
-  if (zp != nullptr && zp->dims != scale.dims) {
+  auto scalarLike = [](const HostTensor& t) { return t.rank() <= 1 && t.numElements() == 1; };
+  if (zp != nullptr && zp->dims != scale.dims && !(scalarLike(*zp) && scalarLike(scale))) {
     return invalidArgument("{}: zero point and scale have different shapes", ctx.op);
   }
   int64_t block = ctx.opset >= 21 ? ctx.attrs.getInt("block_size", 0) : 0;
@@ -299,9 +425,37 @@ void forEachQuant(const HostTensor& x, const QuantLayout& q, F f) {
   }
 }
 
-bool isQuantInt(DataType t) {
-  return t == DataType::kInt8 || t == DataType::kUint8 || t == DataType::kInt16 ||
-         t == DataType::kUint16 || t == DataType::kInt32;
+/// The integer range of a quantized integer type, or nullopt for the float ones.
+std::optional<std::pair<int64_t, int64_t>> quantRange(DataType t) {
+  switch (t) {
+    case DataType::kInt8:
+      return std::pair<int64_t, int64_t>{-128, 127};
+    case DataType::kUint8:
+      return std::pair<int64_t, int64_t>{0, 255};
+    case DataType::kInt16:
+      return std::pair<int64_t, int64_t>{-32768, 32767};
+    case DataType::kUint16:
+      return std::pair<int64_t, int64_t>{0, 65535};
+    case DataType::kInt4:
+      return std::pair<int64_t, int64_t>{-8, 7};
+    case DataType::kUint4:
+      return std::pair<int64_t, int64_t>{0, 15};
+    case DataType::kInt2:
+      return std::pair<int64_t, int64_t>{-2, 1};
+    case DataType::kUint2:
+      return std::pair<int64_t, int64_t>{0, 3};
+    default:
+      return std::nullopt;
+  }
+}
+
+/// QuantizeLinear's output types (DequantizeLinear also takes int32).
+bool isQuantType(DataType t) {
+  return quantRange(t).has_value() || miniFloatFormat(t) != nullptr;
+}
+
+bool isDequantOutput(DataType t) {
+  return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16;
 }
 
 }  // namespace
@@ -310,38 +464,38 @@ StatusOr<Outputs> dequantizeLinearKernel(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
   ASSIGN_OR_RETURN(const HostTensor* scale, requireInput(ctx, 1));
   const HostTensor* zp = ctx.input(2);
-  if (!isQuantInt(x->dtype)) return unsupportedType(ctx, x->dtype);
+  if (!isQuantType(x->dtype) && x->dtype != DataType::kInt32) {
+    return unsupportedType(ctx, x->dtype);
+  }
   if (zp != nullptr && zp->dtype != x->dtype) {
     return invalidArgument("DequantizeLinear: zero point type differs from the input's");
   }
   DataType out_type = scale->dtype;
-  if (out_type != DataType::kFloat && out_type != DataType::kFloat16 &&
-      out_type != DataType::kBfloat16) {
-    return unsupportedType(ctx, out_type);
-  }
+  if (!isDequantOutput(out_type)) return unsupportedType(ctx, out_type);
   int64_t out_attr = ctx.attrs.getInt("output_dtype", 0);
   if (out_attr != 0 && out_attr != static_cast<int64_t>(out_type)) {
     return unimplemented(ctx, "output_dtype different from the scale type");
   }
   ASSIGN_OR_RETURN(QuantLayout q, quantLayout(ctx, *x, *scale, zp));
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(out_type, x->dims));
-  RETURN_IF_ERROR(visitType(ctx, x->dtype, [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    return visitType(ctx, out_type, [&](auto otag) -> Status {
-      using O = typename decltype(otag)::type;
-      if constexpr (!kIsInt<T> || !kIsFloat<O>) {
-        return unsupportedType(ctx, out_type);
-      } else {
-        forEachQuant(*x, q, [&](int64_t i, int64_t s) {
-          int64_t v = static_cast<int64_t>(load<T>(*x, i));
-          if (zp != nullptr) v -= static_cast<int64_t>(load<T>(*zp, s));
-          float sc = static_cast<float>(load<O>(*scale, s));
-          store<O>(out, i, static_cast<Compute<O>>(static_cast<float>(v) * sc));
-        });
-        return Status::ok();
-      }
-    });
-  }));
+  bool float_x = miniFloatFormat(x->dtype) != nullptr;
+  forEachQuant(*x, q, [&](int64_t i, int64_t s) {
+    Num v = loadNum(ctx, *x, i);
+    float centered;
+    if (float_x) {
+      double d = v.f;
+      if (zp != nullptr) d -= loadNum(ctx, *zp, s).f;
+      centered = static_cast<float>(d);
+    } else {
+      int64_t d = v.i;
+      if (zp != nullptr) d -= loadNum(ctx, *zp, s).i;
+      centered = static_cast<float>(d);
+    }
+    Num r;
+    r.is_float = true;
+    r.f = static_cast<double>(centered * static_cast<float>(loadNum(ctx, *scale, s).f));
+    storeNum(ctx, out, i, r);
+  });
   return single(std::move(out));
 }
 
@@ -350,47 +504,51 @@ StatusOr<Outputs> quantizeLinearKernel(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(const HostTensor* scale, requireInput(ctx, 1));
   const HostTensor* zp = ctx.input(2);
   DataType out_type = DataType::kUint8;
+  int64_t out_attr = ctx.opset >= 21 ? ctx.attrs.getInt("output_dtype", 0) : 0;
   if (zp != nullptr) {
     out_type = zp->dtype;
-  } else if (ctx.opset >= 21 && ctx.attrs.getInt("output_dtype", 0) != 0) {
-    out_type = static_cast<DataType>(ctx.attrs.getInt("output_dtype", 0));
+    if (out_attr != 0 && out_attr != static_cast<int64_t>(out_type)) {
+      return invalidArgument("QuantizeLinear: output_dtype differs from the zero point's type");
+    }
+  } else if (out_attr != 0) {
+    if (out_attr < 0 || out_attr > kMaxKnownDataType) {
+      return invalidArgument("QuantizeLinear: bad output_dtype {}", out_attr);
+    }
+    out_type = static_cast<DataType>(out_attr);
   }
-  if (!isQuantInt(out_type) || out_type == DataType::kInt32) return unsupportedType(ctx, out_type);
+  if (!isQuantType(out_type)) return unsupportedType(ctx, out_type);
+  bool x_ok = x->dtype == DataType::kInt32 || x->dtype == DataType::kFloat ||
+              x->dtype == DataType::kDouble || x->dtype == DataType::kFloat16 ||
+              x->dtype == DataType::kBfloat16;
+  if (!x_ok) return unsupportedType(ctx, x->dtype);
+  if (!isDequantOutput(scale->dtype) && scale->dtype != DataType::kDouble) {
+    return unsupportedType(ctx, scale->dtype);
+  }
+  bool in_double = ctx.opset >= 23 &&
+                   ctx.attrs.getInt("precision", 0) == static_cast<int64_t>(DataType::kDouble);
+  StoreOptions opt;
+  if (ctx.opset >= 19) opt.saturate = ctx.attrs.getInt("saturate", 1) != 0;
+  auto range = quantRange(out_type);
   ASSIGN_OR_RETURN(QuantLayout q, quantLayout(ctx, *x, *scale, zp));
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(out_type, x->dims));
-  RETURN_IF_ERROR(visitType(ctx, x->dtype, [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    if constexpr (!kIsFloat<T> && !std::is_same_v<T, int32_t>) {
-      return unsupportedType(ctx, x->dtype);
+  forEachQuant(*x, q, [&](int64_t i, int64_t s) {
+    double xv = loadNum(ctx, *x, i).asDouble(), sv = loadNum(ctx, *scale, s).asDouble();
+    double v =
+        in_double ? xv / sv : static_cast<double>(static_cast<float>(xv) / static_cast<float>(sv));
+    Num r;
+    if (range) {
+      double k = std::nearbyint(v);
+      if (zp != nullptr) k += static_cast<double>(loadNum(ctx, *zp, s).i);
+      if (std::isnan(k)) k = 0;
+      r.i = static_cast<int64_t>(
+          std::clamp(k, static_cast<double>(range->first), static_cast<double>(range->second)));
     } else {
-      return visitType(ctx, scale->dtype, [&](auto stag) -> Status {
-        using S = typename decltype(stag)::type;
-        if constexpr (!kIsFloat<S>) {
-          return unsupportedType(ctx, scale->dtype);
-        } else {
-          return visitType(ctx, out_type, [&](auto otag) -> Status {
-            using O = typename decltype(otag)::type;
-            if constexpr (!kIsInt<O>) {
-              return unsupportedType(ctx, out_type);
-            } else {
-              double lo = static_cast<double>(std::numeric_limits<O>::min());
-              double hi = static_cast<double>(std::numeric_limits<O>::max());
-              forEachQuant(*x, q, [&](int64_t i, int64_t s) {
-                float v =
-                    static_cast<float>(load<T>(*x, i)) / static_cast<float>(load<S>(*scale, s));
-                double r = std::nearbyint(static_cast<double>(v));
-                if (zp != nullptr) r += static_cast<double>(load<O>(*zp, s));
-                if (std::isnan(r)) r = 0;
-                r = std::clamp(r, lo, hi);
-                store<O>(out, i, static_cast<O>(r));
-              });
-              return Status::ok();
-            }
-          });
-        }
-      });
+      r.is_float = true;
+      r.f = v;
+      if (zp != nullptr) r.f += loadNum(ctx, *zp, s).f;
     }
-  }));
+    storeNum(ctx, out, i, r, opt);
+  });
   return single(std::move(out));
 }
 

@@ -86,6 +86,24 @@ StatusOr<Outputs> affineGridKernel(const KernelContext& ctx);
 StatusOr<Outputs> roiAlignKernel(const KernelContext& ctx);
 StatusOr<Outputs> col2ImKernel(const KernelContext& ctx);
 StatusOr<Outputs> maxUnpoolKernel(const KernelContext& ctx);
+// quantized.cc
+StatusOr<Outputs> dynamicQuantizeLinearKernel(const KernelContext& ctx);
+StatusOr<Outputs> matMulIntegerKernel(const KernelContext& ctx);
+StatusOr<Outputs> convIntegerKernel(const KernelContext& ctx);
+StatusOr<Outputs> qLinearMatMulKernel(const KernelContext& ctx);
+StatusOr<Outputs> qLinearConvKernel(const KernelContext& ctx);
+
+// signal.cc
+// HannWindow HammingWindow BlackmanWindow
+StatusOr<Outputs> windowKernel(const KernelContext& ctx);
+StatusOr<Outputs> dftKernel(const KernelContext& ctx);
+StatusOr<Outputs> stftKernel(const KernelContext& ctx);
+StatusOr<Outputs> melWeightMatrixKernel(const KernelContext& ctx);
+
+// random.cc (run only, never folded)
+StatusOr<Outputs> randomKernel(const KernelContext& ctx);  // RandomNormal RandomUniform (and *Like)
+StatusOr<Outputs> bernoulliKernel(const KernelContext& ctx);
+StatusOr<Outputs> multinomialKernel(const KernelContext& ctx);
 
 // --- helpers shared by nn.cc and nn_norm.cc
 // ---------------------------------------------------------

@@ -52,11 +52,25 @@ struct Entry {
 constexpr TypeSet kVisitable = kNumericTypes | TypeSet{DataType::kBool};
 constexpr TypeSet kBool = {DataType::kBool};
 constexpr TypeSet kString = {DataType::kString};
-/// QuantizeLinear/DequantizeLinear integers.
-constexpr TypeSet kQuantInts = {DataType::kInt8, DataType::kUint8, DataType::kInt16,
-                                DataType::kUint16, DataType::kInt32};
-constexpr TypeSet kQuantOutputs = kQuantInts - TypeSet{DataType::kInt32};
+/// The float8, float4 and packed integer types (low_precision.h).
+constexpr TypeSet kLowPrecision = {DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ,
+                                   DataType::kFloat8E5M2,   DataType::kFloat8E5M2FNUZ,
+                                   DataType::kFloat8E8M0,   DataType::kFloat4E2M1,
+                                   DataType::kInt4,         DataType::kUint4,
+                                   DataType::kInt2,         DataType::kUint2};
+/// Cast and CastLike: every number type, bool and string (string to string aside).
+constexpr TypeSet kCastTypes = kVisitable | kLowPrecision | kString;
+/// QuantizeLinear outputs, DequantizeLinear inputs (which also take int32).
+constexpr TypeSet kQuantOutputs = {
+    DataType::kInt8,         DataType::kUint8,          DataType::kInt16,
+    DataType::kUint16,       DataType::kInt4,           DataType::kUint4,
+    DataType::kInt2,         DataType::kUint2,          DataType::kFloat8E4M3FN,
+    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,   DataType::kFloat8E5M2FNUZ,
+    DataType::kFloat4E2M1};
+constexpr TypeSet kQuantInts = kQuantOutputs | TypeSet{DataType::kInt32};
 constexpr TypeSet kDequantOutputs = {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16};
+/// MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv operands.
+constexpr TypeSet kInt8s = {DataType::kInt8, DataType::kUint8};
 
 /// The types every kernel's input validation admits: strings and every type of known width.
 TypeSet storedTypes() {
@@ -104,9 +118,9 @@ const std::map<std::string, Entry>& registry() {
     Signature binary = in({N, N});
     Signature unary_float = in({F});
     Signature compare = in({N, N});
-    Signature cast = withOutputs(in({kVisitable}), {kVisitable});
+    Signature cast = withOutputs(in({kCastTypes}), {kCastTypes});
     cast.same_type_copies = true;
-    Signature cast_like = withOutputs(in({kVisitable, kVisitable}), {kVisitable});
+    Signature cast_like = withOutputs(in({kCastTypes, kCastTypes}), {kCastTypes});
     cast_like.same_type_copies = true;
     Signature reduce = in({N, X});
     Signature reduce_min_max = in({N | kBool, X});
@@ -257,6 +271,39 @@ const std::map<std::string, Entry>& registry() {
         {"RoiAlign", {10, ref::roiAlignKernel, image({F, F, X})}},
         {"Col2Im", {18, ref::col2ImKernel, in({N, X, X})}},
         {"MaxUnpool", {9, ref::maxUnpoolKernel, image({kMove, X, X})}},
+        // quantized.cc
+        {"DynamicQuantizeLinear",
+         {11, ref::dynamicQuantizeLinearKernel,
+          withOutputs(in({TypeSet{DataType::kFloat}}),
+                      {TypeSet{DataType::kUint8}, TypeSet{DataType::kFloat},
+                       TypeSet{DataType::kUint8}})}},
+        {"MatMulInteger", {10, ref::matMulIntegerKernel, in({kInt8s, kInt8s, kInt8s, kInt8s})}},
+        {"ConvInteger",
+         {10, ref::convIntegerKernel, image({kInt8s, kInt8s, kInt8s, kInt8s})}},
+        {"QLinearMatMul",
+         {10, ref::qLinearMatMulKernel,
+          in({kInt8s, kDequantOutputs, kInt8s, kInt8s, kDequantOutputs, kInt8s, kDequantOutputs,
+              kInt8s})}},
+        {"QLinearConv",
+         {10, ref::qLinearConvKernel,
+          image({kInt8s, kDequantOutputs, kInt8s, kInt8s, kDequantOutputs, kInt8s,
+                 kDequantOutputs, kInt8s, TypeSet{DataType::kInt32}})}},
+        // signal.cc
+        {"HannWindow", {17, ref::windowKernel, withOutputs(in({X}), {N})}},
+        {"HammingWindow", {17, ref::windowKernel, withOutputs(in({X}), {N})}},
+        {"BlackmanWindow", {17, ref::windowKernel, withOutputs(in({X}), {N})}},
+        {"DFT", {17, ref::dftKernel, in({F, X, X})}},
+        {"STFT", {17, ref::stftKernel, in({F, X, F, X})}},
+        {"MelWeightMatrix", {17, ref::melWeightMatrixKernel, withOutputs(in({X, X, X, F, F}), {N})}},
+        // random.cc: fold-constants never folds these (pass::isNondeterministicOp)
+        {"RandomNormal", {1, ref::randomKernel, withOutputs(in({}), {F})}},
+        {"RandomUniform", {1, ref::randomKernel, withOutputs(in({}), {F})}},
+        {"RandomNormalLike", {1, ref::randomKernel, withOutputs(in({kAny}), {F})}},
+        {"RandomUniformLike", {1, ref::randomKernel, withOutputs(in({kAny}), {F})}},
+        {"Bernoulli", {15, ref::bernoulliKernel, withOutputs(in({F}), {N | kBool})}},
+        {"Multinomial",
+         {7, ref::multinomialKernel,
+          withOutputs(in({F}), {TypeSet{DataType::kInt32, DataType::kInt64}})}},
     };
   }();
   return table;

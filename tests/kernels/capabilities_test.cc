@@ -238,6 +238,88 @@ std::vector<Case> cases() {
                   {0, {1, 1, 1, 2}, {1, 2}},
                   {0, {1, 1, 1, 2}, {1, 2}},
                   {1, {1, 1}, {0}}}});
+  // quantized.cc
+  {
+    constexpr DataType kU8 = DataType::kUint8;
+    out.push_back({"DynamicQuantizeLinear", 11, {kF}, {{0, {2}, {-1, 2}}}, fixed({}), 3});
+    out.push_back({"MatMulInteger", 10, {kU8, kU8}, {{0, {1, 1}, {2}}, {1, {1, 1}, {3}}}});
+    out.push_back(
+        {"ConvInteger", 10, {kU8, kU8}, {{0, {1, 1, 1, 1}, {2}}, {1, {1, 1, 1, 1}, {3}}}});
+    out.push_back({"QLinearMatMul",
+                   10,
+                   {kU8, kF, kU8, kU8},
+                   {{0, {1, 1}, {2}},
+                    {1, {}, {0.5}},
+                    {0, {}, {0}},
+                    {2, {1, 1}, {3}},
+                    {1, {}, {0.5}},
+                    {2, {}, {0}},
+                    {1, {}, {1}},
+                    {3, {}, {0}}}});
+    out.push_back({"QLinearConv",
+                   10,
+                   {kU8, kF, kU8, kU8},
+                   {{0, {1, 1, 1, 1}, {2}},
+                    {1, {}, {0.5}},
+                    {0, {}, {0}},
+                    {2, {1, 1, 1, 1}, {3}},
+                    {1, {}, {0.5}},
+                    {2, {}, {0}},
+                    {1, {}, {1}},
+                    {3, {}, {0}}}});
+  }
+  // signal.cc
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
+    out.push_back({op,
+                   17,
+                   {kI64, kF},
+                   {{0, {}, {4}}},
+                   [](const Roles& r) {
+                     return intAttrs({{"output_datatype", static_cast<int64_t>(r[1])}});
+                   },
+                   1,
+                   {1},
+                   {0}});
+  }
+  out.push_back({"DFT", 17, {kF}, {{0, {1, 2, 1}, {1, 2}}}});
+  out.push_back({"STFT",
+                 17,
+                 {kF, kI64},
+                 {{0, {1, 4, 1}, {1, 2, 3, 4}}, {1, {}, {2}}, {0, {2}, {1, 1}}},
+                 fixed({}),
+                 1,
+                 {},
+                 {1}});
+  out.push_back({"MelWeightMatrix",
+                 17,
+                 {kI64, kF, kF},
+                 {{0, {}, {1}}, {0, {}, {8}}, {0, {}, {8}}, {1, {}, {0}}, {1, {}, {3}}},
+                 [](const Roles& r) {
+                   return intAttrs({{"output_datatype", static_cast<int64_t>(r[2])}});
+                 },
+                 1,
+                 {2},
+                 {0}});
+  // random.cc
+  auto dtype_of = [](int role, bool shape) {
+    return [role, shape](const Roles& r) {
+      KernelAttrs a = intAttrs({{"dtype", static_cast<int64_t>(r[static_cast<size_t>(role)])}});
+      if (shape) a.int_lists["shape"] = {2};
+      return a;
+    };
+  };
+  out.push_back({"RandomNormal", 1, {kF}, {}, dtype_of(0, true), 1, {0}});
+  out.push_back({"RandomUniform", 1, {kF}, {}, dtype_of(0, true), 1, {0}});
+  out.push_back({"RandomNormalLike", 1, {kF, kF}, {{0, {2}, {1, 2}}}, dtype_of(1, false), 1, {1}});
+  out.push_back({"RandomUniformLike", 1, {kF, kF}, {{0, {2}, {1, 2}}}, dtype_of(1, false), 1, {1}});
+  out.push_back({"Bernoulli", 15, {kF, kF}, {{0, {2}, {0.5, 1}}}, dtype_of(1, false), 1, {1}});
+  out.push_back({"Multinomial",
+                 7,
+                 {kF, DataType::kInt32},
+                 {{0, {1, 2}, {0, 0}}},
+                 dtype_of(1, false),
+                 1,
+                 {1}});
   // nn_einsum.cc
   {
     KernelAttrs eq;
@@ -453,9 +535,12 @@ TEST(ReferenceCapabilities, RefusalsSayWhy) {
        "domain 'com.microsoft' has no reference kernels"},
       {{"", "MaxPool", 17, {kF}, {}, Layout::kNHWC},
        "MaxPool: the reference kernel reads channels-first (NCHW) data, not NHWC"},
-      {{"", "Cast", 17, {kF}, {DataType::kFloat8E4M3FN}, {}},
-       "Cast: output 0 is float8e4m3fn; the reference kernel produces float, uint8, int8, "
-       "uint16, int16, int32, int64, bool, float16, double, uint32, uint64, bfloat16"},
+      {{"", "Cast", 17, {kF}, {DataType::kComplex64}, {}},
+       "Cast: output 0 is complex64; the reference kernel produces float, uint8, int8, uint16, "
+       "int16, "
+       "int32, int64, string, bool, float16, double, uint32, uint64, bfloat16, float8e4m3fn, "
+       "float8e4m3fnuz, float8e5m2, float8e5m2fnuz, uint4, int4, float4e2m1, float8e8m0, uint2, "
+       "int2"},
   };
   for (const Refusal& r : refusals) {
     Support s = referenceCapabilities().supports(r.query);
@@ -479,7 +564,7 @@ TEST(ReferenceCapabilities, UnknownTypesAreNotChecked) {
 
 TEST(ReferenceCapabilities, CastToItsOwnTypeCopiesAnyType) {
   const Capabilities& caps = referenceCapabilities();
-  DataType f8 = DataType::kFloat8E4M3FN;
+  DataType f8 = DataType::kFloat6E2M3;  // a type the Cast kernel does not convert
   EXPECT_TRUE(caps.supports({"", "Cast", 19, {f8}, {f8}, {}}));
   EXPECT_TRUE(caps.supports({"", "Cast", 19, {f8}, {}, {}}));  // `to` not known: it may be f8
   EXPECT_FALSE(caps.supports({"", "Cast", 19, {f8}, {kF}, {}}));

@@ -478,9 +478,9 @@ TEST(Cast, FloatToIntTruncatesAndNeverCrashes) {
   EXPECT_EQ(h.get<uint16_t>(1), 0x7c00);
   expectValues(run1("Cast", 13, {tensor(DataType::kBool, {2}, {1, 0})}, ints({{"to", 1}})),
                DataType::kFloat, {2}, {1, 0});
-  EXPECT_EQ(code("Cast", 13, {x}, ints({{"to", static_cast<int64_t>(DataType::kString)}})),
+  EXPECT_EQ(code("Cast", 13, {x}, ints({{"to", static_cast<int64_t>(DataType::kComplex64)}})),
             StatusCode::kUnimplemented);
-  EXPECT_EQ(code("Cast", 13, {x}, ints({{"to", static_cast<int64_t>(DataType::kFloat8E4M3FN)}})),
+  EXPECT_EQ(code("Cast", 13, {x}, ints({{"to", static_cast<int64_t>(DataType::kFloat6E2M3)}})),
             StatusCode::kUnimplemented);
   EXPECT_EQ(code("Cast", 13, {x}), StatusCode::kInvalidArgument);
 }
