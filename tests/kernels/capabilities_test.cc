@@ -290,6 +290,11 @@ std::vector<Case> cases() {
         {"CumProd", 26, {kF, kI64}, {{0, {2}, {1, 2}}, {1, {}, {0}}}, fixed({}), 1, {}, {1}});
     out.push_back({"LRN", 18, {kF}, {{0, {1, 2, 1}, {1, 2}}}, fixed(intAttrs({{"size", 1}}))});
     {
+      KernelAttrs lp;
+      lp.int_lists["kernel_shape"] = {1};
+      out.push_back({"LpPool", 18, {kF}, {{0, {1, 1, 2}, {1, 2}}}, fixed(lp)});
+    }
+    {
       KernelAttrs axes;
       axes.int_lists["axes"] = {0};
       out.push_back({"MeanVarianceNormalization", 18, {kF}, {x}, fixed(axes)});
