@@ -1,8 +1,9 @@
 // More math reference kernels: the inverse trigonometric and hyperbolic functions and Tan, Swish,
-// Shrink, Hardmax, Det, LRN, LpNormalization, MeanVarianceNormalization, BitShift and
-// BitCast.
+// Shrink, Hardmax, Det, LRN, LpNormalization, MeanVarianceNormalization, BitShift, BitCast,
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "ops.h"
@@ -336,6 +337,92 @@ StatusOr<Outputs> bitCastKernel(const KernelContext& ctx) {
     for (char& c : out.bytes) c = c != 0 ? 1 : 0;
   }
   return single(std::move(out));
+}
+
+// --- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+// -------------------------------------------
+
+namespace {
+
+/// The loss of log-probabilities lp ([N, C, d...], as doubles) against `target` ([N, d...]):
+/// -lp[n, target, d] * weight[target], reduced by `reduction`; ignore_index entries weigh 0.
+StatusOr<Outputs> nllLoss(const KernelContext& ctx, DataType type, const Dims& dims,
+                          const std::vector<double>& lp, const HostTensor& target,
+                          const HostTensor* weight) {
+  if (dims.size() < 2) return invalidArgument("{}: input must be [N, C, ...]", ctx.op);
+  Dims t_dims = dims;
+  t_dims.erase(t_dims.begin() + 1);
+  if (target.dims != t_dims) return invalidArgument("{}: target must be [N, d1, ...]", ctx.op);
+  ASSIGN_OR_RETURN(Dims labels, readInts(target, "target"));
+  const int64_t c = dims[1];
+  std::vector<double> w;
+  if (weight != nullptr) {
+    if (weight->dims != Dims{c}) return invalidArgument("{}: weight must be [C]", ctx.op);
+    ASSIGN_OR_RETURN(w, readFloats<double>(ctx, *weight));
+  }
+  std::string reduction = ctx.attrs.getString("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean") {
+    return invalidArgument("{}: reduction '{}'", ctx.op, reduction);
+  }
+  std::optional<int64_t> ignore;
+  if (ctx.attrs.has("ignore_index")) ignore = ctx.attrs.getInt("ignore_index", 0);
+  const int64_t rows = static_cast<int64_t>(labels.size());
+  const int64_t inner = rows == 0 || dims[0] == 0 ? 0 : rows / dims[0];
+  std::vector<double> loss(static_cast<size_t>(rows), 0.0);
+  double loss_sum = 0, weight_sum = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t label = labels[static_cast<size_t>(i)];
+    if (ignore && label == *ignore) continue;
+    if (label < 0 || label >= c) {
+      return invalidArgument("{}: target {} is outside [0, {})", ctx.op, label, c);
+    }
+    double wt = w.empty() ? 1.0 : w[static_cast<size_t>(label)];
+    int64_t n = i / inner, d = i % inner;
+    loss[static_cast<size_t>(i)] = -lp[static_cast<size_t>((n * c + label) * inner + d)] * wt;
+    loss_sum += loss[static_cast<size_t>(i)];
+    weight_sum += wt;
+  }
+  if (reduction == "none") return floatResult(ctx, type, t_dims, loss);
+  return floatResult(ctx, type, {}, {reduction == "sum" ? loss_sum : loss_sum / weight_sum});
+}
+
+}  // namespace
+
+StatusOr<Outputs> nllLossKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  ASSIGN_OR_RETURN(const HostTensor* target, requireInput(ctx, 1));
+  ASSIGN_OR_RETURN(std::vector<double> v, readFloats<double>(ctx, *x));
+  return nllLoss(ctx, x->dtype, x->dims, v, *target, ctx.input(2));
+}
+
+StatusOr<Outputs> softmaxCrossEntropyKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  ASSIGN_OR_RETURN(const HostTensor* labels, requireInput(ctx, 1));
+  ASSIGN_OR_RETURN(std::vector<double> v, readFloats<double>(ctx, *x));
+  if (x->rank() < 2) return invalidArgument("{}: scores must be [N, C, ...]", ctx.op);
+  if (ctx.num_outputs > 2) return invalidArgument("{}: too many outputs", ctx.op);
+  // log_softmax over the class axis (1).
+  if (!v.empty()) {
+    const int64_t c = x->dims[1];
+    const int64_t outer = x->dims[0], inner = dimProduct(x->dims, 2, x->rank());
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        auto at = [&](int64_t j) { return static_cast<size_t>((o * c + j) * inner + in); };
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < c; ++j) mx = std::max(mx, v[at(j)]);
+        double sum = 0;
+        for (int64_t j = 0; j < c; ++j) sum += std::exp(v[at(j)] - mx);
+        double lse = mx + std::log(sum);
+        for (int64_t j = 0; j < c; ++j) v[at(j)] -= lse;
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(Outputs out, nllLoss(ctx, x->dtype, x->dims, v, *labels, ctx.input(2)));
+  if (ctx.num_outputs == 2) {
+    ASSIGN_OR_RETURN(Outputs log_prob, floatResult(ctx, x->dtype, x->dims, v));
+    out.push_back(std::move(log_prob[0]));
+  }
+  return out;
 }
 
 }  // namespace onnxopt::kernels::ref

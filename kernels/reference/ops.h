@@ -97,6 +97,8 @@ StatusOr<Outputs> lpNormalizationKernel(const KernelContext& ctx);
 StatusOr<Outputs> meanVarianceNormKernel(const KernelContext& ctx);
 StatusOr<Outputs> bitShiftKernel(const KernelContext& ctx);
 StatusOr<Outputs> bitCastKernel(const KernelContext& ctx);
+StatusOr<Outputs> nllLossKernel(const KernelContext& ctx);
+StatusOr<Outputs> softmaxCrossEntropyKernel(const KernelContext& ctx);
 
 // --- helpers shared by nn.cc and nn_norm.cc
 // ---------------------------------------------------------

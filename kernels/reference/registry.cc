@@ -268,6 +268,8 @@ const std::map<std::string, Entry>& registry() {
         {"LpNormalization", {1, ref::lpNormalizationKernel, unary_float}},
         {"MeanVarianceNormalization", {9, ref::meanVarianceNormKernel, unary_float}},
         {"BitShift", {11, ref::bitShiftKernel, in({kUnsigned, kUnsigned})}},
+        {"NegativeLogLikelihoodLoss", {12, ref::nllLossKernel, in({F, X, F})}},
+        {"SoftmaxCrossEntropyLoss", {12, ref::softmaxCrossEntropyKernel, in({F, X, F})}},
         {"LpPool", {1, ref::poolKernel, image({F})}},  // nn.cc's pool kernel
         {"BitCast", {26, ref::bitCastKernel, withOutputs(in({kAny - kString}), {kAny - kString})}},
     };

@@ -289,6 +289,16 @@ std::vector<Case> cases() {
     out.push_back(
         {"CumProd", 26, {kF, kI64}, {{0, {2}, {1, 2}}, {1, {}, {0}}}, fixed({}), 1, {}, {1}});
     out.push_back({"LRN", 18, {kF}, {{0, {1, 2, 1}, {1, 2}}}, fixed(intAttrs({{"size", 1}}))});
+    for (const char* op : {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"}) {
+      out.push_back({op,
+                     18,
+                     {kF, kI64},
+                     {{0, {1, 2}, {1, 2}}, {1, {1}, {1}}, {0, {2}, {1, 1}}},
+                     fixed({}),
+                     1,
+                     {},
+                     {1}});
+    }
     {
       KernelAttrs lp;
       lp.int_lists["kernel_shape"] = {1};
