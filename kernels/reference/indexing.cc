@@ -1,6 +1,6 @@
 // Indexing and selection reference kernels: TopK, ScatterND, ScatterElements and Scatter (with the
 // reductions of opsets 16 and 18), GatherND (batch_dims), Trilu, Compress, ReverseSequence, Unique,
-// EyeLike and NonMaxSuppression.
+// EyeLike, NonMaxSuppression and TensorScatter.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -658,6 +658,63 @@ StatusOr<Outputs> nonMaxSuppressionKernel(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(DataType::kInt64, {n_sel, 3}));
   for (size_t i = 0; i < selected.size(); ++i)
     out.set<int64_t>(static_cast<int64_t>(i), selected[i]);
+  return single(std::move(out));
+}
+
+// --- TensorScatter
+// --------------------------------------------------------------------------------
+
+StatusOr<Outputs> tensorScatterKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* past, requireInput(ctx, 0));
+  ASSIGN_OR_RETURN(const HostTensor* update, requireInput(ctx, 1));
+  RETURN_IF_ERROR(checkMovable(ctx, past->dtype));
+  RETURN_IF_ERROR(checkSameType(ctx, {past, update}));
+  std::string mode = ctx.attrs.getString("mode", "linear");
+  if (mode != "linear" && mode != "circular") {
+    return invalidArgument("TensorScatter: mode '{}'", mode);
+  }
+  int64_t rank = past->rank();
+  if (rank < 2 || update->rank() != rank) {
+    return invalidArgument("TensorScatter: past_cache and update need one rank >= 2");
+  }
+  ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(ctx.attrs.getInt("axis", -2), rank));
+  if (axis == 0) return invalidArgument("TensorScatter: axis 0 is the batch axis");
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t a = past->dims[static_cast<size_t>(d)], b = update->dims[static_cast<size_t>(d)];
+    if (d == axis ? b > a : a != b) {
+      return invalidArgument("TensorScatter: update does not fit past_cache in dimension {}", d);
+    }
+  }
+  const int64_t batch = past->dims[0];
+  Dims writes(static_cast<size_t>(batch), 0);
+  if (const HostTensor* w = ctx.input(2)) {
+    ASSIGN_OR_RETURN(writes, readInts(*w, "write_indices"));
+    if (static_cast<int64_t>(writes.size()) != batch) {
+      return invalidArgument("TensorScatter: write_indices must have shape [{}]", batch);
+    }
+  }
+  HostTensor out = *past;
+  if (update->numElements() == 0) return single(std::move(out));
+  const int64_t max_seq = past->dims[static_cast<size_t>(axis)];
+  const int64_t seq = update->dims[static_cast<size_t>(axis)];
+  const int64_t outer = dimProduct(past->dims, 0, axis);
+  const int64_t per_batch = outer / batch;
+  const int64_t inner = dimProduct(past->dims, axis + 1, rank);
+  size_t eb = elementBytes(past->dtype);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t start = writes[static_cast<size_t>(o / per_batch)];
+    for (int64_t s = 0; s < seq; ++s) {
+      int64_t pos = 0;
+      if (mode == "circular") {
+        pos = ((start % max_seq + s) % max_seq + max_seq) % max_seq;
+      } else if (start < 0 || start > max_seq - seq) {
+        return invalidArgument("TensorScatter: write index {} leaves the cache", start);
+      } else {
+        pos = start + s;
+      }
+      copyElements(out, (o * max_seq + pos) * inner, *update, (o * seq + s) * inner, inner, eb);
+    }
+  }
   return single(std::move(out));
 }
 

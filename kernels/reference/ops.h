@@ -86,6 +86,7 @@ StatusOr<Outputs> reverseSequenceKernel(const KernelContext& ctx);
 StatusOr<Outputs> uniqueKernel(const KernelContext& ctx);
 StatusOr<Outputs> eyeLikeKernel(const KernelContext& ctx);
 StatusOr<Outputs> nonMaxSuppressionKernel(const KernelContext& ctx);
+StatusOr<Outputs> tensorScatterKernel(const KernelContext& ctx);
 
 // math_extra.cc
 StatusOr<Outputs> floatMathKernel(const KernelContext& ctx);  // Acos ... Tan, Swish

@@ -250,6 +250,7 @@ const std::map<std::string, Entry>& registry() {
         {"Unique", {11, ref::uniqueKernel, in({kVisitable | kString})}},
         {"EyeLike", {9, ref::eyeLikeKernel, withOutputs(in({kVisitable}), {kVisitable})}},
         {"NonMaxSuppression", {10, ref::nonMaxSuppressionKernel, in({F, F, X, F, F})}},
+        {"TensorScatter", {24, ref::tensorScatterKernel, in({kMove, kMove, X})}},
         {"Acos", {7, ref::floatMathKernel, unary_float}},
         {"Asin", {7, ref::floatMathKernel, unary_float}},
         {"Atan", {7, ref::floatMathKernel, unary_float}},

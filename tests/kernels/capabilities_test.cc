@@ -289,6 +289,7 @@ std::vector<Case> cases() {
     out.push_back(
         {"CumProd", 26, {kF, kI64}, {{0, {2}, {1, 2}}, {1, {}, {0}}}, fixed({}), 1, {}, {1}});
     out.push_back({"LRN", 18, {kF}, {{0, {1, 2, 1}, {1, 2}}}, fixed(intAttrs({{"size", 1}}))});
+    with_index("TensorScatter", 24, {{0, {1, 2, 1}, {1, 2}}, {0, {1, 1, 1}, {5}}, {1, {1}, {1}}});
     for (const char* op : {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"}) {
       out.push_back({op,
                      18,
