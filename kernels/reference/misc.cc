@@ -273,13 +273,14 @@ StatusOr<Outputs> nonZeroKernel(const KernelContext& ctx) {
 StatusOr<Outputs> cumSumKernel(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
   ASSIGN_OR_RETURN(const HostTensor* axis_t, requireInput(ctx, 1));
-  if (axis_t->rank() > 1) return invalidArgument("CumSum: axis must be a scalar");
+  if (axis_t->rank() > 1) return invalidArgument("{}: axis must be a scalar", ctx.op);
   ASSIGN_OR_RETURN(int64_t raw_axis, readIntScalar(*axis_t, "axis"));
   int64_t rank = x->rank();
-  if (rank == 0) return invalidArgument("CumSum: input must have rank >= 1");
+  if (rank == 0) return invalidArgument("{}: input must have rank >= 1", ctx.op);
   ASSIGN_OR_RETURN(int64_t axis, normalizeAxis(raw_axis, rank));
   bool exclusive = ctx.attrs.getInt("exclusive", 0) != 0;
   bool reverse = ctx.attrs.getInt("reverse", 0) != 0;
+  bool prod = ctx.op == "CumProd";  // CumProd (opset 26) scans with * from 1
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(x->dtype, x->dims));
   int64_t dim = x->dims[static_cast<size_t>(axis)];
   const int64_t outer = dimProduct(x->dims, 0, axis);
@@ -292,16 +293,16 @@ StatusOr<Outputs> cumSumKernel(const KernelContext& ctx) {
     } else {
       for (int64_t o = 0; o < outer; ++o) {
         for (int64_t in = 0; in < inner; ++in) {
-          C acc{};
+          C acc = prod ? C(1) : C(0);
           for (int64_t s = 0; s < dim; ++s) {
             int64_t k = reverse ? dim - 1 - s : s;
             int64_t idx = (o * dim + k) * inner + in;
             C v = load<T>(*x, idx);
             if (exclusive) store<T>(out, idx, acc);
             if constexpr (kIsInt<T>) {
-              acc = wrapAdd(acc, v);
+              acc = prod ? wrapMul(acc, v) : wrapAdd(acc, v);
             } else {
-              acc = acc + v;
+              acc = prod ? static_cast<C>(acc * v) : static_cast<C>(acc + v);
             }
             if (!exclusive) store<T>(out, idx, acc);
           }

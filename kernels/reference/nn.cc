@@ -651,7 +651,11 @@ StatusOr<Outputs> poolKernel(const KernelContext& ctx) {
     return invalidArgument("{}: kernel_shape has {} values for {} spatial dims", ctx.op,
                            kernel->size(), rank);
   }
-  if (!is_max && ctx.opset < 19 && ctx.attrs.getInts("dilations")) {
+  bool is_lp = ctx.op == "LpPool";
+  // LpPool's p: a float attribute at opset 1, an int after.
+  double p = ctx.attrs.floats.count("p") ? ctx.attrs.getFloat("p", 2) : ctx.attrs.getInt("p", 2);
+  if (is_lp && !(p > 0)) return invalidArgument("LpPool: p must be positive");
+  if (ctx.op == "AveragePool" && ctx.opset < 19 && ctx.attrs.getInts("dilations")) {
     return invalidArgument("AveragePool: dilations before opset 19");
   }
   bool ceil_mode = ctx.attrs.getInt("ceil_mode", 0) != 0;
@@ -722,8 +726,13 @@ StatusOr<Outputs> poolKernel(const KernelContext& ctx) {
             int64_t count = 0;
             for (int64_t t : taps) {
               if (t < 0) continue;
-              sum += load<T>(*x, base + t);
+              C v = load<T>(*x, base + t);
+              sum += is_lp ? static_cast<C>(std::pow(std::fabs(v), p)) : v;
               ++count;
+            }
+            if (is_lp) {  // (sum |x|^p)^(1/p); padding adds zeros
+              store<T>(out, nc * s_out + o, static_cast<C>(std::pow(sum, 1.0 / p)));
+              continue;
             }
             if (include_pad) count = padded;
             store<T>(out, nc * s_out + o, sum / static_cast<C>(count));

@@ -50,7 +50,7 @@ StatusOr<Outputs> castKernel(const KernelContext& ctx);  // Cast CastLike
 StatusOr<Outputs> rangeKernel(const KernelContext& ctx);
 StatusOr<Outputs> constantOfShapeKernel(const KernelContext& ctx);
 StatusOr<Outputs> nonZeroKernel(const KernelContext& ctx);
-StatusOr<Outputs> cumSumKernel(const KernelContext& ctx);
+StatusOr<Outputs> cumSumKernel(const KernelContext& ctx);  // CumSum CumProd
 StatusOr<Outputs> oneHotKernel(const KernelContext& ctx);
 StatusOr<Outputs> dequantizeLinearKernel(const KernelContext& ctx);
 StatusOr<Outputs> quantizeLinearKernel(const KernelContext& ctx);
@@ -104,6 +104,31 @@ StatusOr<Outputs> melWeightMatrixKernel(const KernelContext& ctx);
 StatusOr<Outputs> randomKernel(const KernelContext& ctx);  // RandomNormal RandomUniform (and *Like)
 StatusOr<Outputs> bernoulliKernel(const KernelContext& ctx);
 StatusOr<Outputs> multinomialKernel(const KernelContext& ctx);
+// indexing.cc
+StatusOr<Outputs> topKKernel(const KernelContext& ctx);
+StatusOr<Outputs> scatterNDKernel(const KernelContext& ctx);
+StatusOr<Outputs> scatterElementsKernel(const KernelContext& ctx);  // ScatterElements Scatter
+StatusOr<Outputs> gatherNDKernel(const KernelContext& ctx);
+StatusOr<Outputs> triluKernel(const KernelContext& ctx);
+StatusOr<Outputs> compressKernel(const KernelContext& ctx);
+StatusOr<Outputs> reverseSequenceKernel(const KernelContext& ctx);
+StatusOr<Outputs> uniqueKernel(const KernelContext& ctx);
+StatusOr<Outputs> eyeLikeKernel(const KernelContext& ctx);
+StatusOr<Outputs> nonMaxSuppressionKernel(const KernelContext& ctx);
+StatusOr<Outputs> tensorScatterKernel(const KernelContext& ctx);
+
+// math_extra.cc
+StatusOr<Outputs> floatMathKernel(const KernelContext& ctx);  // Acos ... Tan, Swish
+StatusOr<Outputs> shrinkKernel(const KernelContext& ctx);
+StatusOr<Outputs> hardmaxKernel(const KernelContext& ctx);
+StatusOr<Outputs> detKernel(const KernelContext& ctx);
+StatusOr<Outputs> lrnKernel(const KernelContext& ctx);
+StatusOr<Outputs> lpNormalizationKernel(const KernelContext& ctx);
+StatusOr<Outputs> meanVarianceNormKernel(const KernelContext& ctx);
+StatusOr<Outputs> bitShiftKernel(const KernelContext& ctx);
+StatusOr<Outputs> bitCastKernel(const KernelContext& ctx);
+StatusOr<Outputs> nllLossKernel(const KernelContext& ctx);
+StatusOr<Outputs> softmaxCrossEntropyKernel(const KernelContext& ctx);
 
 // --- helpers shared by nn.cc and nn_norm.cc
 // ---------------------------------------------------------

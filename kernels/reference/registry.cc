@@ -123,6 +123,8 @@ const std::map<std::string, Entry>& registry() {
     Signature cast_like = withOutputs(in({kCastTypes, kCastTypes}), {kCastTypes});
     cast_like.same_type_copies = true;
     Signature reduce = in({N, X});
+    const TypeSet kUnsigned = {DataType::kUint8, DataType::kUint16, DataType::kUint32,
+                               DataType::kUint64};
     Signature reduce_min_max = in({N | kBool, X});
     return std::map<std::string, Entry>{
         // elementwise.cc
@@ -304,6 +306,42 @@ const std::map<std::string, Entry>& registry() {
         {"Multinomial",
          {7, ref::multinomialKernel,
           withOutputs(in({F}), {TypeSet{DataType::kInt32, DataType::kInt64}})}},
+        // indexing.cc and math_extra.cc
+        {"TopK", {1, ref::topKKernel, in({N, X}), 11, in({F, X})}},
+        {"ScatterND", {11, ref::scatterNDKernel, in({kMove, X, kMove})}},
+        {"ScatterElements", {11, ref::scatterElementsKernel, in({kMove, X, kMove})}},
+        {"Scatter", {9, ref::scatterElementsKernel, in({kMove, X, kMove})}},
+        {"GatherND", {11, ref::gatherNDKernel, in({kMove, X})}},
+        {"Trilu", {14, ref::triluKernel, in({kMove, X})}},
+        {"Compress", {9, ref::compressKernel, in({kMove, kBool})}},
+        {"ReverseSequence",
+         {10, ref::reverseSequenceKernel, in({kMove, TypeSet{DataType::kInt64}})}},
+        {"Unique", {11, ref::uniqueKernel, in({kVisitable | kString})}},
+        {"EyeLike", {9, ref::eyeLikeKernel, withOutputs(in({kVisitable}), {kVisitable})}},
+        {"NonMaxSuppression", {10, ref::nonMaxSuppressionKernel, in({F, F, X, F, F})}},
+        {"TensorScatter", {24, ref::tensorScatterKernel, in({kMove, kMove, X})}},
+        {"Acos", {7, ref::floatMathKernel, unary_float}},
+        {"Asin", {7, ref::floatMathKernel, unary_float}},
+        {"Atan", {7, ref::floatMathKernel, unary_float}},
+        {"Tan", {7, ref::floatMathKernel, unary_float}},
+        {"Acosh", {9, ref::floatMathKernel, unary_float}},
+        {"Asinh", {9, ref::floatMathKernel, unary_float}},
+        {"Atanh", {9, ref::floatMathKernel, unary_float}},
+        {"Cosh", {9, ref::floatMathKernel, unary_float}},
+        {"Sinh", {9, ref::floatMathKernel, unary_float}},
+        {"Swish", {24, ref::floatMathKernel, unary_float}},
+        {"Shrink", {9, ref::shrinkKernel, in({N})}},
+        {"Hardmax", {1, ref::hardmaxKernel, unary_float}},
+        {"CumProd", {26, ref::cumSumKernel, in({N, X})}},
+        {"Det", {11, ref::detKernel, unary_float}},
+        {"LRN", {1, ref::lrnKernel, image({F})}},
+        {"LpNormalization", {1, ref::lpNormalizationKernel, unary_float}},
+        {"MeanVarianceNormalization", {9, ref::meanVarianceNormKernel, unary_float}},
+        {"BitShift", {11, ref::bitShiftKernel, in({kUnsigned, kUnsigned})}},
+        {"NegativeLogLikelihoodLoss", {12, ref::nllLossKernel, in({F, X, F})}},
+        {"SoftmaxCrossEntropyLoss", {12, ref::softmaxCrossEntropyKernel, in({F, X, F})}},
+        {"LpPool", {1, ref::poolKernel, image({F})}},  // nn.cc's pool kernel
+        {"BitCast", {26, ref::bitCastKernel, withOutputs(in({kAny - kString}), {kAny - kString})}},
     };
   }();
   return table;

@@ -423,6 +423,87 @@ std::vector<Case> cases() {
                    {},
                    {1}});
   }
+  // indexing.cc and math_extra.cc
+  {
+    const In x = {0, {2}, {1, 2}};
+    with_index("TopK", 18, {{0, {2}, {2, 1}}, {1, {1}, {1}}}, {}, 2);
+    out.push_back({"TopK", 1, {kF}, {{0, {2}, {2, 1}}}, fixed(intAttrs({{"k", 1}})), 2});
+    with_index("ScatterND", 18, {{0, {2}, {1, 2}}, {1, {1, 1}, {0}}, {0, {1}, {5}}});
+    with_index("ScatterElements", 18, {{0, {2}, {1, 2}}, {1, {1}, {1}}, {0, {1}, {5}}});
+    with_index("Scatter", 9, {{0, {2}, {1, 2}}, {1, {1}, {1}}, {0, {1}, {5}}});
+    with_index("GatherND", 18, {{0, {2}, {1, 2}}, {1, {1, 1}, {1}}});
+    with_index("Trilu", 18, {{0, {2, 2}, {1, 2, 3, 4}}, {1, {}, {0}}});
+    out.push_back({"Compress", 18, {kF, kB}, {x, {1, {2}, {1, 0}}}, fixed({}), 1, {}, {1}});
+    out.push_back({"ReverseSequence",
+                   18,
+                   {kF, kI64},
+                   {{0, {2, 1}, {1, 2}}, {1, {1}, {2}}},
+                   fixed({}),
+                   1,
+                   {},
+                   {1}});
+    out.push_back({"Unique", 18, {kF}, {{0, {3}, {2, 1, 2}}}, fixed({}), 4});
+    out.push_back({"EyeLike",
+                   18,
+                   {kF, kI64},
+                   {{0, {2, 2}, {1, 2, 3, 4}}},
+                   [](const Roles& r) {
+                     return intAttrs({{"dtype", static_cast<int64_t>(r[1])}});
+                   },
+                   1,
+                   {1}});
+    out.push_back({"NonMaxSuppression",
+                   18,
+                   {kF, kI64},
+                   {{0, {1, 1, 4}, {0, 0, 1, 1}}, {0, {1, 1, 1}, {0.5}}, {1, {1}, {1}}},
+                   fixed({}),
+                   1,
+                   {},
+                   {1}});
+    for (const char* op : {"Acos", "Asin", "Atan", "Tan", "Acosh", "Asinh", "Atanh", "Cosh", "Sinh",
+                           "Shrink", "Hardmax", "Det", "LpNormalization"}) {
+      out.push_back({op, 22, {kF}, {{0, {1, 1}, {0.5}}}});
+    }
+    unary("Swish", 24);
+    out.push_back(
+        {"CumProd", 26, {kF, kI64}, {{0, {2}, {1, 2}}, {1, {}, {0}}}, fixed({}), 1, {}, {1}});
+    out.push_back({"LRN", 18, {kF}, {{0, {1, 2, 1}, {1, 2}}}, fixed(intAttrs({{"size", 1}}))});
+    with_index("TensorScatter", 24, {{0, {1, 2, 1}, {1, 2}}, {0, {1, 1, 1}, {5}}, {1, {1}, {1}}});
+    for (const char* op : {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"}) {
+      out.push_back({op,
+                     18,
+                     {kF, kI64},
+                     {{0, {1, 2}, {1, 2}}, {1, {1}, {1}}, {0, {2}, {1, 1}}},
+                     fixed({}),
+                     1,
+                     {},
+                     {1}});
+    }
+    {
+      KernelAttrs lp;
+      lp.int_lists["kernel_shape"] = {1};
+      out.push_back({"LpPool", 18, {kF}, {{0, {1, 1, 2}, {1, 2}}}, fixed(lp)});
+    }
+    {
+      KernelAttrs axes;
+      axes.int_lists["axes"] = {0};
+      out.push_back({"MeanVarianceNormalization", 18, {kF}, {x}, fixed(axes)});
+    }
+    out.push_back({"BitShift", 18, {DataType::kUint8}, {x, x}, [](const Roles&) {
+                     KernelAttrs a;
+                     a.strings["direction"] = "LEFT";
+                     return a;
+                   }});
+    out.push_back({"BitCast",
+                   26,
+                   {kF},
+                   {x},
+                   [](const Roles& r) {
+                     return intAttrs({{"to", static_cast<int64_t>(r[0])}});
+                   },
+                   1,
+                   {0}});
+  }
   return out;
 }
 
