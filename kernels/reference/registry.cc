@@ -62,10 +62,10 @@ constexpr TypeSet kLowPrecision = {DataType::kFloat8E4M3FN, DataType::kFloat8E4M
 constexpr TypeSet kCastTypes = kVisitable | kLowPrecision | kString;
 /// QuantizeLinear outputs, DequantizeLinear inputs (which also take int32).
 constexpr TypeSet kQuantOutputs = {
-    DataType::kInt8,         DataType::kUint8,          DataType::kInt16,
-    DataType::kUint16,       DataType::kInt4,           DataType::kUint4,
-    DataType::kInt2,         DataType::kUint2,          DataType::kFloat8E4M3FN,
-    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,   DataType::kFloat8E5M2FNUZ,
+    DataType::kInt8,           DataType::kUint8,      DataType::kInt16,
+    DataType::kUint16,         DataType::kInt4,       DataType::kUint4,
+    DataType::kInt2,           DataType::kUint2,      DataType::kFloat8E4M3FN,
+    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ,
     DataType::kFloat4E2M1};
 constexpr TypeSet kQuantInts = kQuantOutputs | TypeSet{DataType::kInt32};
 constexpr TypeSet kDequantOutputs = {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16};
@@ -276,27 +276,27 @@ const std::map<std::string, Entry>& registry() {
         // quantized.cc
         {"DynamicQuantizeLinear",
          {11, ref::dynamicQuantizeLinearKernel,
-          withOutputs(in({TypeSet{DataType::kFloat}}),
-                      {TypeSet{DataType::kUint8}, TypeSet{DataType::kFloat},
-                       TypeSet{DataType::kUint8}})}},
+          withOutputs(
+              in({TypeSet{DataType::kFloat}}),
+              {TypeSet{DataType::kUint8}, TypeSet{DataType::kFloat}, TypeSet{DataType::kUint8}})}},
         {"MatMulInteger", {10, ref::matMulIntegerKernel, in({kInt8s, kInt8s, kInt8s, kInt8s})}},
-        {"ConvInteger",
-         {10, ref::convIntegerKernel, image({kInt8s, kInt8s, kInt8s, kInt8s})}},
+        {"ConvInteger", {10, ref::convIntegerKernel, image({kInt8s, kInt8s, kInt8s, kInt8s})}},
         {"QLinearMatMul",
          {10, ref::qLinearMatMulKernel,
           in({kInt8s, kDequantOutputs, kInt8s, kInt8s, kDequantOutputs, kInt8s, kDequantOutputs,
               kInt8s})}},
         {"QLinearConv",
          {10, ref::qLinearConvKernel,
-          image({kInt8s, kDequantOutputs, kInt8s, kInt8s, kDequantOutputs, kInt8s,
-                 kDequantOutputs, kInt8s, TypeSet{DataType::kInt32}})}},
+          image({kInt8s, kDequantOutputs, kInt8s, kInt8s, kDequantOutputs, kInt8s, kDequantOutputs,
+                 kInt8s, TypeSet{DataType::kInt32}})}},
         // signal.cc
         {"HannWindow", {17, ref::windowKernel, withOutputs(in({X}), {N})}},
         {"HammingWindow", {17, ref::windowKernel, withOutputs(in({X}), {N})}},
         {"BlackmanWindow", {17, ref::windowKernel, withOutputs(in({X}), {N})}},
         {"DFT", {17, ref::dftKernel, in({F, X, X})}},
         {"STFT", {17, ref::stftKernel, in({F, X, F, X})}},
-        {"MelWeightMatrix", {17, ref::melWeightMatrixKernel, withOutputs(in({X, X, X, F, F}), {N})}},
+        {"MelWeightMatrix",
+         {17, ref::melWeightMatrixKernel, withOutputs(in({X, X, X, F, F}), {N})}},
         // random.cc: fold-constants never folds these (pass::isNondeterministicOp)
         {"RandomNormal", {1, ref::randomKernel, withOutputs(in({}), {F})}},
         {"RandomUniform", {1, ref::randomKernel, withOutputs(in({}), {F})}},
