@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: C++ unit tests, FileCheck textual tests and the install test (ctest), then the
 # Python suite (round trips over the model corpus, malformed input, external data) with pytest.
-#   bash tools/test.sh [--sanitize] [pytest args...]
+#   bash tools/test.sh [--sanitize] [pytest args...]   (ONNXOPT_TEST_JOBS=N: pytest workers, default one per core)
 # --sanitize builds everything with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/ and
 # runs the same suite against it; a sanitizer report makes opt exit with 86/87 (never 0, 1 or 2, the
 # codes the tests expect), so every finding fails a test.
@@ -18,4 +18,6 @@ fi
 bash tools/setup.sh
 build=${ONNXOPT_BUILD_DIR:-build}
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
-ONNXOPT_OPT="$PWD/$build/bin/opt" .venv/bin/python -m pytest -q tests/python "$@"
+# pytest-xdist: one worker per core (each test runs opt in subprocesses and needs no other test);
+# ONNXOPT_TEST_JOBS=0 runs in one process.
+ONNXOPT_OPT="$PWD/$build/bin/opt" .venv/bin/python -m pytest -q -n "${ONNXOPT_TEST_JOBS:-auto}" tests/python "$@"

@@ -327,13 +327,7 @@ class FoldConstantsPass final : public pass::GraphPass {
       return verdict == SizeVerdict::kTooLarge;
     };
     if (predicted && refuse(sizeVerdict(n, *predicted, input_bytes, limit))) return std::nullopt;
-    // A result derived from a large constant that stays in use elsewhere would store the data twice
-    // (e.g. Unsqueeze of a weight shared by two branches): keep computing it at run time.
-    constexpr uint64_t kSmall = 4096;
-    if (predicted && *predicted > kSmall && keptInputBytes(n) > kSmall) {
-      bump("skipped-would-duplicate");
-      return std::nullopt;
-    }
+    if (predicted && wouldDuplicate(n, *predicted)) return std::nullopt;
     std::vector<kernels::HostTensor> hosts;
     hosts.reserve(tensors.size());
     for (const ir::Tensor& t : tensors) hosts.push_back(bridge::toHost(t));
@@ -358,28 +352,41 @@ class FoldConstantsPass final : public pass::GraphPass {
     for (const auto& r : *results) output_bytes += r.bytes.size();
     SizeVerdict verdict = sizeVerdict(n, output_bytes, input_bytes, limit);
     if (!predicted) {  // types unknown even after inference: the same rules, after the fact
-      if (refuse(verdict)) return std::nullopt;
-      if (output_bytes > kSmall && keptInputBytes(n) > kSmall) {
-        bump("skipped-would-duplicate");
-        return std::nullopt;
-      }
+      if (refuse(verdict) || wouldDuplicate(n, output_bytes)) return std::nullopt;
     }
-    // The kernel's result must agree with what the graph declares about the output.
-    for (size_t i = 0; i < results->size(); ++i) {
+    if (!agreesWithDeclaredTypes(n, *results, ctx)) return std::nullopt;
+    if (verdict == SizeVerdict::kWeightOnly) bump("weights-materialized");
+    return std::move(results).value();
+  }
+
+  /// A result over 4 KiB derived from a constant over 4 KiB that stays in use elsewhere would store
+  /// the data twice (e.g. Unsqueeze of a weight shared by two branches): it stays a node.
+  bool wouldDuplicate(const ir::Node& n, uint64_t output_bytes) {
+    constexpr uint64_t kSmall = 4096;
+    if (output_bytes <= kSmall || keptInputBytes(n) <= kSmall) return false;
+    bump("skipped-would-duplicate");
+    return true;
+  }
+
+  /// The kernel's results must agree with what the graph declares about the outputs; a warning
+  /// names the output that does not.
+  static bool agreesWithDeclaredTypes(const ir::Node& n,
+                                      const std::vector<kernels::HostTensor>& results,
+                                      pass::PassContext& ctx) {
+    for (size_t i = 0; i < results.size(); ++i) {
       const ir::Value* out = n.output(i);
       if (out == nullptr) continue;
       auto declared = pass::staticShape(out);
       auto elem = pass::elemTypeOf(out);
-      if ((declared && *declared != (*results)[i].dims) || (elem && *elem != (*results)[i].dtype)) {
+      if ((declared && *declared != results[i].dims) || (elem && *elem != results[i].dtype)) {
         report(ctx.diagnostics,
                {Severity::kWarning, out->name(),
                 fmt::format("not folding {} '{}': the result contradicts the declared type",
                             n.opType(), out->name())});
-        return std::nullopt;
+        return false;
       }
     }
-    if (verdict == SizeVerdict::kWeightOnly) bump("weights-materialized");
-    return std::move(results).value();
+    return true;
   }
 
   /// True when a node reads only constants (so folding it, too, is possible).
