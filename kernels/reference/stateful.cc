@@ -73,9 +73,9 @@ StatusOr<Outputs> causalConvWithStateKernel(const KernelContext& ctx) {
   if (past != nullptr && past->dims != Dims{n, c, k - 1}) {
     return invalidArgument("{}: past_state must have shape [{}, {}, {}]", ctx.op, n, c, k - 1);
   }
+  RETURN_IF_ERROR(checkWorkLimit(ctx, {n, c, len + k, k}));
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(x->dtype, {n, c, len}));
   ASSIGN_OR_RETURN(HostTensor present, makeOutput(x->dtype, {n, c, k - 1}));
-  RETURN_IF_ERROR(checkWorkLimit(ctx, {n, c, len + k, k}));
   bool silu = activation != "none";
   RETURN_IF_ERROR(visitFloat(ctx, x->dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
@@ -220,10 +220,16 @@ StatusOr<Outputs> linearAttentionKernel(const KernelContext& ctx) {
   bool delta = rule == "delta" || rule == "gated_delta";
   ASSIGN_OR_RETURN(LinearAttentionShape s, linearAttentionShape(ctx, gating, delta));
   DataType state_type = past != nullptr ? past->dtype : q->dtype;
-  ASSIGN_OR_RETURN(HostTensor out, makeOutput(q->dtype, {s.batch, s.steps, s.q_heads * s.d_v}));
-  ASSIGN_OR_RETURN(HostTensor present, makeOutput(state_type, {s.batch, s.kv_heads, s.d_k, s.d_v}));
   RETURN_IF_ERROR(
       checkWorkLimit(ctx, {s.batch, s.steps, s.q_heads + 2 * s.kv_heads, s.d_k, s.d_v}));
+  // The state is held in double: 8 bytes an element, under the same cap as an output.
+  RETURN_IF_ERROR(checkWorkLimit(ctx, {s.batch, s.kv_heads, s.d_k, s.d_v}));
+  if (s.batch * s.kv_heads * s.d_k * s.d_v > static_cast<int64_t>(kMaxOutputBytes / 8)) {
+    return makeError(StatusCode::kResourceExhausted,
+                     "{}: the state of {} x {} per head is too large", ctx.op, s.d_k, s.d_v);
+  }
+  ASSIGN_OR_RETURN(HostTensor out, makeOutput(q->dtype, {s.batch, s.steps, s.q_heads * s.d_v}));
+  ASSIGN_OR_RETURN(HostTensor present, makeOutput(state_type, {s.batch, s.kv_heads, s.d_k, s.d_v}));
   ASSIGN_OR_RETURN(std::vector<double> qv, readFloats<double>(ctx, *q));
   ASSIGN_OR_RETURN(std::vector<double> kv, readFloats<double>(ctx, *ctx.input(1)));
   ASSIGN_OR_RETURN(std::vector<double> vv, readFloats<double>(ctx, *ctx.input(2)));
