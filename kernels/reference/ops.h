@@ -173,6 +173,11 @@ StatusOr<std::vector<A>> readFloats(const KernelContext& ctx, const HostTensor& 
   return v;
 }
 
+// deform_conv.cc and stateful.cc
+StatusOr<Outputs> deformConvKernel(const KernelContext& ctx);
+StatusOr<Outputs> causalConvWithStateKernel(const KernelContext& ctx);
+StatusOr<Outputs> linearAttentionKernel(const KernelContext& ctx);
+
 // string_ops.cc
 StatusOr<Outputs> stringConcatKernel(const KernelContext& ctx);
 StatusOr<Outputs> stringSplitKernel(const KernelContext& ctx);

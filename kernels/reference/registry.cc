@@ -358,6 +358,15 @@ const std::map<std::string, Entry>& registry() {
         {"SoftmaxCrossEntropyLoss", {12, ref::softmaxCrossEntropyKernel, in({F, X, F})}},
         {"LpPool", {1, ref::poolKernel, image({F})}},  // nn.cc's pool kernel
         {"BitCast", {26, ref::bitCastKernel, withOutputs(in({kAny - kString}), {kAny - kString})}},
+        // deform_conv.cc (X W offset B mask) and stateful.cc: every input float, float16 or
+        // bfloat16 (LinearAttention's past_state, input 3, may differ from the others)
+        {"DeformConv", {19, ref::deformConvKernel, image({F, F, F, F, F})}},
+        {"CausalConvWithState",
+         {27, ref::causalConvWithStateKernel,
+          Signature{std::vector<TypeSet>(4, F - TypeSet{DataType::kDouble})}}},
+        {"LinearAttention",
+         {27, ref::linearAttentionKernel,
+          Signature{std::vector<TypeSet>(6, F - TypeSet{DataType::kDouble})}}},
     };
   }();
   return table;

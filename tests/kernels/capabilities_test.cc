@@ -504,6 +504,31 @@ std::vector<Case> cases() {
                    1,
                    {0}});
   }
+  // deform_conv.cc and stateful.cc
+  out.push_back(
+      {"DeformConv",
+       22,
+       {kF},
+       {{0, {1, 1, 2, 2}, {1, 2, 3, 4}}, {0, {1, 1, 1, 1}, {2}}, {0, {1, 2, 2, 2}, {0}}}});
+  out.push_back({"CausalConvWithState",
+                 27,
+                 {kF},
+                 {{0, {1, 1, 2}, {1, 2}}, {0, {1, 1, 2}, {1, 1}}},
+                 fixed({}),
+                 2});
+  {
+    KernelAttrs la = intAttrs({{"q_num_heads", 1}, {"kv_num_heads", 1}});
+    la.strings["update_rule"] = "linear";
+    out.push_back({"LinearAttention",
+                   27,
+                   {kF, kF},
+                   {{0, {1, 1, 2}, {1, 2}},
+                    {0, {1, 1, 2}, {1, 2}},
+                    {0, {1, 1, 2}, {1, 2}},
+                    {1, {1, 1, 2, 2}, {0, 0, 0, 0}}},
+                   fixed(la),
+                   2});
+  }
   return out;
 }
 

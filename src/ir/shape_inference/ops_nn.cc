@@ -434,6 +434,39 @@ void convInteger(InferenceContext& ctx) {
   }
 }
 
+// CausalConvWithState and LinearAttention (opset 27; kernels in kernels/reference/stateful.cc).
+/// output: input's shape; present_state: [B, C, k - 1] with k from weight [C, 1, k].
+void causalConvWithState(InferenceContext& ctx) {
+  auto x = ctx.inputShape(0);
+  auto w = ctx.inputShape(1);
+  DataType elem = elemOr(ctx, 0);
+  ctx.setOutput(0, elem, x);
+  if (ctx.numOutputs() < 2 || !ctx.hasOutput(1)) return;
+  if (!x || x->size() != 3 || !w || w->size() != 3) return ctx.setOutputType(1, Type::tensor(elem));
+  ctx.setOutput(1, elem, std::vector<Dim>{(*x)[0], (*x)[1], dimSub((*w)[2], Dim::known(1))});
+}
+
+/// output: [B, T, q_num_heads * d_v]; present_state: [B, kv_num_heads, d_k, d_v] of past_state's
+/// type (query's without one), d_k = query[2] / q_num_heads, d_v = value[2] / kv_num_heads.
+void linearAttention(InferenceContext& ctx) {
+  auto q = ctx.inputShape(0);
+  auto v = ctx.inputShape(2);
+  DataType elem = elemOr(ctx, 0);
+  DataType state_elem = ctx.hasInput(3) ? elemOr(ctx, 3) : elem;
+  Dim q_heads = Dim::known(ctx.attrInt("q_num_heads", 0));
+  Dim kv_heads = Dim::known(ctx.attrInt("kv_num_heads", 0));
+  bool has_present = ctx.numOutputs() >= 2 && ctx.hasOutput(1);
+  if (!q || q->size() != 3 || !v || v->size() != 3 || q_heads.value <= 0 || kv_heads.value <= 0) {
+    ctx.setOutputType(0, Type::tensor(elem));
+    if (has_present) ctx.setOutputType(1, Type::tensor(state_elem));
+    return;
+  }
+  Dim d_k = dimFloorDiv((*q)[2], q_heads);
+  Dim d_v = dimFloorDiv((*v)[2], kv_heads);
+  ctx.setOutput(0, elem, std::vector<Dim>{(*q)[0], (*q)[1], dimMul(q_heads, d_v)});
+  if (has_present) ctx.setOutput(1, state_elem, std::vector<Dim>{(*q)[0], kv_heads, d_k, d_v});
+}
+
 }  // namespace
 
 void registerNnOps(std::vector<OpInference>& t) {
@@ -457,6 +490,8 @@ void registerNnOps(std::vector<OpInference>& t) {
   t.push_back({"", "Einsum", 1, &einsum});
   for (const char* op : {"LSTM", "GRU", "RNN"}) t.push_back({"", op, 1, &recurrent});
   t.push_back({"", "Attention", 23, &attention});
+  t.push_back({"", "CausalConvWithState", 27, &causalConvWithState});
+  t.push_back({"", "LinearAttention", 27, &linearAttention});
   t.push_back({"", "QuantizeLinear", 1, &quantize});
   t.push_back({"", "DequantizeLinear", 1, &dequantize});
   t.push_back({"", "DynamicQuantizeLinear", 1, &dynamicQuantize});
