@@ -247,8 +247,10 @@ const std::map<std::string, Entry>& registry() {
         {"RMSNormalization", {23, ref::layerNormKernel, in({F, F})}},
         {"InstanceNormalization", {6, ref::instanceNormKernel, image({F, F, F})}},
         {"GroupNormalization", {18, ref::groupNormKernel, image({F, F, F})}},
-        // nonpad_kv_seqlen (input 6, opset 24) is not implemented
-        {"Attention", {23, ref::attentionKernel, in({F, F, F, F | kBool, F, F, TypeSet{}})}},
+        // nonpad_kv_seqlen (input 6) from opset 24
+        {"Attention",
+         {23, ref::attentionKernel, in({F, F, F, F | kBool, F, F, TypeSet{DataType::kInt64}}), 24,
+          in({F, F, F, F | kBool, F, F, TypeSet{}})}},
         // nn_einsum.cc
         {"Einsum", {12, ref::einsumKernel, variadic(N)}},
         // rnn.cc: X W R B sequence_lens initial_h (initial_c P)
@@ -342,6 +344,8 @@ const std::map<std::string, Entry>& registry() {
         {"SoftmaxCrossEntropyLoss", {12, ref::softmaxCrossEntropyKernel, in({F, X, F})}},
         {"LpPool", {1, ref::poolKernel, image({F})}},  // nn.cc's pool kernel
         {"BitCast", {26, ref::bitCastKernel, withOutputs(in({kAny - kString}), {kAny - kString})}},
+        // attention_extra.cc
+        {"RotaryEmbedding", {23, ref::rotaryEmbeddingKernel, in({F, F, F, X})}},
     };
   }();
   return table;

@@ -457,6 +457,7 @@ void registerNnOps(std::vector<OpInference>& t) {
   t.push_back({"", "Einsum", 1, &einsum});
   for (const char* op : {"LSTM", "GRU", "RNN"}) t.push_back({"", op, 1, &recurrent});
   t.push_back({"", "Attention", 23, &attention});
+  t.push_back({"", "RotaryEmbedding", 23, &passThroughFirst});
   t.push_back({"", "QuantizeLinear", 1, &quantize});
   t.push_back({"", "DequantizeLinear", 1, &dequantize});
   t.push_back({"", "DynamicQuantizeLinear", 1, &dynamicQuantize});
