@@ -6,6 +6,11 @@
 //                         features when interleaved); the remaining features pass through.
 //                         Input [B, heads, S, head] or [B, S, heads * head] (num_heads); caches
 //                         [max_pos, rot / 2] read at position_ids [B, S], or [B, S, rot / 2].
+//   FlexAttention (ai.onnx.preview 1)  Y = softmax(Q K^T * scale) V over rank-4 inputs, with GQA:
+//                         Attention's kernel (nn_norm.cc) computes it. Its score_mod/prob_mod
+//                         graph attributes run in the reference executor (which composes the op
+//                         from MatMul, Softmax and the subgraphs); a node with subgraphs never
+//                         reaches a kernel.
 // Arithmetic is in double; results round once to the element type.
 #include "ops.h"
 
@@ -118,6 +123,35 @@ StatusOr<Outputs> rotaryEmbeddingKernel(const KernelContext& ctx) {
     return Status::ok();
   }));
   return single(std::move(out));
+}
+
+// --- FlexAttention
+// ----------------------------------------------------------------------------------
+
+StatusOr<Outputs> flexAttentionKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* q, requireInput(ctx, 0));
+  ASSIGN_OR_RETURN(const HostTensor* k, requireInput(ctx, 1));
+  ASSIGN_OR_RETURN(const HostTensor* v, requireInput(ctx, 2));
+  if (ctx.numInputs() > 3 || ctx.num_outputs != 1) {
+    return invalidArgument("FlexAttention: three inputs and one output");
+  }
+  for (const HostTensor* t : {q, k, v}) {
+    if (t->rank() != 4) return invalidArgument("FlexAttention: Q, K and V must be 4-D");
+  }
+  if (ctx.attrs.ints.count("softmax_precision") > 0) {
+    auto p = static_cast<DataType>(ctx.attrs.getInt("softmax_precision", 0));
+    if (p != DataType::kFloat && p != DataType::kFloat16 && p != DataType::kBfloat16 &&
+        p != DataType::kDouble) {
+      return invalidArgument("FlexAttention: softmax_precision must be a float type");
+    }
+  }
+  // The same computation as a 4-D Attention (23) with only `scale` set: K/V head h / group
+  // serves query head h there too. Softmax runs in double, at least softmax_precision.
+  KernelAttrs attrs;
+  if (ctx.attrs.floats.count("scale") > 0) attrs.floats["scale"] = ctx.attrs.getFloat("scale", 1);
+  const std::string op = "Attention";
+  KernelContext attention{op, 23, ctx.inputs, attrs, 1};
+  return attentionKernel(attention);
 }
 
 }  // namespace onnxopt::kernels::ref

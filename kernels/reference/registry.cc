@@ -362,6 +362,7 @@ const std::map<std::string, Entry>& registry() {
         {"BitCast", {26, ref::bitCastKernel, withOutputs(in({kAny - kString}), {kAny - kString})}},
         // attention_extra.cc
         {"RotaryEmbedding", {23, ref::rotaryEmbeddingKernel, in({F, F, F, X})}},
+        {"ai.onnx.preview.FlexAttention", {1, ref::flexAttentionKernel, in({F, F, F})}},
     };
   }();
   return table;

@@ -247,6 +247,11 @@ std::vector<Case> cases() {
                  1,
                  {},
                  {1}});
+  out.push_back(
+      {"ai.onnx.preview.FlexAttention",
+       1,
+       {kF},
+       {{0, {1, 1, 1, 2}, {1, 2}}, {0, {1, 1, 1, 2}, {1, 2}}, {0, {1, 1, 1, 2}, {1, 2}}}});
   // quantized.cc
   {
     constexpr DataType kU8 = DataType::kUint8;
