@@ -534,6 +534,26 @@ TEST(Attention, NonpadKvSeqlen) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(FlexAttention, KernelAndErrors) {
+  // Without modifiers: softmax(Q K^T * scale) V with GQA; scale 1 here, scores 0 and log(3).
+  const std::string op = "ai.onnx.preview.FlexAttention";
+  HostTensor q = f32({1, 2, 1, 1}, {1, 1});
+  HostTensor k = f32({1, 1, 2, 1}, {0, std::log(3.0)});
+  HostTensor v = f32({1, 1, 2, 1}, {4, 8});
+  KernelAttrs one;
+  one.floats["scale"] = 1;
+  expectValues(run1(op, 1, {q, k, v}, one), DataType::kFloat, {1, 2, 1, 1}, {7, 7});
+  // 3-D inputs, a head size mismatch, heads that do not group, a non-float softmax_precision.
+  HostTensor q3 = f32({1, 1, 2}, {0, 0});
+  EXPECT_EQ(code(op, 1, {q3, q3, q3}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(op, 1, {f32({1, 2, 1, 2}, Values(4, 0.0)), k, v}), StatusCode::kInvalidArgument);
+  HostTensor kv3 = f32({1, 3, 2, 1}, Values(6, 0.0));
+  EXPECT_EQ(code(op, 1, {q, kv3, kv3}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(op, 1, {q, k, v}, attrs({}, {{"softmax_precision", 7}})),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(op, 1, {q, k, v}, attrs({}, {{"softmax_precision", 11}})), StatusCode::kOk);
+}
+
 // --- RotaryEmbedding
 // --------------------------------------------------------------------------------
 
