@@ -458,6 +458,7 @@ void registerNnOps(std::vector<OpInference>& t) {
   for (const char* op : {"LSTM", "GRU", "RNN"}) t.push_back({"", op, 1, &recurrent});
   t.push_back({"", "Attention", 23, &attention});
   t.push_back({"", "RotaryEmbedding", 23, &passThroughFirst});
+  t.push_back({"ai.onnx.preview", "FlexAttention", 1, &attention});  // Y of a 4-D Attention
   t.push_back({"", "QuantizeLinear", 1, &quantize});
   t.push_back({"", "DequantizeLinear", 1, &dequantize});
   t.push_back({"", "DynamicQuantizeLinear", 1, &dynamicQuantize});
