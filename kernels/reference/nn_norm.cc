@@ -5,7 +5,11 @@
 //   InstanceNormalization, GroupNormalization: the same per (n, c) and per (n, group), with
 //                       per-channel scale and bias (per-group before opset 21)
 //   Attention (23)      Y = softmax(softcap(Q K^T * scale) + mask) V, 3-D or 4-D, GQA, causal,
-//                       past_key/past_value caches and the present and qk_matmul outputs
+//                       past_key/past_value caches and the present and qk_matmul outputs;
+//                       from 24 nonpad_kv_seqlen (keys past each batch's count are masked and
+//                       the causal diagonal ends at the last valid key). A query row that every
+//                       key is masked for gives probabilities 0 (so Y = 0), as the spec's
+//                       reference does.
 // Means and variances accumulate in double; results round once to the element type.
 #include <algorithm>
 #include <cmath>
@@ -295,7 +299,7 @@ StatusOr<Outputs> attentionKernel(const KernelContext& ctx) {
   const HostTensor* mask_t = ctx.input(3);
   const HostTensor* past_k_t = ctx.input(4);
   const HostTensor* past_v_t = ctx.input(5);
-  if (ctx.input(6) != nullptr) return unimplemented(ctx, "nonpad_kv_seqlen");
+  const HostTensor* seqlen_t = ctx.input(6);
   if (ctx.num_outputs > 4) return invalidArgument("Attention: at most four outputs");
   RETURN_IF_ERROR(checkSameType(ctx, {q_t, k_t, v_t}));
   if ((past_k_t == nullptr) != (past_v_t == nullptr)) {
@@ -344,6 +348,15 @@ StatusOr<Outputs> attentionKernel(const KernelContext& ctx) {
     return invalidArgument("Attention: {} query heads are not a multiple of {} key/value heads",
                            q.heads, k.heads);
   }
+  if (seqlen_t != nullptr) {
+    if (ctx.opset < 24) return invalidArgument("Attention: nonpad_kv_seqlen needs opset 24");
+    if (past_k_t != nullptr) {
+      return invalidArgument("Attention: nonpad_kv_seqlen cannot be combined with past_key");
+    }
+    if (seqlen_t->dtype != DataType::kInt64 || seqlen_t->dims != Dims{q.batch}) {
+      return invalidArgument("Attention: nonpad_kv_seqlen must be int64 of shape [{}]", q.batch);
+    }
+  }
   int64_t past_seq = 0;
   if (past_k_t != nullptr) {
     ASSIGN_OR_RETURN(Heads pk, readHeads(ctx, *past_k_t, 0, "past_key"));
@@ -355,6 +368,20 @@ StatusOr<Outputs> attentionKernel(const KernelContext& ctx) {
     ASSIGN_OR_RETURN(v, concatSeq(pv, v, "past_value"));
   }
   int64_t batch = q.batch, hq = q.heads, hkv = k.heads, sq = q.seq, total = k.seq;
+  // Per batch: the valid keys, and where the causal diagonal of query 0 lies.
+  std::vector<int64_t> valid(static_cast<size_t>(batch), total);
+  std::vector<int64_t> causal_offset(static_cast<size_t>(batch), past_seq);
+  if (seqlen_t != nullptr) {
+    ASSIGN_OR_RETURN(Dims lens, readInts(*seqlen_t, "nonpad_kv_seqlen"));
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t n = lens[static_cast<size_t>(b)];
+      if (n < 0 || n > total) {
+        return invalidArgument("Attention: nonpad_kv_seqlen {} is outside [0, {}]", n, total);
+      }
+      valid[static_cast<size_t>(b)] = n;
+      causal_offset[static_cast<size_t>(b)] = n - sq;
+    }
+  }
   int64_t dh = q.size, dv = v.size, reps = hq / hkv;
   double scale = ctx.attrs.has("scale") ? ctx.attrs.getFloat("scale", 1.0f)
                                         : 1.0 / std::sqrt(static_cast<double>(dh));
@@ -402,10 +429,11 @@ StatusOr<Outputs> attentionKernel(const KernelContext& ctx) {
       bias[static_cast<size_t>(i)] = mv[static_cast<size_t>(row * mask_len + col)];
     });
   }
-  if (causal) {
-    for (int64_t i = 0; i < n_scores; ++i) {
-      int64_t col = i % total, row = (i / total) % sq;
-      if (col > row + past_seq) bias[static_cast<size_t>(i)] = -inf;
+  for (int64_t i = 0; i < n_scores; ++i) {
+    int64_t col = i % total, row = (i / total) % sq;
+    auto b = static_cast<size_t>(i / (hq * sq * total));
+    if (col >= valid[b] || (causal && col > row + causal_offset[b])) {
+      bias[static_cast<size_t>(i)] = -inf;
     }
   }
 
@@ -430,14 +458,19 @@ StatusOr<Outputs> attentionKernel(const KernelContext& ctx) {
           qk[static_cast<size_t>(j)] = s;
           mx = std::max(mx, s);
         }
+        // A row with every key masked attends to nothing (the bias decides, not the scores).
+        bool all_masked = true;
+        for (int64_t j = 0; j < total; ++j) {
+          all_masked = all_masked && bias[row + static_cast<size_t>(j)] == -inf;
+        }
         double sum = 0;
         for (int64_t j = 0; j < total; ++j) {
-          double e = std::exp(qk[static_cast<size_t>(j)] - mx);
+          double e = all_masked ? 0.0 : std::exp(qk[static_cast<size_t>(j)] - mx);
           probs[static_cast<size_t>(j)] = e;
           sum += e;
         }
         for (int64_t j = 0; j < total; ++j) {
-          double p = probs[static_cast<size_t>(j)] / sum;
+          double p = all_masked ? 0.0 : probs[static_cast<size_t>(j)] / sum;
           probs[static_cast<size_t>(j)] = p;
           if (!qk_out.empty() && mode == 3) qk_out[row + static_cast<size_t>(j)] = p;
         }

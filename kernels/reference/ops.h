@@ -130,6 +130,10 @@ StatusOr<Outputs> bitCastKernel(const KernelContext& ctx);
 StatusOr<Outputs> nllLossKernel(const KernelContext& ctx);
 StatusOr<Outputs> softmaxCrossEntropyKernel(const KernelContext& ctx);
 
+// attention_extra.cc
+StatusOr<Outputs> rotaryEmbeddingKernel(const KernelContext& ctx);
+StatusOr<Outputs> flexAttentionKernel(const KernelContext& ctx);  // ai.onnx.preview
+
 // --- helpers shared by nn.cc and nn_norm.cc
 // ---------------------------------------------------------
 

@@ -263,8 +263,10 @@ const std::map<std::string, Entry>& registry() {
         {"RMSNormalization", {23, ref::layerNormKernel, in({F, F})}},
         {"InstanceNormalization", {6, ref::instanceNormKernel, image({F, F, F})}},
         {"GroupNormalization", {18, ref::groupNormKernel, image({F, F, F})}},
-        // nonpad_kv_seqlen (input 6, opset 24) is not implemented
-        {"Attention", {23, ref::attentionKernel, in({F, F, F, F | kBool, F, F, TypeSet{}})}},
+        // nonpad_kv_seqlen (input 6) from opset 24
+        {"Attention",
+         {23, ref::attentionKernel, in({F, F, F, F | kBool, F, F, TypeSet{DataType::kInt64}}), 24,
+          in({F, F, F, F | kBool, F, F, TypeSet{}})}},
         // nn_einsum.cc
         {"Einsum", {12, ref::einsumKernel, variadic(N)}},
         // rnn.cc: X W R B sequence_lens initial_h (initial_c P)
@@ -367,6 +369,9 @@ const std::map<std::string, Entry>& registry() {
         {"LinearAttention",
          {27, ref::linearAttentionKernel,
           Signature{std::vector<TypeSet>(6, F - TypeSet{DataType::kDouble})}}},
+        // attention_extra.cc
+        {"RotaryEmbedding", {23, ref::rotaryEmbeddingKernel, in({F, F, F, X})}},
+        {"ai.onnx.preview.FlexAttention", {1, ref::flexAttentionKernel, in({F, F, F})}},
     };
   }();
   return table;

@@ -238,6 +238,20 @@ std::vector<Case> cases() {
                   {0, {1, 1, 1, 2}, {1, 2}},
                   {0, {1, 1, 1, 2}, {1, 2}},
                   {1, {1, 1}, {0}}}});
+  // attention_extra.cc
+  out.push_back({"RotaryEmbedding",
+                 23,
+                 {kF, kI64},
+                 {{0, {1, 1, 1, 2}, {1, 2}}, {0, {1, 1}, {1}}, {0, {1, 1}, {0}}, {1, {1, 1}, {0}}},
+                 fixed({}),
+                 1,
+                 {},
+                 {1}});
+  out.push_back(
+      {"ai.onnx.preview.FlexAttention",
+       1,
+       {kF},
+       {{0, {1, 1, 1, 2}, {1, 2}}, {0, {1, 1, 1, 2}, {1, 2}}, {0, {1, 1, 1, 2}, {1, 2}}}});
   // quantized.cc
   {
     constexpr DataType kU8 = DataType::kUint8;
@@ -662,8 +676,9 @@ TEST(ReferenceCapabilities, UnknownTypesAreNotChecked) {
       caps.supports({"", "Conv", 17, {kF, DataType::kUndefined, DataType::kUndefined}, {}, {}}));
   EXPECT_TRUE(caps.supports({"", "Sum", 17, {kF, kF, kF, kF}, {}, {}}));
   EXPECT_FALSE(caps.supports({"", "Sum", 17, {kF, kF, kF, DataType::kString}, {}, {}}));
-  // Attention's nonpad_kv_seqlen (input 6) is not supported at all.
-  Support seqlen = caps.supports({"", "Attention", 24, {kF, kF, kF, {}, {}, {}, kI64}, {}, {}});
+  // Attention's nonpad_kv_seqlen (input 6) arrives in opset 24.
+  EXPECT_TRUE(caps.supports({"", "Attention", 24, {kF, kF, kF, {}, {}, {}, kI64}, {}, {}}));
+  Support seqlen = caps.supports({"", "Attention", 23, {kF, kF, kF, {}, {}, {}, kI64}, {}, {}});
   EXPECT_FALSE(seqlen);
   EXPECT_EQ(seqlen.reason, "Attention: the reference kernel does not take input 6");
 }

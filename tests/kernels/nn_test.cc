@@ -501,6 +501,136 @@ TEST(Attention, Errors) {
   EXPECT_EQ(code("Attention", 23, {q4, kv, kv}), StatusCode::kOk);
 }
 
+TEST(Attention, NonpadKvSeqlen) {
+  // Batch 2, one head, one query of size 1 (scale 1), three keys: batch 0 counts two valid keys,
+  // batch 1 none (the row is fully masked: Y = 0, not NaN).
+  HostTensor q = f32({2, 1, 1, 1}, {0, 0});
+  HostTensor k = f32({2, 1, 3, 1}, {1, 2, 3, 1, 2, 3});
+  HostTensor v = f32({2, 1, 3, 1}, {1, 3, 100, 1, 3, 100});
+  HostTensor lens = HostTensor::zeros(DataType::kInt64, {2});
+  lens.set<int64_t>(0, 2);
+  expectValues(run1("Attention", 24, {q, k, v, std::nullopt, std::nullopt, std::nullopt, lens}),
+               DataType::kFloat, {2, 1, 1, 1}, {2, 0});
+  // is_causal ends the diagonal at the last valid key: query 0 of batch 0 sees keys 0 and 1.
+  KernelAttrs causal = attrs({}, {{"is_causal", 1}});
+  lens.set<int64_t>(1, 1);
+  expectValues(
+      run1("Attention", 24, {q, k, v, std::nullopt, std::nullopt, std::nullopt, lens}, causal),
+      DataType::kFloat, {2, 1, 1, 1}, {2, 1});
+  // Errors: before opset 24, with past_key, a count beyond the keys, a wrong shape or type.
+  Inputs with = {q, k, v, std::nullopt, std::nullopt, std::nullopt, lens};
+  EXPECT_EQ(code("Attention", 23, with), StatusCode::kInvalidArgument);
+  HostTensor past = f32({2, 1, 1, 1}, {0, 0});
+  EXPECT_EQ(code("Attention", 24, {q, k, v, std::nullopt, past, past, lens}),
+            StatusCode::kInvalidArgument);
+  lens.set<int64_t>(1, 4);
+  EXPECT_EQ(code("Attention", 24, {q, k, v, std::nullopt, std::nullopt, std::nullopt, lens}),
+            StatusCode::kInvalidArgument);
+  HostTensor one = HostTensor::zeros(DataType::kInt64, {1});
+  EXPECT_EQ(code("Attention", 24, {q, k, v, std::nullopt, std::nullopt, std::nullopt, one}),
+            StatusCode::kInvalidArgument);
+  HostTensor i32 = HostTensor::zeros(DataType::kInt32, {2});
+  EXPECT_EQ(code("Attention", 24, {q, k, v, std::nullopt, std::nullopt, std::nullopt, i32}),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(FlexAttention, KernelAndErrors) {
+  // Without modifiers: softmax(Q K^T * scale) V with GQA; scale 1 here, scores 0 and log(3).
+  const std::string op = "ai.onnx.preview.FlexAttention";
+  HostTensor q = f32({1, 2, 1, 1}, {1, 1});
+  HostTensor k = f32({1, 1, 2, 1}, {0, std::log(3.0)});
+  HostTensor v = f32({1, 1, 2, 1}, {4, 8});
+  KernelAttrs one;
+  one.floats["scale"] = 1;
+  expectValues(run1(op, 1, {q, k, v}, one), DataType::kFloat, {1, 2, 1, 1}, {7, 7});
+  // 3-D inputs, a head size mismatch, heads that do not group, a non-float softmax_precision.
+  HostTensor q3 = f32({1, 1, 2}, {0, 0});
+  EXPECT_EQ(code(op, 1, {q3, q3, q3}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(op, 1, {f32({1, 2, 1, 2}, Values(4, 0.0)), k, v}), StatusCode::kInvalidArgument);
+  HostTensor kv3 = f32({1, 3, 2, 1}, Values(6, 0.0));
+  EXPECT_EQ(code(op, 1, {q, kv3, kv3}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(op, 1, {q, k, v}, attrs({}, {{"softmax_precision", 7}})),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(op, 1, {q, k, v}, attrs({}, {{"softmax_precision", 11}})), StatusCode::kOk);
+}
+
+// --- RotaryEmbedding
+// --------------------------------------------------------------------------------
+
+class RotaryTyped : public ::testing::TestWithParam<DataType> {};
+
+TEST_P(RotaryTyped, HalvesInterleavedAndPartial) {
+  // One head of size 4, two tokens at angles 0 and 90 degrees: token 1's (x1, x2) -> (-x2, x1).
+  DataType t = GetParam();
+  HostTensor x = tensor(t, {1, 1, 2, 4}, iota(8, 1));
+  HostTensor cs = tensor(t, {2, 2}, {1, 1, 0, 0});
+  HostTensor sn = tensor(t, {2, 2}, {0, 0, 1, 1});
+  HostTensor pos = HostTensor::zeros(DataType::kInt64, {1, 2});
+  pos.set<int64_t>(1, 1);
+  expectValues(run1("RotaryEmbedding", 23, {x, cs, sn, pos}), t, {1, 1, 2, 4},
+               {1, 2, 3, 4, -7, -8, 5, 6});
+  expectValues(run1("RotaryEmbedding", 23, {x, cs, sn, pos}, attrs({}, {{"interleaved", 1}})), t,
+               {1, 1, 2, 4}, {1, 2, 3, 4, -6, 5, -8, 7});
+  HostTensor cs1 = tensor(t, {1, 2, 1}, {1, 0});
+  HostTensor sn1 = tensor(t, {1, 2, 1}, {0, 1});
+  expectValues(run1("RotaryEmbedding", 23, {x, cs1, sn1, std::nullopt},
+                    attrs({}, {{"rotary_embedding_dim", 2}})),
+               t, {1, 1, 2, 4}, {1, 2, 3, 4, -6, 5, 7, 8});
+  // 3-D [B, S, heads * head] with two heads of size 2.
+  HostTensor x3 = tensor(t, {1, 2, 4}, iota(8, 1));
+  expectValues(
+      run1("RotaryEmbedding", 23, {x3, cs1, sn1, std::nullopt}, attrs({}, {{"num_heads", 2}})), t,
+      {1, 2, 4}, {1, 2, 3, 4, -6, 5, -8, 7});
+}
+
+INSTANTIATE_TEST_SUITE_P(FloatTypes, RotaryTyped, ::testing::ValuesIn(kFloatTypes), typeName);
+
+TEST(RotaryEmbedding, Errors) {
+  HostTensor x = f32({1, 1, 2, 4}, iota(8));
+  HostTensor cs = f32({2, 2}, {1, 1, 0, 0});
+  HostTensor pos = HostTensor::zeros(DataType::kInt64, {1, 2});
+  EXPECT_EQ(code("RotaryEmbedding", 23, {x, cs, cs, pos}), StatusCode::kOk);
+  // 2-D input; 3-D input without num_heads or with a hidden size it does not divide.
+  EXPECT_EQ(code("RotaryEmbedding", 23, {f32({2, 4}, iota(8)), cs, cs, pos}),
+            StatusCode::kInvalidArgument);
+  HostTensor x3 = f32({1, 2, 4}, iota(8));
+  EXPECT_EQ(code("RotaryEmbedding", 23, {x3, cs, cs, pos}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("RotaryEmbedding", 23, {x3, cs, cs, pos}, attrs({}, {{"num_heads", 3}})),
+            StatusCode::kInvalidArgument);
+  // num_heads contradicting a 4-D input; an odd or too large rotary_embedding_dim.
+  EXPECT_EQ(code("RotaryEmbedding", 23, {x, cs, cs, pos}, attrs({}, {{"num_heads", 2}})),
+            StatusCode::kInvalidArgument);
+  for (int64_t dim : {3, 6, -2}) {
+    EXPECT_EQ(
+        code("RotaryEmbedding", 23, {x, cs, cs, pos}, attrs({}, {{"rotary_embedding_dim", dim}})),
+        StatusCode::kInvalidArgument)
+        << dim;
+  }
+  // Caches of the wrong width, of different shapes, or 2-D without position_ids.
+  HostTensor wide = f32({2, 3}, iota(6));
+  EXPECT_EQ(code("RotaryEmbedding", 23, {x, wide, wide, pos}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("RotaryEmbedding", 23, {x, cs, f32({1, 2}, {0, 0}), pos}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code("RotaryEmbedding", 23, {x, cs, cs}), StatusCode::kInvalidArgument);
+  // position_ids of the wrong shape or outside the cache.
+  EXPECT_EQ(code("RotaryEmbedding", 23, {x, cs, cs, HostTensor::zeros(DataType::kInt64, {2})}),
+            StatusCode::kInvalidArgument);
+  pos.set<int64_t>(1, 2);
+  EXPECT_EQ(code("RotaryEmbedding", 23, {x, cs, cs, pos}), StatusCode::kInvalidArgument);
+  pos.set<int64_t>(1, -1);
+  EXPECT_EQ(code("RotaryEmbedding", 23, {x, cs, cs, pos}), StatusCode::kInvalidArgument);
+  // Mixed element types; an integer input.
+  EXPECT_EQ(code("RotaryEmbedding", 23,
+                 {tensor(DataType::kDouble, {1, 1, 2, 4}, iota(8)), cs, cs,
+                  HostTensor::zeros(DataType::kInt64, {1, 2})}),
+            StatusCode::kInvalidArgument);
+  HostTensor ints = HostTensor::zeros(DataType::kInt32, {1, 1, 2, 4});
+  HostTensor icache = HostTensor::zeros(DataType::kInt32, {2, 2});
+  EXPECT_EQ(code("RotaryEmbedding", 23,
+                 {ints, icache, icache, HostTensor::zeros(DataType::kInt64, {1, 2})}),
+            StatusCode::kUnimplemented);
+}
+
 // --- Einsum
 // ----------------------------------------------------------------------------------------
 

@@ -162,5 +162,34 @@ TEST(ReferenceExecutor, ErrorsThroughTheInterface) {
   EXPECT_EQ(unknown.status().message(), "'z' is not a graph input");
 }
 
+// FlexAttention's score_mod and prob_mod run in the executor on the whole score and probability
+// tensors: one query, two keys of equal score; score_mod adds log(3) to key 1 (probabilities
+// 1/4, 3/4) and prob_mod doubles them. Two query heads share the one K/V head (GQA).
+TEST(ReferenceExecutor, FlexAttentionModifiers) {
+  auto model = parse(R"(
+<ir_version: 10, opset_import: ["" : 21, "ai.onnx.preview" : 1]>
+g (float[1,2,1,1] q, float[1,1,2,1] k, float[1,1,2,1] v) => (float[1,2,1,1] y, float[1,2,1,1] p) {
+  y = ai.onnx.preview.FlexAttention <
+    score_mod = s (float[1,2,1,2] scores) => (float[1,2,1,2] out)
+        <float[2] bias = {0.0, 1.0986122886681098}> { out = Add(scores, bias) },
+    prob_mod = m (float[1,2,1,2] probs) => (float[1,2,1,2] twice) { twice = Add(probs, probs) }
+  > (q, k, v)
+  p = ai.onnx.preview.FlexAttention (q, k, v)
+}
+)");
+  ASSERT_NE(model, nullptr);
+  Feeds feeds{{"q", floats({1, 2, 1, 1}, {0, 0})},
+              {"k", floats({1, 1, 2, 1}, {1, 2})},
+              {"v", floats({1, 1, 2, 1}, {4, 8})}};
+  auto out = runModel(*model, feeds, {});
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  ASSERT_EQ(out->outputs.size(), 2u);
+  EXPECT_EQ(out->outputs[0].dims, (std::vector<int64_t>{1, 2, 1, 1}));
+  for (int64_t h = 0; h < 2; ++h) {
+    EXPECT_NEAR(out->outputs[0].get<float>(h), 2 * (0.25 * 4 + 0.75 * 8), 1e-5);
+    EXPECT_NEAR(out->outputs[1].get<float>(h), 6, 1e-5);  // no modifiers: the mean of V
+  }
+}
+
 }  // namespace
 }  // namespace onnxopt::runtime

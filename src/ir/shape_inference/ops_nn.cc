@@ -492,6 +492,8 @@ void registerNnOps(std::vector<OpInference>& t) {
   t.push_back({"", "Attention", 23, &attention});
   t.push_back({"", "CausalConvWithState", 27, &causalConvWithState});
   t.push_back({"", "LinearAttention", 27, &linearAttention});
+  t.push_back({"", "RotaryEmbedding", 23, &passThroughFirst});
+  t.push_back({"ai.onnx.preview", "FlexAttention", 1, &attention});  // Y of a 4-D Attention
   t.push_back({"", "QuantizeLinear", 1, &quantize});
   t.push_back({"", "DequantizeLinear", 1, &dequantize});
   t.push_back({"", "DynamicQuantizeLinear", 1, &dynamicQuantize});
