@@ -31,8 +31,8 @@ int runCommand(const RunCommandOptions& opts) {
   auto shapes = parseShapeSpecs(opts.shapes);
   if (!shapes.isOk()) return fail(shapes.status());
   random.shapes = std::move(shapes).value();
-  random.int_ranges = inferIntRanges(graph);
   random.spatial = spatialInputSizes(graph);
+  random.int_ranges = inferIntRanges(graph, random);
   auto given = readInputSpecs(opts.inputs);
   if (!given.isOk()) return fail(given.status());
   std::map<std::string, kernels::HostTensor> feeds = std::move(given).value();

@@ -63,10 +63,17 @@ size_t firstSpatialAxis(size_t rank);
 /// The largest spatial size spatialInputSizes may pick for an input of `rank`.
 int64_t maxSpatialSize(size_t rank);
 
-/// Sensible ranges for the graph's integer inputs: one used (through Cast, Reshape, Unsqueeze,
-/// Squeeze or Flatten) as Gather indices into a tensor whose gathered axis has a static size n
-/// gets 0..n-1 (token ids within the embedding table); one named like a mask gets 0..1; one named
-/// like a length gets 1..4.
+/// Sensible ranges for the graph's integer inputs, from the consumers they reach (through Cast,
+/// Reshape, Unsqueeze, Squeeze or Flatten): Gather indices into a tensor whose gathered axis has
+/// size n get 0..n-1 (token ids within the embedding table), RoiAlign batch indices 0..N-1; the
+/// sequence_lens of LSTM, GRU and RNN (and ReverseSequence's) get 1..T, T the time dim of the
+/// sequence they describe (1 when it is not known before the run); an Expand shape gets ones.
+/// Otherwise, one named like a mask gets 0..1, one named like a length 1..4. Sizes of dynamic
+/// dims are those `sizes` gives the inputs (pinned shapes, spatial sizes, symbolic_dim; its
+/// int_ranges are not read).
+std::map<std::string, IntRange> inferIntRanges(const ir::Graph& graph,
+                                               const RandomInputOptions& sizes);
+/// The same with default sizes (symbolic dims 1).
 std::map<std::string, IntRange> inferIntRanges(const ir::Graph& graph);
 
 /// Checks a tensor given for graph input `input` (`source` names where it came from, for the
