@@ -60,6 +60,10 @@ StatusOr<kernels::HostTensor> randomInput(const ir::Value& input, const RandomIn
         continue;
       }
       int64_t size = d.kind == ir::Dim::Kind::kParam ? options.symbolic_dim : 1;
+      if (auto sym = options.symbols.find(d.param);
+          d.kind == ir::Dim::Kind::kParam && sym != options.symbols.end()) {
+        size = sym->second;
+      }
       if (spatial != options.spatial.end() && axis >= firstSpatialAxis(type.shape->size())) {
         size = spatial->second;
       }
@@ -140,11 +144,6 @@ StatusOr<kernels::HostTensor> randomInput(const ir::Value& input, const RandomIn
   return t;
 }
 
-namespace {
-
-/// The size randomInput gives each named symbolic dim of the graph inputs (a pinned shape, the
-/// spatial size, or options.symbolic_dim), so that a bound read off an inferred shape ("T") is the
-/// size the run will have.
 std::map<std::string, int64_t> symbolSizes(const ir::Graph& graph,
                                            const RandomInputOptions& options) {
   std::map<std::string, int64_t> sizes;
@@ -167,6 +166,8 @@ std::map<std::string, int64_t> symbolSizes(const ir::Graph& graph,
   }
   return sizes;
 }
+
+namespace {
 
 /// The size dim `axis` of `v` will have in the run: a known dim, or a graph input's symbol;
 /// nullopt otherwise.

@@ -32,6 +32,7 @@ int runCommand(const RunCommandOptions& opts) {
   if (!shapes.isOk()) return fail(shapes.status());
   random.shapes = std::move(shapes).value();
   random.spatial = spatialInputSizes(graph);
+  random.symbols = symbolSizes(graph, random);
   random.int_ranges = inferIntRanges(graph, random);
   auto given = readInputSpecs(opts.inputs);
   if (!given.isOk()) return fail(given.status());

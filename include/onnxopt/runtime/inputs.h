@@ -43,7 +43,16 @@ struct RandomInputOptions {
   std::map<std::string, int64_t> spatial;
   /// Ranges of integer inputs by name; others get 0..3.
   std::map<std::string, IntRange> int_ranges;
+  /// Sizes of named symbolic dims (symbolSizes): a symbol pinned in one input ("N" of
+  /// `--input-shape x=6,9,4`) gets the same size in the others. Before spatial and symbolic_dim.
+  std::map<std::string, int64_t> symbols;
 };
+
+/// The size each named symbolic dim of the graph inputs gets in a run: from a pinned shape, else
+/// the spatial size of an input feeding a convolution, else options.symbolic_dim (the first input
+/// that names a symbol decides). Reads shapes, spatial and symbolic_dim of `options`.
+std::map<std::string, int64_t> symbolSizes(const ir::Graph& graph,
+                                           const RandomInputOptions& options);
 
 /// A seeded random value for graph input `input`: normal floats, integers in their range, random
 /// bools. `chosen`, when given, receives the sizes picked for dynamic dims ("batch=2", "dim 2=32").
