@@ -959,13 +959,25 @@ StatusOr<ExecutionResult> runModel(const ir::Model& model, const Feeds& inputs,
     auto it = exec.values_.find(out);
     if (it == exec.values_.end())
       return invalidArgument("output '{}' was not computed", out->name());
-    if (it->second.kind != RtValue::Kind::kTensor) {
+    const RtValue& v = it->second;
+    if (v.kind != RtValue::Kind::kTensor && !options.non_tensor_outputs) {
       return makeError(StatusCode::kUnimplemented,
                        "output '{}' is {}: the executor returns tensor outputs only", out->name(),
-                       it->second.kindName());
+                       v.kindName());
     }
     result.names.push_back(out->name());
-    result.outputs.push_back(it->second.tensor);
+    if (options.non_tensor_outputs) {
+      kernels::HostTensor empty;
+      empty.dtype = v.kind == RtValue::Kind::kSequence ? v.seq_type : DataType::kUndefined;
+      result.kinds.push_back(v.kind == RtValue::Kind::kTensor     ? OutputKind::kTensor
+                             : v.kind == RtValue::Kind::kSequence ? OutputKind::kSequence
+                                                                  : OutputKind::kNone);
+      result.sequences.push_back(
+          v.kind == RtValue::Kind::kSequence ? v.sequence : std::vector<kernels::HostTensor>{});
+      result.outputs.push_back(v.kind == RtValue::Kind::kTensor ? v.tensor : empty);
+    } else {
+      result.outputs.push_back(v.tensor);
+    }
   }
   if (options.record_intermediates) {
     for (const ir::Node* n : g) {
