@@ -240,7 +240,8 @@ StatusOr<Outputs> dropoutKernel(const KernelContext& ctx) {
   Outputs outs;
   outs.push_back(*x);
   if (ctx.num_outputs == 2) {
-    // The mask is bool from opset 10; before, it had X's type. Either way every element is kept.
+    // The mask is bool from opset 10; before, it had X's type. Either way every element is kept
+    // (ones, as ONNX's reference implementation gives; onnxruntime writes zeros before opset 10).
     if (ctx.opset < 10) {
       ASSIGN_OR_RETURN(HostTensor mask, makeOutput(x->dtype, x->dims));
       RETURN_IF_ERROR(visitType(ctx, x->dtype, [&](auto tag) -> Status {
