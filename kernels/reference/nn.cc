@@ -240,11 +240,25 @@ StatusOr<Outputs> dropoutKernel(const KernelContext& ctx) {
   Outputs outs;
   outs.push_back(*x);
   if (ctx.num_outputs == 2) {
-    // The mask is bool from opset 10; before, it had X's type.
-    if (ctx.opset < 10) return unimplemented(ctx, "the mask output before opset 10");
-    ASSIGN_OR_RETURN(HostTensor mask, makeOutput(DataType::kBool, x->dims));
-    std::fill(mask.bytes.begin(), mask.bytes.end(), '\1');
-    outs.push_back(std::move(mask));
+    // The mask is bool from opset 10; before, it had X's type. Either way every element is kept
+    // (ones, as ONNX's reference implementation gives; onnxruntime writes zeros before opset 10).
+    if (ctx.opset < 10) {
+      ASSIGN_OR_RETURN(HostTensor mask, makeOutput(x->dtype, x->dims));
+      RETURN_IF_ERROR(visitType(ctx, x->dtype, [&](auto tag) -> Status {
+        using T = typename decltype(tag)::type;
+        if constexpr (kIsFloat<T>) {
+          for (int64_t i = 0; i < mask.numElements(); ++i) store<T>(mask, i, 1);
+          return Status::ok();
+        } else {
+          return unsupportedType(ctx, x->dtype);
+        }
+      }));
+      outs.push_back(std::move(mask));
+    } else {
+      ASSIGN_OR_RETURN(HostTensor mask, makeOutput(DataType::kBool, x->dims));
+      std::fill(mask.bytes.begin(), mask.bytes.end(), '\1');
+      outs.push_back(std::move(mask));
+    }
   }
   return outs;
 }

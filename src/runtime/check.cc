@@ -147,7 +147,6 @@ StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& op
   random.shapes = options.shapes;
   random.symbolic_dim = 2;
   random.spatial = spatialInputSizes(graph);
-  random.int_ranges = inferIntRanges(graph);
   ExecutionOptions exec;
   exec.record_intermediates = options.compare.per_layer;
   CheckResult result;
@@ -159,6 +158,9 @@ StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& op
   // A model whose spatial sizes were guessed too small for its windows is retried with larger
   // ones (a Reshape to a fixed size or a pooling the guess does not see); other failures stand.
   for (int attempt = 0;; ++attempt) {
+    // Symbols and lengths follow the sizes of this attempt.
+    random.symbols = symbolSizes(graph, random);
+    random.int_ranges = inferIntRanges(graph, random);
     auto made = makeInputs(graph, options.inputs, random);
     if (!made.isOk()) return made.status().withContext(original_label);
     result.inputs = std::move(made).value();

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "onnxopt/support/half.h"
+
 namespace onnxopt::runtime {
 
 StatusOr<uint64_t> checkedByteSize(const std::vector<int64_t>& dims, DataType dtype,
@@ -58,6 +60,10 @@ StatusOr<kernels::HostTensor> randomInput(const ir::Value& input, const RandomIn
         continue;
       }
       int64_t size = d.kind == ir::Dim::Kind::kParam ? options.symbolic_dim : 1;
+      if (auto sym = options.symbols.find(d.param);
+          d.kind == ir::Dim::Kind::kParam && sym != options.symbols.end()) {
+        size = sym->second;
+      }
       if (spatial != options.spatial.end() && axis >= firstSpatialAxis(type.shape->size())) {
         size = spatial->second;
       }
@@ -97,6 +103,12 @@ StatusOr<kernels::HostTensor> randomInput(const ir::Value& input, const RandomIn
       case DataType::kDouble:
         t.set<double>(i, normal(rng));
         break;
+      case DataType::kFloat16:
+        t.set<uint16_t>(i, floatToHalf(normal(rng)));
+        break;
+      case DataType::kBfloat16:
+        t.set<uint16_t>(i, floatToBfloat16(normal(rng)));
+        break;
       case DataType::kBool:
         t.set<uint8_t>(i, static_cast<uint8_t>(rng() & 1));
         break;
@@ -132,36 +144,104 @@ StatusOr<kernels::HostTensor> randomInput(const ir::Value& input, const RandomIn
   return t;
 }
 
+std::map<std::string, int64_t> symbolSizes(const ir::Graph& graph,
+                                           const RandomInputOptions& options) {
+  std::map<std::string, int64_t> sizes;
+  for (const ir::Value* in : graph.inputs()) {
+    if (in->initializer() != nullptr || !in->type().isTensor() || !in->type().shape) continue;
+    const auto& dims = *in->type().shape;
+    auto pinned = options.shapes.find(in->name());
+    auto spatial = options.spatial.find(in->name());
+    for (size_t axis = 0; axis < dims.size(); ++axis) {
+      if (dims[axis].kind != ir::Dim::Kind::kParam || dims[axis].param.empty()) continue;
+      int64_t size = options.symbolic_dim;
+      if (pinned != options.shapes.end()) {
+        if (axis >= pinned->second.size()) continue;
+        size = pinned->second[axis];
+      } else if (spatial != options.spatial.end() && axis >= firstSpatialAxis(dims.size())) {
+        size = spatial->second;
+      }
+      sizes.emplace(dims[axis].param, size);
+    }
+  }
+  return sizes;
+}
+
+namespace {
+
+/// The size dim `axis` of `v` will have in the run: a known dim, or a graph input's symbol;
+/// nullopt otherwise.
+std::optional<int64_t> runSize(const ir::Value* v, int64_t axis,
+                               const std::map<std::string, int64_t>& symbols) {
+  if (v == nullptr || !v->type().isTensor() || !v->type().shape) return std::nullopt;
+  const auto& dims = *v->type().shape;
+  if (axis < 0) axis += static_cast<int64_t>(dims.size());
+  if (axis < 0 || axis >= static_cast<int64_t>(dims.size())) return std::nullopt;
+  const ir::Dim& d = dims[static_cast<size_t>(axis)];
+  if (d.isKnown()) return d.value;
+  if (d.kind == ir::Dim::Kind::kParam) {
+    if (auto it = symbols.find(d.param); it != symbols.end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+int64_t intAttr(const ir::Node& n, const char* name, int64_t fallback) {
+  const ir::Attribute* a = n.findAttribute(name);
+  return a != nullptr ? a->i : fallback;
+}
+
+/// What an integer input's consumer requires of its values.
+enum class IntUse { kNone, kIndex, kLength, kShapeOfOnes };
+
+}  // namespace
+
 std::map<std::string, IntRange> inferIntRanges(const ir::Graph& graph) {
+  return inferIntRanges(graph, RandomInputOptions{});
+}
+
+std::map<std::string, IntRange> inferIntRanges(const ir::Graph& graph,
+                                               const RandomInputOptions& options) {
+  std::map<std::string, int64_t> symbols = symbolSizes(graph, options);
   std::map<std::string, IntRange> ranges;
-  // Follows `v` through value-preserving ops to a Gather that uses it as indices.
-  auto gatherBound = [](const ir::Value* v, auto& self, int depth) -> std::optional<int64_t> {
-    if (depth > 4) return std::nullopt;
-    std::optional<int64_t> bound;
+  struct Bound {
+    IntUse use = IntUse::kNone;
+    std::optional<int64_t> hi;  ///< an index's table size, or a length's time dim
+  };
+  // What consumers of `v` require, followed through value-preserving ops: Gather indices within
+  // their table (and RoiAlign's batch indices within the batch), sequence lengths at most the time
+  // dim of the sequence they describe, an Expand shape of ones (which broadcasts with any input).
+  auto bound = [&](const ir::Value* v, auto& self, int depth) -> Bound {
+    Bound out;
+    if (depth > 4) return out;
+    auto merge = [&](IntUse use, std::optional<int64_t> hi) {
+      if (out.use == IntUse::kNone || use == out.use) {
+        out.use = use;
+        if (hi && *hi >= 0) out.hi = out.hi ? std::min(*out.hi, *hi) : *hi;
+      }
+    };
     for (const ir::Use& use : v->uses()) {
       const ir::Node& n = *use.user;
       const std::string& op = n.opType();
-      std::optional<int64_t> b;
       if ((op == "Gather" || op == "GatherElements") && use.index == 1) {
-        const ir::Value* data = n.input(0);
-        int64_t axis = 0;
-        if (const ir::Attribute* a = n.findAttribute("axis")) axis = a->i;
-        if (data != nullptr && data->type().isTensor() && data->type().shape) {
-          const auto& dims = *data->type().shape;
-          if (axis < 0) axis += static_cast<int64_t>(dims.size());
-          if (axis >= 0 && axis < static_cast<int64_t>(dims.size()) &&
-              dims[static_cast<size_t>(axis)].isKnown()) {
-            b = dims[static_cast<size_t>(axis)].value;
-          }
-        }
+        std::optional<int64_t> b = runSize(n.input(0), intAttr(n, "axis", 0), symbols);
+        if (b && *b > 0) merge(IntUse::kIndex, b);
+      } else if (op == "RoiAlign" && use.index == 2) {
+        std::optional<int64_t> b = runSize(n.input(0), 0, symbols);
+        merge(IntUse::kIndex, b && *b > 0 ? b : std::optional<int64_t>(1));
+      } else if ((op == "LSTM" || op == "GRU" || op == "RNN") && use.index == 4) {
+        merge(IntUse::kLength, runSize(n.input(0), intAttr(n, "layout", 0) == 0 ? 0 : 1, symbols));
+      } else if (op == "ReverseSequence" && use.index == 1) {
+        merge(IntUse::kLength, runSize(n.input(0), intAttr(n, "time_axis", 0), symbols));
+      } else if (op == "Expand" && use.index == 1) {
+        merge(IntUse::kShapeOfOnes, std::nullopt);
       } else if ((op == "Cast" || op == "Reshape" || op == "Unsqueeze" || op == "Squeeze" ||
                   op == "Flatten") &&
                  use.index == 0 && n.output(0) != nullptr) {
-        b = self(n.output(0), self, depth + 1);
+        Bound b = self(n.output(0), self, depth + 1);
+        if (b.use != IntUse::kNone) merge(b.use, b.hi);
       }
-      if (b && *b > 0) bound = bound ? std::min(*bound, *b) : *b;
     }
-    return bound;
+    return out;
   };
   for (const ir::Value* in : graph.inputs()) {
     if (!in->type().isTensor()) continue;
@@ -172,8 +252,15 @@ std::map<std::string, IntRange> inferIntRanges(const ir::Graph& graph) {
     if (!integer) continue;
     std::string lower = in->name();
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (auto bound = gatherBound(in, gatherBound, 0)) {
-      ranges[in->name()] = {0, *bound - 1};
+    Bound b = bound(in, bound, 0);
+    if (b.use == IntUse::kIndex && b.hi) {
+      ranges[in->name()] = {0, *b.hi - 1};
+    } else if (b.use == IntUse::kLength) {
+      // A length of at least 1 and at most T; 1 when T is not known before the run.
+      int64_t hi = b.hi ? std::max<int64_t>(*b.hi, 1) : 1;
+      ranges[in->name()] = {1, hi};
+    } else if (b.use == IntUse::kShapeOfOnes) {
+      ranges[in->name()] = {1, 1};
     } else if (lower.find("mask") != std::string::npos) {
       ranges[in->name()] = {0, 1};
     } else if (lower.find("len") != std::string::npos) {
@@ -198,7 +285,8 @@ std::map<std::string, int64_t> spatialInputSizes(const ir::Graph& graph) {
   // bounds what a chain of them needs.
   uint64_t strides = 1;
   int64_t kernel = 1;
-  for (const ir::Node* n : graph) {
+  // Windowed ops in If/Loop/Scan bodies count too: they see the outer inputs directly.
+  for (const ir::Node* n : graph.allNodesRecursive()) {
     if (!kWindowed.count(n->opType()) || n->opType() == "ConvTranspose") continue;
     int64_t stride = 1;
     if (const ir::Attribute* a = n->findAttribute("strides")) {

@@ -12,6 +12,7 @@
 #include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/kernels/reference.h"
+#include "onnxopt/runtime/inputs.h"  // checkedByteSize
 
 namespace onnxopt::runtime {
 
@@ -215,6 +216,52 @@ StatusOr<size_t> axisIn(int64_t axis, int64_t rank, const char* what) {
   return static_cast<size_t>(axis < 0 ? axis + rank : axis);
 }
 
+/// The dense tensor of a sparse initializer: zeros, and the values at their indices (linear
+/// [NNZ] or coordinates [NNZ, rank]; the importer checked those shapes, the values are checked
+/// here).
+StatusOr<kernels::HostTensor> densify(const ir::SparseTensor& sparse, const std::string& name) {
+  kernels::HostTensor values = toHost(sparse.values);
+  kernels::HostTensor indices = toHost(sparse.indices);
+  kernels::HostTensor dense;
+  dense.dtype = values.dtype;
+  dense.dims = sparse.dims;
+  int bits = dataTypeBits(values.dtype);
+  if (bits <= 0 || bits % 8 != 0) {
+    return invalidArgument("sparse initializer '{}': values of {} are not supported", name,
+                           dataTypeName(values.dtype));
+  }
+  auto elem = static_cast<size_t>(bits / 8);
+  ASSIGN_OR_RETURN(uint64_t bytes, checkedByteSize(dense.dims, dense.dtype,
+                                                   fmt::format("sparse initializer '{}'", name)));
+  dense.bytes.assign(static_cast<size_t>(bytes), '\0');
+  int64_t total = static_cast<int64_t>(bytes / elem);
+  int64_t nnz = values.numElements();
+  size_t rank = dense.dims.size();
+  bool coords = indices.dims.size() == 2;
+  for (int64_t k = 0; k < nnz; ++k) {
+    int64_t at = 0;
+    if (coords) {
+      for (size_t a = 0; a < rank; ++a) {
+        int64_t c = indices.get<int64_t>(k * static_cast<int64_t>(rank) + static_cast<int64_t>(a));
+        if (c < 0 || c >= dense.dims[a]) {
+          return invalidArgument("sparse initializer '{}': index {} out of range on axis {}", name,
+                                 c, a);
+        }
+        at = at * dense.dims[a] + c;
+      }
+    } else {
+      at = indices.get<int64_t>(k);
+      if (at < 0 || at >= total) {
+        return invalidArgument("sparse initializer '{}': index {} out of range for {} elements",
+                               name, at, total);
+      }
+    }
+    std::memcpy(dense.bytes.data() + static_cast<size_t>(at) * elem,
+                values.bytes.data() + static_cast<size_t>(k) * elem, elem);
+  }
+  return dense;
+}
+
 /// The values of one run, computed node by node.
 class Interpreter {
  public:
@@ -224,7 +271,13 @@ class Interpreter {
   Status runGraph(const ir::Graph& graph) {
     for (const ir::Value* v : graph.initializers()) {
       if (values_.count(v)) continue;  // an input default overridden by the caller
-      if (const ir::Tensor* t = v->initializer()) values_[v] = RtValue::ofTensor(toHost(*t));
+      if (const ir::Tensor* t = v->initializer()) {
+        values_[v] = RtValue::ofTensor(toHost(*t));
+      } else if (const ir::SparseTensor* sp = v->sparseInitializer()) {
+        auto dense = densify(*sp, v->name());
+        if (!dense.isOk()) return dense.status();
+        values_[v] = RtValue::ofTensor(std::move(dense).value());
+      }
     }
     for (const ir::Node* n : graph) RETURN_IF_ERROR(runNode(*n));
     return Status::ok();
@@ -1031,13 +1084,25 @@ StatusOr<ExecutionResult> runModel(const ir::Model& model, const Feeds& inputs,
     auto it = exec.values_.find(out);
     if (it == exec.values_.end())
       return invalidArgument("output '{}' was not computed", out->name());
-    if (it->second.kind != RtValue::Kind::kTensor) {
+    const RtValue& v = it->second;
+    if (v.kind != RtValue::Kind::kTensor && !options.non_tensor_outputs) {
       return makeError(StatusCode::kUnimplemented,
                        "output '{}' is {}: the executor returns tensor outputs only", out->name(),
-                       it->second.kindName());
+                       v.kindName());
     }
     result.names.push_back(out->name());
-    result.outputs.push_back(it->second.tensor);
+    if (options.non_tensor_outputs) {
+      kernels::HostTensor empty;
+      empty.dtype = v.kind == RtValue::Kind::kSequence ? v.seq_type : DataType::kUndefined;
+      result.kinds.push_back(v.kind == RtValue::Kind::kTensor     ? OutputKind::kTensor
+                             : v.kind == RtValue::Kind::kSequence ? OutputKind::kSequence
+                                                                  : OutputKind::kNone);
+      result.sequences.push_back(
+          v.kind == RtValue::Kind::kSequence ? v.sequence : std::vector<kernels::HostTensor>{});
+      result.outputs.push_back(v.kind == RtValue::Kind::kTensor ? v.tensor : empty);
+    } else {
+      result.outputs.push_back(v.tensor);
+    }
   }
   if (options.record_intermediates) {
     for (const ir::Node* n : g) {

@@ -100,3 +100,47 @@ def test_run_tiny_unet_matches_onnxruntime(run_opt, work_dir: Path) -> None:
     got = np.load(out / "mask.npy")
     assert got.shape == (2, 2, 12, 20)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def _sequence_optional_model() -> onnx.ModelProto:
+    seq_type = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    opt_type = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3]))
+    nodes = [
+        helper.make_node("SplitToSequence", ["x", "split"], ["seq"], axis=0),
+        helper.make_node("Optional", ["x"], ["present"]),
+        helper.make_node("Optional", [], ["absent"],
+                         type=helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])),
+        helper.make_node("Relu", ["x"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "seq_opt", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_value_info("seq", seq_type), helper.make_value_info("present", opt_type),
+         helper.make_value_info("absent", opt_type),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(np.array([1, 1], dtype=np.int64), "split")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model
+
+
+def test_run_sequence_and_optional_outputs(run_opt, work_dir: Path) -> None:
+    """A sequence output prints its length and elements and saves as the folder NAME/ of numbered .npy
+    files; an optional that holds a tensor is that tensor; an empty one prints so and saves no file."""
+    path = work_dir / "m.onnx"
+    onnx.save(_sequence_optional_model(), path)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+    np.save(work_dir / "x.npy", x)
+    out = work_dir / "out"
+    out.mkdir()
+    proc = run_opt("run", path, "--input", f"x={work_dir / 'x.npy'}", "--save-outputs", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "output seq: sequence of 2 float" in proc.stdout
+    assert "  seq[1]: float[1,3]" in proc.stdout
+    assert "output present: float[2,3]" in proc.stdout
+    assert "output absent: optional, empty" in proc.stdout
+    assert sorted(p.name for p in (out / "seq").iterdir()) == ["0.npy", "1.npy"]
+    np.testing.assert_array_equal(np.load(out / "seq" / "0.npy"), x[:1])
+    np.testing.assert_array_equal(np.load(out / "seq" / "1.npy"), x[1:])
+    np.testing.assert_array_equal(np.load(out / "present.npy"), x)
+    assert not (out / "absent.npy").exists() and not (out / "absent").exists()
+    np.testing.assert_array_equal(np.load(out / "y.npy"), np.maximum(x, 0))

@@ -152,7 +152,10 @@ CLI::App* addRunCommand(CLI::App& app, RunCommandOptions& opts) {
                   "NAME=d0,d1,...: the shape of a random input with dynamic dims");
   cmd->add_option("--seed", opts.seed, "Seed of the random inputs (default 0)");
   cmd->add_option("--save-outputs", opts.save_outputs,
-                  "Folder to write each output to as OUTPUT_NAME.npy");
+                  "Folder to write each output to as OUTPUT_NAME.npy; a sequence output as the "
+                  "folder OUTPUT_NAME/ of 0.npy, 1.npy, ... (one per element, in order); an "
+                  "optional output that holds a value as that value, and an empty one as no "
+                  "file (printed 'optional, empty')");
   return cmd;
 }
 

@@ -1,5 +1,7 @@
 // `opt run MODEL`: the reference executor on given or seeded random inputs; prints output
-// summaries and optionally saves the outputs as .npy.
+// summaries and optionally saves the outputs as .npy (a sequence as a folder of numbered .npy
+// files, an empty optional as no file).
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
@@ -31,8 +33,9 @@ int runCommand(const RunCommandOptions& opts) {
   auto shapes = parseShapeSpecs(opts.shapes);
   if (!shapes.isOk()) return fail(shapes.status());
   random.shapes = std::move(shapes).value();
-  random.int_ranges = inferIntRanges(graph);
   random.spatial = spatialInputSizes(graph);
+  random.symbols = symbolSizes(graph, random);
+  random.int_ranges = inferIntRanges(graph, random);
   auto given = readInputSpecs(opts.inputs);
   if (!given.isOk()) return fail(given.status());
   std::map<std::string, kernels::HostTensor> feeds = std::move(given).value();
@@ -58,16 +61,46 @@ int runCommand(const RunCommandOptions& opts) {
   }
   auto executor = runtime::createExecutor("reference", {&**model, opts.model});
   if (!executor.isOk()) return fail(executor.status());
-  auto result = (*executor)->run(feeds);
+  runtime::ExecutionOptions exec;
+  exec.non_tensor_outputs = true;
+  auto result = (*executor)->run(feeds, exec);
   if (!result.isOk()) return fail(result.status().withContext(opts.model));
   for (size_t i = 0; i < result->names.size(); ++i) {
-    fmt::print("output {}\n", summarize(result->names[i], result->outputs[i]));
-    if (!opts.save_outputs.empty()) {
-      std::string file = result->names[i];
-      for (char& c : file) {
-        if (c == '/' || c == '\\' || c == ':') c = '_';
+    const std::string& name = result->names[i];
+    std::string file = name;
+    for (char& c : file) {
+      if (c == '/' || c == '\\' || c == ':') c = '_';
+    }
+    file = opts.save_outputs + "/" + file;
+    runtime::OutputKind kind =
+        i < result->kinds.size() ? result->kinds[i] : runtime::OutputKind::kTensor;
+    if (kind == runtime::OutputKind::kNone) {
+      // An empty optional: printed as such, and no file is written for it.
+      fmt::print("output {}: optional, empty\n", name);
+      continue;
+    }
+    if (kind == runtime::OutputKind::kSequence) {
+      // A sequence: its length, then each element; saved as the folder NAME/ of 0.npy, 1.npy, ...
+      const auto& elems = result->sequences[i];
+      fmt::print("output {}: sequence of {} {}\n", name, elems.size(),
+                 dataTypeName(result->outputs[i].dtype));
+      if (!opts.save_outputs.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(file, ec);
+        if (ec)
+          return fail(invalidArgument("{}: cannot create the folder: {}", file, ec.message()));
       }
-      Status st = writeNpy(opts.save_outputs + "/" + file + ".npy", result->outputs[i]);
+      for (size_t k = 0; k < elems.size(); ++k) {
+        fmt::print("  {}\n", summarize(fmt::format("{}[{}]", name, k), elems[k]));
+        if (opts.save_outputs.empty()) continue;
+        Status st = writeNpy(fmt::format("{}/{}.npy", file, k), elems[k]);
+        if (!st.isOk()) return fail(st);
+      }
+      continue;
+    }
+    fmt::print("output {}\n", summarize(name, result->outputs[i]));
+    if (!opts.save_outputs.empty()) {
+      Status st = writeNpy(file + ".npy", result->outputs[i]);
       if (!st.isOk()) return fail(st);
     }
   }

@@ -25,9 +25,20 @@ struct RecordedValue {
   kernels::HostTensor value;
 };
 
+/// What a graph output holds (ExecutionOptions::non_tensor_outputs).
+enum class OutputKind : uint8_t {
+  kTensor,    ///< outputs[i]; also an optional that holds a tensor
+  kSequence,  ///< sequences[i] (outputs[i] is empty, of the element type); also such an optional
+  kNone,      ///< an optional that holds nothing (outputs[i] is empty)
+};
+
 struct ExecutionResult {
   std::vector<std::string> names;  ///< graph output names, in order
   std::vector<kernels::HostTensor> outputs;
+  /// With ExecutionOptions::non_tensor_outputs: the kind of each output, and the elements of each
+  /// sequence output (empty for the others). Without, both stay empty: every output is a tensor.
+  std::vector<OutputKind> kinds;
+  std::vector<std::vector<kernels::HostTensor>> sequences;
   /// With ExecutionOptions::record_intermediates: every named node output of the main graph, in
   /// execution (topological) order, graph outputs included.
   std::vector<RecordedValue> intermediates;
@@ -35,6 +46,9 @@ struct ExecutionResult {
 
 struct ExecutionOptions {
   bool record_intermediates = false;  ///< keep every main-graph value (`opt check --per-layer`)
+  /// Return sequence and empty-optional graph outputs (ExecutionResult::kinds) instead of failing
+  /// on them (`opt run`); comparisons (`opt check`) take tensors only.
+  bool non_tensor_outputs = false;
 };
 
 /// What an executor is created from. Today a model; the CUDA executor will be created from a

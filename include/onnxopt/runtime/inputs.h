@@ -43,7 +43,16 @@ struct RandomInputOptions {
   std::map<std::string, int64_t> spatial;
   /// Ranges of integer inputs by name; others get 0..3.
   std::map<std::string, IntRange> int_ranges;
+  /// Sizes of named symbolic dims (symbolSizes): a symbol pinned in one input ("N" of
+  /// `--input-shape x=6,9,4`) gets the same size in the others. Before spatial and symbolic_dim.
+  std::map<std::string, int64_t> symbols;
 };
+
+/// The size each named symbolic dim of the graph inputs gets in a run: from a pinned shape, else
+/// the spatial size of an input feeding a convolution, else options.symbolic_dim (the first input
+/// that names a symbol decides). Reads shapes, spatial and symbolic_dim of `options`.
+std::map<std::string, int64_t> symbolSizes(const ir::Graph& graph,
+                                           const RandomInputOptions& options);
 
 /// A seeded random value for graph input `input`: normal floats, integers in their range, random
 /// bools. `chosen`, when given, receives the sizes picked for dynamic dims ("batch=2", "dim 2=32").
@@ -63,10 +72,17 @@ size_t firstSpatialAxis(size_t rank);
 /// The largest spatial size spatialInputSizes may pick for an input of `rank`.
 int64_t maxSpatialSize(size_t rank);
 
-/// Sensible ranges for the graph's integer inputs: one used (through Cast, Reshape, Unsqueeze,
-/// Squeeze or Flatten) as Gather indices into a tensor whose gathered axis has a static size n
-/// gets 0..n-1 (token ids within the embedding table); one named like a mask gets 0..1; one named
-/// like a length gets 1..4.
+/// Sensible ranges for the graph's integer inputs, from the consumers they reach (through Cast,
+/// Reshape, Unsqueeze, Squeeze or Flatten): Gather indices into a tensor whose gathered axis has
+/// size n get 0..n-1 (token ids within the embedding table), RoiAlign batch indices 0..N-1; the
+/// sequence_lens of LSTM, GRU and RNN (and ReverseSequence's) get 1..T, T the time dim of the
+/// sequence they describe (1 when it is not known before the run); an Expand shape gets ones.
+/// Otherwise, one named like a mask gets 0..1, one named like a length 1..4. Sizes of dynamic
+/// dims are those `sizes` gives the inputs (pinned shapes, spatial sizes, symbolic_dim; its
+/// int_ranges are not read).
+std::map<std::string, IntRange> inferIntRanges(const ir::Graph& graph,
+                                               const RandomInputOptions& sizes);
+/// The same with default sizes (symbolic dims 1).
 std::map<std::string, IntRange> inferIntRanges(const ir::Graph& graph);
 
 /// Checks a tensor given for graph input `input` (`source` names where it came from, for the
