@@ -152,6 +152,7 @@ void expectValidMemory(const Plan& plan) {
     EXPECT_FALSE(n.folded) << n.name << " is folded but has a step";
     for (int id : n.inputs) touch(id, s);
     for (int id : n.outputs) touch(id, s);
+    for (int id : n.implicit_inputs) touch(id, s);
   }
   for (int id : plan.outputs) touch(id, end);
   int64_t intermediates = 0;
@@ -312,22 +313,21 @@ TEST(Plan, EverythingOnTheDeviceNeedsNoCopies) {
   EXPECT_EQ(plan.host_arena_bytes, 0);
 }
 
-TEST(Plan, RunTimeShapeArithmeticStaysOnTheHost) {
-  // k is a graph input: its data is known only at run time, but Add(k, one) is still host
-  // arithmetic (a small int64 tensor), not a device kernel.
+TEST(Plan, ShapeArithmeticIsEvaluatedWhenPlanning) {
   auto model = parseInferred(R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (float[N] x, int64[1] k) => (int64[1] m) <int64[1] one = {1}> {
+g (float[N] x) => (int64[1] m) <int64[1] one = {1}> {
   s = Shape(x)
   m = Add(s, one)
 }
 )");
-  Plan plan = planOf(*model, {{"x", {DataType::kFloat, {5}}}, {"k", {DataType::kInt64, {1}}}});
+  Plan plan = planOf(*model, {{"x", {DataType::kFloat, {5}}}});
   const PlannedNode* add = nodeProducing(plan, "m");
   ASSERT_TRUE(add);
   EXPECT_EQ(add->placement, Placement::kHost);
   EXPECT_TRUE(add->folded);
   EXPECT_EQ(valueNamed(plan, "m")->host_value->get<int64_t>(0), 6);
+  EXPECT_TRUE(plan.steps.empty());
 }
 
 TEST(Plan, HostNodeOverARunTimeHostValue) {
@@ -418,6 +418,34 @@ g (float[4] x, float[3,4] z) => (float[3,4] y) {
   Plan plan = planOf(*model, {{"x", {DataType::kFloat, {4}}}, {"z", {DataType::kFloat, {3, 4}}}});
   EXPECT_EQ(nodeProducing(plan, "y")->in_place_input, -1);
   EXPECT_LT(valueNamed(plan, "y")->base, 0);
+}
+
+TEST(Plan, ValuesASubgraphReadsLiveUntilItsNode) {
+  // a is read only inside the If's branches: it must stay live (and be copied to the host for
+  // the fallback If) until the If runs, though no operand names it.
+  auto model = parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[64] x, bool c) => (float[64] y, float[64] z) {
+  a = Relu(x)
+  b = Sigmoid(x)
+  z = Exp(b)
+  y = If (c) <then_branch = t () => (float[64] t1) { t1 = Exp(a) },
+              else_branch = e () => (float[64] e1) { e1 = Neg(a) }>
+}
+)");
+  Plan plan = planOf(*model, {{"x", {DataType::kFloat, {64}}}, {"c", {DataType::kBool, {}}}});
+  const PlannedNode* if_node = nodeProducing(plan, "y");
+  ASSERT_TRUE(if_node);
+  EXPECT_EQ(if_node->placement, Placement::kCpuFallback);
+  ASSERT_EQ(if_node->implicit_inputs.size(), 1u);
+  const PlannedValue& read = plan.values[static_cast<size_t>(if_node->implicit_inputs[0])];
+  EXPECT_EQ(read.name, "a@host");
+  EXPECT_EQ(read.location, Location::kHost);
+  // a lives across Sigmoid and Exp: b and z cannot take its bytes.
+  const PlannedValue* a = valueNamed(plan, "a");
+  EXPECT_NE(a->offset, valueNamed(plan, "b")->offset);
+  EXPECT_NE(a->offset, valueNamed(plan, "z")->offset);
+  expectValidMemory(plan);
 }
 
 // --- dynamic values -----------------------------------------------------------------------------

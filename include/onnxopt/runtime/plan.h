@@ -87,7 +87,10 @@ struct PlannedNode {
   std::string fallback_reason;  ///< kCpuFallback: the device's "no"
   std::vector<int> inputs;      ///< value ids (-1: omitted optional input), as the node reads them
   std::vector<int> outputs;     ///< value ids (-1: omitted output)
-  kernels::KernelAttrs attrs;   ///< parsed once (the executor never reads the node's attributes)
+  /// Main-graph values that the node's subgraphs (If/Loop/Scan bodies) read without naming them
+  /// as inputs: live until the node runs, copied to its side like inputs.
+  std::vector<int> implicit_inputs;
+  kernels::KernelAttrs attrs;  ///< parsed once (the executor never reads the node's attributes)
   /// kHost nodes whose inputs were all known: evaluated while planning, no run-time step.
   bool folded = false;
   /// Some input or output has dims known only at run time: the executor shapes it when it runs.

@@ -244,7 +244,7 @@ class Lowering {
         }
       }
       auto bytes = byteSize(dtype, given.dims);
-      if (!bytes) {
+      if (!bytes && dtype != DataType::kString) {  // strings are host data of no fixed width
         return invalidArgument("input '{}': {}[{}] has no byte size", in->name(),
                                dataTypeName(dtype), fmt::join(given.dims, ","));
       }
@@ -253,7 +253,7 @@ class Lowering {
       v.source = in;
       v.dtype = dtype;
       v.dims = given.dims;
-      v.bytes = *bytes;
+      v.bytes = bytes.value_or(0);
       v.location = Location::kInput;
       int id = addValue(std::move(v));
       ids_[in] = id;
@@ -387,7 +387,12 @@ class Lowering {
           learnSymbols(*out, *dims);
         }
       }
-      if (dims) {
+      if (v.dtype == DataType::kUndefined || v.dtype == DataType::kString) {
+        // No fixed width (or no known type): sized when it is computed.
+        if (dims) v.dims = *dims;
+        v.dynamic = true;
+        plan_.has_dynamic = true;
+      } else if (dims) {
         v.dims = *dims;
         auto bytes = byteSize(v.dtype, v.dims);
         if (!bytes) {
@@ -450,6 +455,18 @@ class Lowering {
                          "input '{}' is not a value of the main graph the plan knows", in->name());
       }
       pn.inputs.push_back(it->second);
+    }
+    for (const ir::Graph* body : n.subgraphs()) {
+      for (const ir::Node* inner : body->allNodesRecursive()) {
+        for (const ir::Value* in : inner->inputs()) {
+          if (in == nullptr || in->owningGraph() != model_.graph.get()) continue;
+          auto it = ids_.find(in);
+          if (it != ids_.end() && std::find(pn.implicit_inputs.begin(), pn.implicit_inputs.end(),
+                                            it->second) == pn.implicit_inputs.end()) {
+            pn.implicit_inputs.push_back(it->second);
+          }
+        }
+      }
     }
     for (int id : pn.inputs) pn.dynamic |= id >= 0 && value(id).dynamic;
 
@@ -652,7 +669,8 @@ class Lowering {
     for (size_t k = 0; k < plan_.nodes.size(); ++k) {
       PlannedNode& pn = plan_.nodes[k];
       if (pn.folded) continue;
-      for (int& id : pn.inputs) {
+      for (int* slot : inputSlots(pn)) {
+        int& id = *slot;
         if (id < 0) continue;
         PlannedValue& v = value(id);
         if (v.location == Location::kConstant) {
@@ -667,6 +685,14 @@ class Lowering {
       }
       plan_.steps.push_back(Step{Step::Kind::kNode, static_cast<int>(k), -1, -1});
     }
+  }
+
+  /// The node's inputs and implicit inputs, as slots a copy may redirect.
+  static std::vector<int*> inputSlots(PlannedNode& pn) {
+    std::vector<int*> slots;
+    for (int& id : pn.inputs) slots.push_back(&id);
+    for (int& id : pn.implicit_inputs) slots.push_back(&id);
+    return slots;
   }
 
   /// A constant read on the device is uploaded, with the value a view aliases.
@@ -698,6 +724,7 @@ class Lowering {
       const PlannedNode& pn = plan_.nodes[static_cast<size_t>(st.node)];
       for (int id : pn.outputs) touch(id, s);
       for (int id : pn.inputs) touch(id, s);
+      for (int id : pn.implicit_inputs) touch(id, s);
     }
     for (int id : plan_.outputs) touch(id, end);
     // A buffer's lifetime is the union of its sharers' (views extend their base's).
