@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "concrete_shapes.h"
 #include "dim_eval.h"
 #include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/ir/constants.h"
@@ -63,56 +64,6 @@ bool isViewOp(const std::string& op) {
          op == "Identity";
 }
 
-/// Elementwise ops whose output may take the buffer of an input of the same dtype and size.
-bool isElementwise(const std::string& op) {
-  static const char* const kOps[] = {"Abs",
-                                     "Neg",
-                                     "Relu",
-                                     "LeakyRelu",
-                                     "Elu",
-                                     "Selu",
-                                     "Celu",
-                                     "Sigmoid",
-                                     "HardSigmoid",
-                                     "HardSwish",
-                                     "Tanh",
-                                     "Exp",
-                                     "Log",
-                                     "Sqrt",
-                                     "Reciprocal",
-                                     "Erf",
-                                     "Gelu",
-                                     "Softplus",
-                                     "Softsign",
-                                     "Mish",
-                                     "Sin",
-                                     "Cos",
-                                     "Floor",
-                                     "Ceil",
-                                     "Round",
-                                     "Sign",
-                                     "Not",
-                                     "Clip",
-                                     "ThresholdedRelu",
-                                     "Add",
-                                     "Sub",
-                                     "Mul",
-                                     "Div",
-                                     "Pow",
-                                     "Max",
-                                     "Min",
-                                     "Mod",
-                                     "PRelu",
-                                     "And",
-                                     "Or",
-                                     "Xor",
-                                     "BitShift"};
-  for (const char* k : kOps) {
-    if (op == k) return true;
-  }
-  return false;
-}
-
 bool isHostType(DataType t) {
   return t == DataType::kInt64 || t == DataType::kInt32 || t == DataType::kBool;
 }
@@ -133,14 +84,6 @@ std::optional<int64_t> byteSize(DataType dtype, const std::vector<int64_t>& dims
   auto b = dataTypeStorageBytes(dtype, n);
   if (!b || *b > static_cast<uint64_t>(INT64_MAX / 2)) return std::nullopt;
   return static_cast<int64_t>(*b);
-}
-
-std::vector<int64_t> intsOf(const kernels::HostTensor& t) {
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < t.numElements(); ++i) {
-    out.push_back(t.dtype == DataType::kInt64 ? t.get<int64_t>(i) : int64_t{t.get<int32_t>(i)});
-  }
-  return out;
 }
 
 class Lowering {
@@ -315,54 +258,21 @@ class Lowering {
     return nullptr;
   }
 
-  /// Dims of an output that inference could not evaluate, from a known shape input: Reshape's
-  /// target, Expand's shape (broadcast with the input), ConstantOfShape's shape.
-  std::optional<std::vector<int64_t>> dimsFromShapeInput(const PlannedNode& pn) {
-    const kernels::HostTensor* target = hostValueOf(pn, pn.op == "ConstantOfShape" ? 0 : 1);
-    if (target == nullptr ||
-        (target->dtype != DataType::kInt64 && target->dtype != DataType::kInt32))
-      return std::nullopt;
-    std::vector<int64_t> t = intsOf(*target);
-    if (pn.op == "ConstantOfShape") return t;
-    if (pn.inputs.empty() || pn.inputs[0] < 0) return std::nullopt;
-    const PlannedValue& in = value(pn.inputs[0]);
-    if (in.dynamic || !in.rank_known) return std::nullopt;
-    if (pn.op == "Reshape") {
-      bool allowzero = pn.attrs.getInt("allowzero", 0) != 0;
-      int64_t known = 1;
-      int infer = -1;
-      for (size_t d = 0; d < t.size(); ++d) {
-        if (t[d] == 0 && !allowzero) {
-          if (d >= in.dims.size()) return std::nullopt;
-          t[d] = in.dims[d];
-        }
-        if (t[d] == -1) {
-          if (infer >= 0) return std::nullopt;
-          infer = static_cast<int>(d);
-        } else if (t[d] < 0) {
-          return std::nullopt;
-        } else {
-          known *= t[d];
-        }
+  /// Output 0's dims by the op's concrete rule (concrete_shapes.h), from what is known of the
+  /// inputs.
+  std::optional<std::vector<int64_t>> ruleDims(const PlannedNode& pn) {
+    if (!pn.domain.empty()) return std::nullopt;
+    std::vector<plan_detail::KnownInput> known;
+    for (size_t i = 0; i < pn.inputs.size(); ++i) {
+      plan_detail::KnownInput k;
+      if (pn.inputs[i] >= 0) {
+        const PlannedValue& v = value(pn.inputs[i]);
+        if (!v.dynamic && v.rank_known) k.dims = &v.dims;
+        k.value = hostValueOf(pn, i);
       }
-      if (infer >= 0) {
-        if (known == 0) return std::nullopt;
-        t[static_cast<size_t>(infer)] = product(in.dims) / known;
-      }
-      if (product(t) != product(in.dims)) return std::nullopt;
-      return t;
+      known.push_back(k);
     }
-    if (pn.op == "Expand") {
-      std::vector<int64_t> a = in.dims, out(std::max(a.size(), t.size()), 1);
-      for (size_t k = 0; k < out.size(); ++k) {
-        int64_t x = k < out.size() - a.size() ? 1 : a[k - (out.size() - a.size())];
-        int64_t y = k < out.size() - t.size() ? 1 : t[k - (out.size() - t.size())];
-        if (x != y && x != 1 && y != 1) return std::nullopt;
-        out[k] = x == 1 ? y : x;
-      }
-      return out;
-    }
-    return std::nullopt;
+    return plan_detail::concreteOutputDims(pn.op, pn.attrs, known);
   }
 
   /// Creates the planned outputs of a node from inferred types (or `computed` dims).
@@ -379,10 +289,13 @@ class Lowering {
       v.dtype = out->type().isTensor() ? out->type().elem_type : DataType::kUndefined;
       std::vector<int64_t> partial;
       auto dims = inferredDims(*out, v.rank_known, partial);
-      if (!dims && i == 0 &&
-          (pn.op == "Reshape" || pn.op == "Expand" || pn.op == "ConstantOfShape")) {
-        dims = dimsFromShapeInput(pn);
-        if (dims) {
+      if (!dims && (i == 0 || (i == 1 && pn.op == "TopK"))) {
+        // Inference left some dim open: the op's concrete rule fills it where it knows it.
+        if (auto rule = ruleDims(pn); rule && (!v.rank_known || rule->size() == partial.size())) {
+          for (size_t d = 0; d < partial.size(); ++d) {
+            if (partial[d] >= 0) (*rule)[d] = partial[d];  // what inference knows stands
+          }
+          dims = rule;
           v.rank_known = true;
           learnSymbols(*out, *dims);
         }
@@ -748,8 +661,8 @@ class Lowering {
         const Step& st = plan_.steps[static_cast<size_t>(s)];
         if (st.kind != Step::Kind::kNode) continue;
         PlannedNode& pn = plan_.nodes[static_cast<size_t>(st.node)];
-        if (pn.placement != Placement::kDevice || !pn.domain.empty() || !isElementwise(pn.op) ||
-            pn.outputs.empty() || pn.outputs[0] < 0) {
+        if (pn.placement != Placement::kDevice || !pn.domain.empty() ||
+            !plan_detail::isElementwise(pn.op) || pn.outputs.empty() || pn.outputs[0] < 0) {
           continue;
         }
         PlannedValue& out = value(pn.outputs[0]);
