@@ -447,6 +447,9 @@ g (float[64] x) => (float[64] y) {
   EXPECT_EQ(nodeProducing(plan, "e")->in_place_input, 0);
   EXPECT_EQ(plan.arena_bytes, 256);
   EXPECT_EQ(plan.intermediate_bytes, 3 * 256);
+  EXPECT_NE(plan.summary().find("arena 256 bytes, intermediates 768 bytes (saved 67%)"),
+            std::string::npos)
+      << plan.summary();
   expectValidMemory(plan);
 
   PlanOptions no_reuse;
@@ -527,11 +530,12 @@ g (float[64] x, bool c) => (float[64] y, float[64] z) {
 TEST(Plan, NonZeroMakesTheRestDynamic) {
   auto model = parseInferred(R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (float[N] x) => (float[?] y, float[N] z) <int64[1] minus_one = {-1}> {
+g (float[N] x) => (float[?] y, float[N] z, int64[2] s) <int64[1] minus_one = {-1}> {
   z = Relu(x)
   nz = NonZero(z)
   flat = Reshape(nz, minus_one)
   y = Gather(z, flat)
+  s = Shape(nz)
 }
 )");
   FakeDevice device({"Relu", "NonZero", "Gather"});
@@ -547,6 +551,15 @@ g (float[N] x) => (float[?] y, float[N] z) <int64[1] minus_one = {-1}> {
   EXPECT_TRUE(nodeProducing(plan, "y")->dynamic);
   EXPECT_FALSE(nodeProducing(plan, "z")->dynamic);
   EXPECT_FALSE(valueNamed(plan, "z")->dynamic);
+  // The shape of a dynamic value is read when it runs: a host step, reading nz's dims only (no
+  // copy of its data).
+  const PlannedNode* shape = nodeProducing(plan, "s");
+  EXPECT_EQ(shape->placement, Placement::kHost);
+  EXPECT_FALSE(shape->folded);
+  EXPECT_EQ(valueNamed(plan, "s")->dims, (std::vector<int64_t>{2}));
+  EXPECT_FALSE(valueNamed(plan, "s")->dynamic);
+  EXPECT_EQ(plan.values[static_cast<size_t>(shape->inputs[0])].name, "nz");
+  for (const Step& st : plan.steps) EXPECT_EQ(st.kind, Step::Kind::kNode);
   EXPECT_GE(valueNamed(plan, "z")->offset, 0);
   std::string summary = plan.summary();
   EXPECT_NE(summary.find("dynamic: node NonZero producing 'nz'"), std::string::npos) << summary;

@@ -592,6 +592,8 @@ class Lowering {
           continue;
         }
         if (pn.placement == Placement::kView) continue;  // aliases whatever side its input is on
+        // Shape and Size read only dims, which the executor holds on the host: no data copy.
+        if (pn.domain.empty() && (pn.op == "Shape" || pn.op == "Size")) continue;
         bool host_value = v.location == Location::kHost;
         bool host_reader = readsOnHost(pn.placement);
         if (host_value != host_reader) id = mirrorOf(id, host_reader);
@@ -750,9 +752,11 @@ std::string Plan::summary() const {
       countPlacement(Placement::kCpuFallback), countPlacement(Placement::kView), steps.size(),
       copies);
   out += fmt::format(
-      "memory: arena {} bytes, intermediates {} bytes, host arena {} bytes, weights "
+      "memory: arena {} bytes, intermediates {} bytes (saved {}%), host arena {} bytes, weights "
       "{} bytes\n",
-      arena_bytes, intermediate_bytes, host_arena_bytes, weight_bytes);
+      arena_bytes, intermediate_bytes,
+      intermediate_bytes > 0 ? 100 - arena_bytes * 100 / intermediate_bytes : 0, host_arena_bytes,
+      weight_bytes);
   for (const PlannedNode& n : nodes) {
     if (n.placement == Placement::kCpuFallback) {
       out += fmt::format("fallback: {}: {}\n", n.name, n.fallback_reason);
