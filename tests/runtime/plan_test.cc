@@ -548,6 +548,9 @@ g (float[N] x) => (float[?] y, float[N] z, int64[2] s) <int64[1] minus_one = {-1
   EXPECT_EQ(nz->dims[1], -1);
   EXPECT_EQ(nz->offset, -1);
   EXPECT_TRUE(nodeProducing(plan, "nz")->dynamic);
+  EXPECT_EQ(nodeProducing(plan, "flat")->placement, Placement::kView);
+  EXPECT_TRUE(valueNamed(plan, "flat")->dynamic);
+  EXPECT_EQ(plan.values[static_cast<size_t>(valueNamed(plan, "flat")->base)].name, "nz");
   EXPECT_TRUE(nodeProducing(plan, "y")->dynamic);
   EXPECT_FALSE(nodeProducing(plan, "z")->dynamic);
   EXPECT_FALSE(valueNamed(plan, "z")->dynamic);

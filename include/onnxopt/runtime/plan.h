@@ -62,8 +62,8 @@ struct PlannedValue {
   /// when not even the rank is known).
   std::vector<int64_t> dims;
   bool rank_known = true;
-  /// Some dim is known only at run time: the value has no offset, the executor allocates it
-  /// (on the side `location` says) when its producer has run.
+  /// Some dim (or, for a view, its base's buffer) is known only at run time: the value has no
+  /// offset, the executor allocates it (on the side `location` says) when its producer has run.
   bool dynamic = false;
   int64_t bytes = 0;  ///< the data's size (0 when dynamic)
   Location location = Location::kArena;

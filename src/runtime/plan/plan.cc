@@ -420,8 +420,12 @@ class Lowering {
       PlannedValue& out = value(pn.outputs[0]);
       const PlannedValue& in = value(base);
       out.location = in.location;
-      out.upload = false;
       out.base = base;
+      if (in.dynamic && !out.dynamic) {
+        // Its dims are known but its buffer is its base's, allocated at run time.
+        out.dynamic = true;
+        out.bytes = 0;
+      }
       if (in.location == Location::kConstant) {
         // A view of constant data is constant data (its bytes are the input's).
         out.location = Location::kConstant;
