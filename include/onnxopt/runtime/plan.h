@@ -62,12 +62,13 @@ struct PlannedValue {
   /// when not even the rank is known).
   std::vector<int64_t> dims;
   bool rank_known = true;
-  /// Some dim (or, for a view, its base's buffer) is known only at run time: the value has no
-  /// offset, the executor allocates it (on the side `location` says) when its producer has run.
+  /// Some dim (or, for a view, its base's buffer) is known only at run time. A dynamic value
+  /// with its own buffer has no offset: the executor allocates it (on the side `location` says)
+  /// when its producer has run; a dynamic view of a static buffer keeps that buffer's offset.
   bool dynamic = false;
   int64_t bytes = 0;  ///< the data's size (0 when dynamic)
   Location location = Location::kArena;
-  int64_t offset = -1;  ///< kArena / kHost and not dynamic: offset in that arena
+  int64_t offset = -1;  ///< kArena / kHost: offset in that arena; -1 when allocated at run time
   bool upload = false;  ///< kConstant read by the device: a weight
   /// A view or in-place output: the value whose buffer it shares (views and in-place outputs
   /// already carry that buffer's offset; base is for reports and checks).
