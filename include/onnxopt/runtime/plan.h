@@ -1,0 +1,151 @@
+// The execution plan: an optimized model lowered for concrete input shapes. Every value of the
+// main graph gets its concrete dtype and dims, every node a placement (device kernel, host shape
+// arithmetic, CPU fallback, zero-copy view), and the steps that run are listed in order, copies
+// between host and device included, with each device buffer's offset in one arena (the memory
+// planner, memory_planner.h). Plain C++, no CUDA: the CUDA executor reads a Plan and never the IR
+// nodes (docs/cuda_runtime.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnxopt/ir/graph.h"
+#include "onnxopt/kernels/capabilities.h"
+#include "onnxopt/kernels/host_tensor.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::runtime {
+
+/// The element type and concrete dims of one graph input.
+struct InputShape {
+  DataType dtype = DataType::kUndefined;  ///< kUndefined: the declared type
+  std::vector<int64_t> dims;
+  bool operator==(const InputShape& other) const = default;
+};
+
+/// Concrete shapes by graph input name. Inputs with a default initializer may be left out.
+using InputShapes = std::map<std::string, InputShape>;
+
+/// Where a node runs.
+enum class Placement {
+  kDevice,       ///< a device kernel: `device.supports(query)` said yes
+  kHost,         ///< shape arithmetic on small integer tensors, on the host (often folded)
+  kCpuFallback,  ///< the device said no (`fallback_reason`): a reference kernel on host copies
+  kView,         ///< Reshape/Flatten/Squeeze/Unsqueeze/Identity: its output aliases its input
+};
+
+/// "device", "host", "cpu-fallback", "view".
+const char* placementName(Placement placement);
+
+/// Where a value's memory is.
+enum class Location {
+  kInput,  ///< a graph input: the caller's buffer, bound at each run
+  /// Constant data (an initializer, a Constant, a folded host value), read on the host from
+  /// `host_value` or the initializer of `source`; with `upload`, also on the device, uploaded once
+  /// per session outside the arena (the weights).
+  kConstant,
+  kArena,  ///< device memory at `offset` in the plan's device arena
+  kHost,   ///< host memory at `offset` in the plan's host arena (fallback and host values)
+};
+
+const char* locationName(Location location);
+
+/// One value of the main graph (or a copy of one on the other side, see Step::kCopy*).
+struct PlannedValue {
+  std::string name;
+  const ir::Value* source = nullptr;  ///< the IR value (weights read their data from it)
+  DataType dtype = DataType::kUndefined;
+  /// Concrete dims; when `dynamic`, the dims known when planning with -1 for the others (empty
+  /// when not even the rank is known).
+  std::vector<int64_t> dims;
+  bool rank_known = true;
+  /// Some dim (or, for a view, its base's buffer) is known only at run time. A dynamic value
+  /// with its own buffer has no offset: the executor allocates it (on the side `location` says)
+  /// when its producer has run; a dynamic view of a static buffer keeps that buffer's offset.
+  bool dynamic = false;
+  int64_t bytes = 0;  ///< the data's size (0 when dynamic)
+  Location location = Location::kArena;
+  int64_t offset = -1;  ///< kArena / kHost: offset in that arena; -1 when allocated at run time
+  bool upload = false;  ///< kConstant read by the device: a weight
+  /// A view or in-place output: the value whose buffer it shares (views and in-place outputs
+  /// already carry that buffer's offset; base is for reports and checks).
+  int base = -1;
+  /// Known when planning: constants, folded host values, and small initializers.
+  std::optional<kernels::HostTensor> host_value;
+  bool is_graph_output = false;
+};
+
+/// One node of the main graph, in topological order.
+struct PlannedNode {
+  const ir::Node* node = nullptr;  ///< for messages, and for fallback of ops with subgraphs
+  std::string name;                ///< the node's name, or "Op producing 'out'"
+  std::string domain, op;
+  int64_t opset = 0;
+  Placement placement = Placement::kDevice;
+  std::string fallback_reason;  ///< kCpuFallback: the device's "no"
+  std::vector<int> inputs;      ///< value ids (-1: omitted optional input), as the node reads them
+  std::vector<int> outputs;     ///< value ids (-1: omitted output)
+  /// Main-graph values that the node's subgraphs (If/Loop/Scan bodies) read without naming them
+  /// as inputs: live until the node runs, copied to its side like inputs.
+  std::vector<int> implicit_inputs;
+  kernels::KernelAttrs attrs;  ///< parsed once (the executor never reads the node's attributes)
+  /// kHost nodes whose inputs were all known: evaluated while planning, no run-time step.
+  bool folded = false;
+  /// Some input or output has dims known only at run time: the executor shapes it when it runs.
+  bool dynamic = false;
+  /// Output `in_place_output` reuses the buffer of input `in_place_input` (-1: none).
+  int in_place_input = -1;
+  int in_place_output = -1;
+};
+
+/// What runs, in order. Copies are explicit steps (not flags on nodes): a value that one side
+/// produces and the other reads is copied once, into a value of its own, before its first reader.
+struct Step {
+  enum class Kind { kNode, kCopyToHost, kCopyToDevice };
+  Kind kind = Kind::kNode;
+  int node = -1;  ///< kNode: index in Plan::nodes
+  int src = -1;   ///< copies: value ids
+  int dst = -1;
+};
+
+struct PlanOptions {
+  /// A host (kHost) node's outputs may hold at most this many elements each.
+  int64_t max_host_elements = 64;
+  /// Reuse an elementwise op's input buffer for its output where legal.
+  bool in_place = true;
+};
+
+struct Plan {
+  InputShapes input_shapes;  ///< the signature it was built for
+  std::vector<PlannedValue> values;
+  std::vector<PlannedNode> nodes;
+  std::vector<Step> steps;
+  std::vector<int> inputs;       ///< graph inputs, in graph order (value ids)
+  std::vector<int> outputs;      ///< graph outputs, in graph order
+  int64_t arena_bytes = 0;       ///< the device arena
+  int64_t host_arena_bytes = 0;  ///< the host arena (fallback and run-time host values)
+  int64_t weight_bytes = 0;      ///< constants with `upload`: uploaded once, outside the arena
+  /// Sum of the aligned sizes of every device arena buffer: what one allocation per value would
+  /// take (arena_bytes / intermediate_bytes is the planner's saving).
+  int64_t intermediate_bytes = 0;
+  bool has_dynamic = false;  ///< some node must be shaped at run time
+
+  int64_t countPlacement(Placement placement) const;
+  /// A text summary: counts per placement, each fallback node with its reason, the dynamic
+  /// nodes, and arena, host arena, weight and intermediate bytes.
+  std::string summary() const;
+};
+
+/// Lowers `model`'s main graph for `shapes`. The model's values must carry inferred types
+/// (ir::inferShapes, which the -O pipelines run): their symbolic dims are evaluated with the
+/// symbols bound from the concrete input dims; shape subgraphs are evaluated on the host with the
+/// reference kernels. An input missing, unknown, of another dtype or rank, or whose dims
+/// contradict the declared ones, is kInvalidArgument before anything is planned; a node whose
+/// planning fails is an error naming it.
+StatusOr<Plan> buildPlan(const ir::Model& model, const InputShapes& shapes,
+                         const kernels::Capabilities& device, const PlanOptions& options = {});
+
+}  // namespace onnxopt::runtime
