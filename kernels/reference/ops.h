@@ -179,4 +179,7 @@ StatusOr<Outputs> stringSplitKernel(const KernelContext& ctx);
 StatusOr<Outputs> stringNormalizerKernel(const KernelContext& ctx);
 StatusOr<Outputs> regexFullMatchKernel(const KernelContext& ctx);
 
+// text.cc
+StatusOr<Outputs> tfIdfVectorizerKernel(const KernelContext& ctx);
+
 }  // namespace onnxopt::kernels::ref

@@ -342,6 +342,11 @@ const std::map<std::string, Entry>& registry() {
         {"SoftmaxCrossEntropyLoss", {12, ref::softmaxCrossEntropyKernel, in({F, X, F})}},
         {"LpPool", {1, ref::poolKernel, image({F})}},  // nn.cc's pool kernel
         {"BitCast", {26, ref::bitCastKernel, withOutputs(in({kAny - kString}), {kAny - kString})}},
+        // text.cc
+        {"TfIdfVectorizer",
+         {9, ref::tfIdfVectorizerKernel,
+          withOutputs(in({kString | TypeSet{DataType::kInt32, DataType::kInt64}}),
+                      {TypeSet{DataType::kFloat}})}},
     };
   }();
   return table;

@@ -352,6 +352,21 @@ std::vector<Case> cases() {
     pattern.strings["pattern"] = "[0-9]";
     out.push_back({"RegexFullMatch", 20, {kS}, {{0, {2}, {1, 2}}}, fixed(pattern)});
   }
+  // text.cc: the pool is strings for a string input, integers otherwise
+  out.push_back(
+      {"TfIdfVectorizer", 9, {kI64}, {{0, {2, 3}, {1, 2, 1, 2, 2, 1}}}, [](const Roles& r) {
+         KernelAttrs a;
+         a.strings["mode"] = "TF";
+         a.ints = {{"min_gram_length", 1}, {"max_gram_length", 2}};
+         a.int_lists["ngram_counts"] = {0, 2};
+         a.int_lists["ngram_indexes"] = {0, 1, 2};
+         if (r[0] == DataType::kString) {
+           a.string_lists["pool_strings"] = {"1", "2", "1", "2"};
+         } else {
+           a.int_lists["pool_int64s"] = {1, 2, 1, 2};
+         }
+         return a;
+       }});
   // resize.cc and sampling.cc
   {
     const In x = {0, {1, 1, 2, 2}, {1, 2, 3, 4}};
