@@ -1,4 +1,494 @@
-// Kernels of the ai.onnx.ml domain.
+// Kernels of the ai.onnx.ml domain (registered as "ai.onnx.ml.<Op>", opsets of that domain):
+//   Binarizer(X)[i] = X[i] > threshold ? 1 : 0                                  (ml 1)
+//   ArrayFeatureExtractor(X, Y)[..., j] = X[..., Y[j]]  (X [C] gives [1, |Y|])    (ml 1)
+//   LabelEncoder(X)[i] = values[k] where keys[k] == X[i], else the default       (ml 1, 2, 4)
+//   TreeEnsemble(X)[n, t] = aggregate over the trees of the weights of the leaves that X[n]
+//     reaches with target t, then post_transform                                 (ml 5)
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
 #include "ops.h"
 
-namespace onnxopt::kernels::ref {}  // namespace onnxopt::kernels::ref
+namespace onnxopt::kernels::ref {
+
+namespace {
+
+/// Tree nodes one TreeEnsemble call may visit (rows * trees * depth).
+constexpr int64_t kMaxTreeWork = int64_t{1} << 36;
+
+bool isOneOf(DataType t, std::initializer_list<DataType> types) {
+  return std::find(types.begin(), types.end(), t) != types.end();
+}
+
+/// A lookup key for element i of t: equal numbers give equal keys across float widths (NaN equals
+/// NaN, -0 equals 0), strings are themselves.
+std::string keyOf(const HostTensor& t, int64_t i) {
+  if (t.dtype == DataType::kString) return t.strings[static_cast<size_t>(i)];
+  double v = 0;
+  switch (t.dtype) {
+    case DataType::kFloat:
+      v = t.get<float>(i);
+      break;
+    case DataType::kDouble:
+      v = t.get<double>(i);
+      break;
+    case DataType::kFloat16:
+      v = halfToFloat(t.get<uint16_t>(i));
+      break;
+    default: {
+      // Integers: their exact value, apart from every float key.
+      int64_t n = 0;
+      if (t.dtype == DataType::kInt64) n = t.get<int64_t>(i);
+      if (t.dtype == DataType::kInt32) n = t.get<int32_t>(i);
+      if (t.dtype == DataType::kInt16) n = t.get<int16_t>(i);
+      return "i" + std::to_string(n);
+    }
+  }
+  if (std::isnan(v)) return "fnan";
+  if (v == 0) v = 0;  // -0 matches 0
+  std::string s(sizeof(double) + 1, 'f');
+  std::memcpy(s.data() + 1, &v, sizeof(double));
+  return s;
+}
+
+HostTensor stringTensor(const std::vector<std::string>& values) {
+  HostTensor t = HostTensor::zeros(DataType::kString, {static_cast<int64_t>(values.size())});
+  t.strings = values;
+  return t;
+}
+HostTensor int64Tensor(const std::vector<int64_t>& values) {
+  HostTensor t = HostTensor::zeros(DataType::kInt64, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) t.set<int64_t>(static_cast<int64_t>(i), values[i]);
+  return t;
+}
+HostTensor floatTensor(const std::vector<float>& values) {
+  HostTensor t = HostTensor::zeros(DataType::kFloat, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) t.set<float>(static_cast<int64_t>(i), values[i]);
+  return t;
+}
+
+/// The keys or values of a LabelEncoder: from `<what>_strings`, `_int64s`, `_floats` or
+/// `_tensor`; exactly one must be given.
+StatusOr<HostTensor> labelList(const KernelContext& ctx, const std::string& what) {
+  const KernelAttrs& a = ctx.attrs;
+  std::vector<HostTensor> found;
+  if (auto it = a.string_lists.find(what + "_strings"); it != a.string_lists.end()) {
+    found.push_back(stringTensor(it->second));
+  }
+  if (auto it = a.int_lists.find(what + "_int64s"); it != a.int_lists.end()) {
+    found.push_back(int64Tensor(it->second));
+  }
+  if (auto it = a.float_lists.find(what + "_floats"); it != a.float_lists.end()) {
+    found.push_back(floatTensor(it->second));
+  }
+  if (ctx.opset >= 4) {
+    if (const HostTensor* t = a.getTensor(what + "_tensor")) found.push_back(*t);
+  }
+  if (found.size() != 1) {
+    return invalidArgument("{}: exactly one {}_* attribute is required, {} given", ctx.op, what,
+                           found.size());
+  }
+  return std::move(found[0]);
+}
+
+/// A one-element tensor of `type` holding the default LabelEncoder value of that type.
+StatusOr<HostTensor> labelDefault(const KernelContext& ctx, DataType type) {
+  const KernelAttrs& a = ctx.attrs;
+  if (ctx.opset >= 4) {
+    if (const HostTensor* t = a.getTensor("default_tensor")) {
+      if (t->dtype != type || t->numElements() != 1) {
+        return invalidArgument("{}: default_tensor must be one {} value", ctx.op,
+                               dataTypeName(type));
+      }
+      return *t;
+    }
+  }
+  if (type == DataType::kString) return stringTensor({a.getString("default_string", "_Unused")});
+  if (type == DataType::kInt64) return int64Tensor({a.getInt("default_int64", -1)});
+  if (type == DataType::kFloat) return floatTensor({a.getFloat("default_float", -0.0f)});
+  // Other value types come from values_tensor: -1 for integers, -0 for floats.
+  HostTensor t = HostTensor::zeros(type, {1});
+  Status st = visitType(ctx, type, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsFloat<T>) {
+      store<T>(t, 0, static_cast<Compute<T>>(-0.0));
+    } else if constexpr (kIsSignedInt<T>) {
+      store<T>(t, 0, static_cast<Compute<T>>(-1));
+    } else {
+      return unsupportedType(ctx, type);
+    }
+    return Status::ok();
+  });
+  RETURN_IF_ERROR(st);
+  return t;
+}
+
+constexpr std::initializer_list<DataType> kLabelTypes = {DataType::kString, DataType::kInt64,
+                                                         DataType::kFloat,  DataType::kInt32,
+                                                         DataType::kInt16,  DataType::kDouble};
+
+/// The inverse of the standard normal CDF at p in (0, 1): sqrt(2) * erfinv(2p - 1).
+double probit(double p) {
+  double y = 2 * p - 1;
+  if (y <= -1) return -std::numeric_limits<double>::infinity();
+  if (y >= 1) return std::numeric_limits<double>::infinity();
+  // Start from Giles' single-precision approximation, then polish with Newton steps on erf.
+  double w = -std::log((1 - y) * (1 + y));
+  double x;
+  if (w < 5) {
+    w -= 2.5;
+    x = 2.81022636e-08;
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                     -0.00417768164, 0.246640727, 1.50140941}) {
+      x = c + x * w;
+    }
+  } else {
+    w = std::sqrt(w) - 3;
+    x = -0.000200214257;
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                     0.00943887047, 1.00167406, 2.83297682}) {
+      x = c + x * w;
+    }
+  }
+  x *= y;
+  for (int k = 0; k < 3; ++k) {
+    double err = std::erf(x) - y;
+    x -= err / (2 / std::sqrt(M_PI) * std::exp(-x * x));
+  }
+  return std::sqrt(2.0) * x;
+}
+
+/// Applies an ML post_transform to one row of scores (by name: NONE, SOFTMAX, LOGISTIC,
+/// SOFTMAX_ZERO, PROBIT).
+void postTransform(const std::string& how, std::vector<double>& row) {
+  if (how == "LOGISTIC") {
+    for (double& v : row) v = 1 / (1 + std::exp(-v));
+  } else if (how == "PROBIT") {
+    for (double& v : row) v = probit(v);
+  } else if (how == "SOFTMAX" || how == "SOFTMAX_ZERO") {
+    // SOFTMAX_ZERO leaves zero scores at zero and normalizes the others among themselves.
+    bool zero = how == "SOFTMAX_ZERO";
+    double top = -std::numeric_limits<double>::infinity();
+    for (double v : row) {
+      if (!zero || v != 0) top = std::max(top, v);
+    }
+    double sum = 0;
+    for (double& v : row) {
+      if (zero && v == 0) continue;
+      v = std::exp(v - top);
+      sum += v;
+    }
+    for (double& v : row) {
+      if (sum > 0) v /= sum;
+    }
+  }
+}
+
+/// The elements of an integer attribute given as a tensor (uint8 or int32/int64) or int list.
+StatusOr<Dims> intsAttr(const KernelContext& ctx, const std::string& name) {
+  if (const HostTensor* t = ctx.attrs.getTensor(name)) {
+    if (t->dtype == DataType::kUint8) {
+      Dims v(static_cast<size_t>(t->numElements()));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint8_t>(t->bytes[i]);
+      return v;
+    }
+    return readInts(*t, name.c_str());
+  }
+  return ctx.attrs.getInts(name).value_or(Dims{});
+}
+
+/// The elements of a float attribute given as a tensor of any float type, or as a float list.
+StatusOr<std::vector<double>> floatsAttr(const KernelContext& ctx, const std::string& name) {
+  if (const HostTensor* t = ctx.attrs.getTensor(name)) return readFloats<double>(ctx, *t);
+  std::vector<double> v;
+  if (auto it = ctx.attrs.float_lists.find(name); it != ctx.attrs.float_lists.end()) {
+    v.assign(it->second.begin(), it->second.end());
+  }
+  return v;
+}
+
+struct TreeNode {
+  int64_t mode;
+  int64_t feature;
+  double split;
+  std::vector<double> members;  // sorted, for mode 6 (BRANCH_MEMBER)
+  bool missing_true;
+  int64_t next[2];  // true, false: node or leaf index
+  bool leaf[2];
+};
+
+bool branchTrue(const TreeNode& n, double x) {
+  if (std::isnan(x) && n.missing_true) return true;
+  switch (n.mode) {
+    case 0:
+      return x <= n.split;
+    case 1:
+      return x < n.split;
+    case 2:
+      return x >= n.split;
+    case 3:
+      return x > n.split;
+    case 4:
+      return x == n.split;
+    case 5:
+      return x != n.split;
+    default:
+      return std::binary_search(n.members.begin(), n.members.end(), x);
+  }
+}
+
+}  // namespace
+
+StatusOr<Outputs> binarizerKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  if (!isOneOf(x->dtype,
+               {DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32})) {
+    return unsupportedType(ctx, x->dtype);
+  }
+  auto threshold = static_cast<double>(ctx.attrs.getFloat("threshold", 0.0f));
+  ASSIGN_OR_RETURN(HostTensor out, makeOutput(x->dtype, x->dims));
+  RETURN_IF_ERROR(visitType(ctx, x->dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsNumeric<T> && !kIsBool<T>) {
+      for (int64_t i = 0; i < x->numElements(); ++i) {
+        auto v = load<T>(*x, i);
+        store<T>(out, i, static_cast<double>(v) > threshold ? Compute<T>(1) : Compute<T>(0));
+      }
+    }
+    return Status::ok();
+  }));
+  return single(std::move(out));
+}
+
+StatusOr<Outputs> arrayFeatureExtractorKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  ASSIGN_OR_RETURN(const HostTensor* y, requireInput(ctx, 1));
+  if (!isOneOf(x->dtype, {DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32,
+                          DataType::kString})) {
+    return unsupportedType(ctx, x->dtype);
+  }
+  if (y->dtype != DataType::kInt64) return unsupportedType(ctx, y->dtype);
+  if (x->rank() == 0) return invalidArgument("{}: X must have a rank of at least 1", ctx.op);
+  ASSIGN_OR_RETURN(Dims index, readInts(*y, "Y"));
+  int64_t c = x->dims.back();
+  for (int64_t i : index) {
+    if (i < 0 || i >= c) {
+      return invalidArgument("{}: index {} is outside [0, {})", ctx.op, i, c);
+    }
+  }
+  auto n = static_cast<int64_t>(index.size());
+  Dims dims = x->rank() == 1 ? Dims{1, n} : x->dims;
+  dims.back() = n;
+  ASSIGN_OR_RETURN(HostTensor out, makeOutput(x->dtype, dims));
+  int64_t rows = c == 0 ? dimProduct(x->dims, 0, x->rank() - 1) : x->numElements() / c;
+  size_t bytes = elementBytes(x->dtype);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      copyElement(out, r * n + j, *x, r * c + index[static_cast<size_t>(j)], bytes);
+    }
+  }
+  return single(std::move(out));
+}
+
+StatusOr<Outputs> labelEncoderKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  bool wide = ctx.opset >= 4;
+  if (!(wide ? isOneOf(x->dtype, kLabelTypes)
+             : isOneOf(x->dtype, {DataType::kString, DataType::kInt64, DataType::kFloat}))) {
+    return unsupportedType(ctx, x->dtype);
+  }
+  HostTensor keys, values;
+  if (ctx.opset == 1) {
+    // classes_strings[k] <-> k, in the direction the input's type gives.
+    std::vector<std::string> classes;
+    if (auto it = ctx.attrs.string_lists.find("classes_strings");
+        it != ctx.attrs.string_lists.end()) {
+      classes = it->second;
+    }
+    Dims ids(classes.size());
+    for (size_t k = 0; k < ids.size(); ++k) ids[k] = static_cast<int64_t>(k);
+    if (x->dtype == DataType::kFloat) return unsupportedType(ctx, x->dtype);
+    bool from_strings = x->dtype == DataType::kString;
+    keys = from_strings ? stringTensor(classes) : int64Tensor(ids);
+    values = from_strings ? int64Tensor(ids) : stringTensor(classes);
+  } else {
+    ASSIGN_OR_RETURN(keys, labelList(ctx, "keys"));
+    ASSIGN_OR_RETURN(values, labelList(ctx, "values"));
+  }
+  if (keys.dtype != x->dtype) {
+    return invalidArgument("{}: the keys are {}, the input is {}", ctx.op, dataTypeName(keys.dtype),
+                           dataTypeName(x->dtype));
+  }
+  if (!isOneOf(values.dtype, kLabelTypes)) return unsupportedType(ctx, values.dtype);
+  if (keys.numElements() != values.numElements()) {
+    return invalidArgument("{}: {} keys for {} values", ctx.op, keys.numElements(),
+                           values.numElements());
+  }
+  ASSIGN_OR_RETURN(HostTensor fallback, labelDefault(ctx, values.dtype));
+  std::map<std::string, int64_t> table;
+  for (int64_t k = 0; k < keys.numElements(); ++k) table.emplace(keyOf(keys, k), k);
+  ASSIGN_OR_RETURN(HostTensor out, makeOutput(values.dtype, x->dims));
+  size_t bytes = elementBytes(values.dtype);
+  for (int64_t i = 0; i < x->numElements(); ++i) {
+    auto it = table.find(keyOf(*x, i));
+    if (it == table.end()) {
+      copyElement(out, i, fallback, 0, bytes);
+    } else {
+      copyElement(out, i, values, it->second, bytes);
+    }
+  }
+  return single(std::move(out));
+}
+
+StatusOr<Outputs> treeEnsembleKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  if (!isOneOf(x->dtype, {DataType::kFloat, DataType::kDouble, DataType::kFloat16})) {
+    return unsupportedType(ctx, x->dtype);
+  }
+  if (x->rank() != 2) {
+    return invalidArgument("{}: X must be [N, F], got [{}]", ctx.op, fmt::join(x->dims, ","));
+  }
+  ASSIGN_OR_RETURN(Dims modes, intsAttr(ctx, "nodes_modes"));
+  ASSIGN_OR_RETURN(Dims features, intsAttr(ctx, "nodes_featureids"));
+  ASSIGN_OR_RETURN(Dims true_ids, intsAttr(ctx, "nodes_truenodeids"));
+  ASSIGN_OR_RETURN(Dims false_ids, intsAttr(ctx, "nodes_falsenodeids"));
+  ASSIGN_OR_RETURN(Dims true_leafs, intsAttr(ctx, "nodes_trueleafs"));
+  ASSIGN_OR_RETURN(Dims false_leafs, intsAttr(ctx, "nodes_falseleafs"));
+  ASSIGN_OR_RETURN(Dims missing, intsAttr(ctx, "nodes_missing_value_tracks_true"));
+  ASSIGN_OR_RETURN(std::vector<double> splits, floatsAttr(ctx, "nodes_splits"));
+  ASSIGN_OR_RETURN(std::vector<double> members, floatsAttr(ctx, "membership_values"));
+  ASSIGN_OR_RETURN(Dims leaf_targets, intsAttr(ctx, "leaf_targetids"));
+  ASSIGN_OR_RETURN(std::vector<double> leaf_weights, floatsAttr(ctx, "leaf_weights"));
+  ASSIGN_OR_RETURN(Dims roots, intsAttr(ctx, "tree_roots"));
+  int64_t n_targets = ctx.attrs.getInt("n_targets", -1);
+  int64_t aggregate = ctx.attrs.getInt("aggregate_function", 1);
+  int64_t post = ctx.attrs.getInt("post_transform", 0);
+  const size_t count = modes.size();
+  for (const Dims* d : {&features, &true_ids, &false_ids, &true_leafs, &false_leafs}) {
+    if (d->size() != count) {
+      return invalidArgument("{}: the nodes_* attributes differ in length", ctx.op);
+    }
+  }
+  if (splits.size() != count || (!missing.empty() && missing.size() != count)) {
+    return invalidArgument("{}: the nodes_* attributes differ in length", ctx.op);
+  }
+  if (leaf_targets.size() != leaf_weights.size()) {
+    return invalidArgument("{}: {} leaf_targetids for {} leaf_weights", ctx.op, leaf_targets.size(),
+                           leaf_weights.size());
+  }
+  if (n_targets < 1 || n_targets > (int64_t{1} << 31)) {
+    return invalidArgument("{}: n_targets {} is not positive", ctx.op, n_targets);
+  }
+  if (aggregate < 0 || aggregate > 3 || post < 0 || post > 4) {
+    return invalidArgument("{}: aggregate_function {} or post_transform {} is out of range", ctx.op,
+                           aggregate, post);
+  }
+  const int64_t num_features = x->dims[1];
+  std::vector<TreeNode> nodes(count);
+  size_t member_at = 0;
+  for (size_t i = 0; i < count; ++i) {
+    TreeNode& n = nodes[i];
+    n.mode = modes[i];
+    n.feature = features[i];
+    n.split = splits[i];
+    n.missing_true = !missing.empty() && missing[i] != 0;
+    if (n.mode < 0 || n.mode > 6) {
+      return invalidArgument("{}: node {} has mode {}", ctx.op, i, n.mode);
+    }
+    if (n.feature < 0 || n.feature >= num_features) {
+      return invalidArgument("{}: node {} reads feature {} of {}", ctx.op, i, n.feature,
+                             num_features);
+    }
+    for (int side = 0; side < 2; ++side) {
+      n.next[side] = side == 0 ? true_ids[i] : false_ids[i];
+      n.leaf[side] = (side == 0 ? true_leafs[i] : false_leafs[i]) != 0;
+      auto limit = static_cast<int64_t>(n.leaf[side] ? leaf_weights.size() : count);
+      if (n.next[side] < 0 || n.next[side] >= limit) {
+        return invalidArgument("{}: node {} branches to {} {} of {}", ctx.op, i,
+                               n.leaf[side] ? "leaf" : "node", n.next[side], limit);
+      }
+    }
+    if (n.mode == 6) {
+      // Each set-membership node takes the next NaN-terminated run of membership_values.
+      while (member_at < members.size() && !std::isnan(members[member_at])) {
+        n.members.push_back(members[member_at++]);
+      }
+      if (member_at == members.size()) {
+        return invalidArgument("{}: membership_values lacks the set of node {}", ctx.op, i);
+      }
+      ++member_at;
+      std::sort(n.members.begin(), n.members.end());
+    }
+  }
+  for (int64_t t : leaf_targets) {
+    if (t < 0 || t >= n_targets) {
+      return invalidArgument("{}: leaf target {} is outside [0, {})", ctx.op, t, n_targets);
+    }
+  }
+  for (int64_t r : roots) {
+    if (r < 0 || r >= static_cast<int64_t>(count)) {
+      return invalidArgument("{}: tree root {} is not a node", ctx.op, r);
+    }
+  }
+  const int64_t rows = x->dims[0];
+  if (static_cast<double>(rows) * static_cast<double>(roots.size()) *
+          static_cast<double>(count + 1) >
+      static_cast<double>(kMaxTreeWork)) {
+    return makeError(StatusCode::kResourceExhausted, "{}: more than {} tree node visits", ctx.op,
+                     kMaxTreeWork);
+  }
+  ASSIGN_OR_RETURN(std::vector<double> xs, readFloats<double>(ctx, *x));
+  ASSIGN_OR_RETURN(HostTensor out, makeOutput(x->dtype, {rows, n_targets}));
+  static const char* const kPost[] = {"NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"};
+  std::vector<double> row(static_cast<size_t>(n_targets));
+  std::vector<char> hit(static_cast<size_t>(n_targets));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::fill(row.begin(), row.end(), 0.0);
+    std::fill(hit.begin(), hit.end(), 0);
+    const double* features_of = xs.data() + r * num_features;
+    for (int64_t root : roots) {
+      int64_t at = root;
+      // A path longer than the node count has a cycle.
+      size_t steps = 0;
+      int64_t leaf = -1;
+      while (leaf < 0) {
+        if (++steps > count) {
+          return invalidArgument("{}: the tree at root {} has a cycle", ctx.op, root);
+        }
+        const TreeNode& n = nodes[static_cast<size_t>(at)];
+        int side = branchTrue(n, features_of[n.feature]) ? 0 : 1;
+        if (n.leaf[side]) {
+          leaf = n.next[side];
+        } else {
+          at = n.next[side];
+        }
+      }
+      auto t = static_cast<size_t>(leaf_targets[static_cast<size_t>(leaf)]);
+      double w = leaf_weights[static_cast<size_t>(leaf)];
+      if (aggregate <= 1) {
+        row[t] += w;
+      } else if (!hit[t]) {
+        row[t] = w;
+      } else {
+        row[t] = aggregate == 2 ? std::min(row[t], w) : std::max(row[t], w);
+      }
+      hit[t] = 1;
+    }
+    if (aggregate == 0 && !roots.empty()) {
+      for (double& v : row) v /= static_cast<double>(roots.size());
+    }
+    postTransform(kPost[post], row);
+    RETURN_IF_ERROR(visitFloat(ctx, x->dtype, [&](auto tag) -> Status {
+      using T = typename decltype(tag)::type;
+      for (int64_t t = 0; t < n_targets; ++t) {
+        store<T>(out, r * n_targets + t, static_cast<Compute<T>>(row[static_cast<size_t>(t)]));
+      }
+      return Status::ok();
+    }));
+  }
+  return single(std::move(out));
+}
+
+}  // namespace onnxopt::kernels::ref

@@ -182,4 +182,10 @@ StatusOr<Outputs> regexFullMatchKernel(const KernelContext& ctx);
 // text.cc
 StatusOr<Outputs> tfIdfVectorizerKernel(const KernelContext& ctx);
 
+// ml.cc (ai.onnx.ml)
+StatusOr<Outputs> binarizerKernel(const KernelContext& ctx);
+StatusOr<Outputs> arrayFeatureExtractorKernel(const KernelContext& ctx);
+StatusOr<Outputs> labelEncoderKernel(const KernelContext& ctx);
+StatusOr<Outputs> treeEnsembleKernel(const KernelContext& ctx);
+
 }  // namespace onnxopt::kernels::ref

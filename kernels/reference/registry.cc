@@ -363,6 +363,23 @@ const std::map<std::string, Entry>& registry() {
          {9, ref::tfIdfVectorizerKernel,
           withOutputs(in({kString | TypeSet{DataType::kInt32, DataType::kInt64}}),
                       {TypeSet{DataType::kFloat}})}},
+        // ml.cc: ai.onnx.ml, by referenceOpName, at that domain's opsets
+        {"ai.onnx.ml.Binarizer",
+         {1, ref::binarizerKernel,
+          in({TypeSet{DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32}})}},
+        {"ai.onnx.ml.ArrayFeatureExtractor",
+         {1, ref::arrayFeatureExtractorKernel,
+          in({TypeSet{DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32,
+                      DataType::kString},
+              TypeSet{DataType::kInt64}})}},
+        {"ai.onnx.ml.LabelEncoder",
+         {1, ref::labelEncoderKernel,
+          in({TypeSet{DataType::kString, DataType::kInt64, DataType::kFloat, DataType::kInt32,
+                      DataType::kInt16, DataType::kDouble}}),
+          4, in({TypeSet{DataType::kString, DataType::kInt64, DataType::kFloat}})}},
+        {"ai.onnx.ml.TreeEnsemble",
+         {5, ref::treeEnsembleKernel,
+          in({TypeSet{DataType::kFloat, DataType::kDouble, DataType::kFloat16}})}},
     };
   }();
   return table;

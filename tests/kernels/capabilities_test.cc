@@ -367,6 +367,40 @@ std::vector<Case> cases() {
          }
          return a;
        }});
+  // ml.cc (ai.onnx.ml)
+  {
+    const std::string ml = "ai.onnx.ml.";
+    out.push_back({ml + "Binarizer", 1, {kF}, {{0, {2}, {1, 2}}}});
+    out.push_back(
+        {ml + "ArrayFeatureExtractor", 1, {kF, kI64}, {{0, {2, 2}, {1, 2, 3, 4}}, {1, {1}, {1}}}});
+    // The keys follow the input's type: attributes for string, int64 and float, else a tensor.
+    auto label_attrs = [](const Roles& r) {
+      KernelAttrs a;
+      a.int_lists["values_int64s"] = {5, 6};
+      if (r[0] == DataType::kString) {
+        a.string_lists["keys_strings"] = {"1", "2"};
+      } else if (r[0] == DataType::kFloat) {
+        a.float_lists["keys_floats"] = {1, 2};
+      } else if (r[0] == DataType::kInt64) {
+        a.int_lists["keys_int64s"] = {1, 2};
+      } else {
+        a.tensors["keys_tensor"] = tensorOf(r[0], {2}, {1, 2});
+      }
+      return a;
+    };
+    out.push_back({ml + "LabelEncoder", 4, {kI64}, {{0, {2}, {1, 3}}}, label_attrs});
+    out.push_back({ml + "LabelEncoder", 2, {kI64}, {{0, {2}, {1, 3}}}, label_attrs});
+    KernelAttrs tree;
+    tree.tensors["nodes_modes"] = tensorOf(DataType::kUint8, {1}, {0});
+    tree.tensors["nodes_splits"] = tensorOf(kF, {1}, {1.5});
+    tree.tensors["leaf_weights"] = tensorOf(kF, {2}, {3, 4});
+    tree.int_lists = {{"nodes_featureids", {0}},   {"nodes_truenodeids", {0}},
+                      {"nodes_falsenodeids", {1}}, {"nodes_trueleafs", {1}},
+                      {"nodes_falseleafs", {1}},   {"leaf_targetids", {0, 0}},
+                      {"tree_roots", {0}}};
+    tree.ints["n_targets"] = 1;
+    out.push_back({ml + "TreeEnsemble", 5, {kF}, {{0, {2, 1}, {1, 2}}}, fixed(tree)});
+  }
   // resize.cc and sampling.cc
   {
     const In x = {0, {1, 1, 2, 2}, {1, 2, 3, 4}};
