@@ -26,31 +26,30 @@ bool isOneOf(DataType t, std::initializer_list<DataType> types) {
 /// NaN, -0 equals 0), strings are themselves.
 std::string keyOf(const HostTensor& t, int64_t i) {
   if (t.dtype == DataType::kString) return t.strings[static_cast<size_t>(i)];
-  double v = 0;
-  switch (t.dtype) {
-    case DataType::kFloat:
-      v = t.get<float>(i);
-      break;
-    case DataType::kDouble:
-      v = t.get<double>(i);
-      break;
-    case DataType::kFloat16:
-      v = halfToFloat(t.get<uint16_t>(i));
-      break;
-    default: {
+  std::string key;
+  // Only the types kLabelTypes admits get here: the context names no op.
+  static const std::string kNoOp;
+  static const std::vector<const HostTensor*> kNoInputs;
+  static const KernelAttrs kNoAttrs;
+  KernelContext none{kNoOp, 0, kNoInputs, kNoAttrs, 0};
+  (void)visitType(none, t.dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsFloat<T>) {
+      double v = load<T>(t, i);
+      if (std::isnan(v)) {
+        key = "fnan";
+        return Status::ok();
+      }
+      if (v == 0) v = 0;  // -0 matches 0
+      key.assign(sizeof(double) + 1, 'f');
+      std::memcpy(key.data() + 1, &v, sizeof(double));
+    } else {
       // Integers: their exact value, apart from every float key.
-      int64_t n = 0;
-      if (t.dtype == DataType::kInt64) n = t.get<int64_t>(i);
-      if (t.dtype == DataType::kInt32) n = t.get<int32_t>(i);
-      if (t.dtype == DataType::kInt16) n = t.get<int16_t>(i);
-      return "i" + std::to_string(n);
+      key = "i" + std::to_string(static_cast<int64_t>(load<T>(t, i)));
     }
-  }
-  if (std::isnan(v)) return "fnan";
-  if (v == 0) v = 0;  // -0 matches 0
-  std::string s(sizeof(double) + 1, 'f');
-  std::memcpy(s.data() + 1, &v, sizeof(double));
-  return s;
+    return Status::ok();
+  });
+  return key;
 }
 
 HostTensor stringTensor(const std::vector<std::string>& values) {

@@ -1,6 +1,7 @@
 // Tests of TfIdfVectorizer (kernels/reference/text.cc) and the ai.onnx.ml kernels
 // (kernels/reference/ml.cc) where ONNX's node cases leave gaps: weights, IDF mode, string pools,
 // skips bounded by the row, and inputs or attributes that break the ops' contracts.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,199 @@ TEST(TfIdfVectorizer, HugeSkipCountsAreBoundedByTheRow) {
   auto out = runReferenceKernel("TfIdfVectorizer", 9, {&x}, a, 1);
   ASSERT_TRUE(out.isOk()) << out.status().message();
   EXPECT_EQ(floatsOf((*out)[0]), (std::vector<float>{1, 2, 2, 1}));  // (7, 8) at skip 0 and 2
+}
+
+const std::string kMl = "ai.onnx.ml.";
+
+StatusOr<std::vector<HostTensor>> runMl(const std::string& op, int64_t opset,
+                                        std::vector<const HostTensor*> ins,
+                                        const KernelAttrs& attrs = {}) {
+  return runReferenceKernel(kMl + op, opset, ins, attrs, 1);
+}
+
+TEST(Binarizer, ThresholdOnFloatsAndIntegers) {
+  HostTensor x = tensorOf(DataType::kInt32, {4}, {-1, 0, 1, 2});
+  KernelAttrs a;
+  a.floats["threshold"] = 0.5f;
+  auto out = runMl("Binarizer", 1, {&x}, a);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ((*out)[0].dtype, DataType::kInt32);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ((*out)[0].get<int32_t>(i), i >= 2 ? 1 : 0) << i;
+  HostTensor f = tensorOf(DataType::kFloat, {2}, {0.5, std::nan("")});
+  auto fo = runMl("Binarizer", 1, {&f}, a);
+  ASSERT_TRUE(fo.isOk());
+  EXPECT_EQ(floatsOf((*fo)[0]), (std::vector<float>{0, 0}));
+  HostTensor u = tensorOf(DataType::kUint8, {1}, {1});
+  EXPECT_EQ(runMl("Binarizer", 1, {&u}).status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(ArrayFeatureExtractor, VectorInputGivesOneRowAndIndicesAreChecked) {
+  HostTensor x = HostTensor::zeros(DataType::kString, {3});
+  x.strings = {"a", "b", "c"};
+  HostTensor y = tensorOf(DataType::kInt64, {2}, {2, 0});
+  auto out = runMl("ArrayFeatureExtractor", 1, {&x, &y});
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ((*out)[0].dims, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ((*out)[0].strings, (std::vector<std::string>{"c", "a"}));
+  HostTensor bad = tensorOf(DataType::kInt64, {1}, {3});
+  EXPECT_EQ(runMl("ArrayFeatureExtractor", 1, {&x, &bad}).status().code(),
+            StatusCode::kInvalidArgument);
+  HostTensor neg = tensorOf(DataType::kInt64, {1}, {-1});
+  EXPECT_EQ(runMl("ArrayFeatureExtractor", 1, {&x, &neg}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(LabelEncoder, FloatKeysMatchNaNAndSignedZero) {
+  HostTensor x = tensorOf(DataType::kFloat, {3}, {std::nan(""), -0.0, 7});
+  KernelAttrs a;
+  a.float_lists["keys_floats"] = {std::nanf(""), 0.0f};
+  a.string_lists["values_strings"] = {"nan", "zero"};
+  auto out = runMl("LabelEncoder", 2, {&x}, a);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ((*out)[0].strings, (std::vector<std::string>{"nan", "zero", "_Unused"}));
+}
+
+TEST(LabelEncoder, OpsetOneMapsBothWays) {
+  KernelAttrs a;
+  a.string_lists["classes_strings"] = {"x", "y"};
+  a.ints["default_int64"] = 9;
+  HostTensor s = HostTensor::zeros(DataType::kString, {2});
+  s.strings = {"y", "z"};
+  auto ids = runMl("LabelEncoder", 1, {&s}, a);
+  ASSERT_TRUE(ids.isOk()) << ids.status().message();
+  EXPECT_EQ((*ids)[0].get<int64_t>(0), 1);
+  EXPECT_EQ((*ids)[0].get<int64_t>(1), 9);
+  HostTensor i = tensorOf(DataType::kInt64, {2}, {0, 5});
+  auto names = runMl("LabelEncoder", 1, {&i}, a);
+  ASSERT_TRUE(names.isOk()) << names.status().message();
+  EXPECT_EQ((*names)[0].strings, (std::vector<std::string>{"x", "_Unused"}));
+}
+
+TEST(LabelEncoder, TensorDefaultsAndBrokenContracts) {
+  HostTensor x = tensorOf(DataType::kInt64, {2}, {1, 2});
+  KernelAttrs a;
+  a.int_lists["keys_int64s"] = {1};
+  a.tensors["values_tensor"] = tensorOf(DataType::kDouble, {1}, {0.25});
+  auto out = runMl("LabelEncoder", 4, {&x}, a);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ((*out)[0].dtype, DataType::kDouble);
+  EXPECT_EQ((*out)[0].get<double>(0), 0.25);
+  EXPECT_TRUE(std::signbit((*out)[0].get<double>(1)));                 // -0 by default
+  a.tensors["default_tensor"] = tensorOf(DataType::kFloat, {1}, {3});  // not the values' type
+  EXPECT_EQ(runMl("LabelEncoder", 4, {&x}, a).status().code(), StatusCode::kInvalidArgument);
+  KernelAttrs both = a;
+  both.tensors.erase("default_tensor");
+  both.float_lists["values_floats"] = {1};
+  EXPECT_EQ(runMl("LabelEncoder", 4, {&x}, both).status().code(), StatusCode::kInvalidArgument);
+  KernelAttrs uneven;
+  uneven.int_lists["keys_int64s"] = {1, 2};
+  uneven.int_lists["values_int64s"] = {1};
+  EXPECT_EQ(runMl("LabelEncoder", 2, {&x}, uneven).status().code(), StatusCode::kInvalidArgument);
+  KernelAttrs other;
+  other.string_lists["keys_strings"] = {"1"};
+  other.int_lists["values_int64s"] = {1};
+  EXPECT_EQ(runMl("LabelEncoder", 2, {&x}, other).status().code(), StatusCode::kInvalidArgument);
+}
+
+/// One tree: x0 <= 1 ? leaf 0 : (x1 in {2, 3} ? leaf 1 : leaf 2), leaves on targets 0, 1, 1;
+/// and a second tree that is a single leaf 3 (target 0).
+KernelAttrs twoTrees() {
+  KernelAttrs a;
+  a.tensors["nodes_modes"] = tensorOf(DataType::kUint8, {3}, {0, 6, 0});
+  a.tensors["nodes_splits"] = tensorOf(DataType::kFloat, {3}, {1, 0, 0});
+  a.tensors["membership_values"] = tensorOf(DataType::kFloat, {3}, {2, 3, std::nan("")});
+  a.tensors["leaf_weights"] = tensorOf(DataType::kFloat, {4}, {1, 2, 4, 8});
+  a.int_lists = {{"nodes_featureids", {0, 1, 0}},
+                 {"nodes_truenodeids", {0, 1, 3}},
+                 {"nodes_falsenodeids", {1, 2, 3}},
+                 {"nodes_trueleafs", {1, 1, 1}},
+                 {"nodes_falseleafs", {0, 1, 1}},
+                 {"leaf_targetids", {0, 1, 1, 0}},
+                 {"tree_roots", {0, 2}}};
+  a.ints["n_targets"] = 2;
+  return a;
+}
+
+TEST(TreeEnsemble, AggregatesAndSetMembership) {
+  HostTensor x = tensorOf(DataType::kFloat, {3, 2}, {0, 0, 5, 3, 5, 4});
+  auto sum = runMl("TreeEnsemble", 5, {&x}, twoTrees());
+  ASSERT_TRUE(sum.isOk()) << sum.status().message();
+  EXPECT_EQ(floatsOf((*sum)[0]), (std::vector<float>{9, 0, 8, 2, 8, 4}));
+  KernelAttrs a = twoTrees();
+  a.ints["aggregate_function"] = 0;  // AVERAGE over the two trees
+  auto avg = runMl("TreeEnsemble", 5, {&x}, a);
+  ASSERT_TRUE(avg.isOk());
+  EXPECT_EQ(floatsOf((*avg)[0]), (std::vector<float>{4.5f, 0, 4, 1, 4, 2}));
+  a.ints["aggregate_function"] = 2;  // MIN; a target no leaf reached stays 0
+  auto mn = runMl("TreeEnsemble", 5, {&x}, a);
+  ASSERT_TRUE(mn.isOk());
+  EXPECT_EQ(floatsOf((*mn)[0]), (std::vector<float>{1, 0, 8, 2, 8, 4}));
+}
+
+TEST(TreeEnsemble, MissingValuesAndPostTransforms) {
+  HostTensor x = tensorOf(DataType::kDouble, {1, 2}, {std::nan(""), 0});
+  KernelAttrs a = twoTrees();
+  auto plain = runMl("TreeEnsemble", 5, {&x}, a);
+  ASSERT_TRUE(plain.isOk());
+  EXPECT_EQ((*plain)[0].get<double>(0), 8);  // NaN <= 1 is false, and 0 is not in {2, 3}
+  EXPECT_EQ((*plain)[0].get<double>(1), 4);
+  a.int_lists["nodes_missing_value_tracks_true"] = {1, 0, 0};
+  a.ints["post_transform"] = 2;  // LOGISTIC
+  auto logistic = runMl("TreeEnsemble", 5, {&x}, a);
+  ASSERT_TRUE(logistic.isOk());
+  EXPECT_NEAR((*logistic)[0].get<double>(0), 1 / (1 + std::exp(-9.0)), 1e-12);
+  EXPECT_NEAR((*logistic)[0].get<double>(1), 0.5, 1e-12);
+  a.ints["post_transform"] = 1;  // SOFTMAX
+  auto softmax = runMl("TreeEnsemble", 5, {&x}, a);
+  ASSERT_TRUE(softmax.isOk());
+  EXPECT_NEAR((*softmax)[0].get<double>(0), 1 / (1 + std::exp(-9.0)), 1e-12);
+  a.ints["post_transform"] = 3;  // SOFTMAX_ZERO: the zero score stays zero
+  auto zero = runMl("TreeEnsemble", 5, {&x}, a);
+  ASSERT_TRUE(zero.isOk());
+  EXPECT_NEAR((*zero)[0].get<double>(0), 1, 1e-12);
+  EXPECT_EQ((*zero)[0].get<double>(1), 0);
+  HostTensor p = tensorOf(DataType::kDouble, {1, 2}, {5, 0});
+  KernelAttrs probit = twoTrees();
+  probit.tensors["leaf_weights"] = tensorOf(DataType::kFloat, {4}, {0, 0.5, 0.5, 0.975});
+  probit.ints["post_transform"] = 4;  // PROBIT of 0.975 (target 0) and 0.5 (target 1)
+  auto pr = runMl("TreeEnsemble", 5, {&p}, probit);
+  ASSERT_TRUE(pr.isOk());
+  EXPECT_NEAR((*pr)[0].get<double>(0), 1.959963984540054, 1e-6);  // float 0.975
+  EXPECT_NEAR((*pr)[0].get<double>(1), 0, 1e-12);
+}
+
+TEST(TreeEnsemble, RefusesBrokenTrees) {
+  HostTensor x = tensorOf(DataType::kFloat, {1, 2}, {0, 0});
+  auto code = [&](const KernelAttrs& a) {
+    return runMl("TreeEnsemble", 5, {&x}, a).status().code();
+  };
+  KernelAttrs a = twoTrees();
+  a.int_lists["nodes_featureids"] = {0, 2, 0};  // X has two features
+  EXPECT_EQ(code(a), StatusCode::kInvalidArgument);
+  a = twoTrees();
+  a.int_lists["nodes_truenodeids"] = {0, 1, 4};  // four leaves
+  EXPECT_EQ(code(a), StatusCode::kInvalidArgument);
+  a = twoTrees();
+  a.int_lists["nodes_trueleafs"] = {0, 1, 1};  // node 0 -> node 0: a cycle
+  EXPECT_EQ(code(a), StatusCode::kInvalidArgument);
+  a = twoTrees();
+  a.tensors["membership_values"] = tensorOf(DataType::kFloat, {2}, {2, 3});  // no NaN ends the set
+  EXPECT_EQ(code(a), StatusCode::kInvalidArgument);
+  a = twoTrees();
+  a.int_lists["leaf_targetids"] = {0, 1, 2, 0};
+  EXPECT_EQ(code(a), StatusCode::kInvalidArgument);
+  a = twoTrees();
+  a.tensors["nodes_modes"] = tensorOf(DataType::kUint8, {3}, {0, 7, 0});
+  EXPECT_EQ(code(a), StatusCode::kInvalidArgument);
+  a = twoTrees();
+  a.ints["aggregate_function"] = 4;
+  EXPECT_EQ(code(a), StatusCode::kInvalidArgument);
+  a = twoTrees();
+  a.int_lists["tree_roots"] = {3};
+  EXPECT_EQ(code(a), StatusCode::kInvalidArgument);
+  HostTensor flat = tensorOf(DataType::kFloat, {2}, {0, 0});
+  EXPECT_EQ(runMl("TreeEnsemble", 5, {&flat}, twoTrees()).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace
