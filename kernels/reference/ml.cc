@@ -4,6 +4,12 @@
 //   LabelEncoder(X)[i] = values[k] where keys[k] == X[i], else the default       (ml 1, 2, 4)
 //   TreeEnsemble(X)[n, t] = aggregate over the trees of the weights of the leaves that X[n]
 //     reaches with target t, then post_transform                                 (ml 5)
+//   Normalizer(X)[n, :] = X[n, :] / max, sum |.| or sqrt(sum squares) of the row  (ml 1)
+//   Scaler(X)[..., c] = (X[..., c] - offset[c]) * scale[c]                       (ml 1)
+//   Imputer(X)[n, c] = X[n, c] == replaced (or NaN) ? imputed[c] : X[n, c]       (ml 1)
+//   OneHotEncoder(X)[..., k] = X[...] == cats[k]                                 (ml 1)
+//   FeatureVectorizer(X0, X1, ...)[n, :] = X0[n, :d0] ++ X1[n, :d1] ++ ...       (ml 1)
+//   LinearRegressor(X)[n, t] = post_transform(X[n, :] . coefficients[t, :] + intercepts[t])
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -238,7 +244,267 @@ bool branchTrue(const TreeNode& n, double x) {
   }
 }
 
+/// The numeric types the feature-preprocessing ops take.
+constexpr std::initializer_list<DataType> kFeatureTypes = {DataType::kFloat, DataType::kDouble,
+                                                           DataType::kInt64, DataType::kInt32};
+
+/// X of a feature op as [rows, C] doubles (a vector is one row), after checking its type.
+struct Features {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> v;
+};
+StatusOr<Features> readFeatures(const KernelContext& ctx, const HostTensor& x, bool matrix_only) {
+  if (!isOneOf(x.dtype, kFeatureTypes)) return unsupportedType(ctx, x.dtype);
+  if (x.rank() == 0 || x.rank() > 2 || (matrix_only && x.rank() != 2)) {
+    return invalidArgument("{}: X must be {}, got [{}]", ctx.op,
+                           matrix_only ? "[N, C]" : "[C] or [N, C]", fmt::join(x.dims, ","));
+  }
+  Features f;
+  f.rows = x.rank() == 2 ? x.dims[0] : 1;
+  f.cols = x.dims.back();
+  f.v.resize(static_cast<size_t>(x.numElements()));
+  RETURN_IF_ERROR(visitType(ctx, x.dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 0; i < f.v.size(); ++i) {
+      f.v[i] = static_cast<double>(load<T>(x, static_cast<int64_t>(i)));
+    }
+    return Status::ok();
+  }));
+  return f;
+}
+
+/// A float list attribute of length 1 (broadcast) or `cols`.
+StatusOr<std::vector<double>> perColumn(const KernelContext& ctx, const std::string& name,
+                                        int64_t cols, double fallback) {
+  std::vector<double> v;
+  if (auto it = ctx.attrs.float_lists.find(name); it != ctx.attrs.float_lists.end()) {
+    v.assign(it->second.begin(), it->second.end());
+  }
+  if (v.empty()) v.push_back(fallback);
+  if (v.size() != 1 && static_cast<int64_t>(v.size()) != cols) {
+    return invalidArgument("{}: {} has {} values for {} columns", ctx.op, name, v.size(), cols);
+  }
+  if (v.size() == 1) v.assign(static_cast<size_t>(cols), v[0]);
+  return v;
+}
+
+StatusOr<HostTensor> floatOutput(const Dims& dims, const std::vector<double>& v) {
+  ASSIGN_OR_RETURN(HostTensor out, makeOutput(DataType::kFloat, dims));
+  for (size_t i = 0; i < v.size(); ++i)
+    out.set<float>(static_cast<int64_t>(i), static_cast<float>(v[i]));
+  return out;
+}
+
 }  // namespace
+
+StatusOr<Outputs> normalizerKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  ASSIGN_OR_RETURN(Features f, readFeatures(ctx, *x, false));
+  std::string norm = ctx.attrs.getString("norm", "MAX");
+  if (norm != "MAX" && norm != "L1" && norm != "L2") {
+    return invalidArgument("{}: norm '{}' is not MAX, L1 or L2", ctx.op, norm);
+  }
+  for (int64_t r = 0; r < f.rows; ++r) {
+    double* row = f.v.data() + r * f.cols;
+    double d = norm == "MAX" ? -std::numeric_limits<double>::infinity() : 0;
+    for (int64_t c = 0; c < f.cols; ++c) {
+      if (norm == "MAX") d = std::max(d, row[c]);
+      if (norm == "L1") d += std::abs(row[c]);
+      if (norm == "L2") d += row[c] * row[c];
+    }
+    if (norm == "L2") d = std::sqrt(d);
+    // A row of zeros (a zero divisor) stays as it is.
+    if (d == 0) continue;
+    for (int64_t c = 0; c < f.cols; ++c) row[c] /= d;
+  }
+  ASSIGN_OR_RETURN(HostTensor out, floatOutput(x->dims, f.v));
+  return single(std::move(out));
+}
+
+StatusOr<Outputs> scalerKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  ASSIGN_OR_RETURN(Features f, readFeatures(ctx, *x, false));
+  ASSIGN_OR_RETURN(std::vector<double> offset, perColumn(ctx, "offset", f.cols, 0));
+  ASSIGN_OR_RETURN(std::vector<double> scale, perColumn(ctx, "scale", f.cols, 1));
+  for (size_t i = 0; i < f.v.size(); ++i) {
+    size_t c = i % static_cast<size_t>(f.cols);
+    f.v[i] = (f.v[i] - offset[c]) * scale[c];
+  }
+  ASSIGN_OR_RETURN(HostTensor out, floatOutput(x->dims, f.v));
+  return single(std::move(out));
+}
+
+StatusOr<Outputs> imputerKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  if (!isOneOf(x->dtype, kFeatureTypes)) return unsupportedType(ctx, x->dtype);
+  if (x->rank() == 0) return invalidArgument("{}: X must have a rank of at least 1", ctx.op);
+  bool floats = x->dtype == DataType::kFloat || x->dtype == DataType::kDouble;
+  int64_t cols = x->dims.back();
+  std::vector<double> imputed;
+  Dims imputed_ints;
+  if (floats) {
+    ASSIGN_OR_RETURN(imputed, perColumn(ctx, "imputed_value_floats", cols, std::nan("")));
+    if (!ctx.attrs.float_lists.count("imputed_value_floats")) {
+      return invalidArgument("{}: a float X needs imputed_value_floats", ctx.op);
+    }
+  } else {
+    imputed_ints = ctx.attrs.getInts("imputed_value_int64s").value_or(Dims{});
+    if (imputed_ints.size() != 1 && static_cast<int64_t>(imputed_ints.size()) != cols) {
+      return invalidArgument("{}: imputed_value_int64s has {} values for {} columns", ctx.op,
+                             imputed_ints.size(), cols);
+    }
+  }
+  auto replaced_float = static_cast<double>(ctx.attrs.getFloat("replaced_value_float", 0.0f));
+  int64_t replaced_int = ctx.attrs.getInt("replaced_value_int64", 0);
+  HostTensor out = *x;
+  RETURN_IF_ERROR(visitType(ctx, x->dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsNumeric<T>) {
+      for (int64_t i = 0; i < x->numElements(); ++i) {
+        auto c = static_cast<size_t>(i % cols);
+        auto v = load<T>(*x, i);
+        if constexpr (kIsFloat<T>) {
+          bool hit = std::isnan(replaced_float) ? std::isnan(static_cast<double>(v))
+                                                : static_cast<double>(v) == replaced_float;
+          if (hit) store<T>(out, i, static_cast<Compute<T>>(imputed[c]));
+        } else {
+          if (static_cast<int64_t>(v) == replaced_int) {
+            store<T>(out, i, static_cast<T>(imputed_ints[imputed_ints.size() == 1 ? 0 : c]));
+          }
+        }
+      }
+    }
+    return Status::ok();
+  }));
+  return single(std::move(out));
+}
+
+StatusOr<Outputs> oneHotEncoderKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  bool strings = x->dtype == DataType::kString;
+  if (!strings && !isOneOf(x->dtype, kFeatureTypes)) return unsupportedType(ctx, x->dtype);
+  HostTensor cats;
+  if (strings) {
+    auto it = ctx.attrs.string_lists.find("cats_strings");
+    if (it == ctx.attrs.string_lists.end() || it->second.empty()) {
+      return invalidArgument("{}: a string X needs cats_strings", ctx.op);
+    }
+    cats = stringTensor(it->second);
+  } else {
+    Dims ints = ctx.attrs.getInts("cats_int64s").value_or(Dims{});
+    if (ints.empty()) return invalidArgument("{}: a numeric X needs cats_int64s", ctx.op);
+    cats = int64Tensor(ints);
+  }
+  bool zeros = ctx.attrs.getInt("zeros", 1) != 0;
+  std::map<std::string, int64_t> table;
+  for (int64_t k = 0; k < cats.numElements(); ++k) table.emplace(keyOf(cats, k), k);
+  int64_t n = cats.numElements();
+  Dims dims = x->dims;
+  dims.push_back(n);
+  ASSIGN_OR_RETURN(HostTensor out, makeOutput(DataType::kFloat, dims));
+  HostTensor as_int;
+  const HostTensor* keys = x;
+  if (!strings && x->dtype != DataType::kInt64) {
+    // Numbers match the integer categories by their value truncated to an integer, as
+    // onnxruntime does for float inputs.
+    ASSIGN_OR_RETURN(Features f, readFeatures(ctx, *x, false));
+    std::vector<int64_t> ints(f.v.size());
+    for (size_t i = 0; i < ints.size(); ++i) ints[i] = convertNumber<int64_t>(f.v[i]);
+    as_int = int64Tensor(ints);
+    keys = &as_int;
+  }
+  for (int64_t i = 0; i < x->numElements(); ++i) {
+    auto it = table.find(keyOf(*keys, i));
+    if (it != table.end()) {
+      out.set<float>(i * n + it->second, 1.0f);
+    } else if (!zeros) {
+      return invalidArgument("{}: element {} is no category and zeros is 0", ctx.op, i);
+    }
+  }
+  return single(std::move(out));
+}
+
+StatusOr<Outputs> featureVectorizerKernel(const KernelContext& ctx) {
+  Dims widths = ctx.attrs.getInts("inputdimensions").value_or(Dims{});
+  if (widths.size() != ctx.numInputs() || widths.empty()) {
+    return invalidArgument("{}: inputdimensions has {} entries for {} inputs", ctx.op,
+                           widths.size(), ctx.numInputs());
+  }
+  int64_t rows = -1, total = 0;
+  std::vector<Features> parts;
+  for (size_t k = 0; k < ctx.numInputs(); ++k) {
+    ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, k));
+    ASSIGN_OR_RETURN(Features f, readFeatures(ctx, *x, false));
+    if (x->rank() == 1) {
+      // A vector is a column: one feature per row.
+      f.rows = f.cols;
+      f.cols = 1;
+    }
+    if (rows >= 0 && f.rows != rows) {
+      return invalidArgument("{}: input {} has {} rows, input 0 has {}", ctx.op, k, f.rows, rows);
+    }
+    rows = f.rows;
+    if (widths[k] < 0 || widths[k] > (int64_t{1} << 40)) {
+      return invalidArgument("{}: inputdimensions holds {}", ctx.op, widths[k]);
+    }
+    total += widths[k];
+    parts.push_back(std::move(f));
+  }
+  ASSIGN_OR_RETURN(HostTensor out, makeOutput(DataType::kFloat, {rows, total}));
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t at = r * total;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const Features& f = parts[k];
+      // Each input is cut or zero-padded to its width.
+      for (int64_t c = 0; c < std::min(widths[k], f.cols); ++c) {
+        out.set<float>(at + c, static_cast<float>(f.v[static_cast<size_t>(r * f.cols + c)]));
+      }
+      at += widths[k];
+    }
+  }
+  return single(std::move(out));
+}
+
+StatusOr<Outputs> linearRegressorKernel(const KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
+  ASSIGN_OR_RETURN(Features f, readFeatures(ctx, *x, false));
+  int64_t targets = ctx.attrs.getInt("targets", 1);
+  std::vector<double> coef, icpt;
+  if (auto it = ctx.attrs.float_lists.find("coefficients"); it != ctx.attrs.float_lists.end()) {
+    coef.assign(it->second.begin(), it->second.end());
+  }
+  if (auto it = ctx.attrs.float_lists.find("intercepts"); it != ctx.attrs.float_lists.end()) {
+    icpt.assign(it->second.begin(), it->second.end());
+  }
+  if (targets < 1 || static_cast<double>(targets) * static_cast<double>(f.cols) !=
+                         static_cast<double>(coef.size())) {
+    return invalidArgument("{}: {} coefficients for {} targets of {} features", ctx.op, coef.size(),
+                           targets, f.cols);
+  }
+  if (!icpt.empty() && static_cast<int64_t>(icpt.size()) != targets) {
+    return invalidArgument("{}: {} intercepts for {} targets", ctx.op, icpt.size(), targets);
+  }
+  std::string post = ctx.attrs.getString("post_transform", "NONE");
+  if (post != "NONE" && post != "SOFTMAX" && post != "LOGISTIC" && post != "SOFTMAX_ZERO" &&
+      post != "PROBIT") {
+    return invalidArgument("{}: post_transform '{}' is not known", ctx.op, post);
+  }
+  std::vector<double> y(static_cast<size_t>(f.rows * targets));
+  std::vector<double> row(static_cast<size_t>(targets));
+  for (int64_t r = 0; r < f.rows; ++r) {
+    for (int64_t t = 0; t < targets; ++t) {
+      double acc = icpt.empty() ? 0 : icpt[static_cast<size_t>(t)];
+      for (int64_t c = 0; c < f.cols; ++c) {
+        acc += f.v[static_cast<size_t>(r * f.cols + c)] * coef[static_cast<size_t>(t * f.cols + c)];
+      }
+      row[static_cast<size_t>(t)] = acc;
+    }
+    postTransform(post, row);
+    std::copy(row.begin(), row.end(), y.begin() + r * targets);
+  }
+  ASSIGN_OR_RETURN(HostTensor out, floatOutput({f.rows, targets}, y));
+  return single(std::move(out));
+}
 
 StatusOr<Outputs> binarizerKernel(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));

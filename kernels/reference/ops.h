@@ -187,5 +187,11 @@ StatusOr<Outputs> binarizerKernel(const KernelContext& ctx);
 StatusOr<Outputs> arrayFeatureExtractorKernel(const KernelContext& ctx);
 StatusOr<Outputs> labelEncoderKernel(const KernelContext& ctx);
 StatusOr<Outputs> treeEnsembleKernel(const KernelContext& ctx);
+StatusOr<Outputs> normalizerKernel(const KernelContext& ctx);
+StatusOr<Outputs> scalerKernel(const KernelContext& ctx);
+StatusOr<Outputs> imputerKernel(const KernelContext& ctx);
+StatusOr<Outputs> oneHotEncoderKernel(const KernelContext& ctx);
+StatusOr<Outputs> featureVectorizerKernel(const KernelContext& ctx);
+StatusOr<Outputs> linearRegressorKernel(const KernelContext& ctx);
 
 }  // namespace onnxopt::kernels::ref

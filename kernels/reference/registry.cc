@@ -380,6 +380,26 @@ const std::map<std::string, Entry>& registry() {
         {"ai.onnx.ml.TreeEnsemble",
          {5, ref::treeEnsembleKernel,
           in({TypeSet{DataType::kFloat, DataType::kDouble, DataType::kFloat16}})}},
+        {"ai.onnx.ml.Normalizer",
+         {1, ref::normalizerKernel,
+          in({TypeSet{DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32}})}},
+        {"ai.onnx.ml.Scaler",
+         {1, ref::scalerKernel,
+          in({TypeSet{DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32}})}},
+        {"ai.onnx.ml.Imputer",
+         {1, ref::imputerKernel,
+          in({TypeSet{DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32}})}},
+        {"ai.onnx.ml.OneHotEncoder",
+         {1, ref::oneHotEncoderKernel,
+          in({TypeSet{DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32,
+                      DataType::kString}})}},
+        {"ai.onnx.ml.FeatureVectorizer",
+         {1, ref::featureVectorizerKernel,
+          variadic(
+              TypeSet{DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32})}},
+        {"ai.onnx.ml.LinearRegressor",
+         {1, ref::linearRegressorKernel,
+          in({TypeSet{DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32}})}},
     };
   }();
   return table;

@@ -400,6 +400,33 @@ std::vector<Case> cases() {
                       {"tree_roots", {0}}};
     tree.ints["n_targets"] = 1;
     out.push_back({ml + "TreeEnsemble", 5, {kF}, {{0, {2, 1}, {1, 2}}}, fixed(tree)});
+    KernelAttrs norm;
+    norm.strings["norm"] = "L1";
+    out.push_back({ml + "Normalizer", 1, {kF}, {{0, {1, 2}, {1, 2}}}, fixed(norm)});
+    out.push_back({ml + "Scaler", 1, {kF}, {{0, {1, 2}, {1, 2}}}});
+    // Float inputs impute from the float list, integer inputs from the int64 list.
+    out.push_back({ml + "Imputer", 1, {kF}, {{0, {1, 2}, {0, 2}}}, [](const Roles&) {
+                     KernelAttrs a;
+                     a.float_lists["imputed_value_floats"] = {5};
+                     a.int_lists["imputed_value_int64s"] = {5};
+                     return a;
+                   }});
+    out.push_back({ml + "OneHotEncoder", 1, {kI64}, {{0, {2}, {1, 2}}}, [](const Roles&) {
+                     KernelAttrs a;
+                     a.int_lists["cats_int64s"] = {1, 2};
+                     a.string_lists["cats_strings"] = {"1", "2"};
+                     return a;
+                   }});
+    KernelAttrs dims;
+    dims.int_lists["inputdimensions"] = {1, 2};
+    out.push_back({ml + "FeatureVectorizer",
+                   1,
+                   {kF},
+                   {{0, {2, 1}, {1, 2}}, {0, {2, 2}, {1, 2, 3, 4}}},
+                   fixed(dims)});
+    KernelAttrs lin;
+    lin.float_lists["coefficients"] = {1, 2};
+    out.push_back({ml + "LinearRegressor", 1, {kF}, {{0, {1, 2}, {1, 2}}}, fixed(lin)});
   }
   // resize.cc and sampling.cc
   {

@@ -323,5 +323,108 @@ TEST(TreeEnsemble, RefusesBrokenTrees) {
             StatusCode::kInvalidArgument);
 }
 
+TEST(Normalizer, RowsByMaxL1AndL2) {
+  HostTensor x = tensorOf(DataType::kInt64, {2, 2}, {3, -4, 0, 0});
+  KernelAttrs a;
+  a.strings["norm"] = "L2";
+  auto l2 = runMl("Normalizer", 1, {&x}, a);
+  ASSERT_TRUE(l2.isOk()) << l2.status().message();
+  EXPECT_EQ(floatsOf((*l2)[0]), (std::vector<float>{0.6f, -0.8f, 0, 0}));  // zero rows stay
+  a.strings["norm"] = "L1";
+  auto l1 = runMl("Normalizer", 1, {&x}, a);
+  ASSERT_TRUE(l1.isOk());
+  EXPECT_NEAR(floatsOf((*l1)[0])[1], -4.0f / 7, 1e-6);
+  a.strings["norm"] = "MAX";  // the largest value, not the largest magnitude
+  auto mx = runMl("Normalizer", 1, {&x}, a);
+  ASSERT_TRUE(mx.isOk());
+  EXPECT_EQ(floatsOf((*mx)[0]), (std::vector<float>{1, -4.0f / 3, 0, 0}));
+  a.strings["norm"] = "L3";
+  EXPECT_EQ(runMl("Normalizer", 1, {&x}, a).status().code(), StatusCode::kInvalidArgument);
+  HostTensor cube = tensorOf(DataType::kFloat, {1, 1, 2}, {1, 2});
+  EXPECT_EQ(runMl("Normalizer", 1, {&cube}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Scaler, PerColumnOrBroadcastAndRefusesOtherLengths) {
+  HostTensor x = tensorOf(DataType::kInt32, {2, 2}, {1, 2, 3, 4});
+  KernelAttrs a;
+  a.float_lists["offset"] = {1, 2};
+  a.float_lists["scale"] = {2};
+  auto out = runMl("Scaler", 1, {&x}, a);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ((*out)[0].dtype, DataType::kFloat);
+  EXPECT_EQ(floatsOf((*out)[0]), (std::vector<float>{0, 0, 4, 4}));
+  a.float_lists["offset"] = {1, 2, 3};
+  EXPECT_EQ(runMl("Scaler", 1, {&x}, a).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Imputer, ReplacesNaNOrAValueAndChecksLists) {
+  HostTensor x = tensorOf(DataType::kFloat, {2, 2}, {std::nan(""), 1, 2, std::nan("")});
+  KernelAttrs a;
+  a.float_lists["imputed_value_floats"] = {7, 8};
+  a.floats["replaced_value_float"] = std::nanf("");
+  auto out = runMl("Imputer", 1, {&x}, a);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ(floatsOf((*out)[0]), (std::vector<float>{7, 1, 2, 8}));
+  a.float_lists["imputed_value_floats"] = {7, 8, 9};
+  EXPECT_EQ(runMl("Imputer", 1, {&x}, a).status().code(), StatusCode::kInvalidArgument);
+  HostTensor i = tensorOf(DataType::kInt64, {2}, {0, 3});
+  KernelAttrs none;
+  EXPECT_EQ(runMl("Imputer", 1, {&i}, none).status().code(), StatusCode::kInvalidArgument);
+  none.int_lists["imputed_value_int64s"] = {9};
+  auto ints = runMl("Imputer", 1, {&i}, none);
+  ASSERT_TRUE(ints.isOk());
+  EXPECT_EQ((*ints)[0].get<int64_t>(0), 9);
+  EXPECT_EQ((*ints)[0].get<int64_t>(1), 3);
+}
+
+TEST(OneHotEncoder, UnknownValuesAreZerosOrRefused) {
+  HostTensor x = tensorOf(DataType::kInt32, {2}, {3, 4});
+  KernelAttrs a;
+  a.int_lists["cats_int64s"] = {3, 5};
+  auto out = runMl("OneHotEncoder", 1, {&x}, a);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ((*out)[0].dims, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(floatsOf((*out)[0]), (std::vector<float>{1, 0, 0, 0}));
+  a.ints["zeros"] = 0;
+  EXPECT_EQ(runMl("OneHotEncoder", 1, {&x}, a).status().code(), StatusCode::kInvalidArgument);
+  KernelAttrs strings_only;
+  strings_only.string_lists["cats_strings"] = {"3"};
+  EXPECT_EQ(runMl("OneHotEncoder", 1, {&x}, strings_only).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(FeatureVectorizer, CutsAndPadsEachInput) {
+  HostTensor a = tensorOf(DataType::kFloat, {2, 3}, {1, 2, 3, 4, 5, 6});
+  HostTensor b = tensorOf(DataType::kInt64, {2}, {7, 8});  // a vector is one column
+  KernelAttrs attrs;
+  attrs.int_lists["inputdimensions"] = {2, 2};
+  auto out = runMl("FeatureVectorizer", 1, {&a, &b}, attrs);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ((*out)[0].dims, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(floatsOf((*out)[0]), (std::vector<float>{1, 2, 7, 0, 4, 5, 8, 0}));
+  HostTensor c = tensorOf(DataType::kFloat, {3, 1}, {1, 2, 3});
+  EXPECT_EQ(runMl("FeatureVectorizer", 1, {&a, &c}, attrs).status().code(),
+            StatusCode::kInvalidArgument);
+  attrs.int_lists["inputdimensions"] = {2};
+  EXPECT_EQ(runMl("FeatureVectorizer", 1, {&a, &b}, attrs).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(LinearRegressor, TargetsInterceptsAndShapes) {
+  HostTensor x = tensorOf(DataType::kDouble, {1, 2}, {1, 2});
+  KernelAttrs a;
+  a.float_lists["coefficients"] = {1, 1, 2, -1};
+  a.float_lists["intercepts"] = {0.5, 0};
+  a.ints["targets"] = 2;
+  auto out = runMl("LinearRegressor", 1, {&x}, a);
+  ASSERT_TRUE(out.isOk()) << out.status().message();
+  EXPECT_EQ(floatsOf((*out)[0]), (std::vector<float>{3.5f, 0}));
+  a.ints["targets"] = 3;
+  EXPECT_EQ(runMl("LinearRegressor", 1, {&x}, a).status().code(), StatusCode::kInvalidArgument);
+  a.ints["targets"] = 2;
+  a.strings["post_transform"] = "EXP";
+  EXPECT_EQ(runMl("LinearRegressor", 1, {&x}, a).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace onnxopt::kernels
