@@ -136,6 +136,8 @@ constexpr std::initializer_list<DataType> kLabelTypes = {DataType::kString, Data
 
 /// The inverse of the standard normal CDF at p in (0, 1): sqrt(2) * erfinv(2p - 1).
 double probit(double p) {
+  // Outside [0, 1] no probability: NaN, as onnxruntime gives.
+  if (!(p >= 0 && p <= 1)) return std::numeric_limits<double>::quiet_NaN();
   double y = 2 * p - 1;
   if (y <= -1) return -std::numeric_limits<double>::infinity();
   if (y >= 1) return std::numeric_limits<double>::infinity();
@@ -166,7 +168,8 @@ double probit(double p) {
 }
 
 /// Applies an ML post_transform to one row of scores (by name: NONE, SOFTMAX, LOGISTIC,
-/// SOFTMAX_ZERO, PROBIT).
+/// SOFTMAX_ZERO, PROBIT). TreeEnsemble numbers them as its spec does (1 SOFTMAX, 2 LOGISTIC);
+/// onnxruntime 1.32 reads 1 as LOGISTIC and 2 as SOFTMAX.
 void postTransform(const std::string& how, std::vector<double>& row) {
   if (how == "LOGISTIC") {
     for (double& v : row) v = 1 / (1 + std::exp(-v));
