@@ -188,4 +188,19 @@ StatusOr<Outputs> stringSplitKernel(const KernelContext& ctx);
 StatusOr<Outputs> stringNormalizerKernel(const KernelContext& ctx);
 StatusOr<Outputs> regexFullMatchKernel(const KernelContext& ctx);
 
+// text.cc
+StatusOr<Outputs> tfIdfVectorizerKernel(const KernelContext& ctx);
+
+// ml.cc (ai.onnx.ml)
+StatusOr<Outputs> binarizerKernel(const KernelContext& ctx);
+StatusOr<Outputs> arrayFeatureExtractorKernel(const KernelContext& ctx);
+StatusOr<Outputs> labelEncoderKernel(const KernelContext& ctx);
+StatusOr<Outputs> treeEnsembleKernel(const KernelContext& ctx);
+StatusOr<Outputs> normalizerKernel(const KernelContext& ctx);
+StatusOr<Outputs> scalerKernel(const KernelContext& ctx);
+StatusOr<Outputs> imputerKernel(const KernelContext& ctx);
+StatusOr<Outputs> oneHotEncoderKernel(const KernelContext& ctx);
+StatusOr<Outputs> featureVectorizerKernel(const KernelContext& ctx);
+StatusOr<Outputs> linearRegressorKernel(const KernelContext& ctx);
+
 }  // namespace onnxopt::kernels::ref

@@ -366,6 +366,82 @@ std::vector<Case> cases() {
     pattern.strings["pattern"] = "[0-9]";
     out.push_back({"RegexFullMatch", 20, {kS}, {{0, {2}, {1, 2}}}, fixed(pattern)});
   }
+  // text.cc: the pool is strings for a string input, integers otherwise
+  out.push_back(
+      {"TfIdfVectorizer", 9, {kI64}, {{0, {2, 3}, {1, 2, 1, 2, 2, 1}}}, [](const Roles& r) {
+         KernelAttrs a;
+         a.strings["mode"] = "TF";
+         a.ints = {{"min_gram_length", 1}, {"max_gram_length", 2}};
+         a.int_lists["ngram_counts"] = {0, 2};
+         a.int_lists["ngram_indexes"] = {0, 1, 2};
+         if (r[0] == DataType::kString) {
+           a.string_lists["pool_strings"] = {"1", "2", "1", "2"};
+         } else {
+           a.int_lists["pool_int64s"] = {1, 2, 1, 2};
+         }
+         return a;
+       }});
+  // ml.cc (ai.onnx.ml)
+  {
+    const std::string ml = "ai.onnx.ml.";
+    out.push_back({ml + "Binarizer", 1, {kF}, {{0, {2}, {1, 2}}}});
+    out.push_back(
+        {ml + "ArrayFeatureExtractor", 1, {kF, kI64}, {{0, {2, 2}, {1, 2, 3, 4}}, {1, {1}, {1}}}});
+    // The keys follow the input's type: attributes for string, int64 and float, else a tensor.
+    auto label_attrs = [](const Roles& r) {
+      KernelAttrs a;
+      a.int_lists["values_int64s"] = {5, 6};
+      if (r[0] == DataType::kString) {
+        a.string_lists["keys_strings"] = {"1", "2"};
+      } else if (r[0] == DataType::kFloat) {
+        a.float_lists["keys_floats"] = {1, 2};
+      } else if (r[0] == DataType::kInt64) {
+        a.int_lists["keys_int64s"] = {1, 2};
+      } else {
+        a.tensors["keys_tensor"] = tensorOf(r[0], {2}, {1, 2});
+      }
+      return a;
+    };
+    out.push_back({ml + "LabelEncoder", 4, {kI64}, {{0, {2}, {1, 3}}}, label_attrs});
+    out.push_back({ml + "LabelEncoder", 2, {kI64}, {{0, {2}, {1, 3}}}, label_attrs});
+    KernelAttrs tree;
+    tree.tensors["nodes_modes"] = tensorOf(DataType::kUint8, {1}, {0});
+    tree.tensors["nodes_splits"] = tensorOf(kF, {1}, {1.5});
+    tree.tensors["leaf_weights"] = tensorOf(kF, {2}, {3, 4});
+    tree.int_lists = {{"nodes_featureids", {0}},   {"nodes_truenodeids", {0}},
+                      {"nodes_falsenodeids", {1}}, {"nodes_trueleafs", {1}},
+                      {"nodes_falseleafs", {1}},   {"leaf_targetids", {0, 0}},
+                      {"tree_roots", {0}}};
+    tree.ints["n_targets"] = 1;
+    out.push_back({ml + "TreeEnsemble", 5, {kF}, {{0, {2, 1}, {1, 2}}}, fixed(tree)});
+    KernelAttrs norm;
+    norm.strings["norm"] = "L1";
+    out.push_back({ml + "Normalizer", 1, {kF}, {{0, {1, 2}, {1, 2}}}, fixed(norm)});
+    out.push_back({ml + "Scaler", 1, {kF}, {{0, {1, 2}, {1, 2}}}});
+    // Float inputs impute from the float list, integer inputs from the int64 list.
+    out.push_back({ml + "Imputer", 1, {kF}, {{0, {1, 2}, {0, 2}}}, [](const Roles&) {
+                     KernelAttrs a;
+                     a.float_lists["imputed_value_floats"] = {5};
+                     a.int_lists["imputed_value_int64s"] = {5};
+                     return a;
+                   }});
+    out.push_back({ml + "OneHotEncoder", 1, {kI64}, {{0, {2}, {1, 2}}}, [](const Roles&) {
+                     KernelAttrs a;
+                     a.int_lists["cats_int64s"] = {1, 2};
+                     a.string_lists["cats_strings"] = {"1", "2"};
+                     return a;
+                   }});
+    KernelAttrs dims;
+    dims.int_lists["inputdimensions"] = {1, 2};
+    out.push_back({ml + "FeatureVectorizer",
+                   1,
+                   {kF},
+                   {{0, {2, 1}, {1, 2}}, {0, {2, 2}, {1, 2, 3, 4}}},
+                   fixed(dims)});
+    KernelAttrs lin;
+    lin.float_lists["coefficients"] = {1, 2};
+    out.push_back({ml + "LinearRegressor", 1, {kF}, {{0, {1, 2}, {1, 2}}}, fixed(lin)});
+  }
   // resize.cc and sampling.cc
   {
     const In x = {0, {1, 1, 2, 2}, {1, 2, 3, 4}};
