@@ -64,9 +64,9 @@ class Mt19937 {
     return f * x2;
   }
 
-  /// numpy's legacy binomial(1, p) for p in [0, 1]: inversion on the smaller of p and 1 - p.
+  /// numpy's legacy binomial(1, p) for p in [0, 1]: inversion on the smaller of p and 1 - p (the
+  /// legacy path draws for p == 0 too, unlike numpy's Generator).
   int nextBernoulli(double p) {
-    if (p == 0.0) return 0;
     if (p <= 0.5) return inversion1(p);
     return 1 - inversion1(1.0 - p);
   }
