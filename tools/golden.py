@@ -53,6 +53,25 @@ def session(path: Path):
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+def save_with_golden(model: onnx.ModelProto, folder: Path, inputs: dict[str, np.ndarray]) -> None:
+    """What a models/*/make_model.py ends with: writes folder/model.onnx, runs it in onnxruntime
+    (session()) on `inputs`, and writes folder/test_data_set_0/input_<i>.pb and output_<i>.pb in the
+    order of the graph's inputs and outputs."""
+    folder = Path(folder)
+    path = folder / "model.onnx"
+    onnx.save(model, str(path))
+    outputs = session(path).run(None, inputs)
+    data = folder / "test_data_set_0"
+    data.mkdir(exist_ok=True)
+    initializers = {t.name for t in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in initializers]
+    assert sorted(names) == sorted(inputs), f"inputs {sorted(inputs)} for graph inputs {names}"
+    for i, name in enumerate(names):
+        onnx.save_tensor(numpy_helper.from_array(inputs[name], name), str(data / f"input_{i}.pb"))
+    for i, (info, value) in enumerate(zip(model.graph.output, outputs)):
+        onnx.save_tensor(numpy_helper.from_array(value, info.name), str(data / f"output_{i}.pb"))
+
+
 def read_tensors(folder: Path, prefix: str) -> list[np.ndarray]:
     files = sorted(folder.glob(f"{prefix}_*.pb"), key=lambda p: int(p.stem.split("_")[-1]))
     out = []

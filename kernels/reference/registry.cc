@@ -21,6 +21,22 @@ using ref::KernelFn;
 // after 23 only extend type lists).
 constexpr int64_t kMaxOpset = 28;
 
+/// The newest opset of each other domain with reference kernels; a domain not listed has none.
+/// Ops of such a domain are registered by referenceOpName, e.g. "ai.onnx.ml.Binarizer", and their
+/// `min_opset` counts in that domain's versions.
+int64_t maxOpset(const std::string& domain) {
+  if (domain.empty() || domain == "ai.onnx") return kMaxOpset;
+  if (domain == "ai.onnx.ml") return 5;
+  if (domain == "ai.onnx.preview.training" || domain == "ai.onnx.preview") return 1;
+  return 0;
+}
+
+/// The domain part of a registry name ("" for a default-domain op).
+std::string domainOf(const std::string& name) {
+  auto dot = name.rfind('.');
+  return dot == std::string::npos ? std::string() : name.substr(0, dot);
+}
+
 /// The element types a kernel accepts, per input (and per output where it constrains one beyond
 /// its inputs): what kernels::referenceCapabilities() answers from. Each list is what the kernel's
 /// own type dispatch (visitType, visitFloat, checkMovable, readInts, readFloats) lets through;
@@ -348,7 +364,7 @@ const std::map<std::string, Entry>& registry() {
 }
 
 const Entry* findEntry(const std::string& op, int64_t opset) {
-  if (opset > kMaxOpset) return nullptr;
+  if (opset > maxOpset(domainOf(op))) return nullptr;
   auto it = registry().find(op);
   if (it == registry().end() || opset < it->second.min_opset) return nullptr;
   return &it->second;
@@ -403,6 +419,10 @@ HostTensor HostTensor::zeros(DataType dtype, std::vector<int64_t> dims) {
   return t;
 }
 
+std::string referenceOpName(const std::string& domain, const std::string& op) {
+  return domain.empty() || domain == "ai.onnx" ? op : domain + "." + op;
+}
+
 bool hasReferenceKernel(const std::string& op, int64_t opset) {
   return findEntry(op, opset) != nullptr;
 }
@@ -428,17 +448,19 @@ class ReferenceCapabilities final : public Capabilities {
   const char* name() const override { return "reference"; }
 
   Support supports(const OpQuery& q) const override {
-    if (!q.domain.empty() && q.domain != "ai.onnx") {
-      return Support::no(fmt::format("domain '{}' has no reference kernels", q.domain));
+    const std::string name = referenceOpName(q.domain, q.op);
+    const std::string domain = domainOf(name);
+    if (maxOpset(domain) == 0) {
+      return Support::no(fmt::format("domain '{}' has no reference kernels", domain));
     }
-    auto it = registry().find(q.op);
-    if (it == registry().end()) return Support::no("no reference kernel for " + q.op);
+    auto it = registry().find(name);
+    if (it == registry().end()) return Support::no("no reference kernel for " + name);
     const Entry& e = it->second;
-    if (q.opset < e.min_opset || q.opset > kMaxOpset) {
+    if (q.opset < e.min_opset || q.opset > maxOpset(domain)) {
       return Support::no(
           fmt::format("no reference kernel for {} at opset {} (it covers opsets {} "
                       "to {})",
-                      q.op, q.opset, e.min_opset, kMaxOpset));
+                      name, q.opset, e.min_opset, maxOpset(domain)));
     }
     const Signature& sig = e.typesAt(q.opset);
     if (sig.channels_first && q.layout == Layout::kNHWC) {

@@ -51,14 +51,23 @@ Status checkWork(const KernelContext& ctx, int64_t lines, int64_t a, int64_t b) 
   return Status::ok();
 }
 
-/// e^(sign 2 pi i k t / L), with k t reduced mod L first so that long transforms stay exact.
+/// e^(sign 2 pi i k t / L), with k t reduced mod L first so that long transforms stay exact; the
+/// quarter turns (1, i, -1, -i) are exact rather than cos/sin of a rounded angle.
 inline void twiddle(int64_t k, int64_t t, int64_t len, double sign, double& re, double& im) {
   uint64_t kk = static_cast<uint64_t>(k % len), tt = static_cast<uint64_t>(t % len), p = 0;
   double r;
   if (__builtin_mul_overflow(kk, tt, &p)) {
     r = std::fmod(static_cast<double>(kk) * static_cast<double>(tt), static_cast<double>(len));
   } else {
-    r = static_cast<double>(p % static_cast<uint64_t>(len));
+    uint64_t rr = p % static_cast<uint64_t>(len);
+    if (len < (int64_t{1} << 60) && (rr * 4) % static_cast<uint64_t>(len) == 0) {
+      static constexpr double kRe[] = {1, 0, -1, 0}, kIm[] = {0, 1, 0, -1};
+      uint64_t quarter = rr * 4 / static_cast<uint64_t>(len);
+      re = kRe[quarter];
+      im = sign * kIm[quarter];
+      return;
+    }
+    r = static_cast<double>(rr);
   }
   double a = sign * 2.0 * std::numbers::pi * r / static_cast<double>(len);
   re = std::cos(a);

@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+import golden  # noqa: E402  (tools/golden.py)
 FEATS, LSTM_H, GRU_H, CLASSES = 16, 12, 8, 6
 
 
@@ -65,22 +66,9 @@ def build() -> onnx.ModelProto:
 
 
 def main() -> None:
-    import golden  # tools/golden.py: onnxruntime with graph optimizations off
-
-    model = build()
-    path = os.path.join(HERE, "model.onnx")
-    onnx.save(model, path)
     feats = np.random.default_rng(7).standard_normal((10, 3, FEATS)).astype(np.float32)
     seq_lens = np.array([10, 7, 4], np.int32)
-    outputs = golden.session(path).run(None, {"feats": feats, "seq_lens": seq_lens})
-    data = os.path.join(HERE, "test_data_set_0")
-    os.makedirs(data, exist_ok=True)
-    tensors = [("input", "feats", feats), ("input", "seq_lens", seq_lens),
-               ("output", "scores", outputs[0]), ("output", "gru_h", outputs[1])]
-    for kind, name, value in tensors:
-        index = 0 if name in ("feats", "scores") else 1
-        with open(os.path.join(data, f"{kind}_{index}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(value, name).SerializeToString())
+    golden.save_with_golden(build(), HERE, {"feats": feats, "seq_lens": seq_lens})
 
 
 if __name__ == "__main__":

@@ -7,14 +7,16 @@ its test_data_set_0 (a seeded input, outputs from onnxruntime).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "tools"))
+import golden  # noqa: E402  (tools/golden.py)
 
 
 def build() -> onnx.ModelProto:
@@ -81,15 +83,8 @@ def build() -> onnx.ModelProto:
 
 
 def main() -> None:
-    model = build()
-    onnx.save(model, str(HERE / "model.onnx"))
     x = np.random.default_rng(0).normal(size=(1, 2, 4, 4)).astype(np.float32)
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    (out,) = sess.run(None, {"x": x})
-    data = HERE / "test_data_set_0"
-    data.mkdir(exist_ok=True)
-    onnx.save_tensor(numpy_helper.from_array(x, "x"), str(data / "input_0.pb"))
-    onnx.save_tensor(numpy_helper.from_array(out, "out"), str(data / "output_0.pb"))
+    golden.save_with_golden(build(), HERE, {"x": x})
 
 
 if __name__ == "__main__":

@@ -10,12 +10,15 @@ onnxruntime on this (unoptimized) model.
     python models/tiny_unet/make_model.py
 """
 import os
+import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+import golden  # noqa: E402  (tools/golden.py)
 
 
 def build() -> onnx.ModelProto:
@@ -85,22 +88,8 @@ def build() -> onnx.ModelProto:
 
 
 def main() -> None:
-    import onnxruntime as ort
-
-    model = build()
-    onnx.save(model, os.path.join(HERE, "model.onnx"))
     x = np.random.default_rng(7).standard_normal((1, 3, 16, 16)).astype(np.float32)
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(os.path.join(HERE, "model.onnx"), opts,
-                                providers=["CPUExecutionProvider"])
-    (y,) = sess.run(None, {"x": x})
-    data = os.path.join(HERE, "test_data_set_0")
-    os.makedirs(data, exist_ok=True)
-    with open(os.path.join(data, "input_0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(x, "x").SerializeToString())
-    with open(os.path.join(data, "output_0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(y, "mask").SerializeToString())
+    golden.save_with_golden(build(), HERE, {"x": x})
 
 
 if __name__ == "__main__":

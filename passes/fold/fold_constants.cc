@@ -62,11 +62,12 @@ class FoldConstantsPass final : public pass::GraphPass {
  protected:
   StatusOr<bool> runOnGraph(ir::Graph& graph, ir::Model& model, rewrite::Rewriter& rewriter,
                             pass::PassContext& ctx) override {
-    int64_t opset = model.opsetVersion("").value_or(0);
     bool changed = false;
     for (ir::Node* n : graph) {
-      if (!n->domain().empty() && n->domain() != "ai.onnx") continue;
-      const std::string& op = n->opType();
+      // Ops of other domains fold where the reference kernels know that domain (ai.onnx.ml, ...),
+      // at the model's opset of that domain.
+      const std::string op = kernels::referenceOpName(n->domain(), n->opType());
+      const int64_t opset = model.opsetVersion(n->domain()).value_or(0);
       if (op == "Constant" || !n->subgraphs().empty()) continue;
       if (pass::isNondeterministicNode(*n)) {
         bump("skipped-random");  // Random*, Bernoulli, Multinomial, unseeded training Dropout
@@ -346,8 +347,9 @@ class FoldConstantsPass final : public pass::GraphPass {
       auto it = std::find(distinct.begin(), distinct.end(), v);
       ptrs.push_back(v == nullptr ? nullptr : &hosts[static_cast<size_t>(it - distinct.begin())]);
     }
-    auto results = kernels::runReferenceKernel(n.opType(), opset, ptrs, bridge::toKernelAttrs(n),
-                                               n.numOutputs());
+    auto results =
+        kernels::runReferenceKernel(kernels::referenceOpName(n.domain(), n.opType()), opset, ptrs,
+                                    bridge::toKernelAttrs(n), n.numOutputs());
     if (!results.isOk()) {
       if (results.status().code() == StatusCode::kInvalidArgument) {
         std::string name = n.output(0) ? n.output(0)->name() : n.name();

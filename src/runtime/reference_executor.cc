@@ -217,7 +217,8 @@ StatusOr<size_t> axisIn(int64_t axis, int64_t rank, const char* what) {
 /// The values of one run, computed node by node.
 class Interpreter {
  public:
-  explicit Interpreter(const ir::Model& model) : opset_(model.opsetVersion("").value_or(0)) {}
+  explicit Interpreter(const ir::Model& model)
+      : model_(model), opset_(model.opsetVersion("").value_or(0)) {}
 
   Status runGraph(const ir::Graph& graph) {
     for (const ir::Value* v : graph.initializers()) {
@@ -263,10 +264,7 @@ class Interpreter {
   }
 
   Status runNode(const ir::Node& n) {
-    if (!n.domain().empty() && n.domain() != "ai.onnx") {
-      return makeError(StatusCode::kUnimplemented, "{}: domain '{}' has no reference kernels",
-                       describe(n), n.domain());
-    }
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return runOtherDomain(n);
     const std::string& op = n.opType();
     if (op == "Constant") {
       auto t = ir::constantNodeTensor(n);
@@ -290,6 +288,11 @@ class Interpreter {
         return Status::ok();
       }
     }
+    return runKernel(n, op, opset_);
+  }
+
+  /// Runs the reference kernel `name` (referenceOpName) on the node's tensor inputs.
+  Status runKernel(const ir::Node& n, const std::string& name, int64_t opset) {
     std::vector<const kernels::HostTensor*> inputs;
     for (size_t i = 0; i < n.numInputs(); ++i) {
       if (n.input(i) == nullptr) {
@@ -302,9 +305,9 @@ class Interpreter {
     }
     if (!n.subgraphs().empty()) {
       return makeError(StatusCode::kUnimplemented,
-                       "{}: {} is not supported by the reference executor yet", describe(n), op);
+                       "{}: {} is not supported by the reference executor yet", describe(n), name);
     }
-    auto out = kernels::runReferenceKernel(op, opset_, inputs, toKernelAttrs(n), n.numOutputs());
+    auto out = kernels::runReferenceKernel(name, opset, inputs, toKernelAttrs(n), n.numOutputs());
     if (!out.isOk()) return out.status().withContext(describe(n));
     for (size_t i = 0; i < n.numOutputs(); ++i) setOutput(n, i, RtValue::ofTensor((*out)[i]));
     return Status::ok();
@@ -844,6 +847,20 @@ class Interpreter {
     return Status::ok();
   }
 
+  /// A node of another domain: its reference kernel (ai.onnx.ml, ...), at that domain's opset.
+  Status runOtherDomain(const ir::Node& n) {
+    const std::string name = kernels::referenceOpName(n.domain(), n.opType());
+    const int64_t opset = model_.opsetVersion(n.domain()).value_or(0);
+    if (!kernels::hasReferenceKernel(name, opset)) {
+      auto why = kernels::referenceCapabilities().supports(bridge::opQuery(n, opset));
+      return makeError(
+          StatusCode::kUnimplemented, "{}: {}", describe(n),
+          why ? fmt::format("no reference kernel for {} at opset {}", name, opset) : why.reason);
+    }
+    return runKernel(n, name, opset);
+  }
+
+  const ir::Model& model_;
   int64_t opset_;
 };
 

@@ -172,6 +172,24 @@ TEST(Registry, ListsOpsSortedAndChecksOpsets) {
   EXPECT_FALSE(hasReferenceKernel("NoSuchOp", 13));
 }
 
+TEST(Registry, NamesOpsOfOtherDomainsWithTheirDomain) {
+  EXPECT_EQ(referenceOpName("", "Add"), "Add");
+  EXPECT_EQ(referenceOpName("ai.onnx", "Add"), "Add");
+  EXPECT_EQ(referenceOpName("ai.onnx.ml", "Binarizer"), "ai.onnx.ml.Binarizer");
+  // A domain the kernels do not know: the capability query says which, as the executor reports.
+  OpQuery q;
+  q.domain = "com.example";
+  q.op = "Add";
+  q.opset = 1;
+  Support s = referenceCapabilities().supports(q);
+  EXPECT_FALSE(s);
+  EXPECT_EQ(s.reason, "domain 'com.example' has no reference kernels");
+  // The default-domain kernel is not found under another domain's name.
+  EXPECT_FALSE(hasReferenceKernel(referenceOpName("com.example", "Add"), 13));
+  EXPECT_EQ(code(referenceOpName("com.example", "Add"), 13, {f32({1}, {1}), f32({1}, {1})}),
+            StatusCode::kUnimplemented);
+}
+
 TEST(Registry, Errors) {
   EXPECT_EQ(code("NoSuchOp", 13, {f32({1}, {1})}), StatusCode::kUnimplemented);
   EXPECT_EQ(code("Add", 6, {f32({1}, {1}), f32({1}, {1})}), StatusCode::kUnimplemented);

@@ -10,12 +10,17 @@
 
 namespace onnxopt::kernels {
 
-/// Whether a reference kernel exists for the default-domain op at this opset (it may still reject a
+/// The name the reference kernels know an op by: `op` itself in the default domain ("" or
+/// "ai.onnx"), `domain.op` in another one (e.g. "ai.onnx.ml.Binarizer"). Every function below takes
+/// such a name, with the opset of the op's own domain.
+std::string referenceOpName(const std::string& domain, const std::string& op);
+
+/// Whether a reference kernel exists for the op at this opset (it may still reject a
 /// particular element type with kUnimplemented: referenceCapabilities() in capabilities.h also
 /// answers for element types and layouts).
 bool hasReferenceKernel(const std::string& op, int64_t opset);
 
-/// Every op with a reference kernel, sorted.
+/// Every op with a reference kernel, by referenceOpName, sorted.
 std::vector<std::string> referenceKernelOps();
 
 /// Runs the reference kernel of `op`. `inputs` may hold nullptr for omitted optional inputs.
