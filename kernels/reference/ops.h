@@ -179,4 +179,7 @@ StatusOr<Outputs> stringSplitKernel(const KernelContext& ctx);
 StatusOr<Outputs> stringNormalizerKernel(const KernelContext& ctx);
 StatusOr<Outputs> regexFullMatchKernel(const KernelContext& ctx);
 
+// training.cc (ai.onnx.preview.training)
+StatusOr<Outputs> optimizerKernel(const KernelContext& ctx);  // Adagrad Momentum Adam
+
 }  // namespace onnxopt::kernels::ref

@@ -358,6 +358,25 @@ const std::map<std::string, Entry>& registry() {
         {"SoftmaxCrossEntropyLoss", {12, ref::softmaxCrossEntropyKernel, in({F, X, F})}},
         {"LpPool", {1, ref::poolKernel, image({F})}},  // nn.cc's pool kernel
         {"BitCast", {26, ref::bitCastKernel, withOutputs(in({kAny - kString}), {kAny - kString})}},
+        // training.cc: R (float/double), T (int64), then the optimized tensors (float/double)
+        {"ai.onnx.preview.training.Adagrad",
+         {1, ref::optimizerKernel,
+          Signature{
+              .inputs = {TypeSet{DataType::kFloat, DataType::kDouble}, TypeSet{DataType::kInt64},
+                         TypeSet{DataType::kFloat, DataType::kDouble}},
+              .variadic = true}}},
+        {"ai.onnx.preview.training.Momentum",
+         {1, ref::optimizerKernel,
+          Signature{
+              .inputs = {TypeSet{DataType::kFloat, DataType::kDouble}, TypeSet{DataType::kInt64},
+                         TypeSet{DataType::kFloat, DataType::kDouble}},
+              .variadic = true}}},
+        {"ai.onnx.preview.training.Adam",
+         {1, ref::optimizerKernel,
+          Signature{
+              .inputs = {TypeSet{DataType::kFloat, DataType::kDouble}, TypeSet{DataType::kInt64},
+                         TypeSet{DataType::kFloat, DataType::kDouble}},
+              .variadic = true}}},
     };
   }();
   return table;

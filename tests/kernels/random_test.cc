@@ -1,6 +1,6 @@
-// Tests of numpy's legacy generator (kernels/reference/mt19937.h) and of the kernels that use it
-// or that compute training-mode statistics: Dropout and BatchNormalization in training mode, the
-// Random* ops and Bernoulli, with their bad inputs (kInvalidArgument). tests/python/
+// Tests of numpy's legacy generator (kernels/reference/mt19937.h) and of the training-mode kernels:
+// Dropout and BatchNormalization in training mode, the Random* ops and Bernoulli, and the
+// ai.onnx.preview.training optimizers (training.cc), with their bad inputs (kInvalidArgument). tests/python/
 // test_random_generator.py checks the seeded ops against ONNX's reference implementation.
 #include <cmath>
 #include <optional>
@@ -170,6 +170,46 @@ TEST(BatchNormTrainingTest, NonSpatialBeforeOpset9) {
   HostTensor c = floats({2}, {1, 1});
   EXPECT_EQ(runOp("BatchNormalization", 7, {x, c, c, c, c}, a).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+TEST(OptimizerTest, AdagradStepAndBadInputs) {
+  const std::string op = "ai.onnx.preview.training.Adagrad";
+  HostTensor r = floats({}, {0.1});
+  HostTensor t = HostTensor::zeros(DataType::kInt64, {});
+  t.set<int64_t>(0, 1);
+  HostTensor x = floats({2}, {1, 2}), g = floats({2}, {3, -4}), h = floats({2}, {0, 9});
+  KernelAttrs a;
+  a.floats = {{"epsilon", 0.0f}, {"decay_factor", 1.0f}};
+  auto out = runOp(op, 1, {r, t, x, g, h}, a, 2);
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  // r = 0.1 / 2; H' = H + G^2 = {9, 25}; X' = X - r * G / sqrt(H').
+  expectNear(values((*out)[1]), {9, 25});
+  expectNear(values((*out)[0]), {1 - 0.05 * 3 / 3, 2 + 0.05 * 4 / 5});
+  // Inputs not in groups of three, the wrong output count, a non-scalar R, a float T.
+  EXPECT_EQ(runOp(op, 1, {r, t, x, g}, a, 2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(runOp(op, 1, {r, t, x, g, h}, a, 3).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(runOp(op, 1, {x, t, x, g, h}, a, 2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(runOp(op, 1, {r, r, x, g, h}, a, 2).status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(runOp(op, 1, {r, t, x, floats({1}, {1}), h}, a, 2).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(OptimizerTest, MomentumNeedsItsAttributes) {
+  const std::string op = "ai.onnx.preview.training.Momentum";
+  HostTensor r = floats({}, {0.1});
+  HostTensor t = HostTensor::zeros(DataType::kInt64, {});
+  HostTensor x = floats({1}, {1});
+  KernelAttrs a;
+  a.floats = {{"alpha", 0.5f}, {"beta", 0.5f}, {"norm_coefficient", 0.0f}};
+  EXPECT_EQ(runOp(op, 1, {r, t, x, x, x}, a, 2).status().code(), StatusCode::kInvalidArgument);
+  a.strings["mode"] = "heavy-ball";
+  EXPECT_EQ(runOp(op, 1, {r, t, x, x, x}, a, 2).status().code(), StatusCode::kInvalidArgument);
+  a.strings["mode"] = "standard";
+  auto out = runOp(op, 1, {r, t, x, x, x}, a, 2);
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  // T = 0: the gradient's coefficient is 1, V' = 0.5 * 1 + 1 = 1.5, X' = 1 - 0.1 * 1.5.
+  expectNear(values((*out)[1]), {1.5});
+  expectNear(values((*out)[0]), {0.85});
 }
 
 }  // namespace
