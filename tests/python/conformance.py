@@ -245,6 +245,11 @@ def _tensor_io_model(model: onnx.ModelProto, graph_inputs, inputs: list[Path], o
     return model, feeds, expected
 
 
+# The element types `opt run` writes as .npy (the others it writes as TensorProto .pb).
+NPY_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.INT8,
+             onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorProto.UINT8,
+             onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64, onnx.TensorProto.BOOL}
+
 RANDOM_OPS = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform",
               "RandomUniformLike"}
 
@@ -294,9 +299,11 @@ def run_case_executor(model_path: Path, opt: Path, workdir: Path) -> Result:
     onnx.save(model, str(src))
     out_dir = workdir / "run_outputs"
     out_dir.mkdir(exist_ok=True)
-    for f in out_dir.glob("*.npy"):
+    for f in [*out_dir.glob("*.npy"), *out_dir.glob("*.pb")]:
         f.unlink()
-    args = [str(opt), "run", str(src), "--save-outputs", str(out_dir)]
+    # .npy has no encoding for bfloat16, float8, int4 or strings: such outputs come as TensorProto.
+    ext = "npy" if all(o.type.tensor_type.elem_type in NPY_TYPES for o in model.graph.output) else "pb"
+    args = [str(opt), "run", str(src), "--save-outputs", str(out_dir), "--save-format", ext]
     for input_name, path in feeds:
         args += ["--input", f"{input_name}={path}"]
     proc = subprocess.run(args, capture_output=True, text=True)
@@ -305,8 +312,11 @@ def run_case_executor(model_path: Path, opt: Path, workdir: Path) -> Result:
     names = [o.name for o in model.graph.output]
     got = {}
     for o in names:
-        f = out_dir / (re.sub(r"[/\\:]", "_", o) + ".npy")
+        f = out_dir / (re.sub(r"[/\\:]", "_", o) + "." + ext)
         if not f.exists():
             return Result(name, ops, "unsupported", f"opt run wrote no {f.name}")
-        got[o] = np.load(f, allow_pickle=False)
+        if ext == "npy":
+            got[o] = np.load(f, allow_pickle=False)
+        else:
+            got[o] = numpy_helper.to_array(onnx.TensorProto.FromString(f.read_bytes()))
     return _compare(name, ops, names, got, expected, " (via opt run)")

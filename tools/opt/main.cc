@@ -152,7 +152,11 @@ CLI::App* addRunCommand(CLI::App& app, RunCommandOptions& opts) {
                   "NAME=d0,d1,...: the shape of a random input with dynamic dims");
   cmd->add_option("--seed", opts.seed, "Seed of the random inputs (default 0)");
   cmd->add_option("--save-outputs", opts.save_outputs,
-                  "Folder to write each output to as OUTPUT_NAME.npy");
+                  "Folder to write each output to as OUTPUT_NAME.npy (or .pb)");
+  cmd->add_option("--save-format", opts.save_format,
+                  "npy (default) or pb: TensorProto files, which hold every element type "
+                  "(.npy has no bfloat16, float8, int4 or strings)")
+      ->check(CLI::IsMember({"npy", "pb"}));
   return cmd;
 }
 

@@ -1,5 +1,5 @@
 // `opt run MODEL`: the reference executor on given or seeded random inputs; prints output
-// summaries and optionally saves the outputs as .npy.
+// summaries and optionally saves the outputs as .npy (or TensorProto .pb with --save-format=pb).
 #include <iostream>
 #include <map>
 #include <string>
@@ -67,7 +67,9 @@ int runCommand(const RunCommandOptions& opts) {
       for (char& c : file) {
         if (c == '/' || c == '\\' || c == ':') c = '_';
       }
-      Status st = writeNpy(opts.save_outputs + "/" + file + ".npy", result->outputs[i]);
+      Status st = opts.save_format == "pb"
+                      ? writeTensorPb(opts.save_outputs + "/" + file + ".pb", result->outputs[i])
+                      : writeNpy(opts.save_outputs + "/" + file + ".npy", result->outputs[i]);
       if (!st.isOk()) return fail(st);
     }
   }
