@@ -70,3 +70,22 @@ def test_unseeded_dropout_is_not_folded(opt: Path, work_dir: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         ops = [n.op_type for n in onnx.load(str(out)).graph.node]
         assert ops == ([] if seeded else ["Dropout"])
+
+
+def test_run_saves_bfloat16_as_tensor_proto(opt: Path, work_dir: Path) -> None:
+    """`opt run --save-format pb` writes outputs .npy cannot hold (bfloat16) as TensorProto files."""
+    graph = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BFLOAT16)], "c",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [3])])
+    src = work_dir / "c.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), str(src))
+    x = np.array([1.0, -2.5, 3.0], np.float32)
+    (work_dir / "x.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
+    args = [str(opt), "run", str(src), "--input", f"x={work_dir / 'x.pb'}", "--save-outputs", str(work_dir)]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    assert proc.returncode != 0 and "cannot write bfloat16 as .npy" in proc.stderr
+    proc = subprocess.run(args + ["--save-format", "pb"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    t = onnx.TensorProto.FromString((work_dir / "y.pb").read_bytes())
+    assert t.data_type == TensorProto.BFLOAT16
+    assert numpy_helper.to_array(t).astype(np.float32).tolist() == x.tolist()
