@@ -1,8 +1,8 @@
 // Neural-network reference kernels: activations with attributes (LeakyRelu Elu Selu Celu
 // HardSigmoid HardSwish Softplus Softsign Mish ThresholdedRelu Gelu PRelu), Softmax and LogSoftmax
-// (coerce-to-2D before opset 13, one axis from 13), Dropout in inference mode, Conv, MaxPool,
-// ConvTranspose, AveragePool, GlobalAveragePool, GlobalMaxPool and BatchNormalization in
-// inference mode.
+// (coerce-to-2D before opset 13, one axis from 13), Dropout (training mode with numpy's legacy
+// generator, mt19937.h), Conv, MaxPool, ConvTranspose, AveragePool, GlobalAveragePool,
+// GlobalMaxPool and BatchNormalization (training mode, and spatial=0 before opset 9).
 //
 // Conv and the pools share one window geometry (kernel, strides, dilations, pads or auto_pad,
 // ceil_mode):
@@ -13,7 +13,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 
+#include "float_out.h"
+#include "mt19937.h"
 #include "ops.h"
 
 namespace onnxopt::kernels::ref {
@@ -213,6 +216,57 @@ StatusOr<Outputs> softmaxKernel(const KernelContext& ctx) {
   return single(std::move(out));
 }
 
+// --- Dropout in training mode
+// ----------------------------------------------------------------------
+
+namespace {
+
+// mask = uniform(0, 1) >= ratio, drawn in row-major order from numpy's legacy generator seeded with
+// the `seed` attribute (what ONNX's reference implementation does, so seeded runs reproduce its
+// outputs); y = mask * x * (1 / (1 - ratio)), computed in x's compute type. Without a seed the
+// generator is seeded from std::random_device: fold-constants never folds such a node
+// (pass::isNondeterministicNode).
+StatusOr<Outputs> dropoutTraining(const KernelContext& ctx, const HostTensor& x, double ratio,
+                                  bool double_ratio) {
+  if (!(ratio >= 0.0 && ratio < 1.0)) {
+    return invalidArgument("Dropout: ratio {} is outside [0, 1) in training mode", ratio);
+  }
+  uint32_t seed;
+  if (ctx.attrs.has("seed")) {
+    int64_t s = ctx.attrs.getInt("seed", 0);
+    if (s < 0 || s > int64_t{0xffffffff}) {
+      return invalidArgument("Dropout: seed {} is outside [0, 2^32)", s);
+    }
+    seed = static_cast<uint32_t>(s);
+  } else {
+    seed = std::random_device{}();
+  }
+  RETURN_IF_ERROR(visitFloat(ctx, x.dtype, [](auto) { return Status::ok(); }));
+  ASSIGN_OR_RETURN(HostTensor y, makeOutput(x.dtype, x.dims));
+  ASSIGN_OR_RETURN(HostTensor mask, makeOutput(DataType::kBool, x.dims));
+  Mt19937 rng(seed);
+  for (int64_t i = 0; i < x.numElements(); ++i) mask.set<uint8_t>(i, rng.nextDouble() >= ratio);
+  RETURN_IF_ERROR(visitFloat(ctx, x.dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    // The scale is computed in the ratio's precision, as numpy does (1 / (1 - r) in float32 for
+    // a float32 ratio); m * x keeps the sign of a dropped x (-0), as numpy's product does.
+    C scale = double_ratio ? static_cast<C>(1.0 / (1.0 - ratio))
+                           : static_cast<C>(1.0f / (1.0f - static_cast<float>(ratio)));
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      C m = mask.get<uint8_t>(i) != 0 ? C(1) : C(0);
+      store<T>(y, i, m * load<T>(x, i) * scale);
+    }
+    return Status::ok();
+  }));
+  Outputs outs;
+  outs.push_back(std::move(y));
+  if (ctx.num_outputs == 2) outs.push_back(std::move(mask));
+  return outs;
+}
+
+}  // namespace
+
 StatusOr<Outputs> dropoutKernel(const KernelContext& ctx) {
   ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
   if (ctx.num_outputs > 2) return invalidArgument("Dropout: at most two outputs");
@@ -227,13 +281,15 @@ StatusOr<Outputs> dropoutKernel(const KernelContext& ctx) {
       training = training_t->get<uint8_t>(0) != 0;
     }
     double ratio = 0.5;
+    bool double_ratio = false;
     if (ratio_t != nullptr) {
+      double_ratio = ratio_t->dtype == DataType::kDouble;
       if (ratio_t->numElements() != 1) return invalidArgument("Dropout: ratio must be a scalar");
       ASSIGN_OR_RETURN(std::vector<double> r, readFloats<double>(ctx, *ratio_t));
       ratio = r[0];
     }
     // Training with ratio 0 keeps everything; any other ratio draws random numbers.
-    if (training && ratio != 0.0) return unimplemented(ctx, "training mode is random");
+    if (training && ratio != 0.0) return dropoutTraining(ctx, *x, ratio, double_ratio);
   }
   RETURN_IF_ERROR(checkMovable(ctx, x->dtype));
   if (x->dtype == DataType::kString) return unsupportedType(ctx, x->dtype);
@@ -792,14 +848,81 @@ StatusOr<Outputs> globalPoolKernel(const KernelContext& ctx) {
   return single(std::move(out));
 }
 
+namespace {
+
+// Training mode, per channel group k over its n * inner elements (population statistics):
+//   mean_k = E[x], var_k = E[(x - mean_k)^2], y = (x - mean_k) / sqrt(var_k + eps) * scale_k + B_k
+//   running_mean = input_mean * momentum + mean * (1 - momentum) (running_var likewise)
+// Outputs from opset 14: y, running_mean, running_var; before: y, running_mean, running_var,
+// saved_mean (= mean), saved_var (= var), as ONNX's reference implementation computes them.
+StatusOr<Outputs> batchNormTraining(const KernelContext& ctx, const HostTensor& x,
+                                    const std::vector<const HostTensor*>& params, int64_t groups,
+                                    int64_t inner) {
+  int64_t n = x.dims[0];
+  int64_t count = n * inner;
+  if (count == 0) return invalidArgument("BatchNormalization: no elements for the statistics");
+  std::vector<std::vector<double>> pv;
+  for (const HostTensor* p : params) {
+    ASSIGN_OR_RETURN(std::vector<double> v, readFloats<double>(ctx, *p));
+    pv.push_back(std::move(v));
+  }
+  ASSIGN_OR_RETURN(std::vector<double> xv, readFloats<double>(ctx, x));
+  double eps = ctx.attrs.getFloat("epsilon", 1e-5f);
+  double momentum = ctx.attrs.getFloat("momentum", 0.9f);
+  auto g = static_cast<size_t>(groups);
+  std::vector<double> mean(g, 0.0), var(g, 0.0), y(xv.size());
+  auto at = [&](int64_t ni, int64_t k, int64_t j) {
+    return static_cast<size_t>((ni * groups + k) * inner + j);
+  };
+  for (int64_t k = 0; k < groups; ++k) {
+    auto kk = static_cast<size_t>(k);
+    double sum = 0;
+    for (int64_t ni = 0; ni < n; ++ni)
+      for (int64_t j = 0; j < inner; ++j) sum += xv[at(ni, k, j)];
+    mean[kk] = sum / static_cast<double>(count);
+    double sq = 0;
+    for (int64_t ni = 0; ni < n; ++ni) {
+      for (int64_t j = 0; j < inner; ++j) {
+        double d = xv[at(ni, k, j)] - mean[kk];
+        sq += d * d;
+      }
+    }
+    var[kk] = sq / static_cast<double>(count);
+    double inv = 1.0 / std::sqrt(var[kk] + eps);
+    for (int64_t ni = 0; ni < n; ++ni) {
+      for (int64_t j = 0; j < inner; ++j) {
+        size_t i = at(ni, k, j);
+        y[i] = (xv[i] - mean[kk]) * inv * pv[0][kk] + pv[1][kk];
+      }
+    }
+  }
+  std::vector<double> run_mean(g), run_var(g);
+  for (size_t k = 0; k < g; ++k) {
+    run_mean[k] = pv[2][k] * momentum + mean[k] * (1 - momentum);
+    run_var[k] = pv[3][k] * momentum + var[k] * (1 - momentum);
+  }
+  std::vector<const std::vector<double>*> values = {&y, &run_mean, &run_var, &mean, &var};
+  Outputs outs;
+  for (size_t i = 0; i < ctx.num_outputs; ++i) {
+    const HostTensor& like = i == 0 ? x : *params[i == 1 || i == 3 ? 2 : 3];
+    ASSIGN_OR_RETURN(HostTensor t, floatsToTensor(ctx, like.dtype, like.dims, *values[i]));
+    outs.push_back(std::move(t));
+  }
+  return outs;
+}
+
+}  // namespace
+
 StatusOr<Outputs> batchNormKernel(const KernelContext& ctx) {
-  if (ctx.opset >= 14 && ctx.attrs.getInt("training_mode", 0) != 0) {
-    return unimplemented(ctx, "training_mode=1");
+  // From opset 14 the attribute selects training mode; before, asking for the statistics outputs
+  // does. Before opset 9, spatial=0 keeps statistics per (channel, spatial position).
+  bool training = ctx.opset >= 14 ? ctx.attrs.getInt("training_mode", 0) != 0 : ctx.num_outputs > 1;
+  bool spatial = ctx.opset >= 9 || ctx.attrs.getInt("spatial", 1) != 0;
+  size_t max_outputs = !training ? 1 : ctx.opset >= 14 ? 3 : 5;
+  if (ctx.num_outputs > max_outputs) {
+    return invalidArgument("BatchNormalization: at most {} outputs {}", max_outputs,
+                           training ? "in training mode" : "without training_mode=1");
   }
-  if (ctx.opset < 9 && ctx.attrs.getInt("spatial", 1) == 0) {
-    return unimplemented(ctx, "spatial=0");
-  }
-  if (ctx.num_outputs != 1) return unimplemented(ctx, "the training-mode outputs");
   ASSIGN_OR_RETURN(const HostTensor* x, requireInput(ctx, 0));
   std::vector<const HostTensor*> params;
   for (size_t i = 1; i <= 4; ++i) {
@@ -808,30 +931,39 @@ StatusOr<Outputs> batchNormKernel(const KernelContext& ctx) {
   }
   if (x->rank() < 2) return invalidArgument("BatchNormalization: X must have rank 2 or more");
   int64_t c = x->dims[1];
+  Dims param_dims = spatial ? Dims{c} : Dims(x->dims.begin() + 1, x->dims.end());
   for (const HostTensor* p : params) {
-    if (p->rank() != 1 || p->dims[0] != c) {
-      return invalidArgument("BatchNormalization: scale, B, mean and var must have shape [{}]", c);
+    if (p->dims != param_dims) {
+      return invalidArgument("BatchNormalization: scale, B, mean and var must have shape [{}]",
+                             fmt::join(param_dims, ", "));
     }
   }
+  RETURN_IF_ERROR(visitFloat(ctx, x->dtype, [](auto) { return Status::ok(); }));
+  // An empty tensor's spatial volume may not fit int64: nothing below may multiply its dims.
+  int64_t s = x->numElements() == 0 ? 0 : dimProduct(x->dims, 2, x->rank());
+  // Element (n, k, j) of X is at (n * groups + k) * inner + j; parameter k applies to it.
+  int64_t groups = spatial ? c : c * s;
+  int64_t inner = spatial ? s : 1;
+  if (training) return batchNormTraining(ctx, *x, params, groups, inner);
   float eps = ctx.attrs.getFloat("epsilon", 1e-5f);
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(x->dtype, x->dims));
   RETURN_IF_ERROR(visitFloat(ctx, x->dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     using C = Compute<T>;
-    if (x->numElements() == 0) return Status::ok();  // its spatial volume may not fit int64
+    if (x->numElements() == 0) return Status::ok();
     std::vector<std::vector<C>> pv;
     for (const HostTensor* p : params) {
       ASSIGN_OR_RETURN(std::vector<C> v, readFloats<C>(ctx, *p));
       pv.push_back(std::move(v));
     }
-    int64_t n = x->dims[0], s = dimProduct(x->dims, 2, x->rank());
-    for (int64_t ci = 0; ci < c; ++ci) {
-      size_t k = static_cast<size_t>(ci);
-      C scale = pv[0][k] / std::sqrt(pv[3][k] + C(eps));
-      C shift = pv[1][k] - pv[2][k] * scale;
+    int64_t n = x->dims[0];
+    for (int64_t k = 0; k < groups; ++k) {
+      auto kk = static_cast<size_t>(k);
+      C scale = pv[0][kk] / std::sqrt(pv[3][kk] + C(eps));
+      C shift = pv[1][kk] - pv[2][kk] * scale;
       for (int64_t ni = 0; ni < n; ++ni) {
-        int64_t base = (ni * c + ci) * s;
-        for (int64_t j = 0; j < s; ++j)
+        int64_t base = (ni * groups + k) * inner;
+        for (int64_t j = 0; j < inner; ++j)
           store<T>(out, base + j, load<T>(*x, base + j) * scale + shift);
       }
     }

@@ -202,5 +202,7 @@ StatusOr<Outputs> imputerKernel(const KernelContext& ctx);
 StatusOr<Outputs> oneHotEncoderKernel(const KernelContext& ctx);
 StatusOr<Outputs> featureVectorizerKernel(const KernelContext& ctx);
 StatusOr<Outputs> linearRegressorKernel(const KernelContext& ctx);
+// training.cc (ai.onnx.preview.training)
+StatusOr<Outputs> optimizerKernel(const KernelContext& ctx);  // Adagrad Momentum Adam
 
 }  // namespace onnxopt::kernels::ref

@@ -1,45 +1,51 @@
 // Random-generator reference kernels, for `opt run` only (fold-constants never folds them:
 // pass::isNondeterministicOp): RandomNormal, RandomUniform, RandomNormalLike, RandomUniformLike,
-// Bernoulli, Multinomial. The generator is a 64-bit Mersenne Twister seeded from the `seed`
-// attribute (0 when absent, so a run is repeatable); normals by Box-Muller, uniforms from 53 bits.
-// The standard leaves the generator to the runtime: the values follow the distributions, not
-// any other runtime's streams.
+// Bernoulli, Multinomial. The standard leaves the generator to the runtime; these follow ONNX's
+// reference implementation, numpy's legacy RandomState(seed) (mt19937.h), so a seeded run
+// reproduces its values:
+//   RandomUniform(Like): T(rand()) * T(high - low) + T(low), rounded to T at each step
+//   RandomNormal(Like):  T(randn()) * T(scale) + T(mean), likewise (numpy's legacy gauss)
+//   Bernoulli:           binomial(1, p) per element (one uniform each, numpy's inversion)
+//   Multinomial:         (not in ONNX's reference) one uniform per sample against the row's CDF
+// The seed attribute is truncated to an integer, which must lie in [0, 2^32) as numpy requires;
+// without one, the generator is seeded from std::random_device.
 #include <cmath>
-#include <numbers>
 #include <random>
 
 #include "low_precision.h"
+#include "mt19937.h"
 #include "ops.h"
 
 namespace onnxopt::kernels::ref {
 
 namespace {
 
-class Rng {
- public:
-  explicit Rng(const KernelContext& ctx)
-      : gen_(static_cast<uint64_t>(static_cast<int64_t>(ctx.attrs.getFloat("seed", 0.0f)))) {}
-  /// Uniform in [0, 1).
-  double uniform() { return static_cast<double>(gen_() >> 11) * 0x1.0p-53; }
-  double normal() {
-    double u1 = 1.0 - uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+StatusOr<Mt19937> makeRng(const KernelContext& ctx) {
+  if (!ctx.attrs.has("seed")) return Mt19937(std::random_device{}());
+  double seed = std::trunc(static_cast<double>(ctx.attrs.getFloat("seed", 0.0f)));
+  if (!(seed >= 0 && seed <= 4294967295.0)) {
+    return invalidArgument("{}: seed {} is outside [0, 2^32)", ctx.op, seed);
   }
+  return Mt19937(static_cast<uint32_t>(seed));
+}
 
- private:
-  std::mt19937_64 gen_;
-};
+/// v rounded to T's precision (numpy's arithmetic in T), back as a double.
+template <typename T>
+double roundTo(double v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, float>) {
+    return static_cast<float>(v);
+  } else if constexpr (std::is_same_v<T, Float16>) {
+    return halfToFloat(floatToHalf(static_cast<float>(v)));
+  } else {
+    return bfloat16ToFloat(floatToBfloat16(static_cast<float>(v)));
+  }
+}
 
 bool isFloatType(DataType t) {
   return t == DataType::kFloat || t == DataType::kDouble || t == DataType::kFloat16 ||
          t == DataType::kBfloat16;
-}
-
-void storeD(const KernelContext& ctx, HostTensor& t, int64_t i, double v) {
-  Num n;
-  n.is_float = true;
-  n.f = v;
-  storeNum(ctx, t, i, n);
 }
 
 }  // namespace
@@ -67,13 +73,19 @@ StatusOr<Outputs> randomKernel(const KernelContext& ctx) {
   }
   if (!isFloatType(type)) return unsupportedType(ctx, type);
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(type, dims));
-  Rng rng(ctx);
+  ASSIGN_OR_RETURN(Mt19937 rng, makeRng(ctx));
   bool normal = ctx.op == "RandomNormal" || ctx.op == "RandomNormalLike";
   double a = normal ? ctx.attrs.getFloat("mean", 0.0f) : ctx.attrs.getFloat("low", 0.0f);
   double b = normal ? ctx.attrs.getFloat("scale", 1.0f) : ctx.attrs.getFloat("high", 1.0f);
-  for (int64_t i = 0; i < out.numElements(); ++i) {
-    storeD(ctx, out, i, normal ? a + b * rng.normal() : a + (b - a) * rng.uniform());
-  }
+  RETURN_IF_ERROR(visitFloat(ctx, type, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    double mul = roundTo<T>(normal ? b : b - a), add = roundTo<T>(a);
+    for (int64_t i = 0; i < out.numElements(); ++i) {
+      double v = roundTo<T>(normal ? rng.nextGauss() : rng.nextDouble());
+      store<T>(out, i, static_cast<Compute<T>>(roundTo<T>(roundTo<T>(v * mul) + add)));
+    }
+    return Status::ok();
+  }));
   return single(std::move(out));
 }
 
@@ -88,14 +100,14 @@ StatusOr<Outputs> bernoulliKernel(const KernelContext& ctx) {
   }
   if (!isNumType(type) || isLowPrecision(type)) return unsupportedType(ctx, type);
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(type, p->dims));
-  Rng rng(ctx);
+  ASSIGN_OR_RETURN(Mt19937 rng, makeRng(ctx));
   for (int64_t i = 0; i < out.numElements(); ++i) {
     double prob = loadNum(ctx, *p, i).f;
     if (!(prob >= 0 && prob <= 1)) {
       return invalidArgument("Bernoulli: probability {} is outside [0, 1]", prob);
     }
     Num n;
-    n.i = rng.uniform() < prob ? 1 : 0;
+    n.i = rng.nextBernoulli(prob);
     storeNum(ctx, out, i, n);
   }
   return single(std::move(out));
@@ -112,7 +124,7 @@ StatusOr<Outputs> multinomialKernel(const KernelContext& ctx) {
   int64_t batch = x->dims[0], classes = x->dims[1];
   if (classes == 0 && samples > 0) return invalidArgument("Multinomial: no classes");
   ASSIGN_OR_RETURN(HostTensor out, makeOutput(type, {batch, samples}));
-  Rng rng(ctx);
+  ASSIGN_OR_RETURN(Mt19937 rng, makeRng(ctx));
   std::vector<double> cdf(static_cast<size_t>(classes));
   for (int64_t b = 0; b < batch; ++b) {
     // The input holds unnormalized log-probabilities.
@@ -127,7 +139,7 @@ StatusOr<Outputs> multinomialKernel(const KernelContext& ctx) {
       return invalidArgument("Multinomial: row {} has no finite probabilities", b);
     }
     for (int64_t s = 0; s < samples; ++s) {
-      double u = rng.uniform() * total;
+      double u = rng.nextDouble() * total;
       int64_t c = 0;
       while (c + 1 < classes && cdf[static_cast<size_t>(c)] <= u) ++c;
       Num n;

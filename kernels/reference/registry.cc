@@ -414,6 +414,25 @@ const std::map<std::string, Entry>& registry() {
         {"ai.onnx.ml.LinearRegressor",
          {1, ref::linearRegressorKernel,
           in({TypeSet{DataType::kFloat, DataType::kDouble, DataType::kInt64, DataType::kInt32}})}},
+        // training.cc: R (float/double), T (int64), then the optimized tensors (float/double)
+        {"ai.onnx.preview.training.Adagrad",
+         {1, ref::optimizerKernel,
+          Signature{
+              .inputs = {TypeSet{DataType::kFloat, DataType::kDouble}, TypeSet{DataType::kInt64},
+                         TypeSet{DataType::kFloat, DataType::kDouble}},
+              .variadic = true}}},
+        {"ai.onnx.preview.training.Momentum",
+         {1, ref::optimizerKernel,
+          Signature{
+              .inputs = {TypeSet{DataType::kFloat, DataType::kDouble}, TypeSet{DataType::kInt64},
+                         TypeSet{DataType::kFloat, DataType::kDouble}},
+              .variadic = true}}},
+        {"ai.onnx.preview.training.Adam",
+         {1, ref::optimizerKernel,
+          Signature{
+              .inputs = {TypeSet{DataType::kFloat, DataType::kDouble}, TypeSet{DataType::kInt64},
+                         TypeSet{DataType::kFloat, DataType::kDouble}},
+              .variadic = true}}},
     };
   }();
   return table;

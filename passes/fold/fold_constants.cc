@@ -8,7 +8,8 @@
 //   %s = Shape(%x), %x : T[d1, .., dk] known  ==>  initializer %s = int64[k]{d1, .., dk}
 //   %n = Size(%x), likewise                   ==>  initializer %n = int64{d1 * .. * dk}
 //
-// Guards: nondeterministic ops (Random*, Multinomial, Bernoulli) and ops with subgraphs never fold;
+// Guards: nondeterministic ops (Random*, Multinomial, Bernoulli, Dropout in training mode without a
+// seed: pass::isNondeterministicNode, counted as skipped-random) and ops with subgraphs never fold;
 // QuantizeLinear/DequantizeLinear fold only with --fold-qdq (their pairs carry quantization for the
 // runtime); a result over the size limit that is also larger than its inputs is not created, so
 // weight generators (ConstantOfShape, Tile, Expand) do not bloat the model, except where the result
@@ -67,7 +68,11 @@ class FoldConstantsPass final : public pass::GraphPass {
       // at the model's opset of that domain.
       const std::string op = kernels::referenceOpName(n->domain(), n->opType());
       const int64_t opset = model.opsetVersion(n->domain()).value_or(0);
-      if (op == "Constant" || pass::isNondeterministicOp(op) || !n->subgraphs().empty()) continue;
+      if (op == "Constant" || !n->subgraphs().empty()) continue;
+      if (pass::isNondeterministicNode(*n)) {
+        bump("skipped-random");  // Random*, Bernoulli, Multinomial, unseeded training Dropout
+        continue;
+      }
       if (!fold_qdq_ && (op == "QuantizeLinear" || op == "DequantizeLinear")) continue;
       if (op == "Reshape" && foldReshapeTarget(n, rewriter)) {
         bump("reshape-targets-folded");
@@ -391,7 +396,7 @@ class FoldConstantsPass final : public pass::GraphPass {
 
   /// True when a node reads only constants (so folding it, too, is possible).
   static bool readsOnlyConstants(const ir::Node& n) {
-    if (!n.subgraphs().empty() || pass::isNondeterministicOp(n.opType()) ||
+    if (!n.subgraphs().empty() || pass::isNondeterministicNode(n) ||
         n.owningGraph()->returnNode() == &n) {
       return false;
     }

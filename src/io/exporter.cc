@@ -295,7 +295,9 @@ void Exporter::exportValueInfo(const ir::Value* v, onnx::ValueInfoProto& proto, 
   restoreUnknownFields(proto, v->unknownFields());
 }
 
-Status Exporter::exportTensor(const ir::Tensor& t, onnx::TensorProto& proto) {
+/// The tensor's proto with its data embedded (string_data for strings, raw_data otherwise) unless
+/// `sink` takes the data.
+Status fillTensorProto(const ir::Tensor& t, onnx::TensorProto& proto, DataSink* sink) {
   for (int64_t d : t.dims()) proto.add_dims(d);
   proto.set_data_type(static_cast<int32_t>(t.dtype()));
   if (!t.name().empty()) proto.set_name(t.name());
@@ -305,13 +307,17 @@ Status Exporter::exportTensor(const ir::Tensor& t, onnx::TensorProto& proto) {
     for (const std::string& s : t.strings()) proto.add_string_data(s);
     return Status::ok();
   }
-  if (sink_ != nullptr && sink_->wants(t)) return sink_->write(t, proto);
+  if (sink != nullptr && sink->wants(t)) return sink->write(t, proto);
   if (t.byteSize() > 0) {
     proto.set_raw_data(t.data(), t.byteSize());
   } else {
     proto.set_raw_data(std::string());
   }
   return Status::ok();
+}
+
+Status Exporter::exportTensor(const ir::Tensor& t, onnx::TensorProto& proto) {
+  return fillTensorProto(t, proto, sink_);
 }
 
 Status Exporter::exportSparse(const ir::SparseTensor& t, onnx::SparseTensorProto& proto) {
@@ -576,6 +582,16 @@ StatusOr<std::string> serializeModel(const ir::Model& model) {
     if (!exporter.writeTo(out)) return makeError(StatusCode::kInternal, "serializing the model");
   }
   return bytes;
+}
+
+Status saveTensorFile(const ir::Tensor& tensor, const std::string& path) {
+  onnx::TensorProto proto;
+  RETURN_IF_ERROR(fillTensorProto(tensor, proto, nullptr));
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes)) {
+    return makeError(StatusCode::kInternal, "{}: serializing the tensor", path);
+  }
+  return writeFileAtomically(path, bytes);
 }
 
 std::string externalDataPath(const std::string& path, const SaveOptions& options) {

@@ -167,6 +167,17 @@ bool isNondeterministicOp(const std::string& op) {
          op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
 }
 
+bool isNondeterministicNode(const ir::Node& node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
+  if (isNondeterministicOp(node.opType())) return true;
+  if (node.opType() != "Dropout" || node.findAttribute("seed") != nullptr) return false;
+  if (node.numInputs() < 3 || node.input(2) == nullptr) return false;  // inference mode
+  std::optional<double> training = scalarConstant(node.input(2));
+  if (training && *training == 0) return false;
+  std::optional<double> ratio = node.input(1) != nullptr ? scalarConstant(node.input(1)) : 0.5;
+  return !(ratio && *ratio == 0);  // ratio 0 keeps every element
+}
+
 bool hasSingleUse(const ir::Value* value) {
   return value->uses().size() == 1 && !value->isGraphOutput();
 }

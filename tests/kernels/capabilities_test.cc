@@ -618,6 +618,23 @@ std::vector<Case> cases() {
                     {1, {1, 1, 2, 2}, {0, 0, 0, 0}}},
                    fixed(la),
                    2});
+  // training.cc: roles R, T, the optimized tensors
+  {
+    const std::string d = "ai.onnx.preview.training.";
+    In r{0, {}, {0.1}}, t{1, {}, {1}}, v{2, {1}, {1}};
+    out.push_back({d + "Adagrad", 1, {kF, kI64, kF}, {r, t, v, v, v}, fixed({}), 2});
+    out.push_back({d + "Momentum",
+                   1,
+                   {kF, kI64, kF},
+                   {r, t, v, v, v},
+                   [](const Roles&) {
+                     KernelAttrs a;
+                     a.floats = {{"alpha", 0.9f}, {"beta", 0.1f}, {"norm_coefficient", 0.0f}};
+                     a.strings["mode"] = "nesterov";
+                     return a;
+                   },
+                   2});
+    out.push_back({d + "Adam", 1, {kF, kI64, kF}, {r, t, v, v, v, v}, fixed({}), 3});
   }
   return out;
 }

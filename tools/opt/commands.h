@@ -69,7 +69,8 @@ struct RunCommandOptions {
   std::vector<std::string> inputs;  // NAME=FILE
   std::vector<std::string> shapes;  // NAME=d0,d1,...
   uint64_t seed = 0;
-  std::string save_outputs;  // folder for <output>.npy files
+  std::string save_outputs;         // folder for <output>.npy files
+  std::string save_format = "npy";  // or "pb": TensorProto files, for types .npy cannot hold
 };
 
 /// `opt run`: the reference executor on given or seeded random inputs; prints output summaries.

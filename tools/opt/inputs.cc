@@ -151,6 +151,11 @@ Status writeNpy(const std::string& path, const kernels::HostTensor& t) {
   return io::writeFileAtomically(path, out);
 }
 
+Status writeTensorPb(const std::string& path, const kernels::HostTensor& t) {
+  kernels::HostTensor copy = t;
+  return io::saveTensorFile(bridge::fromHost(std::move(copy)), path);
+}
+
 StatusOr<kernels::HostTensor> readTensorFile(const std::string& path) {
   if (path.size() > 4 && path.compare(path.size() - 4, 4, ".npy") == 0) return readNpy(path);
   ASSIGN_OR_RETURN(ir::Tensor t, io::loadTensorFile(path));

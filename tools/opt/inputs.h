@@ -48,6 +48,9 @@ std::string inputFileOf(const std::vector<std::string>& specs, const std::string
 
 /// Writes a numeric tensor as a .npy file (format 1.0, C order).
 Status writeNpy(const std::string& path, const kernels::HostTensor& t);
+/// Writes `t` as a TensorProto .pb file: every element type (bfloat16, float8, int4, strings),
+/// where .npy has no encoding for some.
+Status writeTensorPb(const std::string& path, const kernels::HostTensor& t);
 
 /// One line per output: type, shape, min/max/mean and the first values.
 std::string summarize(const std::string& name, const kernels::HostTensor& t);

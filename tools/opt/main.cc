@@ -152,10 +152,14 @@ CLI::App* addRunCommand(CLI::App& app, RunCommandOptions& opts) {
                   "NAME=d0,d1,...: the shape of a random input with dynamic dims");
   cmd->add_option("--seed", opts.seed, "Seed of the random inputs (default 0)");
   cmd->add_option("--save-outputs", opts.save_outputs,
-                  "Folder to write each output to as OUTPUT_NAME.npy; a sequence output as the "
-                  "folder OUTPUT_NAME/ of 0.npy, 1.npy, ... (one per element, in order); an "
-                  "optional output that holds a value as that value, and an empty one as no "
+                  "Folder to write each output to as OUTPUT_NAME.npy (or .pb); a sequence output "
+                  "as the folder OUTPUT_NAME/ of 0.npy, 1.npy, ... (one per element, in order); "
+                  "an optional output that holds a value as that value, and an empty one as no "
                   "file (printed 'optional, empty')");
+  cmd->add_option("--save-format", opts.save_format,
+                  "npy (default) or pb: TensorProto files, which hold every element type "
+                  "(.npy has no bfloat16, float8, int4 or strings)")
+      ->check(CLI::IsMember({"npy", "pb"}));
   return cmd;
 }
 

@@ -1,6 +1,6 @@
 // `opt run MODEL`: the reference executor on given or seeded random inputs; prints output
-// summaries and optionally saves the outputs as .npy (a sequence as a folder of numbered .npy
-// files, an empty optional as no file).
+// summaries and optionally saves the outputs as .npy, or TensorProto .pb with --save-format=pb (a
+// sequence as a folder of numbered files, an empty optional as no file).
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -65,6 +65,10 @@ int runCommand(const RunCommandOptions& opts) {
   exec.non_tensor_outputs = true;
   auto result = (*executor)->run(feeds, exec);
   if (!result.isOk()) return fail(result.status().withContext(opts.model));
+  // One output file, without its extension: .npy, or .pb with --save-format=pb.
+  auto save = [&](const std::string& path, const kernels::HostTensor& t) {
+    return opts.save_format == "pb" ? writeTensorPb(path + ".pb", t) : writeNpy(path + ".npy", t);
+  };
   for (size_t i = 0; i < result->names.size(); ++i) {
     const std::string& name = result->names[i];
     std::string file = name;
@@ -93,14 +97,14 @@ int runCommand(const RunCommandOptions& opts) {
       for (size_t k = 0; k < elems.size(); ++k) {
         fmt::print("  {}\n", summarize(fmt::format("{}[{}]", name, k), elems[k]));
         if (opts.save_outputs.empty()) continue;
-        Status st = writeNpy(fmt::format("{}/{}.npy", file, k), elems[k]);
+        Status st = save(fmt::format("{}/{}", file, k), elems[k]);
         if (!st.isOk()) return fail(st);
       }
       continue;
     }
     fmt::print("output {}\n", summarize(name, result->outputs[i]));
     if (!opts.save_outputs.empty()) {
-      Status st = writeNpy(file + ".npy", result->outputs[i]);
+      Status st = save(file, result->outputs[i]);
       if (!st.isOk()) return fail(st);
     }
   }

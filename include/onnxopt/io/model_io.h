@@ -73,6 +73,9 @@ namespace onnxopt::io {
 
 /// Reads a TensorProto file (.pb, as in ONNX's test data sets).
 StatusOr<ir::Tensor> loadTensorFile(const std::string& path);
+/// Writes a TensorProto file (.pb) holding `tensor` with its data embedded: every element type,
+/// bfloat16, float8 and strings included.
+Status saveTensorFile(const ir::Tensor& tensor, const std::string& path);
 
 /// Writes `content` to `path` through a temporary file and a rename: readers never see a partial
 /// file.

@@ -50,6 +50,10 @@ ir::Node* singleUseProducer(const ir::Value* value, const char* op);
 std::optional<double> scalarConstant(const ir::Value* value);
 /// Ops whose outputs are random: never merged or folded.
 bool isNondeterministicOp(const std::string& op);
+/// isNondeterministicOp, or a node whose outputs are random for its attributes and inputs:
+/// Dropout without a `seed` whose training_mode input is not a constant false (with a seed it
+/// follows numpy's legacy generator, as ONNX's reference implementation does, and is repeatable).
+bool isNondeterministicNode(const ir::Node& node);
 
 /// True when the value has exactly one use and is not a graph output.
 bool hasSingleUse(const ir::Value* value);
