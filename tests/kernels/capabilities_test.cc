@@ -618,6 +618,7 @@ std::vector<Case> cases() {
                     {1, {1, 1, 2, 2}, {0, 0, 0, 0}}},
                    fixed(la),
                    2});
+  }
   // training.cc: roles R, T, the optimized tensors
   {
     const std::string d = "ai.onnx.preview.training.";
