@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,6 +36,11 @@ struct Case {
   KernelAttrs attrs;
   std::string name;  ///< the configuration, in the test's name
 };
+
+/// gtest prints a parameter as its configuration (ctest's test names show it).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 std::string shapeName(const std::vector<int64_t>& dims) {
   if (dims.empty()) return "scalar";
@@ -128,6 +134,7 @@ std::vector<double> randomValues(const Case& c, size_t input, DataType type, int
     } else if (c.op == "Clip" && input > 0) {
       x = input == 1 ? -1.0 : 1.5;
       if (!is_float) x = input == 1 ? -5 : 7;
+      if (type == DataType::kUint8) x = input == 1 ? 5 : 200;
     } else if (is_float) {
       if (c.op == "Log" || c.op == "Sqrt") {
         x = uniform(0.05, 5);
