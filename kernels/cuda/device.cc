@@ -2,6 +2,7 @@
 // translation of CUDA errors into Status (device.h).
 #include "device.h"
 
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -24,8 +25,15 @@ Status toStatus(cudaError_t error, const char* call, const std::string& op) {
                    cudaGetErrorName(error), cudaGetErrorString(error));
 }
 
-Status lastLaunchStatus(const char* kernel, const std::string& op) {
-  return toStatus(cudaGetLastError(), kernel, op);
+Status toStatus(cublasStatus_t status, const char* call, const std::string& op) {
+  if (status == CUBLAS_STATUS_SUCCESS) return Status::ok();
+  StatusCode code = StatusCode::kInternal;
+  if (status == CUBLAS_STATUS_ALLOC_FAILED) code = StatusCode::kResourceExhausted;
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_ARCH_MISMATCH) {
+    code = StatusCode::kUnimplemented;
+  }
+  return makeError(code, "{}: {} failed: {} ({})", op.empty() ? "cuda" : op, call,
+                   cublasLtGetStatusName(status), cublasLtGetStatusString(status));
 }
 
 }  // namespace cuda

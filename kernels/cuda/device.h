@@ -5,6 +5,7 @@
 // include/onnxopt/kernels/cuda.h and implemented in device.cc.
 #pragma once
 
+#include <cublas_api.h>
 #include <cuda_runtime.h>
 
 #include <string>
@@ -19,19 +20,20 @@ namespace onnxopt::kernels::cuda {
 /// clears CUDA's sticky last error for non-sticky codes.
 Status toStatus(cudaError_t error, const char* call, const std::string& op);
 
+/// OK for CUBLAS_STATUS_SUCCESS; otherwise "OP: CALL failed: CUBLAS_STATUS_X (description)",
+/// kResourceExhausted for an allocation failure, kUnimplemented for an unsupported request.
+Status toStatus(cublasStatus_t status, const char* call, const std::string& op);
+
 /// The stream a CudaStream handle stands for.
 inline cudaStream_t streamOf(CudaStream stream) {
   return static_cast<cudaStream_t>(stream);
 }
 
-/// The status of the last kernel launch (cudaGetLastError), named after `kernel` and `op`.
-Status lastLaunchStatus(const char* kernel, const std::string& op);
-
 }  // namespace onnxopt::kernels::cuda
 
 /// Returns from the enclosing function with a Status naming `call` and `op` when a CUDA call
-/// fails: ONNXOPT_CUDA_CHECK(cudaMemcpyAsync(...), args.op). Overloads of toStatus for
-/// cublasStatus_t and cudnnStatus_t join it with the cuBLASLt and cuDNN wrappers.
+/// fails: ONNXOPT_CUDA_CHECK(cudaMemcpyAsync(...), args.op). It takes cudaError_t and
+/// cublasStatus_t (cuBLASLt); an overload for cudnnStatus_t joins with the cuDNN wrappers.
 #define ONNXOPT_CUDA_CHECK(call, op)                               \
   do {                                                             \
     ::onnxopt::Status _onnxopt_cuda_status =                       \

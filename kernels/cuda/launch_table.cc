@@ -8,6 +8,7 @@
 
 #include "binary.h"
 #include "cast.h"
+#include "matmul.h"
 #include "onnxopt/kernels/cuda.h"
 #include "unary.h"
 #include "where.h"

@@ -9,6 +9,7 @@
 
 #include "kernel_cases.h"
 #include "onnxopt/kernels/cuda.h"
+#include "onnxopt/kernels/reference.h"
 
 namespace onnxopt::kernels {
 namespace {
@@ -116,20 +117,25 @@ TEST(CudaKernelTable, RowsDoNotOverlap) {
   }
 }
 
-/// A call with device views of `dims` for every claimed input (scalars for Clip's bounds).
+/// A call with device views for every claimed input: [2, 3] elementwise (scalars for Clip's
+/// bounds); [2, 3] x [3, 4] (and a C of [4]) for the matrix products.
 CudaKernelCall fakeCall(const CudaKernelInfo& row, const test::TypeCombo& combo,
                         const KernelAttrs& attrs) {
-  std::vector<int64_t> dims = {2, 3};
+  std::string family = row.family;
+  bool product = family == "MatMul" || family == "Gemm";
+  std::vector<std::vector<int64_t>> shapes = {{2, 3}, {2, 3}, {2, 3}};
+  if (std::string(row.op) == "Clip") shapes = {{2, 3}, {}, {}};
+  if (product) shapes = {{2, 3}, {3, 4}, {4}};
+  std::vector<int64_t> out = product ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{2, 3};
   CudaKernelCall call;
   call.domain = row.domain;
   call.op = row.op;
   call.opset = row.since;
   for (size_t i = 0; i < combo.inputs.size(); ++i) {
-    std::vector<int64_t> d = std::string(row.op) == "Clip" && i > 0 ? std::vector<int64_t>{} : dims;
-    call.inputs.emplace_back(combo.inputs[i], d, contiguousStrides(d), nullptr,
+    call.inputs.emplace_back(combo.inputs[i], shapes[i], contiguousStrides(shapes[i]), nullptr,
                              MemoryKind::kDevice);
   }
-  call.outputs.emplace_back(combo.output, dims, contiguousStrides(dims), nullptr,
+  call.outputs.emplace_back(combo.output, out, contiguousStrides(out), nullptr,
                             MemoryKind::kDevice);
   call.attrs = &attrs;
   return call;
@@ -204,6 +210,57 @@ TEST(CudaCanImplement, AttributesAreChecked) {
   EXPECT_FALSE(s);
   EXPECT_NE(s.reason.find("'to' is int32 but the output is float16"), std::string::npos)
       << s.reason;
+}
+
+/// The CUDA MatMul/Gemm accepts exactly the output shape the reference kernel computes: 1-D
+/// promotion, broadcast batch dims, transposes, every C.
+TEST(CudaCanImplement, ProductShapesAgreeWithTheReference) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  struct Shape {
+    std::string op;
+    std::vector<std::vector<int64_t>> inputs;
+    int64_t trans_a = 0, trans_b = 0;
+  };
+  const std::vector<Shape> shapes = {{"MatMul", {{3, 4}, {4, 5}}},
+                                     {"MatMul", {{2, 3, 4}, {4, 5}}},
+                                     {"MatMul", {{4}, {4, 5}}},
+                                     {"MatMul", {{2, 3, 4}, {4}}},
+                                     {"MatMul", {{4}, {4}}},
+                                     {"MatMul", {{2, 1, 3, 4}, {1, 3, 4, 5}}},
+                                     {"MatMul", {{3, 4}, {5, 4, 6}}},
+                                     {"Gemm", {{3, 4}, {4, 5}, {5}}},
+                                     {"Gemm", {{4, 3}, {5, 4}, {3, 1}}, 1, 1},
+                                     {"Gemm", {{4, 3}, {4, 5}, {}}, 1, 0},
+                                     {"Gemm", {{3, 4}, {5, 4}}, 0, 1}};
+  for (const Shape& s : shapes) {
+    std::vector<HostTensor> host;
+    for (const auto& d : s.inputs) host.push_back(HostTensor::zeros(DataType::kFloat, d));
+    std::vector<const HostTensor*> ptrs;
+    for (const HostTensor& t : host) ptrs.push_back(&t);
+    KernelAttrs attrs;
+    attrs.ints["transA"] = s.trans_a;
+    attrs.ints["transB"] = s.trans_b;
+    auto ref = runReferenceKernel(s.op, 13, ptrs, attrs, 1);
+    ASSERT_TRUE(ref.isOk()) << ref.status().toString();
+    const std::vector<int64_t>& out = ref->at(0).dims;
+    CudaKernelCall call{"", s.op, 13, {}, {}, &attrs};
+    for (const auto& d : s.inputs) {
+      call.inputs.emplace_back(DataType::kFloat, d, contiguousStrides(d), nullptr,
+                               MemoryKind::kDevice);
+    }
+    call.outputs = {
+        TensorView(DataType::kFloat, out, contiguousStrides(out), nullptr, MemoryKind::kDevice)};
+    Support yes = cudaCanImplement(call);
+    EXPECT_TRUE(yes) << s.op << " " << s.inputs.size() << " inputs: " << yes.reason;
+    // One more row in the output: refused, naming both shapes.
+    std::vector<int64_t> wrong = out;
+    wrong.insert(wrong.begin(), 2);
+    call.outputs = {TensorView(DataType::kFloat, wrong, contiguousStrides(wrong), nullptr,
+                               MemoryKind::kDevice)};
+    Support no = cudaCanImplement(call);
+    EXPECT_FALSE(no) << s.op;
+    EXPECT_NE(no.reason.find("the product is"), std::string::npos) << no.reason;
+  }
 }
 
 TEST(CudaWithoutBuild, DeviceCallsSayWhy) {

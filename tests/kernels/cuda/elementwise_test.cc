@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../test_tensors.h"
+#include "device_harness.h"
 #include "kernel_cases.h"
 #include "onnxopt/kernels/cuda.h"
 #include "onnxopt/kernels/reference.h"
@@ -162,101 +163,7 @@ std::vector<double> randomValues(const Case& c, size_t input, DataType type, int
   return v;
 }
 
-double valueAt(const HostTensor& t, int64_t i) {
-  switch (t.dtype) {
-    case DataType::kFloat:
-      return t.get<float>(i);
-    case DataType::kFloat16:
-      return halfToFloat(t.get<uint16_t>(i));
-    case DataType::kBfloat16:
-      return bfloat16ToFloat(t.get<uint16_t>(i));
-    case DataType::kInt8:
-      return t.get<int8_t>(i);
-    case DataType::kUint8:
-      return t.get<uint8_t>(i);
-    case DataType::kInt32:
-      return t.get<int32_t>(i);
-    case DataType::kInt64:
-      return static_cast<double>(t.get<int64_t>(i));
-    case DataType::kBool:
-      return t.get<uint8_t>(i);  // raw byte: a poisoned (unwritten) bool is not 0 or 1
-    default:
-      return NAN;
-  }
-}
-
-struct Tolerance {
-  double rtol;
-  double atol;
-};
-
-Tolerance toleranceFor(DataType t) {
-  switch (t) {
-    case DataType::kFloat:
-      return {2e-5, 1e-6};
-    case DataType::kFloat16:
-      return {2e-3, 1e-4};  // one half ulp (2^-10 relative) of rounding
-    case DataType::kBfloat16:
-      return {1.6e-2, 1e-3};  // one bfloat16 ulp (2^-7 relative)
-    default:
-      return {0, 0};
-  }
-}
-
-/// The device once per process: its info, or why there is none.
-const StatusOr<CudaDeviceInfo>& device() {
-  static const StatusOr<CudaDeviceInfo> info = probeCudaDevice(0);
-  return info;
-}
-
-class CudaTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (device().isOk()) return;
-    if (const char* req = std::getenv("ONNXOPT_REQUIRE_CUDA"); req != nullptr && *req == '1') {
-      FAIL() << "ONNXOPT_REQUIRE_CUDA=1 but: " << device().status().toString();
-    }
-    GTEST_SKIP() << "skipped: no CUDA device (" << device().status().message() << ")";
-  }
-};
-
-/// A host tensor on the device, and a view of it.
-struct DeviceTensor {
-  DeviceBuffer buffer;
-  std::vector<int64_t> dims;
-  DataType dtype = DataType::kUndefined;
-
-  ConstTensorView view() const {
-    return ConstTensorView(dtype, dims, contiguousStrides(dims), buffer.data(),
-                           MemoryKind::kDevice);
-  }
-  TensorView mutableView() const {
-    return TensorView(dtype, dims, contiguousStrides(dims), buffer.data(), MemoryKind::kDevice);
-  }
-};
-
-StatusOr<DeviceTensor> upload(const HostTensor& t, CudaStream stream) {
-  ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::allocate(t.bytes.size()));
-  RETURN_IF_ERROR(copyToDevice(buffer.data(), t.bytes.data(), t.bytes.size(), stream));
-  return DeviceTensor{std::move(buffer), t.dims, t.dtype};
-}
-
-/// Compares `actual` with the reference `expected` element by element.
-void expectClose(const HostTensor& expected, const HostTensor& actual) {
-  ASSERT_EQ(expected.dtype, actual.dtype);
-  ASSERT_EQ(expected.dims, actual.dims);
-  Tolerance tol = toleranceFor(expected.dtype);
-  int reported = 0;
-  for (int64_t i = 0; i < expected.numElements(); ++i) {
-    double e = valueAt(expected, i), a = valueAt(actual, i);
-    if (std::isnan(e) && std::isnan(a)) continue;
-    if (std::fabs(e - a) <= tol.atol + tol.rtol * std::fabs(e)) continue;
-    ADD_FAILURE() << "element " << i << ": cuda " << a << ", reference " << e;
-    if (++reported == 5) return;
-  }
-}
-
-class ElementwiseTest : public CudaTest, public ::testing::WithParamInterface<Case> {};
+class ElementwiseTest : public test::CudaTest, public ::testing::WithParamInterface<Case> {};
 
 TEST_P(ElementwiseTest, MatchesReference) {
   const Case& c = GetParam();
@@ -275,41 +182,15 @@ TEST_P(ElementwiseTest, MatchesReference) {
   const HostTensor& want = expected->at(0);
   ASSERT_EQ(want.dtype, c.output);
 
-  auto stream = DeviceStream::create();
-  ASSERT_TRUE(stream.isOk()) << stream.status().toString();
-  std::vector<DeviceTensor> inputs;
-  for (const HostTensor& t : host) {
-    auto d = upload(t, stream->get());
-    ASSERT_TRUE(d.isOk()) << d.status().toString();
-    inputs.push_back(std::move(*d));
-  }
-  auto out_buffer = DeviceBuffer::allocate(want.bytes.size());
-  ASSERT_TRUE(out_buffer.isOk()) << out_buffer.status().toString();
-  DeviceTensor out{std::move(*out_buffer), want.dims, want.dtype};
-  ASSERT_TRUE(fillDevice(out.buffer.data(), 0xA5, want.bytes.size(), stream->get()).isOk());
-
-  CudaKernelCall call;
-  call.op = c.op;
-  call.opset = c.opset;
-  for (const DeviceTensor& d : inputs) call.inputs.push_back(d.view());
-  call.outputs.push_back(out.mutableView());
-  call.attrs = &c.attrs;
-  Support support = cudaCanImplement(call);
-  ASSERT_TRUE(support) << support.reason;
-  Status launched = launchCudaKernel(call, stream->get());
-  ASSERT_TRUE(launched.isOk()) << launched.toString();
-  HostTensor got = HostTensor::zeros(want.dtype, want.dims);
-  ASSERT_TRUE(
-      copyToHost(got.bytes.data(), out.buffer.data(), got.bytes.size(), stream->get()).isOk());
-  Status synced = stream->synchronize(c.op);
-  ASSERT_TRUE(synced.isOk()) << synced.toString();
-  expectClose(want, got);
+  auto got = test::runOnDevice(c.op, c.opset, host, c.attrs, want.dtype, want.dims);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want, *got, test::toleranceFor(want.dtype));
 }
 
 INSTANTIATE_TEST_SUITE_P(Claimed, ElementwiseTest, ::testing::ValuesIn(allCases()),
                          [](const ::testing::TestParamInfo<Case>& p) { return p.param.name; });
 
-class CudaLaunchTest : public CudaTest {};
+class CudaLaunchTest : public test::CudaTest {};
 
 /// A transposed (non-contiguous) input view: the kernels read any strides.
 TEST_F(CudaLaunchTest, StridedInput) {
@@ -325,7 +206,7 @@ TEST_F(CudaLaunchTest, StridedInput) {
   }
   auto expected = runReferenceKernel("Relu", 14, {&transposed}, {}, 1);
   ASSERT_TRUE(expected.isOk()) << expected.status().toString();
-  auto in = upload(base, stream->get());
+  auto in = test::upload(base, stream->get());
   ASSERT_TRUE(in.isOk()) << in.status().toString();
   auto out = DeviceBuffer::allocate(transposed.bytes.size());
   ASSERT_TRUE(out.isOk());
@@ -340,7 +221,7 @@ TEST_F(CudaLaunchTest, StridedInput) {
   HostTensor got = HostTensor::zeros(DataType::kFloat, {5, 6});
   ASSERT_TRUE(copyToHost(got.bytes.data(), out->data(), got.bytes.size(), stream->get()).isOk());
   ASSERT_TRUE(stream->synchronize().isOk());
-  expectClose(expected->at(0), got);
+  test::expectClose(expected->at(0), got, test::toleranceFor(DataType::kFloat));
 }
 
 /// An empty output launches nothing and succeeds.
@@ -368,7 +249,7 @@ TEST_F(CudaLaunchTest, RefusedNodeIsAnError) {
 }
 
 TEST_F(CudaLaunchTest, DeviceInfo) {
-  const CudaDeviceInfo& info = device().value();
+  const CudaDeviceInfo& info = test::device().value();
   EXPECT_FALSE(info.name.empty());
   EXPECT_GE(info.major, 5);
   EXPECT_GT(info.total_bytes, size_t{0});
