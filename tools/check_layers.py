@@ -66,6 +66,12 @@ FOLDERS = {
 # Where a quoted include is looked up, in order: the including file's folder, then these roots.
 INCLUDE_ROOTS = ["include", "src", "passes"]
 
+# CUDA and its libraries' headers: only the CUDA kernel library includes them; everything else
+# reaches it through include/onnxopt/kernels/cuda.h, which stays CUDA-free so that the optimizer
+# and the planner build without nvcc.
+CUDA_INCLUDE = re.compile(r'#\s*include\s*[<"](cuda|cublas|cudnn|curand|cufft|nvrtc|nvtx|thrust/|cub/)')
+CUDA_FOLDER = "kernels/cuda/"
+
 PROTO_INCLUDE = re.compile(r'#\s*include\s*[<"](google/protobuf/|onnx/)')
 QUOTED_INCLUDE = re.compile(r'#\s*include\s*"([^"]+)"')
 SOURCE_SUFFIXES = {".h", ".cc", ".cu", ".cuh", ".inc", ".def"}
@@ -114,6 +120,10 @@ def check(root: Path) -> list[str]:
         if layer is None:
             continue
         for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if CUDA_INCLUDE.search(line) and not rel.startswith(CUDA_FOLDER):
+                problems.append(f"{rel}:{lineno}: layer '{layer}' includes a CUDA header (only "
+                                f"{CUDA_FOLDER} may; use include/onnxopt/kernels/cuda.h)")
+                continue
             if PROTO_INCLUDE.search(line) and layer != "io":
                 problems.append(f"{rel}:{lineno}: layer '{layer}' includes protobuf/onnx headers "
                                 "(only io may)")

@@ -1,0 +1,153 @@
+// The CUDA kernel library as the rest of onnxopt sees it, without CUDA headers: the capability
+// table (host C++, in every build, so that planning and the CUDA target's passes work on a
+// machine without a GPU or nvcc), the kernel list it comes from (kernels/cuda/ops.def), the
+// device basics (probe, stream, buffer, copies) and one entry point that launches the kernel of a
+// node described by tensor views. Without CUDA (ONNXOPT_HAVE_CUDA off) the device and launch
+// functions exist and return kUnimplemented ("onnxopt was built without CUDA"), so callers and
+// tests link in both builds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "onnxopt/kernels/capabilities.h"
+#include "onnxopt/kernels/host_tensor.h"
+#include "onnxopt/kernels/tensor_view.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::kernels {
+
+// --- what the CUDA kernels run (host C++, always built) -----------------------------------------
+
+/// One row of kernels/cuda/ops.def.
+struct CudaKernelInfo {
+  const char* domain;  ///< "" for the default domain
+  const char* op;
+  int64_t since;       ///< first opset of `domain` the row covers
+  int64_t until;       ///< last one (kCudaOpenOpset: every later one)
+  const char* family;  ///< the kernel family ("Unary", "Binary", ...): kernels/cuda/<family>.cu
+  int min_inputs;
+  int max_inputs;
+  int same_from;  ///< inputs from this index on share one element type; -1: no such rule
+  std::vector<TypeSet> inputs;   ///< per input position (the last repeats)
+  std::vector<TypeSet> outputs;  ///< per output position; empty: outputs follow the inputs
+  Layout layout;
+};
+
+/// The `until` of a row that covers every later opset.
+inline constexpr int64_t kCudaOpenOpset = INT64_MAX;
+
+/// Every row of ops.def, in file order.
+const std::vector<CudaKernelInfo>& cudaKernelTable();
+
+/// The CUDA kernels' capabilities (name "cuda"), answered from cudaKernelTable(). Attribute- and
+/// shape-dependent limits (rank above 8, a Gelu `approximate` it does not know) are left to
+/// cudaCanImplement, which the plan asks per node.
+const Capabilities& cudaCapabilities();
+
+/// Whether this build has the CUDA kernels (ONNXOPT_HAVE_CUDA). When false, every device and
+/// launch function below returns kUnimplemented.
+bool cudaKernelsBuilt();
+
+// --- device basics (kernels/cuda/device.cc) -------------------------------------------------------
+
+/// A CUDA stream as an opaque handle (a cudaStream_t); nullptr is the legacy default stream.
+using CudaStream = void*;
+
+struct CudaDeviceInfo {
+  int id = 0;
+  std::string name;  ///< "NVIDIA H200"
+  int major = 0;     ///< compute capability
+  int minor = 0;
+  size_t total_bytes = 0;
+  int multiprocessors = 0;
+};
+
+/// How many CUDA devices there are. No driver, or no device, is an error (kUnimplemented, with
+/// CUDA's reason), never an abort.
+StatusOr<int> cudaDeviceCount();
+
+/// The properties of device `id` (also selects it for the calling thread).
+StatusOr<CudaDeviceInfo> probeCudaDevice(int id = 0);
+
+/// An owned CUDA stream (non-blocking with respect to the default stream).
+class DeviceStream {
+ public:
+  static StatusOr<DeviceStream> create();
+  DeviceStream() = default;
+  DeviceStream(DeviceStream&& other) noexcept;
+  DeviceStream& operator=(DeviceStream&& other) noexcept;
+  DeviceStream(const DeviceStream&) = delete;
+  DeviceStream& operator=(const DeviceStream&) = delete;
+  ~DeviceStream();
+
+  CudaStream get() const { return stream_; }
+  /// Waits for the stream's work; an asynchronous kernel fault shows up here, named after `what`.
+  Status synchronize(const std::string& what = "stream") const;
+
+ private:
+  CudaStream stream_ = nullptr;
+};
+
+/// An owned device allocation (cudaMalloc). Out of memory is kResourceExhausted naming the size.
+class DeviceBuffer {
+ public:
+  static StatusOr<DeviceBuffer> allocate(size_t bytes);
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// Asynchronous copies and fill on `stream` (host memory need not be pinned; pageable copies are
+/// synchronous with respect to the host).
+Status copyToDevice(void* device_dst, const void* host_src, size_t bytes, CudaStream stream);
+Status copyToHost(void* host_dst, const void* device_src, size_t bytes, CudaStream stream);
+/// Sets `bytes` bytes at `device_dst` to `value` (tests poison outputs with it).
+Status fillDevice(void* device_dst, int value, size_t bytes, CudaStream stream);
+
+// --- launching a node's kernel (kernels/cuda/launch_table.cc) ------------------------------------
+
+/// A node as the kernels see it: the op, its opset, device views of its inputs and outputs (shapes
+/// already inferred: outputs are allocated by the caller) and its attributes. An omitted optional
+/// input is a view with dtype kUndefined.
+struct CudaKernelCall {
+  std::string domain;  ///< "" or "ai.onnx" for the default domain
+  std::string op;
+  int64_t opset = 0;
+  std::vector<ConstTensorView> inputs;
+  std::vector<TensorView> outputs;
+  const KernelAttrs* attrs = nullptr;  ///< nullptr: no attributes
+  void* workspace = nullptr;           ///< cudaWorkspaceBytes(call) bytes of device memory
+  size_t workspace_bytes = 0;
+};
+
+/// Whether the launch table has a kernel for the op at this opset (every row of ops.def has one;
+/// a build without CUDA has none).
+bool hasCudaLaunch(const std::string& domain, const std::string& op, int64_t opset);
+
+/// Host-only check of one node (no device needed): the family's canImplement over the parsed
+/// arguments: types, ranks (at most 8), broadcastable shapes, output shapes and types, attributes.
+/// The reason names the op. Pointers are not dereferenced.
+Support cudaCanImplement(const CudaKernelCall& call);
+
+/// Device scratch memory the node's kernel needs (0 for the elementwise families).
+StatusOr<size_t> cudaWorkspaceBytes(const CudaKernelCall& call);
+
+/// Launches the node's kernel on `stream` (asynchronously: errors of the kernel's execution show
+/// at the next synchronization). A node cudaCanImplement refuses is kUnimplemented with its reason;
+/// a CUDA error names the call and the op.
+Status launchCudaKernel(const CudaKernelCall& call, CudaStream stream);
+
+}  // namespace onnxopt::kernels

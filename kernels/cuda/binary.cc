@@ -1,0 +1,70 @@
+// Host half of the binary elementwise family (binary.h).
+#include "binary.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "device.h"
+
+namespace onnxopt::kernels::cuda {
+
+template <>
+StatusOr<BinaryArgs> argsFromCall<BinaryArgs>(const CudaKernelCall& call) {
+  static const std::map<std::string, BinaryOp> kOps = {
+      {"Add", BinaryOp::kAdd},
+      {"Sub", BinaryOp::kSub},
+      {"Mul", BinaryOp::kMul},
+      {"Div", BinaryOp::kDiv},
+      {"Pow", BinaryOp::kPow},
+      {"Max", BinaryOp::kMax},
+      {"Min", BinaryOp::kMin},
+      {"Equal", BinaryOp::kEqual},
+      {"Less", BinaryOp::kLess},
+      {"Greater", BinaryOp::kGreater},
+      {"LessOrEqual", BinaryOp::kLessOrEqual},
+      {"GreaterOrEqual", BinaryOp::kGreaterOrEqual},
+      {"And", BinaryOp::kAnd},
+      {"Or", BinaryOp::kOr},
+      {"Xor", BinaryOp::kXor},
+  };
+  auto it = kOps.find(call.op);
+  if (it == kOps.end()) return invalidArgument("{}: not a binary CUDA kernel", call.op);
+  RETURN_IF_ERROR(checkArity(call, 2, 2, 1));
+  return BinaryArgs{call.op, it->second, call.inputs[0], call.inputs[1], call.outputs[0]};
+}
+
+Support canImplement(const BinaryArgs& args) {
+  if (args.a.dtype != args.b.dtype) {
+    return Support::no(fmt::format("{}: inputs of types {} and {}; the CUDA kernel takes one type",
+                                   args.op, dataTypeName(args.a.dtype),
+                                   dataTypeName(args.b.dtype)));
+  }
+  if (!binaryKernelExists(args.kind, args.a.dtype)) {
+    return Support::no(
+        fmt::format("{}: no CUDA kernel for {}", args.op, dataTypeName(args.a.dtype)));
+  }
+  DataType out = writesBool(args.kind) ? DataType::kBool : args.a.dtype;
+  if (args.y.dtype != out) {
+    return Support::no(fmt::format("{}: the output is {}; the op writes {}", args.op,
+                                   dataTypeName(args.y.dtype), dataTypeName(out)));
+  }
+  if (Support s = requireDevice(args.op, args.a, "input 0"); !s) return s;
+  if (Support s = requireDevice(args.op, args.b, "input 1"); !s) return s;
+  if (Support s = requireDevice(args.op, args.y, "output 0"); !s) return s;
+  return broadcastSupport({args.a, args.b}, args.y, args.op);
+}
+
+size_t workspaceBytes(const BinaryArgs&) {
+  return 0;
+}
+
+Status launch(const BinaryArgs& args, CudaStream stream) {
+  if (Support s = canImplement(args); !s) return refused(s);
+  ASSIGN_OR_RETURN(BroadcastPlan plan, planBroadcast({args.a, args.b}, args.y, args.op));
+  BinaryDeviceArgs d{args.kind, args.a.dtype, plan, args.a.data, args.b.data, args.y.data};
+  ONNXOPT_CUDA_CHECK(launchBinary(d, streamOf(stream)), args.op);
+  return Status::ok();
+}
+
+}  // namespace onnxopt::kernels::cuda

@@ -1,0 +1,187 @@
+// Device code of the binary elementwise family (binary.h): arithmetic, Pow, Max/Min, comparisons
+// and logical ops with multidirectional broadcasting, one kernel per element type and output kind
+// (same type or bool). Integer arithmetic wraps, as in the reference kernels.
+#include <type_traits>
+
+#include "element_types.cuh"
+#include "elementwise_device.h"
+
+namespace onnxopt::kernels::cuda {
+
+namespace {
+
+template <typename C>
+using Unsigned = std::make_unsigned_t<C>;
+
+template <typename C>
+__device__ __forceinline__ C wrapAdd(C x, C y) {
+  return static_cast<C>(static_cast<Unsigned<C>>(x) + static_cast<Unsigned<C>>(y));
+}
+template <typename C>
+__device__ __forceinline__ C wrapSub(C x, C y) {
+  return static_cast<C>(static_cast<Unsigned<C>>(x) - static_cast<Unsigned<C>>(y));
+}
+template <typename C>
+__device__ __forceinline__ C wrapMul(C x, C y) {
+  // Unsigned multiplication of narrow types promotes to int; go through uint64 instead.
+  return static_cast<C>(static_cast<uint64_t>(static_cast<Unsigned<C>>(x)) *
+                        static_cast<uint64_t>(static_cast<Unsigned<C>>(y)));
+}
+
+/// Division by zero (undefined in ONNX) writes 0; INT_MIN / -1 wraps.
+template <typename C>
+__device__ __forceinline__ C intDiv(C x, C y) {
+  if (y == 0) return 0;
+  if constexpr (std::is_signed_v<C>) {
+    if (y == -1) return wrapSub<C>(0, x);
+  }
+  return static_cast<C>(x / y);
+}
+
+/// The reference kernels' integer power: negative exponents truncate toward zero.
+template <typename C>
+__device__ __forceinline__ C intPow(C base, int64_t exp) {
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if constexpr (std::is_signed_v<C>) {
+      if (base == -1) return (exp % 2 == 0) ? C(1) : static_cast<C>(-1);
+    }
+    return 0;
+  }
+  C result = 1;
+  while (exp > 0) {
+    if (exp & 1) result = wrapMul(result, base);
+    base = wrapMul(base, base);
+    exp >>= 1;
+  }
+  return result;
+}
+
+template <typename C>
+__device__ __forceinline__ bool compare(BinaryOp op, C x, C y) {
+  switch (op) {
+    case BinaryOp::kEqual:
+      return x == y;
+    case BinaryOp::kLess:
+      return x < y;
+    case BinaryOp::kGreater:
+      return x > y;
+    case BinaryOp::kLessOrEqual:
+      return x <= y;
+    case BinaryOp::kGreaterOrEqual:
+      return x >= y;
+    default:
+      break;
+  }
+  return false;
+}
+
+template <typename C>
+__device__ __forceinline__ C arithmetic(BinaryOp op, C x, C y) {
+  if constexpr (std::is_same_v<C, bool>) {
+    switch (op) {
+      case BinaryOp::kAnd:
+        return x && y;
+      case BinaryOp::kOr:
+        return x || y;
+      case BinaryOp::kXor:
+        return x != y;
+      default:
+        break;
+    }
+    return false;
+  } else if constexpr (std::is_floating_point_v<C>) {
+    switch (op) {
+      case BinaryOp::kAdd:
+        return x + y;
+      case BinaryOp::kSub:
+        return x - y;
+      case BinaryOp::kMul:
+        return x * y;
+      case BinaryOp::kDiv:
+        return x / y;
+      case BinaryOp::kPow:
+        return powf(x, y);
+      case BinaryOp::kMax:
+        return isnan(x) ? x : x > y ? x : y;
+      case BinaryOp::kMin:
+        return isnan(x) ? x : x < y ? x : y;
+      default:
+        break;
+    }
+    return x;
+  } else {
+    switch (op) {
+      case BinaryOp::kAdd:
+        return wrapAdd(x, y);
+      case BinaryOp::kSub:
+        return wrapSub(x, y);
+      case BinaryOp::kMul:
+        return wrapMul(x, y);
+      case BinaryOp::kDiv:
+        return intDiv(x, y);
+      case BinaryOp::kPow:
+        return intPow(x, static_cast<int64_t>(y));
+      case BinaryOp::kMax:
+        return x > y ? x : y;
+      case BinaryOp::kMin:
+        return x < y ? x : y;
+      default:
+        break;
+    }
+    return x;
+  }
+}
+
+template <typename T, bool kBoolOut>
+__global__ void binaryKernel(BinaryDeviceArgs args) {
+  const T* a = static_cast<const T*>(args.a);
+  const T* b = static_cast<const T*>(args.b);
+  ONNXOPT_GRID_STRIDE(i, args.plan.count) {
+    int64_t off[2];
+    broadcastOffsets<2>(args.plan, i, off);
+    Compute<T> x = load(a, off[0]);
+    Compute<T> y = load(b, off[1]);
+    if constexpr (kBoolOut) {
+      static_cast<bool*>(args.y)[i] = compare(args.op, x, y);
+    } else {
+      store(static_cast<T*>(args.y), i, arithmetic(args.op, x, y));
+    }
+  }
+}
+
+}  // namespace
+
+bool binaryKernelExists(BinaryOp op, DataType dtype) {
+  bool logical = op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor;
+  switch (dtype) {
+    case DataType::kFloat:
+    case DataType::kFloat16:
+    case DataType::kBfloat16:
+    case DataType::kInt8:
+    case DataType::kInt32:
+    case DataType::kInt64:
+      return !logical;
+    case DataType::kUint8:
+      return !logical && op != BinaryOp::kPow;
+    case DataType::kBool:
+      return logical || op == BinaryOp::kEqual;
+    default:
+      return false;
+  }
+}
+
+cudaError_t launchBinary(const BinaryDeviceArgs& args, cudaStream_t stream) {
+  if (args.plan.count == 0) return cudaSuccess;
+  visitCudaType(args.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (writesBool(args.op)) {
+      binaryKernel<T, true><<<blocksFor(args.plan.count), kThreads, 0, stream>>>(args);
+    } else {
+      binaryKernel<T, false><<<blocksFor(args.plan.count), kThreads, 0, stream>>>(args);
+    }
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace onnxopt::kernels::cuda

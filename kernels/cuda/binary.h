@@ -1,0 +1,32 @@
+// The binary elementwise family on CUDA: Add Sub Mul Div Pow Max Min (two inputs), the
+// comparisons (bool output) and And Or Xor, with ONNX multidirectional broadcasting up to rank 8
+// (strides planned on the host, broadcast.h). Host half (this header, binary.cc); device half:
+// binary.cu.
+#pragma once
+
+#include <string>
+
+#include "args.h"
+#include "broadcast.h"
+#include "elementwise_device.h"
+
+namespace onnxopt::kernels::cuda {
+
+struct BinaryArgs {
+  std::string op;  ///< the ONNX op, for messages
+  BinaryOp kind = BinaryOp::kAdd;
+  ConstTensorView a;
+  ConstTensorView b;
+  TensorView y;
+};
+
+template <>
+StatusOr<BinaryArgs> argsFromCall<BinaryArgs>(const CudaKernelCall& call);
+
+/// Host-only: one input type that binary.cu instantiates for the op, the output type (bool for
+/// comparisons), broadcastable shapes, rank at most 8, device memory.
+Support canImplement(const BinaryArgs& args);
+size_t workspaceBytes(const BinaryArgs& args);
+Status launch(const BinaryArgs& args, CudaStream stream);
+
+}  // namespace onnxopt::kernels::cuda

@@ -1,0 +1,128 @@
+// The CUDA kernels' capability table: kernels/cuda/ops.def expanded into host data and the
+// Capabilities that answers from it. Plain C++, built with or without nvcc (planning and the
+// CUDA target's passes run on machines without a GPU).
+#include <fmt/format.h>
+
+#include "onnxopt/kernels/cuda.h"
+
+namespace onnxopt::kernels {
+
+namespace {
+
+constexpr TypeSet kCudaFloat = {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16};
+constexpr TypeSet kCudaSigned = {DataType::kInt8, DataType::kInt32, DataType::kInt64};
+constexpr TypeSet kCudaInt = kCudaSigned | TypeSet{DataType::kUint8};
+constexpr TypeSet kCudaNumeric = kCudaFloat | kCudaInt;
+constexpr TypeSet kCudaBool = {DataType::kBool};
+constexpr TypeSet kCudaAll = kCudaNumeric | kCudaBool;
+
+constexpr int64_t kOpen = kCudaOpenOpset;
+constexpr Layout kAny = Layout::kAny;
+
+bool isDefaultDomain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+TypeSet typesAt(const std::vector<TypeSet>& sets, size_t i) {
+  if (sets.empty()) return {};
+  return i < sets.size() ? sets[i] : sets.back();
+}
+
+std::string opsetRange(const CudaKernelInfo& row) {
+  if (row.until == kCudaOpenOpset) return fmt::format("{}+", row.since);
+  return row.since == row.until ? fmt::format("{}", row.since)
+                                : fmt::format("{}-{}", row.since, row.until);
+}
+
+class CudaCapabilities final : public Capabilities {
+ public:
+  const char* name() const override { return "cuda"; }
+
+  Support supports(const OpQuery& q) const override {
+    bool known_op = false;
+    std::string opsets;
+    for (const CudaKernelInfo& row : cudaKernelTable()) {
+      if (row.op != q.op || isDefaultDomain(row.domain) != isDefaultDomain(q.domain) ||
+          (!isDefaultDomain(row.domain) && row.domain != q.domain)) {
+        continue;
+      }
+      known_op = true;
+      if (q.opset < row.since || q.opset > row.until) {
+        opsets += (opsets.empty() ? "" : ", ") + opsetRange(row);
+        continue;
+      }
+      return check(row, q);
+    }
+    if (!known_op) return Support::no(fmt::format("no CUDA kernel for {}", q.op));
+    return Support::no(fmt::format("{}: no CUDA kernel at opset {} (kernels for opsets {})", q.op,
+                                   q.opset, opsets));
+  }
+
+ private:
+  static Support check(const CudaKernelInfo& row, const OpQuery& q) {
+    if (row.layout != Layout::kAny && q.layout != Layout::kAny && q.layout != row.layout) {
+      return Support::no(fmt::format("{}: the CUDA kernel reads {} data, not {}", q.op,
+                                     layoutName(row.layout), layoutName(q.layout)));
+    }
+    auto n = static_cast<int>(q.inputs.size());
+    if (n > row.max_inputs || n < row.min_inputs) {
+      return Support::no(fmt::format("{}: the CUDA kernel takes {} to {} inputs, not {}", q.op,
+                                     row.min_inputs, row.max_inputs, n));
+    }
+    DataType shared = DataType::kUndefined;
+    for (size_t i = 0; i < q.inputs.size(); ++i) {
+      DataType t = q.inputs[i];
+      if (t == DataType::kUndefined) continue;
+      TypeSet allowed = typesAt(row.inputs, i);
+      if (!allowed.contains(t)) {
+        return Support::no(fmt::format("{}: input {} is {}; the CUDA kernel takes {}", q.op, i,
+                                       dataTypeName(t), allowed.toString()));
+      }
+      if (row.same_from >= 0 && static_cast<int>(i) >= row.same_from) {
+        if (shared != DataType::kUndefined && shared != t) {
+          return Support::no(
+              fmt::format("{}: input {} is {}, input {} {}; the CUDA kernel takes "
+                          "one type",
+                          q.op, row.same_from, dataTypeName(shared), i, dataTypeName(t)));
+        }
+        shared = t;
+      }
+    }
+    for (size_t i = 0; i < q.outputs.size() && i < row.outputs.size(); ++i) {
+      DataType t = q.outputs[i];
+      if (t == DataType::kUndefined || row.outputs[i].contains(t)) continue;
+      return Support::no(fmt::format("{}: output {} is {}; the CUDA kernel produces {}", q.op, i,
+                                     dataTypeName(t), row.outputs[i].toString()));
+    }
+    return Support::yes();
+  }
+};
+
+}  // namespace
+
+const std::vector<CudaKernelInfo>& cudaKernelTable() {
+#define TYPES(...)       \
+  std::vector<TypeSet> { \
+    __VA_ARGS__          \
+  }
+#define NONE \
+  std::vector<TypeSet> {}
+#define CUDA_KERNEL(domain, op, since, until, family, min_in, max_in, same_from, inputs, outputs, \
+                    layout)                                                                       \
+  CudaKernelInfo{domain, #op,       since,  until,   #family, min_in,                             \
+                 max_in, same_from, inputs, outputs, layout},
+  static const std::vector<CudaKernelInfo> table = {
+#include "ops.def"
+  };
+#undef CUDA_KERNEL
+#undef NONE
+#undef TYPES
+  return table;
+}
+
+const Capabilities& cudaCapabilities() {
+  static const CudaCapabilities caps;
+  return caps;
+}
+
+}  // namespace onnxopt::kernels

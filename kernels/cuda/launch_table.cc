@@ -1,0 +1,106 @@
+// The launch table (CUDA builds): kernels/cuda/ops.def expanded into one entry per row, each
+// parsing the node into its family's XArgs (argsFromCall) and calling the family's canImplement,
+// workspaceBytes and launch. A row whose family has no XArgs, parser or launch does not build, so
+// the capability table never claims a kernel this table lacks.
+#include <fmt/format.h>
+
+#include <cstdint>
+
+#include "binary.h"
+#include "cast.h"
+#include "matmul.h"
+#include "onnxopt/kernels/cuda.h"
+#include "unary.h"
+#include "where.h"
+
+namespace onnxopt::kernels {
+
+namespace {
+
+using cuda::argsFromCall;
+
+struct LaunchEntry {
+  const char* domain;
+  const char* op;
+  int64_t since;
+  int64_t until;
+  Support (*check)(const CudaKernelCall&);
+  StatusOr<size_t> (*workspace)(const CudaKernelCall&);
+  Status (*launch)(const CudaKernelCall&, CudaStream);
+};
+
+template <typename Args>
+struct Family {
+  static Support check(const CudaKernelCall& call) {
+    StatusOr<Args> args = argsFromCall<Args>(call);
+    if (!args.isOk()) return Support::no(args.status().message());
+    return cuda::canImplement(*args);
+  }
+  static StatusOr<size_t> workspace(const CudaKernelCall& call) {
+    ASSIGN_OR_RETURN(Args args, argsFromCall<Args>(call));
+    return cuda::workspaceBytes(args);
+  }
+  static Status launch(const CudaKernelCall& call, CudaStream stream) {
+    ASSIGN_OR_RETURN(Args args, argsFromCall<Args>(call));
+    return cuda::launch(args, stream);
+  }
+};
+
+constexpr int64_t kOpen = kCudaOpenOpset;
+
+// The type and layout columns of ops.def are the capability table's (capabilities.cc).
+#define CUDA_KERNEL(domain, op, since, until, family, ...) \
+  LaunchEntry{domain,                                      \
+              #op,                                         \
+              since,                                       \
+              until,                                       \
+              &Family<cuda::family##Args>::check,          \
+              &Family<cuda::family##Args>::workspace,      \
+              &Family<cuda::family##Args>::launch},
+const LaunchEntry kLaunchTable[] = {
+#include "ops.def"
+};
+#undef CUDA_KERNEL
+
+bool isDefaultDomain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+const LaunchEntry* findEntry(const std::string& domain, const std::string& op, int64_t opset) {
+  for (const LaunchEntry& e : kLaunchTable) {
+    if (e.op != op || isDefaultDomain(e.domain) != isDefaultDomain(domain)) continue;
+    if (!isDefaultDomain(domain) && domain != e.domain) continue;
+    if (opset >= e.since && opset <= e.until) return &e;
+  }
+  return nullptr;
+}
+
+Support noKernel(const CudaKernelCall& call) {
+  return Support::no(fmt::format("no CUDA kernel for {} at opset {}", call.op, call.opset));
+}
+
+}  // namespace
+
+bool hasCudaLaunch(const std::string& domain, const std::string& op, int64_t opset) {
+  return findEntry(domain, op, opset) != nullptr;
+}
+
+Support cudaCanImplement(const CudaKernelCall& call) {
+  const LaunchEntry* e = findEntry(call.domain, call.op, call.opset);
+  if (e == nullptr) return noKernel(call);
+  return e->check(call);
+}
+
+StatusOr<size_t> cudaWorkspaceBytes(const CudaKernelCall& call) {
+  const LaunchEntry* e = findEntry(call.domain, call.op, call.opset);
+  if (e == nullptr) return cuda::refused(noKernel(call));
+  return e->workspace(call);
+}
+
+Status launchCudaKernel(const CudaKernelCall& call, CudaStream stream) {
+  const LaunchEntry* e = findEntry(call.domain, call.op, call.opset);
+  if (e == nullptr) return cuda::refused(noKernel(call));
+  return e->launch(call, stream);
+}
+
+}  // namespace onnxopt::kernels

@@ -1,0 +1,68 @@
+// The device and launch half of include/onnxopt/kernels/cuda.h in a build without CUDA
+// (ONNXOPT_HAVE_CUDA off): every call is kUnimplemented, so the runtime and the tests link and
+// report "built without CUDA" instead of failing to build.
+#include "onnxopt/kernels/cuda.h"
+
+namespace onnxopt::kernels {
+
+namespace {
+
+Status notBuilt() {
+  return Status(StatusCode::kUnimplemented, "cuda: onnxopt was built without CUDA");
+}
+
+}  // namespace
+
+bool cudaKernelsBuilt() {
+  return false;
+}
+
+StatusOr<int> cudaDeviceCount() {
+  return notBuilt();
+}
+
+StatusOr<CudaDeviceInfo> probeCudaDevice(int) {
+  return notBuilt();
+}
+
+StatusOr<DeviceStream> DeviceStream::create() {
+  return notBuilt();
+}
+DeviceStream::DeviceStream(DeviceStream&&) noexcept = default;
+DeviceStream& DeviceStream::operator=(DeviceStream&&) noexcept = default;
+DeviceStream::~DeviceStream() = default;
+Status DeviceStream::synchronize(const std::string&) const {
+  return notBuilt();
+}
+
+StatusOr<DeviceBuffer> DeviceBuffer::allocate(size_t) {
+  return notBuilt();
+}
+DeviceBuffer::DeviceBuffer(DeviceBuffer&&) noexcept = default;
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&&) noexcept = default;
+DeviceBuffer::~DeviceBuffer() = default;
+
+Status copyToDevice(void*, const void*, size_t, CudaStream) {
+  return notBuilt();
+}
+Status copyToHost(void*, const void*, size_t, CudaStream) {
+  return notBuilt();
+}
+Status fillDevice(void*, int, size_t, CudaStream) {
+  return notBuilt();
+}
+
+bool hasCudaLaunch(const std::string&, const std::string&, int64_t) {
+  return false;
+}
+Support cudaCanImplement(const CudaKernelCall&) {
+  return Support::no("cuda: onnxopt was built without CUDA");
+}
+StatusOr<size_t> cudaWorkspaceBytes(const CudaKernelCall&) {
+  return notBuilt();
+}
+Status launchCudaKernel(const CudaKernelCall&, CudaStream) {
+  return notBuilt();
+}
+
+}  // namespace onnxopt::kernels
