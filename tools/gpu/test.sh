@@ -90,8 +90,10 @@ memcheck() {
   local rc=0 bin
   for bin in $(gpu_binaries); do
     echo "== memcheck $bin"
+    # The out-of-memory test asks cudaMalloc for more than the card has on purpose; memcheck
+    # would report that refused call as an error.
     ONNXOPT_REQUIRE_CUDA=1 "$sanitizer" --tool memcheck --error-exitcode 99 "$bin" \
-      --gtest_brief=1 || rc=1
+      --gtest_brief=1 --gtest_filter=-*OutOfMemory* || rc=1
   done
   return "$rc"
 }
