@@ -8,8 +8,8 @@
 //   %s = Shape(%x), %x : T[d1, .., dk] known  ==>  initializer %s = int64[k]{d1, .., dk}
 //   %n = Size(%x), likewise                   ==>  initializer %n = int64{d1 * .. * dk}
 //
-// Guards: nondeterministic ops (Random*, Multinomial, Bernoulli, Dropout in training mode without a
-// seed: pass::isNondeterministicNode, counted as skipped-random) and ops with subgraphs never fold;
+// Guards: nondeterministic ops (Random*, Multinomial, Bernoulli, Dropout in training mode, seeded or
+// not: pass::isNondeterministicNode, counted as skipped-random) and ops with subgraphs never fold;
 // QuantizeLinear/DequantizeLinear fold only with --fold-qdq (their pairs carry quantization for the
 // runtime); a result over the size limit that is also larger than its inputs is not created, so
 // weight generators (ConstantOfShape, Tile, Expand) do not bloat the model, except where the result

@@ -170,7 +170,7 @@ bool isNondeterministicOp(const std::string& op) {
 bool isNondeterministicNode(const ir::Node& node) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
   if (isNondeterministicOp(node.opType())) return true;
-  if (node.opType() != "Dropout" || node.findAttribute("seed") != nullptr) return false;
+  if (node.opType() != "Dropout") return false;
   if (node.numInputs() < 3 || node.input(2) == nullptr) return false;  // inference mode
   std::optional<double> training = scalarConstant(node.input(2));
   if (training && *training == 0) return false;

@@ -50,9 +50,10 @@ ir::Node* singleUseProducer(const ir::Value* value, const char* op);
 std::optional<double> scalarConstant(const ir::Value* value);
 /// Ops whose outputs are random: never merged or folded.
 bool isNondeterministicOp(const std::string& op);
-/// isNondeterministicOp, or a node whose outputs are random for its attributes and inputs:
-/// Dropout without a `seed` whose training_mode input is not a constant false (with a seed it
-/// follows numpy's legacy generator, as ONNX's reference implementation does, and is repeatable).
+/// isNondeterministicOp, or a node whose outputs are random for its attributes and inputs: Dropout
+/// whose training_mode input is not a constant false and whose ratio is not 0. A `seed` does not
+/// make it foldable: the generator is the runtime's (ours follows numpy's legacy RandomState, as
+/// ONNX's reference implementation does; onnxruntime's differs), as for the Random* ops.
 bool isNondeterministicNode(const ir::Node& node);
 
 /// True when the value has exactly one use and is not a graph output.
