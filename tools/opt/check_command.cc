@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/ir/stats.h"
 #include "onnxopt/support/diagnostics.h"
 #include "report.h"
@@ -21,6 +22,13 @@ int checkCommand(const CheckCommandOptions& opts) {
   if (Status st = checkSpecNames(**original, opts.check.inputs, "--input", opts.check.shapes);
       !st.isOk()) {
     return usage(st.withContext(opts.original));
+  }
+  if (opts.check.runner == "cuda") {
+    // The CUDA executor plans from inferred types (docs/cuda_runtime.md).
+    auto inferred = ir::inferShapes(**original);
+    if (!inferred.isOk()) return fail(inferred.status().withContext(opts.original));
+    inferred = ir::inferShapes(**optimized);
+    if (!inferred.isOk()) return fail(inferred.status().withContext(opts.optimized));
   }
   auto checked = checkModels(opts.original, **original, opts.optimized, **optimized, opts.check);
   if (!checked.isOk()) return fail(checked.status());

@@ -1,0 +1,241 @@
+// The CUDA executor on a device (label gpu; "skipped: no CUDA device" without one): small graphs
+// and the bundled models run on the GPU and compared with the reference executor at `opt check`'s
+// tolerances (runtime::defaultTolerance), the arena poisoned before every run so that an unwritten
+// output cannot pass; the plan cache missed and hit at two batch sizes; bad inputs refused.
+#include <gtest/gtest.h>
+
+#include "../kernels/cuda/device_harness.h"
+#include "model_feeds.h"
+#include "onnxopt/runtime/compare.h"
+#include "onnxopt/runtime/cuda_executor.h"
+#include "onnxopt/runtime/reference_executor.h"
+#include "test_models.h"
+
+namespace onnxopt::runtime {
+namespace {
+
+using kernels::test::CudaTest;
+using test::floats;
+using test::parse;
+
+CudaOptions poisoned() {
+  CudaOptions options;
+  options.poison_byte = 0xA5;  // float 0xA5A5A5A5 is -2.9e-16: far from every expected value
+  return options;
+}
+
+/// `text` parsed, with inferred types (what the executor plans from); nullptr on failure.
+std::unique_ptr<ir::Model> parseInferred(const std::string& text) {
+  auto model = parse(text);
+  if (!model) return nullptr;
+  auto st = ir::inferShapes(*model);
+  EXPECT_TRUE(st.isOk()) << st.status().toString();
+  return st.isOk() ? std::move(model) : nullptr;
+}
+
+/// The executor for `model`, or nullptr (and a failure).
+std::unique_ptr<CudaExecutor> executorFor(const ir::Model& model,
+                                          const CudaOptions& options = poisoned()) {
+  auto executor = CudaExecutor::create(model, options);
+  EXPECT_TRUE(executor.isOk()) << executor.status().toString();
+  return executor.isOk() ? std::move(executor).value() : nullptr;
+}
+
+/// Runs `feeds` on `executor` and on the reference executor and compares every output.
+void expectMatchesReference(Executor& executor, const ir::Model& model, const Feeds& feeds) {
+  auto expected = runModel(model, feeds);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  auto actual = executor.run(feeds);
+  ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+  ASSERT_EQ(actual->names, expected->names);
+  ASSERT_EQ(actual->outputs.size(), expected->outputs.size());
+  for (size_t i = 0; i < expected->outputs.size(); ++i) {
+    const kernels::HostTensor& e = expected->outputs[i];
+    TensorComparison c =
+        compareTensors(expected->names[i], e, actual->outputs[i], defaultTolerance(e.dtype));
+    EXPECT_TRUE(c.passed) << c.name << ": " << c.problem << " " << c.mismatches << " of "
+                          << c.elements << " past tolerance, max abs " << c.max_abs;
+  }
+}
+
+// Device kernels (MatMul, Add, Relu), a view (Reshape of an arena value), a CPU fallback
+// (Softmax has no CUDA kernel: copies down and up), a graph output that is a view of an input,
+// and shape arithmetic folded on the host.
+constexpr const char* kMixed = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x) => (float[N,3] y, float[N,2,2] v, float[N,3] p)
+  <float[4,3] w = {1, -2, 3, 0.5, 1, -1, 2, 0, 1, -1, 1, 1}, float[3] b = {0.25, -0.5, 1},
+   int64[2] tail = {2, 2}, int64[1] zero = {0}> {
+  h = MatMul(x, w)
+  a = Add(h, b)
+  y = Relu(a)
+  s = Shape(x)
+  n = Gather(s, zero)
+  t = Concat<axis = 0>(n, tail)
+  v = Reshape(x, t)
+  p = Softmax<axis = 1>(a)
+}
+)";
+
+kernels::HostTensor ramp(std::vector<int64_t> dims, float scale) {
+  kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kFloat, std::move(dims));
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    t.set<float>(i, scale * static_cast<float>((i * 7) % 11) - 2.f);
+  }
+  return t;
+}
+
+TEST_F(CudaTest, MixedGraphMatchesReferenceAndReusesItsPlan) {
+  auto model = parseInferred(kMixed);
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  CudaExecutor& cuda = *executor;
+  EXPECT_EQ(cuda.name(), "cuda");
+
+  expectMatchesReference(cuda, *model, {{"x", ramp({2, 4}, 0.5f)}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  EXPECT_EQ(cuda.planHits(), 0);
+  int64_t weights = cuda.uploadedWeightBytes();
+  EXPECT_EQ(weights, (12 + 3) * 4) << cuda.lastSummary();
+  ASSERT_TRUE(cuda.lastPlan());
+  EXPECT_EQ(cuda.lastPlan()->countPlacement(Placement::kCpuFallback), 1) << cuda.lastSummary();
+  EXPECT_NE(cuda.lastSummary().find("fallback: "), std::string::npos) << cuda.lastSummary();
+
+  // The same shape again, other values: the same plan (a hit) and a right answer again.
+  expectMatchesReference(cuda, *model, {{"x", ramp({2, 4}, -0.25f)}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  EXPECT_EQ(cuda.planHits(), 1);
+
+  // Another batch: planned again; the weights are not uploaded twice.
+  expectMatchesReference(cuda, *model, {{"x", ramp({5, 4}, 0.125f)}});
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.planHits(), 1);
+  EXPECT_EQ(cuda.uploadedWeightBytes(), weights);
+
+  // Back to the first: a hit, with the first plan's arena.
+  expectMatchesReference(cuda, *model, {{"x", ramp({2, 4}, 1.f)}});
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.planHits(), 2);
+}
+
+TEST_F(CudaTest, InPlaceChainMatchesReference) {
+  // Tanh then Relu then Neg: elementwise outputs that reuse their input's buffer.
+  auto model = parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,8] x) => (float[N,8] y) {
+  a = Tanh(x)
+  b = Relu(a)
+  c = Neg(b)
+  y = Sigmoid(c)
+}
+)");
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  expectMatchesReference(*executor, *model, {{"x", ramp({3, 8}, 0.3f)}});
+  EXPECT_EQ(executor->lastPlan()->countPlacement(Placement::kDevice), 4) << executor->lastSummary();
+}
+
+TEST_F(CudaTest, BadInputsAreRefusedBeforeAnythingRuns) {
+  auto model = parseInferred(kMixed);
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  CudaExecutor& cuda = *executor;
+  auto expectRefused = [&](const Feeds& feeds, const std::string& text) {
+    auto result = cuda.run(feeds);
+    ASSERT_FALSE(result.isOk());
+    EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(result.status().message().find(text), std::string::npos)
+        << result.status().toString();
+  };
+  expectRefused({}, "input 'x' is missing");
+  expectRefused({{"x", ramp({2, 4}, 1.f)}, {"q", ramp({2}, 1.f)}}, "'q' is not an input");
+  expectRefused({{"x", kernels::HostTensor::zeros(DataType::kInt64, {2, 4})}},
+                "input 'x' is float");
+  expectRefused({{"x", ramp({8}, 1.f)}}, "input 'x' has rank 2");
+  expectRefused({{"x", ramp({2, 5}, 1.f)}}, "dim 1 is 4, but 5");
+  EXPECT_EQ(cuda.planMisses(), 0);  // nothing was planned for them
+  // The session still runs.
+  expectMatchesReference(cuda, *model, {{"x", ramp({2, 4}, 1.f)}});
+}
+
+TEST_F(CudaTest, RecordingIntermediatesIsNotSupportedYet) {
+  auto model = parseInferred(kMixed);
+  ASSERT_TRUE(model);
+  auto executor = createExecutor("cuda", *model);  // the runner: default options
+  ASSERT_TRUE(executor.isOk()) << executor.status().toString();
+  ExecutionOptions options;
+  options.record_intermediates = true;
+  auto result = (*executor)->run({{"x", ramp({2, 4}, 1.f)}}, options);
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().code(), StatusCode::kUnimplemented);
+}
+
+TEST_F(CudaTest, OutOfMemoryNamesTheArena) {
+  // A 2^36-float intermediate (256 GiB): more than any device has.
+  auto model = parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1] x) => (float[1] y) <int64[1] big = {68719476736}> {
+  e = Expand(x, big)
+  r = Relu(e)
+  y = ReduceMax<keepdims = 1>(r)
+}
+)");
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model, CudaOptions{});
+  ASSERT_TRUE(executor);
+  auto result = executor->run({{"x", floats({1}, {1.f})}});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_NE(result.status().toString().find("bytes"), std::string::npos)
+      << result.status().toString();
+}
+
+class CudaModelTest : public CudaTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(CudaModelTest, MatchesReference) {
+  auto model = test::loadInferred(GetParam());
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  expectMatchesReference(*executor, *model, test::randomFeeds(*model, 7));
+  SCOPED_TRACE(executor->lastSummary());
+  ASSERT_TRUE(executor->lastPlan());
+  EXPECT_GT(executor->lastPlan()->countPlacement(Placement::kDevice), 0);
+}
+
+std::string modelName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string path = info.param;  // models/<name>/model.onnx or models/transformers/<name>/...
+  path = path.substr(0, path.rfind('/'));
+  std::string name = path.substr(path.rfind('/') + 1);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundled, CudaModelTest, ::testing::ValuesIn(test::cudaTestModels()),
+                         modelName);
+
+TEST_F(CudaTest, DynamicBatchAtTwoShapesInOneSession) {
+  auto model = test::loadInferred("models/tiny_cnn/model.onnx");
+  ASSERT_TRUE(model);
+  const ir::Value* in = model->graph->inputs()[0];
+  ASSERT_TRUE(in->type().shape && !in->type().shape->empty());
+  const ir::Dim& batch = (*in->type().shape)[0];
+  ASSERT_EQ(batch.kind, ir::Dim::Kind::kParam) << "tiny_cnn's batch dim is no longer symbolic";
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  CudaExecutor& cuda = *executor;
+  expectMatchesReference(cuda, *model, test::randomFeeds(*model, 1, {{batch.param, 1}}));
+  expectMatchesReference(cuda, *model, test::randomFeeds(*model, 2, {{batch.param, 3}}));
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.planHits(), 0);
+  expectMatchesReference(cuda, *model, test::randomFeeds(*model, 3, {{batch.param, 1}}));
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.planHits(), 1);
+}
+
+}  // namespace
+}  // namespace onnxopt::runtime
