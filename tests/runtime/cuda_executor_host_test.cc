@@ -1,10 +1,13 @@
-// The CUDA executor's host side, without a device (CI): feeds checked before anything runs, the
-// clean error where there is no device, the runner's name in the registry, and the bundled test
-// models planning for the CUDA kernels without what the executor does not run yet.
+// The CUDA executor without a device (CI): feeds checked before anything runs, the clean error
+// where there is no device, the runner's name in the registry, the bundled test models planning
+// for the CUDA kernels without what the executor does not run yet, and the executor's traversal
+// of plans (arena offsets, views, in-place reuse, copies, fallbacks, the plan cache) on a
+// host-memory device that runs the reference kernels (fake_device.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "fake_device.h"
 #include "model_feeds.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/plan.h"
@@ -122,6 +125,104 @@ TEST(CudaRunner, TestModelsPlanWithoutUnsupportedNodes) {
           << pn.name;
     }
     EXPECT_GT(plan->countPlacement(Placement::kDevice), 0) << plan->summary();
+  }
+}
+
+// --- the executor on the fake device -------------------------------------------------------------
+
+/// An executor on a fake device whose log outlives it; poisons the arena before each run.
+struct FakeSession {
+  std::shared_ptr<test::FakeDeviceLog> log = std::make_shared<test::FakeDeviceLog>();
+  std::unique_ptr<CudaExecutor> executor;
+
+  explicit FakeSession(const ir::Model& model, std::set<std::string> refuse = {}) {
+    CudaOptions options;
+    options.poison_byte = 0xA5;
+    auto created =
+        CudaExecutor::createOn(model, options, std::make_unique<test::FakeDevice>(log, refuse));
+    EXPECT_TRUE(created.isOk()) << created.status().toString();
+    if (created.isOk()) executor = std::move(created).value();
+  }
+  /// Destroys the executor: every allocation must have been released, and no call was bad.
+  void expectClean() {
+    executor.reset();
+    EXPECT_EQ(log->live, 0) << "allocations left";
+    EXPECT_TRUE(log->errors.empty()) << log->errors.front();
+  }
+};
+
+TEST(CudaExecutorOnFakeDevice, MixedGraphMatchesReferenceAndReusesItsPlan) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  EXPECT_EQ(cuda.uploadedWeightBytes(), (12 + 3) * 4) << cuda.lastSummary();
+  EXPECT_EQ(cuda.lastPlan()->countPlacement(Placement::kCpuFallback), 1) << cuda.lastSummary();
+  EXPECT_EQ(session.log->launches, 3);  // MatMul, Add, Relu
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, -0.25f)}});
+  EXPECT_EQ(cuda.planHits(), 1);
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({5, 4}, 0.125f)}});
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.uploadedWeightBytes(), (12 + 3) * 4);  // once per session
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, 1.f)}});
+  EXPECT_EQ(cuda.planHits(), 2);
+  session.expectClean();
+}
+
+TEST(CudaExecutorOnFakeDevice, InPlaceChainMatchesReference) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({3, 8}, 0.3f)}});
+  auto plan = session.executor->lastPlan();
+  ASSERT_TRUE(plan);
+  int in_place = 0;
+  for (const PlannedNode& pn : plan->nodes) in_place += pn.in_place_input >= 0;
+  EXPECT_GT(in_place, 0) << plan->summary();
+  EXPECT_EQ(session.log->launches, 4);
+  session.expectClean();
+}
+
+// A node the kernel refuses at its concrete shapes runs on the CPU with copies, and says so.
+TEST(CudaExecutorOnFakeDevice, RefusedKernelRunsOnTheCpu) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model, {"Add"});
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
+  EXPECT_NE(session.executor->lastSummary().find("fake device refuses Add"), std::string::npos)
+      << session.executor->lastSummary();
+  EXPECT_EQ(session.log->launches, 2);  // MatMul, Relu
+  session.expectClean();
+}
+
+TEST(CudaExecutorOnFakeDevice, BadInputsAreRefusedBeforeAnythingRuns) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  auto result = session.executor->run({{"x", test::ramp({2, 5}, 1.f)}});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(session.executor->planMisses(), 0);
+  EXPECT_EQ(session.log->launches, 0);
+  session.expectClean();
+}
+
+TEST(CudaExecutorOnFakeDevice, BundledModelsMatchReference) {
+  for (const std::string& path : test::cudaTestModels()) {
+    SCOPED_TRACE(path);
+    auto model = test::loadInferred(path);
+    ASSERT_TRUE(model);
+    FakeSession session(*model);
+    ASSERT_TRUE(session.executor);
+    test::expectMatchesReference(*session.executor, *model, test::randomFeeds(*model, 7));
+    EXPECT_GT(session.log->launches, 0) << session.executor->lastSummary();
+    session.expectClean();
   }
 }
 

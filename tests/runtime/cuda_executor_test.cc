@@ -15,22 +15,18 @@ namespace onnxopt::runtime {
 namespace {
 
 using kernels::test::CudaTest;
+using test::expectMatchesReference;
 using test::floats;
+using test::kChain;
+using test::kMixed;
 using test::parse;
+using test::parseInferred;
+using test::ramp;
 
 CudaOptions poisoned() {
   CudaOptions options;
   options.poison_byte = 0xA5;  // float 0xA5A5A5A5 is -2.9e-16: far from every expected value
   return options;
-}
-
-/// `text` parsed, with inferred types (what the executor plans from); nullptr on failure.
-std::unique_ptr<ir::Model> parseInferred(const std::string& text) {
-  auto model = parse(text);
-  if (!model) return nullptr;
-  auto st = ir::inferShapes(*model);
-  EXPECT_TRUE(st.isOk()) << st.status().toString();
-  return st.isOk() ? std::move(model) : nullptr;
 }
 
 /// The executor for `model`, or nullptr (and a failure).
@@ -39,50 +35,6 @@ std::unique_ptr<CudaExecutor> executorFor(const ir::Model& model,
   auto executor = CudaExecutor::create(model, options);
   EXPECT_TRUE(executor.isOk()) << executor.status().toString();
   return executor.isOk() ? std::move(executor).value() : nullptr;
-}
-
-/// Runs `feeds` on `executor` and on the reference executor and compares every output.
-void expectMatchesReference(Executor& executor, const ir::Model& model, const Feeds& feeds) {
-  auto expected = runModel(model, feeds);
-  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
-  auto actual = executor.run(feeds);
-  ASSERT_TRUE(actual.isOk()) << actual.status().toString();
-  ASSERT_EQ(actual->names, expected->names);
-  ASSERT_EQ(actual->outputs.size(), expected->outputs.size());
-  for (size_t i = 0; i < expected->outputs.size(); ++i) {
-    const kernels::HostTensor& e = expected->outputs[i];
-    TensorComparison c =
-        compareTensors(expected->names[i], e, actual->outputs[i], defaultTolerance(e.dtype));
-    EXPECT_TRUE(c.passed) << c.name << ": " << c.problem << " " << c.mismatches << " of "
-                          << c.elements << " past tolerance, max abs " << c.max_abs;
-  }
-}
-
-// Device kernels (MatMul, Add, Relu), a view (Reshape of an arena value), a CPU fallback
-// (Softmax has no CUDA kernel: copies down and up), a graph output that is a view of an input,
-// and shape arithmetic folded on the host.
-constexpr const char* kMixed = R"(
-<ir_version: 8, opset_import: ["" : 17]>
-g (float[N,4] x) => (float[N,3] y, float[N,2,2] v, float[N,3] p)
-  <float[4,3] w = {1, -2, 3, 0.5, 1, -1, 2, 0, 1, -1, 1, 1}, float[3] b = {0.25, -0.5, 1},
-   int64[2] tail = {2, 2}, int64[1] zero = {0}> {
-  h = MatMul(x, w)
-  a = Add(h, b)
-  y = Relu(a)
-  s = Shape(x)
-  n = Gather(s, zero)
-  t = Concat<axis = 0>(n, tail)
-  v = Reshape(x, t)
-  p = Softmax<axis = 1>(a)
-}
-)";
-
-kernels::HostTensor ramp(std::vector<int64_t> dims, float scale) {
-  kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kFloat, std::move(dims));
-  for (int64_t i = 0; i < t.numElements(); ++i) {
-    t.set<float>(i, scale * static_cast<float>((i * 7) % 11) - 2.f);
-  }
-  return t;
 }
 
 TEST_F(CudaTest, MixedGraphMatchesReferenceAndReusesItsPlan) {
@@ -120,16 +72,7 @@ TEST_F(CudaTest, MixedGraphMatchesReferenceAndReusesItsPlan) {
 }
 
 TEST_F(CudaTest, InPlaceChainMatchesReference) {
-  // Tanh then Relu then Neg: elementwise outputs that reuse their input's buffer.
-  auto model = parseInferred(R"(
-<ir_version: 8, opset_import: ["" : 17]>
-g (float[N,8] x) => (float[N,8] y) {
-  a = Tanh(x)
-  b = Relu(a)
-  c = Neg(b)
-  y = Sigmoid(c)
-}
-)");
+  auto model = parseInferred(kChain);
   ASSERT_TRUE(model);
   auto executor = executorFor(*model);
   ASSERT_TRUE(executor);

@@ -1,5 +1,6 @@
 // Bundled models for the CUDA executor tests: loaded with inferred types (what the executor plans
-// from), and seeded random feeds as `opt run` makes them, at pinned shapes where asked.
+// from), seeded random feeds as `opt run` makes them (named dims sized where asked), and the
+// comparison of an executor's outputs with the reference executor's.
 #pragma once
 
 #include <map>
@@ -11,8 +12,10 @@
 
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/shape_inference.h"
+#include "onnxopt/runtime/compare.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/runtime/inputs.h"
+#include "onnxopt/runtime/reference_executor.h"
 
 namespace onnxopt::runtime::test {
 
@@ -45,6 +48,72 @@ inline Feeds randomFeeds(const ir::Model& model, uint64_t seed,
     if (t.isOk()) feeds[in->name()] = std::move(t).value();
   }
   return feeds;
+}
+
+/// Runs `feeds` on `executor` and on the reference executor and compares every output at
+/// `opt check`'s tolerances (runtime::defaultTolerance).
+inline void expectMatchesReference(Executor& executor, const ir::Model& model, const Feeds& feeds) {
+  auto expected = runModel(model, feeds);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  auto actual = executor.run(feeds);
+  ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+  ASSERT_EQ(actual->names, expected->names);
+  ASSERT_EQ(actual->outputs.size(), expected->outputs.size());
+  for (size_t i = 0; i < expected->outputs.size(); ++i) {
+    const kernels::HostTensor& e = expected->outputs[i];
+    TensorComparison c =
+        compareTensors(expected->names[i], e, actual->outputs[i], defaultTolerance(e.dtype));
+    EXPECT_TRUE(c.passed) << c.name << ": " << c.problem << " " << c.mismatches << " of "
+                          << c.elements << " past tolerance, max abs " << c.max_abs;
+  }
+}
+
+// Device kernels (MatMul, Add, Relu), a view (Reshape of an arena value), a CPU fallback
+// (Softmax has no CUDA kernel: copies down and up), a graph output that is a view of an input,
+// and shape arithmetic folded on the host.
+inline constexpr const char* kMixed = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x) => (float[N,3] y, float[N,2,2] v, float[N,3] p)
+  <float[4,3] w = {1, -2, 3, 0.5, 1, -1, 2, 0, 1, -1, 1, 1}, float[3] b = {0.25, -0.5, 1},
+   int64[2] tail = {2, 2}, int64[1] zero = {0}> {
+  h = MatMul(x, w)
+  a = Add(h, b)
+  y = Relu(a)
+  s = Shape(x)
+  n = Gather(s, zero)
+  t = Concat<axis = 0>(n, tail)
+  v = Reshape(x, t)
+  p = Softmax<axis = 1>(a)
+}
+)";
+
+inline kernels::HostTensor ramp(std::vector<int64_t> dims, float scale) {
+  kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kFloat, std::move(dims));
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    t.set<float>(i, scale * static_cast<float>((i * 7) % 11) - 2.f);
+  }
+  return t;
+}
+
+// Elementwise device ops in a chain: each output may reuse its input's buffer (in place).
+inline constexpr const char* kChain = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,8] x) => (float[N,8] y) {
+  a = Tanh(x)
+  b = Relu(a)
+  c = Neg(b)
+  y = Sigmoid(c)
+}
+)";
+
+/// `text` parsed, with inferred types (what the executor plans from); nullptr on failure.
+inline std::unique_ptr<ir::Model> parseInferred(const std::string& text) {
+  auto model = io::parseModelText(text);
+  EXPECT_TRUE(model.isOk()) << model.status().toString();
+  if (!model.isOk()) return nullptr;
+  auto st = ir::inferShapes(**model);
+  EXPECT_TRUE(st.isOk()) << st.status().toString();
+  return st.isOk() ? std::move(model).value() : nullptr;
 }
 
 /// Small models that plan for the CUDA device without run-time shapes or subgraph fallbacks.

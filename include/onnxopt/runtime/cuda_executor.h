@@ -18,6 +18,10 @@
 
 namespace onnxopt::runtime {
 
+namespace cuda_detail {
+class DeviceApi;  // src/runtime/cuda/device_api.h
+}
+
 struct CudaOptions {
   int device_id = 0;
   /// CUDA graph capture and replay of static plans: not implemented yet. The flag is accepted and
@@ -53,6 +57,11 @@ class CudaExecutor : public Executor {
  public:
   static StatusOr<std::unique_ptr<CudaExecutor>> create(const ir::Model& model,
                                                         const CudaOptions& options = {});
+  /// The same on another device implementation (tests: a host-memory device that runs the
+  /// reference kernels, so that the plan traversal is checked without a GPU).
+  static StatusOr<std::unique_ptr<CudaExecutor>> createOn(
+      const ir::Model& model, const CudaOptions& options,
+      std::unique_ptr<cuda_detail::DeviceApi> device);
   ~CudaExecutor() override;
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;

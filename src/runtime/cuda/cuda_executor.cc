@@ -17,12 +17,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "device_api.h"
 #include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/kernels/tensor_view.h"
 
 namespace onnxopt::runtime {
 
+using cuda_detail::DeviceMemory;
 using kernels::HostTensor;
 
 StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds) {
@@ -112,12 +114,12 @@ struct PreparedNode {
 /// What a plan needs on the device, kept with the plan.
 struct PlanState {
   std::shared_ptr<const Plan> plan;
-  kernels::DeviceBuffer arena;
-  kernels::DeviceBuffer workspace;
+  DeviceMemory arena;
+  DeviceMemory workspace;
   /// Graph inputs, uploaded at each run (by value id of the input).
-  std::map<int, kernels::DeviceBuffer> input_buffers;
+  std::map<int, DeviceMemory> input_buffers;
   /// Constants read on the device that are not initializers (folded values): by root value id.
-  std::map<int, kernels::DeviceBuffer> plan_constants;
+  std::map<int, DeviceMemory> plan_constants;
   /// Device pointers of constants (session weights or plan_constants), by root value id.
   std::map<int, void*> constant_ptrs;
   std::map<int, PreparedNode> prepared;  ///< by node index
@@ -128,13 +130,14 @@ struct PlanState {
 }  // namespace
 
 struct CudaExecutor::Impl {
+  /// First: every buffer below is released through it.
+  std::unique_ptr<cuda_detail::DeviceApi> api;
   const ir::Model* model = nullptr;
   CudaOptions options;
   kernels::CudaDeviceInfo device;
-  kernels::DeviceStream stream;
   std::unique_ptr<PlanCache> cache;
   /// The session's weights: initializers uploaded once, by IR value.
-  std::unordered_map<const ir::Value*, kernels::DeviceBuffer> weights;
+  std::unordered_map<const ir::Value*, DeviceMemory> weights;
   int64_t weight_bytes = 0;
   std::map<std::string, PlanState> states;  ///< by input signature
   uint64_t clock = 0;
@@ -178,13 +181,12 @@ struct CudaExecutor::Impl {
         return makeError(StatusCode::kUnimplemented,
                          "constant '{}' is a string tensor, which the device cannot read", v.name);
       }
-      auto buffer = kernels::DeviceBuffer::allocate(data.bytes.size());
+      auto buffer = DeviceMemory::allocate(*api, data.bytes.size());
       if (!buffer.isOk()) {
         return buffer.status().withContext(fmt::format("uploading weight '{}'", v.name));
       }
       if (!data.bytes.empty()) {
-        RETURN_IF_ERROR(kernels::copyToDevice(buffer->data(), data.bytes.data(), data.bytes.size(),
-                                              stream.get())
+        RETURN_IF_ERROR(api->copyToDevice(buffer->data(), data.bytes.data(), data.bytes.size())
                             .withContext(fmt::format("uploading weight '{}'", v.name)));
       }
       state.constant_ptrs[static_cast<int>(id)] = buffer->data();
@@ -196,7 +198,7 @@ struct CudaExecutor::Impl {
       }
     }
     // The uploads read host memory that goes away when `data` does: finish them here.
-    return stream.synchronize("uploading weights");
+    return api->synchronize("uploading weights");
   }
 
   /// The device pointer of value `id` in `state`'s buffers.
@@ -260,7 +262,7 @@ struct CudaExecutor::Impl {
       }
     }
     if (plan.arena_bytes > 0) {
-      auto arena = kernels::DeviceBuffer::allocate(static_cast<size_t>(plan.arena_bytes));
+      auto arena = DeviceMemory::allocate(*api, static_cast<size_t>(plan.arena_bytes));
       if (!arena.isOk()) {
         return arena.status().withContext(
             fmt::format("allocating the device arena of {} bytes", plan.arena_bytes));
@@ -271,7 +273,7 @@ struct CudaExecutor::Impl {
       const PlannedValue& v = value(plan, id);
       if (v.location != Location::kInput) continue;  // an input default: a constant
       if (v.dtype == DataType::kString) continue;    // host only (copied down by the host)
-      auto buffer = kernels::DeviceBuffer::allocate(static_cast<size_t>(v.bytes));
+      auto buffer = DeviceMemory::allocate(*api, static_cast<size_t>(v.bytes));
       if (!buffer.isOk()) {
         return buffer.status().withContext(fmt::format("allocating input '{}'", v.name));
       }
@@ -311,19 +313,19 @@ struct CudaExecutor::Impl {
         call.outputs.emplace_back(v.dtype, v.dims, kernels::contiguousStrides(v.dims), *ptr,
                                   kernels::MemoryKind::kDevice);
       }
-      kernels::Support support = kernels::cudaCanImplement(call);
+      kernels::Support support = api->canImplement(call);
       if (!support) {
         prepared.demoted = support.reason.empty() ? "refused by the kernel" : support.reason;
         state.demoted.push_back(fmt::format("{}: {}", pn.name, prepared.demoted));
       } else {
-        auto bytes = kernels::cudaWorkspaceBytes(call);
+        auto bytes = api->workspaceBytes(call);
         if (!bytes.isOk()) return bytes.status().withContext(pn.name);
         workspace = std::max(workspace, *bytes);
       }
       state.prepared.emplace(step.node, std::move(prepared));
     }
     if (workspace > 0) {
-      auto buffer = kernels::DeviceBuffer::allocate(workspace);
+      auto buffer = DeviceMemory::allocate(*api, workspace);
       if (!buffer.isOk()) {
         return buffer.status().withContext(
             fmt::format("allocating {} bytes of kernel workspace", workspace));
@@ -364,11 +366,10 @@ struct CudaExecutor::Impl {
   StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds) {
     const Plan& plan = *state.plan;
     std::vector<std::optional<HostTensor>> host(plan.values.size());
-    kernels::CudaStream s = stream.get();
 
     if (options.poison_byte >= 0 && plan.arena_bytes > 0) {
-      RETURN_IF_ERROR(kernels::fillDevice(state.arena.data(), options.poison_byte,
-                                          static_cast<size_t>(plan.arena_bytes), s));
+      RETURN_IF_ERROR(api->fill(state.arena.data(), options.poison_byte,
+                                static_cast<size_t>(plan.arena_bytes)));
     }
     for (int id : plan.inputs) {
       const PlannedValue& v = value(plan, id);
@@ -381,8 +382,8 @@ struct CudaExecutor::Impl {
         return makeError(StatusCode::kInternal, "input '{}': {} bytes for a buffer of {}", v.name,
                          feed->second.bytes.size(), buffer->second.size());
       }
-      RETURN_IF_ERROR(kernels::copyToDevice(buffer->second.data(), feed->second.bytes.data(),
-                                            feed->second.bytes.size(), s)
+      RETURN_IF_ERROR(api->copyToDevice(buffer->second.data(), feed->second.bytes.data(),
+                                        feed->second.bytes.size())
                           .withContext(fmt::format("uploading input '{}'", v.name)));
     }
 
@@ -409,8 +410,8 @@ struct CudaExecutor::Impl {
       ASSIGN_OR_RETURN(void* ptr, devicePtr(state, id));
       HostTensor t = HostTensor::zeros(v.dtype, v.dims);
       if (!t.bytes.empty()) {
-        RETURN_IF_ERROR(kernels::copyToHost(t.bytes.data(), ptr, t.bytes.size(), s));
-        RETURN_IF_ERROR(stream.synchronize(fmt::format("copying '{}' to the host", v.name)));
+        RETURN_IF_ERROR(api->copyToHost(t.bytes.data(), ptr, t.bytes.size()));
+        RETURN_IF_ERROR(api->synchronize(fmt::format("copying '{}' to the host", v.name)));
       }
       return t;
     };
@@ -465,11 +466,10 @@ struct CudaExecutor::Impl {
                              dst.name, t.bytes.size(), dst.bytes);
           }
           if (!t.bytes.empty()) {
-            RETURN_IF_ERROR(kernels::copyToDevice(ptr, t.bytes.data(), t.bytes.size(), s)
+            RETURN_IF_ERROR(api->copyToDevice(ptr, t.bytes.data(), t.bytes.size())
                                 .withContext(fmt::format("copying '{}' to the device", dst.name)));
             // Pageable copies return once the source was read, but finish before `t` goes.
-            RETURN_IF_ERROR(
-                stream.synchronize(fmt::format("copying '{}' to the device", dst.name)));
+            RETURN_IF_ERROR(api->synchronize(fmt::format("copying '{}' to the device", dst.name)));
           }
           break;
         }
@@ -490,7 +490,7 @@ struct CudaExecutor::Impl {
       if (!t.isOk()) return t.status().withContext(fmt::format("reading output '{}'", v.name));
       result.outputs.push_back(std::move(t).value());
     }
-    RETURN_IF_ERROR(stream.synchronize("the run"));
+    RETURN_IF_ERROR(api->synchronize("the run"));
     return result;
   }
 
@@ -519,15 +519,14 @@ struct CudaExecutor::Impl {
       return makeError(StatusCode::kInternal, "the device node was not prepared");
     }
     const PreparedNode& prepared = it->second;
-    if (prepared.demoted.empty()) return kernels::launchCudaKernel(prepared.call, stream.get());
+    if (prepared.demoted.empty()) return api->launch(prepared.call);
     // Refused at these shapes: the reference kernel on copies, written back to the arena.
     ASSIGN_OR_RETURN(std::vector<HostTensor> outs, runOnHost(pn, download));
     for (size_t i = 0; i < outs.size(); ++i) {
       if (pn.outputs[i] < 0 || outs[i].bytes.empty()) continue;
       ASSIGN_OR_RETURN(void* ptr, devicePtr(state, pn.outputs[i]));
-      RETURN_IF_ERROR(
-          kernels::copyToDevice(ptr, outs[i].bytes.data(), outs[i].bytes.size(), stream.get()));
-      RETURN_IF_ERROR(stream.synchronize(
+      RETURN_IF_ERROR(api->copyToDevice(ptr, outs[i].bytes.data(), outs[i].bytes.size()));
+      RETURN_IF_ERROR(api->synchronize(
           fmt::format("copying '{}' to the device", value(plan, pn.outputs[i]).name)));
     }
     return Status::ok();
@@ -540,19 +539,27 @@ CudaExecutor::~CudaExecutor() = default;
 StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const ir::Model& model,
                                                              const CudaOptions& options) {
   if (model.graph == nullptr) return invalidArgument("the model has no graph");
+  ASSIGN_OR_RETURN(std::unique_ptr<cuda_detail::DeviceApi> api,
+                   cuda_detail::createCudaDeviceApi(options.device_id));
+  return createOn(model, options, std::move(api));
+}
+
+StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
+    const ir::Model& model, const CudaOptions& options,
+    std::unique_ptr<cuda_detail::DeviceApi> device) {
+  if (model.graph == nullptr) return invalidArgument("the model has no graph");
+  if (device == nullptr) return invalidArgument("no device");
   auto impl = std::make_unique<Impl>();
+  impl->api = std::move(device);
   impl->model = &model;
   impl->options = options;
-  auto device = kernels::probeCudaDevice(options.device_id);
-  if (!device.isOk()) {
-    return device.status().withContext(
+  auto info = impl->api->probe();
+  if (!info.isOk()) {
+    return info.status().withContext(
         fmt::format("cuda runner: no usable CUDA device {}", options.device_id));
   }
-  impl->device = std::move(device).value();
+  impl->device = std::move(info).value();
   impl->last_thread = std::this_thread::get_id();
-  auto stream = kernels::DeviceStream::create();
-  if (!stream.isOk()) return stream.status().withContext("cuda runner: creating a stream");
-  impl->stream = std::move(stream).value();
   const ir::Model* m = &model;
   PlanOptions plan_options = options.plan;
   impl->cache = std::make_unique<PlanCache>(
@@ -572,7 +579,7 @@ StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const Execution
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (std::this_thread::get_id() != impl_->last_thread) {
     // CUDA's current device is per thread: select ours on this one.
-    RETURN_IF_ERROR(kernels::probeCudaDevice(impl_->options.device_id).status());
+    RETURN_IF_ERROR(impl_->api->probe().status());
     impl_->last_thread = std::this_thread::get_id();
   }
   ASSIGN_OR_RETURN(PlanState * state, impl_->stateFor(shapes));
