@@ -128,6 +128,16 @@ TEST(CudaRunner, TestModelsPlanWithoutUnsupportedNodes) {
   }
 }
 
+// The GPU suite's out-of-memory case relies on this: the huge value is in the device arena, so
+// the arena allocation (at preparation) fails before the host Expand would allocate it too.
+TEST(CudaRunner, HugeIntermediateIsInTheArena) {
+  auto model = test::parseInferred(test::kHugeIntermediate);
+  ASSERT_TRUE(model);
+  auto plan = buildPlan(*model, {{"x", {DataType::kFloat, {1}}}}, kernels::cudaCapabilities());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  EXPECT_GE(plan->arena_bytes, int64_t{4} << 36) << plan->summary();
+}
+
 // --- the executor on the fake device -------------------------------------------------------------
 
 /// An executor on a fake device whose log outlives it; poisons the arena before each run.

@@ -106,6 +106,17 @@ g (float[N,8] x) => (float[N,8] y) {
 }
 )";
 
+// A 2^36-float intermediate (256 GiB, more than any device has) read by a device node (Relu):
+// preparing its plan must fail allocating the arena, before any node (the host Expand) runs.
+inline constexpr const char* kHugeIntermediate = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1] x) => (float[1] y) <int64[1] big = {68719476736}> {
+  e = Expand(x, big)
+  r = Relu(e)
+  y = ReduceMax<keepdims = 1>(r)
+}
+)";
+
 /// `text` parsed, with inferred types (what the executor plans from); nullptr on failure.
 inline std::unique_ptr<ir::Model> parseInferred(const std::string& text) {
   auto model = io::parseModelText(text);
