@@ -179,6 +179,7 @@ TEST(CudaExecutorOnFakeDevice, MixedGraphMatchesReferenceAndReusesItsPlan) {
   EXPECT_EQ(cuda.uploadedWeightBytes(), (12 + 3) * 4);  // once per session
   test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, 1.f)}});
   EXPECT_EQ(cuda.planHits(), 2);
+  test::expectIntermediatesMatchReference(cuda, *model, {{"x", test::ramp({5, 4}, 2.f)}});
   session.expectClean();
 }
 
@@ -232,6 +233,8 @@ TEST(CudaExecutorOnFakeDevice, BundledModelsMatchReference) {
     ASSERT_TRUE(session.executor);
     test::expectMatchesReference(*session.executor, *model, test::randomFeeds(*model, 7));
     EXPECT_GT(session.log->launches, 0) << session.executor->lastSummary();
+    test::expectIntermediatesMatchReference(*session.executor, *model,
+                                            test::randomFeeds(*model, 8));
     session.expectClean();
   }
 }

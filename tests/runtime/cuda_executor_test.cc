@@ -104,16 +104,12 @@ TEST_F(CudaTest, BadInputsAreRefusedBeforeAnythingRuns) {
   expectMatchesReference(cuda, *model, {{"x", ramp({2, 4}, 1.f)}});
 }
 
-TEST_F(CudaTest, RecordingIntermediatesIsNotSupportedYet) {
+TEST_F(CudaTest, RecordedIntermediatesMatchReference) {
   auto model = parseInferred(kMixed);
   ASSERT_TRUE(model);
   auto executor = createExecutor("cuda", *model);  // the runner: default options
   ASSERT_TRUE(executor.isOk()) << executor.status().toString();
-  ExecutionOptions options;
-  options.record_intermediates = true;
-  auto result = (*executor)->run({{"x", ramp({2, 4}, 1.f)}}, options);
-  ASSERT_FALSE(result.isOk());
-  EXPECT_EQ(result.status().code(), StatusCode::kUnimplemented);
+  test::expectIntermediatesMatchReference(**executor, *model, {{"x", ramp({2, 4}, 1.f)}});
 }
 
 TEST_F(CudaTest, OutOfMemoryNamesTheArena) {
@@ -137,6 +133,7 @@ TEST_P(CudaModelTest, MatchesReference) {
   ASSERT_TRUE(executor);
   expectMatchesReference(*executor, *model, test::randomFeeds(*model, 7));
   SCOPED_TRACE(executor->lastSummary());
+  test::expectIntermediatesMatchReference(*executor, *model, test::randomFeeds(*model, 8));
   ASSERT_TRUE(executor->lastPlan());
   EXPECT_GT(executor->lastPlan()->countPlacement(Placement::kDevice), 0);
 }

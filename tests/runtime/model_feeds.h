@@ -68,6 +68,28 @@ inline void expectMatchesReference(Executor& executor, const ir::Model& model, c
   }
 }
 
+/// Runs both with record_intermediates: the same values, in the same order, alike.
+inline void expectIntermediatesMatchReference(Executor& executor, const ir::Model& model,
+                                              const Feeds& feeds) {
+  ExecutionOptions options;
+  options.record_intermediates = true;
+  auto expected = runModel(model, feeds, options);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  auto actual = executor.run(feeds, options);
+  ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+  EXPECT_FALSE(expected->intermediates.empty());
+  ASSERT_EQ(actual->intermediates.size(), expected->intermediates.size());
+  for (size_t i = 0; i < expected->intermediates.size(); ++i) {
+    const RecordedValue& e = expected->intermediates[i];
+    const RecordedValue& a = actual->intermediates[i];
+    ASSERT_EQ(a.name, e.name);
+    EXPECT_EQ(a.op, e.op) << e.name;
+    TensorComparison c = compareTensors(e.name, e.value, a.value, defaultTolerance(e.value.dtype));
+    EXPECT_TRUE(c.passed) << c.name << " (" << e.op << "): " << c.problem << " " << c.mismatches
+                          << " of " << c.elements << " past tolerance, max abs " << c.max_abs;
+  }
+}
+
 // Device kernels (MatMul, Add, Relu), a view (Reshape of an arena value), a CPU fallback
 // (Softmax has no CUDA kernel: copies down and up), a graph output that is a view of an input,
 // and shape arithmetic folded on the host.

@@ -51,8 +51,9 @@ StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds)
 ///
 /// The model must carry inferred types (ir::inferShapes) and outlive the executor. Not supported
 /// yet, each a kUnimplemented error naming the node before anything runs: nodes whose shapes are
-/// known only at run time (Plan's dynamic nodes), CPU-fallback nodes with subgraphs (If, Loop,
-/// Scan), and ExecutionOptions::record_intermediates.
+/// known only at run time (Plan's dynamic nodes) and CPU-fallback nodes with subgraphs (If, Loop,
+/// Scan). With ExecutionOptions::record_intermediates, each named node output is copied to the
+/// host right after its node ran (a synchronization per node: for debugging, `--per-layer`).
 class CudaExecutor : public Executor {
  public:
   static StatusOr<std::unique_ptr<CudaExecutor>> create(const ir::Model& model,

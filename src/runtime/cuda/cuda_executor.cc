@@ -363,7 +363,7 @@ struct CudaExecutor::Impl {
   }
 
   /// Runs the plan's steps with `feeds`; host values are kept in `host` by value id.
-  StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds) {
+  StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds, bool record) {
     const Plan& plan = *state.plan;
     std::vector<std::optional<HostTensor>> host(plan.values.size());
 
@@ -446,6 +446,25 @@ struct CudaExecutor::Impl {
       return outs;
     };
 
+    // With `record`: every named node output, in node order, read right after its node ran
+    // (the arena reuses its buffer later). Steps follow node order and only folded nodes have
+    // none, so after node k's step the nodes not recorded yet below k are folded ones.
+    std::vector<RecordedValue> recorded;
+    size_t next_to_record = 0;
+    auto recordUpTo = [&](size_t end) -> Status {
+      for (; next_to_record < end; ++next_to_record) {
+        const PlannedNode& pn = plan.nodes[next_to_record];
+        for (int id : pn.outputs) {
+          if (id < 0 || value(plan, id).name.empty()) continue;
+          const PlannedValue& v = value(plan, id);
+          auto t = v.location == Location::kHost ? hostData(id) : download(id);
+          if (!t.isOk()) return t.status().withContext(fmt::format("recording '{}'", v.name));
+          recorded.push_back({v.name, pn.op, std::move(t).value()});
+        }
+      }
+      return Status::ok();
+    };
+
     for (const Step& step : plan.steps) {
       switch (step.kind) {
         case Step::Kind::kCopyToHost: {
@@ -477,6 +496,7 @@ struct CudaExecutor::Impl {
           const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
           Status st = runNode(state, pn, step.node, host, hostData, download, runOnHost);
           if (!st.isOk()) return st.withContext(pn.name);
+          if (record) RETURN_IF_ERROR(recordUpTo(static_cast<size_t>(step.node) + 1));
           break;
         }
       }
@@ -489,6 +509,10 @@ struct CudaExecutor::Impl {
       auto t = v.location == Location::kHost ? hostData(id) : download(id);
       if (!t.isOk()) return t.status().withContext(fmt::format("reading output '{}'", v.name));
       result.outputs.push_back(std::move(t).value());
+    }
+    if (record) {
+      RETURN_IF_ERROR(recordUpTo(plan.nodes.size()));
+      result.intermediates = std::move(recorded);
     }
     RETURN_IF_ERROR(api->synchronize("the run"));
     return result;
@@ -571,10 +595,6 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
 }
 
 StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const ExecutionOptions& options) {
-  if (options.record_intermediates) {
-    return makeError(StatusCode::kUnimplemented,
-                     "the cuda runner does not record intermediate values yet (--per-layer)");
-  }
   ASSIGN_OR_RETURN(InputShapes shapes, checkCudaFeeds(*impl_->model, inputs));
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (std::this_thread::get_id() != impl_->last_thread) {
@@ -583,7 +603,8 @@ StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const Execution
     impl_->last_thread = std::this_thread::get_id();
   }
   ASSIGN_OR_RETURN(PlanState * state, impl_->stateFor(shapes));
-  ASSIGN_OR_RETURN(ExecutionResult result, impl_->execute(*state, inputs));
+  ASSIGN_OR_RETURN(ExecutionResult result,
+                   impl_->execute(*state, inputs, options.record_intermediates));
   if (options.non_tensor_outputs) {
     result.kinds.assign(result.outputs.size(), OutputKind::kTensor);
     result.sequences.resize(result.outputs.size());
