@@ -239,5 +239,14 @@ TEST(CudaExecutorOnFakeDevice, BundledModelsMatchReference) {
   }
 }
 
+TEST(CudaExecutorOnFakeDevice, DynamicBatchAtTwoShapesInOneSession) {
+  auto model = test::loadInferred("models/tiny_cnn/model.onnx");
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  test::expectBatchSizesShareASession(*session.executor, *model);
+  session.expectClean();
+}
+
 }  // namespace
 }  // namespace onnxopt::runtime

@@ -154,20 +154,9 @@ INSTANTIATE_TEST_SUITE_P(Bundled, CudaModelTest, ::testing::ValuesIn(test::cudaT
 TEST_F(CudaTest, DynamicBatchAtTwoShapesInOneSession) {
   auto model = test::loadInferred("models/tiny_cnn/model.onnx");
   ASSERT_TRUE(model);
-  const ir::Value* in = model->graph->inputs()[0];
-  ASSERT_TRUE(in->type().shape && !in->type().shape->empty());
-  const ir::Dim& batch = (*in->type().shape)[0];
-  ASSERT_EQ(batch.kind, ir::Dim::Kind::kParam) << "tiny_cnn's batch dim is no longer symbolic";
   auto executor = executorFor(*model);
   ASSERT_TRUE(executor);
-  CudaExecutor& cuda = *executor;
-  expectMatchesReference(cuda, *model, test::randomFeeds(*model, 1, {{batch.param, 1}}));
-  expectMatchesReference(cuda, *model, test::randomFeeds(*model, 2, {{batch.param, 3}}));
-  EXPECT_EQ(cuda.planMisses(), 2);
-  EXPECT_EQ(cuda.planHits(), 0);
-  expectMatchesReference(cuda, *model, test::randomFeeds(*model, 3, {{batch.param, 1}}));
-  EXPECT_EQ(cuda.planMisses(), 2);
-  EXPECT_EQ(cuda.planHits(), 1);
+  test::expectBatchSizesShareASession(*executor, *model);
 }
 
 }  // namespace

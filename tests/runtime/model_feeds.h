@@ -13,6 +13,7 @@
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/runtime/compare.h"
+#include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/runtime/inputs.h"
 #include "onnxopt/runtime/reference_executor.h"
@@ -88,6 +89,22 @@ inline void expectIntermediatesMatchReference(Executor& executor, const ir::Mode
     EXPECT_TRUE(c.passed) << c.name << " (" << e.op << "): " << c.problem << " " << c.mismatches
                           << " of " << c.elements << " past tolerance, max abs " << c.max_abs;
   }
+}
+
+/// `model`'s first input has a symbolic batch dim: runs at batch 1 (a plan cache miss), 3 (a
+/// miss) and 1 again (a hit) in one session, each matching the reference executor.
+inline void expectBatchSizesShareASession(CudaExecutor& cuda, const ir::Model& model) {
+  const ir::Value* in = model.graph->inputs()[0];
+  ASSERT_TRUE(in->type().shape && !in->type().shape->empty());
+  const ir::Dim& batch = (*in->type().shape)[0];
+  ASSERT_EQ(batch.kind, ir::Dim::Kind::kParam) << "the batch dim is not symbolic";
+  expectMatchesReference(cuda, model, randomFeeds(model, 1, {{batch.param, 1}}));
+  expectMatchesReference(cuda, model, randomFeeds(model, 2, {{batch.param, 3}}));
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.planHits(), 0);
+  expectMatchesReference(cuda, model, randomFeeds(model, 3, {{batch.param, 1}}));
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.planHits(), 1);
 }
 
 // Device kernels (MatMul, Add, Relu), a view (Reshape of an arena value), a CPU fallback
