@@ -9,6 +9,7 @@
 
 #include "fake_device.h"
 #include "model_feeds.h"
+#include "onnxopt/runtime/check.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/plan.h"
 #include "test_models.h"
@@ -246,6 +247,58 @@ TEST(CudaExecutorOnFakeDevice, DynamicBatchAtTwoShapesInOneSession) {
   ASSERT_TRUE(session.executor);
   test::expectBatchSizesShareASession(*session.executor, *model);
   session.expectClean();
+}
+
+/// A CUDA executor on `device`, as a runner's factory returns it.
+StatusOr<std::unique_ptr<Executor>> executorOn(const ir::Model& model, const CudaOptions& options,
+                                               std::unique_ptr<cuda_detail::DeviceApi> device) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
+                   CudaExecutor::createOn(model, options, std::move(device)));
+  return std::unique_ptr<Executor>(std::move(executor));
+}
+
+/// A fake device whose Add kernel writes nothing: a broken device the comparison must catch.
+class AddWritesNothing : public test::FakeDevice {
+ public:
+  using FakeDevice::FakeDevice;
+  Status launch(const kernels::CudaKernelCall& call) override {
+    if (call.op == "Add") return Status::ok();
+    return FakeDevice::launch(call);
+  }
+};
+
+// `opt check MODEL --runner X --against reference`: one model, two runners. The CUDA executor on
+// the fake device agrees with the reference runner; a runner with wrong answers does not.
+TEST(CudaExecutorOnFakeDevice, CheckAgainstTheReferenceRunner) {
+  ASSERT_TRUE(registerRunner("test-fake-cuda", [](const ExecutorSource& source) {
+                auto log = std::make_shared<test::FakeDeviceLog>();
+                return executorOn(*source.model, {}, std::make_unique<test::FakeDevice>(log));
+              }).isOk());
+  ASSERT_TRUE(registerRunner("test-fake-cuda-no-add", [](const ExecutorSource& source) {
+                CudaOptions options;
+                options.poison_byte = 0x7F;  // the unwritten Add output reads as NaN
+                auto log = std::make_shared<test::FakeDeviceLog>();
+                return executorOn(*source.model, options, std::make_unique<AddWritesNothing>(log));
+              }).isOk());
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  CheckOptions options;
+  options.runner = "test-fake-cuda";
+  options.against = "reference";
+  auto good = checkModels(*model, *model, options);
+  ASSERT_TRUE(good.isOk()) << good.status().toString();
+  EXPECT_TRUE(good->passed);
+  EXPECT_EQ(good->runner, "test-fake-cuda against reference");
+
+  options.runner = "test-fake-cuda-no-add";
+  auto bad = checkModels(*model, *model, options);
+  ASSERT_TRUE(bad.isOk()) << bad.status().toString();
+  EXPECT_FALSE(bad->passed);
+  // The same broken runner on both sides agrees with itself: --against is what compares runners.
+  options.against.clear();
+  auto same = checkModels(*model, *model, options);
+  ASSERT_TRUE(same.isOk()) << same.status().toString();
+  EXPECT_EQ(same->runner, "test-fake-cuda-no-add");
 }
 
 }  // namespace

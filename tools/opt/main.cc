@@ -27,6 +27,7 @@ Examples:
   opt run model.onnx --device cuda --stats   run on GPU 0; print the plan (arena, fallbacks)
   opt check model.onnx out.onnx              compare the outputs of two models on seeded inputs
   opt check model.onnx out.onnx --per-layer --runner onnxruntime --report check.json
+  opt check model.onnx --runner cuda --against reference   the GPU against the CPU on one model
   opt model.onnx -o out.onnx --check --report report.json
                                              optimize, then check the result against the input
   opt model.onnx --emit text                 print the IR as text (the format of pass tests)
@@ -135,7 +136,9 @@ CLI::App* addCheckCommand(CLI::App& app, CheckCommandOptions& opts) {
       "Run ORIGINAL and OPTIMIZED on the same inputs and compare every output: max abs/rel "
       "error, mean abs error, cosine similarity, pass/fail. Exit 0 when all pass, 3 when not");
   cmd->add_option("original", opts.original, "The reference model")->required();
-  cmd->add_option("optimized", opts.optimized, "The model to check")->required();
+  cmd->add_option("optimized", opts.optimized,
+                  "The model to check (default: ORIGINAL again, to compare --runner with "
+                  "--against)");
   addCheckOptions(cmd, opts.check, "--input");
   cmd->add_option("--report", opts.report, "Write the results as JSON");
   return cmd;
@@ -220,7 +223,9 @@ int optMain(int argc, char** argv) {
     return code == 0 ? 0 : kExitUsage;
   }
   if (*check_cmd) {
-    return guarded(check_opts.optimized, [&] { return checkCommand(check_opts); });
+    const std::string& checked =
+        check_opts.optimized.empty() ? check_opts.original : check_opts.optimized;
+    return guarded(checked, [&] { return checkCommand(check_opts); });
   }
   if (*run_cmd) return guarded(run_opts.model, [&] { return runCommand(run_opts); });
   opts.external_data_given = flags.external_data->count() > 0;
