@@ -120,6 +120,8 @@ Status checkSameInputs(const ir::Model& original, const ir::Model& optimized,
 StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& optimized,
                                   const CheckOptions& options) {
   if (!hasRunner(options.runner)) return createExecutor(options.runner, original).status();
+  const std::string& expected_runner = options.against.empty() ? options.runner : options.against;
+  if (!hasRunner(expected_runner)) return createExecutor(expected_runner, original).status();
   RETURN_IF_ERROR(checkSameInputs(original, optimized, options));
   std::string original_label = labelOf(options.original_path, "the original model");
   std::string optimized_label = labelOf(options.optimized_path, "the optimized model");
@@ -150,7 +152,9 @@ StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& op
   ExecutionOptions exec;
   exec.record_intermediates = options.compare.per_layer;
   CheckResult result;
-  result.runner = options.runner;
+  result.runner = options.against.empty() || options.against == options.runner
+                      ? options.runner
+                      : options.runner + " against " + options.against;
   result.seed = options.seed;
   Feeds feeds;
   std::unique_ptr<Executor> original_exec;
@@ -167,7 +171,7 @@ StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& op
     feeds = takeFeeds(result.inputs);
     if (original_exec == nullptr) {
       ASSIGN_OR_RETURN(original_exec,
-                       createExecutor(options.runner, {&original, options.original_path}));
+                       createExecutor(expected_runner, {&original, options.original_path}));
     }
     auto run = original_exec->run(feeds, exec);
     if (run.isOk()) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/reference_executor.h"
 
 namespace onnxopt::runtime {
@@ -16,6 +17,11 @@ StatusOr<std::unique_ptr<Executor>> createReference(const ExecutorSource& source
   return createReferenceExecutor(*source.model);
 }
 
+/// The CUDA executor with default options (device 0); its model must carry inferred types.
+StatusOr<std::unique_ptr<Executor>> createCuda(const ExecutorSource& source) {
+  return createCudaExecutor(*source.model);
+}
+
 struct BuiltinRunner {
   const char* name;
   StatusOr<std::unique_ptr<Executor>> (*create)(const ExecutorSource&);
@@ -23,6 +29,7 @@ struct BuiltinRunner {
 
 constexpr BuiltinRunner kBuiltinRunners[] = {
     {"reference", &createReference},
+    {"cuda", &createCuda},
 };
 
 struct RegisteredRunner {

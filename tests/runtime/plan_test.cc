@@ -12,6 +12,7 @@
 
 #include "../../src/runtime/plan/concrete_shapes.h"
 #include "../../src/runtime/plan/dim_eval.h"
+#include "model_feeds.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/runtime/inputs.h"
@@ -612,15 +613,7 @@ g (float[N,4] x) => (int64[1] y) <int64[1] nine = {9}> {
 
 // --- real models --------------------------------------------------------------------------------
 
-std::unique_ptr<ir::Model> loadInferred(const std::string& rel) {
-  std::string path = std::string(ONNXOPT_SOURCE_DIR) + "/" + rel;
-  auto model = io::loadModel(path);
-  EXPECT_TRUE(model.isOk()) << model.status().toString();
-  if (!model.isOk()) return nullptr;
-  auto st = ir::inferShapes(**model);
-  EXPECT_TRUE(st.isOk()) << st.status().toString();
-  return std::move(model).value();
-}
+using test::loadInferred;
 
 /// The plan's dims of every static value equal those the reference executor computes.
 void expectDimsMatchReference(const ir::Model& model, const Plan& plan, const Feeds& feeds) {

@@ -60,7 +60,8 @@ configure() {
 }
 
 build() {
-  cmake --build build-gpu -j"$jobs" --target cuda_host_tests cuda_kernel_tests
+  cmake --build build-gpu -j"$jobs" --target cuda_host_tests cuda_kernel_tests \
+    cuda_executor_host_tests cuda_executor_tests opt
 }
 
 gpu_ctest() {

@@ -12,6 +12,7 @@ StatusOr<CheckResult> checkModels(const std::string& original_path, const ir::Mo
                                   const CheckOptions& options) {
   runtime::CheckOptions check;
   check.runner = options.runner;
+  check.against = options.against;
   check.seed = options.seed;
   check.compare.atol = options.atol;
   check.compare.rtol = options.rtol;

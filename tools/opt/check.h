@@ -22,6 +22,7 @@ struct CheckOptions {
   std::optional<double> atol;  ///< overrides the per-type default for every output
   std::optional<double> rtol;
   std::string runner = "reference";  ///< a registered runner (runtime::runnerNames())
+  std::string against;  ///< the original's runner, when not `runner` (runtime::CheckOptions)
   bool per_layer = false;
 };
 

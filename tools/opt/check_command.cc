@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/ir/stats.h"
 #include "onnxopt/support/diagnostics.h"
 #include "report.h"
@@ -16,13 +17,22 @@ int checkCommand(const CheckCommandOptions& opts) {
   limits.diagnostics = &diagnostics;
   auto original = io::loadModel(opts.original, limits);
   if (!original.isOk()) return fail(original.status());
-  auto optimized = io::loadModel(opts.optimized, limits);
+  // One model: compared with itself, across runners (--runner X --against Y).
+  const std::string& optimized_path = opts.optimized.empty() ? opts.original : opts.optimized;
+  auto optimized = io::loadModel(optimized_path, limits);
   if (!optimized.isOk()) return fail(optimized.status());
   if (Status st = checkSpecNames(**original, opts.check.inputs, "--input", opts.check.shapes);
       !st.isOk()) {
     return usage(st.withContext(opts.original));
   }
-  auto checked = checkModels(opts.original, **original, opts.optimized, **optimized, opts.check);
+  if (opts.check.runner == "cuda" || opts.check.against == "cuda") {
+    // The CUDA executor plans from inferred types (docs/cuda_runtime.md).
+    auto inferred = ir::inferShapes(**original);
+    if (!inferred.isOk()) return fail(inferred.status().withContext(opts.original));
+    inferred = ir::inferShapes(**optimized);
+    if (!inferred.isOk()) return fail(inferred.status().withContext(optimized_path));
+  }
+  auto checked = checkModels(opts.original, **original, optimized_path, **optimized, opts.check);
   if (!checked.isOk()) return fail(checked.status());
   std::fputs(formatCheck(*checked).c_str(), stdout);
   if (!opts.report.empty()) {
@@ -31,7 +41,7 @@ int checkCommand(const CheckCommandOptions& opts) {
     ReportData report;
     report.command = "check";
     report.input = opts.original;
-    report.output = opts.optimized;
+    report.output = optimized_path;
     report.before = &before;
     report.after = &after;
     report.check = &*checked;

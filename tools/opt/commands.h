@@ -69,11 +69,14 @@ struct RunCommandOptions {
   std::vector<std::string> inputs;  // NAME=FILE
   std::vector<std::string> shapes;  // NAME=d0,d1,...
   uint64_t seed = 0;
-  std::string save_outputs;         // folder for <output>.npy files
-  std::string save_format = "npy";  // or "pb": TensorProto files, for types .npy cannot hold
+  std::string save_outputs;          // folder for <output>.npy files
+  std::string save_format = "npy";   // or "pb": TensorProto files, for types .npy cannot hold
+  std::string device = "reference";  // or "cuda": the runner that runs it
+  bool stats = false;                // --stats: the cuda runner's plan summary
 };
 
-/// `opt run`: the reference executor on given or seeded random inputs; prints output summaries.
+/// `opt run`: the reference (or, with --device cuda, the CUDA) executor on given or seeded random
+/// inputs; prints output summaries.
 
 int optimizeCommand(const OptimizeCommandOptions& opts);
 int checkCommand(const CheckCommandOptions& opts);

@@ -44,8 +44,14 @@ void addCheckOptions(CLI::App* app, CheckOptions& c, const char* input_flag) {
                   "Relative tolerance for every output (default per type: float 1e-4, float16 "
                   "1e-2, bfloat16 2e-2)");
   app->add_option("--runner", c.runner,
-                  "reference (the CPU reference kernels, default) or onnxruntime (through "
-                  "tools/opt/ort_runner.py; ONNXOPT_PYTHON picks the interpreter)")
+                  "reference (the CPU reference kernels, default), cuda (the CUDA executor on "
+                  "device 0) or onnxruntime (through tools/opt/ort_runner.py; ONNXOPT_PYTHON "
+                  "picks the interpreter)")
+      ->check(CLI::IsMember(runtime::runnerNames()));
+  app->add_option("--against", c.against,
+                  "The runner of the original (the expected side), when not --runner: "
+                  "`opt check MODEL --runner cuda --against reference` compares two runners on one "
+                  "model")
       ->check(CLI::IsMember(runtime::runnerNames()));
   app->add_flag("--per-layer", c.per_layer,
                 "Also compare every value both models name alike and report the first past "

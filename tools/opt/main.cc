@@ -24,8 +24,10 @@ Examples:
   opt --list-passes                          every pass with its summary and options
   opt run model.onnx                         run on the CPU reference kernels with seeded random inputs
   opt run model.onnx --input x=x.npy --input-shape y=1,3,224,224 --seed 7
+  opt run model.onnx --device cuda --stats   run on GPU 0; print the plan (arena, fallbacks)
   opt check model.onnx out.onnx              compare the outputs of two models on seeded inputs
   opt check model.onnx out.onnx --per-layer --runner onnxruntime --report check.json
+  opt check model.onnx --runner cuda --against reference   the GPU against the CPU on one model
   opt model.onnx -o out.onnx --check --report report.json
                                              optimize, then check the result against the input
   opt model.onnx --emit text                 print the IR as text (the format of pass tests)
@@ -134,7 +136,9 @@ CLI::App* addCheckCommand(CLI::App& app, CheckCommandOptions& opts) {
       "Run ORIGINAL and OPTIMIZED on the same inputs and compare every output: max abs/rel "
       "error, mean abs error, cosine similarity, pass/fail. Exit 0 when all pass, 3 when not");
   cmd->add_option("original", opts.original, "The reference model")->required();
-  cmd->add_option("optimized", opts.optimized, "The model to check")->required();
+  cmd->add_option("optimized", opts.optimized,
+                  "The model to check (default: ORIGINAL again, to compare --runner with "
+                  "--against)");
   addCheckOptions(cmd, opts.check, "--input");
   cmd->add_option("--report", opts.report, "Write the results as JSON");
   return cmd;
@@ -144,8 +148,8 @@ CLI::App* addCheckCommand(CLI::App& app, CheckCommandOptions& opts) {
 CLI::App* addRunCommand(CLI::App& app, RunCommandOptions& opts) {
   CLI::App* cmd = app.add_subcommand(
       "run",
-      "Run a model on the CPU reference kernels (given or seeded random inputs) and print "
-      "a summary of each output");
+      "Run a model on the CPU reference kernels, or on a GPU with --device cuda (given or "
+      "seeded random inputs), and print a summary of each output");
   cmd->add_option("model", opts.model, "Model to run")->required();
   cmd->add_option("--input", opts.inputs, "NAME=FILE: an input from .npy or TensorProto .pb");
   cmd->add_option("--input-shape", opts.shapes,
@@ -160,6 +164,13 @@ CLI::App* addRunCommand(CLI::App& app, RunCommandOptions& opts) {
                   "npy (default) or pb: TensorProto files, which hold every element type "
                   "(.npy has no bfloat16, float8, int4 or strings)")
       ->check(CLI::IsMember({"npy", "pb"}));
+  cmd->add_option("--device", opts.device,
+                  "reference (the CPU reference kernels, default) or cuda (the CUDA executor on "
+                  "device 0; no device or a build without CUDA: exit 1)")
+      ->check(CLI::IsMember({"reference", "cuda"}));
+  cmd->add_flag("--stats", opts.stats,
+                "With --device cuda: print the plan summary (placements, arena, intermediate and "
+                "weight bytes, each node that runs on the CPU and why)");
   return cmd;
 }
 
@@ -212,7 +223,9 @@ int optMain(int argc, char** argv) {
     return code == 0 ? 0 : kExitUsage;
   }
   if (*check_cmd) {
-    return guarded(check_opts.optimized, [&] { return checkCommand(check_opts); });
+    const std::string& checked =
+        check_opts.optimized.empty() ? check_opts.original : check_opts.optimized;
+    return guarded(checked, [&] { return checkCommand(check_opts); });
   }
   if (*run_cmd) return guarded(run_opts.model, [&] { return runCommand(run_opts); });
   opts.external_data_given = flags.external_data->count() > 0;

@@ -1,4 +1,5 @@
-// `opt run MODEL`: the reference executor on given or seeded random inputs; prints output
+// `opt run MODEL`: the reference executor (or the CUDA one, --device cuda, with its plan summary
+// under --stats) on given or seeded random inputs; prints output
 // summaries and optionally saves the outputs as .npy, or TensorProto .pb with --save-format=pb (a
 // sequence as a folder of numbered files, an empty optional as no file).
 #include <filesystem>
@@ -13,6 +14,8 @@
 #include "commands.h"
 #include "inputs.h"
 #include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/shape_inference.h"
+#include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/diagnostics.h"
 
@@ -24,6 +27,11 @@ int runCommand(const RunCommandOptions& opts) {
   limits.diagnostics = &diagnostics;
   auto model = io::loadModel(opts.model, limits);
   if (!model.isOk()) return fail(model.status());
+  if (opts.device == "cuda") {
+    // The CUDA executor plans from inferred types (docs/cuda_runtime.md).
+    auto inferred = ir::inferShapes(**model);
+    if (!inferred.isOk()) return fail(inferred.status().withContext(opts.model));
+  }
   const ir::Graph& graph = *(*model)->graph;
   if (Status st = checkSpecNames(**model, opts.inputs, "--input", opts.shapes); !st.isOk()) {
     return usage(st.withContext(opts.model));
@@ -59,12 +67,18 @@ int runCommand(const RunCommandOptions& opts) {
     }
     feeds[in->name()] = std::move(t).value();
   }
-  auto executor = runtime::createExecutor("reference", {&**model, opts.model});
+  auto executor = runtime::createExecutor(opts.device, {&**model, opts.model});
   if (!executor.isOk()) return fail(executor.status());
   runtime::ExecutionOptions exec;
   exec.non_tensor_outputs = true;
   auto result = (*executor)->run(feeds, exec);
   if (!result.isOk()) return fail(result.status().withContext(opts.model));
+  if (opts.stats) {
+    if (const auto* cuda = dynamic_cast<const runtime::CudaExecutor*>(executor->get())) {
+      fmt::print("device {} (compute {}.{})\n{}", cuda->device().name, cuda->device().major,
+                 cuda->device().minor, cuda->lastSummary());
+    }
+  }
   // One output file, without its extension: .npy, or .pb with --save-format=pb.
   auto save = [&](const std::string& path, const kernels::HostTensor& t) {
     return opts.save_format == "pb" ? writeTensorPb(path + ".pb", t) : writeNpy(path + ".npy", t);

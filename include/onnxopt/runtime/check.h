@@ -48,6 +48,9 @@ StatusOr<ModelComparison> compareModels(Executor& original, Executor& optimized,
 
 struct CheckOptions {
   std::string runner = "reference";  ///< a name of the runner registry (runnerNames())
+  /// The runner of the original (the expected side), when not `runner`: `opt check MODEL
+  /// --runner cuda --against reference` runs one model on both and compares them.
+  std::string against;
   /// Values for inputs by name; the other inputs without a default get seeded random values.
   /// Inputs with a default initializer keep it.
   Feeds inputs;
@@ -66,7 +69,7 @@ struct CheckOptions {
 
 /// The inputs both models got, then how they compare.
 struct CheckResult : ModelComparison {
-  std::string runner;
+  std::string runner;  ///< "cuda", or "cuda against reference" with CheckOptions::against
   uint64_t seed = 0;
   std::vector<InputValue> inputs;
 };
@@ -76,7 +79,8 @@ struct CheckResult : ModelComparison {
 Status checkSameInputs(const ir::Model& original, const ir::Model& optimized,
                        const CheckOptions& options);
 
-/// Runs both models with the runner `options.runner` on the same inputs and compares them. A
+/// Runs both models with the runner `options.runner` (the original with `options.against` where
+/// set) on the same inputs and compares them. A
 /// model whose spatial sizes were guessed too small for its windows is retried with larger ones.
 /// Errors: an unknown runner, inputs that differ between the models, a given value or pinned
 /// shape that does not fit its input, a runner that cannot run a model (naming the node).

@@ -1,0 +1,94 @@
+// The CUDA executor: runs an optimized model on an NVIDIA GPU by joining the execution plan
+// (plan.h: shapes, placements, copy steps, arena offsets) and the CUDA kernel library
+// (kernels/cuda.h). It is the runner "cuda" of the runner registry (executor.h). Plain C++ with no
+// CUDA headers: every device call goes through kernels/cuda.h, so this file pair builds (and fails
+// cleanly at creation) without CUDA. docs/cuda_runtime.md explains the execution.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "onnxopt/ir/graph.h"
+#include "onnxopt/kernels/cuda.h"
+#include "onnxopt/runtime/executor.h"
+#include "onnxopt/runtime/plan.h"
+#include "onnxopt/runtime/plan_cache.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::runtime {
+
+namespace cuda_detail {
+class DeviceApi;  // src/runtime/cuda/device_api.h
+}
+
+struct CudaOptions {
+  int device_id = 0;
+  /// CUDA graph capture and replay of static plans: not implemented yet. The flag is accepted and
+  /// ignored (every run is eager) so that callers and the CLI can already pass it.
+  bool cuda_graphs = false;
+  PlanOptions plan;
+  size_t plan_cache_capacity = PlanCache::kDefaultCapacity;
+  /// Debugging and tests: with a value in 0..255, every byte of a plan's device arena is set to it
+  /// before each run, so that a kernel that leaves part of its output unwritten shows up as a
+  /// mismatch rather than as the right answer left over from an earlier run. -1: off.
+  int poison_byte = -1;
+};
+
+/// The concrete input shapes of a run, after checking `feeds` against the model's graph inputs:
+/// every name is a graph input, every input without a default is given, each dtype and rank is
+/// the declared one, static dims match, and each tensor's data has the size its dims say. Inputs
+/// with a default initializer that are not given are left out (the plan reads the default).
+/// Errors are kInvalidArgument naming the input. Host only: no device needed.
+StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds);
+
+/// Runs one model on one device. Creation probes the device (no device, no driver or a build
+/// without CUDA: an error, never an abort) and creates the stream. Each run checks its inputs,
+/// gets the plan for their shapes from a PlanCache (a new signature plans, a known one reuses the
+/// plan and the arena allocated for it), uploads the inputs, runs the plan's steps, and copies the
+/// graph outputs back to the host. Weights are uploaded once per session, when a plan first needs
+/// them. run() is serialized by a mutex (safe to call from several threads, one run at a time).
+///
+/// The model must carry inferred types (ir::inferShapes) and outlive the executor. Not supported
+/// yet, each a kUnimplemented error naming the node before anything runs: nodes whose shapes are
+/// known only at run time (Plan's dynamic nodes) and CPU-fallback nodes with subgraphs (If, Loop,
+/// Scan). With ExecutionOptions::record_intermediates, each named node output is copied to the
+/// host right after its node ran (a synchronization per node: for debugging, `--per-layer`).
+class CudaExecutor : public Executor {
+ public:
+  static StatusOr<std::unique_ptr<CudaExecutor>> create(const ir::Model& model,
+                                                        const CudaOptions& options = {});
+  /// The same on another device implementation (tests: a host-memory device that runs the
+  /// reference kernels, so that the plan traversal is checked without a GPU).
+  static StatusOr<std::unique_ptr<CudaExecutor>> createOn(
+      const ir::Model& model, const CudaOptions& options,
+      std::unique_ptr<cuda_detail::DeviceApi> device);
+  ~CudaExecutor() override;
+  CudaExecutor(const CudaExecutor&) = delete;
+  CudaExecutor& operator=(const CudaExecutor&) = delete;
+
+  std::string name() const override { return "cuda"; }
+  StatusOr<ExecutionResult> run(const Feeds& inputs, const ExecutionOptions& options = {}) override;
+
+  const kernels::CudaDeviceInfo& device() const;
+  /// Plan cache counters: a run at a new input signature is a miss, at a known one a hit.
+  int64_t planHits() const;
+  int64_t planMisses() const;
+  /// Bytes of weights uploaded so far in this session (each initializer once).
+  int64_t uploadedWeightBytes() const;
+  /// The plan of the last successful run (nullptr before one), and its report: Plan::summary()
+  /// plus the nodes the device kernels refused at their concrete shapes, which ran on the CPU.
+  std::shared_ptr<const Plan> lastPlan() const;
+  std::string lastSummary() const;
+
+ private:
+  struct Impl;
+  explicit CudaExecutor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// CudaExecutor::create behind the Executor interface (the runner "cuda").
+StatusOr<std::unique_ptr<Executor>> createCudaExecutor(const ir::Model& model,
+                                                       const CudaOptions& options = {});
+
+}  // namespace onnxopt::runtime

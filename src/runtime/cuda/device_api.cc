@@ -1,0 +1,67 @@
+// The real DeviceApi: one CUDA device and one stream, through include/onnxopt/kernels/cuda.h.
+#include "device_api.h"
+
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace onnxopt::runtime::cuda_detail {
+namespace {
+
+class CudaDeviceApi : public DeviceApi {
+ public:
+  CudaDeviceApi(int device_id, kernels::DeviceStream stream)
+      : device_id_(device_id), stream_(std::move(stream)) {}
+
+  StatusOr<kernels::CudaDeviceInfo> probe() override {
+    return kernels::probeCudaDevice(device_id_);
+  }
+  StatusOr<void*> allocate(size_t bytes) override {
+    ASSIGN_OR_RETURN(kernels::DeviceBuffer buffer, kernels::DeviceBuffer::allocate(bytes));
+    void* data = buffer.data();
+    if (data != nullptr) buffers_.emplace(data, std::move(buffer));
+    return data;
+  }
+  void release(void* data) override { buffers_.erase(data); }
+  Status copyToDevice(void* dst, const void* src, size_t bytes) override {
+    return kernels::copyToDevice(dst, src, bytes, stream_.get());
+  }
+  Status copyToHost(void* dst, const void* src, size_t bytes) override {
+    return kernels::copyToHost(dst, src, bytes, stream_.get());
+  }
+  Status fill(void* dst, int value, size_t bytes) override {
+    return kernels::fillDevice(dst, value, bytes, stream_.get());
+  }
+  Status synchronize(const std::string& what) override { return stream_.synchronize(what); }
+  kernels::Support canImplement(const kernels::CudaKernelCall& call) override {
+    return kernels::cudaCanImplement(call);
+  }
+  StatusOr<size_t> workspaceBytes(const kernels::CudaKernelCall& call) override {
+    return kernels::cudaWorkspaceBytes(call);
+  }
+  Status launch(const kernels::CudaKernelCall& call) override {
+    return kernels::launchCudaKernel(call, stream_.get());
+  }
+
+ private:
+  int device_id_;
+  // Buffers are freed before the stream (members are destroyed in reverse order).
+  kernels::DeviceStream stream_;
+  std::unordered_map<void*, kernels::DeviceBuffer> buffers_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<DeviceApi>> createCudaDeviceApi(int device_id) {
+  auto device = kernels::probeCudaDevice(device_id);
+  if (!device.isOk()) {
+    return device.status().withContext(
+        fmt::format("cuda runner: no usable CUDA device {}", device_id));
+  }
+  auto stream = kernels::DeviceStream::create();
+  if (!stream.isOk()) return stream.status().withContext("cuda runner: creating a stream");
+  return std::unique_ptr<DeviceApi>(
+      std::make_unique<CudaDeviceApi>(device_id, std::move(stream).value()));
+}
+
+}  // namespace onnxopt::runtime::cuda_detail

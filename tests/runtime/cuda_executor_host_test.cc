@@ -1,0 +1,305 @@
+// The CUDA executor without a device (CI): feeds checked before anything runs, the clean error
+// where there is no device, the runner's name in the registry, the bundled test models planning
+// for the CUDA kernels without what the executor does not run yet, and the executor's traversal
+// of plans (arena offsets, views, in-place reuse, copies, fallbacks, the plan cache) on a
+// host-memory device that runs the reference kernels (fake_device.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "fake_device.h"
+#include "model_feeds.h"
+#include "onnxopt/runtime/check.h"
+#include "onnxopt/runtime/cuda_executor.h"
+#include "onnxopt/runtime/plan.h"
+#include "test_models.h"
+
+namespace onnxopt::runtime {
+namespace {
+
+using test::floats;
+using test::parse;
+
+constexpr const char* kModel = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x, int64[2] k) => (float[N,4] y) <float[4] b = {1, 2, 3, 4}> {
+  y = Add(x, b)
+}
+)";
+
+TEST(CheckCudaFeeds, GoodFeedsGiveTheShapes) {
+  auto model = parse(kModel);
+  ASSERT_TRUE(model);
+  Feeds feeds{{"x", floats({3, 4}, std::vector<float>(12, 1.f))},
+              {"k", kernels::HostTensor::zeros(DataType::kInt64, {2})}};
+  auto shapes = checkCudaFeeds(*model, feeds);
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  EXPECT_EQ(shapes->at("x"), (InputShape{DataType::kFloat, {3, 4}}));
+  EXPECT_EQ(shapes->at("k"), (InputShape{DataType::kInt64, {2}}));
+}
+
+/// The message of checkCudaFeeds on `feeds`, which must fail with kInvalidArgument.
+std::string refusal(const ir::Model& model, const Feeds& feeds) {
+  auto shapes = checkCudaFeeds(model, feeds);
+  EXPECT_FALSE(shapes.isOk());
+  if (shapes.isOk()) return "";
+  EXPECT_EQ(shapes.status().code(), StatusCode::kInvalidArgument);
+  return shapes.status().message();
+}
+
+TEST(CheckCudaFeeds, BadFeedsAreRefusedNamingTheInput) {
+  auto model = parse(kModel);
+  ASSERT_TRUE(model);
+  kernels::HostTensor x = floats({3, 4}, std::vector<float>(12, 1.f));
+  kernels::HostTensor k = kernels::HostTensor::zeros(DataType::kInt64, {2});
+
+  EXPECT_NE(refusal(*model, {{"x", x}, {"k", k}, {"z", x}}).find("'z' is not an input"),
+            std::string::npos);
+  EXPECT_NE(refusal(*model, {{"x", x}}).find("input 'k' is missing"), std::string::npos);
+  EXPECT_NE(refusal(*model, {{"x", kernels::HostTensor::zeros(DataType::kInt32, {3, 4})}, {"k", k}})
+                .find("input 'x' is float, but a int32 tensor was given"),
+            std::string::npos);
+  EXPECT_NE(refusal(*model, {{"x", floats({12}, std::vector<float>(12, 1.f))}, {"k", k}})
+                .find("input 'x' has rank 2"),
+            std::string::npos);
+  EXPECT_NE(refusal(*model, {{"x", floats({3, 5}, std::vector<float>(15, 1.f))}, {"k", k}})
+                .find("input 'x': dim 1 is 4, but 5 was given"),
+            std::string::npos);
+  kernels::HostTensor short_data = x;
+  short_data.bytes.resize(8);
+  EXPECT_NE(refusal(*model, {{"x", short_data}, {"k", k}}).find("8 bytes of data"),
+            std::string::npos);
+}
+
+TEST(CheckCudaFeeds, InputsWithADefaultMayBeLeftOut) {
+  auto model = parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x, float[2] d) => (float[2] y) <float[2] d = {1, 2}> {
+  y = Add(x, d)
+}
+)");
+  ASSERT_TRUE(model);
+  auto shapes = checkCudaFeeds(*model, {{"x", floats({2}, {1, 2})}});
+  ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+  EXPECT_EQ(shapes->size(), 1u);
+  EXPECT_EQ(shapes->count("d"), 0u);
+}
+
+TEST(CudaRunner, IsBuiltIn) {
+  auto names = runnerNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "cuda"), names.end());
+  EXPECT_TRUE(hasRunner("cuda"));
+}
+
+// Where there is no device (or no CUDA build), creating the executor is an error, never an
+// abort; the CLI turns it into exit 1.
+TEST(CudaRunner, NoDeviceIsAClearError) {
+  if (kernels::probeCudaDevice(0).isOk()) GTEST_SKIP() << "a CUDA device is present";
+  auto model = parse(kModel);
+  ASSERT_TRUE(model);
+  auto direct = CudaExecutor::create(*model);
+  ASSERT_FALSE(direct.isOk());
+  EXPECT_NE(direct.status().message().find("cuda runner: no usable CUDA device 0"),
+            std::string::npos)
+      << direct.status().toString();
+  auto by_name = createExecutor("cuda", *model);
+  ASSERT_FALSE(by_name.isOk());
+  EXPECT_EQ(by_name.status().code(), direct.status().code());
+}
+
+// What the GPU suite runs must plan for the CUDA kernels without the nodes the executor refuses
+// (run-time shapes, subgraph ops on the CPU): otherwise the GPU run would only report them.
+TEST(CudaRunner, TestModelsPlanWithoutUnsupportedNodes) {
+  for (const std::string& path : test::cudaTestModels()) {
+    SCOPED_TRACE(path);
+    auto model = test::loadInferred(path);
+    ASSERT_TRUE(model);
+    Feeds feeds = test::randomFeeds(*model, 0);
+    auto shapes = checkCudaFeeds(*model, feeds);
+    ASSERT_TRUE(shapes.isOk()) << shapes.status().toString();
+    auto plan = buildPlan(*model, *shapes, kernels::cudaCapabilities());
+    ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+    EXPECT_FALSE(plan->has_dynamic) << plan->summary();
+    for (const PlannedNode& pn : plan->nodes) {
+      EXPECT_FALSE(pn.node != nullptr && !pn.node->subgraphs().empty() &&
+                   pn.placement != Placement::kDevice)
+          << pn.name;
+    }
+    EXPECT_GT(plan->countPlacement(Placement::kDevice), 0) << plan->summary();
+  }
+}
+
+// The GPU suite's out-of-memory case relies on this: the huge value is in the device arena, so
+// the arena allocation (at preparation) fails before the host Expand would allocate it too.
+TEST(CudaRunner, HugeIntermediateIsInTheArena) {
+  auto model = test::parseInferred(test::kHugeIntermediate);
+  ASSERT_TRUE(model);
+  auto plan = buildPlan(*model, {{"x", {DataType::kFloat, {1}}}}, kernels::cudaCapabilities());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  EXPECT_GE(plan->arena_bytes, int64_t{4} << 36) << plan->summary();
+}
+
+// --- the executor on the fake device -------------------------------------------------------------
+
+/// An executor on a fake device whose log outlives it; poisons the arena before each run.
+struct FakeSession {
+  std::shared_ptr<test::FakeDeviceLog> log = std::make_shared<test::FakeDeviceLog>();
+  std::unique_ptr<CudaExecutor> executor;
+
+  explicit FakeSession(const ir::Model& model, std::set<std::string> refuse = {}) {
+    CudaOptions options;
+    options.poison_byte = 0xA5;
+    auto created =
+        CudaExecutor::createOn(model, options, std::make_unique<test::FakeDevice>(log, refuse));
+    EXPECT_TRUE(created.isOk()) << created.status().toString();
+    if (created.isOk()) executor = std::move(created).value();
+  }
+  /// Destroys the executor: every allocation must have been released, and no call was bad.
+  void expectClean() {
+    executor.reset();
+    EXPECT_EQ(log->live, 0) << "allocations left";
+    EXPECT_TRUE(log->errors.empty()) << log->errors.front();
+  }
+};
+
+TEST(CudaExecutorOnFakeDevice, MixedGraphMatchesReferenceAndReusesItsPlan) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  EXPECT_EQ(cuda.uploadedWeightBytes(), (12 + 3) * 4) << cuda.lastSummary();
+  EXPECT_EQ(cuda.lastPlan()->countPlacement(Placement::kCpuFallback), 1) << cuda.lastSummary();
+  EXPECT_EQ(session.log->launches, 3);  // MatMul, Add, Relu
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, -0.25f)}});
+  EXPECT_EQ(cuda.planHits(), 1);
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({5, 4}, 0.125f)}});
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.uploadedWeightBytes(), (12 + 3) * 4);  // once per session
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, 1.f)}});
+  EXPECT_EQ(cuda.planHits(), 2);
+  test::expectIntermediatesMatchReference(cuda, *model, {{"x", test::ramp({5, 4}, 2.f)}});
+  session.expectClean();
+}
+
+TEST(CudaExecutorOnFakeDevice, InPlaceChainMatchesReference) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({3, 8}, 0.3f)}});
+  auto plan = session.executor->lastPlan();
+  ASSERT_TRUE(plan);
+  int in_place = 0;
+  for (const PlannedNode& pn : plan->nodes) in_place += pn.in_place_input >= 0;
+  EXPECT_GT(in_place, 0) << plan->summary();
+  EXPECT_EQ(session.log->launches, 4);
+  session.expectClean();
+}
+
+// A node the kernel refuses at its concrete shapes runs on the CPU with copies, and says so.
+TEST(CudaExecutorOnFakeDevice, RefusedKernelRunsOnTheCpu) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model, {"Add"});
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
+  EXPECT_NE(session.executor->lastSummary().find("fake device refuses Add"), std::string::npos)
+      << session.executor->lastSummary();
+  EXPECT_EQ(session.log->launches, 2);  // MatMul, Relu
+  session.expectClean();
+}
+
+TEST(CudaExecutorOnFakeDevice, BadInputsAreRefusedBeforeAnythingRuns) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  auto result = session.executor->run({{"x", test::ramp({2, 5}, 1.f)}});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(session.executor->planMisses(), 0);
+  EXPECT_EQ(session.log->launches, 0);
+  session.expectClean();
+}
+
+TEST(CudaExecutorOnFakeDevice, BundledModelsMatchReference) {
+  for (const std::string& path : test::cudaTestModels()) {
+    SCOPED_TRACE(path);
+    auto model = test::loadInferred(path);
+    ASSERT_TRUE(model);
+    FakeSession session(*model);
+    ASSERT_TRUE(session.executor);
+    test::expectMatchesReference(*session.executor, *model, test::randomFeeds(*model, 7));
+    EXPECT_GT(session.log->launches, 0) << session.executor->lastSummary();
+    test::expectIntermediatesMatchReference(*session.executor, *model,
+                                            test::randomFeeds(*model, 8));
+    session.expectClean();
+  }
+}
+
+TEST(CudaExecutorOnFakeDevice, DynamicBatchAtTwoShapesInOneSession) {
+  auto model = test::loadInferred("models/tiny_cnn/model.onnx");
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  test::expectBatchSizesShareASession(*session.executor, *model);
+  session.expectClean();
+}
+
+/// A CUDA executor on `device`, as a runner's factory returns it.
+StatusOr<std::unique_ptr<Executor>> executorOn(const ir::Model& model, const CudaOptions& options,
+                                               std::unique_ptr<cuda_detail::DeviceApi> device) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
+                   CudaExecutor::createOn(model, options, std::move(device)));
+  return std::unique_ptr<Executor>(std::move(executor));
+}
+
+/// A fake device whose Add kernel writes nothing: a broken device the comparison must catch.
+class AddWritesNothing : public test::FakeDevice {
+ public:
+  using FakeDevice::FakeDevice;
+  Status launch(const kernels::CudaKernelCall& call) override {
+    if (call.op == "Add") return Status::ok();
+    return FakeDevice::launch(call);
+  }
+};
+
+// `opt check MODEL --runner X --against reference`: one model, two runners. The CUDA executor on
+// the fake device agrees with the reference runner; a runner with wrong answers does not.
+TEST(CudaExecutorOnFakeDevice, CheckAgainstTheReferenceRunner) {
+  ASSERT_TRUE(registerRunner("test-fake-cuda", [](const ExecutorSource& source) {
+                auto log = std::make_shared<test::FakeDeviceLog>();
+                return executorOn(*source.model, {}, std::make_unique<test::FakeDevice>(log));
+              }).isOk());
+  ASSERT_TRUE(registerRunner("test-fake-cuda-no-add", [](const ExecutorSource& source) {
+                CudaOptions options;
+                options.poison_byte = 0x7F;  // the unwritten Add output reads as NaN
+                auto log = std::make_shared<test::FakeDeviceLog>();
+                return executorOn(*source.model, options, std::make_unique<AddWritesNothing>(log));
+              }).isOk());
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  CheckOptions options;
+  options.runner = "test-fake-cuda";
+  options.against = "reference";
+  auto good = checkModels(*model, *model, options);
+  ASSERT_TRUE(good.isOk()) << good.status().toString();
+  EXPECT_TRUE(good->passed);
+  EXPECT_EQ(good->runner, "test-fake-cuda against reference");
+
+  options.runner = "test-fake-cuda-no-add";
+  auto bad = checkModels(*model, *model, options);
+  ASSERT_TRUE(bad.isOk()) << bad.status().toString();
+  EXPECT_FALSE(bad->passed);
+  // The same broken runner on both sides agrees with itself: --against is what compares runners.
+  options.against.clear();
+  auto same = checkModels(*model, *model, options);
+  ASSERT_TRUE(same.isOk()) << same.status().toString();
+  EXPECT_EQ(same->runner, "test-fake-cuda-no-add");
+}
+
+}  // namespace
+}  // namespace onnxopt::runtime

@@ -1,0 +1,163 @@
+// The CUDA executor on a device (label gpu; "skipped: no CUDA device" without one): small graphs
+// and the bundled models run on the GPU and compared with the reference executor at `opt check`'s
+// tolerances (runtime::defaultTolerance), the arena poisoned before every run so that an unwritten
+// output cannot pass; the plan cache missed and hit at two batch sizes; bad inputs refused.
+#include <gtest/gtest.h>
+
+#include "../kernels/cuda/device_harness.h"
+#include "model_feeds.h"
+#include "onnxopt/runtime/compare.h"
+#include "onnxopt/runtime/cuda_executor.h"
+#include "onnxopt/runtime/reference_executor.h"
+#include "test_models.h"
+
+namespace onnxopt::runtime {
+namespace {
+
+using kernels::test::CudaTest;
+using test::expectMatchesReference;
+using test::floats;
+using test::kChain;
+using test::kMixed;
+using test::parse;
+using test::parseInferred;
+using test::ramp;
+
+CudaOptions poisoned() {
+  CudaOptions options;
+  options.poison_byte = 0xA5;  // float 0xA5A5A5A5 is -2.9e-16: far from every expected value
+  return options;
+}
+
+/// The executor for `model`, or nullptr (and a failure).
+std::unique_ptr<CudaExecutor> executorFor(const ir::Model& model,
+                                          const CudaOptions& options = poisoned()) {
+  auto executor = CudaExecutor::create(model, options);
+  EXPECT_TRUE(executor.isOk()) << executor.status().toString();
+  return executor.isOk() ? std::move(executor).value() : nullptr;
+}
+
+TEST_F(CudaTest, MixedGraphMatchesReferenceAndReusesItsPlan) {
+  auto model = parseInferred(kMixed);
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  CudaExecutor& cuda = *executor;
+  EXPECT_EQ(cuda.name(), "cuda");
+
+  expectMatchesReference(cuda, *model, {{"x", ramp({2, 4}, 0.5f)}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  EXPECT_EQ(cuda.planHits(), 0);
+  int64_t weights = cuda.uploadedWeightBytes();
+  EXPECT_EQ(weights, (12 + 3) * 4) << cuda.lastSummary();
+  ASSERT_TRUE(cuda.lastPlan());
+  EXPECT_EQ(cuda.lastPlan()->countPlacement(Placement::kCpuFallback), 1) << cuda.lastSummary();
+  EXPECT_NE(cuda.lastSummary().find("fallback: "), std::string::npos) << cuda.lastSummary();
+
+  // The same shape again, other values: the same plan (a hit) and a right answer again.
+  expectMatchesReference(cuda, *model, {{"x", ramp({2, 4}, -0.25f)}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  EXPECT_EQ(cuda.planHits(), 1);
+
+  // Another batch: planned again; the weights are not uploaded twice.
+  expectMatchesReference(cuda, *model, {{"x", ramp({5, 4}, 0.125f)}});
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.planHits(), 1);
+  EXPECT_EQ(cuda.uploadedWeightBytes(), weights);
+
+  // Back to the first: a hit, with the first plan's arena.
+  expectMatchesReference(cuda, *model, {{"x", ramp({2, 4}, 1.f)}});
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.planHits(), 2);
+}
+
+TEST_F(CudaTest, InPlaceChainMatchesReference) {
+  auto model = parseInferred(kChain);
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  expectMatchesReference(*executor, *model, {{"x", ramp({3, 8}, 0.3f)}});
+  EXPECT_EQ(executor->lastPlan()->countPlacement(Placement::kDevice), 4) << executor->lastSummary();
+}
+
+TEST_F(CudaTest, BadInputsAreRefusedBeforeAnythingRuns) {
+  auto model = parseInferred(kMixed);
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  CudaExecutor& cuda = *executor;
+  auto expectRefused = [&](const Feeds& feeds, const std::string& text) {
+    auto result = cuda.run(feeds);
+    ASSERT_FALSE(result.isOk());
+    EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(result.status().message().find(text), std::string::npos)
+        << result.status().toString();
+  };
+  expectRefused({}, "input 'x' is missing");
+  expectRefused({{"x", ramp({2, 4}, 1.f)}, {"q", ramp({2}, 1.f)}}, "'q' is not an input");
+  expectRefused({{"x", kernels::HostTensor::zeros(DataType::kInt64, {2, 4})}},
+                "input 'x' is float");
+  expectRefused({{"x", ramp({8}, 1.f)}}, "input 'x' has rank 2");
+  expectRefused({{"x", ramp({2, 5}, 1.f)}}, "dim 1 is 4, but 5");
+  EXPECT_EQ(cuda.planMisses(), 0);  // nothing was planned for them
+  // The session still runs.
+  expectMatchesReference(cuda, *model, {{"x", ramp({2, 4}, 1.f)}});
+}
+
+TEST_F(CudaTest, RecordedIntermediatesMatchReference) {
+  auto model = parseInferred(kMixed);
+  ASSERT_TRUE(model);
+  auto executor = createExecutor("cuda", *model);  // the runner: default options
+  ASSERT_TRUE(executor.isOk()) << executor.status().toString();
+  test::expectIntermediatesMatchReference(**executor, *model, {{"x", ramp({2, 4}, 1.f)}});
+}
+
+TEST_F(CudaTest, OutOfMemoryNamesTheArena) {
+  auto model = parseInferred(test::kHugeIntermediate);
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model, CudaOptions{});
+  ASSERT_TRUE(executor);
+  auto result = executor->run({{"x", floats({1}, {1.f})}});
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().code(), StatusCode::kResourceExhausted) << result.status().toString();
+  EXPECT_NE(result.status().toString().find("allocating the device arena of"), std::string::npos)
+      << result.status().toString();
+}
+
+class CudaModelTest : public CudaTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(CudaModelTest, MatchesReference) {
+  auto model = test::loadInferred(GetParam());
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  expectMatchesReference(*executor, *model, test::randomFeeds(*model, 7));
+  SCOPED_TRACE(executor->lastSummary());
+  test::expectIntermediatesMatchReference(*executor, *model, test::randomFeeds(*model, 8));
+  ASSERT_TRUE(executor->lastPlan());
+  EXPECT_GT(executor->lastPlan()->countPlacement(Placement::kDevice), 0);
+}
+
+std::string modelName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string path = info.param;  // models/<name>/model.onnx or models/transformers/<name>/...
+  path = path.substr(0, path.rfind('/'));
+  std::string name = path.substr(path.rfind('/') + 1);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundled, CudaModelTest, ::testing::ValuesIn(test::cudaTestModels()),
+                         modelName);
+
+TEST_F(CudaTest, DynamicBatchAtTwoShapesInOneSession) {
+  auto model = test::loadInferred("models/tiny_cnn/model.onnx");
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  test::expectBatchSizesShareASession(*executor, *model);
+}
+
+}  // namespace
+}  // namespace onnxopt::runtime

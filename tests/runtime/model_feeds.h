@@ -1,0 +1,182 @@
+// Bundled models for the CUDA executor tests: loaded with inferred types (what the executor plans
+// from), seeded random feeds as `opt run` makes them (named dims sized where asked), and the
+// comparison of an executor's outputs with the reference executor's.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/shape_inference.h"
+#include "onnxopt/runtime/compare.h"
+#include "onnxopt/runtime/cuda_executor.h"
+#include "onnxopt/runtime/executor.h"
+#include "onnxopt/runtime/inputs.h"
+#include "onnxopt/runtime/reference_executor.h"
+
+namespace onnxopt::runtime::test {
+
+/// models/... under the source tree, with ir::inferShapes run (nullptr and a failure if not).
+inline std::unique_ptr<ir::Model> loadInferred(const std::string& rel) {
+  std::string path = std::string(ONNXOPT_SOURCE_DIR) + "/" + rel;
+  auto model = io::loadModel(path);
+  EXPECT_TRUE(model.isOk()) << model.status().toString();
+  if (!model.isOk()) return nullptr;
+  auto st = ir::inferShapes(**model);
+  EXPECT_TRUE(st.isOk()) << st.status().toString();
+  return st.isOk() ? std::move(model).value() : nullptr;
+}
+
+/// Random feeds for every input without a default; `symbols` sizes named dims ("batch": 2).
+inline Feeds randomFeeds(const ir::Model& model, uint64_t seed,
+                         const std::map<std::string, int64_t>& symbols = {}) {
+  const ir::Graph& graph = *model.graph;
+  RandomInputOptions options;
+  options.seed = seed;
+  options.spatial = spatialInputSizes(graph);
+  options.symbols = symbolSizes(graph, options);
+  for (const auto& [name, size] : symbols) options.symbols[name] = size;
+  options.int_ranges = inferIntRanges(graph, options);
+  Feeds feeds;
+  for (const ir::Value* in : graph.inputs()) {
+    if (in->initializer() != nullptr) continue;
+    auto t = randomInput(*in, options);
+    EXPECT_TRUE(t.isOk()) << in->name() << ": " << t.status().toString();
+    if (t.isOk()) feeds[in->name()] = std::move(t).value();
+  }
+  return feeds;
+}
+
+/// Runs `feeds` on `executor` and on the reference executor and compares every output at
+/// `opt check`'s tolerances (runtime::defaultTolerance).
+inline void expectMatchesReference(Executor& executor, const ir::Model& model, const Feeds& feeds) {
+  auto expected = runModel(model, feeds);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  auto actual = executor.run(feeds);
+  ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+  ASSERT_EQ(actual->names, expected->names);
+  ASSERT_EQ(actual->outputs.size(), expected->outputs.size());
+  for (size_t i = 0; i < expected->outputs.size(); ++i) {
+    const kernels::HostTensor& e = expected->outputs[i];
+    TensorComparison c =
+        compareTensors(expected->names[i], e, actual->outputs[i], defaultTolerance(e.dtype));
+    EXPECT_TRUE(c.passed) << c.name << ": " << c.problem << " " << c.mismatches << " of "
+                          << c.elements << " past tolerance, max abs " << c.max_abs;
+  }
+}
+
+/// Runs both with record_intermediates: the same values, in the same order, alike.
+inline void expectIntermediatesMatchReference(Executor& executor, const ir::Model& model,
+                                              const Feeds& feeds) {
+  ExecutionOptions options;
+  options.record_intermediates = true;
+  auto expected = runModel(model, feeds, options);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  auto actual = executor.run(feeds, options);
+  ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+  EXPECT_FALSE(expected->intermediates.empty());
+  ASSERT_EQ(actual->intermediates.size(), expected->intermediates.size());
+  for (size_t i = 0; i < expected->intermediates.size(); ++i) {
+    const RecordedValue& e = expected->intermediates[i];
+    const RecordedValue& a = actual->intermediates[i];
+    ASSERT_EQ(a.name, e.name);
+    EXPECT_EQ(a.op, e.op) << e.name;
+    TensorComparison c = compareTensors(e.name, e.value, a.value, defaultTolerance(e.value.dtype));
+    EXPECT_TRUE(c.passed) << c.name << " (" << e.op << "): " << c.problem << " " << c.mismatches
+                          << " of " << c.elements << " past tolerance, max abs " << c.max_abs;
+  }
+}
+
+/// `model`'s first input has a symbolic batch dim: runs at batch 1 (a plan cache miss), 3 (a
+/// miss) and 1 again (a hit) in one session, each matching the reference executor.
+inline void expectBatchSizesShareASession(CudaExecutor& cuda, const ir::Model& model) {
+  const ir::Value* in = model.graph->inputs()[0];
+  ASSERT_TRUE(in->type().shape && !in->type().shape->empty());
+  const ir::Dim& batch = (*in->type().shape)[0];
+  ASSERT_EQ(batch.kind, ir::Dim::Kind::kParam) << "the batch dim is not symbolic";
+  expectMatchesReference(cuda, model, randomFeeds(model, 1, {{batch.param, 1}}));
+  expectMatchesReference(cuda, model, randomFeeds(model, 2, {{batch.param, 3}}));
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.planHits(), 0);
+  expectMatchesReference(cuda, model, randomFeeds(model, 3, {{batch.param, 1}}));
+  EXPECT_EQ(cuda.planMisses(), 2);
+  EXPECT_EQ(cuda.planHits(), 1);
+}
+
+// Device kernels (MatMul, Add, Relu), a view (Reshape of an arena value), a CPU fallback
+// (Softmax has no CUDA kernel: copies down and up), a graph output that is a view of an input,
+// and shape arithmetic folded on the host.
+inline constexpr const char* kMixed = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x) => (float[N,3] y, float[N,2,2] v, float[N,3] p)
+  <float[4,3] w = {1, -2, 3, 0.5, 1, -1, 2, 0, 1, -1, 1, 1}, float[3] b = {0.25, -0.5, 1},
+   int64[2] tail = {2, 2}, int64[1] zero = {0}> {
+  h = MatMul(x, w)
+  a = Add(h, b)
+  y = Relu(a)
+  s = Shape(x)
+  n = Gather(s, zero)
+  t = Concat<axis = 0>(n, tail)
+  v = Reshape(x, t)
+  p = Softmax<axis = 1>(a)
+}
+)";
+
+inline kernels::HostTensor ramp(std::vector<int64_t> dims, float scale) {
+  kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kFloat, std::move(dims));
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    t.set<float>(i, scale * static_cast<float>((i * 7) % 11) - 2.f);
+  }
+  return t;
+}
+
+// Elementwise device ops in a chain: each output may reuse its input's buffer (in place).
+inline constexpr const char* kChain = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,8] x) => (float[N,8] y) {
+  a = Tanh(x)
+  b = Relu(a)
+  c = Neg(b)
+  y = Sigmoid(c)
+}
+)";
+
+// A 2^36-float intermediate (256 GiB, more than any device has) read by a device node (Relu):
+// preparing its plan must fail allocating the arena, before any node (the host Expand) runs.
+inline constexpr const char* kHugeIntermediate = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[1] x) => (float[1] y) <int64[1] big = {68719476736}> {
+  e = Expand(x, big)
+  r = Relu(e)
+  y = ReduceMax<keepdims = 1>(r)
+}
+)";
+
+/// `text` parsed, with inferred types (what the executor plans from); nullptr on failure.
+inline std::unique_ptr<ir::Model> parseInferred(const std::string& text) {
+  auto model = io::parseModelText(text);
+  EXPECT_TRUE(model.isOk()) << model.status().toString();
+  if (!model.isOk()) return nullptr;
+  auto st = ir::inferShapes(**model);
+  EXPECT_TRUE(st.isOk()) << st.status().toString();
+  return st.isOk() ? std::move(model).value() : nullptr;
+}
+
+/// Small models that plan for the CUDA device without run-time shapes or subgraph fallbacks.
+inline const std::vector<std::string>& cudaTestModels() {
+  static const std::vector<std::string> models = {
+      "models/tiny_cnn/model.onnx",
+      "models/tiny_unet/model.onnx",
+      "models/tiny_quant/model.onnx",
+      "models/speech_rnn/model.onnx",
+      "models/transformers/bert_legacy/model.onnx",
+      "models/transformers/gpt2_legacy/model.onnx",
+  };
+  return models;
+}
+
+}  // namespace onnxopt::runtime::test
