@@ -65,7 +65,7 @@ build() {
 }
 
 gpu_ctest() {
-  ONNXOPT_REQUIRE_CUDA=1 ctest --test-dir build-gpu -L gpu -j"$jobs" --timeout 120 \
+  ONNXOPT_REQUIRE_CUDA=1 ctest --test-dir build-gpu -L gpu -V -j"$jobs" --timeout 300 \
     --output-on-failure
 }
 
@@ -114,6 +114,8 @@ if [ -x build-gpu/bin/cuda_kernel_tests ]; then
   step host 60 build-gpu/bin/cuda_host_tests --gtest_brief=1
   step ctest 180 gpu_ctest
   step memcheck 240 memcheck
+  grep -E "\[  PASSED  \]|\[  FAILED  \] [0-9]+ test" "$out/ctest.log" | sed 's/^[0-9]*: /gtest: /' |
+    tee -a "$summary" || true
   grep -E "tests passed|tests failed" "$out/ctest.log" | tail -1 | sed 's/^/ctest: /' |
     tee -a "$summary" || true
   grep -E "ERROR SUMMARY" "$out/memcheck.log" | sed 's/^/memcheck: /' | tee -a "$summary" || true
