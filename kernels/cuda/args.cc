@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "broadcast.h"
+
 namespace onnxopt::kernels::cuda {
 
 ConstTensorView inputOf(const CudaKernelCall& call, size_t i) {
@@ -36,6 +38,13 @@ Support requireDevice(const std::string& op, const ConstTensorView& view, const 
   }
   return Support::no(
       fmt::format("{}: {} is in host memory; the CUDA kernel reads device memory", op, what));
+}
+
+Support oneInputDeviceSupport(const std::string& op, const ConstTensorView& x,
+                              const ConstTensorView& y) {
+  if (Support s = requireDevice(op, x, "input 0"); !s) return s;
+  if (Support s = requireDevice(op, y, "output 0"); !s) return s;
+  return broadcastSupport({x}, y, op);
 }
 
 const KernelAttrs& attrsOf(const CudaKernelCall& call) {

@@ -29,6 +29,11 @@ Status refused(const Support& support);
 /// No when a present view is not in device memory.
 Support requireDevice(const std::string& op, const ConstTensorView& view, const char* what);
 
+/// A one-input elementwise kernel's last checks (unary, Cast): input and output in device memory,
+/// and the input broadcasts to the output.
+Support oneInputDeviceSupport(const std::string& op, const ConstTensorView& x,
+                              const ConstTensorView& y);
+
 /// The node's attributes (an empty set when the call has none).
 const KernelAttrs& attrsOf(const CudaKernelCall& call);
 

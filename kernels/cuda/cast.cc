@@ -26,9 +26,7 @@ Support canImplement(const CastArgs& args) {
     return Support::no(fmt::format("{}: no CUDA kernel from {} to {}", args.op,
                                    dataTypeName(args.x.dtype), dataTypeName(args.y.dtype)));
   }
-  if (Support s = requireDevice(args.op, args.x, "input 0"); !s) return s;
-  if (Support s = requireDevice(args.op, args.y, "output 0"); !s) return s;
-  return broadcastSupport({args.x}, args.y, args.op);
+  return oneInputDeviceSupport(args.op, args.x, args.y);
 }
 
 size_t workspaceBytes(const CastArgs&) {

@@ -105,9 +105,7 @@ Support canImplement(const UnaryArgs& args) {
     }
     if (Support s = requireDevice(args.op, *view, what); !s) return s;
   }
-  if (Support s = requireDevice(args.op, args.x, "input 0"); !s) return s;
-  if (Support s = requireDevice(args.op, args.y, "output 0"); !s) return s;
-  return broadcastSupport({args.x}, args.y, args.op);
+  return oneInputDeviceSupport(args.op, args.x, args.y);
 }
 
 size_t workspaceBytes(const UnaryArgs&) {
