@@ -11,6 +11,33 @@ ConstTensorView inputOf(const CudaKernelCall& call, size_t i) {
   return i < call.inputs.size() ? call.inputs[i] : ConstTensorView{};
 }
 
+const HostTensor* constantInput(const CudaKernelCall& call, size_t i) {
+  return i < call.constant_inputs.size() ? call.constant_inputs[i] : nullptr;
+}
+
+StatusOr<std::vector<int64_t>> constantInts(const CudaKernelCall& call, size_t i,
+                                            const char* what) {
+  const HostTensor* t = constantInput(call, i);
+  if (t == nullptr) {
+    return Status(StatusCode::kUnimplemented,
+                  fmt::format("{}: {} is not a constant (the CUDA kernel reads it when planning)",
+                              call.op, what));
+  }
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(t->numElements()));
+  for (int64_t k = 0; k < t->numElements(); ++k) {
+    if (t->dtype == DataType::kInt64) {
+      out.push_back(t->get<int64_t>(k));
+    } else if (t->dtype == DataType::kInt32) {
+      out.push_back(t->get<int32_t>(k));
+    } else {
+      return invalidArgument("{}: {} is {}, not an integer tensor", call.op, what,
+                             dataTypeName(t->dtype));
+    }
+  }
+  return out;
+}
+
 Status checkArity(const CudaKernelCall& call, size_t min_inputs, size_t max_inputs,
                   size_t outputs) {
   if (call.inputs.size() < min_inputs || call.inputs.size() > max_inputs) {

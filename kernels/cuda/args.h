@@ -3,7 +3,9 @@
 // specialized in each family's header), input access, and Support <-> Status.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "onnxopt/kernels/capabilities.h"
 #include "onnxopt/kernels/cuda.h"
@@ -19,6 +21,15 @@ StatusOr<Args> argsFromCall(const CudaKernelCall& call);
 
 /// Input `i`, or an empty view (dtype kUndefined) when the node omits it.
 ConstTensorView inputOf(const CudaKernelCall& call, size_t i);
+
+/// Input `i`'s host data when it is a constant known when planning (CudaKernelCall::
+/// constant_inputs), else nullptr.
+const HostTensor* constantInput(const CudaKernelCall& call, size_t i);
+
+/// A constant integer input (int32 or int64) as int64 values, e.g. Slice's starts or ReduceSum's
+/// axes; kUnimplemented "OP: WHAT is not a constant" when the input is not known when planning
+/// (the node then runs on the CPU), kInvalidArgument for another element type.
+StatusOr<std::vector<int64_t>> constantInts(const CudaKernelCall& call, size_t i, const char* what);
 
 /// kInvalidArgument unless the call has min..max inputs and exactly `outputs` outputs.
 Status checkArity(const CudaKernelCall& call, size_t min_inputs, size_t max_inputs, size_t outputs);

@@ -129,7 +129,13 @@ struct CudaKernelCall {
   std::vector<ConstTensorView> inputs;
   std::vector<TensorView> outputs;
   const KernelAttrs* attrs = nullptr;  ///< nullptr: no attributes
-  void* workspace = nullptr;           ///< cudaWorkspaceBytes(call) bytes of device memory
+  /// Per input: its data on the host when the input is a constant known when planning (an
+  /// initializer, a Constant, a folded shape value), nullptr otherwise (or a shorter vector).
+  /// Kernels read small operands here (Slice starts, Reduce axes, Resize scales) instead of
+  /// copying them from the device; when such an operand is not constant, canImplement refuses and
+  /// the node runs on the CPU.
+  std::vector<const HostTensor*> constant_inputs;
+  void* workspace = nullptr;  ///< cudaWorkspaceBytes(call) bytes of device memory
   size_t workspace_bytes = 0;
 };
 

@@ -106,6 +106,8 @@ HostTensor withDims(HostTensor t, const std::vector<int64_t>& dims) {
 /// A device node, prepared once per plan.
 struct PreparedNode {
   kernels::CudaKernelCall call;
+  /// Host data of the node's constant inputs (call.constant_inputs points here).
+  std::vector<std::optional<HostTensor>> constants;
   /// The kernel refused the node at its concrete shapes: it runs on the CPU reference kernels,
   /// with its inputs copied down and outputs copied up (`demoted` holds the kernel's reason).
   std::string demoted;
@@ -312,6 +314,17 @@ struct CudaExecutor::Impl {
         if (!ptr.isOk()) return ptr.status().withContext(pn.name);
         call.outputs.emplace_back(v.dtype, v.dims, kernels::contiguousStrides(v.dims), *ptr,
                                   kernels::MemoryKind::kDevice);
+      }
+      // Constant inputs are also readable on the host, where kernels take small operands.
+      for (int id : pn.inputs) {
+        std::optional<HostTensor> data;
+        if (id >= 0 && value(plan, rootOf(plan, id)).location == Location::kConstant) {
+          if (auto c = constantData(plan, id); c.isOk()) data = std::move(c).value();
+        }
+        prepared.constants.push_back(std::move(data));
+      }
+      for (const std::optional<HostTensor>& c : prepared.constants) {
+        call.constant_inputs.push_back(c ? &*c : nullptr);
       }
       kernels::Support support = api->canImplement(call);
       if (!support) {

@@ -108,7 +108,7 @@ inline void expectClose(const HostTensor& expected, const HostTensor& actual, To
   }
 }
 
-/// Runs the node's CUDA kernel on `inputs` (uploaded), into an output of `dtype` and `dims` poisoned
+/// Runs the node's CUDA kernel on `inputs` (uploaded, and given as constants too), into an output of `dtype` and `dims` poisoned
 /// with 0xA5 bytes first, and returns the output; every step's error names the op.
 inline StatusOr<HostTensor> runOnDevice(const std::string& op, int64_t opset,
                                         const std::vector<HostTensor>& inputs,
@@ -128,6 +128,9 @@ inline StatusOr<HostTensor> runOnDevice(const std::string& op, int64_t opset,
   call.op = op;
   call.opset = opset;
   for (const DeviceTensor& d : device_inputs) call.inputs.push_back(d.view());
+  // Every input is also a constant known on the host, as the executor passes initializers and
+  // folded values (kernels read small operands such as Slice's starts there).
+  for (const HostTensor& t : inputs) call.constant_inputs.push_back(&t);
   call.outputs.push_back(out.mutableView());
   call.attrs = &attrs;
   Support support = cudaCanImplement(call);
