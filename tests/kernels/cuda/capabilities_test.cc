@@ -39,9 +39,9 @@ TEST(CudaCapabilities, RefusesWithAReason) {
   EXPECT_EQ(s.reason,
             "Add: input 0 is double; the CUDA kernel takes float, uint8, int8, int32, "
             "int64, float16, bfloat16");
-  s = ask("Conv", 11, {DataType::kFloat, DataType::kFloat});
+  s = ask("Det", 11, {DataType::kFloat, DataType::kFloat});
   EXPECT_FALSE(s);
-  EXPECT_EQ(s.reason, "no CUDA kernel for Conv");
+  EXPECT_EQ(s.reason, "no CUDA kernel for Det");
   s = ask("Exp", 13, {DataType::kInt32});
   EXPECT_FALSE(s);
   EXPECT_NE(s.reason.find("input 0 is int32"), std::string::npos) << s.reason;
@@ -99,7 +99,7 @@ TEST(CudaKernelTable, EveryRowHasALaunchEntry) {
           << row.op << " at opset " << row.until;
     }
   }
-  EXPECT_FALSE(hasCudaLaunch("", "Conv", 11));
+  EXPECT_FALSE(hasCudaLaunch("", "Det", 11));
 }
 
 TEST(CudaKernelTable, RowsDoNotOverlap) {
@@ -189,9 +189,9 @@ TEST(CudaCanImplement, RefusesWhatTheKernelCannotRun) {
   EXPECT_NE(s.reason.find("host memory"), std::string::npos) << s.reason;
   call.inputs[1].memory = MemoryKind::kDevice;
   EXPECT_TRUE(cudaCanImplement(call)) << cudaCanImplement(call).reason;
-  Status launched = launchCudaKernel(CudaKernelCall{"", "Conv", 11, {}, {}, &none, {}}, nullptr);
+  Status launched = launchCudaKernel(CudaKernelCall{"", "Det", 11, {}, {}, &none, {}}, nullptr);
   EXPECT_EQ(launched.code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(launched.message(), "no CUDA kernel for Conv at opset 11");
+  EXPECT_EQ(launched.message(), "no CUDA kernel for Det at opset 11");
 }
 
 TEST(CudaCanImplement, AttributesAreChecked) {
