@@ -27,11 +27,28 @@ StatusOr<BinaryArgs> argsFromCall<BinaryArgs>(const CudaKernelCall& call) {
       {"And", BinaryOp::kAnd},
       {"Or", BinaryOp::kOr},
       {"Xor", BinaryOp::kXor},
+      {"BitwiseAnd", BinaryOp::kBitwiseAnd},
+      {"BitwiseOr", BinaryOp::kBitwiseOr},
+      {"BitwiseXor", BinaryOp::kBitwiseXor},
   };
   auto it = kOps.find(call.op);
   if (it == kOps.end()) return invalidArgument("{}: not a binary CUDA kernel", call.op);
   RETURN_IF_ERROR(checkArity(call, 2, 2, 1));
   return BinaryArgs{call.op, it->second, call.inputs[0], call.inputs[1], call.outputs[0]};
+}
+
+template <>
+StatusOr<ModArgs> argsFromCall<ModArgs>(const CudaKernelCall& call) {
+  RETURN_IF_ERROR(checkArity(call, 2, 2, 1));
+  bool fmod = attrsOf(call).getInt("fmod", 0) != 0;
+  DataType t = call.inputs[0].dtype;
+  if (!fmod && (t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16)) {
+    return invalidArgument("{}: fmod must be 1 for floating-point inputs", call.op);
+  }
+  ModArgs args;
+  static_cast<BinaryArgs&>(args) = BinaryArgs{call.op, fmod ? BinaryOp::kFmod : BinaryOp::kMod,
+                                              call.inputs[0], call.inputs[1], call.outputs[0]};
+  return args;
 }
 
 Support canImplement(const BinaryArgs& args) {

@@ -38,6 +38,26 @@ __device__ __forceinline__ C intDiv(C x, C y) {
   return static_cast<C>(x / y);
 }
 
+/// C's remainder (the dividend's sign); 0 for a zero divisor (undefined), as intDiv.
+template <typename C>
+__device__ __forceinline__ C intRem(C x, C y) {
+  if (y == 0) return 0;
+  if constexpr (std::is_signed_v<C>) {
+    if (y == -1) return 0;
+  }
+  return static_cast<C>(x % y);
+}
+
+/// Python's remainder (the divisor's sign), the reference kernels' Mod with fmod = 0.
+template <typename C>
+__device__ __forceinline__ C intMod(C x, C y) {
+  C r = intRem(x, y);
+  if constexpr (std::is_signed_v<C>) {
+    if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<C>(r + y);
+  }
+  return r;
+}
+
 /// The reference kernels' integer power: negative exponents truncate toward zero.
 template <typename C>
 __device__ __forceinline__ C intPow(C base, int64_t exp) {
@@ -106,6 +126,8 @@ __device__ __forceinline__ C arithmetic(BinaryOp op, C x, C y) {
         return isnan(x) ? x : x > y ? x : y;
       case BinaryOp::kMin:
         return isnan(x) ? x : x < y ? x : y;
+      case BinaryOp::kFmod:
+        return fmodf(x, y);
       default:
         break;
     }
@@ -126,6 +148,16 @@ __device__ __forceinline__ C arithmetic(BinaryOp op, C x, C y) {
         return x > y ? x : y;
       case BinaryOp::kMin:
         return x < y ? x : y;
+      case BinaryOp::kMod:
+        return intMod(x, y);
+      case BinaryOp::kFmod:
+        return intRem(x, y);
+      case BinaryOp::kBitwiseAnd:
+        return static_cast<C>(x & y);
+      case BinaryOp::kBitwiseOr:
+        return static_cast<C>(x | y);
+      case BinaryOp::kBitwiseXor:
+        return static_cast<C>(x ^ y);
       default:
         break;
     }
@@ -154,10 +186,13 @@ __global__ void binaryKernel(BinaryDeviceArgs args) {
 
 bool binaryKernelExists(BinaryOp op, DataType dtype) {
   bool logical = op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor;
+  bool bitwise =
+      op == BinaryOp::kBitwiseAnd || op == BinaryOp::kBitwiseOr || op == BinaryOp::kBitwiseXor;
   switch (dtype) {
     case DataType::kFloat:
     case DataType::kFloat16:
     case DataType::kBfloat16:
+      return !logical && !bitwise && op != BinaryOp::kMod;
     case DataType::kInt8:
     case DataType::kInt32:
     case DataType::kInt64:

@@ -20,8 +20,14 @@ struct BinaryArgs {
   TensorView y;
 };
 
+/// Mod: the binary kernel with the op chosen by the `fmod` attribute (Python's remainder for
+/// integers at fmod = 0, C's at fmod = 1; floats need fmod = 1). Its own type selects the parser.
+struct ModArgs : BinaryArgs {};
+
 template <>
 StatusOr<BinaryArgs> argsFromCall<BinaryArgs>(const CudaKernelCall& call);
+template <>
+StatusOr<ModArgs> argsFromCall<ModArgs>(const CudaKernelCall& call);
 
 /// Host-only: one input type that binary.cu instantiates for the op, the output type (bool for
 /// comparisons), broadcastable shapes, rank at most 8, device memory.

@@ -21,6 +21,18 @@ StatusOr<CastArgs> argsFromCall<CastArgs>(const CudaKernelCall& call) {
   return CastArgs{call.op, call.inputs[0], call.outputs[0]};
 }
 
+template <>
+StatusOr<CastLikeArgs> argsFromCall<CastLikeArgs>(const CudaKernelCall& call) {
+  RETURN_IF_ERROR(checkArity(call, 2, 2, 1));
+  if (call.inputs[1].dtype != call.outputs[0].dtype) {
+    return invalidArgument("{}: target_type is {} but the output is {}", call.op,
+                           dataTypeName(call.inputs[1].dtype), dataTypeName(call.outputs[0].dtype));
+  }
+  CastLikeArgs args;
+  static_cast<CastArgs&>(args) = CastArgs{call.op, call.inputs[0], call.outputs[0]};
+  return args;
+}
+
 Support canImplement(const CastArgs& args) {
   if (!castKernelExists(args.x.dtype, args.y.dtype)) {
     return Support::no(fmt::format("{}: no CUDA kernel from {} to {}", args.op,

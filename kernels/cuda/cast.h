@@ -18,8 +18,13 @@ struct CastArgs {
   TensorView y;  ///< of the `to` type
 };
 
+/// CastLike: Cast to the type of its second input (read for its type only).
+struct CastLikeArgs : CastArgs {};
+
 template <>
 StatusOr<CastArgs> argsFromCall<CastArgs>(const CudaKernelCall& call);
+template <>
+StatusOr<CastLikeArgs> argsFromCall<CastLikeArgs>(const CudaKernelCall& call);
 
 Support canImplement(const CastArgs& args);
 size_t workspaceBytes(const CastArgs& args);

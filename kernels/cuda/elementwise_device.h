@@ -56,7 +56,12 @@ enum class BinaryOp {
   kGreaterOrEqual,
   kAnd,
   kOr,
-  kXor
+  kXor,
+  kMod,   ///< integers, fmod = 0: Python's remainder (the divisor's sign)
+  kFmod,  ///< fmod = 1: C's remainder (the dividend's sign), for every numeric type
+  kBitwiseAnd,
+  kBitwiseOr,
+  kBitwiseXor
 };
 
 /// Whether a binary op writes bool (comparisons) rather than its input type.

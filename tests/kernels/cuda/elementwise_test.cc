@@ -1,4 +1,4 @@
-// The CUDA elementwise kernels (unary, binary, Where, Cast) against the CPU reference kernels, for
+// The CUDA elementwise kernels (unary, binary, Mod, Where, Cast, CastLike) against the CPU reference kernels, for
 // every (op, types) combination kernels/cuda/ops.def claims, over shapes that broadcast up to rank
 // 8: seeded random inputs, the output poisoned before the run, compared at a tolerance for the
 // output's type (exact for integers and bool). Label gpu: without a device each test is skipped
@@ -50,7 +50,9 @@ std::string shapeName(const std::vector<int64_t>& dims) {
 
 std::string caseName(const Case& c, const std::string& variant) {
   std::string name = c.op + variant + "_" + dataTypeName(c.inputs.back());
-  if (c.op == "Cast") name = "Cast_" + dataTypeName(c.inputs[0]) + "_to_" + dataTypeName(c.output);
+  if (c.op == "Cast" || c.op == "CastLike") {
+    name = c.op + "_" + dataTypeName(c.inputs[0]) + "_to_" + dataTypeName(c.output);
+  }
   for (const auto& s : c.shapes) name += "_" + shapeName(s);
   return name;
 }
@@ -59,7 +61,7 @@ std::string caseName(const Case& c, const std::string& variant) {
 /// sizes of several blocks.
 std::vector<Shapes> shapesFor(const CudaKernelInfo& row) {
   std::string family = row.family;
-  if (family == "Binary") {
+  if (family == "Binary" || family == "Mod") {
     return {{{1000}, {1000}},
             {{3, 1, 17}, {4, 17}},
             {{2, 3, 5}, {}},
@@ -80,7 +82,10 @@ std::vector<Case> allCases() {
     // The elementwise families only: MatMul and Gemm have their own cases (matmul_test.cc), and
     // so has every other family (its shapes and attributes are not elementwise).
     const std::string family = row.family;
-    if (family != "Unary" && family != "Binary" && family != "Where" && family != "Cast") continue;
+    if (family != "Unary" && family != "Binary" && family != "Mod" && family != "Where" &&
+        family != "Cast" && family != "CastLike") {
+      continue;
+    }
     for (const test::TypeCombo& combo : test::claimedCombos(row)) {
       std::vector<std::pair<std::string, KernelAttrs>> variants = {{"", {}}};
       std::string op = row.op;
@@ -98,15 +103,25 @@ std::vector<Case> allCases() {
         variants[0].second.floats["max"] = 1.5f;
       } else if (op == "Cast") {
         variants[0].second.ints["to"] = static_cast<int64_t>(combo.output);
+      } else if (op == "Mod") {
+        // Python's remainder (fmod 0) for integers only; C's (fmod 1) for every type.
+        DataType t = combo.inputs.back();
+        bool is_float =
+            t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16;
+        variants = {{"Fmod", {}}};
+        variants[0].second.ints["fmod"] = 1;
+        if (!is_float) variants.push_back({"", {}});
       }
       std::vector<Shapes> shape_sets = shapesFor(row);
       if (op == "Cast") shape_sets = {{{3, 37}}};
+      if (op == "CastLike") shape_sets = {{{3, 37}, {1}}};
       for (const auto& [variant, attrs] : variants) {
         for (const Shapes& shapes : shape_sets) {
           // The reference kernels start at opset 7; rows from 6 run there.
           Case c{op, std::max<int64_t>(row.since, 7), combo.inputs, combo.output, shapes, attrs,
                  ""};
           c.inputs.resize(shapes.size());
+          if (op == "CastLike") c.inputs = {combo.inputs[0], combo.output};
           c.name = caseName(c, variant) + fmt::format("_opset{}", c.opset);
           out.push_back(std::move(c));
         }
@@ -145,16 +160,16 @@ std::vector<double> randomValues(const Case& c, size_t input, DataType type, int
         x = uniform(0.05, 5);
       } else if (c.op == "Pow") {
         x = input == 0 ? uniform(0.5, 2) : uniform(-2, 2);
-      } else if ((c.op == "Div" && input == 1) || c.op == "Reciprocal") {
+      } else if (((c.op == "Div" || c.op == "Mod") && input == 1) || c.op == "Reciprocal") {
         x = uniform(0.5, 4) * (integer(0, 1) ? 1 : -1);
-      } else if (c.op == "Cast") {
+      } else if (c.op == "Cast" || c.op == "CastLike") {
         x = uniform(-300, 300);
       } else {
         x = uniform(-4, 4);
       }
     } else if (c.op == "Pow") {
       x = input == 0 ? integer(-3, 3) : integer(-1, 5);
-    } else if (c.op == "Div" && input == 1) {
+    } else if ((c.op == "Div" || c.op == "Mod") && input == 1) {
       x = integer(1, 9) * (integer(0, 1) || type == DataType::kUint8 ? 1 : -1);
     } else if (type == DataType::kUint8) {
       x = integer(0, 255);
