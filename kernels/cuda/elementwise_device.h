@@ -38,7 +38,21 @@ enum class UnaryOp {
   kHardSwish,
   kSoftplus,
   kSoftsign,
-  kClip
+  kClip,
+  kAcos,
+  kAcosh,
+  kAsin,
+  kAsinh,
+  kAtan,
+  kAtanh,
+  kCosh,
+  kSinh,
+  kTan,
+  kSwish,            ///< x * sigmoid(alpha * x)
+  kCelu,             ///< max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+  kMish,             ///< x * tanh(softplus(x))
+  kThresholdedRelu,  ///< x > alpha ? x : 0
+  kShrink  ///< x < -alpha ? x + beta : x > alpha ? x - beta : 0 (alpha: lambd, beta: bias)
 };
 
 enum class BinaryOp {

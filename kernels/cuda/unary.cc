@@ -40,6 +40,20 @@ StatusOr<UnaryArgs> argsFromCall<UnaryArgs>(const CudaKernelCall& call) {
       {"Softplus", UnaryOp::kSoftplus},
       {"Softsign", UnaryOp::kSoftsign},
       {"Clip", UnaryOp::kClip},
+      {"Acos", UnaryOp::kAcos},
+      {"Acosh", UnaryOp::kAcosh},
+      {"Asin", UnaryOp::kAsin},
+      {"Asinh", UnaryOp::kAsinh},
+      {"Atan", UnaryOp::kAtan},
+      {"Atanh", UnaryOp::kAtanh},
+      {"Cosh", UnaryOp::kCosh},
+      {"Sinh", UnaryOp::kSinh},
+      {"Tan", UnaryOp::kTan},
+      {"Swish", UnaryOp::kSwish},
+      {"Celu", UnaryOp::kCelu},
+      {"Mish", UnaryOp::kMish},
+      {"ThresholdedRelu", UnaryOp::kThresholdedRelu},
+      {"Shrink", UnaryOp::kShrink},
   };
   auto it = kOps.find(call.op);
   if (it == kOps.end()) return invalidArgument("{}: not a unary CUDA kernel", call.op);
@@ -56,7 +70,14 @@ StatusOr<UnaryArgs> argsFromCall<UnaryArgs>(const CudaKernelCall& call) {
       args.alpha = attrs.getFloat("alpha", 0.01f);
       break;
     case UnaryOp::kElu:
+    case UnaryOp::kSwish:
+    case UnaryOp::kCelu:
+    case UnaryOp::kThresholdedRelu:
       args.alpha = attrs.getFloat("alpha", 1.0f);
+      break;
+    case UnaryOp::kShrink:
+      args.alpha = attrs.getFloat("lambd", 0.5f);
+      args.beta = attrs.getFloat("bias", 0.0f);
       break;
     case UnaryOp::kSelu:
       args.alpha = attrs.getFloat("alpha", 1.67326319217681884765625f);

@@ -97,6 +97,34 @@ __device__ __forceinline__ float applyFloat(const UnaryDeviceArgs& a, float x, f
       if (x < lo) x = lo;
       if (x > hi) x = hi;
       return x;
+    case UnaryOp::kAcos:
+      return acosf(x);
+    case UnaryOp::kAcosh:
+      return acoshf(x);
+    case UnaryOp::kAsin:
+      return asinf(x);
+    case UnaryOp::kAsinh:
+      return asinhf(x);
+    case UnaryOp::kAtan:
+      return atanf(x);
+    case UnaryOp::kAtanh:
+      return atanhf(x);
+    case UnaryOp::kCosh:
+      return coshf(x);
+    case UnaryOp::kSinh:
+      return sinhf(x);
+    case UnaryOp::kTan:
+      return tanf(x);
+    case UnaryOp::kSwish:
+      return x / (1.0f + expf(-a.alpha * x));
+    case UnaryOp::kCelu:
+      return fmaxf(0.0f, x) + fminf(0.0f, a.alpha * (expf(x / a.alpha) - 1.0f));
+    case UnaryOp::kMish:
+      return x * tanhf(softplus(x));
+    case UnaryOp::kThresholdedRelu:
+      return x > a.alpha ? x : 0.0f;
+    case UnaryOp::kShrink:
+      return x < -a.alpha ? x + a.beta : x > a.alpha ? x - a.beta : 0.0f;
     case UnaryOp::kNot:
       break;
   }

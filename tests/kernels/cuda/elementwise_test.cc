@@ -93,8 +93,14 @@ std::vector<Case> allCases() {
         KernelAttrs tanh;
         tanh.strings["approximate"] = "tanh";
         variants.push_back({"Tanh", tanh});
-      } else if (op == "LeakyRelu" || op == "Elu") {
+      } else if (op == "LeakyRelu" || op == "Elu" || op == "Celu" || op == "Swish" ||
+                 op == "ThresholdedRelu") {
         variants[0].second.floats["alpha"] = 0.3f;
+        variants.push_back({"Default", {}});
+      } else if (op == "Shrink") {
+        variants[0].second.floats["lambd"] = 0.7f;
+        variants[0].second.floats["bias"] = 0.2f;
+        variants.push_back({"Default", {}});
       } else if (op == "HardSigmoid") {
         variants[0].second.floats["alpha"] = 0.3f;
         variants[0].second.floats["beta"] = 0.4f;
@@ -158,6 +164,12 @@ std::vector<double> randomValues(const Case& c, size_t input, DataType type, int
     } else if (is_float) {
       if (c.op == "Log" || c.op == "Sqrt") {
         x = uniform(0.05, 5);
+      } else if (c.op == "Acos" || c.op == "Asin" || c.op == "Atanh") {
+        x = uniform(-0.95, 0.95);
+      } else if (c.op == "Acosh") {
+        x = uniform(1.05, 5);
+      } else if (c.op == "Tan") {
+        x = uniform(-1.2, 1.2);
       } else if (c.op == "Pow") {
         x = input == 0 ? uniform(0.5, 2) : uniform(-2, 2);
       } else if (((c.op == "Div" || c.op == "Mod") && input == 1) || c.op == "Reciprocal") {
