@@ -30,6 +30,7 @@ StatusOr<BinaryArgs> argsFromCall<BinaryArgs>(const CudaKernelCall& call) {
       {"BitwiseAnd", BinaryOp::kBitwiseAnd},
       {"BitwiseOr", BinaryOp::kBitwiseOr},
       {"BitwiseXor", BinaryOp::kBitwiseXor},
+      {"PRelu", BinaryOp::kPRelu},
   };
   auto it = kOps.find(call.op);
   if (it == kOps.end()) return invalidArgument("{}: not a binary CUDA kernel", call.op);

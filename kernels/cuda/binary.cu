@@ -128,6 +128,8 @@ __device__ __forceinline__ C arithmetic(BinaryOp op, C x, C y) {
         return isnan(x) ? x : x < y ? x : y;
       case BinaryOp::kFmod:
         return fmodf(x, y);
+      case BinaryOp::kPRelu:
+        return x < 0 ? y * x : x;
       default:
         break;
     }
@@ -196,9 +198,9 @@ bool binaryKernelExists(BinaryOp op, DataType dtype) {
     case DataType::kInt8:
     case DataType::kInt32:
     case DataType::kInt64:
-      return !logical;
+      return !logical && op != BinaryOp::kPRelu;
     case DataType::kUint8:
-      return !logical && op != BinaryOp::kPow;
+      return !logical && op != BinaryOp::kPow && op != BinaryOp::kPRelu;
     case DataType::kBool:
       return logical || op == BinaryOp::kEqual;
     default:

@@ -75,7 +75,8 @@ enum class BinaryOp {
   kFmod,  ///< fmod = 1: C's remainder (the dividend's sign), for every numeric type
   kBitwiseAnd,
   kBitwiseOr,
-  kBitwiseXor
+  kBitwiseXor,
+  kPRelu  ///< x < 0 ? slope * x : x (the slope is input 1, broadcast to x)
 };
 
 /// Whether a binary op writes bool (comparisons) rather than its input type.
