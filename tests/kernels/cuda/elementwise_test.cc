@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <ostream>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,8 +78,10 @@ std::vector<Shapes> shapesFor(const CudaKernelInfo& row) {
 std::vector<Case> allCases() {
   std::vector<Case> out;
   for (const CudaKernelInfo& row : cudaKernelTable()) {
-    // MatMul and Gemm have their own cases (matmul_test.cc): their shapes are not elementwise.
-    if (std::string(row.family) == "MatMul" || std::string(row.family) == "Gemm") continue;
+    // The elementwise families only: the others have their own cases (matmul_test.cc,
+    // attention_test.cc, ...): their shapes are not elementwise.
+    static const std::set<std::string> kElementwise = {"Unary", "Binary", "Where", "Cast"};
+    if (kElementwise.count(row.family) == 0) continue;
     for (const test::TypeCombo& combo : test::claimedCombos(row)) {
       std::vector<std::pair<std::string, KernelAttrs>> variants = {{"", {}}};
       std::string op = row.op;
