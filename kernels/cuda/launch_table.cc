@@ -12,6 +12,8 @@
 #include "onnxopt/kernels/cuda.h"
 #include "unary.h"
 #include "where.h"
+// attn: fused Attention and Einsum
+#include "attention.h"
 
 namespace onnxopt::kernels {
 
