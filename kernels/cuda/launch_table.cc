@@ -14,6 +14,7 @@
 #include "where.h"
 // attn: fused Attention and Einsum
 #include "attention.h"
+#include "einsum.h"
 
 namespace onnxopt::kernels {
 

@@ -18,6 +18,7 @@
 #include "../test_tensors.h"
 #include "device_harness.h"
 #include "onnxopt/kernels/reference.h"
+#include "random_tensor.h"
 
 namespace onnxopt::kernels {
 namespace {
@@ -175,14 +176,7 @@ std::vector<AttnCase> attentionCases() {
   return out;
 }
 
-HostTensor randomTensor(DataType t, const std::vector<int64_t>& dims, std::mt19937& rng,
-                        double lo = -1, double hi = 1) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<double> values(static_cast<size_t>(n));
-  for (double& v : values) v = std::uniform_real_distribution<>(lo, hi)(rng);
-  return test::tensorOf(t, dims, values);
-}
+using test::randomTensor;
 
 /// The node's inputs (an omitted one has dtype kUndefined) and attributes.
 struct AttnNode {

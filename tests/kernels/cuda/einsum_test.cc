@@ -1,0 +1,122 @@
+// Einsum on CUDA (kernels/cuda/einsum.cc: strided copies around one cuBLASLt GEMM, or a row sum)
+// against the reference kernel, for float, float16 and bfloat16: matrix products with every
+// operand layout (transposed operands, batch labels, attention's QK^T and PV), '...' with
+// broadcast batch dims (missing and size 1), the implicit output, outer and inner products, labels
+// summed in one operand only, and one-operand transposes and sums. Label gpu.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device_harness.h"
+#include "onnxopt/kernels/reference.h"
+#include "random_tensor.h"
+
+namespace onnxopt::kernels {
+namespace {
+
+struct EinsumCase {
+  std::string equation;
+  std::vector<std::vector<int64_t>> shapes;
+  DataType dtype = DataType::kFloat;
+  std::string name = {};
+};
+
+void PrintTo(const EinsumCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+/// The equation as a test name: letters kept, "..." as "ell", ',' as "_", "->" as "_to_".
+std::string equationName(const std::string& eq) {
+  std::string out;
+  for (size_t i = 0; i < eq.size(); ++i) {
+    if (eq.compare(i, 3, "...") == 0) {
+      out += "ell";
+      i += 2;
+    } else if (eq.compare(i, 2, "->") == 0) {
+      out += "_to_";
+      ++i;
+    } else if (eq[i] == ',') {
+      out += "_";
+    } else {
+      out += eq[i];
+    }
+  }
+  return out;
+}
+
+std::vector<EinsumCase> einsumCases() {
+  const std::vector<EinsumCase> equations = {
+      {"ij,jk->ik", {{3, 4}, {4, 5}}},
+      {"ij,jk", {{33, 17}, {17, 9}}},  // implicit output: ik
+      {"ij,kj->ik", {{3, 4}, {5, 4}}},
+      {"ji,jk->ik", {{4, 3}, {4, 5}}},
+      {"ij,jk->ki", {{3, 4}, {4, 5}}},
+      {"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}},
+      {"bij,jk->bik", {{2, 3, 4}, {4, 5}}},
+      {"bhqd,bhkd->bhqk", {{2, 3, 7, 8}, {2, 3, 9, 8}}},
+      {"bhqk,bhkd->bhqd", {{2, 3, 7, 9}, {2, 3, 9, 8}}},
+      {"bqhd,bkhd->bhqk", {{2, 7, 3, 8}, {2, 9, 3, 8}}},
+      {"...ij,...jk->...ik", {{2, 3, 4, 5}, {3, 5, 6}}},
+      {"...ij,...jk->...ik", {{2, 1, 4, 5}, {3, 5, 6}}},
+      {"ij,ij->i", {{5, 7}, {5, 7}}},
+      {"i,i->", {{33}, {33}}},
+      {"i,j->ij", {{3}, {4}}},
+      {"ij,jk->k", {{3, 4}, {4, 5}}},  // i summed in A alone
+      {"bn,anm->bam", {{2, 3}, {4, 3, 5}}},
+      {"ijk,ikl->jl", {{3, 4, 5}, {3, 5, 2}}},
+      {"ij->ji", {{3, 5}}},
+      {"abc->cba", {{2, 3, 4}}},
+      {"ij->i", {{4, 33}}},
+      {"ij->j", {{4, 33}}},
+      {"ij->", {{7, 9}}},
+      {"...ij->...j", {{2, 3, 4}}},
+  };
+  std::vector<EinsumCase> out;
+  for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
+    for (EinsumCase c : equations) {
+      c.dtype = t;
+      c.name = dataTypeName(t) + "_" + equationName(c.equation);
+      for (const auto& s : c.shapes) c.name += "_" + fmt::format("{}", fmt::join(s, "x"));
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+test::Tolerance einsumTolerance(DataType t) {
+  // Float accumulation in another order than the reference's.
+  if (t == DataType::kFloat) return {1e-4, 1e-4};
+  if (t == DataType::kFloat16) return {2e-3, 2e-3};
+  return {1.6e-2, 1e-2};
+}
+
+class EinsumTest : public test::CudaTest, public ::testing::WithParamInterface<EinsumCase> {};
+
+TEST_P(EinsumTest, MatchesReference) {
+  const EinsumCase& c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
+  KernelAttrs attrs;
+  attrs.strings["equation"] = c.equation;
+  std::vector<HostTensor> host;
+  std::vector<const HostTensor*> ptrs;
+  for (const auto& dims : c.shapes) host.push_back(test::randomTensor(c.dtype, dims, rng));
+  for (const HostTensor& t : host) ptrs.push_back(&t);
+  auto want = runReferenceKernel("Einsum", 12, ptrs, attrs, 1);
+  ASSERT_TRUE(want.isOk()) << want.status().toString();
+  auto got = test::runOnDevice("Einsum", 12, host, attrs, want->at(0).dtype, want->at(0).dims);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want->at(0), *got, einsumTolerance(c.dtype));
+}
+
+INSTANTIATE_TEST_SUITE_P(Lowered, EinsumTest, ::testing::ValuesIn(einsumCases()),
+                         [](const ::testing::TestParamInfo<EinsumCase>& p) {
+                           return p.param.name;
+                         });
+
+}  // namespace
+}  // namespace onnxopt::kernels
