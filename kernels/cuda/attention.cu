@@ -19,7 +19,6 @@ constexpr int kWarps = 4;
 constexpr int kRowsPerWarp = 4;
 constexpr int kBlockRows = kWarps * kRowsPerWarp;
 constexpr int kKeyTile = 32;
-constexpr int kMaxChunks = static_cast<int>(kAttentionMaxHeadSize / 32);
 
 /// The shared-memory row stride of the K tile: odd, so lane j's reads of row j fall in distinct
 /// banks.
@@ -68,7 +67,8 @@ __device__ __forceinline__ float loadKv(const T* past, const T* cur, const HeadS
   return load(cur, b * s.batch + hk * s.head + (j - past_seq) * s.seq + d);
 }
 
-template <typename T>
+/// kChunks: output dims per lane (V head sizes up to 32 * kChunks).
+template <typename T, int kChunks>
 __global__ void __launch_bounds__(kWarps * 32)
     attentionKernel(AttentionDeviceArgs a, int64_t q_blocks) {
   extern __shared__ float smem[];
@@ -112,13 +112,13 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 
   const int warp = tid / 32, lane = tid % 32;
-  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kMaxChunks];
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kChunks];
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     m[r] = -INFINITY;
     l[r] = 0.0f;
 #pragma unroll
-    for (int c = 0; c < kMaxChunks; ++c) acc[r][c] = 0.0f;
+    for (int c = 0; c < kChunks; ++c) acc[r][c] = 0.0f;
   }
 
   for (int64_t kt = 0; kt < key_end; kt += kKeyTile) {
@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       p_s[warp * kKeyTile + lane] = p;
       __syncwarp();
 #pragma unroll
-      for (int c = 0; c < kMaxChunks; ++c) {
+      for (int c = 0; c < kChunks; ++c) {
         const int64_t d = lane + 32 * c;
         if (d >= dv) break;
         float sum = 0.0f;
@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
     const int64_t base = b * a.y_strides.batch + h * a.y_strides.head + qi * a.y_strides.seq;
 #pragma unroll
-    for (int c = 0; c < kMaxChunks; ++c) {
+    for (int c = 0; c < kChunks; ++c) {
       const int64_t d = lane + 32 * c;
       if (d >= dv) break;
       store(y, base + d, acc[r][c] * inv);
@@ -235,10 +235,21 @@ cudaError_t launchTyped(const AttentionDeviceArgs& a, cudaStream_t stream) {
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   const int64_t q_blocks = (a.q_seq + kBlockRows - 1) / kBlockRows;
-  const int64_t blocks = a.batch * a.q_heads * q_blocks;
-  attentionKernel<T>
-      <<<static_cast<unsigned>(blocks), kWarps * 32, sharedBytes(a), stream>>>(a, q_blocks);
-  return cudaGetLastError();
+  const auto blocks = static_cast<unsigned>(a.batch * a.q_heads * q_blocks);
+  const size_t smem = sharedBytes(a);
+  // V head sizes up to 128 keep 4 output dims per lane in registers; up to 256, 8 (and the tiles
+  // then need more than the default 48 KiB of shared memory).
+  auto run = [&](auto kernel) {
+    if (smem > 48 * 1024) {
+      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem));
+      if (e != cudaSuccess) return e;
+    }
+    kernel<<<blocks, kWarps * 32, smem, stream>>>(a, q_blocks);
+    return cudaGetLastError();
+  };
+  if (a.v_size <= 128) return run(attentionKernel<T, 4>);
+  return run(attentionKernel<T, 8>);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 // attention.cc): parsing the node, canImplement, launch.
 //
 // canImplement refuses (so the node runs on the CPU): the fourth output qk_matmul_output, head
-// sizes above 128, Q/K/V/past types that differ, and what the op's contract forbids.
+// sizes above 256, Q/K/V/past types that differ, and what the op's contract forbids.
 #pragma once
 
 #include <string>

@@ -13,7 +13,7 @@
 namespace onnxopt::kernels::cuda {
 
 /// The largest query/key and value head sizes the kernel's shared-memory tiles hold.
-inline constexpr int64_t kAttentionMaxHeadSize = 128;
+inline constexpr int64_t kAttentionMaxHeadSize = 256;
 
 /// Element strides of a [batch, head, sequence, dim] tensor (dim stride 1).
 struct HeadStrides {

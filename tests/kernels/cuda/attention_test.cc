@@ -1,6 +1,6 @@
 // The fused CUDA Attention kernel (kernels/cuda/attention.cu) against the reference kernel, for
 // float, float16 and bfloat16: 3-D and 4-D inputs, grouped-query attention (4:2, 4:1), decoding
-// (Sq 1), key counts that are not a multiple of the tile, head sizes 8 to 128 and a V head size
+// (Sq 1), key counts that are not a multiple of the tile, head sizes 8 to 256 and a V head size
 // that differs, bool and float masks broadcast from [Sq, T], [B, 1, Sq, T] and [Hq, Sq, T], a mask
 // shorter than the keys, is_causal with and without past, softcap, scale, the present outputs and
 // nonpad_kv_seqlen (opset 24), rows with every key masked. Label gpu.
@@ -104,13 +104,20 @@ std::vector<AttnCase> attentionCases() {
   auto three_d = [](AttnCase& c) { c.three_d = true; };
   const AttnCase small = shape(2, 4, 4, 7, 33, 64);
   const AttnCase gqa = shape(1, 4, 2, 64, 130, 80);  // 4:2, Skv not a multiple of the tile
-  // Shapes: decoding a single key, GQA 4:2 and 4:1, Dv != D, D 128, 3-D.
+  // Shapes: decoding a single key, GQA 4:2 and 4:1, Dv != D, D 128 to 256 (8 output dims per
+  // lane above 128, more than 48 KiB of shared memory), 3-D.
   add(shape(1, 1, 1, 1, 1, 8), as_is);
   add(small, as_is);
   add(gqa, as_is);
   add(shape(2, 4, 1, 65, 130, 64), three_d);
   add(shape(2, 2, 2, 7, 33, 64, 80), as_is);
   add(shape(1, 2, 1, 17, 40, 128), as_is);
+  add(shape(1, 2, 2, 17, 40, 256), as_is);
+  add(shape(2, 2, 1, 9, 35, 64, 160), as_is);
+  add(shape(1, 2, 2, 7, 1, 256), [](AttnCase& c) {
+    c.past_seq = 40;
+    c.causal = c.presents = true;
+  });
   add(shape(2, 3, 3, 5, 9, 8, 16), three_d);
   // Masks.
   add(small, [](AttnCase& c) { c.mask = MaskKind::kBool2d; });
