@@ -1,7 +1,7 @@
 // The fused CUDA Attention kernel (kernels/cuda/attention.cu) against the reference kernel, for
 // float, float16 and bfloat16: 3-D and 4-D inputs, grouped-query attention (4:2, 4:1), decoding
 // (Sq 1), key counts that are not a multiple of the tile, head sizes 8 to 256 and a V head size
-// that differs, bool and float masks broadcast from [Sq, T], [B, 1, Sq, T] and [Hq, Sq, T], a mask
+// that differs, bool and float masks broadcast from [Sq, T], [B, 1, Sq, T], [B, 1, 1, T] and [Hq, Sq, T], a mask
 // shorter than the keys, is_causal with and without past, softcap, scale, the present outputs and
 // nonpad_kv_seqlen (opset 24), rows with every key masked. Label gpu.
 #include <gtest/gtest.h>
@@ -26,6 +26,8 @@ namespace {
 enum class MaskKind {
   kNone,
   kBool2d,      ///< bool [Sq, T]
+  kFloat2d,     ///< Q's type [Sq, T]
+  kPadding4d,   ///< Q's type [B, 1, 1, T]: a key padding mask, as BERT-style models build
   kFloat4d,     ///< Q's type [B, 1, Sq, T]
   kFloat3d,     ///< float (whatever Q's type) [Hq, Sq, T]
   kShortBool4d  ///< bool [1, Hq, Sq, T - 5]: the last 5 keys masked by padding
@@ -35,6 +37,10 @@ const char* maskName(MaskKind m) {
   switch (m) {
     case MaskKind::kBool2d:
       return "_maskbool2d";
+    case MaskKind::kFloat2d:
+      return "_maskfloat2d";
+    case MaskKind::kPadding4d:
+      return "_maskpadding";
     case MaskKind::kFloat4d:
       return "_maskfloat4d";
     case MaskKind::kFloat3d:
@@ -130,6 +136,11 @@ std::vector<AttnCase> attentionCases() {
     c.mask = MaskKind::kFloat3d;
   });
   add(small, [](AttnCase& c) { c.mask = MaskKind::kShortBool4d; });
+  add(gqa, [](AttnCase& c) { c.mask = MaskKind::kFloat2d; });
+  add(shape(2, 4, 4, 33, 33, 16), [](AttnCase& c) {
+    c.three_d = true;
+    c.mask = MaskKind::kPadding4d;
+  });
   // is_causal, with and without past (the diagonal shifted by the past length), decoding.
   add(gqa, [](AttnCase& c) { c.causal = true; });
   add(shape(2, 2, 2, 65, 33, 64), [](AttnCase& c) { c.causal = true; });
@@ -222,6 +233,12 @@ AttnNode buildNode(const AttnCase& c, std::mt19937& rng) {
   switch (c.mask) {
     case MaskKind::kBool2d:
       mask = boolMask({c.q_seq, total});
+      break;
+    case MaskKind::kFloat2d:
+      mask = floatMask(c.dtype, {c.q_seq, total});
+      break;
+    case MaskKind::kPadding4d:
+      mask = floatMask(c.dtype, {c.batch, 1, 1, total});
       break;
     case MaskKind::kFloat4d:
       mask = floatMask(c.dtype, {c.batch, 1, c.q_seq, total});
