@@ -75,6 +75,11 @@ std::vector<EinsumCase> einsumCases() {
       {"ij->j", {{4, 33}}},
       {"ij->", {{7, 9}}},
       {"...ij->...j", {{2, 3, 4}}},
+      // Sizes of several blocks: the copies' grid-stride loops, the row sum's warps.
+      {"bhqd,bhkd->bhqk", {{2, 4, 65, 64}, {2, 4, 130, 64}}},
+      {"bqhd,bkhd->bqhk", {{2, 33, 4, 16}, {2, 70, 4, 16}}},
+      {"ij->i", {{300, 70}}},
+      {"abc->cab", {{64, 48, 33}}},
   };
   std::vector<EinsumCase> out;
   for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
