@@ -76,6 +76,8 @@ struct Walk {
 struct EinsumPlan {
   DataType dtype = DataType::kFloat;
   std::vector<int64_t> out_dims;
+  bool direct = false;           ///< the direct kernel, not the GEMM lowering
+  EinsumDirectArgs direct_args;  ///< its arguments (inputs and output set at launch)
   bool one_operand = false;
   bool sums = false;  ///< one operand: some label is summed
   int64_t batch = 1, m = 1, n = 1, k = 1;
@@ -92,13 +94,13 @@ size_t aligned(size_t bytes) {
 StatusOr<EinsumPlan> planOf(const EinsumArgs& args) {
   const auto& xs = args.inputs;
   if (xs.empty()) return invalidArgument("Einsum: no inputs");
-  if (xs.size() > 2) {
-    return makeError(StatusCode::kUnimplemented,
-                     "Einsum: {} operands; the CUDA lowering takes one or two", xs.size());
+  if (xs.size() > static_cast<size_t>(kEinsumDirectMaxOperands)) {
+    return makeError(StatusCode::kUnimplemented, "Einsum: {} operands; the CUDA kernel takes {}",
+                     xs.size(), kEinsumDirectMaxOperands);
   }
   EinsumPlan p;
   p.dtype = xs[0].dtype;
-  if (!isFloatType(p.dtype)) {
+  if (!einsumDirectTypeExists(p.dtype)) {
     return makeError(StatusCode::kUnimplemented, "Einsum: no CUDA kernel for {}",
                      dataTypeName(p.dtype));
   }
@@ -140,6 +142,7 @@ StatusOr<EinsumPlan> planOf(const EinsumArgs& args) {
   std::map<int, int64_t> extent;
   std::map<int, int> uses;
   std::vector<std::vector<int>> dim_labels(xs.size());
+  bool repeated = false;  // a label twice in one operand: a diagonal
   for (size_t i = 0; i < xs.size(); ++i) {
     for (int l : terms[i]) {
       if (l >= 0) {
@@ -153,10 +156,7 @@ StatusOr<EinsumPlan> planOf(const EinsumArgs& args) {
     }
     for (size_t d = 0; d < dim_labels[i].size(); ++d) {
       int l = dim_labels[i][d];
-      if (std::count(dim_labels[i].begin(), dim_labels[i].end(), l) > 1) {
-        return makeError(StatusCode::kUnimplemented,
-                         "Einsum: a label repeated in operand {} (a diagonal) stays on the CPU", i);
-      }
+      repeated = repeated || std::count(dim_labels[i].begin(), dim_labels[i].end(), l) > 1;
       int64_t size = xs[i].dims[d];
       auto [it, fresh] = extent.emplace(l, size);
       if (fresh || it->second == size) continue;
@@ -199,10 +199,40 @@ StatusOr<EinsumPlan> planOf(const EinsumArgs& args) {
     }
   }
   for (int l : out_labels) p.out_dims.push_back(extent.at(l));
-  if (extent.size() > static_cast<size_t>(kEinsumMaxRank)) {
+  if (extent.size() > static_cast<size_t>(kEinsumDirectMaxLabels)) {
     return makeError(StatusCode::kUnimplemented,
-                     "Einsum: {} distinct labels; the CUDA lowering takes at most {}",
-                     extent.size(), kEinsumMaxRank);
+                     "Einsum: {} distinct labels; the CUDA kernel takes at most {}", extent.size(),
+                     kEinsumDirectMaxLabels);
+  }
+  // The GEMM lowering takes one or two float operands without diagonals; the rest (double and
+  // integers, diagonals, three or more operands) runs on the direct kernel.
+  if (!isFloatType(p.dtype) || xs.size() > 2 || repeated ||
+      extent.size() > static_cast<size_t>(kEinsumMaxRank)) {
+    std::vector<int> labels = out_labels;
+    for (const auto& [l, size] : extent) {
+      if (std::count(labels.begin(), labels.end(), l) == 0) labels.push_back(l);
+    }
+    EinsumDirectArgs& d = p.direct_args;
+    p.direct = true;
+    d.dtype = p.dtype;
+    d.operands = static_cast<int>(xs.size());
+    d.out_rank = static_cast<int>(out_labels.size());
+    d.sum_rank = static_cast<int>(labels.size() - out_labels.size());
+    d.out_count = d.sum_count = 1;
+    for (size_t j = 0; j < labels.size(); ++j) {
+      d.dims[j] = extent.at(labels[j]);
+      (static_cast<int>(j) < d.out_rank ? d.out_count : d.sum_count) *= d.dims[j];
+    }
+    for (size_t i = 0; i < xs.size(); ++i) {
+      std::vector<int64_t> strides = contiguousStrides(xs[i].dims);
+      for (size_t dim = 0; dim < dim_labels[i].size(); ++dim) {
+        int l = dim_labels[i][dim];
+        if (xs[i].dims[dim] == 1 && extent.at(l) != 1) continue;  // broadcast
+        auto j = std::find(labels.begin(), labels.end(), l) - labels.begin();
+        d.strides[i][j] += strides[dim];  // a repeated label adds up: the diagonal
+      }
+    }
+    return p;
   }
 
   // Operand i's element stride for label l: 0 where it lacks l or broadcasts it (size 1).
@@ -362,6 +392,13 @@ Status launch(const EinsumArgs& args, CudaStream stream) {
                            args.workspace_bytes, copies);
   }
   if (args.y.numElements() == 0) return Status::ok();
+  if (p.direct) {
+    EinsumDirectArgs d = p.direct_args;
+    for (size_t i = 0; i < args.inputs.size(); ++i) d.inputs[i] = args.inputs[i].data;
+    d.out = args.y.data;
+    ONNXOPT_CUDA_CHECK(launchEinsumDirect(d, streamOf(stream)), args.op);
+    return Status::ok();
+  }
   char* ws = static_cast<char*>(args.workspace);
   const void* a = args.inputs[0].data;
   if (p.a_bytes > 0) {

@@ -1,7 +1,8 @@
 // The CUDA Einsum lowering's host half (kernels/cuda/einsum.cc) without a device: it accepts the
 // equations the reference runs at the reference's output shapes (and asks for workspace only where
 // an operand or the product needs a copy), and refuses what it does not lower, with the reason.
-// Runs in CI.
+// The direct kernel takes what the lowering does not (double and integers, diagonals, up to 8
+// operands). Runs in CI.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -61,8 +62,19 @@ TEST(CudaEinsum, AcceptsAtTheReferenceShapes) {
       {"ij->ji", {{3, 5}}},
       {"ij->", {{3, 5}}},
       {"Ab,bA", {{3, 4}, {4, 3}}},  // implicit output of nothing: a scalar
+      // The direct kernel: diagonals, three operands, 13 to 16 labels.
+      {"ii->i", {{3, 3}}},
+      {"...ii->...i", {{2, 3, 3}}},
+      {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 5}}},
+      {"abcdefghijklmnop->a", {Dims(16, 1)}},
+      // The ONNX node tests' equations, spaces included (their inputs are double).
+      {"...ii ->...i", {{3, 5, 5}}},
+      {"bij, bjk -> bik", {{5, 2, 3}, {5, 3, 4}}},
+      {"i,i", {{5}, {5}}},
+      {"->", {{}}},
   };
-  for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
+  for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16, DataType::kDouble,
+                     DataType::kInt32, DataType::kInt64}) {
     for (const auto& [eq, shapes] : cases) {
       Node n = einsum(eq, shapes, t);
       Support s = cudaCanImplement(n.call());
@@ -94,11 +106,9 @@ TEST(CudaEinsum, RefusesWhatItDoesNotLower) {
     std::string reason;
   };
   std::vector<Bad> bad = {
-      {einsum("ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 5}}), "3 operands"},
-      {einsum("ii->i", {{3, 3}}), "repeated in operand 0"},
-      {einsum("ij,jj->i", {{3, 4}, {4, 4}}), "repeated in operand 1"},
-      {einsum("abcdefghijklm->a", {Dims(13, 1)}), "13 distinct labels"},
-      {einsum("ij,jk->ik", {{3, 4}, {4, 5}}, DataType::kInt32), "no CUDA kernel for int32"},
+      {einsum("a,a,a,a,a,a,a,a,a->", std::vector<Dims>(9, Dims{2})), "9 operands"},
+      {einsum("abcdefghijklmnopq->a", {Dims(17, 1)}), "17 distinct labels"},
+      {einsum("ij,jk->ik", {{3, 4}, {4, 5}}, DataType::kUint8), "no CUDA kernel for uint8"},
       {einsum("ij,jk->ik", {{3, 4}, {5, 6}}), "label extents differ"},
       {einsum("ij->i", {{3, 4, 5}}), "rank 3 for 2 labels"},
   };
