@@ -51,12 +51,6 @@ StatusOr<HeadView> headView(const ConstTensorView& t, int64_t heads, const char*
 /// The device arguments the node asks for (pointers copied, never dereferenced), or why the
 /// kernel cannot run it.
 StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
-  if (a.qk_output) {
-    return makeError(
-        StatusCode::kUnimplemented,
-        "Attention: the CUDA kernel does not write qk_matmul_output (output 3); the node runs on "
-        "the CPU");
-  }
   DataType t = a.q.dtype;
   if (!isFloatType(t)) {
     return makeError(StatusCode::kUnimplemented, "Attention: no CUDA kernel for {}",
@@ -218,6 +212,16 @@ StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
                              dimsText(want));
     }
   }
+  if (present(a.qk_output)) {
+    std::vector<int64_t> want = {q.batch, q.heads, q.seq, total};
+    if (a.qk_output.dims != want || a.qk_output.dtype != t) {
+      return invalidArgument("Attention: qk_matmul_output is {} {}; the op writes {} {}",
+                             dataTypeName(a.qk_output.dtype), dimsText(a.qk_output.dims),
+                             dataTypeName(t), dimsText(want));
+    }
+    d.qk_output = a.qk_output.data;
+    d.qk_mode = static_cast<int>(a.qk_matmul_output_mode);
+  }
   d.present_key = a.present_key.dtype != DataType::kUndefined ? a.present_key.data : nullptr;
   d.present_value = a.present_value.dtype != DataType::kUndefined ? a.present_value.data : nullptr;
 
@@ -260,7 +264,7 @@ StatusOr<AttentionArgs> argsFromCall<AttentionArgs>(const CudaKernelCall& call) 
   a.y = call.outputs[0];
   if (call.outputs.size() > 1) a.present_key = call.outputs[1];
   if (call.outputs.size() > 2) a.present_value = call.outputs[2];
-  a.qk_output = call.outputs.size() > 3 && call.outputs[3].dtype != DataType::kUndefined;
+  if (call.outputs.size() > 3) a.qk_output = call.outputs[3];
   a.has_q_heads = attrs.has("q_num_heads");
   a.has_kv_heads = attrs.has("kv_num_heads");
   a.q_num_heads = attrs.getInt("q_num_heads", 0);
@@ -295,7 +299,10 @@ Support canImplement(const AttentionArgs& args) {
     }
   }
   const std::pair<const TensorView*, const char*> outputs[] = {
-      {&args.y, "Y"}, {&args.present_key, "present_key"}, {&args.present_value, "present_value"}};
+      {&args.y, "Y"},
+      {&args.present_key, "present_key"},
+      {&args.present_value, "present_value"},
+      {&args.qk_output, "qk_matmul_output"}};
   for (const auto& [view, what] : outputs) {
     if (Support s = requireDevice(args.op, *view, what); !s) return s;
     if (present(*view) && !view->isContiguous()) {

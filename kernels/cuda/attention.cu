@@ -202,6 +202,81 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
+/// The score of query row qi against key j before the bias (scaled, softcapped) and the bias
+/// (the mask, -inf for a padded, invalid or causal-masked key), as the reference computes them.
+template <typename T>
+__device__ __forceinline__ void scoreAt(const AttentionDeviceArgs& a, int64_t b, int64_t h,
+                                        int64_t hk, int64_t qi, int64_t j, int64_t valid,
+                                        int64_t offset, float* score, float* bias) {
+  const T* q = static_cast<const T*>(a.q) + b * a.q_strides.batch + h * a.q_strides.head +
+               qi * a.q_strides.seq;
+  float dot = 0.0f;
+  for (int64_t d = 0; d < a.qk_size; ++d) {
+    dot = fmaf(load(q, d),
+               loadKv(static_cast<const T*>(a.past_key), static_cast<const T*>(a.k), a.k_strides,
+                      a.past_seq, a.qk_size, a.kv_heads, b, hk, j, d),
+               dot);
+  }
+  float s = dot * a.scale;
+  if (a.softcap > 0.0f) s = a.softcap * tanhf(s / a.softcap);
+  *score = s;
+  if (j >= valid || (a.mask != nullptr && j >= a.mask_len) || (a.causal && j > qi + offset)) {
+    *bias = -INFINITY;
+  } else if (a.mask != nullptr) {
+    *bias = maskBias(
+        a, b * a.mask_strides.batch + h * a.mask_strides.head + qi * a.mask_strides.seq + j);
+  } else {
+    *bias = 0.0f;
+  }
+}
+
+/// qk_matmul_output: one warp per (batch, head, query row), its lanes over the keys (three
+/// passes for the probabilities of mode 3: max, sum, write).
+template <typename T>
+__global__ void qkOutputKernel(AttentionDeviceArgs a) {
+  const int64_t rows = a.batch * a.q_heads * a.q_seq, total = a.past_seq + a.kv_seq;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  T* out = static_cast<T*>(a.qk_output);
+  for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows;
+       row += warps) {
+    const int64_t qi = row % a.q_seq, h = (row / a.q_seq) % a.q_heads;
+    const int64_t b = row / a.q_seq / a.q_heads, hk = h / (a.q_heads / a.kv_heads);
+    int64_t valid = total, offset = a.past_seq;
+    if (a.nonpad != nullptr) {
+      valid = min(max(a.nonpad[b], int64_t{0}), total);
+      offset = valid - a.q_seq;
+    }
+    T* r = out + row * total;
+    float mx = -INFINITY, sum = 0.0f;
+    bool any = false;
+    for (int pass = a.qk_mode == 3 ? 0 : 2; pass < 3; ++pass) {
+      for (int64_t j = lane; j < total; j += 32) {
+        float s, bias;
+        scoreAt<T>(a, b, h, hk, qi, j, valid, offset, &s, &bias);
+        if (a.qk_mode <= 1) {
+          store(r, j, s);
+        } else if (a.qk_mode == 2) {
+          store(r, j, s + bias);
+        } else if (pass == 0) {
+          mx = fmaxf(mx, s + bias);
+          any = any || bias != -INFINITY;
+        } else if (pass == 1) {
+          sum += expf(s + bias - mx);
+        } else {
+          store(r, j, any ? expf(s + bias - mx) / sum : 0.0f);
+        }
+      }
+      if (pass == 0) {
+        mx = warpMax(mx);
+        any = __any_sync(0xffffffffu, any);
+      } else if (pass == 1) {
+        sum = warpSum(sum);
+      }
+    }
+  }
+}
+
 /// present[b, h, t, d] = t < past_seq ? past[b, h, t, d] : cur[b, h, t - past_seq, d].
 template <typename T>
 __global__ void presentKernel(const T* past, const T* cur, HeadStrides s, int64_t past_seq,
@@ -248,6 +323,11 @@ cudaError_t launchTyped(const AttentionDeviceArgs& a, cudaStream_t stream) {
     kernel<<<blocks, kWarps * 32, smem, stream>>>(a, q_blocks);
     return cudaGetLastError();
   };
+  if (a.qk_output != nullptr) {
+    const int64_t rows = a.batch * a.q_heads * a.q_seq;
+    qkOutputKernel<T><<<blocksFor(rows * 32), kThreads, 0, stream>>>(a);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
   if (a.v_size <= 128) return run(attentionKernel<T, 4>);
   return run(attentionKernel<T, 8>);
 }

@@ -7,8 +7,9 @@
 // past_key/past_value and the present_key/present_value outputs. Host half (this header,
 // attention.cc): parsing the node, canImplement, launch.
 //
-// canImplement refuses (so the node runs on the CPU): the fourth output qk_matmul_output, head
-// sizes above 256, Q/K/V/past types that differ, and what the op's contract forbids.
+// qk_matmul_output (output 3) is a separate kernel (one warp per query row), as the reference
+// defines its modes. canImplement refuses (so the node runs on the CPU): head sizes above 256,
+// Q/K/V/past of different types, and what the op's contract forbids.
 #pragma once
 
 #include <string>
@@ -27,8 +28,8 @@ struct AttentionArgs {
   ConstTensorView nonpad;                     ///< nonpad_kv_seqlen (opset 24), or none
   const HostTensor* nonpad_values = nullptr;  ///< its host data when it is a constant
   TensorView y;
-  TensorView present_key, present_value;      ///< dtype kUndefined: not asked for
-  bool qk_output = false;                     ///< the fourth output is asked for
+  TensorView present_key, present_value;  ///< dtype kUndefined: not asked for
+  TensorView qk_output;                   ///< qk_matmul_output (dtype kUndefined: not asked for)
   int64_t q_num_heads = 0, kv_num_heads = 0;  ///< 0: not given
   bool has_q_heads = false, has_kv_heads = false;
   bool causal = false;

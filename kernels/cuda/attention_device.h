@@ -44,6 +44,11 @@ struct AttentionDeviceArgs {
   bool causal;
   float scale;
   float softcap;  ///< 0: none
+  /// qk_matmul_output [batch, q_heads, q_seq, past_seq + kv_seq], or nullptr; what it holds
+  /// follows the reference kernel: modes 0 and 1 the scaled (and softcapped) scores, 2 those plus
+  /// the mask's bias, 3 the softmax probabilities.
+  void* qk_output;
+  int qk_mode;
 };
 
 /// Whether attention.cu instantiates the kernel for these element types.

@@ -1,7 +1,7 @@
 // The fused CUDA Attention kernel's host half (kernels/cuda/attention.cc) without a device: what
 // canImplement accepts (every shape and attribute combination the reference takes, output shapes
-// as the reference computes them) and what it refuses, with the reason (qk_matmul_output, head
-// sizes above 256, mixed types, broken contracts). Runs in CI.
+// as the reference computes them, qk_matmul_output included; the 64 ONNX node test cases) and what
+// it refuses, with the reason (head sizes above 256, mixed types, broken contracts). Runs in CI.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -87,17 +87,26 @@ TEST(CudaAttention, AcceptsWhatTheReferenceRuns) {
   }
 }
 
-TEST(CudaAttention, RefusesQkMatmulOutput) {
+TEST(CudaAttention, WritesQkMatmulOutput) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  for (int64_t mode = 0; mode < 4; ++mode) {
+    FakeNode n = basic4d();
+    n.outputs = 4;
+    n.attrs.ints["qk_matmul_output_mode"] = mode;
+    EXPECT_TRUE(askAtReferenceShapes(n)) << askAtReferenceShapes(n).reason;
+  }
+  // Of the wrong shape: refused, naming the one the op writes.
   FakeNode n = basic4d();
   n.outputs = 4;
-  n.attrs.ints["qk_matmul_output_mode"] = 1;
-  Support s = askAtReferenceShapes(n);
+  auto ref = n.reference();
+  ASSERT_TRUE(ref.isOk());
+  (*ref)[3] = zeros(DataType::kFloat, {2, 4, 3, 6});
+  Support s = cudaCanImplement(n.call(*ref));
   EXPECT_FALSE(s);
-  EXPECT_NE(s.reason.find("qk_matmul_output"), std::string::npos) << s.reason;
-  // The mode alone (no fourth output) changes nothing the kernel writes.
-  n.outputs = 1;
-  EXPECT_TRUE(askAtReferenceShapes(n)) << askAtReferenceShapes(n).reason;
+  EXPECT_NE(
+      s.reason.find("qk_matmul_output is float [2, 4, 3, 6]; the op writes float [2, 4, 3, 5]"),
+      std::string::npos)
+      << s.reason;
 }
 
 TEST(CudaAttention, RefusesLargeHeadSizes) {
@@ -628,11 +637,10 @@ const std::vector<NodeTestCase>& nodeTestCases() {
   return cases;
 }
 
-/// The kernel takes every opset 23/24 node test case at the reference's output shapes, except
-/// those that ask for qk_matmul_output (refused: the node runs on the CPU).
+/// The kernel takes every opset 23/24 node test case at the reference's output shapes.
 TEST(CudaAttention, TakesTheOnnxNodeTestCases) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
-  int taken = 0, refused = 0;
+  int taken = 0;
   for (const NodeTestCase& c : nodeTestCases()) {
     SCOPED_TRACE(c.name);
     FakeNode n;
@@ -661,18 +669,10 @@ TEST(CudaAttention, TakesTheOnnxNodeTestCases) {
       if (outputs[i] == '0') (*ref)[i] = HostTensor{};
     }
     Support s = cudaCanImplement(n.call(*ref));
-    bool qk = outputs.size() == 4 && outputs[3] == '1';
-    if (qk) {
-      EXPECT_FALSE(s);
-      EXPECT_NE(s.reason.find("qk_matmul_output"), std::string::npos) << s.reason;
-      ++refused;
-    } else {
-      EXPECT_TRUE(s) << s.reason;
-      ++taken;
-    }
+    EXPECT_TRUE(s) << s.reason;
+    taken += s ? 1 : 0;
   }
-  EXPECT_EQ(taken, 50);
-  EXPECT_EQ(refused, 14);
+  EXPECT_EQ(taken, 64);
 }
 
 TEST(CudaAttention, RefusesHostMemory) {

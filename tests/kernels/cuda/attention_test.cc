@@ -3,11 +3,13 @@
 // (Sq 1), key counts that are not a multiple of the tile, head sizes 8 to 256 and a V head size
 // that differs, bool and float masks broadcast from [Sq, T], [B, 1, Sq, T], [B, 1, 1, T] and [Hq, Sq, T], a mask
 // shorter than the keys, is_causal with and without past, softcap, scale, the present outputs and
-// nonpad_kv_seqlen (opset 24), rows with every key masked. Label gpu.
+// nonpad_kv_seqlen (opset 24), rows with every key masked, qk_matmul_output in its four modes.
+// Label gpu.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <ostream>
@@ -63,6 +65,7 @@ struct AttnCase {
   std::optional<float> scale = std::nullopt;
   std::vector<int64_t> nonpad = {};  ///< opset 24's nonpad_kv_seqlen, one per batch (empty: none)
   bool presents = false;             ///< ask for present_key and present_value
+  int qk_mode = -1;                  ///< ask for qk_matmul_output in this mode (-1: not)
   std::string name = {};
 };
 
@@ -83,6 +86,7 @@ std::string nameOf(const AttnCase& c) {
   if (c.scale) name += "_scale";
   if (!c.nonpad.empty()) name += "_nonpad" + fmt::format("{}", fmt::join(c.nonpad, "x"));
   if (c.presents) name += "_present";
+  if (c.qk_mode >= 0) name += fmt::format("_qkmode{}", c.qk_mode);
   return name;
 }
 
@@ -182,6 +186,34 @@ std::vector<AttnCase> attentionCases() {
     c.mask = MaskKind::kBool2d;
     c.nonpad = {17, 30};
   });
+  // qk_matmul_output in each mode (the reference's: 0 and 1 the scaled, softcapped scores, 2 with
+  // the bias, 3 the probabilities), with and without the present outputs.
+  for (int mode = 0; mode < 4; ++mode) {
+    add(small, [mode](AttnCase& c) {
+      c.mask = MaskKind::kShortBool4d;
+      c.qk_mode = mode;
+    });
+  }
+  add(shape(2, 4, 2, 7, 7, 64), [](AttnCase& c) {
+    c.past_seq = 33;
+    c.three_d = c.causal = c.presents = true;
+    c.softcap = 2.0f;
+    c.qk_mode = 1;
+  });
+  add(gqa, [](AttnCase& c) {
+    c.mask = MaskKind::kFloat4d;
+    c.causal = true;
+    c.qk_mode = 3;
+  });
+  add(shape(2, 2, 1, 7, 33, 64), [](AttnCase& c) {
+    c.causal = true;
+    c.nonpad = {3, 33};
+    c.qk_mode = 3;
+  });
+  add(shape(2, 2, 1, 7, 33, 64), [](AttnCase& c) {
+    c.nonpad = {5, 33};
+    c.qk_mode = 2;
+  });
 
   std::vector<AttnCase> out;
   for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
@@ -273,7 +305,8 @@ AttnNode buildNode(const AttnCase& c, std::mt19937& rng) {
   if (c.causal) n.attrs.ints["is_causal"] = 1;
   if (c.softcap > 0) n.attrs.floats["softcap"] = c.softcap;
   if (c.scale) n.attrs.floats["scale"] = *c.scale;
-  n.outputs = c.presents ? 3 : 1;
+  n.outputs = c.qk_mode >= 0 ? 4 : c.presents ? 3 : 1;
+  if (c.qk_mode >= 0) n.attrs.ints["qk_matmul_output_mode"] = c.qk_mode;
   return n;
 }
 
@@ -304,6 +337,12 @@ StatusOr<std::vector<HostTensor>> runAttention(const AttnNode& node,
   std::vector<HostTensor> got;
   std::vector<test::DeviceTensor> outputs;
   for (const HostTensor& e : expected) {
+    if (e.dtype == DataType::kUndefined) {  // not asked for
+      got.emplace_back();
+      outputs.emplace_back();
+      call.outputs.emplace_back();
+      continue;
+    }
     got.push_back(HostTensor::zeros(e.dtype, e.dims));
     ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::allocate(e.bytes.size()));
     RETURN_IF_ERROR(fillDevice(buffer.data(), 0xA5, e.bytes.size(), stream.get()));
@@ -314,6 +353,7 @@ StatusOr<std::vector<HostTensor>> runAttention(const AttnNode& node,
   if (!support) return Status(StatusCode::kUnimplemented, support.reason);
   RETURN_IF_ERROR(launchCudaKernel(call, stream.get()));
   for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].dtype == DataType::kUndefined) continue;
     RETURN_IF_ERROR(copyToHost(got[i].bytes.data(), outputs[i].buffer.data(), got[i].bytes.size(),
                                stream.get()));
   }
@@ -328,6 +368,22 @@ test::Tolerance attentionTolerance(DataType t) {
   return {2e-2, 4e-3};
 }
 
+/// test::expectClose, with equal infinities equal too (qk_matmul_output's masked scores are -inf
+/// in mode 2, and -inf - -inf is NaN).
+void expectCloseOrEqual(const HostTensor& want, const HostTensor& got, test::Tolerance tol) {
+  ASSERT_EQ(want.dtype, got.dtype);
+  ASSERT_EQ(want.dims, got.dims);
+  int reported = 0;
+  for (int64_t i = 0; i < want.numElements() && reported < 5; ++i) {
+    double e = test::valueAt(want, i), a = test::valueAt(got, i);
+    if (e == a || (std::isnan(e) && std::isnan(a)) ||
+        std::fabs(e - a) <= tol.atol + tol.rtol * std::fabs(e))
+      continue;
+    ADD_FAILURE() << "element " << i << ": cuda " << a << ", reference " << e;
+    ++reported;
+  }
+}
+
 class AttentionTest : public test::CudaTest, public ::testing::WithParamInterface<AttnCase> {};
 
 TEST_P(AttentionTest, MatchesReference) {
@@ -340,11 +396,16 @@ TEST_P(AttentionTest, MatchesReference) {
   }
   auto expected = runReferenceKernel("Attention", node.opset, ptrs, node.attrs, node.outputs);
   ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  if (c.qk_mode >= 0 && !c.presents) {  // outputs 1 and 2 omitted, as the node tests do
+    (*expected)[1] = HostTensor{};
+    (*expected)[2] = HostTensor{};
+  }
   auto got = runAttention(node, *expected);
   ASSERT_TRUE(got.isOk()) << got.status().toString();
   for (size_t i = 0; i < got->size(); ++i) {
+    if (got->at(i).dtype == DataType::kUndefined) continue;
     SCOPED_TRACE(fmt::format("output {}", i));
-    test::expectClose(expected->at(i), got->at(i), attentionTolerance(c.dtype));
+    expectCloseOrEqual(expected->at(i), got->at(i), attentionTolerance(c.dtype));
   }
 }
 
