@@ -15,6 +15,7 @@
 // attn: fused Attention and Einsum
 #include "attention.h"
 #include "einsum.h"
+#include "rotary.h"
 
 namespace onnxopt::kernels {
 
