@@ -12,6 +12,10 @@
 #include "onnxopt/kernels/cuda.h"
 #include "unary.h"
 #include "where.h"
+// attn: fused Attention and Einsum
+#include "attention.h"
+#include "einsum.h"
+#include "rotary.h"
 
 namespace onnxopt::kernels {
 

@@ -1,0 +1,358 @@
+// Device code of the fused Attention kernel (attention.h): one block per (batch, query head,
+// block of 16 query rows) streams over the keys in tiles of 32 held in shared memory, with an
+// online softmax in float (a running max and sum per row, the accumulator rescaled when the max
+// grows), then the weighted sum of V; nothing of size Sq x Skv is ever written. Each warp owns 4
+// query rows; lane j scores key j of the tile (its dot product reads the tile's K row, padded to
+// an odd stride so the 32 lanes hit 32 banks) and lane d accumulates output dims d, d + 32, ...
+// The present outputs (past ++ current keys/values) are a separate copy kernel.
+#include <cfloat>
+#include <cmath>
+
+#include "attention_device.h"
+#include "element_types.cuh"
+
+namespace onnxopt::kernels::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kRowsPerWarp = 4;
+constexpr int kBlockRows = kWarps * kRowsPerWarp;
+constexpr int kKeyTile = 32;
+
+/// The shared-memory row stride of the K tile: odd, so lane j's reads of row j fall in distinct
+/// banks.
+__host__ __device__ inline int64_t keyTileStride(int64_t qk_size) {
+  return qk_size % 2 == 0 ? qk_size + 1 : qk_size;
+}
+
+inline size_t sharedBytes(const AttentionDeviceArgs& a) {
+  int64_t floats = kBlockRows * a.qk_size + kKeyTile * keyTileStride(a.qk_size) +
+                   kKeyTile * a.v_size + kWarps * kKeyTile;
+  return static_cast<size_t>(floats) * sizeof(float);
+}
+
+__device__ __forceinline__ float warpMax(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ float warpSum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// The mask's additive bias at element `off`: bool false is -inf.
+__device__ __forceinline__ float maskBias(const AttentionDeviceArgs& a, int64_t off) {
+  switch (a.mask_dtype) {
+    case DataType::kBool:
+      return static_cast<const uint8_t*>(a.mask)[off] != 0 ? 0.0f : -INFINITY;
+    case DataType::kFloat16:
+      return load(static_cast<const __half*>(a.mask), off);
+    case DataType::kBfloat16:
+      return load(static_cast<const __nv_bfloat16*>(a.mask), off);
+    default:
+      return static_cast<const float*>(a.mask)[off];
+  }
+}
+
+/// Row `j` of the concatenated (past ++ current) keys or values of (b, kv head hk), element d.
+template <typename T>
+__device__ __forceinline__ float loadKv(const T* past, const T* cur, const HeadStrides& s,
+                                        int64_t past_seq, int64_t size, int64_t heads, int64_t b,
+                                        int64_t hk, int64_t j, int64_t d) {
+  if (j < past_seq) return load(past, ((b * heads + hk) * past_seq + j) * size + d);
+  return load(cur, b * s.batch + hk * s.head + (j - past_seq) * s.seq + d);
+}
+
+/// kChunks: output dims per lane (V head sizes up to 32 * kChunks).
+template <typename T, int kChunks>
+__global__ void __launch_bounds__(kWarps * 32)
+    attentionKernel(AttentionDeviceArgs a, int64_t q_blocks) {
+  extern __shared__ float smem[];
+  const int64_t dk = a.qk_size, dv = a.v_size, k_stride = keyTileStride(dk);
+  float* q_s = smem;                       // [kBlockRows][dk]
+  float* k_s = q_s + kBlockRows * dk;      // [kKeyTile][k_stride]
+  float* v_s = k_s + kKeyTile * k_stride;  // [kKeyTile][dv]
+  float* p_s = v_s + kKeyTile * dv;        // [kWarps][kKeyTile]
+  const T* q = static_cast<const T*>(a.q);
+  const T* k = static_cast<const T*>(a.k);
+  const T* v = static_cast<const T*>(a.v);
+  const T* past_k = static_cast<const T*>(a.past_key);
+  const T* past_v = static_cast<const T*>(a.past_value);
+
+  const int64_t block = blockIdx.x;
+  const int64_t qb = block % q_blocks;
+  const int64_t h = (block / q_blocks) % a.q_heads;
+  const int64_t b = block / q_blocks / a.q_heads;
+  const int64_t hk = h / (a.q_heads / a.kv_heads);
+  const int64_t q0 = qb * kBlockRows;
+  const int64_t q_last = min(q0 + kBlockRows, a.q_seq) - 1;
+  const int64_t total = a.past_seq + a.kv_seq;
+
+  // The keys any row of this block may attend: the valid ones (nonpad_kv_seqlen), those the mask
+  // covers, and with is_causal those up to the diagonal of the block's last row.
+  int64_t offset = a.past_seq, key_end = total;
+  if (a.nonpad != nullptr) {
+    key_end = min(max(a.nonpad[b], int64_t{0}), total);
+    offset = key_end - a.q_seq;
+  }
+  if (a.mask != nullptr) key_end = min(key_end, a.mask_len);
+  if (a.causal) key_end = min(key_end, max(q_last + offset + 1, int64_t{0}));
+
+  const int tid = static_cast<int>(threadIdx.x);
+  for (int64_t idx = tid; idx < kBlockRows * dk; idx += blockDim.x) {
+    int64_t r = idx / dk, d = idx % dk, qi = q0 + r;
+    q_s[idx] =
+        qi < a.q_seq
+            ? load(q, b * a.q_strides.batch + h * a.q_strides.head + qi * a.q_strides.seq + d)
+            : 0.0f;
+  }
+
+  const int warp = tid / 32, lane = tid % 32;
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kChunks];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) acc[r][c] = 0.0f;
+  }
+
+  for (int64_t kt = 0; kt < key_end; kt += kKeyTile) {
+    __syncthreads();  // the previous tile is consumed (and, the first time, Q is stored)
+    for (int64_t idx = tid; idx < kKeyTile * dk; idx += blockDim.x) {
+      int64_t jj = idx / dk, d = idx % dk, j = kt + jj;
+      k_s[jj * k_stride + d] =
+          j < key_end ? loadKv(past_k, k, a.k_strides, a.past_seq, dk, a.kv_heads, b, hk, j, d)
+                      : 0.0f;
+    }
+    for (int64_t idx = tid; idx < kKeyTile * dv; idx += blockDim.x) {
+      int64_t jj = idx / dv, d = idx % dv, j = kt + jj;
+      v_s[idx] = j < key_end
+                     ? loadKv(past_v, v, a.v_strides, a.past_seq, dv, a.kv_heads, b, hk, j, d)
+                     : 0.0f;
+    }
+    __syncthreads();
+
+    const int64_t j = kt + lane;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int row = warp * kRowsPerWarp + r;
+      const int64_t qi = q0 + row;
+      if (qi >= a.q_seq) continue;  // uniform across the warp
+      float s = -INFINITY;
+      bool live = false;
+      if (j < key_end && !(a.causal && j > qi + offset)) {
+        float bias = a.mask != nullptr
+                         ? maskBias(a, b * a.mask_strides.batch + h * a.mask_strides.head +
+                                           qi * a.mask_strides.seq + j)
+                         : 0.0f;
+        // A key is masked when its bias is -inf, whatever its score (as the reference decides).
+        live = bias != -INFINITY;
+        if (live) {
+          const float* qr = q_s + row * dk;
+          const float* kr = k_s + lane * k_stride;
+          float dot = 0.0f;
+          for (int64_t d = 0; d < dk; ++d) dot = fmaf(qr[d], kr[d], dot);
+          s = dot * a.scale;
+          if (a.softcap > 0.0f) s = a.softcap * tanhf(s / a.softcap);
+          s += bias;
+        }
+      }
+      const float tile_max = warpMax(live ? s : -INFINITY);
+      if (tile_max == -INFINITY) continue;  // nothing to attend in this tile (uniform)
+      const float m_new = fmaxf(m[r], tile_max);
+      const float p = live ? expf(s - m_new) : 0.0f;
+      const float corr = expf(m[r] - m_new);  // 0 while m is -inf
+      l[r] = l[r] * corr + warpSum(p);
+      p_s[warp * kKeyTile + lane] = p;
+      __syncwarp();
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        const int64_t d = lane + 32 * c;
+        if (d >= dv) break;
+        float sum = 0.0f;
+#pragma unroll 8
+        for (int jj = 0; jj < kKeyTile; ++jj)
+          sum = fmaf(p_s[warp * kKeyTile + jj], v_s[jj * dv + d], sum);
+        acc[r][c] = acc[r][c] * corr + sum;
+      }
+      __syncwarp();
+      m[r] = m_new;
+    }
+  }
+
+  T* y = static_cast<T*>(a.y);
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int64_t qi = q0 + warp * kRowsPerWarp + r;
+    if (qi >= a.q_seq) continue;
+    // A row that attends to nothing (every key masked) is 0, as the reference's.
+    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    const int64_t base = b * a.y_strides.batch + h * a.y_strides.head + qi * a.y_strides.seq;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int64_t d = lane + 32 * c;
+      if (d >= dv) break;
+      store(y, base + d, acc[r][c] * inv);
+    }
+  }
+}
+
+/// The score of query row qi against key j before the bias (scaled, softcapped) and the bias
+/// (the mask, -inf for a padded, invalid or causal-masked key), as the reference computes them.
+template <typename T>
+__device__ __forceinline__ void scoreAt(const AttentionDeviceArgs& a, int64_t b, int64_t h,
+                                        int64_t hk, int64_t qi, int64_t j, int64_t valid,
+                                        int64_t offset, float* score, float* bias) {
+  const T* q = static_cast<const T*>(a.q) + b * a.q_strides.batch + h * a.q_strides.head +
+               qi * a.q_strides.seq;
+  float dot = 0.0f;
+  for (int64_t d = 0; d < a.qk_size; ++d) {
+    dot = fmaf(load(q, d),
+               loadKv(static_cast<const T*>(a.past_key), static_cast<const T*>(a.k), a.k_strides,
+                      a.past_seq, a.qk_size, a.kv_heads, b, hk, j, d),
+               dot);
+  }
+  float s = dot * a.scale;
+  if (a.softcap > 0.0f) s = a.softcap * tanhf(s / a.softcap);
+  *score = s;
+  if (j >= valid || (a.mask != nullptr && j >= a.mask_len) || (a.causal && j > qi + offset)) {
+    *bias = -INFINITY;
+  } else if (a.mask != nullptr) {
+    *bias = maskBias(
+        a, b * a.mask_strides.batch + h * a.mask_strides.head + qi * a.mask_strides.seq + j);
+  } else {
+    *bias = 0.0f;
+  }
+}
+
+/// qk_matmul_output: one warp per (batch, head, query row), its lanes over the keys (three
+/// passes for the probabilities of mode 3: max, sum, write).
+template <typename T>
+__global__ void qkOutputKernel(AttentionDeviceArgs a) {
+  const int64_t rows = a.batch * a.q_heads * a.q_seq, total = a.past_seq + a.kv_seq;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  T* out = static_cast<T*>(a.qk_output);
+  for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows;
+       row += warps) {
+    const int64_t qi = row % a.q_seq, h = (row / a.q_seq) % a.q_heads;
+    const int64_t b = row / a.q_seq / a.q_heads, hk = h / (a.q_heads / a.kv_heads);
+    int64_t valid = total, offset = a.past_seq;
+    if (a.nonpad != nullptr) {
+      valid = min(max(a.nonpad[b], int64_t{0}), total);
+      offset = valid - a.q_seq;
+    }
+    T* r = out + row * total;
+    float mx = -INFINITY, sum = 0.0f;
+    bool any = false;
+    for (int pass = a.qk_mode == 3 ? 0 : 2; pass < 3; ++pass) {
+      for (int64_t j = lane; j < total; j += 32) {
+        float s, bias;
+        scoreAt<T>(a, b, h, hk, qi, j, valid, offset, &s, &bias);
+        if (a.qk_mode <= 1) {
+          store(r, j, s);
+        } else if (a.qk_mode == 2) {
+          store(r, j, s + bias);
+        } else if (pass == 0) {
+          mx = fmaxf(mx, s + bias);
+          any = any || bias != -INFINITY;
+        } else if (pass == 1) {
+          sum += expf(s + bias - mx);
+        } else {
+          store(r, j, any ? expf(s + bias - mx) / sum : 0.0f);
+        }
+      }
+      if (pass == 0) {
+        mx = warpMax(mx);
+        any = __any_sync(0xffffffffu, any);
+      } else if (pass == 1) {
+        sum = warpSum(sum);
+      }
+    }
+  }
+}
+
+/// present[b, h, t, d] = t < past_seq ? past[b, h, t, d] : cur[b, h, t - past_seq, d].
+template <typename T>
+__global__ void presentKernel(const T* past, const T* cur, HeadStrides s, int64_t past_seq,
+                              int64_t total, int64_t heads, int64_t size, int64_t count,
+                              T* present) {
+  ONNXOPT_GRID_STRIDE(i, count) {
+    int64_t d = i % size, t = (i / size) % total, bh = i / size / total;
+    int64_t h = bh % heads, b = bh / heads;
+    present[i] = t < past_seq ? past[((b * heads + h) * past_seq + t) * size + d]
+                              : cur[b * s.batch + h * s.head + (t - past_seq) * s.seq + d];
+  }
+}
+
+template <typename T>
+cudaError_t launchTyped(const AttentionDeviceArgs& a, cudaStream_t stream) {
+  const int64_t total = a.past_seq + a.kv_seq;
+  const struct {
+    const void* past;
+    const void* cur;
+    HeadStrides strides;
+    int64_t size;
+    void* present;
+  } caches[] = {{a.past_key, a.k, a.k_strides, a.qk_size, a.present_key},
+                {a.past_value, a.v, a.v_strides, a.v_size, a.present_value}};
+  for (const auto& c : caches) {
+    if (c.present == nullptr) continue;
+    int64_t count = a.batch * a.kv_heads * total * c.size;
+    presentKernel<T><<<blocksFor(count), kThreads, 0, stream>>>(
+        static_cast<const T*>(c.past), static_cast<const T*>(c.cur), c.strides, a.past_seq, total,
+        a.kv_heads, c.size, count, static_cast<T*>(c.present));
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  const int64_t q_blocks = (a.q_seq + kBlockRows - 1) / kBlockRows;
+  const auto blocks = static_cast<unsigned>(a.batch * a.q_heads * q_blocks);
+  const size_t smem = sharedBytes(a);
+  // V head sizes up to 128 keep 4 output dims per lane in registers; up to 256, 8 (and the tiles
+  // then need more than the default 48 KiB of shared memory).
+  auto run = [&](auto kernel) {
+    if (smem > 48 * 1024) {
+      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem));
+      if (e != cudaSuccess) return e;
+    }
+    kernel<<<blocks, kWarps * 32, smem, stream>>>(a, q_blocks);
+    return cudaGetLastError();
+  };
+  if (a.qk_output != nullptr) {
+    const int64_t rows = a.batch * a.q_heads * a.q_seq;
+    qkOutputKernel<T><<<blocksFor(rows * 32), kThreads, 0, stream>>>(a);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  if (a.v_size <= 128) return run(attentionKernel<T, 4>);
+  return run(attentionKernel<T, 8>);
+}
+
+}  // namespace
+
+bool attentionKernelExists(DataType dtype, DataType mask_dtype) {
+  bool float_type =
+      dtype == DataType::kFloat || dtype == DataType::kFloat16 || dtype == DataType::kBfloat16;
+  bool mask_ok = mask_dtype == DataType::kUndefined || mask_dtype == DataType::kBool ||
+                 mask_dtype == DataType::kFloat || mask_dtype == DataType::kFloat16 ||
+                 mask_dtype == DataType::kBfloat16;
+  return float_type && mask_ok;
+}
+
+cudaError_t launchAttention(const AttentionDeviceArgs& args, cudaStream_t stream) {
+  if (args.batch * args.q_heads * args.q_seq == 0) return cudaSuccess;
+  switch (args.dtype) {
+    case DataType::kFloat16:
+      return launchTyped<__half>(args, stream);
+    case DataType::kBfloat16:
+      return launchTyped<__nv_bfloat16>(args, stream);
+    default:
+      return launchTyped<float>(args, stream);
+  }
+}
+
+}  // namespace onnxopt::kernels::cuda

@@ -1,0 +1,60 @@
+// The device entry points of the fused Attention kernel (attention.cu): plain types and
+// cudaError_t only (the host half, attention.cc, parses the node and checks it; .cu files include
+// no Status or fmt). Every tensor is addressed as [batch, head, sequence, dim] through element
+// strides, so 3-D [B, S, H * D] and 4-D [B, H, S, D] inputs take one code path.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "onnxopt/support/data_type.h"
+
+namespace onnxopt::kernels::cuda {
+
+/// The largest query/key and value head sizes the kernel's shared-memory tiles hold.
+inline constexpr int64_t kAttentionMaxHeadSize = 256;
+
+/// Element strides of a [batch, head, sequence, dim] tensor (dim stride 1).
+struct HeadStrides {
+  int64_t batch = 0, head = 0, seq = 0;
+};
+
+struct AttentionDeviceArgs {
+  DataType dtype;  ///< of Q, K, V, past_key, past_value, Y and the present outputs
+  int64_t batch, q_heads, kv_heads, q_seq, kv_seq, past_seq, qk_size, v_size;
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* past_key;    ///< [batch, kv_heads, past_seq, qk_size], or nullptr
+  const void* past_value;  ///< [batch, kv_heads, past_seq, v_size], or nullptr
+  HeadStrides q_strides, k_strides, v_strides, y_strides;
+  void* y;
+  void* present_key;  ///< [batch, kv_heads, past_seq + kv_seq, qk_size], or nullptr
+  void* present_value;
+  /// The additive mask, or nullptr: bool (false masks) or a float type, element (b, h, i, j) at
+  /// b * mask_strides.batch + h * .head + i * .seq + j for j < mask_len (later keys are masked).
+  const void* mask;
+  DataType mask_dtype;
+  HeadStrides mask_strides;
+  int64_t mask_len;
+  /// nonpad_kv_seqlen (int64 [batch], opset 24), or nullptr: keys from nonpad[b] on are masked
+  /// and the causal diagonal ends at the last valid key (values are clamped to [0, kv total]).
+  const int64_t* nonpad;
+  bool causal;
+  float scale;
+  float softcap;  ///< 0: none
+  /// qk_matmul_output [batch, q_heads, q_seq, past_seq + kv_seq], or nullptr; what it holds
+  /// follows the reference kernel: modes 0 and 1 the scaled (and softcapped) scores, 2 those plus
+  /// the mask's bias, 3 the softmax probabilities.
+  void* qk_output;
+  int qk_mode;
+};
+
+/// Whether attention.cu instantiates the kernel for these element types.
+bool attentionKernelExists(DataType dtype, DataType mask_dtype);
+
+/// Writes the present outputs (when asked) and Y on `stream`; returns the launch status.
+cudaError_t launchAttention(const AttentionDeviceArgs& args, cudaStream_t stream);
+
+}  // namespace onnxopt::kernels::cuda
