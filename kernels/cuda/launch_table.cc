@@ -12,6 +12,9 @@
 #include "onnxopt/kernels/cuda.h"
 #include "unary.h"
 #include "where.h"
+// reductions, scans, TopK, fills (owner: reduce)
+#include "arg_reduce.h"
+#include "reduce.h"
 
 namespace onnxopt::kernels {
 

@@ -145,6 +145,12 @@ TEST(CudaKernelTable, EveryClaimPassesTheKernelsCanImplement) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to compare with";
   int checked = 0;
   for (const CudaKernelInfo& row : cudaKernelTable()) {
+    // Reductions, scans, TopK and fills (owner: reduce): their claims are checked at their own
+    // shapes in reduce_host_test.cc (fakeCall's [2, 3] -> [2, 3] is not one of their nodes).
+    if (std::string("|Reduce|ArgReduce|CumSum|TopK|Range|ConstantOfShape|")
+            .find("|" + std::string(row.family) + "|") != std::string::npos) {
+      continue;
+    }
     for (const test::TypeCombo& combo : test::claimedCombos(row)) {
       KernelAttrs attrs;
       attrs.ints["to"] = static_cast<int64_t>(combo.output);

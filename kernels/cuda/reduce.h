@@ -1,0 +1,37 @@
+// The Reduce* family on CUDA: ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1
+// ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp, every opset: axes as an attribute
+// (before 13 for ReduceSum, before 18 for the others) or as a constant int64 input, keepdims,
+// noop_with_empty_axes, empty axes = every axis; any input strides, up to rank 8. Host half (this
+// header, reduce.cc); device half: reduce.cu.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "reduce_device.h"
+
+namespace onnxopt::kernels::cuda {
+
+struct ReduceArgs {
+  std::string op;  ///< the ONNX op, for messages
+  ReduceOp kind = ReduceOp::kSum;
+  ConstTensorView x;
+  TensorView y;
+  std::vector<bool> reduced;  ///< per input dim
+  bool keepdims = true;
+  /// noop_with_empty_axes with no axes: the output is the input (ReduceMax over nothing).
+  bool identity = false;
+};
+
+/// kUnimplemented when the axes input is not a constant known when planning (the node then runs
+/// on the CPU); kInvalidArgument for axes out of range or repeated.
+template <>
+StatusOr<ReduceArgs> argsFromCall<ReduceArgs>(const CudaKernelCall& call);
+
+/// Host-only: types (what reduce.cu instantiates), device memory, rank, the output's shape.
+Support canImplement(const ReduceArgs& args);
+size_t workspaceBytes(const ReduceArgs& args);
+Status launch(const ReduceArgs& args, CudaStream stream);
+
+}  // namespace onnxopt::kernels::cuda

@@ -1,0 +1,211 @@
+// Host-side checks of the reduction-like CUDA families (Reduce*, ArgMax/ArgMin; owner: reduce):
+// every (row, type) kernels/cuda/ops.def claims passes the family's canImplement at a shape of
+// its own, and what the kernels cannot run is refused with a reason naming the op, so that the
+// executor runs it on the CPU. Runs without a GPU.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../test_tensors.h"
+#include "onnxopt/kernels/cuda.h"
+
+namespace onnxopt::kernels {
+namespace {
+
+ConstTensorView deviceInput(DataType t, const std::vector<int64_t>& dims) {
+  return ConstTensorView(t, dims, contiguousStrides(dims), nullptr, MemoryKind::kDevice);
+}
+
+TensorView deviceOutput(DataType t, const std::vector<int64_t>& dims) {
+  return TensorView(t, dims, contiguousStrides(dims), nullptr, MemoryKind::kDevice);
+}
+
+/// A node and what its call points at (attributes, constant inputs).
+struct Node {
+  KernelAttrs attrs;
+  std::vector<std::unique_ptr<HostTensor>> constants;
+  CudaKernelCall call;
+
+  Node(const std::string& op, int64_t opset) {
+    call.op = op;
+    call.opset = opset;
+    call.attrs = &attrs;
+  }
+  Node(const Node&) = delete;
+
+  void input(DataType t, const std::vector<int64_t>& dims) {
+    call.inputs.push_back(deviceInput(t, dims));
+    call.constant_inputs.push_back(nullptr);
+  }
+  /// An int64 input known when planning.
+  void constant(const std::vector<int64_t>& dims, const std::vector<double>& values) {
+    constants.push_back(
+        std::make_unique<HostTensor>(test::tensorOf(DataType::kInt64, dims, values)));
+    call.inputs.push_back(deviceInput(DataType::kInt64, dims));
+    call.constant_inputs.push_back(constants.back().get());
+  }
+  void output(DataType t, const std::vector<int64_t>& dims) {
+    call.outputs.push_back(deviceOutput(t, dims));
+  }
+  Support check() const { return cudaCanImplement(call); }
+};
+
+/// Reduce over axis 1 of [2, 3, 4] keeping dims, axes as the opset takes them.
+std::unique_ptr<Node> reduceNode(const std::string& op, int64_t opset, bool axes_input,
+                                 DataType t) {
+  auto n = std::make_unique<Node>(op, opset);
+  n->input(t, {2, 3, 4});
+  if (axes_input) {
+    n->constant({1}, {1});
+  } else {
+    n->attrs.int_lists["axes"] = {1};
+  }
+  n->output(t, {2, 1, 4});
+  return n;
+}
+
+bool isOwnFamily(const std::string& family) {
+  return family == "Reduce" || family == "ArgReduce";
+}
+
+/// A valid node of the row for input type `t`.
+std::unique_ptr<Node> claimNode(const CudaKernelInfo& row, DataType t) {
+  std::string family = row.family;
+  if (family == "Reduce") return reduceNode(row.op, row.since, row.max_inputs == 2, t);
+  auto n = std::make_unique<Node>(row.op, row.since);
+  n->input(t, {2, 3, 4});
+  n->attrs.ints["axis"] = -1;
+  n->attrs.ints["keepdims"] = 0;
+  n->output(DataType::kInt64, {2, 3});
+  return n;
+}
+
+TEST(ReduceFamilies, EveryClaimPassesCanImplement) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  int checked = 0;
+  for (const CudaKernelInfo& row : cudaKernelTable()) {
+    if (!isOwnFamily(row.family)) continue;
+    for (DataType t : row.inputs.at(0).types()) {
+      std::unique_ptr<Node> n = claimNode(row, t);
+      Support s = n->check();
+      EXPECT_TRUE(s) << row.op << " at opset " << row.since << " for " << dataTypeName(t) << ": "
+                     << s.reason;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 100);
+}
+
+class ReduceRefusals : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  }
+  static void expectRefused(const Node& n, const std::string& reason) {
+    Support s = n.check();
+    EXPECT_FALSE(s) << n.call.op;
+    EXPECT_EQ(s.reason, reason);
+  }
+};
+
+TEST_F(ReduceRefusals, AxesInputNotConstant) {
+  auto n = reduceNode("ReduceSum", 13, true, DataType::kFloat);
+  n->call.constant_inputs[1] = nullptr;
+  expectRefused(*n, "ReduceSum: axes is not a constant (the CUDA kernel reads it when planning)");
+}
+
+TEST_F(ReduceRefusals, TypesWithoutKernel) {
+  expectRefused(*reduceNode("ReduceSum", 13, true, DataType::kDouble),
+                "ReduceSum: no CUDA kernel for double");
+  expectRefused(*reduceNode("ReduceSum", 13, true, DataType::kUint8),
+                "ReduceSum: no CUDA kernel for uint8");
+  expectRefused(*reduceNode("ReduceMax", 18, true, DataType::kBool),
+                "ReduceMax: no CUDA kernel for bool");
+  EXPECT_TRUE(reduceNode("ReduceMax", 18, true, DataType::kUint8)->check());
+}
+
+TEST_F(ReduceRefusals, OutputShapeAndType) {
+  auto n = reduceNode("ReduceMean", 18, true, DataType::kFloat);
+  n->call.outputs[0] = deviceOutput(DataType::kFloat, {2, 4});
+  expectRefused(*n, "ReduceMean: output 0 is [2, 4]; the op produces [2, 1, 4]");
+  n->attrs.ints["keepdims"] = 0;
+  EXPECT_TRUE(n->check()) << n->check().reason;
+  n->call.outputs[0] = deviceOutput(DataType::kFloat16, {2, 4});
+  expectRefused(*n, "ReduceMean: output 0 is float16; the op produces float");
+  n->call.outputs[0] = TensorView(DataType::kFloat, {2, 4}, {1, 2}, nullptr, MemoryKind::kDevice);
+  expectRefused(*n,
+                "ReduceMean: output 0 is not contiguous; the CUDA kernel writes row-major outputs");
+}
+
+TEST_F(ReduceRefusals, AxesOutOfRangeOrRepeated) {
+  auto n = reduceNode("ReduceSum", 11, false, DataType::kFloat);
+  n->attrs.int_lists["axes"] = {3};
+  expectRefused(*n, "ReduceSum: axis 3 is out of range for rank 3");
+  n->attrs.int_lists["axes"] = {1, -2};
+  expectRefused(*n, "ReduceSum: axis -2 is repeated in [1, -2]");
+}
+
+TEST_F(ReduceRefusals, EmptyIntegerMean) {
+  Node n("ReduceMean", 18);
+  n.input(DataType::kInt32, {0, 3});
+  n.constant({1}, {0});
+  n.output(DataType::kInt32, {1, 3});
+  expectRefused(n, "ReduceMean: the mean of an empty integer group is undefined");
+  n.call.inputs[0].dtype = DataType::kFloat;
+  n.call.outputs[0].dtype = DataType::kFloat;
+  EXPECT_TRUE(n.check()) << n.check().reason;  // NaN, as the reference
+}
+
+TEST_F(ReduceRefusals, RankAndMemory) {
+  Node n("ReduceSum", 13);
+  n.input(DataType::kFloat, {1, 1, 1, 1, 1, 1, 1, 1, 2});
+  n.output(DataType::kFloat, {1, 1, 1, 1, 1, 1, 1, 1, 1});
+  expectRefused(n, "ReduceSum: input 0 has rank 9; the CUDA kernel takes at most 8");
+  auto h = reduceNode("ReduceSum", 13, true, DataType::kFloat);
+  h->call.inputs[0].memory = MemoryKind::kHost;
+  expectRefused(*h, "ReduceSum: input 0 is in host memory; the CUDA kernel reads device memory");
+}
+
+TEST_F(ReduceRefusals, NoopAndEmptyAxes) {
+  // noop_with_empty_axes with no axes: the output is the input.
+  Node n("ReduceL2", 18);
+  n.input(DataType::kFloat, {2, 3});
+  n.output(DataType::kFloat, {2, 3});
+  n.attrs.ints["noop_with_empty_axes"] = 1;
+  EXPECT_TRUE(n.check()) << n.check().reason;
+  n.attrs.ints["noop_with_empty_axes"] = 0;
+  expectRefused(n, "ReduceL2: output 0 is [2, 3]; the op produces [1, 1]");
+  // Before opset 18 the attribute does not exist: no axes reduce everything.
+  Node old("ReduceL2", 13);
+  old.input(DataType::kFloat, {2, 3});
+  old.output(DataType::kFloat, {2, 3});
+  old.attrs.ints["noop_with_empty_axes"] = 1;
+  expectRefused(old, "ReduceL2: output 0 is [2, 3]; the op produces [1, 1]");
+}
+
+TEST_F(ReduceRefusals, ArgReduce) {
+  Node n("ArgMax", 13);
+  n.input(DataType::kFloat, {2, 3});
+  n.attrs.ints["axis"] = 1;
+  n.output(DataType::kInt32, {2, 1});
+  expectRefused(n, "ArgMax: output 0 is int32; the op produces int64");
+  n.call.outputs[0].dtype = DataType::kInt64;
+  EXPECT_TRUE(n.check()) << n.check().reason;
+  n.attrs.ints["axis"] = 2;
+  expectRefused(n, "ArgMax: axis 2 is out of range for rank 2");
+  Node empty("ArgMin", 13);
+  empty.input(DataType::kFloat, {0, 3});
+  empty.output(DataType::kInt64, {1, 3});
+  expectRefused(empty, "ArgMin: axis 0 is empty");
+  Node b("ArgMin", 13);
+  b.input(DataType::kBool, {3});
+  b.output(DataType::kInt64, {1});
+  expectRefused(b, "ArgMin: no CUDA kernel for bool");
+}
+
+}  // namespace
+}  // namespace onnxopt::kernels

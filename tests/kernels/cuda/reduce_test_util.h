@@ -1,0 +1,98 @@
+// What the GPU tests of the reduction-like families share (reduce_test.cc, scan_test.cc,
+// topk_test.cc, fill_test.cc): the claimed types of a family's rows, seeded random values, the
+// reference run, a device run with several outputs, and a comparison that accepts equal
+// infinities and NaN for NaN.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../test_tensors.h"
+#include "device_harness.h"
+#include "onnxopt/kernels/cuda.h"
+#include "onnxopt/kernels/reference.h"
+
+namespace onnxopt::kernels::test {
+
+/// The rows of kernels/cuda/ops.def of `family`.
+inline std::vector<CudaKernelInfo> rowsOf(const std::string& family) {
+  std::vector<CudaKernelInfo> out;
+  for (const CudaKernelInfo& row : cudaKernelTable()) {
+    if (family == row.family) out.push_back(row);
+  }
+  return out;
+}
+
+inline bool isFloatType(DataType t) {
+  return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16;
+}
+
+/// "3x4x5" ("scalar" for rank 0).
+inline std::string dimsName(const std::vector<int64_t>& dims) {
+  if (dims.empty()) return "scalar";
+  return fmt::format("{}", fmt::join(dims, "x"));
+}
+
+/// `name` as a gtest parameter name: '-' (negative axes) spelled 'm'.
+inline std::string testName(std::string name) {
+  for (size_t i = name.find('-'); i != std::string::npos; i = name.find('-'))
+    name.replace(i, 1, "m");
+  return name;
+}
+
+inline int64_t elementsOf(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+/// `n` values uniform in [lo, hi] (integers for an integer type), from a generator seeded by
+/// `seed` (the test's name).
+inline std::vector<double> randomValues(DataType type, int64_t n, double lo, double hi,
+                                        const std::string& seed) {
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(seed)));
+  std::vector<double> v(static_cast<size_t>(n));
+  for (double& x : v) {
+    if (isFloatType(type)) {
+      x = std::uniform_real_distribution<>(lo, hi)(rng);
+    } else {
+      x = static_cast<double>(std::uniform_int_distribution<int64_t>(
+          static_cast<int64_t>(lo), static_cast<int64_t>(hi))(rng));
+    }
+  }
+  return v;
+}
+
+/// The reference kernel's outputs, failing the test when it refuses.
+inline std::vector<HostTensor> referenceOutputs(const std::string& op, int64_t opset,
+                                                const std::vector<HostTensor>& inputs,
+                                                const KernelAttrs& attrs, size_t outputs) {
+  std::vector<const HostTensor*> ptrs;
+  for (const HostTensor& t : inputs) ptrs.push_back(t.dtype == DataType::kUndefined ? nullptr : &t);
+  auto ref = runReferenceKernel(op, opset, ptrs, attrs, outputs);
+  EXPECT_TRUE(ref.isOk()) << ref.status().toString();
+  return ref.isOk() ? *ref : std::vector<HostTensor>{};
+}
+
+/// expectClose that also accepts equal values (infinities) and NaN for NaN.
+inline void expectNear(const HostTensor& expected, const HostTensor& actual, Tolerance tol,
+                       const std::string& what = "") {
+  ASSERT_EQ(expected.dtype, actual.dtype) << what;
+  ASSERT_EQ(expected.dims, actual.dims) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < expected.numElements(); ++i) {
+    double e = valueAt(expected, i), a = valueAt(actual, i);
+    if (e == a || (std::isnan(e) && std::isnan(a))) continue;
+    if (std::fabs(e - a) <= tol.atol + tol.rtol * std::fabs(e)) continue;
+    ADD_FAILURE() << what << " element " << i << ": cuda " << a << ", reference " << e;
+    if (++reported == 5) return;
+  }
+}
+
+}  // namespace onnxopt::kernels::test
