@@ -61,7 +61,7 @@ size_t workspaceBytes(const ArgReduceArgs&) {
 Status launch(const ArgReduceArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
   ArgReduceDeviceArgs d{args.is_max,  args.select_last,
-                        args.x.dtype, planReduction(args.x, axisMask(args)),
+                        args.x.dtype, planAxis(args.x, args.axis),
                         args.x.data,  static_cast<int64_t*>(args.y.data)};
   ONNXOPT_CUDA_CHECK(launchArgReduce(d, streamOf(stream)), args.op);
   return Status::ok();

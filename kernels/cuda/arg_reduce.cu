@@ -69,18 +69,7 @@ __global__ void argReduceKernel(ArgReduceDeviceArgs args, int lanes, int per_blo
 }  // namespace
 
 bool argReduceKernelExists(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat:
-    case DataType::kFloat16:
-    case DataType::kBfloat16:
-    case DataType::kInt8:
-    case DataType::kUint8:
-    case DataType::kInt32:
-    case DataType::kInt64:
-      return true;
-    default:
-      return false;
-  }
+  return isOrderedType(dtype);
 }
 
 cudaError_t launchArgReduce(const ArgReduceDeviceArgs& args, cudaStream_t stream) {

@@ -14,7 +14,10 @@
 #include "where.h"
 // reductions, scans, TopK, fills (owner: reduce)
 #include "arg_reduce.h"
+#include "fill.h"
 #include "reduce.h"
+#include "scan.h"
+#include "topk.h"
 
 namespace onnxopt::kernels {
 

@@ -59,16 +59,6 @@ __device__ __forceinline__ A identity() {
   return A(0);
 }
 
-/// An input element as the accumulator reads it (integers sign-extended into uint64).
-template <typename A, typename C>
-__device__ __forceinline__ A toAcc(C v) {
-  if constexpr (std::is_same_v<A, uint64_t>) {
-    return static_cast<uint64_t>(static_cast<int64_t>(v));
-  } else {
-    return static_cast<A>(v);
-  }
-}
-
 /// |v| for an accumulator holding a sign-extended integer or a float.
 template <typename A>
 __device__ __forceinline__ A absOf(A v) {
@@ -239,19 +229,8 @@ cudaError_t launchTyped(const ReduceDeviceArgs& args, cudaStream_t stream) {
 }  // namespace
 
 bool reduceKernelExists(ReduceOp op, DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat:
-    case DataType::kFloat16:
-    case DataType::kBfloat16:
-    case DataType::kInt32:
-    case DataType::kInt64:
-      return true;
-    case DataType::kInt8:
-    case DataType::kUint8:
-      return op == ReduceOp::kMax || op == ReduceOp::kMin;
-    default:
-      return false;
-  }
+  return op == ReduceOp::kMax || op == ReduceOp::kMin ? isOrderedType(dtype)
+                                                      : isAccumulatedType(dtype);
 }
 
 cudaError_t launchReduce(const ReduceDeviceArgs& args, cudaStream_t stream) {

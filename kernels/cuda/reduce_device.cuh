@@ -1,12 +1,14 @@
-// Device helpers the reduction kernels share (reduce.cu, arg_reduce.cu): the input offsets of an
-// output and of a reduced element (ReduceLayout), and lane groups: a block of up to kThreads
-// threads split into `per_block` groups of `lanes` threads, each group combining one output's
-// elements and then its lanes' partial results through shared memory.
+// Device helpers the reduction kernels share (reduce.cu, arg_reduce.cu, scan.cu, topk.cu): the
+// input offsets of an output and of a reduced element (ReduceLayout), elements as accumulators
+// read them, and lane groups: a block of up to kThreads threads split into `per_block` groups of
+// `lanes` threads, each group combining one output's elements and then its lanes' partial
+// results through shared memory.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "element_types.cuh"
 #include "reduce_layout.h"
@@ -82,6 +84,16 @@ __device__ __forceinline__ void forEachOutput(const ReduceLayout& layout, const 
     const int64_t o = base + g.sub;
     const bool valid = o < layout.outputs;
     f(o, valid, valid ? keptOffset(layout, o) : int64_t{0}, valid ? layout.group : int64_t{0});
+  }
+}
+
+/// An input element as the accumulator reads it (integers sign-extended into uint64).
+template <typename A, typename C>
+__device__ __forceinline__ A toAcc(C v) {
+  if constexpr (std::is_same_v<A, uint64_t>) {
+    return static_cast<uint64_t>(static_cast<int64_t>(v));
+  } else {
+    return static_cast<A>(v);
   }
 }
 

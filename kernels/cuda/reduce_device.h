@@ -32,13 +32,77 @@ struct ArgReduceDeviceArgs {
   int64_t* y;  ///< contiguous, layout.outputs indices
 };
 
+struct CumSumDeviceArgs {
+  DataType dtype;  ///< of input and output
+  bool exclusive;
+  bool reverse;
+  ReduceLayout layout;  ///< kept: the lines; reduced: the axis (layout.group elements)
+  int64_t inner;        ///< product of the dims after the axis (the output is contiguous)
+  const void* x;
+  void* y;
+};
+
+struct TopKDeviceArgs {
+  DataType dtype;  ///< of the input and the values
+  bool largest;
+  int64_t k;
+  ReduceLayout layout;  ///< kept: the rows; reduced: the axis (layout.group elements)
+  int64_t inner;        ///< product of the dims after the axis (the outputs are contiguous)
+  const void* x;
+  void* values;
+  int64_t* indices;
+};
+
+/// The longest row TopK sorts (in shared memory).
+inline constexpr int64_t kTopKMaxRow = 4096;
+
+struct RangeDeviceArgs {
+  DataType dtype;
+  int64_t count;
+  /// start and delta: their bits (the element type's, zero-extended) when known when planning,
+  /// else device scalars read by the kernel.
+  bool by_value;
+  uint64_t start_bits;
+  uint64_t delta_bits;
+  const void* start;
+  const void* delta;
+  void* y;
+};
+
+struct FillDeviceArgs {
+  int element_bytes;  ///< 1, 2, 4 or 8
+  uint64_t bits;      ///< the value's bits (zero-extended)
+  int64_t count;
+  void* y;
+};
+
+/// The element types the accumulating kernels (sums, products, scans) instantiate: float,
+/// float16, bfloat16, int32, int64.
+inline bool isAccumulatedType(DataType t) {
+  return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16 ||
+         t == DataType::kInt32 || t == DataType::kInt64;
+}
+
+/// The element types the comparing kernels (Max/Min, ArgMax/ArgMin, TopK) instantiate: the
+/// accumulated ones, int8 and uint8.
+inline bool isOrderedType(DataType t) {
+  return isAccumulatedType(t) || t == DataType::kInt8 || t == DataType::kUint8;
+}
+
 /// What the device code instantiates: canImplement asks these.
 bool reduceKernelExists(ReduceOp op, DataType dtype);
 bool argReduceKernelExists(DataType dtype);
+bool cumSumKernelExists(DataType dtype);
+bool topKKernelExists(DataType dtype);
+bool rangeKernelExists(DataType dtype);
 
 /// Launch on `stream`; the launch status (cudaGetLastError) is returned. Nothing is launched for
 /// an empty output. Arguments are not checked here: the host half did.
 cudaError_t launchReduce(const ReduceDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchArgReduce(const ArgReduceDeviceArgs& args, cudaStream_t stream);
+cudaError_t launchCumSum(const CumSumDeviceArgs& args, cudaStream_t stream);
+cudaError_t launchTopK(const TopKDeviceArgs& args, cudaStream_t stream);
+cudaError_t launchRange(const RangeDeviceArgs& args, cudaStream_t stream);
+cudaError_t launchFill(const FillDeviceArgs& args, cudaStream_t stream);
 
 }  // namespace onnxopt::kernels::cuda

@@ -81,6 +81,18 @@ ReduceLayout planReduction(const ConstTensorView& x, const std::vector<bool>& re
   return layout;
 }
 
+ReduceLayout planAxis(const ConstTensorView& x, int64_t axis) {
+  std::vector<bool> reduced(static_cast<size_t>(x.rank()), false);
+  reduced[static_cast<size_t>(axis)] = true;
+  return planReduction(x, reduced);
+}
+
+int64_t innerSize(const std::vector<int64_t>& dims, int64_t axis) {
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(axis) + 1; d < dims.size(); ++d) inner *= dims[d];
+  return inner;
+}
+
 std::string shapeText(const std::vector<int64_t>& dims) {
   return fmt::format("[{}]", fmt::join(dims, ", "));
 }

@@ -28,6 +28,12 @@ std::vector<int64_t> reducedShape(const std::vector<int64_t>& dims,
 /// The walk of `x` (rank at most kMaxReduceRank) reduced over `reduced`.
 ReduceLayout planReduction(const ConstTensorView& x, const std::vector<bool>& reduced);
 
+/// The walk of `x` along one (normalized) axis: the kept dims are the lines, the axis the group.
+ReduceLayout planAxis(const ConstTensorView& x, int64_t axis);
+
+/// The product of the dims after `axis`.
+int64_t innerSize(const std::vector<int64_t>& dims, int64_t axis);
+
 /// "[2, 3]".
 std::string shapeText(const std::vector<int64_t>& dims);
 

@@ -1,4 +1,5 @@
-// Host-side checks of the reduction-like CUDA families (Reduce*, ArgMax/ArgMin; owner: reduce):
+// Host-side checks of the reduction-like CUDA families (Reduce*, ArgMax/ArgMin, CumSum, TopK,
+// Range, ConstantOfShape; owner: reduce):
 // every (row, type) kernels/cuda/ops.def claims passes the family's canImplement at a shape of
 // its own, and what the kernels cannot run is refused with a reason naming the op, so that the
 // executor runs it on the CPU. Runs without a GPU.
@@ -69,14 +70,49 @@ std::unique_ptr<Node> reduceNode(const std::string& op, int64_t opset, bool axes
 }
 
 bool isOwnFamily(const std::string& family) {
-  return family == "Reduce" || family == "ArgReduce";
+  return family == "Reduce" || family == "ArgReduce" || family == "CumSum" || family == "TopK" ||
+         family == "Range" || family == "ConstantOfShape";
+}
+
+/// TopK of 3 along the last axis of [2, 5].
+std::unique_ptr<Node> topKNode(int64_t opset, DataType t) {
+  auto n = std::make_unique<Node>("TopK", opset);
+  n->input(t, {2, 5});
+  if (opset >= 10) {
+    n->constant({1}, {3});
+  } else {
+    n->attrs.ints["k"] = 3;
+  }
+  n->output(t, {2, 3});
+  n->output(DataType::kInt64, {2, 3});
+  return n;
 }
 
 /// A valid node of the row for input type `t`.
 std::unique_ptr<Node> claimNode(const CudaKernelInfo& row, DataType t) {
   std::string family = row.family;
   if (family == "Reduce") return reduceNode(row.op, row.since, row.max_inputs == 2, t);
+  if (family == "TopK") return topKNode(row.since, t);
   auto n = std::make_unique<Node>(row.op, row.since);
+  if (family == "CumSum") {
+    n->input(t, {2, 3, 4});
+    n->constant({}, {1});
+    n->output(t, {2, 3, 4});
+    return n;
+  }
+  if (family == "Range") {
+    n->input(t, {});
+    n->input(t, {});
+    n->input(t, {});
+    n->output(t, {7});  // start, limit and delta are not constants: the plan's length
+    return n;
+  }
+  if (family == "ConstantOfShape") {
+    // `t` is the shape's type; the value takes each output type in claimOutputNodes.
+    n->constant({2}, {2, 3});
+    n->output(DataType::kFloat, {2, 3});
+    return n;
+  }
   n->input(t, {2, 3, 4});
   n->attrs.ints["axis"] = -1;
   n->attrs.ints["keepdims"] = 0;
@@ -98,6 +134,20 @@ TEST(ReduceFamilies, EveryClaimPassesCanImplement) {
     }
   }
   EXPECT_GE(checked, 100);
+}
+
+TEST(ReduceFamilies, ConstantOfShapeTakesEveryClaimedValueType) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  for (const CudaKernelInfo& row : cudaKernelTable()) {
+    if (std::string(row.family) != "ConstantOfShape") continue;
+    for (DataType t : row.outputs.at(0).types()) {
+      Node n(row.op, row.since);
+      n.constant({2}, {2, 3});
+      n.output(t, {2, 3});
+      n.attrs.tensors["value"] = test::tensorOf(t, {1}, {1});
+      EXPECT_TRUE(n.check()) << dataTypeName(t) << ": " << n.check().reason;
+    }
+  }
 }
 
 class ReduceRefusals : public ::testing::Test {
@@ -205,6 +255,98 @@ TEST_F(ReduceRefusals, ArgReduce) {
   b.input(DataType::kBool, {3});
   b.output(DataType::kInt64, {1});
   expectRefused(b, "ArgMin: no CUDA kernel for bool");
+}
+
+TEST_F(ReduceRefusals, CumSum) {
+  Node n("CumSum", 14);
+  n.input(DataType::kFloat, {2, 3});
+  n.input(DataType::kInt64, {});
+  n.output(DataType::kFloat, {2, 3});
+  expectRefused(n, "CumSum: axis is not a constant (the CUDA kernel reads it when planning)");
+  Node m("CumSum", 14);
+  m.input(DataType::kFloat, {2, 3});
+  m.constant({}, {2});
+  m.output(DataType::kFloat, {2, 3});
+  expectRefused(m, "CumSum: axis 2 is out of range for rank 2");
+  Node u("CumSum", 14);
+  u.input(DataType::kUint8, {2, 3});
+  u.constant({}, {1});
+  u.output(DataType::kUint8, {2, 3});
+  expectRefused(u, "CumSum: no CUDA kernel for uint8");
+}
+
+TEST_F(ReduceRefusals, TopK) {
+  auto n = topKNode(11, DataType::kFloat);
+  n->call.constant_inputs[1] = nullptr;
+  expectRefused(*n, "TopK: k is not a constant (the CUDA kernel reads it when planning)");
+  expectRefused(*topKNode(10, DataType::kInt32), "TopK: no CUDA kernel for int32 at opset 10");
+  EXPECT_TRUE(topKNode(11, DataType::kInt32)->check());
+  auto big = std::make_unique<Node>("TopK", 11);
+  big->input(DataType::kFloat, {2, 4097});
+  big->constant({1}, {3});
+  big->output(DataType::kFloat, {2, 3});
+  big->output(DataType::kInt64, {2, 3});
+  expectRefused(*big,
+                "TopK: the axis has 4097 elements; the CUDA kernel sorts rows of at most 4096");
+  auto wide = topKNode(11, DataType::kFloat);
+  wide->constants[0]->set<int64_t>(0, 6);
+  expectRefused(*wide, "TopK: k 6 is outside [0, 5]");
+  auto idx = topKNode(11, DataType::kFloat);
+  idx->call.outputs[1].dtype = DataType::kInt32;
+  expectRefused(*idx, "TopK: output 1 is int32; the op produces int64");
+}
+
+TEST_F(ReduceRefusals, Range) {
+  Node n("Range", 11);
+  n.input(DataType::kFloat, {});
+  n.input(DataType::kFloat, {});
+  n.input(DataType::kFloat, {2});
+  n.output(DataType::kFloat, {7});
+  expectRefused(n, "Range: delta must be a scalar of start's type (float)");
+  n.call.inputs[2] = deviceInput(DataType::kFloat, {});
+  n.call.inputs[0].memory = MemoryKind::kHost;
+  expectRefused(n, "Range: start is in host memory; the CUDA kernel reads device memory");
+  // Constants: the length is checked against the reference's.
+  Node c("Range", 11);
+  c.constant({}, {0});
+  c.constant({}, {10});
+  c.constant({}, {3});
+  c.call.inputs[0].memory = MemoryKind::kHost;  // not read: passed by value
+  c.output(DataType::kInt64, {4});
+  EXPECT_TRUE(c.check()) << c.check().reason;
+  c.call.outputs[0] = deviceOutput(DataType::kInt64, {3});
+  expectRefused(c, "Range: output 0 is [3]; the op produces [4]");
+  c.constants[2]->set<int64_t>(0, 0);
+  expectRefused(c, "Range: delta is 0");
+  Node d("Range", 11);
+  d.input(DataType::kDouble, {});
+  d.input(DataType::kDouble, {});
+  d.input(DataType::kDouble, {});
+  d.output(DataType::kDouble, {7});
+  expectRefused(d, "Range: no CUDA kernel for double");
+}
+
+TEST_F(ReduceRefusals, ConstantOfShape) {
+  Node n("ConstantOfShape", 20);
+  n.constant({2}, {2, 3});
+  n.output(DataType::kInt32, {2, 3});
+  expectRefused(n, "ConstantOfShape: output 0 is int32; the op produces float");  // default value
+  n.attrs.tensors["value"] = test::tensorOf(DataType::kInt32, {1}, {4});
+  EXPECT_TRUE(n.check()) << n.check().reason;
+  n.call.outputs[0] = deviceOutput(DataType::kInt32, {3, 2});
+  expectRefused(n, "ConstantOfShape: output 0 is [3, 2]; the op produces [2, 3]");
+  n.attrs.tensors["value"] = test::tensorOf(DataType::kInt32, {2}, {4, 5});
+  expectRefused(n, "ConstantOfShape: value must have one element, not 2");
+  Node s("ConstantOfShape", 20);
+  s.constant({1}, {2});
+  s.output(DataType::kString, {2});
+  s.attrs.tensors["value"] = HostTensor::zeros(DataType::kString, {1});
+  expectRefused(s, "ConstantOfShape: no CUDA kernel for string");
+  // A shape that is not a constant: the output is as the plan shaped it.
+  Node p("ConstantOfShape", 20);
+  p.input(DataType::kInt64, {2});
+  p.output(DataType::kFloat, {4, 5});
+  EXPECT_TRUE(p.check()) << p.check().reason;
 }
 
 }  // namespace

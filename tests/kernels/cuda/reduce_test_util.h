@@ -80,6 +80,46 @@ inline std::vector<HostTensor> referenceOutputs(const std::string& op, int64_t o
   return ref.isOk() ? *ref : std::vector<HostTensor>{};
 }
 
+/// runOnDevice for a node of several outputs, shaped and typed like `expected`: inputs uploaded
+/// and given as constants too, every output poisoned with 0xA5 bytes first.
+inline StatusOr<std::vector<HostTensor>> runOutputsOnDevice(
+    const std::string& op, int64_t opset, const std::vector<HostTensor>& inputs,
+    const KernelAttrs& attrs, const std::vector<HostTensor>& expected) {
+  ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create());
+  CudaKernelCall call;
+  call.op = op;
+  call.opset = opset;
+  call.attrs = &attrs;
+  std::vector<DeviceTensor> device;  // the inputs, then the outputs
+  for (const HostTensor& t : inputs) {
+    ASSIGN_OR_RETURN(DeviceTensor d, upload(t, stream.get()));
+    call.inputs.push_back(d.view());
+    call.constant_inputs.push_back(&t);
+    device.push_back(std::move(d));
+  }
+  std::vector<HostTensor> got;
+  for (const HostTensor& e : expected) {
+    got.push_back(HostTensor::zeros(e.dtype, e.dims));
+    ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::allocate(e.bytes.size()));
+    RETURN_IF_ERROR(fillDevice(buffer.data(), 0xA5, e.bytes.size(), stream.get()));
+    device.push_back(DeviceTensor{std::move(buffer), e.dims, e.dtype});
+    call.outputs.push_back(device.back().mutableView());
+  }
+  if (Support s = cudaCanImplement(call); !s) return Status(StatusCode::kUnimplemented, s.reason);
+  ASSIGN_OR_RETURN(size_t scratch_bytes, cudaWorkspaceBytes(call));
+  ASSIGN_OR_RETURN(DeviceBuffer scratch, DeviceBuffer::allocate(scratch_bytes));
+  call.workspace = scratch.data();
+  call.workspace_bytes = scratch_bytes;
+  RETURN_IF_ERROR(launchCudaKernel(call, stream.get()));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const DeviceTensor& out = device[inputs.size() + i];
+    RETURN_IF_ERROR(
+        copyToHost(got[i].bytes.data(), out.buffer.data(), got[i].bytes.size(), stream.get()));
+  }
+  RETURN_IF_ERROR(stream.synchronize(op));
+  return got;
+}
+
 /// expectClose that also accepts equal values (infinities) and NaN for NaN.
 inline void expectNear(const HostTensor& expected, const HostTensor& actual, Tolerance tol,
                        const std::string& what = "") {
