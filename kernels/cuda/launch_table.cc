@@ -18,6 +18,7 @@
 #include "reduce.h"
 #include "scan.h"
 #include "topk.h"
+#include "variadic.h"
 
 namespace onnxopt::kernels {
 

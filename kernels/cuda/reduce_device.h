@@ -1,5 +1,5 @@
 // The device entry points of the reduction-like CUDA families (reduce.cu, arg_reduce.cu, scan.cu,
-// topk.cu, fill.cu): plain types and cudaError_t only, so that each family's host half (its .cc)
+// topk.cu, fill.cu, variadic.cu): plain types and cudaError_t only, so that each family's host half (its .cc)
 // does the checks and Status messages and the .cu files hold kernels alone (fmt does not build
 // under nvcc).
 #pragma once
@@ -76,6 +76,22 @@ struct FillDeviceArgs {
   void* y;
 };
 
+/// The most inputs one Sum/Mean kernel reads.
+inline constexpr int kMaxVariadicInputs = 8;
+
+struct VariadicDeviceArgs {
+  bool mean;       ///< Mean (else Sum)
+  DataType dtype;  ///< of every input and the output
+  int inputs;      ///< 1 to kMaxVariadicInputs
+  int rank;        ///< of the output, at most kMaxReduceRank
+  int64_t count;   ///< output elements
+  int64_t dims[kMaxReduceRank];
+  int64_t strides[kMaxVariadicInputs]
+                 [kMaxReduceRank];  ///< per input, in output order (0: broadcast)
+  const void* x[kMaxVariadicInputs];
+  void* y;  ///< contiguous
+};
+
 /// The element types the accumulating kernels (sums, products, scans) instantiate: float,
 /// float16, bfloat16, int32, int64.
 inline bool isAccumulatedType(DataType t) {
@@ -95,6 +111,7 @@ bool argReduceKernelExists(DataType dtype);
 bool cumSumKernelExists(DataType dtype);
 bool topKKernelExists(DataType dtype);
 bool rangeKernelExists(DataType dtype);
+bool variadicKernelExists(bool mean, DataType dtype);
 
 /// Launch on `stream`; the launch status (cudaGetLastError) is returned. Nothing is launched for
 /// an empty output. Arguments are not checked here: the host half did.
@@ -104,5 +121,6 @@ cudaError_t launchCumSum(const CumSumDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchTopK(const TopKDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchRange(const RangeDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchFill(const FillDeviceArgs& args, cudaStream_t stream);
+cudaError_t launchVariadic(const VariadicDeviceArgs& args, cudaStream_t stream);
 
 }  // namespace onnxopt::kernels::cuda

@@ -71,7 +71,7 @@ std::unique_ptr<Node> reduceNode(const std::string& op, int64_t opset, bool axes
 
 bool isOwnFamily(const std::string& family) {
   return family == "Reduce" || family == "ArgReduce" || family == "CumSum" || family == "TopK" ||
-         family == "Range" || family == "ConstantOfShape";
+         family == "Range" || family == "ConstantOfShape" || family == "Variadic";
 }
 
 /// TopK of 3 along the last axis of [2, 5].
@@ -105,6 +105,13 @@ std::unique_ptr<Node> claimNode(const CudaKernelInfo& row, DataType t) {
     n->input(t, {});
     n->input(t, {});
     n->output(t, {7});  // start, limit and delta are not constants: the plan's length
+    return n;
+  }
+  if (family == "Variadic") {
+    n->input(t, {2, 1, 4});
+    n->input(t, {3, 1});
+    n->input(t, {});
+    n->output(t, {2, 3, 4});
     return n;
   }
   if (family == "ConstantOfShape") {
@@ -347,6 +354,33 @@ TEST_F(ReduceRefusals, ConstantOfShape) {
   p.input(DataType::kInt64, {2});
   p.output(DataType::kFloat, {4, 5});
   EXPECT_TRUE(p.check()) << p.check().reason;
+}
+
+TEST_F(ReduceRefusals, Variadic) {
+  Node n("Sum", 13);
+  for (int i = 0; i < 9; ++i) n.input(DataType::kFloat, {3});
+  n.output(DataType::kFloat, {3});
+  expectRefused(n, "Sum: 9 inputs; the CUDA kernel reads at most 8");
+  Node m("Mean", 13);
+  m.input(DataType::kInt32, {3});
+  m.input(DataType::kInt32, {3});
+  m.output(DataType::kInt32, {3});
+  expectRefused(m, "Mean: no CUDA kernel for int32");
+  Node b("Sum", 13);
+  b.input(DataType::kFloat, {3});
+  b.input(DataType::kFloat, {4});
+  b.output(DataType::kFloat, {4});
+  expectRefused(b, "Sum: shapes [3] and [4] do not broadcast (dim 0 is 3 and 4)");
+  Node o("Sum", 13);
+  o.input(DataType::kFloat, {3, 1});
+  o.input(DataType::kFloat, {4});
+  o.output(DataType::kFloat, {3});
+  expectRefused(o, "Sum: output 0 is [3]; the op produces [3, 4]");
+  Node t("Sum", 13);
+  t.input(DataType::kFloat, {3});
+  t.input(DataType::kFloat16, {3});
+  t.output(DataType::kFloat, {3});
+  expectRefused(t, "Sum: input 1 is float16, input 0 float; one type needed");
 }
 
 }  // namespace
