@@ -55,6 +55,8 @@ struct TopKDeviceArgs {
 
 /// The longest row TopK sorts (in shared memory).
 inline constexpr int64_t kTopKMaxRow = 4096;
+/// The largest k TopK selects from a longer row (one block reduction per element).
+inline constexpr int64_t kTopKMaxSelect = 256;
 
 struct RangeDeviceArgs {
   DataType dtype;

@@ -48,11 +48,11 @@ Support canImplement(const TopKArgs& args) {
   }
   if (Support s = reduceInputSupport(args.op, args.x, "input 0"); !s) return s;
   int64_t dim = args.x.dims[static_cast<size_t>(args.axis)];
-  if (dim > kTopKMaxRow && args.k > 0 && args.x.numElements() > 0) {
+  if (dim > kTopKMaxRow && args.k > kTopKMaxSelect && args.x.numElements() > 0) {
     return Support::no(
-        fmt::format("{}: the axis has {} elements; the CUDA kernel sorts rows of "
-                    "at most {}",
-                    args.op, dim, kTopKMaxRow));
+        fmt::format("{}: k is {} of {}; the CUDA kernel sorts rows of at most {} "
+                    "elements and selects at most {} from longer ones",
+                    args.op, args.k, dim, kTopKMaxRow, kTopKMaxSelect));
   }
   std::vector<int64_t> dims = args.x.dims;
   dims[static_cast<size_t>(args.axis)] = args.k;

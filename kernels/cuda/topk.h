@@ -1,9 +1,9 @@
 // TopK on CUDA (opsets 1, 10, 11): k as an attribute (1) or a constant int64 input (10+; read when
 // planning: a non-constant k keeps the node on the CPU), axis, largest and sorted (11+); the
-// Values and int64 Indices outputs, ties broken by the lower index as ONNX says; rows along the
-// axis of at most kTopKMaxRow elements (longer ones are refused: the CPU runs them). sorted=0
-// leaves the order open, so the sorted order is written. Host half (this header, topk.cc);
-// device half: topk.cu.
+// Values and int64 Indices outputs, ties broken by the lower index as ONNX says; any row length,
+// with k of at most kTopKMaxSelect for rows longer than kTopKMaxRow (more is refused: the CPU
+// runs it). sorted=0 leaves the order open, so the sorted order is written. Host half (this
+// header, topk.cc); device half: topk.cu.
 #pragma once
 
 #include <string>

@@ -290,11 +290,16 @@ TEST_F(ReduceRefusals, TopK) {
   EXPECT_TRUE(topKNode(11, DataType::kInt32)->check());
   auto big = std::make_unique<Node>("TopK", 11);
   big->input(DataType::kFloat, {2, 4097});
-  big->constant({1}, {3});
-  big->output(DataType::kFloat, {2, 3});
-  big->output(DataType::kInt64, {2, 3});
+  big->constant({1}, {257});
+  big->output(DataType::kFloat, {2, 257});
+  big->output(DataType::kInt64, {2, 257});
   expectRefused(*big,
-                "TopK: the axis has 4097 elements; the CUDA kernel sorts rows of at most 4096");
+                "TopK: k is 257 of 4097; the CUDA kernel sorts rows of at most 4096 elements and "
+                "selects at most 256 from longer ones");
+  big->constants[0]->set<int64_t>(0, 256);
+  big->call.outputs[0] = deviceOutput(DataType::kFloat, {2, 256});
+  big->call.outputs[1] = deviceOutput(DataType::kInt64, {2, 256});
+  EXPECT_TRUE(big->check()) << big->check().reason;
   auto wide = topKNode(11, DataType::kFloat);
   wide->constants[0]->set<int64_t>(0, 6);
   expectRefused(*wide, "TopK: k 6 is outside [0, 5]");

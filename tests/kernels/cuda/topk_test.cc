@@ -1,8 +1,8 @@
 // The CUDA TopK kernel against the CPU reference kernel (both outputs, exactly), for every row
 // and type kernels/cuda/ops.def claims: k from the attribute (opset 1) or the input, first, middle
-// and last axes, rows of 1 to 4096 elements, k of 0, 1, some and all, largest and smallest, ties
-// (broken by the lower index) and NaN (the largest value). Label gpu: without a device each test
-// is skipped with "skipped: no CUDA device".
+// and last axes, rows of 1 to 4096 elements (sorted) and longer (selected), k of 0, 1, some and
+// all, largest and smallest, ties (broken by the lower index) and NaN (the largest value). Label
+// gpu: without a device each test is skipped with "skipped: no CUDA device".
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -40,7 +40,8 @@ std::vector<TopKCase> topKCases() {
   };
   const std::vector<Row> rows = {{{4096}, 0, 7},        {{3, 100}, 1, 5},    {{100, 3}, 0, 100},
                                  {{2, 3, 4}, 1, 0},     {{1}, 0, 1},         {{6, 33}, -1, 33},
-                                 {{2, 1000, 3}, 1, 10}, {{5, 2049}, 1, 300}, {{7, 64}, 1, 1}};
+                                 {{2, 1000, 3}, 1, 10}, {{5, 2049}, 1, 300}, {{7, 64}, 1, 1},
+                                 {{2, 50257}, 1, 50},   {{5000, 3}, 0, 256}, {{4097}, 0, 1}};
   std::vector<TopKCase> out;
   for (const CudaKernelInfo& row : test::rowsOf("TopK")) {
     int64_t opset = row.since == 1 ? 7 : row.since;  // the reference kernels start at 7
