@@ -268,6 +268,7 @@ TEST_F(ReduceLaunchTest, TransposedInput) {
     CudaKernelCall call;
     call.op = "ReduceSum";
     call.opset = 13;
+    call.attrs = &attrs;
     call.inputs = {ConstTensorView(DataType::kFloat, {rows, cols}, {1, rows}, in->buffer.data(),
                                    MemoryKind::kDevice),
                    ConstTensorView(DataType::kInt64, {1}, {1}, nullptr, MemoryKind::kDevice)};
