@@ -11,6 +11,39 @@
 
 namespace onnxopt::kernels::cuda {
 
+namespace {
+
+/// Axes known only at run time: the plan shaped the output with them, so the output shape tells
+/// which dims are reduced, unless it is ambiguous (`why`, the axes' refusal, is returned then).
+StatusOr<ReduceArgs> axesFromOutput(ReduceArgs args, const KernelAttrs& attrs, const Status& why) {
+  std::optional<std::vector<bool>> mask = axesFromShapes(args.x.dims, args.y.dims, args.keepdims);
+  if (!mask) {
+    return Status(why.code(),
+                  fmt::format("{}; the output shape {} of input {} does not tell them",
+                              why.message(), shapeText(args.y.dims), shapeText(args.x.dims)));
+  }
+  bool none = true;
+  for (size_t d = 0; d < mask->size(); ++d) {
+    if ((*mask)[d] && args.x.dims[d] != 1) none = false;
+  }
+  // No dim other than 1 reduced: with noop_with_empty_axes that is a copy (empty axes) or a
+  // reduction over groups of one; they agree except where one element is not its own result.
+  if (none && attrs.getInt("noop_with_empty_axes", 0) != 0) {
+    if (args.kind == ReduceOp::kL1 || args.kind == ReduceOp::kL2 ||
+        args.kind == ReduceOp::kSumSquare || args.kind == ReduceOp::kLogSum) {
+      return Status(why.code(),
+                    fmt::format("{}; with noop_with_empty_axes the output shape does not tell a "
+                                "copy from a reduction over dims of 1",
+                                why.message()));
+    }
+    args.identity = true;
+  }
+  args.reduced = std::move(*mask);
+  return args;
+}
+
+}  // namespace
+
 template <>
 StatusOr<ReduceArgs> argsFromCall<ReduceArgs>(const CudaKernelCall& call) {
   static const std::map<std::string, ReduceOp> kOps = {
@@ -37,7 +70,11 @@ StatusOr<ReduceArgs> argsFromCall<ReduceArgs>(const CudaKernelCall& call) {
   if (!axes_input) {
     axes = attrs.getInts("axes");
   } else if (inputOf(call, 1).dtype != DataType::kUndefined) {
-    ASSIGN_OR_RETURN(axes, constantInts(call, 1, "axes"));
+    StatusOr<std::vector<int64_t>> constant = constantInts(call, 1, "axes");
+    if (constant.status().code() == StatusCode::kUnimplemented) {
+      return axesFromOutput(std::move(args), attrs, constant.status());
+    }
+    ASSIGN_OR_RETURN(axes, std::move(constant));
   }
   const int64_t rank = args.x.rank();
   if (!axes.has_value() || axes->empty()) {

@@ -1,6 +1,7 @@
 // The Reduce* family on CUDA: ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1
 // ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp, every opset: axes as an attribute
-// (before 13 for ReduceSum, before 18 for the others) or as a constant int64 input, keepdims,
+// (before 13 for ReduceSum, before 18 for the others) or as an int64 input (a constant, or what
+// the output's shape tells: reduce_plan.h axesFromShapes), keepdims,
 // noop_with_empty_axes, empty axes = every axis; any input strides, up to rank 8. Host half (this
 // header, reduce.cc); device half: reduce.cu.
 #pragma once
@@ -24,8 +25,9 @@ struct ReduceArgs {
   bool identity = false;
 };
 
-/// kUnimplemented when the axes input is not a constant known when planning (the node then runs
-/// on the CPU); kInvalidArgument for axes out of range or repeated.
+/// Axes not known when planning are read from the output's shape (the plan's, made with them);
+/// kUnimplemented when that shape does not tell them (the node then runs on the CPU);
+/// kInvalidArgument for axes out of range or repeated.
 template <>
 StatusOr<ReduceArgs> argsFromCall<ReduceArgs>(const CudaKernelCall& call);
 

@@ -43,6 +43,44 @@ std::vector<int64_t> reducedShape(const std::vector<int64_t>& dims,
   return out;
 }
 
+std::optional<std::vector<bool>> axesFromShapes(const std::vector<int64_t>& in,
+                                                const std::vector<int64_t>& out, bool keepdims) {
+  const size_t rank = in.size();
+  if (rank > static_cast<size_t>(kMaxReduceRank)) return std::nullopt;
+  if (keepdims) {
+    if (out.size() != rank) return std::nullopt;
+    std::vector<bool> mask(rank, false);
+    for (size_t d = 0; d < rank; ++d) {
+      if (out[d] == in[d]) continue;  // kept (or of size 1: reducing it changes nothing)
+      if (out[d] != 1) return std::nullopt;
+      mask[d] = true;
+    }
+    return mask;
+  }
+  if (out.size() > rank) return std::nullopt;
+  // Every set of rank - out.size() dims whose removal leaves `out`; they must agree on the dims
+  // other than 1 (which of several size-1 dims is dropped changes nothing).
+  std::optional<std::vector<bool>> found;
+  for (uint32_t bits = 0; bits < (1u << rank); ++bits) {
+    if (static_cast<size_t>(__builtin_popcount(bits)) != rank - out.size()) continue;
+    std::vector<bool> mask(rank);
+    std::vector<int64_t> left;
+    for (size_t d = 0; d < rank; ++d) {
+      mask[d] = (bits >> d) & 1u;
+      if (!mask[d]) left.push_back(in[d]);
+    }
+    if (left != out) continue;
+    if (!found) {
+      found = mask;
+      continue;
+    }
+    for (size_t d = 0; d < rank; ++d) {
+      if (in[d] != 1 && mask[d] != (*found)[d]) return std::nullopt;
+    }
+  }
+  return found;
+}
+
 ReduceLayout planReduction(const ConstTensorView& x, const std::vector<bool>& reduced) {
   ReduceLayout layout;
   // The dims that are not 1, in order, each merged into its predecessor when both are kept (or

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ StatusOr<std::vector<bool>> axesMask(const std::string& op, const std::vector<in
 /// The dims of reducing `dims` over `reduced`: 1 there (keepdims) or dropped.
 std::vector<int64_t> reducedShape(const std::vector<int64_t>& dims,
                                   const std::vector<bool>& reduced, bool keepdims);
+
+/// The reduced dims of `in` that make `out` (keepdims or not), when the shapes tell them: for an
+/// axes input known only at run time, whose effect the plan's output shape shows. nullopt when
+/// no set of dims, or several that differ in a dim other than 1, make `out`.
+std::optional<std::vector<bool>> axesFromShapes(const std::vector<int64_t>& in,
+                                                const std::vector<int64_t>& out, bool keepdims);
 
 /// The walk of `x` (rank at most kMaxReduceRank) reduced over `reduced`.
 ReduceLayout planReduction(const ConstTensorView& x, const std::vector<bool>& reduced);

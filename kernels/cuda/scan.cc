@@ -18,13 +18,17 @@ StatusOr<CumSumArgs> argsFromCall<CumSumArgs>(const CudaKernelCall& call) {
   args.y = call.outputs[0];
   args.exclusive = attrs.getInt("exclusive", 0) != 0;
   args.reverse = attrs.getInt("reverse", 0) != 0;
-  ASSIGN_OR_RETURN(std::vector<int64_t> axis, constantInts(call, 1, "axis"));
-  if (axis.size() != 1 || call.inputs[1].rank() > 1) {
+  StatusOr<std::vector<int64_t>> axis = constantInts(call, 1, "axis");
+  if (axis.status().code() == StatusCode::kUnimplemented && args.x.rank() == 1) {
+    axis = std::vector<int64_t>{0};  // known only at run time, but a vector has one axis
+  }
+  if (!axis.isOk()) return axis.status();
+  if (axis->size() != 1 || call.inputs[1].rank() > 1) {
     return invalidArgument("{}: axis must be a scalar, not {}", call.op,
                            shapeText(call.inputs[1].dims));
   }
   if (args.x.rank() == 0) return invalidArgument("{}: the input must have rank >= 1", call.op);
-  ASSIGN_OR_RETURN(args.axis, normalizeAxis(call.op, axis[0], args.x.rank()));
+  ASSIGN_OR_RETURN(args.axis, normalizeAxis(call.op, axis->at(0), args.x.rank()));
   return args;
 }
 

@@ -1,5 +1,6 @@
 // CumSum on CUDA (opsets 11, 14): the axis as a constant int32/int64 scalar input (read when
-// planning; a non-constant axis keeps the node on the CPU), exclusive, reverse; float, float16,
+// planning; a non-constant axis keeps the node on the CPU unless the input is a vector),
+// exclusive, reverse; float, float16,
 // bfloat16 (float accumulation), int32, int64 (wrapping); any input strides, up to rank 8. Host
 // half (this header, scan.cc); device half: scan.cu.
 #pragma once
@@ -20,7 +21,7 @@ struct CumSumArgs {
   bool reverse = false;
 };
 
-/// kUnimplemented when the axis is not a constant known when planning.
+/// kUnimplemented when the axis is not a constant known when planning (and the input not 1-D).
 template <>
 StatusOr<CumSumArgs> argsFromCall<CumSumArgs>(const CudaKernelCall& call);
 

@@ -20,18 +20,23 @@ StatusOr<TopKArgs> argsFromCall<TopKArgs>(const CudaKernelCall& call) {
   args.values = call.outputs[0];
   args.indices = call.outputs[1];
   args.largest = call.opset < 11 || attrs.getInt("largest", 1) != 0;
+  if (args.x.rank() == 0) return invalidArgument("{}: the input must have rank >= 1", call.op);
+  ASSIGN_OR_RETURN(args.axis, normalizeAxis(call.op, attrs.getInt("axis", -1), args.x.rank()));
   if (k_input) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> k, constantInts(call, 1, "k"));
-    if (k.size() != 1) {
-      return invalidArgument("{}: k must have one element, not {}", call.op, k.size());
+    StatusOr<std::vector<int64_t>> k = constantInts(call, 1, "k");
+    if (k.status().code() == StatusCode::kUnimplemented && args.values.rank() == args.x.rank()) {
+      // Known only at run time: the plan shaped the outputs with it.
+      k = std::vector<int64_t>{args.values.dims[static_cast<size_t>(args.axis)]};
     }
-    args.k = k[0];
+    if (!k.isOk()) return k.status();
+    if (k->size() != 1) {
+      return invalidArgument("{}: k must have one element, not {}", call.op, k->size());
+    }
+    args.k = k->at(0);
   } else {
     if (!attrs.has("k")) return invalidArgument("{}: attribute 'k' is required", call.op);
     args.k = attrs.getInt("k", 0);
   }
-  if (args.x.rank() == 0) return invalidArgument("{}: the input must have rank >= 1", call.op);
-  ASSIGN_OR_RETURN(args.axis, normalizeAxis(call.op, attrs.getInt("axis", -1), args.x.rank()));
   int64_t dim = args.x.dims[static_cast<size_t>(args.axis)];
   if (args.k < 0 || args.k > dim) {
     return invalidArgument("{}: k {} is outside [0, {}]", call.op, args.k, dim);

@@ -1,5 +1,5 @@
-// TopK on CUDA (opsets 1, 10, 11): k as an attribute (1) or a constant int64 input (10+; read when
-// planning: a non-constant k keeps the node on the CPU), axis, largest and sorted (11+); the
+// TopK on CUDA (opsets 1, 10, 11): k as an attribute (1) or an int64 input (10+: a constant, or
+// the outputs' size along the axis, which the plan computed from it), axis, largest and sorted (11+); the
 // Values and int64 Indices outputs, ties broken by the lower index as ONNX says; any row length,
 // with k of at most kTopKMaxSelect for rows longer than kTopKMaxRow (more is refused: the CPU
 // runs it). sorted=0 leaves the order open, so the sorted order is written. Host half (this
@@ -24,7 +24,7 @@ struct TopKArgs {
   bool largest = true;
 };
 
-/// kUnimplemented when k is not a constant known when planning; kInvalidArgument for k outside
+/// k not known when planning is the outputs' size along the axis; kInvalidArgument for k outside
 /// [0, the axis's size].
 template <>
 StatusOr<TopKArgs> argsFromCall<TopKArgs>(const CudaKernelCall& call);

@@ -169,10 +169,43 @@ class ReduceRefusals : public ::testing::Test {
   }
 };
 
+/// Axes known only at run time: the output's shape (the plan's, made with them) tells them, or the
+/// node is refused.
 TEST_F(ReduceRefusals, AxesInputNotConstant) {
   auto n = reduceNode("ReduceSum", 13, true, DataType::kFloat);
   n->call.constant_inputs[1] = nullptr;
-  expectRefused(*n, "ReduceSum: axes is not a constant (the CUDA kernel reads it when planning)");
+  EXPECT_TRUE(n->check()) << n->check().reason;  // [2, 3, 4] -> [2, 1, 4]: axis 1
+  n->attrs.ints["keepdims"] = 0;
+  n->call.outputs[0] = deviceOutput(DataType::kFloat, {2, 4});
+  EXPECT_TRUE(n->check()) << n->check().reason;
+  Node square("ReduceMean", 18);
+  square.input(DataType::kFloat, {3, 3});
+  square.input(DataType::kInt64, {1});
+  square.output(DataType::kFloat, {3});
+  square.attrs.ints["keepdims"] = 0;
+  expectRefused(square,
+                "ReduceMean: axes is not a constant (the CUDA kernel reads it when planning); the "
+                "output shape [3] of input [3, 3] does not tell them");
+  // Dropping either of two dims of 1 is the same reduction.
+  Node ones("ReduceMean", 18);
+  ones.input(DataType::kFloat, {1, 4, 1});
+  ones.input(DataType::kInt64, {1});
+  ones.output(DataType::kFloat, {4, 1});
+  ones.attrs.ints["keepdims"] = 0;
+  EXPECT_TRUE(ones.check()) << ones.check().reason;
+  // With noop_with_empty_axes an unchanged shape is a copy or a reduction over dims of 1: the
+  // same for ReduceSum, not for ReduceL2 (|x|).
+  Node noop("ReduceL2", 18);
+  noop.input(DataType::kFloat, {1, 4});
+  noop.input(DataType::kInt64, {1});
+  noop.output(DataType::kFloat, {1, 4});
+  noop.attrs.ints["noop_with_empty_axes"] = 1;
+  expectRefused(noop,
+                "ReduceL2: axes is not a constant (the CUDA kernel reads it when planning); with "
+                "noop_with_empty_axes the output shape does not tell a copy from a reduction over "
+                "dims of 1");
+  noop.call.op = "ReduceSum";
+  EXPECT_TRUE(noop.check()) << noop.check().reason;
 }
 
 TEST_F(ReduceRefusals, TypesWithoutKernel) {
@@ -270,6 +303,11 @@ TEST_F(ReduceRefusals, CumSum) {
   n.input(DataType::kInt64, {});
   n.output(DataType::kFloat, {2, 3});
   expectRefused(n, "CumSum: axis is not a constant (the CUDA kernel reads it when planning)");
+  Node vector("CumSum", 14);  // one axis: the axis need not be known
+  vector.input(DataType::kFloat, {6});
+  vector.input(DataType::kInt64, {});
+  vector.output(DataType::kFloat, {6});
+  EXPECT_TRUE(vector.check()) << vector.check().reason;
   Node m("CumSum", 14);
   m.input(DataType::kFloat, {2, 3});
   m.constant({}, {2});
@@ -283,9 +321,10 @@ TEST_F(ReduceRefusals, CumSum) {
 }
 
 TEST_F(ReduceRefusals, TopK) {
+  // k known only at run time is the outputs' size along the axis.
   auto n = topKNode(11, DataType::kFloat);
   n->call.constant_inputs[1] = nullptr;
-  expectRefused(*n, "TopK: k is not a constant (the CUDA kernel reads it when planning)");
+  EXPECT_TRUE(n->check()) << n->check().reason;
   expectRefused(*topKNode(10, DataType::kInt32), "TopK: no CUDA kernel for int32 at opset 10");
   EXPECT_TRUE(topKNode(11, DataType::kInt32)->check());
   auto big = std::make_unique<Node>("TopK", 11);

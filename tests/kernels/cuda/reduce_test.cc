@@ -284,5 +284,50 @@ TEST_F(ReduceLaunchTest, TransposedInput) {
   }
 }
 
+/// Axes, k and axis known only at run time (not constants): the kernels take them from the
+/// output shapes the plan computed (a 1-D CumSum has one axis).
+TEST_F(ReduceLaunchTest, OperandsKnownOnlyAtRunTime) {
+  struct Run {
+    std::string op;
+    int64_t opset;
+    std::vector<int64_t> dims;
+    std::vector<double> operand;  ///< input 1
+    KernelAttrs attrs;
+    size_t outputs;
+  };
+  KernelAttrs keep0;
+  keep0.ints["keepdims"] = 0;
+  KernelAttrs noop;
+  noop.ints["noop_with_empty_axes"] = 1;
+  KernelAttrs exclusive;
+  exclusive.ints["exclusive"] = 1;
+  KernelAttrs smallest;
+  smallest.ints["largest"] = 0;
+  smallest.ints["axis"] = 0;
+  const std::vector<Run> runs = {{"ReduceSum", 13, {4, 5, 6}, {1}, {}, 1},
+                                 {"ReduceMean", 18, {4, 5, 6}, {0, 2}, keep0, 1},
+                                 {"ReduceLogSumExp", 18, {4, 1, 6}, {-1, 1}, keep0, 1},
+                                 {"ReduceMax", 18, {3, 7}, {}, noop, 1},
+                                 {"ReduceSum", 13, {3, 7}, {}, {}, 1},
+                                 {"TopK", 11, {40, 3}, {6}, smallest, 2},
+                                 {"CumSum", 14, {300}, {-1}, exclusive, 1}};
+  for (const Run& r : runs) {
+    std::vector<HostTensor> inputs = {test::tensorOf(
+        DataType::kFloat, r.dims,
+        test::randomValues(DataType::kFloat, test::elementsOf(r.dims), -2, 2, r.op))};
+    std::vector<int64_t> operand_dims = {static_cast<int64_t>(r.operand.size())};
+    if (r.op == "CumSum") operand_dims = {};
+    inputs.push_back(test::tensorOf(DataType::kInt64, operand_dims, r.operand));
+    std::vector<HostTensor> want =
+        test::referenceOutputs(r.op, r.opset, inputs, r.attrs, r.outputs);
+    ASSERT_EQ(want.size(), r.outputs) << r.op;
+    auto got = test::runOutputsOnDevice(r.op, r.opset, inputs, r.attrs, want, 1);
+    ASSERT_TRUE(got.isOk()) << got.status().toString();
+    for (size_t i = 0; i < want.size(); ++i) {
+      test::expectNear(want[i], got->at(i), {2e-5, 1e-5}, r.op);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnxopt::kernels

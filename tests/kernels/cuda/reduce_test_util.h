@@ -81,10 +81,13 @@ inline std::vector<HostTensor> referenceOutputs(const std::string& op, int64_t o
 }
 
 /// runOnDevice for a node of several outputs, shaped and typed like `expected`: inputs uploaded
-/// and given as constants too, every output poisoned with 0xA5 bytes first.
-inline StatusOr<std::vector<HostTensor>> runOutputsOnDevice(
-    const std::string& op, int64_t opset, const std::vector<HostTensor>& inputs,
-    const KernelAttrs& attrs, const std::vector<HostTensor>& expected) {
+/// and given as constants too (inputs from `first_runtime` on only uploaded: known only at run
+/// time), every output poisoned with 0xA5 bytes first.
+inline StatusOr<std::vector<HostTensor>> runOutputsOnDevice(const std::string& op, int64_t opset,
+                                                            const std::vector<HostTensor>& inputs,
+                                                            const KernelAttrs& attrs,
+                                                            const std::vector<HostTensor>& expected,
+                                                            size_t first_runtime = SIZE_MAX) {
   ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create());
   CudaKernelCall call;
   call.op = op;
@@ -94,7 +97,7 @@ inline StatusOr<std::vector<HostTensor>> runOutputsOnDevice(
   for (const HostTensor& t : inputs) {
     ASSIGN_OR_RETURN(DeviceTensor d, upload(t, stream.get()));
     call.inputs.push_back(d.view());
-    call.constant_inputs.push_back(&t);
+    call.constant_inputs.push_back(call.inputs.size() > first_runtime ? nullptr : &t);
     device.push_back(std::move(d));
   }
   std::vector<HostTensor> got;
