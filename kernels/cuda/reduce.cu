@@ -2,7 +2,7 @@
 // combines each output's group of input elements (ReduceLayout) in lane groups. Accumulation
 // follows the reference kernels: float for the floating types, the element type's wrapping
 // arithmetic for integer sums and products (done in uint64, whose low bits are the same), the
-// element type itself for integer Max/Min, double for integer L2/LogSum/LogSumExp.
+// element type itself for integer and bool Max/Min, double for integer L2/LogSum/LogSumExp.
 #include <cstdint>
 #include <type_traits>
 
@@ -23,7 +23,9 @@ using Acc = std::conditional_t<
 
 template <typename A>
 __device__ __forceinline__ A lowestOf() {
-  if constexpr (std::is_floating_point_v<A>) {
+  if constexpr (std::is_same_v<A, bool>) {
+    return false;
+  } else if constexpr (std::is_floating_point_v<A>) {
     return static_cast<A>(-INFINITY);
   } else if constexpr (std::is_same_v<A, int8_t>) {
     return INT8_MIN;
@@ -38,7 +40,9 @@ __device__ __forceinline__ A lowestOf() {
 
 template <typename A>
 __device__ __forceinline__ A highestOf() {
-  if constexpr (std::is_floating_point_v<A>) {
+  if constexpr (std::is_same_v<A, bool>) {
+    return true;
+  } else if constexpr (std::is_floating_point_v<A>) {
     return static_cast<A>(INFINITY);
   } else if constexpr (std::is_same_v<A, int8_t>) {
     return INT8_MAX;
@@ -189,7 +193,8 @@ inline constexpr bool kIsByte = std::is_same_v<T, int8_t> || std::is_same_v<T, u
 
 template <typename T, ReduceOp K>
 cudaError_t launchOne(const ReduceDeviceArgs& args, cudaStream_t stream) {
-  if constexpr (kIsByte<T> && K != ReduceOp::kMax && K != ReduceOp::kMin) {
+  if constexpr ((kIsByte<T> || std::is_same_v<T, bool>)&&K != ReduceOp::kMax &&
+                K != ReduceOp::kMin) {
     return cudaErrorInvalidValue;  // not instantiated: reduceKernelExists says no
   } else {
     LaneShape s = laneShape(args.layout);
@@ -229,8 +234,10 @@ cudaError_t launchTyped(const ReduceDeviceArgs& args, cudaStream_t stream) {
 }  // namespace
 
 bool reduceKernelExists(ReduceOp op, DataType dtype) {
-  return op == ReduceOp::kMax || op == ReduceOp::kMin ? isOrderedType(dtype)
-                                                      : isAccumulatedType(dtype);
+  if (op == ReduceOp::kMax || op == ReduceOp::kMin) {
+    return isOrderedType(dtype) || dtype == DataType::kBool;  // bool: opset 20
+  }
+  return isAccumulatedType(dtype);
 }
 
 cudaError_t launchReduce(const ReduceDeviceArgs& args, cudaStream_t stream) {
@@ -239,7 +246,7 @@ cudaError_t launchReduce(const ReduceDeviceArgs& args, cudaStream_t stream) {
   cudaError_t status = cudaErrorInvalidValue;
   visitCudaType(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) status = launchTyped<T>(args, stream);
+    status = launchTyped<T>(args, stream);
   });
   return status;
 }

@@ -213,8 +213,9 @@ TEST_F(ReduceRefusals, TypesWithoutKernel) {
                 "ReduceSum: no CUDA kernel for double");
   expectRefused(*reduceNode("ReduceSum", 13, true, DataType::kUint8),
                 "ReduceSum: no CUDA kernel for uint8");
-  expectRefused(*reduceNode("ReduceMax", 18, true, DataType::kBool),
-                "ReduceMax: no CUDA kernel for bool");
+  expectRefused(*reduceNode("ReduceSum", 13, true, DataType::kBool),
+                "ReduceSum: no CUDA kernel for bool");
+  EXPECT_TRUE(reduceNode("ReduceMin", 20, true, DataType::kBool)->check());
   EXPECT_TRUE(reduceNode("ReduceMax", 18, true, DataType::kUint8)->check());
 }
 

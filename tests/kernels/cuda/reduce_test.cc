@@ -116,6 +116,9 @@ std::vector<double> reduceValues(const ReduceCase& c, int64_t n) {
   } else if (c.op == "ReduceLogSumExp") {
     lo = -5;
     hi = 5;
+  } else if (c.dtype == DataType::kBool) {
+    lo = 0;
+    hi = 1;
   } else if (c.dtype == DataType::kUint8) {
     lo = 0;
     hi = 255;
