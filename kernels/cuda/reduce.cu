@@ -193,8 +193,8 @@ inline constexpr bool kIsByte = std::is_same_v<T, int8_t> || std::is_same_v<T, u
 
 template <typename T, ReduceOp K>
 cudaError_t launchOne(const ReduceDeviceArgs& args, cudaStream_t stream) {
-  if constexpr ((kIsByte<T> || std::is_same_v<T, bool>)&&K != ReduceOp::kMax &&
-                K != ReduceOp::kMin) {
+  constexpr bool kComparesOnly = kIsByte<T> || std::is_same_v<T, bool>;
+  if constexpr (kComparesOnly && K != ReduceOp::kMax && K != ReduceOp::kMin) {
     return cudaErrorInvalidValue;  // not instantiated: reduceKernelExists says no
   } else {
     LaneShape s = laneShape(args.layout);
