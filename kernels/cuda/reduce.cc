@@ -66,6 +66,8 @@ StatusOr<ReduceArgs> argsFromCall<ReduceArgs>(const CudaKernelCall& call) {
   args.x = call.inputs[0];
   args.y = call.outputs[0];
   args.keepdims = attrs.getInt("keepdims", 1) != 0;
+  args.workspace = call.workspace;
+  args.workspace_bytes = call.workspace_bytes;
   std::optional<std::vector<int64_t>> axes;
   if (!axes_input) {
     axes = attrs.getInts("axes");
@@ -105,16 +107,25 @@ Support canImplement(const ReduceArgs& args) {
   return Support::yes();
 }
 
-size_t workspaceBytes(const ReduceArgs&) {
-  return 0;
+namespace {
+
+/// The reduction the kernel runs: the identity (noop_with_empty_axes) is a Max over groups of one
+/// element, an exact copy for every type, NaN and -0 included.
+ReduceOp kernelOp(const ReduceArgs& args) {
+  return args.identity ? ReduceOp::kMax : args.kind;
+}
+
+}  // namespace
+
+size_t workspaceBytes(const ReduceArgs& args) {
+  return reduceWorkspaceBytes(kernelOp(args), planReduction(args.x, args.reduced));
 }
 
 Status launch(const ReduceArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  // The identity (noop_with_empty_axes) is a Max over groups of one element: an exact copy for
-  // every type, NaN and -0 included.
-  ReduceDeviceArgs d{args.identity ? ReduceOp::kMax : args.kind, args.x.dtype,
-                     planReduction(args.x, args.reduced), args.x.data, args.y.data};
+  ReduceDeviceArgs d{kernelOp(args),      args.x.dtype, planReduction(args.x, args.reduced),
+                     args.x.data,         args.y.data,  args.workspace,
+                     args.workspace_bytes};
   ONNXOPT_CUDA_CHECK(launchReduce(d, streamOf(stream)), args.op);
   return Status::ok();
 }

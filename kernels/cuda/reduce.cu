@@ -188,6 +188,43 @@ __global__ void reduceKernel(ReduceDeviceArgs args, int lanes, int per_block) {
   });
 }
 
+/// A split reduction's first pass: block b folds chunk b % splits of output b / splits's group
+/// into one partial result in the workspace.
+template <typename T, ReduceOp K>
+__global__ void reduceChunksKernel(ReduceDeviceArgs args, int64_t splits) {
+  using A = Acc<T, K>;
+  __shared__ A smem[kThreads];
+  const T* x = static_cast<const T*>(args.x);
+  A* partial = static_cast<A*>(args.workspace);
+  const ReduceLayout& layout = args.layout;
+  const LaneGroup g = laneGroup(kThreads, 1, false);
+  const int64_t chunk = (layout.group + splits - 1) / splits;
+  for (int64_t b = blockIdx.x; b < layout.outputs * splits; b += gridDim.x) {
+    const int64_t origin = keptOffset(layout, b / splits);
+    const int64_t begin = (b % splits) * chunk;
+    const int64_t end = begin + chunk < layout.group ? begin + chunk : layout.group;
+    A acc = identity<A, K>();
+    for (int64_t r = begin + threadIdx.x; r < end; r += kThreads) {
+      acc = step<K>(acc, toAcc<A>(load(x, origin + reducedOffset(layout, r))));
+    }
+    acc = groupReduce(smem, g, acc, Combine<K>{});
+    if (threadIdx.x == 0) partial[b] = acc;
+  }
+}
+
+/// A split reduction's second pass: each output combines its chunks' partial results.
+template <typename T, ReduceOp K>
+__global__ void reduceFinishKernel(ReduceDeviceArgs args, int64_t splits) {
+  using A = Acc<T, K>;
+  const A* partial = static_cast<const A*>(args.workspace);
+  T* y = static_cast<T*>(args.y);
+  ONNXOPT_GRID_STRIDE(o, args.layout.outputs) {
+    A acc = partial[o * splits];
+    for (int64_t c = 1; c < splits; ++c) acc = Combine<K>{}(acc, partial[o * splits + c]);
+    store(y, o, finish<T, K>(acc, args.layout.group));
+  }
+}
+
 template <typename T>
 inline constexpr bool kIsByte = std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>;
 
@@ -197,6 +234,18 @@ cudaError_t launchOne(const ReduceDeviceArgs& args, cudaStream_t stream) {
   if constexpr (kComparesOnly && K != ReduceOp::kMax && K != ReduceOp::kMin) {
     return cudaErrorInvalidValue;  // not instantiated: reduceKernelExists says no
   } else {
+    if constexpr (K != ReduceOp::kLogSumExp) {
+      const int64_t splits = reduceSplits(args.op, args.layout);
+      if (splits > 1 && args.workspace != nullptr &&
+          args.workspace_bytes >= reduceWorkspaceBytes(args.op, args.layout)) {
+        unsigned blocks = static_cast<unsigned>(args.layout.outputs * splits);  // at most 256
+        reduceChunksKernel<T, K><<<blocks, kThreads, 0, stream>>>(args, splits);
+        if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+        reduceFinishKernel<T, K>
+            <<<blocksFor(args.layout.outputs), kThreads, 0, stream>>>(args, splits);
+        return cudaGetLastError();
+      }
+    }
     LaneShape s = laneShape(args.layout);
     unsigned threads = static_cast<unsigned>(s.lanes * s.per_block);
     reduceKernel<T, K><<<s.blocks, threads, 0, stream>>>(args, s.lanes, s.per_block);

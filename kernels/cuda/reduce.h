@@ -23,6 +23,8 @@ struct ReduceArgs {
   bool keepdims = true;
   /// noop_with_empty_axes with no axes: the output is the input (ReduceMax over nothing).
   bool identity = false;
+  void* workspace = nullptr;  ///< the call's (a split reduction's partial results)
+  size_t workspace_bytes = 0;
 };
 
 /// Axes not known when planning are read from the output's shape (the plan's, made with them);
@@ -33,6 +35,8 @@ StatusOr<ReduceArgs> argsFromCall<ReduceArgs>(const CudaKernelCall& call);
 
 /// Host-only: types (what reduce.cu instantiates), device memory, rank, the output's shape.
 Support canImplement(const ReduceArgs& args);
+/// A few long groups are split across blocks, their partial results in the workspace (without it
+/// the kernel runs in one pass, slower).
 size_t workspaceBytes(const ReduceArgs& args);
 Status launch(const ReduceArgs& args, CudaStream stream);
 

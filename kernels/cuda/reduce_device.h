@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "onnxopt/support/data_type.h"
@@ -20,8 +21,28 @@ struct ReduceDeviceArgs {
   DataType dtype;  ///< of input and output
   ReduceLayout layout;
   const void* x;
-  void* y;  ///< contiguous, layout.outputs elements
+  void* y;                    ///< contiguous, layout.outputs elements
+  void* workspace = nullptr;  ///< reduceWorkspaceBytes for a split reduction (else one pass)
+  size_t workspace_bytes = 0;
 };
+
+/// Into how many chunks each group is split across blocks (1: none). A few long groups (a whole
+/// tensor into one output) would otherwise keep all but a few multiprocessors idle: the chunks'
+/// partial results go to the workspace and a second kernel combines them. LogSumExp, whose two
+/// passes need the group's maximum first, is not split.
+inline int64_t reduceSplits(ReduceOp op, const ReduceLayout& layout) {
+  if (op == ReduceOp::kLogSumExp || layout.group < 32768 || layout.outputs >= 128) return 1;
+  int64_t by_size = layout.group / 8192;
+  int64_t by_blocks = 256 / layout.outputs;
+  int64_t splits = by_size < by_blocks ? by_size : by_blocks;
+  return splits < 2 ? 1 : splits;
+}
+
+/// The workspace of a split reduction: one 8-byte partial result per chunk.
+inline size_t reduceWorkspaceBytes(ReduceOp op, const ReduceLayout& layout) {
+  int64_t splits = reduceSplits(op, layout);
+  return splits == 1 ? 0 : static_cast<size_t>(layout.outputs * splits) * 8;
+}
 
 struct ArgReduceDeviceArgs {
   bool is_max;          ///< ArgMax (else ArgMin)

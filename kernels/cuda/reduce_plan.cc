@@ -83,6 +83,10 @@ std::optional<std::vector<bool>> axesFromShapes(const std::vector<int64_t>& in,
 
 ReduceLayout planReduction(const ConstTensorView& x, const std::vector<bool>& reduced) {
   ReduceLayout layout;
+  if (x.rank() > kMaxReduceRank || reduced.size() != x.dims.size() ||
+      x.strides.size() != x.dims.size()) {
+    return layout;  // canImplement refuses such a node
+  }
   // The dims that are not 1, in order, each merged into its predecessor when both are kept (or
   // both reduced) and the predecessor's stride steps over exactly this dim.
   bool last_reduced = false;

@@ -32,7 +32,8 @@ std::vector<int64_t> reducedShape(const std::vector<int64_t>& dims,
 std::optional<std::vector<bool>> axesFromShapes(const std::vector<int64_t>& in,
                                                 const std::vector<int64_t>& out, bool keepdims);
 
-/// The walk of `x` (rank at most kMaxReduceRank) reduced over `reduced`.
+/// The walk of `x` (rank at most kMaxReduceRank) reduced over `reduced` (an empty layout for a
+/// view the kernels do not take: canImplement refuses it).
 ReduceLayout planReduction(const ConstTensorView& x, const std::vector<bool>& reduced);
 
 /// The walk of `x` along one (normalized) axis: the kept dims are the lines, the axis the group.

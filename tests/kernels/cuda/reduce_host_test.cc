@@ -157,6 +157,24 @@ TEST(ReduceFamilies, ConstantOfShapeTakesEveryClaimedValueType) {
   }
 }
 
+/// A few long groups are split across blocks: one 8-byte partial result per chunk in the
+/// workspace; many outputs, short groups and LogSumExp run in one pass without one.
+TEST(ReduceFamilies, SplitReductionWorkspace) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  auto bytes = [](const std::string& op, std::vector<int64_t> in, std::vector<int64_t> out) {
+    Node n(op, 18);
+    n.input(DataType::kFloat, in);
+    n.output(DataType::kFloat, out);
+    StatusOr<size_t> b = cudaWorkspaceBytes(n.call);
+    EXPECT_TRUE(b.isOk()) << b.status().toString();
+    return b.isOk() ? *b : size_t{0};
+  };
+  EXPECT_EQ(bytes("ReduceSum", {100000}, {1}), 12u * 8);        // 100000 / 8192 chunks
+  EXPECT_EQ(bytes("ReduceMean", {3, 40000}, {1, 1}), 14u * 8);  // all 120000 elements
+  EXPECT_EQ(bytes("ReduceSum", {20000}, {1}), 0u);              // short enough for one block
+  EXPECT_EQ(bytes("ReduceLogSumExp", {100000}, {1}), 0u);
+}
+
 class ReduceRefusals : public ::testing::Test {
  protected:
   void SetUp() override {

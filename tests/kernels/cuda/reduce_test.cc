@@ -1,8 +1,9 @@
 // The CUDA Reduce* and ArgMax/ArgMin kernels against the CPU reference kernels, for every row and
 // type kernels/cuda/ops.def claims: reduce all, one axis first/middle/last, two non-adjacent axes,
-// keepdims 0/1, rows of 1 to 5000 elements along and across the memory order, an empty group,
-// noop_with_empty_axes, a transposed input; ArgMax/ArgMin with ties, select_last_index and NaN.
-// Label gpu: without a device each test is skipped with "skipped: no CUDA device".
+// keepdims 0/1, rows of 1 to 5000 elements along and across the memory order, long groups split
+// across blocks, an empty group, noop_with_empty_axes, a transposed input; ArgMax/ArgMin with
+// ties, select_last_index and NaN. Label gpu: without a device each test is skipped with
+// "skipped: no CUDA device".
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -62,6 +63,10 @@ const std::vector<Shape>& reduceShapes() {
       {{5000, 2}, std::vector<int64_t>{0}, 0, "column5000", true},
       {{300, 70}, std::vector<int64_t>{0}, 1, "column300", false},
       {{0, 3}, std::vector<int64_t>{0}, 1, "emptygroup", true},
+      // Few long groups: split across blocks (partial results in the workspace).
+      {{100000}, std::nullopt, 0, "split_all", true},
+      {{3, 40000}, std::vector<int64_t>{1}, 1, "split_rows", false},
+      {{50000, 2}, std::vector<int64_t>{0}, 0, "split_columns", false},
       {{}, std::nullopt, 1, "scalar", false},
   };
   return shapes;
