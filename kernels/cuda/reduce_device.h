@@ -55,6 +55,7 @@ struct ArgReduceDeviceArgs {
 
 struct CumSumDeviceArgs {
   DataType dtype;  ///< of input and output
+  bool prod;       ///< CumProd: scan with * from 1 (else + from 0)
   bool exclusive;
   bool reverse;
   ReduceLayout layout;  ///< kept: the lines; reduced: the axis (layout.group elements)

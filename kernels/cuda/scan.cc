@@ -1,4 +1,4 @@
-// Host half of CumSum (scan.h).
+// Host half of CumSum and CumProd (scan.h).
 #include "scan.h"
 
 #include <fmt/format.h>
@@ -10,12 +10,16 @@ namespace onnxopt::kernels::cuda {
 
 template <>
 StatusOr<CumSumArgs> argsFromCall<CumSumArgs>(const CudaKernelCall& call) {
+  if (call.op != "CumSum" && call.op != "CumProd") {
+    return invalidArgument("{}: not a CUDA scan", call.op);
+  }
   RETURN_IF_ERROR(checkArity(call, 2, 2, 1));
   const KernelAttrs& attrs = attrsOf(call);
   CumSumArgs args;
   args.op = call.op;
   args.x = call.inputs[0];
   args.y = call.outputs[0];
+  args.prod = call.op == "CumProd";
   args.exclusive = attrs.getInt("exclusive", 0) != 0;
   args.reverse = attrs.getInt("reverse", 0) != 0;
   StatusOr<std::vector<int64_t>> axis = constantInts(call, 1, "axis");
@@ -48,6 +52,7 @@ size_t workspaceBytes(const CumSumArgs&) {
 Status launch(const CumSumArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
   CumSumDeviceArgs d{args.x.dtype,
+                     args.prod,
                      args.exclusive,
                      args.reverse,
                      planAxis(args.x, args.axis),

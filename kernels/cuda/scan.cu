@@ -1,4 +1,4 @@
-// Device code of CumSum (scan.h). Lines along the axis are scanned in the reference's order
+// Device code of CumSum and CumProd (scan.h). Lines along the axis are scanned in the reference's order
 // (reverse: from the end). A line whose axis is the innermost dim and long is scanned by one block
 // in chunks of kThreads elements (a shared-memory scan per chunk, carried over); other lines by
 // one thread each, neighbouring threads taking neighbouring lines (coalesced across the inner
@@ -42,12 +42,12 @@ __global__ void scanLinesKernel(CumSumDeviceArgs args) {
   const int64_t dim = layout.group;
   ONNXOPT_GRID_STRIDE(o, layout.outputs) {
     const int64_t origin = keptOffset(layout, o);
-    A acc = 0;
+    A acc = args.prod ? A(1) : A(0);
     for (int64_t s = 0; s < dim; ++s) {
       const int64_t k = args.reverse ? dim - 1 - s : s;
       const A v = toAcc<A>(load(x, origin + reducedOffset(layout, k)));
       if (args.exclusive) storeAcc(y, outputOffset(args, o, k), acc);
-      acc += v;
+      acc = args.prod ? acc * v : acc + v;
       if (!args.exclusive) storeAcc(y, outputOffset(args, o, k), acc);
     }
   }
@@ -64,25 +64,27 @@ __global__ void scanRowsKernel(CumSumDeviceArgs args) {
   const int t = static_cast<int>(threadIdx.x);
   for (int64_t o = blockIdx.x; o < layout.outputs; o += gridDim.x) {
     const int64_t origin = keptOffset(layout, o);
-    A carry = 0;
+    const A unit = args.prod ? A(1) : A(0);
+    A carry = unit;
     for (int64_t chunk = 0; chunk < dim; chunk += kThreads) {
       const int64_t s = chunk + t;
       const int64_t k = args.reverse ? dim - 1 - s : s;
-      const A v = s < dim ? toAcc<A>(load(x, origin + reducedOffset(layout, k))) : A(0);
+      const A v = s < dim ? toAcc<A>(load(x, origin + reducedOffset(layout, k))) : unit;
       // Inclusive scan of the chunk (Hillis-Steele).
       sums[t] = v;
       __syncthreads();
       for (int step = 1; step < kThreads; step *= 2) {
-        A add = t >= step ? sums[t - step] : A(0);
+        A other = t >= step ? sums[t - step] : unit;
         __syncthreads();
-        sums[t] += add;
+        sums[t] = args.prod ? sums[t] * other : sums[t] + other;
         __syncthreads();
       }
       if (s < dim) {
-        A before = t > 0 ? sums[t - 1] : A(0);
-        storeAcc(y, outputOffset(args, o, k), carry + (args.exclusive ? before : sums[t]));
+        A before = t > 0 ? sums[t - 1] : unit;
+        A scanned = args.exclusive ? before : sums[t];
+        storeAcc(y, outputOffset(args, o, k), args.prod ? carry * scanned : carry + scanned);
       }
-      carry += sums[kThreads - 1];
+      carry = args.prod ? carry * sums[kThreads - 1] : carry + sums[kThreads - 1];
       __syncthreads();
     }
   }

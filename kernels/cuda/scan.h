@@ -1,8 +1,8 @@
-// CumSum on CUDA (opsets 11, 14): the axis as a constant int32/int64 scalar input (read when
-// planning; a non-constant axis keeps the node on the CPU unless the input is a vector),
-// exclusive, reverse; float, float16,
-// bfloat16 (float accumulation), int32, int64 (wrapping); any input strides, up to rank 8. Host
-// half (this header, scan.cc); device half: scan.cu.
+// CumSum on CUDA (opsets 11, 14), and CumProd (26) the same way with * from 1: the axis as a
+// constant int32/int64 scalar input (read when planning; a non-constant axis keeps the node on
+// the CPU unless the input is a vector), exclusive, reverse; float, float16, bfloat16 (float
+// accumulation), int32, int64 (wrapping); any input strides, up to rank 8. Host half (this
+// header, scan.cc); device half: scan.cu.
 #pragma once
 
 #include <string>
@@ -14,6 +14,7 @@ namespace onnxopt::kernels::cuda {
 
 struct CumSumArgs {
   std::string op = "CumSum";
+  bool prod = false;  ///< CumProd (opset 26)
   ConstTensorView x;
   TensorView y;
   int64_t axis = 0;  ///< normalized
