@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "device.h"
+#include "onnxopt/support/half.h"
 #include "reduce_plan.h"
 
 namespace onnxopt::kernels::cuda {
@@ -18,9 +19,14 @@ namespace {
 /// Range's length for constant scalars, as the reference kernel computes it.
 StatusOr<int64_t> rangeCount(const RangeArgs& args) {
   DataType t = args.start_value->dtype;
-  if (t == DataType::kFloat) {
-    float start = args.start_value->get<float>(0), limit = args.limit_value->get<float>(0),
-          delta = args.delta_value->get<float>(0);
+  if (t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16) {
+    auto read = [&](const HostTensor* v) {
+      if (t == DataType::kFloat) return v->get<float>(0);
+      uint16_t bits = v->get<uint16_t>(0);
+      return t == DataType::kFloat16 ? halfToFloat(bits) : bfloat16ToFloat(bits);
+    };
+    float start = read(args.start_value), limit = read(args.limit_value),
+          delta = read(args.delta_value);
     if (delta == 0) return invalidArgument("{}: delta is 0", args.op);
     float diff = limit - start;
     double c = std::ceil(static_cast<double>(diff) / static_cast<double>(delta));

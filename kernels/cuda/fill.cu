@@ -1,5 +1,5 @@
 // Device code of the fills (fill.h): Range (start + i * delta, rounded as the reference: float
-// multiply then add, no fused multiply-add; integers wrap) and ConstantOfShape (one value's bits
+// multiply then add, no fused multiply-add, then to the 16-bit type; integers wrap) and ConstantOfShape (one value's bits
 // repeated).
 #include <cstdint>
 #include <cstring>
@@ -21,12 +21,15 @@ __device__ __forceinline__ T fromBits(uint64_t bits) {
 
 template <typename T>
 __global__ void rangeKernel(RangeDeviceArgs args) {
-  const T start = args.by_value ? fromBits<T>(args.start_bits) : *static_cast<const T*>(args.start);
-  const T delta = args.by_value ? fromBits<T>(args.delta_bits) : *static_cast<const T*>(args.delta);
+  const T start_bits =
+      args.by_value ? fromBits<T>(args.start_bits) : *static_cast<const T*>(args.start);
+  const T delta_bits =
+      args.by_value ? fromBits<T>(args.delta_bits) : *static_cast<const T*>(args.delta);
+  const Compute<T> start = load(&start_bits, 0), delta = load(&delta_bits, 0);
   T* y = static_cast<T*>(args.y);
   ONNXOPT_GRID_STRIDE(i, args.count) {
-    if constexpr (std::is_same_v<T, float>) {
-      y[i] = __fadd_rn(start, __fmul_rn(static_cast<float>(i), delta));
+    if constexpr (kIsFloating<T>) {
+      store(y, i, __fadd_rn(start, __fmul_rn(static_cast<float>(i), delta)));
     } else {
       uint64_t v = static_cast<uint64_t>(static_cast<int64_t>(start)) +
                    static_cast<uint64_t>(i) * static_cast<uint64_t>(static_cast<int64_t>(delta));
@@ -47,7 +50,8 @@ __global__ void fillKernel(FillDeviceArgs args) {
 }  // namespace
 
 bool rangeKernelExists(DataType dtype) {
-  return dtype == DataType::kFloat || dtype == DataType::kInt32 || dtype == DataType::kInt64;
+  return dtype == DataType::kFloat || dtype == DataType::kFloat16 || dtype == DataType::kBfloat16 ||
+         dtype == DataType::kInt32 || dtype == DataType::kInt64;
 }
 
 cudaError_t launchRange(const RangeDeviceArgs& args, cudaStream_t stream) {
@@ -55,6 +59,12 @@ cudaError_t launchRange(const RangeDeviceArgs& args, cudaStream_t stream) {
   switch (args.dtype) {
     case DataType::kFloat:
       rangeKernel<float><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
+      break;
+    case DataType::kFloat16:
+      rangeKernel<__half><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
+      break;
+    case DataType::kBfloat16:
+      rangeKernel<__nv_bfloat16><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
       break;
     case DataType::kInt32:
       rangeKernel<int32_t><<<blocksFor(args.count), kThreads, 0, stream>>>(args);

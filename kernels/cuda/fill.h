@@ -1,4 +1,4 @@
-// The fills on CUDA: Range (11: float, int32, int64; start/limit/delta constant when planning,
+// The fills on CUDA: Range (11: float, int32, int64; 27: float16, bfloat16 too; start/limit/delta constant when planning,
 // or device scalars read by the kernel, the output's length then planned by the executor) and
 // ConstantOfShape (9, 20: the `value` attribute's one element, any type of 1, 2, 4 or 8 bytes;
 // the shape input is not read: the output is already shaped). Host half (this header, fill.cc);

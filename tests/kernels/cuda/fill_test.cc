@@ -17,6 +17,7 @@ namespace onnxopt::kernels {
 namespace {
 
 struct RangeCase {
+  int64_t opset = 11;
   DataType dtype = DataType::kFloat;
   double start = 0, limit = 0, delta = 1;
   std::string name;
@@ -43,8 +44,8 @@ std::vector<RangeCase> rangeCases() {
   for (const CudaKernelInfo& row : test::rowsOf("Range")) {
     for (DataType t : row.inputs.at(0).types()) {
       for (const Bounds& b : test::isFloatType(t) ? floats : ints) {
-        out.push_back(
-            {t, b.start, b.limit, b.delta, fmt::format("Range_{}_{}", dataTypeName(t), b.what)});
+        out.push_back({row.since, t, b.start, b.limit, b.delta,
+                       fmt::format("Range_opset{}_{}_{}", row.since, dataTypeName(t), b.what)});
       }
     }
   }
@@ -61,9 +62,9 @@ class RangeTest : public test::CudaTest, public ::testing::WithParamInterface<Ra
 TEST_P(RangeTest, MatchesReference) {
   const RangeCase& c = GetParam();
   std::vector<HostTensor> inputs = rangeInputs(c);
-  std::vector<HostTensor> want = test::referenceOutputs("Range", 11, inputs, {}, 1);
+  std::vector<HostTensor> want = test::referenceOutputs("Range", c.opset, inputs, {}, 1);
   ASSERT_EQ(want.size(), 1u);
-  auto got = test::runOnDevice("Range", 11, inputs, {}, want[0].dtype, want[0].dims);
+  auto got = test::runOnDevice("Range", c.opset, inputs, {}, want[0].dtype, want[0].dims);
   ASSERT_TRUE(got.isOk()) << got.status().toString();
   test::expectNear(want[0], *got, {0, 0});
 }
@@ -73,14 +74,14 @@ TEST_P(RangeTest, MatchesReference) {
 TEST_P(RangeTest, DeviceScalars) {
   const RangeCase& c = GetParam();
   std::vector<HostTensor> inputs = rangeInputs(c);
-  std::vector<HostTensor> want = test::referenceOutputs("Range", 11, inputs, {}, 1);
+  std::vector<HostTensor> want = test::referenceOutputs("Range", c.opset, inputs, {}, 1);
   ASSERT_EQ(want.size(), 1u);
   auto stream = DeviceStream::create();
   ASSERT_TRUE(stream.isOk()) << stream.status().toString();
   std::vector<test::DeviceTensor> device;
   CudaKernelCall call;
   call.op = "Range";
-  call.opset = 11;
+  call.opset = c.opset;
   for (const HostTensor& t : inputs) {
     auto d = test::upload(t, stream->get());
     ASSERT_TRUE(d.isOk()) << d.status().toString();
