@@ -16,6 +16,13 @@
 #include "attention.h"
 #include "einsum.h"
 #include "rotary.h"
+// reductions, scans, TopK, fills (owner: reduce)
+#include "arg_reduce.h"
+#include "fill.h"
+#include "reduce.h"
+#include "scan.h"
+#include "topk.h"
+#include "variadic.h"
 
 namespace onnxopt::kernels {
 

@@ -1,0 +1,61 @@
+// Device code of the variadic Sum and Mean (variadic.h): each output element folds its element of
+// every input (broadcast by zero strides) in input order, as the reference does: in float for the
+// floating types, wrapping (in uint64, whose low bits are the same) for integers.
+#include <cstdint>
+#include <type_traits>
+
+#include "element_types.cuh"
+#include "reduce_device.cuh"
+#include "reduce_device.h"
+
+namespace onnxopt::kernels::cuda {
+
+namespace {
+
+template <typename T>
+__global__ void variadicKernel(VariadicDeviceArgs args) {
+  using A = std::conditional_t<kIsFloating<T>, float, uint64_t>;
+  T* y = static_cast<T*>(args.y);
+  ONNXOPT_GRID_STRIDE(i, args.count) {
+    int64_t off[kMaxVariadicInputs] = {};
+    int64_t rest = i;
+    for (int d = args.rank - 1; d >= 0; --d) {
+      int64_t c = rest % args.dims[d];
+      rest /= args.dims[d];
+      for (int k = 0; k < args.inputs; ++k) off[k] += c * args.strides[k][d];
+    }
+    A acc = toAcc<A>(load(static_cast<const T*>(args.x[0]), off[0]));
+    for (int k = 1; k < args.inputs; ++k) {
+      acc += toAcc<A>(load(static_cast<const T*>(args.x[k]), off[k]));
+    }
+    if constexpr (kIsFloating<T>) {
+      if (args.mean) acc = acc / static_cast<float>(args.inputs);
+      store(y, i, acc);
+    } else {
+      y[i] = static_cast<T>(acc);
+    }
+  }
+}
+
+}  // namespace
+
+bool variadicKernelExists(bool mean, DataType dtype) {
+  bool floating =
+      dtype == DataType::kFloat || dtype == DataType::kFloat16 || dtype == DataType::kBfloat16;
+  return mean ? floating : isAccumulatedType(dtype);
+}
+
+cudaError_t launchVariadic(const VariadicDeviceArgs& args, cudaStream_t stream) {
+  if (args.count == 0) return cudaSuccess;
+  if (!variadicKernelExists(args.mean, args.dtype)) return cudaErrorInvalidValue;
+  visitCudaType(args.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || kIsHalfLike<T> || std::is_same_v<T, int32_t> ||
+                  std::is_same_v<T, int64_t>) {
+      variadicKernel<T><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
+    }
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace onnxopt::kernels::cuda
