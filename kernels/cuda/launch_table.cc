@@ -12,6 +12,8 @@
 #include "onnxopt/kernels/cuda.h"
 #include "unary.h"
 #include "where.h"
+// data movement and indexing (engineer "move")
+#include "transpose.h"
 
 namespace onnxopt::kernels {
 

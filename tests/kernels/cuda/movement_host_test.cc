@@ -1,0 +1,151 @@
+// Host-only tests of the data-movement and indexing kernels (no device needed): the strided-copy
+// planner (dims merged, index width), what canImplement refuses and why, and that every
+// movement row of kernels/cuda/ops.def passes its family's canImplement for each type it claims.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/copy.h"
+#include "onnxopt/kernels/cuda.h"
+
+namespace onnxopt::kernels {
+namespace {
+
+using cuda::planStridedCopy;
+using cuda::StridedCopy;
+
+TEST(StridedCopyPlan, MergesContiguousDims) {
+  // A contiguous [2, 3, 4] copy is one run of 24.
+  auto c = planStridedCopy(4, {2, 3, 4}, {12, 4, 1}, nullptr, {12, 4, 1}, nullptr);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->rank, 1);
+  EXPECT_EQ(c->count, 24);
+  EXPECT_EQ(c->dims[0], 24);
+  EXPECT_FALSE(c->wide_index);
+}
+
+TEST(StridedCopyPlan, KeepsPermutedDimsAndDropsOnes) {
+  // [2, 1, 3, 4] read through the strides of a [2, 4, 3] transpose: the 1 goes, nothing merges.
+  auto c = planStridedCopy(2, {2, 1, 3, 4}, {12, 99, 1, 3}, nullptr, {12, 12, 4, 1}, nullptr);
+  ASSERT_TRUE(c.has_value());
+  ASSERT_EQ(c->rank, 3);
+  EXPECT_EQ(c->dims[0], 2);
+  EXPECT_EQ(c->dims[1], 3);
+  EXPECT_EQ(c->dims[2], 4);
+  EXPECT_EQ(c->src_strides[1], 1);
+  EXPECT_EQ(c->src_strides[2], 3);
+  EXPECT_EQ(c->dst_strides[2], 1);
+}
+
+TEST(StridedCopyPlan, OuterDimsMergeWhenOnlyTheInnerAreStrided) {
+  // The [0, 2, 1, 3] head transpose of [2, 8, 16, 32]: dim 3 stays a run of 32.
+  auto c =
+      planStridedCopy(4, {2, 16, 8, 32}, {4096, 32, 512, 1}, nullptr, {4096, 256, 32, 1}, nullptr);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->rank, 4);
+  EXPECT_EQ(c->count, 2 * 16 * 8 * 32);
+}
+
+TEST(StridedCopyPlan, EmptyAndScalar) {
+  auto empty = planStridedCopy(8, {3, 0, 2}, {0, 2, 1}, nullptr, {0, 2, 1}, nullptr);
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_EQ(empty->count, 0);
+  auto scalar = planStridedCopy(8, {}, {}, nullptr, {}, nullptr);
+  ASSERT_TRUE(scalar.has_value());
+  EXPECT_EQ(scalar->count, 1);
+  EXPECT_EQ(scalar->rank, 0);
+}
+
+TEST(StridedCopyPlan, WideIndexForLargeReach) {
+  // 4 elements 2^31 apart on the source: 64-bit offsets.
+  auto c = planStridedCopy(1, {4, 2}, {int64_t{1} << 31, 1}, nullptr, {2, 1}, nullptr);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_TRUE(c->wide_index);
+  // A negative stride (a reversed Slice) counts by its magnitude.
+  auto r = planStridedCopy(4, {5}, {-3}, nullptr, {1}, nullptr);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_FALSE(r->wide_index);
+  EXPECT_EQ(r->src_strides[0], -3);
+}
+
+TEST(StridedCopyPlan, TooManyDims) {
+  std::vector<int64_t> dims(17, 2), src(17), dst(17);
+  for (size_t i = 0; i < 17; ++i) {
+    dst[16 - i] = int64_t{1} << i;
+    src[i] = int64_t{1} << i;  // reversed: nothing merges
+  }
+  EXPECT_FALSE(planStridedCopy(4, dims, src, nullptr, dst, nullptr).has_value());
+}
+
+TEST(MovableTypes, ElementBytes) {
+  EXPECT_EQ(cuda::movableElementBytes(DataType::kBool), 1);
+  EXPECT_EQ(cuda::movableElementBytes(DataType::kFloat16), 2);
+  EXPECT_EQ(cuda::movableElementBytes(DataType::kFloat), 4);
+  EXPECT_EQ(cuda::movableElementBytes(DataType::kInt64), 8);
+  EXPECT_EQ(cuda::movableElementBytes(DataType::kDouble), 8);
+  EXPECT_EQ(cuda::movableElementBytes(DataType::kString), 0);
+  EXPECT_EQ(cuda::movableElementBytes(DataType::kInt4), 0);
+}
+
+// --- canImplement ---------------------------------------------------------------------------------
+
+ConstTensorView deviceIn(DataType t, const std::vector<int64_t>& dims) {
+  return ConstTensorView(t, dims, contiguousStrides(dims), nullptr, MemoryKind::kDevice);
+}
+
+TensorView deviceOut(DataType t, const std::vector<int64_t>& dims) {
+  return TensorView(t, dims, contiguousStrides(dims), nullptr, MemoryKind::kDevice);
+}
+
+Support check(const std::string& op, int64_t opset, std::vector<ConstTensorView> inputs,
+              std::vector<TensorView> outputs, const KernelAttrs& attrs,
+              std::vector<const HostTensor*> constants = {}) {
+  CudaKernelCall call;
+  call.op = op;
+  call.opset = opset;
+  call.inputs = std::move(inputs);
+  call.outputs = std::move(outputs);
+  call.attrs = &attrs;
+  call.constant_inputs = std::move(constants);
+  return cudaCanImplement(call);
+}
+
+void expectRefused(const Support& s, const std::string& reason) {
+  EXPECT_FALSE(s) << "expected a refusal containing: " << reason;
+  EXPECT_NE(s.reason.find(reason), std::string::npos) << s.reason;
+}
+
+TEST(TransposeCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  KernelAttrs perm;
+  perm.int_lists["perm"] = {1, 0, 2};
+  auto in = deviceIn(DataType::kFloat, {2, 3, 4});
+  EXPECT_TRUE(check("Transpose", 13, {in}, {deviceOut(DataType::kFloat, {3, 2, 4})}, perm));
+  expectRefused(check("Transpose", 13, {in}, {deviceOut(DataType::kFloat, {2, 3, 4})}, perm),
+                "Transpose: the output is [2, 3, 4]; the transpose is [3, 2, 4]");
+  KernelAttrs bad;
+  bad.int_lists["perm"] = {0, 0, 1};
+  expectRefused(check("Transpose", 13, {in}, {deviceOut(DataType::kFloat, {2, 2, 3})}, bad),
+                "Transpose: perm [0, 0, 1] is not a permutation");
+  bad.int_lists["perm"] = {0, 1};
+  expectRefused(check("Transpose", 13, {in}, {deviceOut(DataType::kFloat, {2, 3})}, bad),
+                "Transpose: perm has 2 entries for rank 3");
+  expectRefused(check("Transpose", 13, {deviceIn(DataType::kString, {2, 3, 4})},
+                      {deviceOut(DataType::kString, {3, 2, 4})}, perm),
+                "Transpose: no CUDA kernel for string");
+  expectRefused(check("Transpose", 13, {in}, {deviceOut(DataType::kInt32, {3, 2, 4})}, perm),
+                "Transpose: the input is float but the output int32");
+  auto host = in;
+  host.memory = MemoryKind::kHost;
+  expectRefused(check("Transpose", 13, {host}, {deviceOut(DataType::kFloat, {3, 2, 4})}, perm),
+                "host memory");
+  std::vector<int64_t> nine(9, 1);
+  KernelAttrs none;
+  expectRefused(check("Transpose", 13, {deviceIn(DataType::kFloat, nine)},
+                      {deviceOut(DataType::kFloat, nine)}, none),
+                "Transpose: rank 9; the CUDA kernel takes at most 8");
+}
+
+}  // namespace
+}  // namespace onnxopt::kernels
