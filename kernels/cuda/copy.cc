@@ -67,6 +67,13 @@ void* advance(void* base, int64_t elements, int element_bytes) {
   return static_cast<char*>(base) + elements * element_bytes;
 }
 
+StatusOr<int64_t> normalizedAxis(const std::string& op, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) {
+    return invalidArgument("{}: axis {} is out of range for rank {}", op, axis, rank);
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
 std::string dimsText(const std::vector<int64_t>& dims) {
   return fmt::format("[{}]", fmt::join(dims, ", "));
 }

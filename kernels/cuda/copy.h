@@ -76,6 +76,22 @@ Support copyViewSupport(const std::string& op, const ConstTensorView& src, const
 Support movableSupport(const std::string& op, const ConstTensorView& x, const ConstTensorView& y,
                        int64_t max_rank = 8);
 
+/// `view` narrowed to `size` entries of dim `axis` from `begin` (the same strides, the pointer
+/// advanced): a Concat input's place in the output, a Split output's place in the input.
+template <typename View>
+View narrowed(const View& view, int64_t axis, int64_t begin, int64_t size) {
+  View out = view;
+  auto a = static_cast<size_t>(axis);
+  out.dims[a] = size;
+  if (size > 0) {
+    out.data = advance(view.data, begin * view.strides[a], movableElementBytes(view.dtype));
+  }
+  return out;
+}
+
+/// `axis` in [-rank, rank) as a dim index, or kInvalidArgument naming `op`.
+StatusOr<int64_t> normalizedAxis(const std::string& op, int64_t axis, int64_t rank);
+
 /// "[2, 3, 4]" for messages.
 std::string dimsText(const std::vector<int64_t>& dims);
 

@@ -13,6 +13,10 @@
 #include "unary.h"
 #include "where.h"
 // data movement and indexing (engineer "move")
+#include "concat.h"
+#include "expand.h"
+#include "slice.h"
+#include "split.h"
 #include "transpose.h"
 
 namespace onnxopt::kernels {

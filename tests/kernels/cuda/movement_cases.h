@@ -153,6 +153,39 @@ inline StatusOr<std::vector<HostTensor>> referenceOutputs(const MoveCase& c) {
   return runReferenceKernel(c.op, c.opset, ptrs, c.attrs, c.outputs);
 }
 
+/// The case's node as the executor would pass it, with device views at no memory (for host-only
+/// checks: canImplement does not dereference them) and outputs of `want`'s types and dims.
+inline CudaKernelCall hostOnlyCall(const MoveCase& c, const std::vector<HostTensor>& want) {
+  CudaKernelCall call;
+  call.op = c.op;
+  call.opset = c.opset;
+  call.attrs = &c.attrs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const HostTensor& t = c.inputs[i];
+    bool omitted = t.dtype == DataType::kUndefined;
+    call.inputs.push_back(omitted ? ConstTensorView()
+                                  : ConstTensorView(t.dtype, t.dims, contiguousStrides(t.dims),
+                                                    nullptr, MemoryKind::kDevice));
+    bool runtime = false;
+    for (size_t r : c.runtime_inputs) runtime = runtime || r == i;
+    call.constant_inputs.push_back(omitted || runtime ? nullptr : &t);
+  }
+  for (const HostTensor& w : want) {
+    call.outputs.emplace_back(w.dtype, w.dims, contiguousStrides(w.dims), nullptr,
+                              MemoryKind::kDevice);
+  }
+  return call;
+}
+
+/// Host-only: the reference runs the case and the CUDA kernel accepts it (so that a case list or a
+/// canImplement that is wrong shows without a device).
+inline void expectReferenceAndCanImplement(const MoveCase& c) {
+  auto want = referenceOutputs(c);
+  ASSERT_TRUE(want.isOk()) << c.name << ": reference: " << want.status().toString();
+  Support s = cudaCanImplement(hostOnlyCall(c, *want));
+  EXPECT_TRUE(s) << c.name << ": " << s.reason;
+}
+
 /// Runs the case on the reference and the device and compares every output exactly.
 inline void expectMatchesReference(const MoveCase& c) {
   auto want = referenceOutputs(c);

@@ -147,5 +147,94 @@ TEST(TransposeCanImplement, Refusals) {
                 "Transpose: rank 9; the CUDA kernel takes at most 8");
 }
 
+HostTensor int64s(const std::vector<int64_t>& v) {
+  HostTensor t = HostTensor::zeros(DataType::kInt64, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.set<int64_t>(static_cast<int64_t>(i), v[i]);
+  return t;
+}
+
+TEST(ConcatCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  KernelAttrs axis;
+  axis.ints["axis"] = 1;
+  auto a = deviceIn(DataType::kFloat16, {2, 3});
+  auto b = deviceIn(DataType::kFloat16, {2, 4});
+  EXPECT_TRUE(check("Concat", 13, {a, b}, {deviceOut(DataType::kFloat16, {2, 7})}, axis));
+  expectRefused(check("Concat", 13, {a, b}, {deviceOut(DataType::kFloat16, {2, 8})}, axis),
+                "Concat: the inputs have 7 entries along axis 1, the output 8");
+  expectRefused(check("Concat", 13, {a, deviceIn(DataType::kFloat16, {3, 4})},
+                      {deviceOut(DataType::kFloat16, {2, 7})}, axis),
+                "Concat: input 1 is [3, 4]; it does not fit the output [2, 7] along axis 1");
+  expectRefused(check("Concat", 13, {a, b}, {deviceOut(DataType::kFloat16, {2, 7})}, {}),
+                "Concat: axis is required");
+  KernelAttrs far;
+  far.ints["axis"] = 2;
+  expectRefused(check("Concat", 13, {a, b}, {deviceOut(DataType::kFloat16, {2, 7})}, far),
+                "Concat: axis 2 is out of range for rank 2");
+}
+
+TEST(SliceCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  HostTensor starts = int64s({1}), ends = int64s({3}), zero = int64s({0});
+  auto x = deviceIn(DataType::kInt32, {5, 4});
+  auto s_in = deviceIn(DataType::kInt64, {1});
+  KernelAttrs none;
+  EXPECT_TRUE(check("Slice", 13, {x, s_in, s_in}, {deviceOut(DataType::kInt32, {2, 4})}, none,
+                    {nullptr, &starts, &ends}));
+  // A runtime start: the kernel would need it on the host.
+  expectRefused(check("Slice", 13, {x, s_in, s_in}, {deviceOut(DataType::kInt32, {2, 4})}, none,
+                      {nullptr, nullptr, &ends}),
+                "Slice: starts is not a constant");
+  expectRefused(check("Slice", 13, {x, s_in, s_in}, {deviceOut(DataType::kInt32, {3, 4})}, none,
+                      {nullptr, &starts, &ends}),
+                "Slice: the output is [3, 4]; the slice is [2, 4]");
+  expectRefused(
+      check("Slice", 13, {x, s_in, s_in, s_in, s_in}, {deviceOut(DataType::kInt32, {2, 4})}, none,
+            {nullptr, &starts, &ends, &zero, &zero}),
+      "Slice: step is 0");
+}
+
+TEST(ExpandCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  HostTensor shape = int64s({2, 3});
+  auto x = deviceIn(DataType::kBool, {3});
+  auto shape_in = deviceIn(DataType::kInt64, {2});
+  KernelAttrs none;
+  EXPECT_TRUE(check("Expand", 13, {x, shape_in}, {deviceOut(DataType::kBool, {2, 3})}, none,
+                    {nullptr, &shape}));
+  EXPECT_TRUE(check("Expand", 13, {x, shape_in}, {deviceOut(DataType::kBool, {2, 3})}, none));
+  expectRefused(check("Expand", 13, {x, shape_in}, {deviceOut(DataType::kBool, {2, 4})}, none),
+                "Expand: the input [3] does not broadcast to the output [2, 4]");
+  expectRefused(check("Expand", 13, {x, shape_in}, {deviceOut(DataType::kBool, {4, 3})}, none,
+                      {nullptr, &shape}),
+                "Expand: the output is [4, 3]; [3] expanded to [2, 3] is [2, 3]");
+}
+
+TEST(SplitCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  HostTensor split = int64s({1, 3});
+  auto x = deviceIn(DataType::kInt8, {4, 2});
+  auto split_in = deviceIn(DataType::kInt64, {2});
+  KernelAttrs none;
+  auto out1 = deviceOut(DataType::kInt8, {1, 2}), out3 = deviceOut(DataType::kInt8, {3, 2});
+  EXPECT_TRUE(check("Split", 13, {x, split_in}, {out1, out3}, none, {nullptr, &split}));
+  // A runtime split: the outputs' dims say the sizes.
+  EXPECT_TRUE(check("Split", 13, {x, split_in}, {out1, out3}, none));
+  expectRefused(check("Split", 13, {x, split_in}, {out3, out1}, none, {nullptr, &split}),
+                "Split: output 0 has 3 entries along axis 0; the split is [1, 3]");
+  // No split: equal parts.
+  auto half = deviceOut(DataType::kInt8, {2, 2});
+  EXPECT_TRUE(check("Split", 13, {x}, {half, half}, none));
+  expectRefused(check("Split", 13, {x}, {out1, out3}, none),
+                "Split: output 0 has 1 entries along axis 0; the split is [2, 2]");
+  expectRefused(check("Split", 13, {deviceIn(DataType::kInt8, {5, 2})},
+                      {half, deviceOut(DataType::kInt8, {3, 2})}, none),
+                "Split: 5 entries do not split into 2 outputs");
+  KernelAttrs three;
+  three.ints["num_outputs"] = 3;
+  expectRefused(check("Split", 18, {x}, {half, half}, three),
+                "Split: num_outputs is 3 but the node has 2 outputs");
+}
+
 }  // namespace
 }  // namespace onnxopt::kernels

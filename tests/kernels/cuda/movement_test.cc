@@ -6,7 +6,8 @@
 
 #include <fmt/format.h>
 
-#include <numeric>
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,18 @@ using test::MoveCase;
 
 uint32_t seedOf(const std::string& name) {
   return static_cast<uint32_t>(std::hash<std::string>{}(name));
+}
+
+bool isSizeClass(DataType t) {
+  for (DataType c : test::sizeClassTypes()) {
+    if (c == t) return true;
+  }
+  return false;
+}
+
+/// The types a shape case runs for: all of them on the first shape, the size classes after.
+std::vector<DataType> typesFor(size_t shape_index) {
+  return shape_index == 0 ? test::movableTypes() : test::sizeClassTypes();
 }
 
 // --- Transpose ------------------------------------------------------------------------------------
@@ -49,9 +62,7 @@ std::vector<MoveCase> transposeCases() {
       for (const Shape& s : shapes) {
         // Every type on a few shapes, every shape on the size classes.
         bool small_sweep = s.dims.size() == 2 || s.dims.size() == 4;
-        bool size_class = false;
-        for (DataType c : test::sizeClassTypes()) size_class = size_class || c == t;
-        if (!small_sweep && !size_class) continue;
+        if (!small_sweep && !isSizeClass(t)) continue;
         if (opset == 7 && t == DataType::kBfloat16) continue;  // bfloat16 is opset 13's
         MoveCase c;
         c.op = "Transpose";
@@ -68,6 +79,194 @@ std::vector<MoveCase> transposeCases() {
   return out;
 }
 
+// --- Concat ---------------------------------------------------------------------------------------
+
+std::vector<MoveCase> concatCases() {
+  struct Shape {
+    std::vector<std::vector<int64_t>> inputs;
+    int64_t axis;
+  };
+  const std::vector<Shape> shapes = {
+      {{{2, 3}, {2, 5}}, 1},
+      {{{4}, {1}, {7}}, 0},
+      {{{2, 3, 4}, {1, 3, 4}, {3, 3, 4}}, 0},
+      {{{2, 3, 4}, {2, 3, 1}}, -1},  // a negative axis
+      {{{2, 1, 3, 2, 2}, {2, 4, 3, 2, 2}}, -4},
+      {{{2, 3, 1, 2, 1, 2}, {2, 3, 2, 2, 1, 2}}, 2},
+      {{{3, 0}, {3, 4}, {3, 0}}, 1},  // empty inputs
+      {{{0, 2}, {0, 2}}, 0},          // an empty output
+      {{{5, 7}}, 0},                  // one input
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (int64_t opset : {11, 13}) {
+        if (opset == 11 && t == DataType::kBfloat16) continue;
+        MoveCase c;
+        c.op = "Concat";
+        c.opset = opset;
+        c.attrs.ints["axis"] = s.axis;
+        c.name = fmt::format("Concat_{}_axis{}", dataTypeName(t), test::listName({s.axis}));
+        for (const auto& d : s.inputs) c.name += "_" + test::dimsName(d);
+        c.name += fmt::format("_opset{}", opset);
+        for (size_t k = 0; k < s.inputs.size(); ++k) {
+          c.inputs.push_back(test::randomTensor(t, s.inputs[k], seedOf(c.name) + k));
+        }
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
+// --- Slice ----------------------------------------------------------------------------------------
+
+std::vector<MoveCase> sliceCases() {
+  struct Shape {
+    std::vector<int64_t> dims;
+    std::vector<int64_t> starts, ends, axes, steps;  ///< empty axes/steps: the input is omitted
+  };
+  const int64_t kBig = INT64_MAX;
+  const std::vector<Shape> shapes = {
+      {{20, 10}, {1, 2}, {15, 8}, {}, {}},
+      {{20}, {-5}, {kBig}, {0}, {}},                   // from the end, clamped end
+      {{20, 10}, {0, 9}, {20, -11}, {0, 1}, {3, -2}},  // steps, a negative one to before 0
+      {{6, 5, 4}, {-1}, {-kBig}, {-2}, {-1}},          // a reversed axis, a negative axis
+      {{4, 6, 8, 3}, {1, 1}, {3, 7}, {-1, 2}, {2, 3}},
+      {{2, 3, 4, 5, 6}, {0, 1, 0}, {1, 3, 6}, {0, 2, 4}, {1, 1, 4}},
+      {{2, 3, 2, 3, 2, 4}, {3, -1}, {1, 0}, {5, 3}, {-1, -1}},
+      {{10, 4}, {5}, {2}, {0}, {}},      // empty: start after end
+      {{0, 4}, {0}, {2}, {1}, {}},       // an empty input
+      {{8, 8}, {-100}, {100}, {1}, {}},  // clamped both ways
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (DataType index : {DataType::kInt64, DataType::kInt32}) {
+        if (index == DataType::kInt32 && i % 3 != 0) continue;
+        if (index == DataType::kInt32 &&
+            (s.starts[0] == kBig || s.ends[0] == kBig || s.ends[0] == -kBig)) {
+          continue;
+        }
+        MoveCase c;
+        c.op = "Slice";
+        c.opset = 13;
+        c.name =
+            fmt::format("Slice_{}_{}_starts_{}_ends_{}_axes_{}_steps_{}_{}", dataTypeName(t),
+                        test::dimsName(s.dims), test::listName(s.starts), test::listName(s.ends),
+                        test::listName(s.axes), test::listName(s.steps), dataTypeName(index));
+        for (char& ch : c.name) {
+          if (ch == '-') ch = 'm';
+        }
+        c.inputs = {test::randomTensor(t, s.dims, seedOf(c.name)),
+                    test::intTensor(s.starts, {-1}, index), test::intTensor(s.ends, {-1}, index)};
+        if (!s.axes.empty() || !s.steps.empty()) {
+          c.inputs.push_back(s.axes.empty() ? HostTensor() : test::intTensor(s.axes, {-1}, index));
+        }
+        if (!s.steps.empty()) c.inputs.push_back(test::intTensor(s.steps, {-1}, index));
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  // Opset 9: starts, ends and axes as attributes.
+  for (DataType t : test::sizeClassTypes()) {
+    MoveCase c;
+    c.op = "Slice";
+    c.opset = 9;
+    c.attrs.int_lists["starts"] = {1, -3};
+    c.attrs.int_lists["ends"] = {4, 1000};
+    c.attrs.int_lists["axes"] = {0, 2};
+    c.name = fmt::format("Slice_{}_5x3x6_attributes_opset9", dataTypeName(t));
+    c.inputs = {test::randomTensor(t, {5, 3, 6}, seedOf(c.name))};
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// --- Expand ---------------------------------------------------------------------------------------
+
+std::vector<MoveCase> expandCases() {
+  struct Shape {
+    std::vector<int64_t> dims, shape;
+  };
+  const std::vector<Shape> shapes = {
+      {{3, 1}, {3, 4}},
+      {{1}, {2, 3, 5}},
+      {{4}, {2, 1, 4}},
+      {{2, 1, 3}, {1, 4, 1}},  // both ways: [2, 4, 3]
+      {{3, 4}, {1}},           // the shape is smaller: the input's dims
+      {{1, 1, 1, 5, 1, 2}, {2, 3, 1, 5, 4, 2}},
+      {{}, {6, 7}},      // a scalar
+      {{2, 1}, {2, 0}},  // empty
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (bool runtime_shape : {false, true}) {
+        if (runtime_shape && i % 2 == 1) continue;
+        MoveCase c;
+        c.op = "Expand";
+        c.opset = 13;
+        c.name = fmt::format("Expand_{}_{}_to_{}{}", dataTypeName(t), test::dimsName(s.dims),
+                             test::dimsName(s.shape), runtime_shape ? "_runtime_shape" : "");
+        c.inputs = {test::randomTensor(t, s.dims, seedOf(c.name)), test::intTensor(s.shape)};
+        if (runtime_shape) c.runtime_inputs = {1};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
+// --- Split ----------------------------------------------------------------------------------------
+
+std::vector<MoveCase> splitCases() {
+  struct Shape {
+    std::vector<int64_t> dims;
+    int64_t axis;
+    std::vector<int64_t> split;  ///< empty: equal parts
+    size_t outputs;
+    int64_t opset;
+    bool runtime_split = false;
+  };
+  const std::vector<Shape> shapes = {
+      {{6, 4}, 1, {1, 3}, 2, 13},
+      {{6, 4}, 0, {}, 3, 13},                  // equal parts
+      {{2, 9, 3}, -2, {2, 0, 7}, 3, 13},       // an empty output, a negative axis
+      {{2, 9, 3}, 1, {4, 5}, 2, 13, true},     // a runtime split input
+      {{7, 2}, 0, {}, 3, 18},                  // 3, 3, 1 (num_outputs)
+      {{3, 2, 4, 2, 6}, 4, {1, 2, 3}, 3, 11},  // the attribute
+      {{2, 2, 2, 3, 2, 4}, -1, {}, 2, 11},
+      {{12}, 0, {}, 4, 2},
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      if (s.opset < 13 && t == DataType::kBfloat16) continue;
+      MoveCase c;
+      c.op = "Split";
+      c.opset = std::max<int64_t>(s.opset, 7);
+      c.outputs = s.outputs;
+      c.attrs.ints["axis"] = s.axis;
+      c.name =
+          fmt::format("Split_{}_{}_axis{}_split_{}_outputs{}_opset{}{}", dataTypeName(t),
+                      test::dimsName(s.dims), test::listName({s.axis}), test::listName(s.split),
+                      s.outputs, c.opset, s.runtime_split ? "_runtime_split" : "");
+      c.inputs = {test::randomTensor(t, s.dims, seedOf(c.name))};
+      if (s.opset >= 18) c.attrs.ints["num_outputs"] = static_cast<int64_t>(s.outputs);
+      if (!s.split.empty() && c.opset >= 13) c.inputs.push_back(test::intTensor(s.split));
+      if (!s.split.empty() && c.opset < 13) c.attrs.int_lists["split"] = s.split;
+      if (s.runtime_split) c.runtime_inputs = {1};
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 class MovementTest : public test::CudaTest, public ::testing::WithParamInterface<MoveCase> {};
 
 TEST_P(MovementTest, MatchesReference) {
@@ -77,15 +276,18 @@ TEST_P(MovementTest, MatchesReference) {
 auto caseName = [](const ::testing::TestParamInfo<MoveCase>& p) { return p.param.name; };
 
 INSTANTIATE_TEST_SUITE_P(Transpose, MovementTest, ::testing::ValuesIn(transposeCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Concat, MovementTest, ::testing::ValuesIn(concatCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Slice, MovementTest, ::testing::ValuesIn(sliceCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Expand, MovementTest, ::testing::ValuesIn(expandCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Split, MovementTest, ::testing::ValuesIn(splitCases()), caseName);
 
-/// Every case's node runs on the reference kernels (host only: a case list the reference refuses
-/// would fail on the GPU machine alone).
-TEST(MovementCases, ReferenceRunsEveryCase) {
-  for (const auto& cases : {transposeCases()}) {
-    for (const MoveCase& c : cases) {
-      auto want = test::referenceOutputs(c);
-      EXPECT_TRUE(want.isOk()) << c.name << ": " << want.status().toString();
-    }
+/// Every case's node runs on the reference kernels and passes the CUDA kernel's canImplement (host
+/// only: a case list or a canImplement that is wrong shows without a device).
+TEST(MovementCases, ReferenceRunsAndCudaAcceptsEveryCase) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  for (const auto& cases :
+       {transposeCases(), concatCases(), sliceCases(), expandCases(), splitCases()}) {
+    for (const MoveCase& c : cases) test::expectReferenceAndCanImplement(c);
   }
 }
 
