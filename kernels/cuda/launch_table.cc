@@ -15,6 +15,7 @@
 // data movement and indexing (engineer "move")
 #include "concat.h"
 #include "expand.h"
+#include "gather.h"
 #include "slice.h"
 #include "split.h"
 #include "transpose.h"

@@ -236,5 +236,58 @@ TEST(SplitCanImplement, Refusals) {
                 "Split: num_outputs is 3 but the node has 2 outputs");
 }
 
+TEST(GatherCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  HostTensor ok = int64s({0, -4, 3}), bad = int64s({0, 4, 1});
+  auto data = deviceIn(DataType::kFloat, {4, 5});
+  auto idx = deviceIn(DataType::kInt64, {3});
+  KernelAttrs none;
+  auto out = deviceOut(DataType::kFloat, {3, 5});
+  EXPECT_TRUE(check("Gather", 13, {data, idx}, {out}, none, {nullptr, &ok}));
+  EXPECT_TRUE(check("Gather", 13, {data, idx}, {out}, none));  // runtime indices
+  // A constant index out of range: the CPU kernel reports it.
+  expectRefused(check("Gather", 13, {data, idx}, {out}, none, {nullptr, &bad}),
+                "Gather: index 4 is out of range [-4, 4)");
+  expectRefused(check("Gather", 13, {data, idx}, {deviceOut(DataType::kFloat, {5, 3})}, none),
+                "Gather: the output is [5, 3]; the gather is [3, 5]");
+  expectRefused(check("Gather", 13, {data, deviceIn(DataType::kFloat, {3})}, {out}, none),
+                "Gather: the indices are float, not int32 or int64");
+  auto strided = data;
+  strided.strides = {1, 4};
+  expectRefused(check("Gather", 13, {strided, idx}, {out}, none),
+                "Gather: the data view is not contiguous");
+  KernelAttrs axis;
+  axis.ints["axis"] = -3;
+  expectRefused(check("Gather", 13, {data, idx}, {out}, axis),
+                "Gather: axis -3 is out of range for rank 2");
+}
+
+TEST(GatherElementsCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  KernelAttrs none;
+  auto data = deviceIn(DataType::kInt32, {2, 3});
+  expectRefused(check("GatherElements", 13, {data, deviceIn(DataType::kInt64, {2, 4})},
+                      {deviceOut(DataType::kInt32, {2, 4})}, none),
+                "GatherElements: the indices [2, 4] exceed the data [2, 3] in dim 1");
+  HostTensor bad = HostTensor::zeros(DataType::kInt64, {1, 3});
+  bad.set<int64_t>(2, -3);
+  expectRefused(check("GatherElements", 13, {data, deviceIn(DataType::kInt64, {1, 3})},
+                      {deviceOut(DataType::kInt32, {1, 3})}, none, {nullptr, &bad}),
+                "GatherElements: index -3 is out of range [-2, 2)");
+}
+
+TEST(GatherNDCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  KernelAttrs none;
+  auto data = deviceIn(DataType::kFloat, {2, 3});
+  expectRefused(check("GatherND", 13, {data, deviceIn(DataType::kInt64, {4, 3})},
+                      {deviceOut(DataType::kFloat, {4})}, none),
+                "GatherND: index depth 3 is out of range for data of rank 2");
+  HostTensor bad = int64s({1, 3});
+  expectRefused(check("GatherND", 13, {data, deviceIn(DataType::kInt64, {2})},
+                      {deviceOut(DataType::kFloat, {})}, none, {nullptr, &bad}),
+                "GatherND: index 3 is out of range [-3, 3)");
+}
+
 }  // namespace
 }  // namespace onnxopt::kernels

