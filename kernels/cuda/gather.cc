@@ -34,20 +34,39 @@ int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
 
 }  // namespace
 
-Support indexTensorSupport(const std::string& op, const ConstTensorView& indices) {
-  if (!isIndexType(indices.dtype)) {
-    return Support::no(
-        fmt::format("{}: the indices are {}, not int32 or int64", op, dataTypeName(indices.dtype)));
+StatusOr<IndexingArgs> parseIndexing(const CudaKernelCall& call, size_t inputs, bool axis_attr) {
+  RETURN_IF_ERROR(checkArity(call, inputs, inputs, 1));
+  IndexingArgs args{call.op, call.inputs[0], call.inputs[1], call.outputs[0], 0, std::nullopt};
+  if (args.data.rank() == 0) return invalidArgument("{}: the data must have rank >= 1", call.op);
+  if (axis_attr) {
+    ASSIGN_OR_RETURN(args.axis,
+                     normalizedAxis(call.op, attrsOf(call).getInt("axis", 0), args.data.rank()));
   }
-  if (Support s = requireDevice(op, indices, "the indices"); !s) return s;
-  return requireContiguous(op, indices, "indices");
+  if (constantInput(call, 1) != nullptr) {
+    ASSIGN_OR_RETURN(args.index_values, constantInts(call, 1, "indices"));
+  }
+  return args;
 }
 
-StatusOr<std::optional<std::vector<int64_t>>> constantIndices(const CudaKernelCall& call,
-                                                              size_t input) {
-  if (constantInput(call, input) == nullptr) return std::optional<std::vector<int64_t>>();
-  ASSIGN_OR_RETURN(std::vector<int64_t> values, constantInts(call, input, "indices"));
-  return std::optional<std::vector<int64_t>>(std::move(values));
+Support indexingSupport(const IndexingArgs& args, bool contiguous_data, bool check_axis_range) {
+  if (Support s = movableSupport(args.op, args.data, args.out); !s) return s;
+  if (!isIndexType(args.indices.dtype)) {
+    return Support::no(fmt::format("{}: the indices are {}, not int32 or int64", args.op,
+                                   dataTypeName(args.indices.dtype)));
+  }
+  if (Support s = requireDevice(args.op, args.indices, "the indices"); !s) return s;
+  if (Support s = requireContiguous(args.op, args.indices, "indices"); !s) return s;
+  if (contiguous_data) {
+    if (Support s = requireContiguous(args.op, args.data, "data"); !s) return s;
+  }
+  if (Support s = requireContiguous(args.op, args.out, "output"); !s) return s;
+  if (check_axis_range && args.index_values.has_value()) {
+    int64_t dim = args.data.dims[static_cast<size_t>(args.axis)];
+    for (int64_t i : *args.index_values) {
+      if (Support s = indexInRange(args.op, i, dim); !s) return s;
+    }
+  }
+  return Support::yes();
 }
 
 Support indexInRange(const std::string& op, int64_t index, int64_t dim) {
@@ -89,31 +108,16 @@ StatusOr<IndexTuples> planIndexTuples(const std::string& op, const ConstTensorVi
 
 template <>
 StatusOr<GatherArgs> argsFromCall<GatherArgs>(const CudaKernelCall& call) {
-  RETURN_IF_ERROR(checkArity(call, 2, 2, 1));
-  GatherArgs args{call.op, call.inputs[0], call.inputs[1], call.outputs[0], 0, std::nullopt};
-  if (args.data.rank() == 0) return invalidArgument("{}: the data must have rank >= 1", call.op);
-  ASSIGN_OR_RETURN(args.axis,
-                   normalizedAxis(call.op, attrsOf(call).getInt("axis", 0), args.data.rank()));
-  ASSIGN_OR_RETURN(args.index_values, constantIndices(call, 1));
-  return args;
+  ASSIGN_OR_RETURN(IndexingArgs args, parseIndexing(call, 2, true));
+  return GatherArgs{std::move(args)};
 }
 
 Support canImplement(const GatherArgs& args) {
-  if (Support s = movableSupport(args.op, args.data, args.out); !s) return s;
-  if (Support s = indexTensorSupport(args.op, args.indices); !s) return s;
-  if (Support s = requireContiguous(args.op, args.data, "data"); !s) return s;
-  if (Support s = requireContiguous(args.op, args.out, "output"); !s) return s;
-  auto axis = static_cast<size_t>(args.axis);
+  if (Support s = indexingSupport(args, true, true); !s) return s;
   std::vector<int64_t> dims(args.data.dims.begin(), args.data.dims.begin() + args.axis);
   dims.insert(dims.end(), args.indices.dims.begin(), args.indices.dims.end());
   dims.insert(dims.end(), args.data.dims.begin() + args.axis + 1, args.data.dims.end());
-  if (Support s = outputIs(args.op, args.out, dims); !s) return s;
-  if (args.index_values.has_value()) {
-    for (int64_t i : *args.index_values) {
-      if (Support s = indexInRange(args.op, i, args.data.dims[axis]); !s) return s;
-    }
-  }
-  return Support::yes();
+  return outputIs(args.op, args.out, dims);
 }
 
 size_t workspaceBytes(const GatherArgs&) {
@@ -141,35 +145,22 @@ Status launch(const GatherArgs& args, CudaStream stream) {
 
 template <>
 StatusOr<GatherElementsArgs> argsFromCall<GatherElementsArgs>(const CudaKernelCall& call) {
-  RETURN_IF_ERROR(checkArity(call, 2, 2, 1));
-  GatherElementsArgs args{call.op, call.inputs[0], call.inputs[1], call.outputs[0],
-                          0,       std::nullopt};
-  if (args.data.rank() == 0) return invalidArgument("{}: the data must have rank >= 1", call.op);
+  ASSIGN_OR_RETURN(IndexingArgs args, parseIndexing(call, 2, true));
   if (args.indices.rank() != args.data.rank()) {
     return invalidArgument("{}: the indices have rank {}, the data {}", call.op,
                            args.indices.rank(), args.data.rank());
   }
-  ASSIGN_OR_RETURN(args.axis,
-                   normalizedAxis(call.op, attrsOf(call).getInt("axis", 0), args.data.rank()));
-  ASSIGN_OR_RETURN(args.index_values, constantIndices(call, 1));
-  return args;
+  return GatherElementsArgs{std::move(args)};
 }
 
 Support canImplement(const GatherElementsArgs& args) {
-  if (Support s = movableSupport(args.op, args.data, args.out); !s) return s;
-  if (Support s = indexTensorSupport(args.op, args.indices); !s) return s;
-  if (Support s = requireContiguous(args.op, args.out, "output"); !s) return s;
+  if (Support s = indexingSupport(args, false, true); !s) return s;
   if (Support s = outputIs(args.op, args.out, args.indices.dims); !s) return s;
   auto axis = static_cast<size_t>(args.axis);
   for (size_t d = 0; d < args.data.dims.size(); ++d) {
     if (d != axis && args.indices.dims[d] > args.data.dims[d]) {
       return Support::no(fmt::format("{}: the indices {} exceed the data {} in dim {}", args.op,
                                      dimsText(args.indices.dims), dimsText(args.data.dims), d));
-    }
-  }
-  if (args.index_values.has_value()) {
-    for (int64_t i : *args.index_values) {
-      if (Support s = indexInRange(args.op, i, args.data.dims[axis]); !s) return s;
     }
   }
   return Support::yes();
@@ -205,26 +196,19 @@ Status launch(const GatherElementsArgs& args, CudaStream stream) {
 
 template <>
 StatusOr<GatherNDArgs> argsFromCall<GatherNDArgs>(const CudaKernelCall& call) {
-  RETURN_IF_ERROR(checkArity(call, 2, 2, 1));
-  GatherNDArgs args{call.op, call.inputs[0], call.inputs[1], call.outputs[0], 0, std::nullopt};
-  args.batch_dims = call.opset >= 12 ? attrsOf(call).getInt("batch_dims", 0) : 0;
+  ASSIGN_OR_RETURN(IndexingArgs args, parseIndexing(call, 2, false));
+  args.axis = call.opset >= 12 ? attrsOf(call).getInt("batch_dims", 0) : 0;
   int64_t r = args.data.rank(), q = args.indices.rank();
-  if (r < 1 || q < 1) {
-    return invalidArgument("{}: the data and the indices must have rank >= 1", call.op);
+  if (q < 1) return invalidArgument("{}: the indices must have rank >= 1", call.op);
+  if (args.axis < 0 || args.axis >= std::min(r, q)) {
+    return invalidArgument("{}: batch_dims {} is out of range", call.op, args.axis);
   }
-  if (args.batch_dims < 0 || args.batch_dims >= std::min(r, q)) {
-    return invalidArgument("{}: batch_dims {} is out of range", call.op, args.batch_dims);
-  }
-  ASSIGN_OR_RETURN(args.index_values, constantIndices(call, 1));
-  return args;
+  return GatherNDArgs{std::move(args)};
 }
 
 Support canImplement(const GatherNDArgs& args) {
-  if (Support s = movableSupport(args.op, args.data, args.out); !s) return s;
-  if (Support s = indexTensorSupport(args.op, args.indices); !s) return s;
-  if (Support s = requireContiguous(args.op, args.data, "data"); !s) return s;
-  if (Support s = requireContiguous(args.op, args.out, "output"); !s) return s;
-  auto b = static_cast<size_t>(args.batch_dims);
+  if (Support s = indexingSupport(args, true, false); !s) return s;
+  auto b = static_cast<size_t>(args.axis);
   for (size_t d = 0; d < b; ++d) {
     if (args.data.dims[d] != args.indices.dims[d]) {
       return Support::no(fmt::format("{}: the batch dims of the data {} and the indices {} differ",
@@ -233,11 +217,10 @@ Support canImplement(const GatherNDArgs& args) {
     }
   }
   StatusOr<IndexTuples> tuples =
-      planIndexTuples(args.op, args.data, args.indices, args.batch_dims, args.index_values);
+      planIndexTuples(args.op, args.data, args.indices, args.axis, args.index_values);
   if (!tuples.isOk()) return Support::no(tuples.status().message());
   std::vector<int64_t> dims(args.indices.dims.begin(), args.indices.dims.end() - 1);
-  dims.insert(dims.end(), args.data.dims.begin() + args.batch_dims + tuples->depth,
-              args.data.dims.end());
+  dims.insert(dims.end(), args.data.dims.begin() + args.axis + tuples->depth, args.data.dims.end());
   return outputIs(args.op, args.out, dims);
 }
 
@@ -247,13 +230,13 @@ size_t workspaceBytes(const GatherNDArgs&) {
 
 Status launch(const GatherNDArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  ASSIGN_OR_RETURN(IndexTuples tuples, planIndexTuples(args.op, args.data, args.indices,
-                                                       args.batch_dims, args.index_values));
+  ASSIGN_OR_RETURN(IndexTuples tuples,
+                   planIndexTuples(args.op, args.data, args.indices, args.axis, args.index_values));
   GatherNDDeviceArgs d;
   d.element_bytes = movableElementBytes(args.data.dtype);
   d.tuples = tuples;
-  d.slice = product(args.data.dims, static_cast<size_t>(args.batch_dims + tuples.depth),
-                    args.data.dims.size());
+  d.slice =
+      product(args.data.dims, static_cast<size_t>(args.axis + tuples.depth), args.data.dims.size());
   d.count = args.out.numElements();
   d.data = args.data.data;
   d.index = args.indices.data;

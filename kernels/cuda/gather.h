@@ -15,32 +15,19 @@
 
 namespace onnxopt::kernels::cuda {
 
-struct GatherArgs {
-  std::string op = "Gather";
+/// What every indexing op's arguments hold (Gather, GatherElements, GatherND, the Scatters).
+struct IndexingArgs {
+  std::string op;
   ConstTensorView data;
   ConstTensorView indices;
   TensorView out;
-  int64_t axis = 0;                                  ///< normalized
+  int64_t axis = 0;                                  ///< normalized (GatherND: batch_dims)
   std::optional<std::vector<int64_t>> index_values;  ///< when the indices are a constant
 };
 
-struct GatherElementsArgs {
-  std::string op = "GatherElements";
-  ConstTensorView data;
-  ConstTensorView indices;
-  TensorView out;
-  int64_t axis = 0;
-  std::optional<std::vector<int64_t>> index_values;
-};
-
-struct GatherNDArgs {
-  std::string op = "GatherND";
-  ConstTensorView data;
-  ConstTensorView indices;
-  TensorView out;
-  int64_t batch_dims = 0;
-  std::optional<std::vector<int64_t>> index_values;
-};
+struct GatherArgs : IndexingArgs {};
+struct GatherElementsArgs : IndexingArgs {};
+struct GatherNDArgs : IndexingArgs {};
 
 template <>
 StatusOr<GatherArgs> argsFromCall<GatherArgs>(const CudaKernelCall& call);
@@ -59,11 +46,13 @@ Status launch(const GatherArgs& args, CudaStream stream);
 Status launch(const GatherElementsArgs& args, CudaStream stream);
 Status launch(const GatherNDArgs& args, CudaStream stream);
 
-/// What the indexing families share (gather.cc): the index tensor's checks (int32 or int64, in
-/// device memory, contiguous), its values when it is a constant, and an index's range check.
-Support indexTensorSupport(const std::string& op, const ConstTensorView& indices);
-StatusOr<std::optional<std::vector<int64_t>>> constantIndices(const CudaKernelCall& call,
-                                                              size_t input);
+/// What the indexing families share (gather.cc). parseIndexing: data (input 0, rank >= 1),
+/// indices (input 1), output 0, the `axis` attribute (when `axis_attr`) normalized, the indices'
+/// values when they are a constant; `inputs` inputs.
+StatusOr<IndexingArgs> parseIndexing(const CudaKernelCall& call, size_t inputs, bool axis_attr);
+/// The data and output movable, in device memory and (`contiguous_data`) contiguous; the indices
+/// int32 or int64, in device memory, contiguous; constant indices within the axis dim.
+Support indexingSupport(const IndexingArgs& args, bool contiguous_data, bool check_axis_range);
 Support indexInRange(const std::string& op, int64_t index, int64_t dim);
 
 /// The k-deep index tuples of GatherND/ScatterND over `data` (contiguous), after `batch_dims`

@@ -42,39 +42,38 @@ std::vector<DataType> typesFor(size_t shape_index) {
   return shape_index == 0 ? test::movableTypes() : test::sizeClassTypes();
 }
 
-// --- Gather ---------------------------------------------------------------------------------------
+// --- Gather and GatherElements -------------------------------------------------------------------
 
-std::vector<MoveCase> gatherCases() {
-  struct Shape {
-    std::vector<int64_t> data, indices;
-    int64_t axis;
-  };
-  const std::vector<Shape> shapes = {
-      {{50, 16}, {4, 7}, 0},                            // an embedding lookup
-      {{5, 6, 7}, {3}, 1},        {{5, 6, 7}, {}, -1},  // a scalar index: the axis goes
-      {{4, 3, 2, 5}, {2, 2}, -3}, {{2, 3, 4, 2, 3}, {6}, 4},
-      {{3, 4}, {0}, 1},     // no indices: empty output
-      {{0, 4}, {2, 3}, 1},  // empty data off the axis
-  };
+struct AxisShape {
+  std::vector<int64_t> data, indices;
+  int64_t axis;
+};
+
+/// Cases of an op reading data through indices along an axis: every type on the first shape and
+/// the size classes on the others; int64 constant indices on each shape, int32 and runtime
+/// (device-only) indices on every other one.
+std::vector<MoveCase> axisIndexCases(const std::string& op, const std::vector<AxisShape>& shapes) {
   std::vector<MoveCase> out;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    const Shape& s = shapes[i];
+    const AxisShape& s = shapes[i];
     for (DataType t : typesFor(i)) {
       for (DataType index : {DataType::kInt64, DataType::kInt32}) {
         for (bool runtime : {false, true}) {
-          if ((index == DataType::kInt32 || runtime) && i % 2 == 1 && i != 0) continue;
+          if ((index == DataType::kInt32 || runtime) && i % 2 == 1) continue;
           MoveCase c;
-          c.op = "Gather";
+          c.op = op;
           c.opset = 13;
           c.attrs.ints["axis"] = s.axis;
           c.name =
-              fmt::format("Gather_{}_{}_indices_{}_{}_axis{}{}", dataTypeName(t),
+              fmt::format("{}_{}_{}_indices_{}_{}_axis{}{}", op, dataTypeName(t),
                           test::dimsName(s.data), test::dimsName(s.indices), dataTypeName(index),
                           test::listName({s.axis}), runtime ? "_runtime" : "");
-          int64_t dim = s.data[static_cast<size_t>(s.axis < 0 ? s.axis + s.data.size() : s.axis)];
-          c.inputs = {test::randomTensor(t, s.data, seedOf(c.name)),
-                      test::intTensor(randomIndices(product(s.indices), dim, seedOf(c.name) + 1),
-                                      s.indices, index)};
+          auto axis = static_cast<size_t>(s.axis < 0 ? s.axis + static_cast<int64_t>(s.data.size())
+                                                     : s.axis);
+          c.inputs = {
+              test::randomTensor(t, s.data, seedOf(c.name)),
+              test::intTensor(randomIndices(product(s.indices), s.data[axis], seedOf(c.name) + 1),
+                              s.indices, index)};
           if (runtime) c.runtime_inputs = {1};
           out.push_back(std::move(c));
         }
@@ -84,42 +83,27 @@ std::vector<MoveCase> gatherCases() {
   return out;
 }
 
-// --- GatherElements -------------------------------------------------------------------------------
+std::vector<MoveCase> gatherCases() {
+  return axisIndexCases("Gather", {
+                                      {{50, 16}, {4, 7}, 0},  // an embedding lookup
+                                      {{5, 6, 7}, {3}, 1},
+                                      {{5, 6, 7}, {}, -1},  // a scalar index: the axis goes
+                                      {{4, 3, 2, 5}, {2, 2}, -3},
+                                      {{2, 3, 4, 2, 3}, {6}, 4},
+                                      {{3, 4}, {0}, 1},     // no indices: empty output
+                                      {{0, 4}, {2, 3}, 1},  // empty data off the axis
+                                  });
+}
 
 std::vector<MoveCase> gatherElementsCases() {
-  struct Shape {
-    std::vector<int64_t> data, indices;
-    int64_t axis;
-  };
-  const std::vector<Shape> shapes = {
-      {{4, 5}, {6, 5}, 0},   // more indices than data along the axis
-      {{4, 5}, {3, 2}, -1},  // fewer off the axis
-      {{3, 4, 5}, {3, 4, 2}, 2}, {{2, 3, 4, 5, 2, 3}, {2, 3, 1, 5, 2, 3}, 2},
-      {{3, 4}, {3, 0}, 1},  // empty
-  };
-  std::vector<MoveCase> out;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const Shape& s = shapes[i];
-    for (DataType t : typesFor(i)) {
-      for (DataType index : {DataType::kInt64, DataType::kInt32}) {
-        bool runtime = index == DataType::kInt32;
-        MoveCase c;
-        c.op = "GatherElements";
-        c.opset = 13;
-        c.attrs.ints["axis"] = s.axis;
-        c.name = fmt::format("GatherElements_{}_{}_indices_{}_{}_axis{}{}", dataTypeName(t),
-                             test::dimsName(s.data), test::dimsName(s.indices), dataTypeName(index),
-                             test::listName({s.axis}), runtime ? "_runtime" : "");
-        int64_t dim = s.data[static_cast<size_t>(s.axis < 0 ? s.axis + s.data.size() : s.axis)];
-        c.inputs = {test::randomTensor(t, s.data, seedOf(c.name)),
-                    test::intTensor(randomIndices(product(s.indices), dim, seedOf(c.name) + 1),
-                                    s.indices, index)};
-        if (runtime) c.runtime_inputs = {1};
-        out.push_back(std::move(c));
-      }
-    }
-  }
-  return out;
+  return axisIndexCases("GatherElements",
+                        {
+                            {{4, 5}, {6, 5}, 0},   // more indices than data along the axis
+                            {{4, 5}, {3, 2}, -1},  // fewer off the axis
+                            {{3, 4, 5}, {3, 4, 2}, 2},
+                            {{2, 3, 4, 5, 2, 3}, {2, 3, 1, 5, 2, 3}, 2},
+                            {{3, 4}, {3, 0}, 1},  // empty
+                        });
 }
 
 // --- GatherND -------------------------------------------------------------------------------------
