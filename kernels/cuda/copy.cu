@@ -4,6 +4,7 @@
 
 #include "copy.h"
 #include "element_types.cuh"
+#include "word_dispatch.cuh"
 
 namespace onnxopt::kernels::cuda {
 
@@ -29,15 +30,6 @@ __global__ void stridedCopyKernel(StridedCopy copy) {
   }
 }
 
-template <typename Word>
-void launchWord(const StridedCopy& copy, unsigned blocks, cudaStream_t stream) {
-  if (copy.wide_index) {
-    stridedCopyKernel<Word, int64_t><<<blocks, kThreads, 0, stream>>>(copy);
-  } else {
-    stridedCopyKernel<Word, int32_t><<<blocks, kThreads, 0, stream>>>(copy);
-  }
-}
-
 }  // namespace
 
 cudaError_t launchStridedCopy(const StridedCopy& copy, cudaStream_t stream) {
@@ -49,23 +41,14 @@ cudaError_t launchStridedCopy(const StridedCopy& copy, cudaStream_t stream) {
         cudaMemcpyDeviceToDevice, stream);
   }
   unsigned blocks = blocksFor(copy.count);
-  switch (copy.element_bytes) {
-    case 1:
-      launchWord<uint8_t>(copy, blocks, stream);
-      break;
-    case 2:
-      launchWord<uint16_t>(copy, blocks, stream);
-      break;
-    case 4:
-      launchWord<uint32_t>(copy, blocks, stream);
-      break;
-    case 8:
-      launchWord<uint64_t>(copy, blocks, stream);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  return dispatchWord(copy.element_bytes, [&](auto tag) {
+    using Word = typename decltype(tag)::type;
+    if (copy.wide_index) {
+      stridedCopyKernel<Word, int64_t><<<blocks, kThreads, 0, stream>>>(copy);
+    } else {
+      stridedCopyKernel<Word, int32_t><<<blocks, kThreads, 0, stream>>>(copy);
+    }
+  });
 }
 
 }  // namespace onnxopt::kernels::cuda

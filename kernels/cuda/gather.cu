@@ -5,6 +5,7 @@
 
 #include "element_types.cuh"
 #include "indexing_device.h"
+#include "word_dispatch.cuh"
 
 namespace onnxopt::kernels::cuda {
 
@@ -70,63 +71,31 @@ __global__ void gatherNDKernel(GatherNDDeviceArgs a) {
   }
 }
 
-template <template <typename> class Launch, typename Args>
-cudaError_t bySize(int element_bytes, const Args& args, int64_t count, cudaStream_t stream) {
-  if (count == 0) return cudaSuccess;
-  unsigned blocks = blocksFor(count);
-  switch (element_bytes) {
-    case 1:
-      Launch<uint8_t>::run(args, blocks, stream);
-      break;
-    case 2:
-      Launch<uint16_t>::run(args, blocks, stream);
-      break;
-    case 4:
-      Launch<uint32_t>::run(args, blocks, stream);
-      break;
-    case 8:
-      Launch<uint64_t>::run(args, blocks, stream);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
-}
-
-template <typename Word>
-struct GatherLaunch {
-  static void run(const GatherDeviceArgs& a, unsigned blocks, cudaStream_t s) {
-    gatherKernel<Word><<<blocks, kThreads, 0, s>>>(a);
-  }
-};
-
-template <typename Word>
-struct GatherElementsLaunch {
-  static void run(const GatherElementsDeviceArgs& a, unsigned blocks, cudaStream_t s) {
-    gatherElementsKernel<Word><<<blocks, kThreads, 0, s>>>(a);
-  }
-};
-
-template <typename Word>
-struct GatherNDLaunch {
-  static void run(const GatherNDDeviceArgs& a, unsigned blocks, cudaStream_t s) {
-    gatherNDKernel<Word><<<blocks, kThreads, 0, s>>>(a);
-  }
-};
-
 }  // namespace
 
 cudaError_t launchGather(const GatherDeviceArgs& args, cudaStream_t stream) {
-  return bySize<GatherLaunch>(args.element_bytes, args, args.outer * args.indices * args.inner,
-                              stream);
+  int64_t count = args.outer * args.indices * args.inner;
+  if (count == 0) return cudaSuccess;
+  return dispatchWord(args.element_bytes, [&](auto tag) {
+    using Word = typename decltype(tag)::type;
+    gatherKernel<Word><<<blocksFor(count), kThreads, 0, stream>>>(args);
+  });
 }
 
 cudaError_t launchGatherElements(const GatherElementsDeviceArgs& args, cudaStream_t stream) {
-  return bySize<GatherElementsLaunch>(args.element_bytes, args, args.count, stream);
+  if (args.count == 0) return cudaSuccess;
+  return dispatchWord(args.element_bytes, [&](auto tag) {
+    using Word = typename decltype(tag)::type;
+    gatherElementsKernel<Word><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
+  });
 }
 
 cudaError_t launchGatherND(const GatherNDDeviceArgs& args, cudaStream_t stream) {
-  return bySize<GatherNDLaunch>(args.element_bytes, args, args.count, stream);
+  if (args.count == 0) return cudaSuccess;
+  return dispatchWord(args.element_bytes, [&](auto tag) {
+    using Word = typename decltype(tag)::type;
+    gatherNDKernel<Word><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
+  });
 }
 
 }  // namespace onnxopt::kernels::cuda

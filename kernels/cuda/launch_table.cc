@@ -16,8 +16,10 @@
 #include "concat.h"
 #include "expand.h"
 #include "gather.h"
+#include "pad.h"
 #include "slice.h"
 #include "split.h"
+#include "tile.h"
 #include "transpose.h"
 
 namespace onnxopt::kernels {

@@ -236,6 +236,46 @@ TEST(SplitCanImplement, Refusals) {
                 "Split: num_outputs is 3 but the node has 2 outputs");
 }
 
+TEST(PadCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  HostTensor pads = int64s({1, 0, 1, 2});
+  auto x = deviceIn(DataType::kFloat, {2, 3});
+  auto pads_in = deviceIn(DataType::kInt64, {4});
+  auto out = deviceOut(DataType::kFloat, {4, 5});
+  KernelAttrs reflect;
+  reflect.strings["mode"] = "reflect";
+  EXPECT_TRUE(check("Pad", 18, {x, pads_in}, {out}, reflect, {nullptr, &pads}));
+  expectRefused(check("Pad", 18, {x, pads_in}, {out}, reflect), "Pad: pads is not a constant");
+  expectRefused(check("Pad", 18, {x, pads_in}, {deviceOut(DataType::kFloat, {4, 4})}, reflect,
+                      {nullptr, &pads}),
+                "Pad: the output is [4, 4]; the padding gives [4, 5]");
+  KernelAttrs wrap;
+  wrap.strings["mode"] = "wrap";
+  expectRefused(check("Pad", 18, {x, pads_in}, {out}, wrap, {nullptr, &pads}),
+                "Pad: unknown mode 'wrap' at opset 18");
+  EXPECT_TRUE(check("Pad", 19, {x, pads_in}, {out}, wrap, {nullptr, &pads}));
+  HostTensor crop = int64s({0, -3, 0, 2});
+  expectRefused(check("Pad", 18, {x, pads_in}, {deviceOut(DataType::kFloat, {2, 2})}, reflect,
+                      {nullptr, &crop}),
+                "Pad: reflect mode needs a non-empty input along axis 1");
+}
+
+TEST(TileCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  HostTensor repeats = int64s({2, 1});
+  auto x = deviceIn(DataType::kUint8, {2, 3});
+  auto rep_in = deviceIn(DataType::kInt64, {2});
+  KernelAttrs none;
+  EXPECT_TRUE(check("Tile", 13, {x, rep_in}, {deviceOut(DataType::kUint8, {4, 3})}, none,
+                    {nullptr, &repeats}));
+  EXPECT_TRUE(check("Tile", 13, {x, rep_in}, {deviceOut(DataType::kUint8, {4, 6})}, none));
+  expectRefused(check("Tile", 13, {x, rep_in}, {deviceOut(DataType::kUint8, {4, 6})}, none,
+                      {nullptr, &repeats}),
+                "Tile: the output [4, 6] is not the input [2, 3] tiled [2, 1]");
+  expectRefused(check("Tile", 13, {x, rep_in}, {deviceOut(DataType::kUint8, {5, 3})}, none),
+                "Tile: output dim 0 is 5, not a multiple of the input's 2");
+}
+
 TEST(GatherCanImplement, Refusals) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
   HostTensor ok = int64s({0, -4, 3}), bad = int64s({0, 4, 1});

@@ -267,6 +267,103 @@ std::vector<MoveCase> splitCases() {
   return out;
 }
 
+// --- Pad ------------------------------------------------------------------------------------------
+
+std::vector<MoveCase> padCases() {
+  struct Shape {
+    std::vector<int64_t> dims, pads, axes;  ///< empty axes: the input is omitted
+    std::vector<std::string> modes;
+    bool runtime_value = false;
+  };
+  const std::vector<std::string> kAll = {"constant", "reflect", "edge", "wrap"};
+  const std::vector<Shape> shapes = {
+      {{3, 4}, {1, 2, 0, 1}, {}, kAll},
+      {{5}, {3, 4}, {}, kAll},             // pads beyond the input: reflected twice
+      {{6, 5}, {-1, 2, -2, 1}, {}, kAll},  // negative pads crop
+      {{2, 3, 4}, {2, 1}, {-1}, kAll},     // axes (opset 18)
+      {{2, 3, 4}, {1, 0, 0, 2}, {0, 2}, {"constant"}, true},  // a runtime constant_value
+      {{2, 1, 2, 3, 1, 2}, {1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1}, {}, {"constant", "edge"}},
+      {{0, 3}, {0, 1, 0, 1}, {}, {"constant"}},  // empty
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (const std::string& mode : s.modes) {
+        MoveCase c;
+        c.op = "Pad";
+        c.opset = mode == "wrap" ? 19 : 18;
+        c.attrs.strings["mode"] = mode;
+        c.name = fmt::format("Pad_{}_{}_{}_pads_{}_axes_{}{}", mode, dataTypeName(t),
+                             test::dimsName(s.dims), test::listName(s.pads), test::listName(s.axes),
+                             s.runtime_value ? "_runtime_value" : "");
+        c.inputs = {test::randomTensor(t, s.dims, seedOf(c.name)), test::intTensor(s.pads)};
+        if (mode == "constant") {
+          c.inputs.push_back(test::tensorOf(t, {}, {t == DataType::kUint8 ? 200.0 : 1.0}));
+        }
+        if (!s.axes.empty()) {
+          if (c.inputs.size() == 2) c.inputs.emplace_back();  // no constant_value
+          c.inputs.push_back(test::intTensor(s.axes));
+        }
+        if (s.runtime_value) c.runtime_inputs = {2};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  // Opset 7: pads and value as attributes; opset 13 without constant_value (zeros).
+  for (DataType t : test::sizeClassTypes()) {
+    MoveCase c;
+    c.op = "Pad";
+    c.opset = 7;
+    c.attrs.int_lists["pads"] = {0, 2, 1, 1};
+    c.attrs.floats["value"] = -2.5f;
+    c.name = fmt::format("Pad_constant_{}_3x4_attributes_opset7", dataTypeName(t));
+    c.inputs = {test::randomTensor(t, {3, 4}, seedOf(c.name))};
+    if (t != DataType::kBfloat16) out.push_back(c);
+    c.opset = 13;
+    c.attrs = {};
+    c.name = fmt::format("Pad_constant_{}_3x4_zeros_opset13", dataTypeName(t));
+    c.inputs.push_back(test::intTensor({1, 1, 1, 1}));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// --- Tile -----------------------------------------------------------------------------------------
+
+std::vector<MoveCase> tileCases() {
+  struct Shape {
+    std::vector<int64_t> dims, repeats;
+  };
+  const std::vector<Shape> shapes = {
+      {{3, 4}, {2, 3}},
+      {{5}, {4}},
+      {{2, 1, 3}, {1, 5, 1}},
+      {{2, 3, 2, 2}, {2, 1, 3, 2}},
+      {{2, 1, 2, 1, 2, 3}, {2, 2, 2, 2, 2, 2}},  // rank 6, every dim repeated: a rank-12 copy
+      {{3, 2}, {0, 2}},                          // empty output
+      {{0, 2}, {3, 2}},                          // empty input
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (bool runtime : {false, true}) {
+        if (runtime && i % 2 == 1) continue;
+        MoveCase c;
+        c.op = "Tile";
+        c.opset = 13;
+        c.name = fmt::format("Tile_{}_{}_repeats_{}{}", dataTypeName(t), test::dimsName(s.dims),
+                             test::listName(s.repeats), runtime ? "_runtime" : "");
+        c.inputs = {test::randomTensor(t, s.dims, seedOf(c.name)), test::intTensor(s.repeats)};
+        if (runtime) c.runtime_inputs = {1};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
 class MovementTest : public test::CudaTest, public ::testing::WithParamInterface<MoveCase> {};
 
 TEST_P(MovementTest, MatchesReference) {
@@ -280,13 +377,15 @@ INSTANTIATE_TEST_SUITE_P(Concat, MovementTest, ::testing::ValuesIn(concatCases()
 INSTANTIATE_TEST_SUITE_P(Slice, MovementTest, ::testing::ValuesIn(sliceCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(Expand, MovementTest, ::testing::ValuesIn(expandCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(Split, MovementTest, ::testing::ValuesIn(splitCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Pad, MovementTest, ::testing::ValuesIn(padCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Tile, MovementTest, ::testing::ValuesIn(tileCases()), caseName);
 
 /// Every case's node runs on the reference kernels and passes the CUDA kernel's canImplement (host
 /// only: a case list or a canImplement that is wrong shows without a device).
 TEST(MovementCases, ReferenceRunsAndCudaAcceptsEveryCase) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
-  for (const auto& cases :
-       {transposeCases(), concatCases(), sliceCases(), expandCases(), splitCases()}) {
+  for (const auto& cases : {transposeCases(), concatCases(), sliceCases(), expandCases(),
+                            splitCases(), padCases(), tileCases()}) {
     for (const MoveCase& c : cases) test::expectReferenceAndCanImplement(c);
   }
 }
