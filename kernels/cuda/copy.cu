@@ -4,7 +4,7 @@
 
 #include "copy.h"
 #include "element_types.cuh"
-#include "word_dispatch.cuh"
+#include "movement_device.cuh"
 
 namespace onnxopt::kernels::cuda {
 

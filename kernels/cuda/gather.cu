@@ -5,20 +5,11 @@
 
 #include "element_types.cuh"
 #include "indexing_device.h"
-#include "word_dispatch.cuh"
+#include "movement_device.cuh"
 
 namespace onnxopt::kernels::cuda {
 
 namespace {
-
-/// Index `i` of `index` (int32 or int64), wrapped into [0, dim); -1 when out of range.
-__device__ __forceinline__ int64_t wrappedIndex(const void* index, bool int64_indices, int64_t i,
-                                                int64_t dim) {
-  int64_t v =
-      int64_indices ? static_cast<const int64_t*>(index)[i] : static_cast<const int32_t*>(index)[i];
-  if (v < 0) v += dim;
-  return v >= 0 && v < dim ? v : -1;
-}
 
 template <typename Word>
 __global__ void gatherKernel(GatherDeviceArgs a) {
@@ -56,18 +47,9 @@ template <typename Word>
 __global__ void gatherNDKernel(GatherNDDeviceArgs a) {
   const Word* data = static_cast<const Word*>(a.data);
   Word* out = static_cast<Word*>(a.out);
-  const IndexTuples& tp = a.tuples;
   ONNXOPT_GRID_STRIDE(i, a.count) {
-    int64_t s = i % a.slice;
-    int64_t t = i / a.slice;
-    int64_t base = (t / tp.per_batch) * tp.batch_stride;
-    bool ok = true;
-    for (int d = 0; d < tp.depth; ++d) {
-      int64_t v = wrappedIndex(a.index, tp.int64_indices, t * tp.depth + d, tp.dims[d]);
-      ok = ok && v >= 0;
-      base += v * tp.strides[d];
-    }
-    out[i] = ok ? data[base + s] : Word(0);
+    int64_t base = tupleOffset(a.tuples, a.index, i / a.slice);
+    out[i] = base < 0 ? Word(0) : data[base + i % a.slice];
   }
 }
 

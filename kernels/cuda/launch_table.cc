@@ -17,6 +17,7 @@
 #include "expand.h"
 #include "gather.h"
 #include "pad.h"
+#include "scatter.h"
 #include "slice.h"
 #include "split.h"
 #include "tile.h"

@@ -4,7 +4,7 @@
 
 #include "element_types.cuh"
 #include "indexing_device.h"
-#include "word_dispatch.cuh"
+#include "movement_device.cuh"
 
 namespace onnxopt::kernels::cuda {
 

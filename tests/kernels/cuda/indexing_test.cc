@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -156,6 +157,175 @@ std::vector<MoveCase> gatherNDCases() {
   return out;
 }
 
+// --- ScatterND and ScatterElements ---------------------------------------------------------------
+
+/// Distinct index tuples (so that no two updates meet and every reduction is exact): `tuples`
+/// tuples of depth `k` into `data`, each coordinate negated (counted from the end) at random.
+HostTensor distinctTuples(const std::vector<int64_t>& data, int64_t tuples, int64_t k,
+                          uint32_t seed) {
+  std::mt19937 rng(seed);
+  int64_t total = product(std::vector<int64_t>(data.begin(), data.begin() + k));
+  std::vector<int64_t> flat(static_cast<size_t>(total));
+  for (int64_t i = 0; i < total; ++i) flat[static_cast<size_t>(i)] = i;
+  std::shuffle(flat.begin(), flat.end(), rng);
+  std::vector<int64_t> values;
+  for (int64_t t = 0; t < tuples; ++t) {
+    std::vector<int64_t> tuple(static_cast<size_t>(k));
+    int64_t rest = flat[static_cast<size_t>(t)];
+    for (int64_t d = k; d-- > 0;) {
+      int64_t dim = data[static_cast<size_t>(d)];
+      tuple[static_cast<size_t>(d)] = rest % dim - (rng() % 2 == 0 ? dim : 0);
+      rest /= dim;
+    }
+    values.insert(values.end(), tuple.begin(), tuple.end());
+  }
+  return test::intTensor(values, {tuples, k});
+}
+
+/// Indices for ScatterElements that are distinct along the axis in every line: a shuffled prefix
+/// of [0, dim) per line, negated at random.
+HostTensor distinctAlongAxis(const std::vector<int64_t>& data, const std::vector<int64_t>& indices,
+                             size_t axis, DataType type, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int64_t> values(static_cast<size_t>(product(indices)));
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < indices.size(); ++d) inner *= indices[d];
+  int64_t len = indices[axis], dim = data[axis];
+  for (int64_t line = 0; line < static_cast<int64_t>(values.size()) / std::max<int64_t>(len, 1);
+       ++line) {
+    std::vector<int64_t> perm(static_cast<size_t>(dim));
+    for (int64_t i = 0; i < dim; ++i) perm[static_cast<size_t>(i)] = i;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    int64_t outer = line / inner, in = line % inner;
+    for (int64_t j = 0; j < len; ++j) {
+      int64_t v = perm[static_cast<size_t>(j)] - (rng() % 2 == 0 ? dim : 0);
+      values[static_cast<size_t>((outer * len + j) * inner + in)] = v;
+    }
+  }
+  return test::intTensor(values, indices, type);
+}
+
+const std::vector<std::string> kReductions = {"none", "add", "mul", "max", "min"};
+
+std::vector<MoveCase> scatterNDCases() {
+  struct Shape {
+    std::vector<int64_t> data;
+    int64_t tuples, depth;
+  };
+  const std::vector<Shape> shapes = {
+      {{8}, 4, 1},         // elements
+      {{4, 5, 6}, 3, 1},   // slices of 30
+      {{4, 5, 6}, 7, 2},   // slices of 6
+      {{3, 4, 2}, 10, 3},  // elements
+      {{2, 3, 2, 2, 3, 2}, 5, 2},
+      {{4, 3}, 0, 1},  // no updates: the data copied
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (const std::string& r : kReductions) {
+        if (t == DataType::kBool && r != "none") continue;
+        if (i > 0 && r != "none" && r != "add" && t != DataType::kFloat) continue;
+        bool runtime = i % 2 == 1;
+        MoveCase c;
+        c.op = "ScatterND";
+        c.opset = 18;
+        c.attrs.strings["reduction"] = r;
+        c.name = fmt::format("ScatterND_{}_{}_{}_tuples{}_depth{}{}", r, dataTypeName(t),
+                             test::dimsName(s.data), s.tuples, s.depth, runtime ? "_runtime" : "");
+        std::vector<int64_t> updates = {s.tuples};
+        updates.insert(updates.end(), s.data.begin() + s.depth, s.data.end());
+        c.inputs = {test::randomTensor(t, s.data, seedOf(c.name)),
+                    distinctTuples(s.data, s.tuples, s.depth, seedOf(c.name) + 1),
+                    test::randomTensor(t, updates, seedOf(c.name) + 2)};
+        if (runtime) c.runtime_inputs = {1};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  // Repeated indices: every update meets the others (the float sum in some order).
+  for (DataType t : {DataType::kInt32, DataType::kFloat, DataType::kInt8}) {
+    for (const char* r : {"add", "mul", "max", "min"}) {
+      MoveCase c;
+      c.op = "ScatterND";
+      c.opset = 18;
+      c.attrs.strings["reduction"] = r;
+      c.name = fmt::format("ScatterND_{}_{}_repeated_indices", r, dataTypeName(t));
+      c.inputs = {test::randomTensor(t, {4, 8}, seedOf(c.name)),
+                  test::intTensor({1, -3, 0, 1, 2, 1}, {6, 1}),
+                  test::randomTensor(t, {6, 8}, seedOf(c.name) + 1)};
+      if (t == DataType::kFloat) c.tolerance = {1e-5, 1e-4};
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+std::vector<MoveCase> scatterElementsCases() {
+  struct Shape {
+    std::vector<int64_t> data, indices;
+    int64_t axis;
+  };
+  const std::vector<Shape> shapes = {
+      {{4, 5}, {3, 5}, 0},       {{4, 5}, {2, 3}, -1},
+      {{3, 4, 5}, {3, 2, 5}, 1}, {{2, 3, 4, 3, 2, 2}, {2, 2, 4, 1, 2, 2}, 2},
+      {{3, 4}, {0, 4}, 0},  // no updates
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (const std::string& r : kReductions) {
+        if (t == DataType::kBool && r != "none") continue;
+        if (i > 0 && r != "none" && r != "max" && t != DataType::kFloat16) continue;
+        DataType index = i % 2 == 0 ? DataType::kInt64 : DataType::kInt32;
+        MoveCase c;
+        c.op = "ScatterElements";
+        c.opset = 18;
+        c.attrs.ints["axis"] = s.axis;
+        c.attrs.strings["reduction"] = r;
+        c.name = fmt::format("ScatterElements_{}_{}_{}_indices_{}_{}_axis{}", r, dataTypeName(t),
+                             test::dimsName(s.data), test::dimsName(s.indices), dataTypeName(index),
+                             test::listName({s.axis}));
+        auto axis =
+            static_cast<size_t>(s.axis < 0 ? s.axis + static_cast<int64_t>(s.data.size()) : s.axis);
+        c.inputs = {test::randomTensor(t, s.data, seedOf(c.name)),
+                    distinctAlongAxis(s.data, s.indices, axis, index, seedOf(c.name) + 1),
+                    test::randomTensor(t, s.indices, seedOf(c.name) + 2)};
+        if (index == DataType::kInt32) c.runtime_inputs = {1};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  // Repeated indices along the axis, and the deprecated Scatter (opset 10).
+  for (DataType t : {DataType::kInt64, DataType::kFloat, DataType::kUint8}) {
+    for (const char* r : {"add", "mul", "max", "min"}) {
+      MoveCase c;
+      c.op = "ScatterElements";
+      c.opset = 18;
+      c.attrs.ints["axis"] = 1;
+      c.attrs.strings["reduction"] = r;
+      c.name = fmt::format("ScatterElements_{}_{}_repeated_indices", r, dataTypeName(t));
+      c.inputs = {test::randomTensor(t, {2, 4}, seedOf(c.name)),
+                  test::intTensor({0, 0, -4, 3, 1, 1, 1, -3}, {2, 4}),
+                  test::randomTensor(t, {2, 4}, seedOf(c.name) + 1)};
+      if (t == DataType::kFloat) c.tolerance = {1e-5, 1e-4};
+      out.push_back(std::move(c));
+    }
+  }
+  MoveCase old;
+  old.op = "Scatter";
+  old.opset = 10;
+  old.attrs.ints["axis"] = 0;
+  old.name = "Scatter_float_3x3_opset10";
+  old.inputs = {test::randomTensor(DataType::kFloat, {3, 3}, 5),
+                test::intTensor({1, 0, 2, 0, 2, 1}, {2, 3}),
+                test::randomTensor(DataType::kFloat, {2, 3}, 6)};
+  out.push_back(std::move(old));
+  return out;
+}
+
 class IndexingTest : public test::CudaTest, public ::testing::WithParamInterface<MoveCase> {};
 
 TEST_P(IndexingTest, MatchesReference) {
@@ -168,11 +338,15 @@ INSTANTIATE_TEST_SUITE_P(Gather, IndexingTest, ::testing::ValuesIn(gatherCases()
 INSTANTIATE_TEST_SUITE_P(GatherElements, IndexingTest, ::testing::ValuesIn(gatherElementsCases()),
                          caseName);
 INSTANTIATE_TEST_SUITE_P(GatherND, IndexingTest, ::testing::ValuesIn(gatherNDCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(ScatterND, IndexingTest, ::testing::ValuesIn(scatterNDCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(ScatterElements, IndexingTest, ::testing::ValuesIn(scatterElementsCases()),
+                         caseName);
 
 /// Host only: every case runs on the reference and passes the CUDA kernel's canImplement.
 TEST(IndexingCases, ReferenceRunsAndCudaAcceptsEveryCase) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
-  for (const auto& cases : {gatherCases(), gatherElementsCases(), gatherNDCases()}) {
+  for (const auto& cases : {gatherCases(), gatherElementsCases(), gatherNDCases(), scatterNDCases(),
+                            scatterElementsCases()}) {
     for (const MoveCase& c : cases) test::expectReferenceAndCanImplement(c);
   }
 }
@@ -218,6 +392,35 @@ TEST_F(IndexingOutOfRangeTest, GatherElementsAndGatherNDWriteZeros) {
   n.runtime_inputs = {1};
   want = {test::tensorOf(DataType::kFloat16, {3}, {3, 0, 4})};
   got = test::runCaseOnDevice(n, want);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want[0], got->at(0), test::Tolerance{0, 0});
+}
+
+/// ScatterND and ScatterElements skip an update whose runtime index is out of range.
+TEST_F(IndexingOutOfRangeTest, ScattersSkipTheUpdate) {
+  MoveCase n;
+  n.op = "ScatterND";
+  n.opset = 18;
+  n.inputs = {test::tensorOf(DataType::kInt32, {4}, {1, 2, 3, 4}),
+              test::intTensor({2, 4, -5, -1}, {4, 1}),
+              test::tensorOf(DataType::kInt32, {4}, {10, 20, 30, 40})};
+  n.runtime_inputs = {1};
+  std::vector<HostTensor> want = {test::tensorOf(DataType::kInt32, {4}, {1, 2, 10, 40})};
+  auto got = test::runCaseOnDevice(n, want);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want[0], got->at(0), test::Tolerance{0, 0});
+
+  MoveCase e;
+  e.op = "ScatterElements";
+  e.opset = 18;
+  e.attrs.ints["axis"] = 1;
+  e.attrs.strings["reduction"] = "add";
+  e.inputs = {test::tensorOf(DataType::kFloat, {2, 2}, {1, 2, 3, 4}),
+              test::intTensor({1, 2, -3, 0}, {2, 2}, DataType::kInt32),
+              test::tensorOf(DataType::kFloat, {2, 2}, {10, 20, 30, 40})};
+  e.runtime_inputs = {1};
+  want = {test::tensorOf(DataType::kFloat, {2, 2}, {1, 12, 43, 4})};
+  got = test::runCaseOnDevice(e, want);
   ASSERT_TRUE(got.isOk()) << got.status().toString();
   test::expectClose(want[0], got->at(0), test::Tolerance{0, 0});
 }

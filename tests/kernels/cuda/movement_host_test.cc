@@ -329,5 +329,42 @@ TEST(GatherNDCanImplement, Refusals) {
                 "GatherND: index 3 is out of range [-3, 3)");
 }
 
+TEST(ScatterCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  KernelAttrs add;
+  add.strings["reduction"] = "add";
+  auto idx = deviceIn(DataType::kInt64, {2, 1});
+  auto data = deviceIn(DataType::kFloat, {4, 3});
+  auto upd = deviceIn(DataType::kFloat, {2, 3});
+  auto out = deviceOut(DataType::kFloat, {4, 3});
+  EXPECT_TRUE(check("ScatterND", 16, {data, idx, upd}, {out}, add));
+  expectRefused(check("ScatterND", 16, {data, idx, deviceIn(DataType::kFloat, {2, 4})}, {out}, add),
+                "ScatterND: the updates are [2, 4]; the indices and data need [2, 3]");
+  KernelAttrs max;
+  max.strings["reduction"] = "max";
+  expectRefused(check("ScatterND", 16, {data, idx, upd}, {out}, max),
+                "ScatterND: reduction 'max' is not defined at opset 16");
+  expectRefused(check("ScatterND", 18,
+                      {deviceIn(DataType::kBool, {4, 3}), idx, deviceIn(DataType::kBool, {2, 3})},
+                      {deviceOut(DataType::kBool, {4, 3})}, max),
+                "ScatterND: no CUDA reduction for bool");
+  // 1-byte elements reduce through their 4-byte word: the output must own it.
+  expectRefused(check("ScatterND", 18,
+                      {deviceIn(DataType::kInt8, {3, 3}), idx, deviceIn(DataType::kInt8, {2, 3})},
+                      {deviceOut(DataType::kInt8, {3, 3})}, max),
+                "ScatterND: a int8 reduction needs an output of whole 4-byte words");
+  HostTensor bad = HostTensor::zeros(DataType::kInt64, {2, 1});
+  bad.set<int64_t>(1, 4);
+  expectRefused(check("ScatterND", 16, {data, idx, upd}, {out}, add, {nullptr, &bad}),
+                "ScatterND: index 4 is out of range [-4, 4)");
+  KernelAttrs axis;
+  axis.ints["axis"] = 0;
+  expectRefused(
+      check("ScatterElements", 13,
+            {data, deviceIn(DataType::kInt32, {2, 4}), deviceIn(DataType::kFloat, {2, 4})}, {out},
+            axis),
+      "ScatterElements: the indices [2, 4] exceed the data [4, 3] in dim 1");
+}
+
 }  // namespace
 }  // namespace onnxopt::kernels
