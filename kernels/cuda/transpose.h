@@ -17,11 +17,27 @@ struct TransposeArgs {
   std::vector<int64_t> perm;  ///< output dim i is input dim perm[i] (checked: a permutation)
 };
 
+/// DepthToSpace (DCR or CRD, opset 11+; DCR before) and SpaceToDepth on a 4-D input: a rank-6
+/// split of both views, one of them permuted.
+struct DepthSpaceArgs {
+  std::string op;
+  ConstTensorView x;
+  TensorView y;
+  int64_t blocksize = 0;
+  bool crd = false;       ///< DepthToSpace's CRD mode
+  bool to_space = false;  ///< DepthToSpace (else SpaceToDepth)
+};
+
 template <>
 StatusOr<TransposeArgs> argsFromCall<TransposeArgs>(const CudaKernelCall& call);
+template <>
+StatusOr<DepthSpaceArgs> argsFromCall<DepthSpaceArgs>(const CudaKernelCall& call);
 
 Support canImplement(const TransposeArgs& args);
 size_t workspaceBytes(const TransposeArgs& args);
 Status launch(const TransposeArgs& args, CudaStream stream);
+Support canImplement(const DepthSpaceArgs& args);
+size_t workspaceBytes(const DepthSpaceArgs& args);
+Status launch(const DepthSpaceArgs& args, CudaStream stream);
 
 }  // namespace onnxopt::kernels::cuda

@@ -364,6 +364,39 @@ std::vector<MoveCase> tileCases() {
   return out;
 }
 
+// --- DepthToSpace / SpaceToDepth ------------------------------------------------------------------
+
+std::vector<MoveCase> depthSpaceCases() {
+  struct Shape {
+    std::string op;
+    std::vector<int64_t> dims;
+    int64_t blocksize;
+    std::string mode;  ///< empty: the default
+  };
+  const std::vector<Shape> shapes = {
+      {"DepthToSpace", {1, 8, 2, 3}, 2, "DCR"}, {"DepthToSpace", {2, 18, 3, 2}, 3, "CRD"},
+      {"DepthToSpace", {1, 4, 5, 5}, 2, ""},    {"DepthToSpace", {1, 3, 2, 2}, 1, "CRD"},
+      {"SpaceToDepth", {1, 2, 4, 6}, 2, ""},    {"SpaceToDepth", {2, 3, 6, 3}, 3, ""},
+      {"DepthToSpace", {0, 4, 2, 2}, 2, "DCR"},  // empty
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      MoveCase c;
+      c.op = s.op;
+      c.opset = 13;
+      c.attrs.ints["blocksize"] = s.blocksize;
+      if (!s.mode.empty()) c.attrs.strings["mode"] = s.mode;
+      c.name = fmt::format("{}_{}_{}_{}_blocksize{}", s.op, s.mode.empty() ? "default" : s.mode,
+                           dataTypeName(t), test::dimsName(s.dims), s.blocksize);
+      c.inputs = {test::randomTensor(t, s.dims, seedOf(c.name))};
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 class MovementTest : public test::CudaTest, public ::testing::WithParamInterface<MoveCase> {};
 
 TEST_P(MovementTest, MatchesReference) {
@@ -379,6 +412,8 @@ INSTANTIATE_TEST_SUITE_P(Expand, MovementTest, ::testing::ValuesIn(expandCases()
 INSTANTIATE_TEST_SUITE_P(Split, MovementTest, ::testing::ValuesIn(splitCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(Pad, MovementTest, ::testing::ValuesIn(padCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(Tile, MovementTest, ::testing::ValuesIn(tileCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(DepthSpace, MovementTest, ::testing::ValuesIn(depthSpaceCases()),
+                         caseName);
 
 /// Every case's node runs on the reference kernels and passes the CUDA kernel's canImplement (host
 /// only: a case list or a canImplement that is wrong shows without a device).
