@@ -20,33 +20,35 @@ StatusOr<ConcatArgs> argsFromCall<ConcatArgs>(const CudaKernelCall& call) {
   return args;
 }
 
-Support canImplement(const ConcatArgs& args) {
+StatusOr<std::vector<CopyJob>> copyJobs(const ConcatArgs& args) {
   auto axis = static_cast<size_t>(args.axis);
+  std::vector<CopyJob> jobs;
   int64_t total = 0;
   for (size_t k = 0; k < args.inputs.size(); ++k) {
     const ConstTensorView& in = args.inputs[k];
-    if (Support s = movableSupport(args.op, in, args.out); !s) return s;
     bool fits = in.rank() == args.out.rank();
     for (size_t d = 0; fits && d < in.dims.size(); ++d) {
       fits = d == axis || in.dims[d] == args.out.dims[d];
     }
     if (!fits) {
-      return Support::no(
-          fmt::format("{}: input {} is {}; it does not fit the output {} along axis {}", args.op, k,
-                      dimsText(in.dims), dimsText(args.out.dims), args.axis));
+      return invalidArgument("{}: input {} is {}; it does not fit the output {} along axis {}",
+                             args.op, k, dimsText(in.dims), dimsText(args.out.dims), args.axis);
     }
-    if (Support s =
-            copyViewSupport(args.op, in, narrowed(args.out, args.axis, total, in.dims[axis]));
-        !s) {
-      return s;
-    }
+    jobs.push_back({in, narrowed(args.out, args.axis, total, in.dims[axis])});
     total += in.dims[axis];
   }
   if (total != args.out.dims[axis]) {
-    return Support::no(fmt::format("{}: the inputs have {} entries along axis {}, the output {}",
-                                   args.op, total, args.axis, args.out.dims[axis]));
+    return invalidArgument("{}: the inputs have {} entries along axis {}, the output {}", args.op,
+                           total, args.axis, args.out.dims[axis]);
   }
-  return Support::yes();
+  return jobs;
+}
+
+Support canImplement(const ConcatArgs& args) {
+  for (const ConstTensorView& in : args.inputs) {
+    if (Support s = movableSupport(args.op, in, args.out); !s) return s;
+  }
+  return copyJobsSupport(args.op, copyJobs(args));
 }
 
 size_t workspaceBytes(const ConcatArgs&) {
@@ -55,13 +57,8 @@ size_t workspaceBytes(const ConcatArgs&) {
 
 Status launch(const ConcatArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  int64_t begin = 0;
-  for (const ConstTensorView& in : args.inputs) {
-    int64_t size = in.dims[static_cast<size_t>(args.axis)];
-    RETURN_IF_ERROR(copyView(args.op, in, narrowed(args.out, args.axis, begin, size), stream));
-    begin += size;
-  }
-  return Status::ok();
+  ASSIGN_OR_RETURN(std::vector<CopyJob> jobs, copyJobs(args));
+  return runCopyJobs(args.op, jobs, stream);
 }
 
 }  // namespace onnxopt::kernels::cuda

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "args.h"
+#include "copy.h"
 
 namespace onnxopt::kernels::cuda {
 
@@ -19,6 +20,9 @@ struct ConcatArgs {
 
 template <>
 StatusOr<ConcatArgs> argsFromCall<ConcatArgs>(const CudaKernelCall& call);
+
+/// The copies launch runs (copy.h), or why the node is not one.
+StatusOr<std::vector<CopyJob>> copyJobs(const ConcatArgs& args);
 
 Support canImplement(const ConcatArgs& args);
 size_t workspaceBytes(const ConcatArgs& args);

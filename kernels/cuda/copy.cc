@@ -121,6 +121,19 @@ Support copyViewSupport(const std::string& op, const ConstTensorView& src, const
   return Support::yes();
 }
 
+Support copyJobsSupport(const std::string& op, const StatusOr<std::vector<CopyJob>>& jobs) {
+  if (!jobs.isOk()) return Support::no(jobs.status().message());
+  for (const CopyJob& job : jobs.value()) {
+    if (Support s = copyViewSupport(op, job.src, job.dst); !s) return s;
+  }
+  return Support::yes();
+}
+
+Status runCopyJobs(const std::string& op, const std::vector<CopyJob>& jobs, CudaStream stream) {
+  for (const CopyJob& job : jobs) RETURN_IF_ERROR(copyView(op, job.src, job.dst, stream));
+  return Status::ok();
+}
+
 Status copyView(const std::string& op, const ConstTensorView& src, const TensorView& dst,
                 CudaStream stream) {
   if (Support s = copyViewSupport(op, src, dst); !s) {

@@ -68,6 +68,21 @@ void* advance(void* base, int64_t elements, int element_bytes);
 Status copyView(const std::string& op, const ConstTensorView& src, const TensorView& dst,
                 CudaStream stream);
 
+/// One copy of a movement op: `src` into `dst` (same dims). The copy families (Transpose, Slice,
+/// Expand, Concat, Split, Tile, DepthToSpace/SpaceToDepth) describe their work as a list of these
+/// (their copyJobs), which launch runs and canImplement checks; host tests run them on host views.
+struct CopyJob {
+  ConstTensorView src;
+  TensorView dst;
+};
+
+/// The checks of canImplement for a family's jobs: the jobs' error as a refusal, else each job's
+/// copyViewSupport.
+Support copyJobsSupport(const std::string& op, const StatusOr<std::vector<CopyJob>>& jobs);
+
+/// Runs the jobs in order on `stream` (copyView each).
+Status runCopyJobs(const std::string& op, const std::vector<CopyJob>& jobs, CudaStream stream);
+
 /// Whether copyView can run the copy (the same checks, host-only, for canImplement).
 Support copyViewSupport(const std::string& op, const ConstTensorView& src, const TensorView& dst);
 

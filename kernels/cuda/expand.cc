@@ -40,26 +40,29 @@ StatusOr<ExpandArgs> argsFromCall<ExpandArgs>(const CudaKernelCall& call) {
   return args;
 }
 
-Support canImplement(const ExpandArgs& args) {
-  if (Support s = movableSupport(args.op, args.x, args.y); !s) return s;
+StatusOr<std::vector<CopyJob>> copyJobs(const ExpandArgs& args) {
   if (args.shape.has_value()) {
     for (int64_t d : *args.shape) {
-      if (d < 0) return Support::no(fmt::format("{}: negative dimension {}", args.op, d));
+      if (d < 0) return invalidArgument("{}: negative dimension {}", args.op, d);
     }
-    StatusOr<std::vector<int64_t>> dims = broadcastDims({args.x.dims, *args.shape}, args.op);
-    if (!dims.isOk()) return Support::no(dims.status().message());
-    if (*dims != args.y.dims) {
-      return Support::no(fmt::format("{}: the output is {}; {} expanded to {} is {}", args.op,
-                                     dimsText(args.y.dims), dimsText(args.x.dims),
-                                     dimsText(*args.shape), dimsText(*dims)));
+    ASSIGN_OR_RETURN(std::vector<int64_t> dims, broadcastDims({args.x.dims, *args.shape}, args.op));
+    if (dims != args.y.dims) {
+      return invalidArgument("{}: the output is {}; {} expanded to {} is {}", args.op,
+                             dimsText(args.y.dims), dimsText(args.x.dims), dimsText(*args.shape),
+                             dimsText(dims));
     }
   }
   std::optional<ConstTensorView> src = broadcastView(args.x, args.y.dims);
   if (!src) {
-    return Support::no(fmt::format("{}: the input {} does not broadcast to the output {}", args.op,
-                                   dimsText(args.x.dims), dimsText(args.y.dims)));
+    return invalidArgument("{}: the input {} does not broadcast to the output {}", args.op,
+                           dimsText(args.x.dims), dimsText(args.y.dims));
   }
-  return copyViewSupport(args.op, *src, args.y);
+  return std::vector<CopyJob>{{*src, args.y}};
+}
+
+Support canImplement(const ExpandArgs& args) {
+  if (Support s = movableSupport(args.op, args.x, args.y); !s) return s;
+  return copyJobsSupport(args.op, copyJobs(args));
 }
 
 size_t workspaceBytes(const ExpandArgs&) {
@@ -68,7 +71,8 @@ size_t workspaceBytes(const ExpandArgs&) {
 
 Status launch(const ExpandArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  return copyView(args.op, *broadcastView(args.x, args.y.dims), args.y, stream);
+  ASSIGN_OR_RETURN(std::vector<CopyJob> jobs, copyJobs(args));
+  return runCopyJobs(args.op, jobs, stream);
 }
 
 }  // namespace onnxopt::kernels::cuda

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "args.h"
+#include "copy.h"
 
 namespace onnxopt::kernels::cuda {
 
@@ -21,6 +22,9 @@ struct ExpandArgs {
 
 template <>
 StatusOr<ExpandArgs> argsFromCall<ExpandArgs>(const CudaKernelCall& call);
+
+/// The copies launch runs (copy.h), or why the node is not one.
+StatusOr<std::vector<CopyJob>> copyJobs(const ExpandArgs& args);
 
 Support canImplement(const ExpandArgs& args);
 size_t workspaceBytes(const ExpandArgs& args);

@@ -106,13 +106,17 @@ StatusOr<SliceArgs> argsFromCall<SliceArgs>(const CudaKernelCall& call) {
   return args;
 }
 
+StatusOr<std::vector<CopyJob>> copyJobs(const SliceArgs& args) {
+  if (args.dims != args.y.dims) {
+    return invalidArgument("{}: the output is {}; the slice is {}", args.op, dimsText(args.y.dims),
+                           dimsText(args.dims));
+  }
+  return std::vector<CopyJob>{{sliceView(args), args.y}};
+}
+
 Support canImplement(const SliceArgs& args) {
   if (Support s = movableSupport(args.op, args.x, args.y); !s) return s;
-  if (args.dims != args.y.dims) {
-    return Support::no(fmt::format("{}: the output is {}; the slice is {}", args.op,
-                                   dimsText(args.y.dims), dimsText(args.dims)));
-  }
-  return copyViewSupport(args.op, sliceView(args), args.y);
+  return copyJobsSupport(args.op, copyJobs(args));
 }
 
 size_t workspaceBytes(const SliceArgs&) {
@@ -121,7 +125,8 @@ size_t workspaceBytes(const SliceArgs&) {
 
 Status launch(const SliceArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  return copyView(args.op, sliceView(args), args.y, stream);
+  ASSIGN_OR_RETURN(std::vector<CopyJob> jobs, copyJobs(args));
+  return runCopyJobs(args.op, jobs, stream);
 }
 
 }  // namespace onnxopt::kernels::cuda

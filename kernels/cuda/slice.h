@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "args.h"
+#include "copy.h"
 
 namespace onnxopt::kernels::cuda {
 
@@ -22,6 +23,9 @@ struct SliceArgs {
 
 template <>
 StatusOr<SliceArgs> argsFromCall<SliceArgs>(const CudaKernelCall& call);
+
+/// The copies launch runs (copy.h), or why the node is not one.
+StatusOr<std::vector<CopyJob>> copyJobs(const SliceArgs& args);
 
 Support canImplement(const SliceArgs& args);
 size_t workspaceBytes(const SliceArgs& args);

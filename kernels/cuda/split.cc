@@ -29,15 +29,16 @@ StatusOr<SplitArgs> argsFromCall<SplitArgs>(const CudaKernelCall& call) {
   return args;
 }
 
-Support canImplement(const SplitArgs& args) {
+StatusOr<std::vector<CopyJob>> copyJobs(const SplitArgs& args) {
+  std::vector<CopyJob> jobs;
   auto axis = static_cast<size_t>(args.axis);
   int64_t n = static_cast<int64_t>(args.outputs.size());
   if (!args.split.empty() && static_cast<int64_t>(args.split.size()) != n) {
-    return Support::no(fmt::format("{}: {} sizes for {} outputs", args.op, args.split.size(), n));
+    return invalidArgument("{}: {} sizes for {} outputs", args.op, args.split.size(), n);
   }
   if (args.num_outputs != 0 && args.num_outputs != n) {
-    return Support::no(fmt::format("{}: num_outputs is {} but the node has {} outputs", args.op,
-                                   args.num_outputs, n));
+    return invalidArgument("{}: num_outputs is {} but the node has {} outputs", args.op,
+                           args.num_outputs, n);
   }
   std::vector<int64_t> sizes = args.split;
   int64_t dim = args.x.rank() > 0 ? args.x.dims[axis] : 0;
@@ -45,8 +46,7 @@ Support canImplement(const SplitArgs& args) {
     // No split: equal parts; from opset 18 the last may be smaller.
     int64_t chunk = (dim + n - 1) / n;
     if (dim % n != 0 && (args.opset < 18 || dim - chunk * (n - 1) < 0)) {
-      return Support::no(
-          fmt::format("{}: {} entries do not split into {} outputs", args.op, dim, n));
+      return invalidArgument("{}: {} entries do not split into {} outputs", args.op, dim, n);
     }
     sizes.assign(static_cast<size_t>(n), dim % n == 0 ? dim / n : chunk);
     if (dim % n != 0) sizes.back() = dim - chunk * (n - 1);
@@ -54,33 +54,33 @@ Support canImplement(const SplitArgs& args) {
   int64_t begin = 0;
   for (size_t k = 0; k < args.outputs.size(); ++k) {
     const TensorView& out = args.outputs[k];
-    if (Support s = movableSupport(args.op, args.x, out); !s) return s;
     bool fits = out.rank() == args.x.rank();
     for (size_t d = 0; fits && d < out.dims.size(); ++d) {
       fits = d == axis || out.dims[d] == args.x.dims[d];
     }
     if (!fits) {
-      return Support::no(
-          fmt::format("{}: output {} is {}; it is no part of the input {} along "
-                      "axis {}",
-                      args.op, k, dimsText(out.dims), dimsText(args.x.dims), args.axis));
+      return invalidArgument("{}: output {} is {}; it is no part of the input {} along axis {}",
+                             args.op, k, dimsText(out.dims), dimsText(args.x.dims), args.axis);
     }
     if (!sizes.empty() && sizes[k] != out.dims[axis]) {
-      return Support::no(fmt::format("{}: output {} has {} entries along axis {}; the split is {}",
-                                     args.op, k, out.dims[axis], args.axis, dimsText(sizes)));
+      return invalidArgument("{}: output {} has {} entries along axis {}; the split is {}", args.op,
+                             k, out.dims[axis], args.axis, dimsText(sizes));
     }
-    if (Support s =
-            copyViewSupport(args.op, narrowed(args.x, args.axis, begin, out.dims[axis]), out);
-        !s) {
-      return s;
-    }
+    jobs.push_back({narrowed(args.x, args.axis, begin, out.dims[axis]), out});
     begin += out.dims[axis];
   }
   if (begin != args.x.dims[axis]) {
-    return Support::no(fmt::format("{}: the outputs have {} entries along axis {}, the input {}",
-                                   args.op, begin, args.axis, args.x.dims[axis]));
+    return invalidArgument("{}: the outputs have {} entries along axis {}, the input {}", args.op,
+                           begin, args.axis, args.x.dims[axis]);
   }
-  return Support::yes();
+  return jobs;
+}
+
+Support canImplement(const SplitArgs& args) {
+  for (const TensorView& out : args.outputs) {
+    if (Support s = movableSupport(args.op, args.x, out); !s) return s;
+  }
+  return copyJobsSupport(args.op, copyJobs(args));
 }
 
 size_t workspaceBytes(const SplitArgs&) {
@@ -89,13 +89,8 @@ size_t workspaceBytes(const SplitArgs&) {
 
 Status launch(const SplitArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  int64_t begin = 0;
-  for (const TensorView& out : args.outputs) {
-    int64_t size = out.dims[static_cast<size_t>(args.axis)];
-    RETURN_IF_ERROR(copyView(args.op, narrowed(args.x, args.axis, begin, size), out, stream));
-    begin += size;
-  }
-  return Status::ok();
+  ASSIGN_OR_RETURN(std::vector<CopyJob> jobs, copyJobs(args));
+  return runCopyJobs(args.op, jobs, stream);
 }
 
 }  // namespace onnxopt::kernels::cuda

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "args.h"
+#include "copy.h"
 
 namespace onnxopt::kernels::cuda {
 
@@ -25,6 +26,9 @@ struct SplitArgs {
 
 template <>
 StatusOr<SplitArgs> argsFromCall<SplitArgs>(const CudaKernelCall& call);
+
+/// The copies launch runs (copy.h), or why the node is not one.
+StatusOr<std::vector<CopyJob>> copyJobs(const SplitArgs& args);
 
 Support canImplement(const SplitArgs& args);
 size_t workspaceBytes(const SplitArgs& args);

@@ -10,7 +10,7 @@ namespace onnxopt::kernels::cuda {
 namespace {
 
 /// The source and destination views of the tiling copy, or why there is none.
-StatusOr<std::pair<ConstTensorView, TensorView>> tileViews(const TileArgs& args) {
+StatusOr<CopyJob> tileJob(const TileArgs& args) {
   const ConstTensorView& x = args.x;
   if (x.rank() != args.y.rank()) {
     return invalidArgument("{}: the input has rank {}, the output {}", args.op, x.rank(),
@@ -32,8 +32,8 @@ StatusOr<std::pair<ConstTensorView, TensorView>> tileViews(const TileArgs& args)
     src.insert(src.end(), {0, x.strides[d]});
     dst.insert(dst.end(), {n * args.y.strides[d], args.y.strides[d]});
   }
-  return std::pair{ConstTensorView(x.dtype, dims, std::move(src), x.data, x.memory),
-                   TensorView(args.y.dtype, dims, std::move(dst), args.y.data, args.y.memory)};
+  return CopyJob{ConstTensorView(x.dtype, dims, std::move(src), x.data, x.memory),
+                 TensorView(args.y.dtype, dims, std::move(dst), args.y.data, args.y.memory)};
 }
 
 }  // namespace
@@ -55,11 +55,14 @@ StatusOr<TileArgs> argsFromCall<TileArgs>(const CudaKernelCall& call) {
   return args;
 }
 
+StatusOr<std::vector<CopyJob>> copyJobs(const TileArgs& args) {
+  ASSIGN_OR_RETURN(CopyJob job, tileJob(args));
+  return std::vector<CopyJob>{std::move(job)};
+}
+
 Support canImplement(const TileArgs& args) {
   if (Support s = movableSupport(args.op, args.x, args.y); !s) return s;
-  auto views = tileViews(args);
-  if (!views.isOk()) return Support::no(views.status().message());
-  return copyViewSupport(args.op, views->first, views->second);
+  return copyJobsSupport(args.op, copyJobs(args));
 }
 
 size_t workspaceBytes(const TileArgs&) {
@@ -68,8 +71,8 @@ size_t workspaceBytes(const TileArgs&) {
 
 Status launch(const TileArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  ASSIGN_OR_RETURN(auto views, tileViews(args));
-  return copyView(args.op, views.first, views.second, stream);
+  ASSIGN_OR_RETURN(std::vector<CopyJob> jobs, copyJobs(args));
+  return runCopyJobs(args.op, jobs, stream);
 }
 
 }  // namespace onnxopt::kernels::cuda

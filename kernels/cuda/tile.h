@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "args.h"
+#include "copy.h"
 
 namespace onnxopt::kernels::cuda {
 
@@ -21,6 +22,9 @@ struct TileArgs {
 
 template <>
 StatusOr<TileArgs> argsFromCall<TileArgs>(const CudaKernelCall& call);
+
+/// The copies launch runs (copy.h), or why the node is not one.
+StatusOr<std::vector<CopyJob>> copyJobs(const TileArgs& args);
 
 Support canImplement(const TileArgs& args);
 size_t workspaceBytes(const TileArgs& args);

@@ -45,14 +45,18 @@ StatusOr<TransposeArgs> argsFromCall<TransposeArgs>(const CudaKernelCall& call) 
   return args;
 }
 
-Support canImplement(const TransposeArgs& args) {
-  if (Support s = movableSupport(args.op, args.x, args.y); !s) return s;
+StatusOr<std::vector<CopyJob>> copyJobs(const TransposeArgs& args) {
   ConstTensorView src = permutedView(args.x, args.perm);
   if (src.dims != args.y.dims) {
-    return Support::no(fmt::format("{}: the output is {}; the transpose is {}", args.op,
-                                   dimsText(args.y.dims), dimsText(src.dims)));
+    return invalidArgument("{}: the output is {}; the transpose is {}", args.op,
+                           dimsText(args.y.dims), dimsText(src.dims));
   }
-  return copyViewSupport(args.op, src, args.y);
+  return std::vector<CopyJob>{{src, args.y}};
+}
+
+Support canImplement(const TransposeArgs& args) {
+  if (Support s = movableSupport(args.op, args.x, args.y); !s) return s;
+  return copyJobsSupport(args.op, copyJobs(args));
 }
 
 size_t workspaceBytes(const TransposeArgs&) {
@@ -61,7 +65,8 @@ size_t workspaceBytes(const TransposeArgs&) {
 
 Status launch(const TransposeArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  return copyView(args.op, permutedView(args.x, args.perm), args.y, stream);
+  ASSIGN_OR_RETURN(std::vector<CopyJob> jobs, copyJobs(args));
+  return runCopyJobs(args.op, jobs, stream);
 }
 
 // --- DepthToSpace / SpaceToDepth ------------------------------------------------------------------
@@ -71,7 +76,7 @@ namespace {
 /// The rank-6 source and destination views, walked in one order: DepthToSpace over
 /// [n, c', h, bi, w, bj] of the output [n, c', h * b, w * b]; SpaceToDepth over
 /// [n, bi, bj, c, h', w'] of the output [n, b * b * c, h', w'].
-StatusOr<std::pair<ConstTensorView, TensorView>> depthSpaceViews(const DepthSpaceArgs& args) {
+StatusOr<CopyJob> depthSpaceJob(const DepthSpaceArgs& args) {
   const ConstTensorView& x = args.x;
   const TensorView& y = args.y;
   if (x.rank() != 4)
@@ -110,11 +115,16 @@ StatusOr<std::pair<ConstTensorView, TensorView>> depthSpaceViews(const DepthSpac
     const std::vector<int64_t>& o = y.strides;
     dst = {o[0], b * c * o[1], c * o[1], o[1], o[2], o[3]};
   }
-  return std::pair{ConstTensorView(x.dtype, dims, std::move(src), x.data, x.memory),
-                   TensorView(y.dtype, dims, std::move(dst), y.data, y.memory)};
+  return CopyJob{ConstTensorView(x.dtype, dims, std::move(src), x.data, x.memory),
+                 TensorView(y.dtype, dims, std::move(dst), y.data, y.memory)};
 }
 
 }  // namespace
+
+StatusOr<std::vector<CopyJob>> copyJobs(const DepthSpaceArgs& args) {
+  ASSIGN_OR_RETURN(CopyJob job, depthSpaceJob(args));
+  return std::vector<CopyJob>{std::move(job)};
+}
 
 template <>
 StatusOr<DepthSpaceArgs> argsFromCall<DepthSpaceArgs>(const CudaKernelCall& call) {
@@ -137,9 +147,7 @@ StatusOr<DepthSpaceArgs> argsFromCall<DepthSpaceArgs>(const CudaKernelCall& call
 
 Support canImplement(const DepthSpaceArgs& args) {
   if (Support s = movableSupport(args.op, args.x, args.y); !s) return s;
-  auto views = depthSpaceViews(args);
-  if (!views.isOk()) return Support::no(views.status().message());
-  return copyViewSupport(args.op, views->first, views->second);
+  return copyJobsSupport(args.op, copyJobs(args));
 }
 
 size_t workspaceBytes(const DepthSpaceArgs&) {
@@ -148,8 +156,8 @@ size_t workspaceBytes(const DepthSpaceArgs&) {
 
 Status launch(const DepthSpaceArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  ASSIGN_OR_RETURN(auto views, depthSpaceViews(args));
-  return copyView(args.op, views.first, views.second, stream);
+  ASSIGN_OR_RETURN(std::vector<CopyJob> jobs, copyJobs(args));
+  return runCopyJobs(args.op, jobs, stream);
 }
 
 }  // namespace onnxopt::kernels::cuda

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "args.h"
+#include "copy.h"
 
 namespace onnxopt::kernels::cuda {
 
@@ -32,6 +33,10 @@ template <>
 StatusOr<TransposeArgs> argsFromCall<TransposeArgs>(const CudaKernelCall& call);
 template <>
 StatusOr<DepthSpaceArgs> argsFromCall<DepthSpaceArgs>(const CudaKernelCall& call);
+
+/// The copies launch runs (copy.h), or why the node is not one.
+StatusOr<std::vector<CopyJob>> copyJobs(const TransposeArgs& args);
+StatusOr<std::vector<CopyJob>> copyJobs(const DepthSpaceArgs& args);
 
 Support canImplement(const TransposeArgs& args);
 size_t workspaceBytes(const TransposeArgs& args);

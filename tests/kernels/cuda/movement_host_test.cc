@@ -1,12 +1,22 @@
 // Host-only tests of the data-movement and indexing kernels (no device needed): the strided-copy
-// planner (dims merged, index width), what canImplement refuses and why, and that every
-// movement row of kernels/cuda/ops.def passes its family's canImplement for each type it claims.
+// planner (dims merged, index width); the copy families' copy jobs run on host memory by a host
+// rendition of the copy kernel, against the reference kernels, over the GPU test's cases; and
+// what canImplement refuses and why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/concat.h"
 #include "kernels/cuda/copy.h"
+#include "kernels/cuda/expand.h"
+#include "kernels/cuda/slice.h"
+#include "kernels/cuda/split.h"
+#include "kernels/cuda/tile.h"
+#include "kernels/cuda/transpose.h"
+#include "movement_case_lists.h"
 #include "onnxopt/kernels/cuda.h"
 
 namespace onnxopt::kernels {
@@ -86,6 +96,125 @@ TEST(MovableTypes, ElementBytes) {
   EXPECT_EQ(cuda::movableElementBytes(DataType::kDouble), 8);
   EXPECT_EQ(cuda::movableElementBytes(DataType::kString), 0);
   EXPECT_EQ(cuda::movableElementBytes(DataType::kInt4), 0);
+}
+
+// --- the copy families on host memory -------------------------------------------------------------
+
+/// What copy.cu's kernel does, on the host: element i of the merged dims, offsets by strides.
+void runOnHost(const StridedCopy& c) {
+  const char* src = static_cast<const char*>(c.src);
+  char* dst = static_cast<char*>(c.dst);
+  for (int64_t i = 0; i < c.count; ++i) {
+    int64_t rest = i, s = 0, d = 0;
+    for (int k = c.rank - 1; k >= 0; --k) {
+      int64_t coord = rest % c.dims[k];
+      rest /= c.dims[k];
+      s += coord * c.src_strides[k];
+      d += coord * c.dst_strides[k];
+    }
+    std::memcpy(dst + d * c.element_bytes, src + s * c.element_bytes,
+                static_cast<size_t>(c.element_bytes));
+  }
+}
+
+template <typename Args>
+Status runJobsOnHost(const CudaKernelCall& call) {
+  ASSIGN_OR_RETURN(Args args, cuda::argsFromCall<Args>(call));
+  ASSIGN_OR_RETURN(std::vector<cuda::CopyJob> jobs, cuda::copyJobs(args));
+  for (const cuda::CopyJob& job : jobs) {
+    int bytes = cuda::movableElementBytes(job.src.dtype);
+    auto copy = planStridedCopy(bytes, job.src.dims, job.src.strides, job.src.data, job.dst.strides,
+                                job.dst.data);
+    if (!copy) return Status(StatusCode::kUnimplemented, "more than kMaxCopyRank dims");
+    runOnHost(*copy);
+  }
+  return Status::ok();
+}
+
+/// The case's node run by its family's copy jobs on host views, into outputs of `want`'s dims
+/// poisoned with 0xA5 bytes.
+StatusOr<std::vector<HostTensor>> runCopyFamilyOnHost(const test::MoveCase& c,
+                                                      const std::vector<HostTensor>& want) {
+  std::vector<HostTensor> got;
+  for (const HostTensor& w : want) {
+    HostTensor g = HostTensor::zeros(w.dtype, w.dims);
+    std::fill(g.bytes.begin(), g.bytes.end(), '\xA5');
+    got.push_back(std::move(g));
+  }
+  CudaKernelCall call;
+  call.op = c.op;
+  call.opset = c.opset;
+  call.attrs = &c.attrs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const HostTensor& t = c.inputs[i];
+    call.inputs.push_back(t.dtype == DataType::kUndefined ? ConstTensorView() : viewOf(t));
+    bool runtime =
+        std::find(c.runtime_inputs.begin(), c.runtime_inputs.end(), i) != c.runtime_inputs.end();
+    call.constant_inputs.push_back(t.dtype == DataType::kUndefined || runtime ? nullptr : &t);
+  }
+  for (HostTensor& g : got) call.outputs.push_back(viewOf(g));
+  Status s = Status(StatusCode::kInternal, "not a copy family: " + c.op);
+  if (c.op == "Transpose") s = runJobsOnHost<cuda::TransposeArgs>(call);
+  if (c.op == "DepthToSpace" || c.op == "SpaceToDepth") {
+    s = runJobsOnHost<cuda::DepthSpaceArgs>(call);
+  }
+  if (c.op == "Concat") s = runJobsOnHost<cuda::ConcatArgs>(call);
+  if (c.op == "Slice") s = runJobsOnHost<cuda::SliceArgs>(call);
+  if (c.op == "Expand") s = runJobsOnHost<cuda::ExpandArgs>(call);
+  if (c.op == "Split") s = runJobsOnHost<cuda::SplitArgs>(call);
+  if (c.op == "Tile") s = runJobsOnHost<cuda::TileArgs>(call);
+  RETURN_IF_ERROR(s);
+  return got;
+}
+
+/// Every GPU case of the copy families, its copy jobs run on the host: the reference's bytes.
+TEST(CopyFamiliesOnHost, MatchTheReference) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  int checked = 0;
+  for (const auto& cases :
+       {test::transposeCases(), test::concatCases(), test::sliceCases(), test::expandCases(),
+        test::splitCases(), test::tileCases(), test::depthSpaceCases()}) {
+    for (const test::MoveCase& c : cases) {
+      SCOPED_TRACE(c.name);
+      auto want = test::referenceOutputs(c);
+      ASSERT_TRUE(want.isOk()) << want.status().toString();
+      auto got = runCopyFamilyOnHost(c, *want);
+      ASSERT_TRUE(got.isOk()) << got.status().toString();
+      for (size_t i = 0; i < want->size(); ++i) {
+        EXPECT_TRUE(want->at(i).bytes == got->at(i).bytes) << "output " << i << " differs";
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 300);
+}
+
+/// A strided (transposed) input view composes with Transpose's permutation.
+TEST(CopyFamiliesOnHost, TransposeOfAStridedView) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  HostTensor base = test::randomTensor(DataType::kInt32, {6, 5, 4}, 3);  // viewed as [4, 5, 6]
+  HostTensor logical = HostTensor::zeros(DataType::kInt32, {4, 5, 6});
+  for (int64_t i = 0; i < 4; ++i) {
+    for (int64_t j = 0; j < 5; ++j) {
+      for (int64_t k = 0; k < 6; ++k) {
+        logical.set<int32_t>((i * 5 + j) * 6 + k, base.get<int32_t>((k * 5 + j) * 4 + i));
+      }
+    }
+  }
+  KernelAttrs attrs;
+  attrs.int_lists["perm"] = {1, 2, 0};
+  auto want = runReferenceKernel("Transpose", 13, {&logical}, attrs, 1);
+  ASSERT_TRUE(want.isOk()) << want.status().toString();
+  HostTensor got = HostTensor::zeros(DataType::kInt32, {5, 6, 4});
+  CudaKernelCall call;
+  call.op = "Transpose";
+  call.opset = 13;
+  call.attrs = &attrs;
+  call.inputs = {ConstTensorView(DataType::kInt32, {4, 5, 6}, {1, 4, 20}, base.bytes.data())};
+  call.outputs = {viewOf(got)};
+  Status s = runJobsOnHost<cuda::TransposeArgs>(call);
+  ASSERT_TRUE(s.isOk()) << s.toString();
+  EXPECT_TRUE(want->at(0).bytes == got.bytes);
 }
 
 // --- canImplement ---------------------------------------------------------------------------------
