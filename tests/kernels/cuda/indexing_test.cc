@@ -43,6 +43,11 @@ std::vector<DataType> typesFor(size_t shape_index) {
   return shape_index == 0 ? test::movableTypes() : test::sizeClassTypes();
 }
 
+/// The scatters compute (their reductions): the kCudaAll types.
+std::vector<DataType> scatterTypesFor(size_t shape_index) {
+  return shape_index == 0 ? test::scatterTypes() : test::sizeClassTypes();
+}
+
 // --- Gather and GatherElements -------------------------------------------------------------------
 
 struct AxisShape {
@@ -223,7 +228,7 @@ std::vector<MoveCase> scatterNDCases() {
   std::vector<MoveCase> out;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& s = shapes[i];
-    for (DataType t : typesFor(i)) {
+    for (DataType t : scatterTypesFor(i)) {
       for (const std::string& r : kReductions) {
         if (t == DataType::kBool && r != "none") continue;
         if (i > 0 && r != "none" && r != "add" && t != DataType::kFloat) continue;
@@ -275,7 +280,7 @@ std::vector<MoveCase> scatterElementsCases() {
   std::vector<MoveCase> out;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& s = shapes[i];
-    for (DataType t : typesFor(i)) {
+    for (DataType t : scatterTypesFor(i)) {
       for (const std::string& r : kReductions) {
         if (t == DataType::kBool && r != "none") continue;
         if (i > 0 && r != "none" && r != "max" && t != DataType::kFloat16) continue;

@@ -192,8 +192,9 @@ inline std::vector<MoveCase> expandCases() {
       {{2, 1, 3}, {1, 4, 1}},  // both ways: [2, 4, 3]
       {{3, 4}, {1}},           // the shape is smaller: the input's dims
       {{1, 1, 1, 5, 1, 2}, {2, 3, 1, 5, 4, 2}},
-      {{}, {6, 7}},      // a scalar
-      {{2, 1}, {2, 0}},  // empty
+      {{}, {6, 7}},                     // a scalar
+      {{2, 1}, {2, 0}},                 // empty
+      {{2, 0, 3, 0}, {1, 1, 1, 1, 1}},  // empty in and out (polygraphy's empty_tensor_expand)
   };
   std::vector<MoveCase> out;
   for (size_t i = 0; i < shapes.size(); ++i) {

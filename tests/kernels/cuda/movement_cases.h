@@ -40,10 +40,19 @@ inline void PrintTo(const MoveCase& c, std::ostream* os) {
   *os << c.name;
 }
 
-/// The element types the movement kernels claim: every size (1, 2, 4, 8 bytes) and bool.
-inline std::vector<DataType> movableTypes() {
+/// The element types the scatters claim (kCudaAll): every size (1, 2, 4, 8 bytes) and bool.
+inline std::vector<DataType> scatterTypes() {
   return {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16, DataType::kInt8,
           DataType::kUint8, DataType::kInt32,   DataType::kInt64,    DataType::kBool};
+}
+
+/// The element types the pure movement kernels claim: the scatters' and double, int16, uint16,
+/// uint32, uint64.
+inline std::vector<DataType> movableTypes() {
+  std::vector<DataType> out = scatterTypes();
+  out.insert(out.end(), {DataType::kDouble, DataType::kInt16, DataType::kUint16, DataType::kUint32,
+                         DataType::kUint64});
+  return out;
 }
 
 /// One type per element size, and bool: the shorter sweep for the shape and attribute cases.
@@ -83,6 +92,11 @@ inline HostTensor randomTensor(DataType type, const std::vector<int64_t>& dims, 
       x = std::uniform_int_distribution<int>(-128, 127)(rng);
     } else if (type == DataType::kInt32 || type == DataType::kInt64) {
       x = std::uniform_int_distribution<int>(-100000, 100000)(rng);
+    } else if (type == DataType::kInt16) {
+      x = std::uniform_int_distribution<int>(-30000, 30000)(rng);
+    } else if (type == DataType::kUint16 || type == DataType::kUint32 ||
+               type == DataType::kUint64) {
+      x = std::uniform_int_distribution<int>(0, 60000)(rng);
     } else {
       x = std::uniform_real_distribution<>(-8, 8)(rng);
     }
