@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../../../kernels/cuda/copy.h"
 #include "movement_case_lists.h"
 
 namespace onnxopt::kernels {
@@ -87,6 +88,40 @@ TEST_F(MovementLaunchTest, TransposeOfAStridedView) {
   ASSERT_TRUE(copyToHost(got.bytes.data(), out->data(), got.bytes.size(), stream->get()).isOk());
   ASSERT_TRUE(stream->synchronize().isOk());
   test::expectClose(expected->at(0), got, test::Tolerance{0, 0});
+}
+
+/// The copy kernel's 64-bit index path (taken past 2^30 elements or offsets) gives what the
+/// 32-bit path gives, on a small transposed copy forced onto it.
+TEST_F(MovementLaunchTest, WideIndexPathMatches) {
+  auto stream = DeviceStream::create();
+  ASSERT_TRUE(stream.isOk()) << stream.status().toString();
+  HostTensor in = test::randomTensor(DataType::kInt64, {7, 9, 5}, 21);
+  auto src = test::upload(in, stream->get());
+  ASSERT_TRUE(src.isOk()) << src.status().toString();
+  std::vector<HostTensor> got;
+  for (bool wide : {false, true}) {
+    auto out = DeviceBuffer::allocate(in.bytes.size());
+    ASSERT_TRUE(out.isOk());
+    ASSERT_TRUE(fillDevice(out->data(), 0xA5, out->size(), stream->get()).isOk());
+    // [5, 9, 7] read from the [7, 9, 5] input (dims reversed): nothing merges.
+    auto copy = cuda::planStridedCopy(8, {5, 9, 7}, {1, 5, 45}, src->buffer.data(), {63, 7, 1},
+                                      out->data());
+    ASSERT_TRUE(copy.has_value());
+    ASSERT_EQ(copy->rank, 3);
+    copy->wide_index = wide;
+    ASSERT_EQ(cuda::launchStridedCopy(*copy, static_cast<cudaStream_t>(stream->get())),
+              cudaSuccess);
+    HostTensor g = HostTensor::zeros(DataType::kInt64, {5, 9, 7});
+    ASSERT_TRUE(copyToHost(g.bytes.data(), out->data(), g.bytes.size(), stream->get()).isOk());
+    ASSERT_TRUE(stream->synchronize().isOk());
+    got.push_back(std::move(g));
+  }
+  KernelAttrs perm;
+  perm.int_lists["perm"] = {2, 1, 0};
+  auto want = runReferenceKernel("Transpose", 13, {&in}, perm, 1);
+  ASSERT_TRUE(want.isOk()) << want.status().toString();
+  EXPECT_TRUE(got[0].bytes == want->at(0).bytes);
+  EXPECT_TRUE(got[1].bytes == want->at(0).bytes);
 }
 
 }  // namespace
