@@ -1,4 +1,5 @@
-// The device entry points of the indexing and padding kernels (gather.cu, scatter.cu, pad.cu):
+// The device entry points of the indexing, padding and masking kernels (gather.cu, scatter.cu,
+// pad.cu, trilu.cu):
 // plain types and cudaError_t only, so that the host halves (gather.cc, scatter.cc, pad.cc) do the
 // checks and Status messages and the .cu files hold kernels alone (fmt does not build under nvcc).
 // Elements move as raw bits of element_bytes (1, 2, 4 or 8); the Scatter reductions compute in
@@ -126,6 +127,19 @@ struct PadDeviceArgs {
   void* out = nullptr;
 };
 
+/// Trilu: element (..., i, j) of the contiguous [mats, rows, cols] input is kept when j - i >= k
+/// (upper) or j - i <= k (lower), else zero bits. k: `k_value`, or the int64 device scalar `k`.
+struct TriluDeviceArgs {
+  int element_bytes = 0;
+  bool upper = true;
+  int64_t rows = 0, cols = 0;
+  int64_t count = 0;
+  int64_t k_value = 0;
+  const int64_t* k = nullptr;
+  const void* in = nullptr;
+  void* out = nullptr;
+};
+
 /// Whether scatter.cu has the reduction for `dtype` (every reduction for the numeric types,
 /// kNone only for bool).
 bool scatterKernelExists(ScatterReduction reduction, DataType dtype);
@@ -137,5 +151,6 @@ cudaError_t launchGatherND(const GatherNDDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchScatterND(const ScatterNDDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchScatterElements(const ScatterElementsDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchPad(const PadDeviceArgs& args, cudaStream_t stream);
+cudaError_t launchTrilu(const TriluDeviceArgs& args, cudaStream_t stream);
 
 }  // namespace onnxopt::kernels::cuda

@@ -22,6 +22,7 @@
 #include "split.h"
 #include "tile.h"
 #include "transpose.h"
+#include "trilu.h"
 
 namespace onnxopt::kernels {
 

@@ -391,4 +391,43 @@ inline std::vector<MoveCase> depthSpaceCases() {
   return out;
 }
 
+// --- Trilu ----------------------------------------------------------------------------------------
+
+inline std::vector<MoveCase> triluCases() {
+  struct Shape {
+    std::vector<int64_t> dims;
+    int64_t k;  ///< kNone: no k input
+    bool runtime_k = false;
+  };
+  const int64_t kNone = INT64_MIN;
+  const std::vector<Shape> shapes = {
+      {{5, 7}, kNone},
+      {{4, 6}, 2},
+      {{2, 3, 6, 4}, -1, true},  // a runtime k
+      {{3, 3}, 100},             // beyond the matrix: all kept (upper) or all zero (lower)
+      {{2, 1, 5, 5}, -100, true},
+      {{2, 0, 3}, 1},  // empty
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (int64_t upper : {1, 0}) {
+        MoveCase c;
+        c.op = "Trilu";
+        c.opset = 14;
+        c.attrs.ints["upper"] = upper;
+        c.name = fmt::format("Trilu_{}_{}_{}_k_{}{}", upper ? "upper" : "lower", dataTypeName(t),
+                             dimsName(s.dims), s.k == kNone ? "none" : listName({s.k}),
+                             s.runtime_k ? "_runtime" : "");
+        c.inputs = {randomTensor(t, s.dims, seedOf(c.name))};
+        if (s.k != kNone) c.inputs.push_back(intTensor({s.k}, {}));
+        if (s.runtime_k) c.runtime_inputs = {1};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace onnxopt::kernels::test

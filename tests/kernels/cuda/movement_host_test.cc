@@ -405,6 +405,23 @@ TEST(TileCanImplement, Refusals) {
                 "Tile: output dim 0 is 5, not a multiple of the input's 2");
 }
 
+TEST(TriluCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  KernelAttrs none;
+  auto x = deviceIn(DataType::kFloat, {3, 4});
+  auto out = deviceOut(DataType::kFloat, {3, 4});
+  EXPECT_TRUE(check("Trilu", 14, {x}, {out}, none));
+  EXPECT_TRUE(check("Trilu", 14, {x, deviceIn(DataType::kInt64, {})}, {out}, none));  // runtime k
+  expectRefused(check("Trilu", 14, {x, deviceIn(DataType::kInt64, {2})}, {out}, none),
+                "Trilu: k must be an int64 scalar");
+  expectRefused(check("Trilu", 14, {deviceIn(DataType::kFloat, {4})},
+                      {deviceOut(DataType::kFloat, {4})}, none),
+                "Trilu: the input must have rank >= 2");
+  auto host_k = deviceIn(DataType::kInt64, {});
+  host_k.memory = MemoryKind::kHost;
+  expectRefused(check("Trilu", 14, {x, host_k}, {out}, none), "k is in host memory");
+}
+
 TEST(GatherCanImplement, Refusals) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
   HostTensor ok = int64s({0, -4, 3}), bad = int64s({0, 4, 1});

@@ -35,6 +35,7 @@ INSTANTIATE_TEST_SUITE_P(Expand, MovementTest, ::testing::ValuesIn(test::expandC
 INSTANTIATE_TEST_SUITE_P(Split, MovementTest, ::testing::ValuesIn(test::splitCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(Pad, MovementTest, ::testing::ValuesIn(test::padCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(Tile, MovementTest, ::testing::ValuesIn(test::tileCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(Trilu, MovementTest, ::testing::ValuesIn(test::triluCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(DepthSpace, MovementTest, ::testing::ValuesIn(test::depthSpaceCases()),
                          caseName);
 
@@ -42,9 +43,9 @@ INSTANTIATE_TEST_SUITE_P(DepthSpace, MovementTest, ::testing::ValuesIn(test::dep
 /// only: a case list or a canImplement that is wrong shows without a device).
 TEST(MovementCases, ReferenceRunsAndCudaAcceptsEveryCase) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
-  for (const auto& cases :
-       {test::transposeCases(), test::concatCases(), test::sliceCases(), test::expandCases(),
-        test::splitCases(), test::padCases(), test::tileCases()}) {
+  for (const auto& cases : {test::transposeCases(), test::concatCases(), test::sliceCases(),
+                            test::expandCases(), test::splitCases(), test::padCases(),
+                            test::tileCases(), test::depthSpaceCases(), test::triluCases()}) {
     for (const MoveCase& c : cases) test::expectReferenceAndCanImplement(c);
   }
 }
