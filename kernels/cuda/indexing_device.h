@@ -128,10 +128,14 @@ struct PadDeviceArgs {
 };
 
 /// Trilu: element (..., i, j) of the contiguous [mats, rows, cols] input is kept when j - i >= k
-/// (upper) or j - i <= k (lower), else zero bits. k: `k_value`, or the int64 device scalar `k`.
+/// (upper) or j - i <= k (lower), else zero bits; EyeLike (diagonal): `one_bits` where j - i == k,
+/// zero bits elsewhere (no input read). k: `k_value`, or the int64 device scalar `k`.
+enum class TriangleMode { kUpper, kLower, kDiagonal };
+
 struct TriluDeviceArgs {
   int element_bytes = 0;
-  bool upper = true;
+  TriangleMode mode = TriangleMode::kUpper;
+  uint64_t one_bits = 0;  ///< kDiagonal: the element 1 of the output type
   int64_t rows = 0, cols = 0;
   int64_t count = 0;
   int64_t k_value = 0;

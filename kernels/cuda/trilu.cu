@@ -1,5 +1,5 @@
-// Device half of Trilu (trilu.h, indexing_device.h): one thread per element, kept or zeroed by its
-// place relative to the k-th diagonal.
+// Device half of Trilu and EyeLike (trilu.h, indexing_device.h): one thread per element, kept,
+// set to one or zeroed by its place relative to the k-th diagonal.
 #include <cstdint>
 
 #include "element_types.cuh"
@@ -21,8 +21,12 @@ __global__ void triluKernel(TriluDeviceArgs a) {
   ONNXOPT_GRID_STRIDE(e, a.count) {
     int64_t j = e % a.cols;
     int64_t i = (e / a.cols) % a.rows;
-    bool keep = a.upper ? j - i >= k : j - i <= k;
-    out[e] = keep ? in[e] : Word(0);
+    if (a.mode == TriangleMode::kDiagonal) {
+      out[e] = j - i == k ? static_cast<Word>(a.one_bits) : Word(0);
+    } else {
+      bool keep = a.mode == TriangleMode::kUpper ? j - i >= k : j - i <= k;
+      out[e] = keep ? in[e] : Word(0);
+    }
   }
 }
 

@@ -430,4 +430,36 @@ inline std::vector<MoveCase> triluCases() {
   return out;
 }
 
+// --- EyeLike --------------------------------------------------------------------------------------
+
+inline std::vector<MoveCase> eyeLikeCases() {
+  struct Shape {
+    std::vector<int64_t> dims;
+    int64_t k;
+  };
+  const std::vector<Shape> shapes = {
+      {{3, 4}, 0}, {{4, 3}, 1}, {{5, 5}, -2}, {{2, 6}, 10}, {{0, 3}, 0},
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (bool cast : {false, true}) {
+        if (cast && i % 2 == 1) continue;
+        MoveCase c;
+        c.op = "EyeLike";
+        c.opset = 9;
+        c.attrs.ints["k"] = s.k;
+        // The dtype attribute: an int32 input gives the case's type.
+        if (cast) c.attrs.ints["dtype"] = static_cast<int64_t>(t);
+        c.name = fmt::format("EyeLike_{}_{}_k_{}{}", dataTypeName(t), dimsName(s.dims),
+                             listName({s.k}), cast ? "_from_int32" : "");
+        c.inputs = {randomTensor(cast ? DataType::kInt32 : t, s.dims, seedOf(c.name))};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace onnxopt::kernels::test

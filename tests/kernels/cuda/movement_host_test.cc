@@ -422,6 +422,19 @@ TEST(TriluCanImplement, Refusals) {
   expectRefused(check("Trilu", 14, {x, host_k}, {out}, none), "k is in host memory");
 }
 
+TEST(EyeLikeCanImplement, Refusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  KernelAttrs to_float;
+  to_float.ints["dtype"] = static_cast<int64_t>(DataType::kFloat);
+  auto x = deviceIn(DataType::kInt32, {3, 4});
+  EXPECT_TRUE(check("EyeLike", 9, {x}, {deviceOut(DataType::kFloat, {3, 4})}, to_float));
+  expectRefused(check("EyeLike", 9, {x}, {deviceOut(DataType::kInt32, {3, 4})}, to_float),
+                "EyeLike: dtype is float but the output is int32");
+  expectRefused(check("EyeLike", 9, {deviceIn(DataType::kInt32, {3})},
+                      {deviceOut(DataType::kInt32, {3})}, {}),
+                "EyeLike: the input must be 2-D");
+}
+
 TEST(GatherCanImplement, Refusals) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
   HostTensor ok = int64s({0, -4, 3}), bad = int64s({0, 4, 1});

@@ -36,6 +36,8 @@ INSTANTIATE_TEST_SUITE_P(Split, MovementTest, ::testing::ValuesIn(test::splitCas
 INSTANTIATE_TEST_SUITE_P(Pad, MovementTest, ::testing::ValuesIn(test::padCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(Tile, MovementTest, ::testing::ValuesIn(test::tileCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(Trilu, MovementTest, ::testing::ValuesIn(test::triluCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(EyeLike, MovementTest, ::testing::ValuesIn(test::eyeLikeCases()),
+                         caseName);
 INSTANTIATE_TEST_SUITE_P(DepthSpace, MovementTest, ::testing::ValuesIn(test::depthSpaceCases()),
                          caseName);
 
