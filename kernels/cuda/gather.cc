@@ -245,4 +245,75 @@ Status launch(const GatherNDArgs& args, CudaStream stream) {
   return Status::ok();
 }
 
+// --- OneHot ---------------------------------------------------------------------------------------
+
+template <>
+StatusOr<OneHotArgs> argsFromCall<OneHotArgs>(const CudaKernelCall& call) {
+  RETURN_IF_ERROR(checkArity(call, 3, 3, 1));
+  OneHotArgs args;
+  args.op = call.op;
+  // IndexingArgs' data is the values here (they give the output's type); indices are input 0.
+  args.indices = call.inputs[0];
+  args.values = call.inputs[2];
+  args.data = call.inputs[2];
+  args.out = call.outputs[0];
+  int64_t rank = args.indices.rank() + 1;
+  ASSIGN_OR_RETURN(args.axis, normalizedAxis(call.op, attrsOf(call).getInt("axis", -1), rank));
+  if (constantInput(call, 1) != nullptr) {
+    const HostTensor* t = constantInput(call, 1);
+    if (t->dtype == DataType::kInt32 || t->dtype == DataType::kInt64) {
+      ASSIGN_OR_RETURN(std::vector<int64_t> depth, constantInts(call, 1, "depth"));
+      if (depth.size() != 1) return invalidArgument("{}: depth must be a scalar", call.op);
+      args.depth = depth[0];
+    }
+  }
+  return args;
+}
+
+Support canImplement(const OneHotArgs& args) {
+  if (Support s = movableSupport(args.op, args.values, args.out); !s) return s;
+  if (args.values.numElements() != 2) {
+    return Support::no(fmt::format("{}: values must have 2 elements", args.op));
+  }
+  if (!isIndexType(args.indices.dtype)) {
+    return Support::no(fmt::format("{}: the indices are {}; the CUDA kernel takes int32 or int64",
+                                   args.op, dataTypeName(args.indices.dtype)));
+  }
+  if (Support s = requireDevice(args.op, args.indices, "the indices"); !s) return s;
+  if (Support s = requireContiguous(args.op, args.indices, "indices"); !s) return s;
+  if (Support s = requireContiguous(args.op, args.values, "values"); !s) return s;
+  if (Support s = requireContiguous(args.op, args.out, "output"); !s) return s;
+  std::vector<int64_t> dims = args.indices.dims;
+  int64_t depth = args.out.rank() == args.indices.rank() + 1
+                      ? args.out.dims[static_cast<size_t>(args.axis)]
+                      : -1;
+  if (args.depth.has_value() && *args.depth != depth) {
+    return Support::no(fmt::format("{}: depth is {} but the output has {} along axis {}", args.op,
+                                   *args.depth, depth, args.axis));
+  }
+  if (depth < 1) return Support::no(fmt::format("{}: depth must be positive", args.op));
+  dims.insert(dims.begin() + args.axis, depth);
+  return outputIs(args.op, args.out, dims);
+}
+
+size_t workspaceBytes(const OneHotArgs&) {
+  return 0;
+}
+
+Status launch(const OneHotArgs& args, CudaStream stream) {
+  if (Support s = canImplement(args); !s) return refused(s);
+  auto axis = static_cast<size_t>(args.axis);
+  OneHotDeviceArgs d;
+  d.element_bytes = movableElementBytes(args.values.dtype);
+  d.int64_indices = args.indices.dtype == DataType::kInt64;
+  d.outer = product(args.indices.dims, 0, axis);
+  d.depth = args.out.dims[axis];
+  d.inner = product(args.indices.dims, axis, args.indices.dims.size());
+  d.index = args.indices.data;
+  d.values = args.values.data;
+  d.out = args.out.data;
+  ONNXOPT_CUDA_CHECK(launchOneHot(d, streamOf(stream)), args.op);
+  return Status::ok();
+}
+
 }  // namespace onnxopt::kernels::cuda

@@ -53,7 +53,34 @@ __global__ void gatherNDKernel(GatherNDDeviceArgs a) {
   }
 }
 
+template <typename Word>
+__global__ void oneHotKernel(OneHotDeviceArgs a) {
+  const Word* values = static_cast<const Word*>(a.values);
+  Word* out = static_cast<Word*>(a.out);
+  const int64_t count = a.outer * a.depth * a.inner;
+  ONNXOPT_GRID_STRIDE(e, count) {
+    int64_t in = e % a.inner;
+    int64_t t = e / a.inner;
+    int64_t d = t % a.depth;
+    int64_t o = t / a.depth;
+    int64_t i = o * a.inner + in;
+    int64_t v = a.int64_indices ? static_cast<const int64_t*>(a.index)[i]
+                                : static_cast<const int32_t*>(a.index)[i];
+    if (v < 0) v += a.depth;
+    out[e] = values[v == d ? 1 : 0];
+  }
+}
+
 }  // namespace
+
+cudaError_t launchOneHot(const OneHotDeviceArgs& args, cudaStream_t stream) {
+  int64_t count = args.outer * args.depth * args.inner;
+  if (count == 0) return cudaSuccess;
+  return dispatchWord(args.element_bytes, [&](auto tag) {
+    using Word = typename decltype(tag)::type;
+    oneHotKernel<Word><<<blocksFor(count), kThreads, 0, stream>>>(args);
+  });
+}
 
 cudaError_t launchGather(const GatherDeviceArgs& args, cudaStream_t stream) {
   int64_t count = args.outer * args.indices * args.inner;

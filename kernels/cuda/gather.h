@@ -26,6 +26,12 @@ struct IndexingArgs {
 };
 
 struct GatherArgs : IndexingArgs {};
+/// OneHot (opset 9+; int32/int64 indices): the depth is the output's dim at `axis` (a constant
+/// depth input is checked against it); values stay on the device.
+struct OneHotArgs : IndexingArgs {
+  ConstTensorView values;
+  std::optional<int64_t> depth;  ///< the depth input when it is a constant
+};
 struct GatherElementsArgs : IndexingArgs {};
 struct GatherNDArgs : IndexingArgs {};
 
@@ -35,6 +41,11 @@ template <>
 StatusOr<GatherElementsArgs> argsFromCall<GatherElementsArgs>(const CudaKernelCall& call);
 template <>
 StatusOr<GatherNDArgs> argsFromCall<GatherNDArgs>(const CudaKernelCall& call);
+template <>
+StatusOr<OneHotArgs> argsFromCall<OneHotArgs>(const CudaKernelCall& call);
+Support canImplement(const OneHotArgs& args);
+size_t workspaceBytes(const OneHotArgs& args);
+Status launch(const OneHotArgs& args, CudaStream stream);
 
 Support canImplement(const GatherArgs& args);
 Support canImplement(const GatherElementsArgs& args);

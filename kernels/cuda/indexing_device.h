@@ -71,6 +71,17 @@ struct GatherNDDeviceArgs {
   void* out = nullptr;
 };
 
+/// OneHot: output [outer, depth, inner] element (o, d, i) is values[1] when index (o, i)
+/// (negative from the end of depth) is d, else values[0] (a 2-element device tensor).
+struct OneHotDeviceArgs {
+  int element_bytes = 0;
+  bool int64_indices = false;
+  int64_t outer = 0, depth = 0, inner = 0;
+  const void* index = nullptr;
+  const void* values = nullptr;
+  void* out = nullptr;
+};
+
 enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
 
 /// ScatterND after the data was copied to the output: update u goes to out[base(u / slice) +
@@ -152,6 +163,7 @@ bool scatterKernelExists(ScatterReduction reduction, DataType dtype);
 cudaError_t launchGather(const GatherDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchGatherElements(const GatherElementsDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchGatherND(const GatherNDDeviceArgs& args, cudaStream_t stream);
+cudaError_t launchOneHot(const OneHotDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchScatterND(const ScatterNDDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchScatterElements(const ScatterElementsDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchPad(const PadDeviceArgs& args, cudaStream_t stream);

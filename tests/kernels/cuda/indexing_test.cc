@@ -331,6 +331,45 @@ std::vector<MoveCase> scatterElementsCases() {
   return out;
 }
 
+// --- OneHot ---------------------------------------------------------------------------------------
+
+std::vector<MoveCase> oneHotCases() {
+  struct Shape {
+    std::vector<int64_t> indices;
+    int64_t depth, axis;
+  };
+  const std::vector<Shape> shapes = {
+      {{5}, 4, -1}, {{2, 3}, 6, 0}, {{2, 3, 2}, 3, 1}, {{4}, 1, 0}, {{0, 2}, 3, -1},
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (DataType index : {DataType::kInt64, DataType::kInt32}) {
+        if (index == DataType::kInt32 && i % 2 == 1) continue;
+        MoveCase c;
+        c.op = "OneHot";
+        c.opset = 11;
+        c.attrs.ints["axis"] = s.axis;
+        c.name = fmt::format("OneHot_{}_indices_{}_{}_depth{}_axis{}", dataTypeName(t),
+                             test::dimsName(s.indices), dataTypeName(index), s.depth,
+                             test::listName({s.axis}));
+        // Indices in [-depth - 1, depth]: negative ones and one past either end (all off).
+        std::mt19937 rng(seedOf(c.name));
+        std::vector<int64_t> idx(static_cast<size_t>(product(s.indices)));
+        for (int64_t& v : idx) {
+          v = std::uniform_int_distribution<int64_t>(-s.depth - 1, s.depth)(rng);
+        }
+        c.inputs = {test::intTensor(idx, s.indices, index), test::intTensor({s.depth}, {}),
+                    test::randomTensor(t, {2}, seedOf(c.name) + 1)};
+        c.runtime_inputs = {0};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
 class IndexingTest : public test::CudaTest, public ::testing::WithParamInterface<MoveCase> {};
 
 TEST_P(IndexingTest, MatchesReference) {
@@ -343,6 +382,7 @@ INSTANTIATE_TEST_SUITE_P(Gather, IndexingTest, ::testing::ValuesIn(gatherCases()
 INSTANTIATE_TEST_SUITE_P(GatherElements, IndexingTest, ::testing::ValuesIn(gatherElementsCases()),
                          caseName);
 INSTANTIATE_TEST_SUITE_P(GatherND, IndexingTest, ::testing::ValuesIn(gatherNDCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(OneHot, IndexingTest, ::testing::ValuesIn(oneHotCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(ScatterND, IndexingTest, ::testing::ValuesIn(scatterNDCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(ScatterElements, IndexingTest, ::testing::ValuesIn(scatterElementsCases()),
                          caseName);
@@ -351,7 +391,7 @@ INSTANTIATE_TEST_SUITE_P(ScatterElements, IndexingTest, ::testing::ValuesIn(scat
 TEST(IndexingCases, ReferenceRunsAndCudaAcceptsEveryCase) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
   for (const auto& cases : {gatherCases(), gatherElementsCases(), gatherNDCases(), scatterNDCases(),
-                            scatterElementsCases()}) {
+                            scatterElementsCases(), oneHotCases()}) {
     for (const MoveCase& c : cases) test::expectReferenceAndCanImplement(c);
   }
 }
