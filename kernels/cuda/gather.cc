@@ -245,6 +245,69 @@ Status launch(const GatherNDArgs& args, CudaStream stream) {
   return Status::ok();
 }
 
+// --- ReverseSequence ------------------------------------------------------------------------------
+
+template <>
+StatusOr<ReverseSequenceArgs> argsFromCall<ReverseSequenceArgs>(const CudaKernelCall& call) {
+  ASSIGN_OR_RETURN(IndexingArgs base, parseIndexing(call, 2, false));
+  ReverseSequenceArgs args{std::move(base), false};
+  const KernelAttrs& attrs = attrsOf(call);
+  int64_t batch_axis = attrs.getInt("batch_axis", 1), time_axis = attrs.getInt("time_axis", 0);
+  if (!((batch_axis == 0 && time_axis == 1) || (batch_axis == 1 && time_axis == 0))) {
+    return invalidArgument("{}: batch_axis and time_axis must be 0 and 1", call.op);
+  }
+  if (args.data.rank() < 2) return invalidArgument("{}: the input must have rank >= 2", call.op);
+  args.batch_first = batch_axis == 0;
+  return args;
+}
+
+Support canImplement(const ReverseSequenceArgs& args) {
+  if (Support s = indexingSupport(args, true, false); !s) return s;
+  if (args.indices.dtype != DataType::kInt64) {
+    return Support::no(fmt::format("{}: sequence_lens must be int64", args.op));
+  }
+  if (args.out.dims != args.data.dims) {
+    return Support::no(fmt::format("{}: the output is {}, the input {}", args.op,
+                                   dimsText(args.out.dims), dimsText(args.data.dims)));
+  }
+  int64_t batch = args.data.dims[args.batch_first ? 0 : 1];
+  int64_t steps = args.data.dims[args.batch_first ? 1 : 0];
+  if (args.indices.dims != std::vector<int64_t>{batch}) {
+    return Support::no(fmt::format("{}: sequence_lens must have shape [{}], not {}", args.op, batch,
+                                   dimsText(args.indices.dims)));
+  }
+  if (args.index_values.has_value()) {
+    for (int64_t l : *args.index_values) {
+      if (l < 0 || l > steps) {
+        return Support::no(
+            fmt::format("{}: sequence length {} is out of range [0, {}] (the CPU "
+                        "kernel reports it)",
+                        args.op, l, steps));
+      }
+    }
+  }
+  return Support::yes();
+}
+
+size_t workspaceBytes(const ReverseSequenceArgs&) {
+  return 0;
+}
+
+Status launch(const ReverseSequenceArgs& args, CudaStream stream) {
+  if (Support s = canImplement(args); !s) return refused(s);
+  ReverseSequenceDeviceArgs d;
+  d.element_bytes = movableElementBytes(args.data.dtype);
+  d.batch_first = args.batch_first;
+  d.d0 = args.data.dims[0];
+  d.d1 = args.data.dims[1];
+  d.inner = product(args.data.dims, 2, args.data.dims.size());
+  d.lens = static_cast<const int64_t*>(args.indices.data);
+  d.in = args.data.data;
+  d.out = args.out.data;
+  ONNXOPT_CUDA_CHECK(launchReverseSequence(d, streamOf(stream)), args.op);
+  return Status::ok();
+}
+
 // --- OneHot ---------------------------------------------------------------------------------------
 
 template <>

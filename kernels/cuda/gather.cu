@@ -71,7 +71,35 @@ __global__ void oneHotKernel(OneHotDeviceArgs a) {
   }
 }
 
+template <typename Word>
+__global__ void reverseSequenceKernel(ReverseSequenceDeviceArgs a) {
+  const Word* in = static_cast<const Word*>(a.in);
+  Word* out = static_cast<Word*>(a.out);
+  const int64_t count = a.d0 * a.d1 * a.inner;
+  const int64_t steps = a.batch_first ? a.d1 : a.d0;
+  ONNXOPT_GRID_STRIDE(e, count) {
+    int64_t k = e % a.inner;
+    int64_t i1 = (e / a.inner) % a.d1;
+    int64_t i0 = e / a.inner / a.d1;
+    int64_t b = a.batch_first ? i0 : i1;
+    int64_t t = a.batch_first ? i1 : i0;
+    int64_t len = a.lens[b];
+    if (len >= 0 && len <= steps && t < len) t = len - 1 - t;
+    int64_t s0 = a.batch_first ? b : t, s1 = a.batch_first ? t : b;
+    out[e] = in[(s0 * a.d1 + s1) * a.inner + k];
+  }
+}
+
 }  // namespace
+
+cudaError_t launchReverseSequence(const ReverseSequenceDeviceArgs& args, cudaStream_t stream) {
+  int64_t count = args.d0 * args.d1 * args.inner;
+  if (count == 0) return cudaSuccess;
+  return dispatchWord(args.element_bytes, [&](auto tag) {
+    using Word = typename decltype(tag)::type;
+    reverseSequenceKernel<Word><<<blocksFor(count), kThreads, 0, stream>>>(args);
+  });
+}
 
 cudaError_t launchOneHot(const OneHotDeviceArgs& args, cudaStream_t stream) {
   int64_t count = args.outer * args.depth * args.inner;

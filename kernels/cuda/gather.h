@@ -26,6 +26,11 @@ struct IndexingArgs {
 };
 
 struct GatherArgs : IndexingArgs {};
+/// ReverseSequence (opset 10+): data is the input, indices the int64 sequence_lens (constant ones
+/// are checked here; runtime ones outside [0, steps] copy their sequence unreversed).
+struct ReverseSequenceArgs : IndexingArgs {
+  bool batch_first = false;
+};
 /// OneHot (opset 9+; int32/int64 indices): the depth is the output's dim at `axis` (a constant
 /// depth input is checked against it); values stay on the device.
 struct OneHotArgs : IndexingArgs {
@@ -43,6 +48,11 @@ template <>
 StatusOr<GatherNDArgs> argsFromCall<GatherNDArgs>(const CudaKernelCall& call);
 template <>
 StatusOr<OneHotArgs> argsFromCall<OneHotArgs>(const CudaKernelCall& call);
+template <>
+StatusOr<ReverseSequenceArgs> argsFromCall<ReverseSequenceArgs>(const CudaKernelCall& call);
+Support canImplement(const ReverseSequenceArgs& args);
+size_t workspaceBytes(const ReverseSequenceArgs& args);
+Status launch(const ReverseSequenceArgs& args, CudaStream stream);
 Support canImplement(const OneHotArgs& args);
 size_t workspaceBytes(const OneHotArgs& args);
 Status launch(const OneHotArgs& args, CudaStream stream);

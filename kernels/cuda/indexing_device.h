@@ -82,6 +82,18 @@ struct OneHotDeviceArgs {
   void* out = nullptr;
 };
 
+/// ReverseSequence on the contiguous [d0, d1, inner] input: along the time axis (0 or 1; the batch
+/// axis is the other) the first lens[b] steps of batch b reversed, the rest copied. A length
+/// outside [0, steps] (read on the device) copies its sequence unreversed.
+struct ReverseSequenceDeviceArgs {
+  int element_bytes = 0;
+  bool batch_first = false;  ///< batch_axis 0, time_axis 1
+  int64_t d0 = 0, d1 = 0, inner = 0;
+  const int64_t* lens = nullptr;
+  const void* in = nullptr;
+  void* out = nullptr;
+};
+
 enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
 
 /// ScatterND after the data was copied to the output: update u goes to out[base(u / slice) +
@@ -164,6 +176,7 @@ cudaError_t launchGather(const GatherDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchGatherElements(const GatherElementsDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchGatherND(const GatherNDDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchOneHot(const OneHotDeviceArgs& args, cudaStream_t stream);
+cudaError_t launchReverseSequence(const ReverseSequenceDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchScatterND(const ScatterNDDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchScatterElements(const ScatterElementsDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchPad(const PadDeviceArgs& args, cudaStream_t stream);

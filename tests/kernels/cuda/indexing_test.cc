@@ -370,6 +370,41 @@ std::vector<MoveCase> oneHotCases() {
   return out;
 }
 
+// --- ReverseSequence ------------------------------------------------------------------------------
+
+std::vector<MoveCase> reverseSequenceCases() {
+  struct Shape {
+    std::vector<int64_t> dims, lens;
+    int64_t batch_axis;
+  };
+  const std::vector<Shape> shapes = {
+      {{4, 3}, {4, 2, 0}, 1},
+      {{3, 5, 2}, {5, 1, 3}, 0},
+      {{6, 2, 2, 3}, {3, 6}, 1},
+      {{0, 2}, {0, 0}, 1},  // empty
+  };
+  std::vector<MoveCase> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    for (DataType t : typesFor(i)) {
+      for (bool runtime : {false, true}) {
+        MoveCase c;
+        c.op = "ReverseSequence";
+        c.opset = 10;
+        c.attrs.ints["batch_axis"] = s.batch_axis;
+        c.attrs.ints["time_axis"] = 1 - s.batch_axis;
+        c.name = fmt::format("ReverseSequence_{}_{}_lens_{}_batch_axis{}{}", dataTypeName(t),
+                             test::dimsName(s.dims), test::listName(s.lens), s.batch_axis,
+                             runtime ? "_runtime" : "");
+        c.inputs = {test::randomTensor(t, s.dims, seedOf(c.name)), test::intTensor(s.lens)};
+        if (runtime) c.runtime_inputs = {1};
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
 class IndexingTest : public test::CudaTest, public ::testing::WithParamInterface<MoveCase> {};
 
 TEST_P(IndexingTest, MatchesReference) {
@@ -383,6 +418,8 @@ INSTANTIATE_TEST_SUITE_P(GatherElements, IndexingTest, ::testing::ValuesIn(gathe
                          caseName);
 INSTANTIATE_TEST_SUITE_P(GatherND, IndexingTest, ::testing::ValuesIn(gatherNDCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(OneHot, IndexingTest, ::testing::ValuesIn(oneHotCases()), caseName);
+INSTANTIATE_TEST_SUITE_P(ReverseSequence, IndexingTest, ::testing::ValuesIn(reverseSequenceCases()),
+                         caseName);
 INSTANTIATE_TEST_SUITE_P(ScatterND, IndexingTest, ::testing::ValuesIn(scatterNDCases()), caseName);
 INSTANTIATE_TEST_SUITE_P(ScatterElements, IndexingTest, ::testing::ValuesIn(scatterElementsCases()),
                          caseName);
@@ -391,7 +428,7 @@ INSTANTIATE_TEST_SUITE_P(ScatterElements, IndexingTest, ::testing::ValuesIn(scat
 TEST(IndexingCases, ReferenceRunsAndCudaAcceptsEveryCase) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
   for (const auto& cases : {gatherCases(), gatherElementsCases(), gatherNDCases(), scatterNDCases(),
-                            scatterElementsCases(), oneHotCases()}) {
+                            scatterElementsCases(), oneHotCases(), reverseSequenceCases()}) {
     for (const MoveCase& c : cases) test::expectReferenceAndCanImplement(c);
   }
 }
