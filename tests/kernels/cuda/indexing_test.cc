@@ -507,5 +507,21 @@ TEST_F(IndexingOutOfRangeTest, ScattersSkipTheUpdate) {
   test::expectClose(want[0], got->at(0), test::Tolerance{0, 0});
 }
 
+/// A runtime ReverseSequence length past the steps copies that sequence unreversed.
+TEST_F(IndexingOutOfRangeTest, ReverseSequenceCopiesABadLength) {
+  MoveCase c;
+  c.op = "ReverseSequence";
+  c.opset = 10;
+  c.attrs.ints["batch_axis"] = 0;
+  c.attrs.ints["time_axis"] = 1;
+  c.inputs = {test::tensorOf(DataType::kInt32, {2, 3}, {1, 2, 3, 4, 5, 6}),
+              test::intTensor({7, 2})};
+  c.runtime_inputs = {1};
+  std::vector<HostTensor> want = {test::tensorOf(DataType::kInt32, {2, 3}, {1, 2, 3, 5, 4, 6})};
+  auto got = test::runCaseOnDevice(c, want);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want[0], got->at(0), test::Tolerance{0, 0});
+}
+
 }  // namespace
 }  // namespace onnxopt::kernels
