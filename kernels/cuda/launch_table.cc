@@ -23,6 +23,17 @@
 #include "scan.h"
 #include "topk.h"
 #include "variadic.h"
+// data movement and indexing (engineer "move")
+#include "concat.h"
+#include "expand.h"
+#include "gather.h"
+#include "pad.h"
+#include "scatter.h"
+#include "slice.h"
+#include "split.h"
+#include "tile.h"
+#include "transpose.h"
+#include "trilu.h"
 
 namespace onnxopt::kernels {
 
