@@ -52,6 +52,26 @@ Status fillDevice(void*, int, size_t, CudaStream) {
   return notBuilt();
 }
 
+StatusOr<PinnedBuffer> PinnedBuffer::allocate(size_t) {
+  return notBuilt();
+}
+PinnedBuffer::PinnedBuffer(PinnedBuffer&&) noexcept = default;
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&&) noexcept = default;
+PinnedBuffer::~PinnedBuffer() = default;
+
+DeviceGraph::DeviceGraph(DeviceGraph&&) noexcept = default;
+DeviceGraph& DeviceGraph::operator=(DeviceGraph&&) noexcept = default;
+DeviceGraph::~DeviceGraph() = default;
+Status DeviceGraph::launch(CudaStream) const {
+  return notBuilt();
+}
+Status beginStreamCapture(CudaStream) {
+  return notBuilt();
+}
+StatusOr<DeviceGraph> endStreamCapture(CudaStream) {
+  return notBuilt();
+}
+
 bool hasCudaLaunch(const std::string&, const std::string&, int64_t) {
   return false;
 }

@@ -141,16 +141,21 @@ TEST(CudaRunner, HugeIntermediateIsInTheArena) {
 
 // --- the executor on the fake device -------------------------------------------------------------
 
+CudaOptions poisonedOptions() {
+  CudaOptions options;
+  options.poison_byte = 0xA5;
+  return options;
+}
+
 /// An executor on a fake device whose log outlives it; poisons the arena before each run.
 struct FakeSession {
   std::shared_ptr<test::FakeDeviceLog> log = std::make_shared<test::FakeDeviceLog>();
   std::unique_ptr<CudaExecutor> executor;
 
-  explicit FakeSession(const ir::Model& model, std::set<std::string> refuse = {}) {
-    CudaOptions options;
-    options.poison_byte = 0xA5;
-    auto created =
-        CudaExecutor::createOn(model, options, std::make_unique<test::FakeDevice>(log, refuse));
+  explicit FakeSession(const ir::Model& model, std::set<std::string> refuse = {},
+                       test::FakeCapture capture = {}, CudaOptions options = poisonedOptions()) {
+    auto created = CudaExecutor::createOn(
+        model, options, std::make_unique<test::FakeDevice>(log, refuse, std::move(capture)));
     EXPECT_TRUE(created.isOk()) << created.status().toString();
     if (created.isOk()) executor = std::move(created).value();
   }
@@ -299,6 +304,128 @@ TEST(CudaExecutorOnFakeDevice, CheckAgainstTheReferenceRunner) {
   auto same = checkModels(*model, *model, options);
   ASSERT_TRUE(same.isOk()) << same.status().toString();
   EXPECT_EQ(same->runner, "test-fake-cuda-no-add");
+}
+
+// --- stream order and CUDA graphs on the fake device ----------------------------------------------
+// The fake device runs queued work only at synchronize(), so a host read that the executor did
+// not synchronize before sees stale bytes (and the comparison with the reference fails).
+
+// All device steps, graphs off: the only synchronization of a run is the one at its end.
+TEST(CudaExecutorOnFakeDevice, AllDeviceRunSynchronizesOnce) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  CudaOptions options = poisonedOptions();
+  options.cuda_graphs = false;
+  FakeSession session(*model, {}, {}, options);
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({3, 8}, 0.3f)}});
+  int64_t before = session.log->synchronizations;
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({3, 8}, -0.7f)}});
+  EXPECT_EQ(session.log->synchronizations - before, 1);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({3, 8}, 1.1f)}});
+  EXPECT_EQ(session.log->captures, 0);  // graphs off: never captured
+  EXPECT_EQ(session.executor->cudaGraphState(), "off");
+  EXPECT_NE(session.executor->lastSummary().find("cuda graph: off"), std::string::npos);
+  session.expectClean();
+}
+
+// A CPU fallback (Softmax) between device steps: one synchronization where the host reads its
+// copied input, one at the end; its result goes up without one.
+TEST(CudaExecutorOnFakeDevice, FallbackSynchronizesOnlyWhereTheHostReads) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
+  int64_t before = session.log->synchronizations;
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, -1.5f)}});
+  EXPECT_EQ(session.log->synchronizations - before, 2) << session.executor->lastSummary();
+  EXPECT_NE(session.executor->cudaGraphState().find("eager ("), std::string::npos)
+      << session.executor->cudaGraphState();
+  session.expectClean();
+}
+
+// A plan of device launches only: eager once, captured at the second run, replayed after; every
+// run right with new input values (the graph reads the plan's input buffers, refilled each run).
+TEST(CudaExecutorOnFakeDevice, StaticDevicePlanIsCapturedThenReplayed) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 8}, 0.3f)}});
+  EXPECT_EQ(session.log->captures, 0);
+  EXPECT_EQ(cuda.cudaGraphState(), "to be captured at the next run");
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 8}, -0.6f)}});
+  EXPECT_EQ(session.log->captures, 1);
+  EXPECT_EQ(session.log->replays, 1);
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 8}, 1.1f)}});
+  EXPECT_EQ(session.log->captures, 1);
+  EXPECT_EQ(session.log->replays, 2);
+  EXPECT_EQ(cuda.cudaGraphState(), "captured, replayed 2");
+  EXPECT_NE(cuda.lastSummary().find("cuda graph: captured, replayed 2"), std::string::npos)
+      << cuda.lastSummary();
+  EXPECT_EQ(session.log->launches, 4 * 3);
+  // Another shape is another plan, with a graph of its own; the first one's still replays.
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({5, 8}, 0.2f)}});
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({5, 8}, 0.9f)}});
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 8}, 2.f)}});
+  EXPECT_EQ(session.log->captures, 2);
+  EXPECT_EQ(cuda.cudaGraphState(), "captured, replayed 3");
+  // Recording intermediates runs eagerly and leaves the graph alone.
+  test::expectIntermediatesMatchReference(cuda, *model, {{"x", test::ramp({3, 8}, 0.4f)}});
+  EXPECT_EQ(session.log->replays, 4);
+  session.expectClean();
+}
+
+// A kernel that cannot be captured (as one that calls cudaMalloc): the capture is discarded and
+// the plan runs eagerly from then on, with right results and no failed run.
+TEST(CudaExecutorOnFakeDevice, FailedCaptureRunsEagerly) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  test::FakeCapture capture;
+  capture.uncapturable_ops = {"Neg"};
+  FakeSession session(*model, {}, capture);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  for (float start : {0.3f, -0.6f, 1.1f}) {
+    test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 8}, start)}});
+  }
+  EXPECT_EQ(session.log->captures, 0);
+  EXPECT_EQ(session.log->replays, 0);
+  EXPECT_EQ(session.log->launches, 4 * 3);
+  EXPECT_NE(cuda.cudaGraphState().find("fake device: Neg cannot be captured"), std::string::npos)
+      << cuda.cudaGraphState();
+  session.expectClean();
+}
+
+TEST(CudaExecutorOnFakeDevice, DeviceThatCannotCaptureRunsEagerly) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  test::FakeCapture capture;
+  capture.capturable = false;
+  FakeSession session(*model, {}, capture);
+  ASSERT_TRUE(session.executor);
+  for (float start : {0.3f, -0.6f, 1.1f}) {
+    test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({3, 8}, start)}});
+  }
+  EXPECT_EQ(session.executor->cudaGraphState(),
+            "eager (capture failed: fake device cannot capture)");
+  EXPECT_EQ(session.log->replays, 0);
+  session.expectClean();
+}
+
+// The workspace is one region shared by the device nodes, reported in the summary.
+TEST(CudaExecutorOnFakeDevice, WorkspaceIsReported) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
+  EXPECT_EQ(session.executor->workspaceBytes(), 1024);  // the fake's MatMul asks for 1024
+  EXPECT_NE(session.executor->lastSummary().find("workspace: 1024 bytes"), std::string::npos)
+      << session.executor->lastSummary();
+  session.expectClean();
 }
 
 }  // namespace

@@ -80,6 +80,26 @@ TEST_F(CudaTest, InPlaceChainMatchesReference) {
   EXPECT_EQ(executor->lastPlan()->countPlacement(Placement::kDevice), 4) << executor->lastSummary();
 }
 
+// All device steps: eager once, captured at the second run, replayed from then on; right with
+// new values each time, and with the graph off too.
+TEST_F(CudaTest, StaticPlanIsCapturedAndReplayed) {
+  auto model = parseInferred(kChain);
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  expectMatchesReference(*executor, *model, {{"x", ramp({3, 8}, 0.3f)}});
+  expectMatchesReference(*executor, *model, {{"x", ramp({3, 8}, -0.6f)}});
+  expectMatchesReference(*executor, *model, {{"x", ramp({3, 8}, 1.1f)}});
+  EXPECT_EQ(executor->cudaGraphState(), "captured, replayed 2") << executor->lastSummary();
+  CudaOptions eager = poisoned();
+  eager.cuda_graphs = false;
+  auto off = executorFor(*model, eager);
+  ASSERT_TRUE(off);
+  expectMatchesReference(*off, *model, {{"x", ramp({3, 8}, 0.3f)}});
+  expectMatchesReference(*off, *model, {{"x", ramp({3, 8}, -0.6f)}});
+  EXPECT_EQ(off->cudaGraphState(), "off");
+}
+
 TEST_F(CudaTest, BadInputsAreRefusedBeforeAnythingRuns) {
   auto model = parseInferred(kMixed);
   ASSERT_TRUE(model);
@@ -131,8 +151,14 @@ TEST_P(CudaModelTest, MatchesReference) {
   ASSERT_TRUE(model);
   auto executor = executorFor(*model);
   ASSERT_TRUE(executor);
+  // Three runs at one shape: eager, captured into a CUDA graph (where the plan is all device
+  // steps), replayed; each with other values.
   expectMatchesReference(*executor, *model, test::randomFeeds(*model, 7));
+  expectMatchesReference(*executor, *model, test::randomFeeds(*model, 9));
+  expectMatchesReference(*executor, *model, test::randomFeeds(*model, 10));
   SCOPED_TRACE(executor->lastSummary());
+  EXPECT_EQ(executor->cudaGraphState().find("eager (capture failed"), std::string::npos)
+      << executor->cudaGraphState();
   test::expectIntermediatesMatchReference(*executor, *model, test::randomFeeds(*model, 8));
   ASSERT_TRUE(executor->lastPlan());
   EXPECT_GT(executor->lastPlan()->countPlacement(Placement::kDevice), 0);

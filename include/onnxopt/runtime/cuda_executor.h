@@ -24,9 +24,12 @@ class DeviceApi;  // src/runtime/cuda/device_api.h
 
 struct CudaOptions {
   int device_id = 0;
-  /// CUDA graph capture and replay of static plans: not implemented yet. The flag is accepted and
-  /// ignored (every run is eager) so that callers and the CLI can already pass it.
-  bool cuda_graphs = false;
+  /// CUDA graphs: a plan whose steps are all device kernel launches (and views) between the
+  /// input uploads and the output downloads runs eagerly once, is captured into a CUDA graph at
+  /// its second run, and replays that graph from then on. A plan with a host, CPU-fallback or
+  /// copy step stays eager, and so does one whose capture fails (a kernel that allocates or
+  /// synchronizes): never an error. Runs with record_intermediates are always eager.
+  bool cuda_graphs = true;
   PlanOptions plan;
   size_t plan_cache_capacity = PlanCache::kDefaultCapacity;
   /// Debugging and tests: with a value in 0..255, every byte of a plan's device arena is set to it
@@ -46,8 +49,11 @@ StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds)
 /// without CUDA: an error, never an abort) and creates the stream. Each run checks its inputs,
 /// gets the plan for their shapes from a PlanCache (a new signature plans, a known one reuses the
 /// plan and the arena allocated for it), uploads the inputs, runs the plan's steps, and copies the
-/// graph outputs back to the host. Weights are uploaded once per session, when a plan first needs
-/// them. run() is serialized by a mutex (safe to call from several threads, one run at a time).
+/// graph outputs back to the host, all queued on one stream: the host synchronizes only where it
+/// reads device data (before a host or CPU-fallback step that reads a copied value) and once at
+/// the end. Inputs and outputs go through pinned staging buffers kept with the plan. Weights are
+/// uploaded once per session, when a plan first needs them. run() is serialized by a mutex (safe
+/// to call from several threads, one run at a time).
 ///
 /// The model must carry inferred types (ir::inferShapes) and outlive the executor. Not supported
 /// yet, each a kUnimplemented error naming the node before anything runs: nodes whose shapes are
@@ -80,6 +86,11 @@ class CudaExecutor : public Executor {
   /// plus the nodes the device kernels refused at their concrete shapes, which ran on the CPU.
   std::shared_ptr<const Plan> lastPlan() const;
   std::string lastSummary() const;
+  /// The last run's plan's CUDA graph: "off", "not captured yet (the first run is eager)",
+  /// "captured, replayed N", "eager (reason)".
+  std::string cudaGraphState() const;
+  /// The last run's plan's kernel workspace (one region shared by its device nodes).
+  int64_t workspaceBytes() const;
 
  private:
   struct Impl;

@@ -1,4 +1,5 @@
-// The real DeviceApi: one CUDA device and one stream, through include/onnxopt/kernels/cuda.h.
+// The real DeviceApi: one CUDA device and one stream (copies, launches, graph capture), through
+// include/onnxopt/kernels/cuda.h.
 #include "device_api.h"
 
 #include <unordered_map>
@@ -7,6 +8,11 @@
 
 namespace onnxopt::runtime::cuda_detail {
 namespace {
+
+struct Graph : CapturedGraph {
+  explicit Graph(kernels::DeviceGraph g) : graph(std::move(g)) {}
+  kernels::DeviceGraph graph;
+};
 
 class CudaDeviceApi : public DeviceApi {
  public:
@@ -23,6 +29,13 @@ class CudaDeviceApi : public DeviceApi {
     return data;
   }
   void release(void* data) override { buffers_.erase(data); }
+  StatusOr<void*> allocateHost(size_t bytes) override {
+    ASSIGN_OR_RETURN(kernels::PinnedBuffer buffer, kernels::PinnedBuffer::allocate(bytes));
+    void* data = buffer.data();
+    if (data != nullptr) pinned_.emplace(data, std::move(buffer));
+    return data;
+  }
+  void releaseHost(void* data) override { pinned_.erase(data); }
   Status copyToDevice(void* dst, const void* src, size_t bytes) override {
     return kernels::copyToDevice(dst, src, bytes, stream_.get());
   }
@@ -42,12 +55,21 @@ class CudaDeviceApi : public DeviceApi {
   Status launch(const kernels::CudaKernelCall& call) override {
     return kernels::launchCudaKernel(call, stream_.get());
   }
+  Status beginCapture() override { return kernels::beginStreamCapture(stream_.get()); }
+  StatusOr<std::unique_ptr<CapturedGraph>> endCapture() override {
+    ASSIGN_OR_RETURN(kernels::DeviceGraph graph, kernels::endStreamCapture(stream_.get()));
+    return std::unique_ptr<CapturedGraph>(std::make_unique<Graph>(std::move(graph)));
+  }
+  Status replay(const CapturedGraph& graph) override {
+    return static_cast<const Graph&>(graph).graph.launch(stream_.get());
+  }
 
  private:
   int device_id_;
   // Buffers are freed before the stream (members are destroyed in reverse order).
   kernels::DeviceStream stream_;
   std::unordered_map<void*, kernels::DeviceBuffer> buffers_;
+  std::unordered_map<void*, kernels::PinnedBuffer> pinned_;
 };
 
 }  // namespace
