@@ -1,5 +1,5 @@
 // The device layer (CUDA builds): probing devices, streams, allocations (device and pinned host),
-// copies, stream capture into CUDA graphs, and the translation of CUDA errors into Status
+// copies, events, stream capture into CUDA graphs, and the translation of CUDA errors into Status
 // (device.h).
 #include "device.h"
 
@@ -204,6 +204,43 @@ Status DeviceGraph::launch(CudaStream stream) const {
   ONNXOPT_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), cuda::streamOf(stream)),
                      "cuda graph");
   return Status::ok();
+}
+
+StatusOr<DeviceEvent> DeviceEvent::create() {
+  cudaEvent_t event = nullptr;
+  ONNXOPT_CUDA_CHECK(cudaEventCreate(&event), "cuda event");
+  DeviceEvent out;
+  out.event_ = event;
+  return out;
+}
+
+DeviceEvent::DeviceEvent(DeviceEvent&& other) noexcept
+    : event_(std::exchange(other.event_, nullptr)) {}
+
+DeviceEvent& DeviceEvent::operator=(DeviceEvent&& other) noexcept {
+  if (this != &other) {
+    if (event_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+
+DeviceEvent::~DeviceEvent() {
+  if (event_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+
+Status DeviceEvent::record(CudaStream stream) const {
+  ONNXOPT_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), cuda::streamOf(stream)),
+                     "cuda event");
+  return Status::ok();
+}
+
+StatusOr<double> DeviceEvent::elapsedMs(const DeviceEvent& start, const DeviceEvent& end) {
+  float ms = 0;
+  ONNXOPT_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start.event_),
+                                          static_cast<cudaEvent_t>(end.event_)),
+                     "cuda event");
+  return static_cast<double>(ms);
 }
 
 Status beginStreamCapture(CudaStream stream) {

@@ -65,6 +65,18 @@ DeviceGraph::~DeviceGraph() = default;
 Status DeviceGraph::launch(CudaStream) const {
   return notBuilt();
 }
+StatusOr<DeviceEvent> DeviceEvent::create() {
+  return notBuilt();
+}
+DeviceEvent::DeviceEvent(DeviceEvent&&) noexcept = default;
+DeviceEvent& DeviceEvent::operator=(DeviceEvent&&) noexcept = default;
+DeviceEvent::~DeviceEvent() = default;
+Status DeviceEvent::record(CudaStream) const {
+  return notBuilt();
+}
+StatusOr<double> DeviceEvent::elapsedMs(const DeviceEvent&, const DeviceEvent&) {
+  return notBuilt();
+}
 Status beginStreamCapture(CudaStream) {
   return notBuilt();
 }

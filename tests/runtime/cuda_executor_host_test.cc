@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "fake_device.h"
 #include "model_feeds.h"
@@ -412,6 +413,37 @@ TEST(CudaExecutorOnFakeDevice, DeviceThatCannotCaptureRunsEagerly) {
   EXPECT_EQ(session.executor->cudaGraphState(),
             "eager (capture failed: fake device cannot capture)");
   EXPECT_EQ(session.log->replays, 0);
+  session.expectClean();
+}
+
+// A profiled run: eager, right, one time per step that does work (views and folded nodes none),
+// copies named as such; it neither captures nor replays a graph.
+TEST(CudaExecutorOnFakeDevice, ProfiledRunTimesEachStep) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  Feeds feeds{{"x", test::ramp({2, 4}, 0.5f)}};
+  std::vector<CudaExecutor::StepTime> times;
+  auto result = cuda.runProfiled(feeds, &times);
+  ASSERT_TRUE(result.isOk()) << result.status().toString();
+  auto expected = runModel(*model, feeds);
+  ASSERT_TRUE(expected.isOk());
+  EXPECT_EQ(result->outputs[0].bytes, expected->outputs[0].bytes);
+  std::multiset<std::string> ops;
+  for (const CudaExecutor::StepTime& t : times) {
+    ops.insert(t.op);
+    EXPECT_GE(t.ms, 0.0) << t.name;
+    EXPECT_FALSE(t.name.empty());
+  }
+  // MatMul, Add, Relu on the device; Softmax on the CPU with its input copied down (its output
+  // is a graph output, read on the host).
+  EXPECT_EQ(ops, (std::multiset<std::string>{"MatMul", "Add", "Relu", "Softmax", "CopyToHost"}))
+      << cuda.lastSummary();
+  ASSERT_TRUE(cuda.runProfiled(feeds, &times).isOk());
+  EXPECT_EQ(times.size(), ops.size());  // cleared, not appended
+  EXPECT_EQ(session.log->captures, 0);
   session.expectClean();
 }
 

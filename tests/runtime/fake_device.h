@@ -8,6 +8,7 @@
 // without a GPU; the results must equal the reference executor's.
 #pragma once
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -153,6 +154,23 @@ class FakeDevice : public cuda_detail::DeviceApi {
     enqueue([this, call] { return run(call); });
     return Status::ok();
   }
+  // Markers: the host clock when the queue reaches them.
+  StatusOr<size_t> recordMarker() override {
+    RETURN_IF_ERROR(notCapturing("recordMarker"));
+    size_t index = markers_.size();
+    markers_.push_back(std::make_shared<std::chrono::steady_clock::time_point>());
+    auto slot = markers_.back();
+    enqueue([slot] {
+      *slot = std::chrono::steady_clock::now();
+      return Status::ok();
+    });
+    return index;
+  }
+  StatusOr<double> elapsedMs(size_t from, size_t to) override {
+    if (from >= markers_.size() || to >= markers_.size()) return fail("elapsedMs of no marker");
+    return std::chrono::duration<double, std::milli>(*markers_[to] - *markers_[from]).count();
+  }
+  void clearMarkers() override { markers_.clear(); }
   Status beginCapture() override {
     if (capturing_) return fail("beginCapture during a capture");
     capturing_ = true;
@@ -266,6 +284,7 @@ class FakeDevice : public cuda_detail::DeviceApi {
   std::vector<kernels::CudaKernelCall> captured_;
   /// The "stream": work runs at synchronize, so a host read without one sees stale data.
   std::vector<std::function<Status()>> queue_;
+  std::vector<std::shared_ptr<std::chrono::steady_clock::time_point>> markers_;
 };
 
 }  // namespace onnxopt::runtime::test

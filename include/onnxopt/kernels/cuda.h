@@ -157,6 +157,26 @@ class DeviceGraph {
   void* exec_ = nullptr;
 };
 
+/// An owned CUDA event with timing (cudaEventCreate): recorded on a stream, it marks the point the
+/// stream's work has reached; two recorded events give the device time between them.
+class DeviceEvent {
+ public:
+  static StatusOr<DeviceEvent> create();
+  DeviceEvent() = default;
+  DeviceEvent(DeviceEvent&& other) noexcept;
+  DeviceEvent& operator=(DeviceEvent&& other) noexcept;
+  DeviceEvent(const DeviceEvent&) = delete;
+  DeviceEvent& operator=(const DeviceEvent&) = delete;
+  ~DeviceEvent();
+
+  Status record(CudaStream stream) const;
+  /// Milliseconds between `start` and `end`, both recorded and completed (synchronize first).
+  static StatusOr<double> elapsedMs(const DeviceEvent& start, const DeviceEvent& end);
+
+ private:
+  void* event_ = nullptr;
+};
+
 /// Starts capturing the work submitted to `stream` (thread-local mode: a call on this thread that
 /// cannot be captured, such as cudaMalloc or a synchronization, fails and invalidates the capture;
 /// other threads are not affected). Nothing submitted during a capture runs until the graph is

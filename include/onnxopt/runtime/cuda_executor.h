@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/kernels/cuda.h"
@@ -76,6 +77,20 @@ class CudaExecutor : public Executor {
   std::string name() const override { return "cuda"; }
   StatusOr<ExecutionResult> run(const Feeds& inputs, const ExecutionOptions& options = {}) override;
 
+  /// One step of a profiled run: the node (or copy), its op ("CopyToHost" / "CopyToDevice" for
+  /// copies), its placement ("copy" for copies) and its time: device time between events around
+  /// the step, which for a host or CPU-fallback step includes its host work and synchronization.
+  struct StepTime {
+    std::string name;
+    std::string op;
+    std::string placement;
+    double ms = 0;
+  };
+  /// A run with an event pair around each step that does work (views and folded nodes do none),
+  /// always eager (never a CUDA graph, and it does not count toward capturing one); `times` gets
+  /// one entry per timed step, in step order.
+  StatusOr<ExecutionResult> runProfiled(const Feeds& inputs, std::vector<StepTime>* times);
+
   const kernels::CudaDeviceInfo& device() const;
   /// Plan cache counters: a run at a new input signature is a miss, at a known one a hit.
   int64_t planHits() const;
@@ -93,6 +108,8 @@ class CudaExecutor : public Executor {
   int64_t workspaceBytes() const;
 
  private:
+  StatusOr<ExecutionResult> runWith(const Feeds& inputs, const ExecutionOptions& options,
+                                    std::vector<StepTime>* profile);
   struct Impl;
   explicit CudaExecutor(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -472,7 +472,32 @@ struct CudaExecutor::Impl {
     /// Host sources of copies to the device: alive until the run's final synchronization.
     std::vector<std::shared_ptr<const HostTensor>> keep;
     bool pending = false;  ///< a copy to the host was queued since the last synchronization
+    /// Profiling: markers around each timed step, read after the final synchronization.
+    std::vector<CudaExecutor::StepTime>* profile = nullptr;
+    struct Timed {
+      int step;
+      size_t start, end;
+    };
+    std::vector<Timed> timed;
   };
+
+  /// What a step is, for the profile: its node, op and placement, or the copy.
+  CudaExecutor::StepTime describeStep(const Plan& plan, const Step& step) const {
+    CudaExecutor::StepTime t;
+    if (step.kind == Step::Kind::kNode) {
+      const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
+      t.name = pn.name;
+      t.op = pn.op;
+      t.placement = placementName(pn.placement);
+      return t;
+    }
+    bool down = step.kind == Step::Kind::kCopyToHost;
+    t.name =
+        fmt::format("copy '{}' to the {}", value(plan, step.src).name, down ? "host" : "device");
+    t.op = down ? "CopyToHost" : "CopyToDevice";
+    t.placement = "copy";
+    return t;
+  }
 
   /// Synchronizes once where the host is about to read data a queued copy writes.
   Status syncHost(RunState& run, const std::string& what) {
@@ -687,12 +712,13 @@ struct CudaExecutor::Impl {
   Status runSteps(RunState& run, bool record, std::vector<RecordedValue>* recorded) {
     PlanState& state = run.state;
     const Plan& plan = *state.plan;
-    if (!record && state.graph_mode == GraphMode::kReplay) {
+    bool eager = record || run.profile != nullptr;
+    if (!eager && state.graph_mode == GraphMode::kReplay) {
       RETURN_IF_ERROR(api->replay(*state.graph).withContext("replaying the cuda graph"));
       ++state.replays;
       return Status::ok();
     }
-    if (!record && state.graph_mode == GraphMode::kCapture) {
+    if (!eager && state.graph_mode == GraphMode::kCapture) {
       auto graph = capture(run);
       if (graph.isOk()) {
         state.graph = std::move(graph).value();
@@ -726,22 +752,37 @@ struct CudaExecutor::Impl {
       }
       return Status::ok();
     };
-    for (const Step& step : plan.steps) {
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const Step& step = plan.steps[i];
+      bool timed = run.profile != nullptr &&
+                   !(step.kind == Step::Kind::kNode &&
+                     (plan.nodes[static_cast<size_t>(step.node)].placement == Placement::kView ||
+                      plan.nodes[static_cast<size_t>(step.node)].folded));
+      size_t start = 0;
+      if (timed) {
+        ASSIGN_OR_RETURN(start, api->recordMarker());
+      }
       RETURN_IF_ERROR(runStep(run, step));
+      if (timed) {
+        ASSIGN_OR_RETURN(size_t end, api->recordMarker());
+        run.timed.push_back({static_cast<int>(i), start, end});
+      }
       if (record && step.kind == Step::Kind::kNode) {
         RETURN_IF_ERROR(recordUpTo(static_cast<size_t>(step.node) + 1));
       }
     }
     if (record) RETURN_IF_ERROR(recordUpTo(plan.nodes.size()));
-    if (!record && state.graph_mode == GraphMode::kWarmUp) state.graph_mode = GraphMode::kCapture;
+    if (!eager && state.graph_mode == GraphMode::kWarmUp) state.graph_mode = GraphMode::kCapture;
     return Status::ok();
   }
 
   /// Runs the plan with `feeds`: uploads, steps, downloads, all queued on the stream with a
   /// synchronization only where the host reads device data, and one at the end.
-  StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds, bool record) {
-    RunState run{state, feeds, {}, {}, false};
+  StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds, bool record,
+                                    std::vector<CudaExecutor::StepTime>* profile) {
+    RunState run{state, feeds, {}, {}, false, profile, {}};
     run.host.resize(state.plan->values.size());
+    api->clearMarkers();
     auto result = executeQueued(run, record);
     if (!result.isOk()) {
       // Nothing queued may outlive the buffers it reads and writes.
@@ -787,6 +828,13 @@ struct CudaExecutor::Impl {
     }
     RETURN_IF_ERROR(api->synchronize("the run"));
     run.pending = false;
+    if (run.profile != nullptr) {
+      for (const RunState::Timed& t : run.timed) {
+        CudaExecutor::StepTime time = describeStep(plan, plan.steps[static_cast<size_t>(t.step)]);
+        ASSIGN_OR_RETURN(time.ms, api->elapsedMs(t.start, t.end));
+        run.profile->push_back(std::move(time));
+      }
+    }
     for (size_t i = 0; i < plan.outputs.size(); ++i) {
       int id = plan.outputs[i];
       const PlannedValue& v = value(plan, id);
@@ -845,6 +893,19 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
 }
 
 StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const ExecutionOptions& options) {
+  return runWith(inputs, options, nullptr);
+}
+
+StatusOr<ExecutionResult> CudaExecutor::runProfiled(const Feeds& inputs,
+                                                    std::vector<StepTime>* times) {
+  if (times == nullptr) return invalidArgument("runProfiled: no vector for the times");
+  times->clear();
+  return runWith(inputs, {}, times);
+}
+
+StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs,
+                                                const ExecutionOptions& options,
+                                                std::vector<StepTime>* profile) {
   ASSIGN_OR_RETURN(InputShapes shapes, checkCudaFeeds(*impl_->model, inputs));
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (std::this_thread::get_id() != impl_->last_thread) {
@@ -854,7 +915,7 @@ StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const Execution
   }
   ASSIGN_OR_RETURN(PlanState * state, impl_->stateFor(shapes));
   ASSIGN_OR_RETURN(ExecutionResult result,
-                   impl_->execute(*state, inputs, options.record_intermediates));
+                   impl_->execute(*state, inputs, options.record_intermediates, profile));
   if (options.non_tensor_outputs) {
     result.kinds.assign(result.outputs.size(), OutputKind::kTensor);
     result.sequences.resize(result.outputs.size());

@@ -3,6 +3,7 @@
 #include "device_api.h"
 
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -55,6 +56,22 @@ class CudaDeviceApi : public DeviceApi {
   Status launch(const kernels::CudaKernelCall& call) override {
     return kernels::launchCudaKernel(call, stream_.get());
   }
+  StatusOr<size_t> recordMarker() override {
+    // Events are kept across runs (created once, recorded again).
+    if (next_marker_ == events_.size()) {
+      ASSIGN_OR_RETURN(kernels::DeviceEvent event, kernels::DeviceEvent::create());
+      events_.push_back(std::move(event));
+    }
+    RETURN_IF_ERROR(events_[next_marker_].record(stream_.get()));
+    return next_marker_++;
+  }
+  StatusOr<double> elapsedMs(size_t from, size_t to) override {
+    if (from >= next_marker_ || to >= next_marker_) {
+      return makeError(StatusCode::kInternal, "cuda: marker {} or {} was not recorded", from, to);
+    }
+    return kernels::DeviceEvent::elapsedMs(events_[from], events_[to]);
+  }
+  void clearMarkers() override { next_marker_ = 0; }
   Status beginCapture() override { return kernels::beginStreamCapture(stream_.get()); }
   StatusOr<std::unique_ptr<CapturedGraph>> endCapture() override {
     ASSIGN_OR_RETURN(kernels::DeviceGraph graph, kernels::endStreamCapture(stream_.get()));
@@ -70,6 +87,8 @@ class CudaDeviceApi : public DeviceApi {
   kernels::DeviceStream stream_;
   std::unordered_map<void*, kernels::DeviceBuffer> buffers_;
   std::unordered_map<void*, kernels::PinnedBuffer> pinned_;
+  std::vector<kernels::DeviceEvent> events_;
+  size_t next_marker_ = 0;
 };
 
 }  // namespace

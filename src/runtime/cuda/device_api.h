@@ -45,6 +45,12 @@ class DeviceApi {
   /// replay runs them again (with the pointers they were captured with). A call that cannot be
   /// captured fails, and so does endCapture then (the device is out of capture mode either way);
   /// a device that cannot capture at all fails endCapture with its reason.
+  /// Timing (profiling): a marker recorded on the stream where its work has reached (an event);
+  /// after a synchronize, elapsedMs of two markers is the time between them. clearMarkers forgets
+  /// every marker.
+  virtual StatusOr<size_t> recordMarker() = 0;
+  virtual StatusOr<double> elapsedMs(size_t from, size_t to) = 0;
+  virtual void clearMarkers() = 0;
   virtual Status beginCapture() = 0;
   virtual StatusOr<std::unique_ptr<CapturedGraph>> endCapture() = 0;
   virtual Status replay(const CapturedGraph& graph) = 0;
