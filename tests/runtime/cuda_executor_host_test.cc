@@ -447,6 +447,52 @@ TEST(CudaExecutorOnFakeDevice, ProfiledRunTimesEachStep) {
   session.expectClean();
 }
 
+// --- run-time shapes and subgraphs on the fake device --------------------------------------------
+
+// kNonZero: NonZero between device ops; inputs with different numbers of non-zeros, one plan.
+TEST(CudaExecutorOnFakeDevice, NonZeroFeedingADeviceOpRuns) {
+  auto model = test::parseInferred(test::kNonZero);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  test::expectMatchesReference(cuda, *model, {{"x", test::floats({6}, {1, -2, 3, 0, 5, -1})}});
+  ASSERT_TRUE(cuda.lastPlan());
+  EXPECT_TRUE(cuda.lastPlan()->has_dynamic) << cuda.lastSummary();
+  EXPECT_EQ(session.log->launches, 2) << cuda.lastSummary();  // Relu, Add
+  test::expectMatchesReference(cuda, *model, {{"x", test::floats({6}, {1, 2, 3, 4, 5, 6})}});
+  test::expectMatchesReference(cuda, *model, {{"x", test::floats({6}, {-1, -2, -3, 0, 0, 0})}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  EXPECT_EQ(cuda.cudaGraphState().rfind("eager (", 0), 0u) << cuda.cudaGraphState();
+  test::expectIntermediatesMatchReference(cuda, *model,
+                                          {{"x", test::floats({6}, {0, 1, 0, 1, 0, 1})}});
+  session.expectClean();
+}
+
+// kRuntimeReshape: a Reshape to a target computed from an input at run time.
+TEST(CudaExecutorOnFakeDevice, ReshapeToARuntimeShapeRuns) {
+  auto model = test::parseInferred(test::kRuntimeReshape);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  auto shape = [](int64_t a, int64_t b) {
+    kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kInt64, {2});
+    t.set<int64_t>(0, a);
+    t.set<int64_t>(1, b);
+    return t;
+  };
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 4}, 0.1f)}, {"k", shape(2, 6)}});
+  EXPECT_TRUE(cuda.lastPlan()->has_dynamic) << cuda.lastSummary();
+  // The same input signature, another target shape: the same plan, other output dims.
+  test::expectMatchesReference(cuda, *model,
+                               {{"x", test::ramp({3, 4}, 0.1f)}, {"k", shape(12, 1)}});
+  test::expectMatchesReference(cuda, *model,
+                               {{"x", test::ramp({3, 4}, 0.1f)}, {"k", shape(-1, 3)}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  session.expectClean();
+}
+
 // The workspace is one region shared by the device nodes, reported in the summary.
 TEST(CudaExecutorOnFakeDevice, WorkspaceIsReported) {
   auto model = test::parseInferred(test::kMixed);

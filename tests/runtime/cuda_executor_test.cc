@@ -100,6 +100,31 @@ TEST_F(CudaTest, StaticPlanIsCapturedAndReplayed) {
   EXPECT_EQ(off->cudaGraphState(), "off");
 }
 
+// Run-time shapes: NonZero between device ops, and a Reshape to a target read from an input; the
+// dynamic nodes run on the CPU, the rest on the GPU, one plan for every value.
+TEST_F(CudaTest, DynamicShapesRun) {
+  auto nonzero = parseInferred(test::kNonZero);
+  ASSERT_TRUE(nonzero);
+  auto a = executorFor(*nonzero);
+  ASSERT_TRUE(a);
+  expectMatchesReference(*a, *nonzero, {{"x", floats({6}, {1, -2, 3, 0, 5, -1})}});
+  expectMatchesReference(*a, *nonzero, {{"x", floats({6}, {1, 2, 3, 4, 5, 6})}});
+  expectMatchesReference(*a, *nonzero, {{"x", floats({6}, {-1, -2, -3, 0, 0, 0})}});
+  EXPECT_EQ(a->planMisses(), 1);
+
+  auto reshape = parseInferred(test::kRuntimeReshape);
+  ASSERT_TRUE(reshape);
+  auto b = executorFor(*reshape);
+  ASSERT_TRUE(b);
+  for (auto [d0, d1] : {std::pair<int64_t, int64_t>{2, 6}, {12, 1}, {-1, 3}}) {
+    kernels::HostTensor k = kernels::HostTensor::zeros(DataType::kInt64, {2});
+    k.set<int64_t>(0, d0);
+    k.set<int64_t>(1, d1);
+    expectMatchesReference(*b, *reshape, {{"x", ramp({3, 4}, 0.1f)}, {"k", k}});
+  }
+  EXPECT_EQ(b->planMisses(), 1);
+}
+
 TEST_F(CudaTest, BadInputsAreRefusedBeforeAnythingRuns) {
   auto model = parseInferred(kMixed);
   ASSERT_TRUE(model);

@@ -145,6 +145,33 @@ g (float[N,8] x) => (float[N,8] y) {
 }
 )";
 
+// NonZero (its output's size is data-dependent) between device ops: the dynamic nodes run on the
+// CPU, shaped by their reference kernel; the static ReduceSum output they feed goes back into the
+// arena for the device Add. The plan is eager (no CUDA graph) and the results match at two inputs
+// with different numbers of non-zeros.
+inline constexpr const char* kNonZero = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[6] x) => (float[6] y, int64[1,?] nz) {
+  h = Relu(x)
+  nz = NonZero(h)
+  f = Cast<to = 1>(nz)
+  s = ReduceSum<keepdims = 0>(f)
+  y = Add(h, s)
+}
+)";
+
+// A Reshape whose target shape is computed at run time from an input (not a constant): the
+// Reshape and what reads it are shaped at run time.
+inline constexpr const char* kRuntimeReshape = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x, int64[2] k) => (float[?,?] y, float[N,4] z) <int64[2] one = {1, 1}> {
+  z = Tanh(x)
+  t = Mul(k, one)
+  r = Reshape(z, t)
+  y = Sigmoid(r)
+}
+)";
+
 // A 2^36-float intermediate (256 GiB, more than any device has) read by a device node (Relu):
 // preparing its plan must fail allocating the arena, before any node (the host Expand) runs.
 inline constexpr const char* kHugeIntermediate = R"(

@@ -99,6 +99,18 @@ int rootOf(const Plan& plan, int id) {
   return id;
 }
 
+/// Whether `dims` (a kernel's result) fit value `v`: equal, or for a dynamic value, the dims the
+/// plan knows (a rank, and -1 for the dims known only at run time).
+bool dimsFit(const PlannedValue& v, const std::vector<int64_t>& dims) {
+  if (!v.dynamic) return dims == v.dims;
+  if (!v.rank_known || v.dims.empty()) return true;
+  if (dims.size() != v.dims.size()) return false;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (v.dims[d] >= 0 && v.dims[d] != dims[d]) return false;
+  }
+  return true;
+}
+
 /// A copy of `t` with other dims (a view's data is its base's, in the same order).
 HostTensor withDims(HostTensor t, const std::vector<int64_t>& dims) {
   t.dims = dims;
@@ -308,25 +320,11 @@ struct CudaExecutor::Impl {
     for (const Step& step : plan.steps) {
       if (step.kind != Step::Kind::kNode) continue;
       const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
-      if (pn.dynamic) {
-        return makeError(StatusCode::kUnimplemented,
-                         "{}: its shapes are known only at run time, which the cuda runner does "
-                         "not support yet",
-                         pn.name);
-      }
       if (pn.node != nullptr && !pn.node->subgraphs().empty() &&
           pn.placement != Placement::kDevice) {
         return makeError(
             StatusCode::kUnimplemented,
             "{}: ops with subgraphs (If, Loop, Scan) do not run on the cuda runner yet", pn.name);
-      }
-    }
-    for (const PlannedValue& v : plan.values) {
-      if (v.dynamic) {
-        return makeError(StatusCode::kUnimplemented,
-                         "value '{}' is known only at run time, which the cuda runner does not "
-                         "support yet",
-                         v.name);
       }
     }
     if (plan.arena_bytes > 0) {
@@ -352,7 +350,8 @@ struct CudaExecutor::Impl {
     for (const Step& step : plan.steps) {
       if (step.kind != Step::Kind::kNode) continue;
       const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
-      if (pn.placement != Placement::kDevice) continue;
+      // Dynamic nodes run on the CPU at run time (runDynamic): nothing to prepare.
+      if (pn.placement != Placement::kDevice || pn.dynamic) continue;
       PreparedNode prepared;
       kernels::CudaKernelCall& call = prepared.call;
       call.domain = pn.domain;
@@ -525,7 +524,7 @@ struct CudaExecutor::Impl {
     for (int at = id; at >= 0; at = value(plan, at).base) {
       const std::shared_ptr<HostTensor>& t = run.host[static_cast<size_t>(at)];
       if (t == nullptr) continue;
-      if (t->dims == v.dims) return t;
+      if (t->dims == v.dims || v.dynamic) return t;  // a dynamic value: the dims it was made with
       return std::make_shared<HostTensor>(withDims(*t, v.dims));
     }
     return makeError(StatusCode::kInternal, "host value '{}' was read before it was computed",
@@ -537,9 +536,8 @@ struct CudaExecutor::Impl {
   StatusOr<std::shared_ptr<HostTensor>> download(RunState& run, int id) {
     const Plan& plan = *run.state.plan;
     const PlannedValue& v = value(plan, id);
-    if (v.location == Location::kInput || v.location == Location::kConstant) {
-      return hostData(run, id);
-    }
+    // Dynamic values are held on the host (runDynamic), whatever side the plan put them on.
+    if (v.location != Location::kArena || v.dynamic) return hostData(run, id);
     ASSIGN_OR_RETURN(void* ptr, devicePtr(run.state, id));
     auto t = std::make_shared<HostTensor>(HostTensor::zeros(v.dtype, v.dims));
     if (!t->bytes.empty()) {
@@ -588,7 +586,7 @@ struct CudaExecutor::Impl {
     for (size_t i = 0; i < outs.size(); ++i) {
       if (pn.outputs[i] < 0) continue;
       const PlannedValue& v = value(plan, pn.outputs[i]);
-      if (outs[i].dtype != v.dtype || outs[i].dims != v.dims) {
+      if (outs[i].dtype != v.dtype || !dimsFit(v, outs[i].dims)) {
         return makeError(StatusCode::kInternal,
                          "output '{}': the plan says {}[{}], the reference kernel made {}[{}]",
                          v.name, dataTypeName(v.dtype), fmt::join(v.dims, ","),
@@ -632,6 +630,12 @@ struct CudaExecutor::Impl {
   /// Runs one step eagerly.
   Status runStep(RunState& run, const Step& step) {
     const Plan& plan = *run.state.plan;
+    if (step.kind != Step::Kind::kNode &&
+        (value(plan, step.src).dynamic || value(plan, step.dst).dynamic)) {
+      // Dynamic values stay on the host: the copy is the same host tensor.
+      ASSIGN_OR_RETURN(run.host[static_cast<size_t>(step.dst)], hostData(run, step.src));
+      return Status::ok();
+    }
     switch (step.kind) {
       case Step::Kind::kCopyToHost: {
         auto t = download(run, step.src);
@@ -656,8 +660,29 @@ struct CudaExecutor::Impl {
     return Status::ok();
   }
 
+  /// A node shaped at run time: the reference kernel on the host (its result gives the dims),
+  /// inputs read from wherever they are; dynamic outputs stay on the host, static ones go where
+  /// the plan put them (uploaded into the arena, or kept on the host).
+  Status runDynamic(RunState& run, const PlannedNode& pn) {
+    const Plan& plan = *run.state.plan;
+    ASSIGN_OR_RETURN(std::vector<HostTensor> outs, runOnHost(run, pn, true));
+    for (size_t i = 0; i < outs.size(); ++i) {
+      int id = pn.outputs[i];
+      if (id < 0) continue;
+      auto t = std::make_shared<HostTensor>(std::move(outs[i]));
+      const PlannedValue& v = value(plan, id);
+      if (v.dynamic || v.location != Location::kArena) {
+        run.host[static_cast<size_t>(id)] = std::move(t);
+      } else {
+        RETURN_IF_ERROR(upload(run, id, std::move(t)));
+      }
+    }
+    return Status::ok();
+  }
+
   Status runNode(RunState& run, const PlannedNode& pn, int index) {
     PlanState& state = run.state;
+    if (pn.dynamic && !pn.folded) return runDynamic(run, pn);
     switch (pn.placement) {
       case Placement::kView:
         return Status::ok();  // its output shares its input's buffer, on whichever side
@@ -812,7 +837,7 @@ struct CudaExecutor::Impl {
       int id = plan.outputs[i];
       const PlannedValue& v = value(plan, id);
       result.names[i] = v.name;
-      if (v.location != Location::kArena) continue;
+      if (v.location != Location::kArena || v.dynamic) continue;
       // In place before the copy is queued: a moved HostTensor may move its bytes.
       result.outputs[i] = HostTensor::zeros(v.dtype, v.dims);
       HostTensor& t = result.outputs[i];
@@ -838,7 +863,7 @@ struct CudaExecutor::Impl {
     for (size_t i = 0; i < plan.outputs.size(); ++i) {
       int id = plan.outputs[i];
       const PlannedValue& v = value(plan, id);
-      if (v.location == Location::kArena) {
+      if (v.location == Location::kArena && !v.dynamic) {
         auto staging = state.output_staging.find(id);
         if (staging != state.output_staging.end() && !result.outputs[i].bytes.empty()) {
           std::memcpy(result.outputs[i].bytes.data(), staging->second.data(),
