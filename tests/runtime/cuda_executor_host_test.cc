@@ -176,14 +176,14 @@ TEST(CudaExecutorOnFakeDevice, MixedGraphMatchesReferenceAndReusesItsPlan) {
   CudaExecutor& cuda = *session.executor;
   test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
   EXPECT_EQ(cuda.planMisses(), 1);
-  EXPECT_EQ(cuda.uploadedWeightBytes(), (12 + 3) * 4) << cuda.lastSummary();
+  EXPECT_EQ(cuda.uploadedWeightBytes(), test::kMixedWeightBytes) << cuda.lastSummary();
   EXPECT_EQ(cuda.lastPlan()->countPlacement(Placement::kCpuFallback), 1) << cuda.lastSummary();
-  EXPECT_EQ(session.log->launches, 3);  // MatMul, Add, Relu
+  EXPECT_EQ(session.log->launches, 4);  // MatMul, Add, Relu, Add
   test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, -0.25f)}});
   EXPECT_EQ(cuda.planHits(), 1);
   test::expectMatchesReference(cuda, *model, {{"x", test::ramp({5, 4}, 0.125f)}});
   EXPECT_EQ(cuda.planMisses(), 2);
-  EXPECT_EQ(cuda.uploadedWeightBytes(), (12 + 3) * 4);  // once per session
+  EXPECT_EQ(cuda.uploadedWeightBytes(), test::kMixedWeightBytes);  // once per session
   test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, 1.f)}});
   EXPECT_EQ(cuda.planHits(), 2);
   test::expectIntermediatesMatchReference(cuda, *model, {{"x", test::ramp({5, 4}, 2.f)}});
@@ -214,7 +214,7 @@ TEST(CudaExecutorOnFakeDevice, RefusedKernelRunsOnTheCpu) {
   test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
   EXPECT_NE(session.executor->lastSummary().find("fake device refuses Add"), std::string::npos)
       << session.executor->lastSummary();
-  EXPECT_EQ(session.log->launches, 2);  // MatMul, Relu
+  EXPECT_EQ(session.log->launches, 2);  // MatMul, Relu (both Adds refused)
   session.expectClean();
 }
 
@@ -330,7 +330,7 @@ TEST(CudaExecutorOnFakeDevice, AllDeviceRunSynchronizesOnce) {
   session.expectClean();
 }
 
-// A CPU fallback (Softmax) between device steps: one synchronization where the host reads its
+// A CPU fallback (Det) between device steps: one synchronization where the host reads its
 // copied input, one at the end; its result goes up without one.
 TEST(CudaExecutorOnFakeDevice, FallbackSynchronizesOnlyWhereTheHostReads) {
   auto model = test::parseInferred(test::kMixed);
@@ -437,9 +437,9 @@ TEST(CudaExecutorOnFakeDevice, ProfiledRunTimesEachStep) {
     EXPECT_GE(t.ms, 0.0) << t.name;
     EXPECT_FALSE(t.name.empty());
   }
-  // MatMul, Add, Relu on the device; Softmax on the CPU with its input copied down (its output
+  // MatMul, Add, Relu, Add on the device; Det on the CPU with its input copied down (its output
   // is a graph output, read on the host).
-  EXPECT_EQ(ops, (std::multiset<std::string>{"MatMul", "Add", "Relu", "Softmax", "CopyToHost"}))
+  EXPECT_EQ(ops, (std::multiset<std::string>{"MatMul", "Add", "Relu", "Add", "Det", "CopyToHost"}))
       << cuda.lastSummary();
   ASSERT_TRUE(cuda.runProfiled(feeds, &times).isOk());
   EXPECT_EQ(times.size(), ops.size());  // cleared, not appended

@@ -49,7 +49,7 @@ TEST_F(CudaTest, MixedGraphMatchesReferenceAndReusesItsPlan) {
   EXPECT_EQ(cuda.planMisses(), 1);
   EXPECT_EQ(cuda.planHits(), 0);
   int64_t weights = cuda.uploadedWeightBytes();
-  EXPECT_EQ(weights, (12 + 3) * 4) << cuda.lastSummary();
+  EXPECT_EQ(weights, test::kMixedWeightBytes) << cuda.lastSummary();
   ASSERT_TRUE(cuda.lastPlan());
   EXPECT_EQ(cuda.lastPlan()->countPlacement(Placement::kCpuFallback), 1) << cuda.lastSummary();
   EXPECT_NE(cuda.lastSummary().find("fallback: "), std::string::npos) << cuda.lastSummary();

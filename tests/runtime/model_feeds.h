@@ -107,14 +107,16 @@ inline void expectBatchSizesShareASession(CudaExecutor& cuda, const ir::Model& m
   EXPECT_EQ(cuda.planHits(), 1);
 }
 
-// Device kernels (MatMul, Add, Relu), a view (Reshape of an arena value), a CPU fallback
-// (Softmax has no CUDA kernel: copies down and up), a graph output that is a view of an input,
-// and shape arithmetic folded on the host.
+// Device kernels (MatMul, Add, Relu, Add), views (Reshape of an input, Unsqueeze of an arena
+// value), a CPU fallback (Det has no CUDA kernel and is not planned to get one: its input is
+// copied down), a graph output that is a view of an input, and shape arithmetic folded on the
+// host.
 inline constexpr const char* kMixed = R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (float[N,4] x) => (float[N,3] y, float[N,2,2] v, float[N,3] p)
+g (float[N,4] x) => (float[N,3] y, float[N,2,2] v, float[N] p)
   <float[4,3] w = {1, -2, 3, 0.5, 1, -1, 2, 0, 1, -1, 1, 1}, float[3] b = {0.25, -0.5, 1},
-   int64[2] tail = {2, 2}, int64[1] zero = {0}> {
+   float[3,3] c = {2, 0.5, -1, 0, 1.5, 1, -0.5, 1, 3},
+   int64[2] tail = {2, 2}, int64[1] zero = {0}, int64[1] last = {2}> {
   h = MatMul(x, w)
   a = Add(h, b)
   y = Relu(a)
@@ -122,9 +124,14 @@ g (float[N,4] x) => (float[N,3] y, float[N,2,2] v, float[N,3] p)
   n = Gather(s, zero)
   t = Concat<axis = 0>(n, tail)
   v = Reshape(x, t)
-  p = Softmax<axis = 1>(a)
+  u = Unsqueeze(a, last)
+  m = Add(u, c)
+  p = Det(m)
 }
 )";
+
+/// The bytes of kMixed's weights read on the device (w, b, c).
+inline constexpr int64_t kMixedWeightBytes = (12 + 3 + 9) * 4;
 
 inline kernels::HostTensor ramp(std::vector<int64_t> dims, float scale) {
   kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kFloat, std::move(dims));
