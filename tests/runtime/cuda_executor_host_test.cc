@@ -108,8 +108,9 @@ TEST(CudaRunner, NoDeviceIsAClearError) {
   EXPECT_EQ(by_name.status().code(), direct.status().code());
 }
 
-// What the GPU suite runs must plan for the CUDA kernels without the nodes the executor refuses
-// (run-time shapes, subgraph ops on the CPU): otherwise the GPU run would only report them.
+// The bundled models the GPU suite runs plan statically, with no subgraph op on the CPU, so that
+// their GPU runs cover the device path (and CUDA graphs); run-time shapes and subgraphs have
+// tests of their own below.
 TEST(CudaRunner, TestModelsPlanWithoutUnsupportedNodes) {
   for (const std::string& path : test::cudaTestModels()) {
     SCOPED_TRACE(path);
@@ -490,6 +491,83 @@ TEST(CudaExecutorOnFakeDevice, ReshapeToARuntimeShapeRuns) {
   test::expectMatchesReference(cuda, *model,
                                {{"x", test::ramp({3, 4}, 0.1f)}, {"k", shape(-1, 3)}});
   EXPECT_EQ(cuda.planMisses(), 1);
+  session.expectClean();
+}
+
+// kIf: both branches, each reading an outer device value and a weight; one plan.
+TEST(CudaExecutorOnFakeDevice, IfRunsOnTheCpuWithItsOuterValues) {
+  auto model = test::parseInferred(test::kIf);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  test::expectMatchesReference(cuda, *model,
+                               {{"x", test::ramp({3, 4}, -0.5f)}, {"c", test::boolScalar(true)}});
+  test::expectMatchesReference(cuda, *model,
+                               {{"x", test::ramp({3, 4}, -0.5f)}, {"c", test::boolScalar(false)}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  EXPECT_EQ(session.log->launches, 4) << cuda.lastSummary();  // Relu, Sigmoid, twice
+  test::expectIntermediatesMatchReference(
+      cuda, *model, {{"x", test::ramp({3, 4}, 0.5f)}, {"c", test::boolScalar(true)}});
+  session.expectClean();
+}
+
+// kLoop: trip counts 0, 1 and 3 at one input signature (the scan output's length follows).
+TEST(CudaExecutorOnFakeDevice, LoopRunsOnTheCpu) {
+  auto model = test::parseInferred(test::kLoop);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  for (int64_t n : {3, 1, 0}) {
+    SCOPED_TRACE(n);
+    test::expectMatchesReference(cuda, *model,
+                                 {{"x", test::ramp({2, 4}, -0.3f)}, {"n", test::int64Scalar(n)}});
+  }
+  EXPECT_EQ(cuda.planMisses(), 1);
+  session.expectClean();
+}
+
+// kSequenceOptional: sequence and optional values stay on the host; tensors read from them go
+// on to device ops.
+TEST(CudaExecutorOnFakeDevice, SequencesAndOptionalsRunOnTheHost) {
+  auto model = test::parseInferred(test::kSequenceOptional);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 3}, -0.5f)}});
+  test::expectIntermediatesMatchReference(*session.executor, *model,
+                                          {{"x", test::ramp({2, 3}, 0.25f)}});
+  session.expectClean();
+}
+
+// A sequence graph output: returned with non_tensor_outputs (as the reference executor does),
+// refused without.
+TEST(CudaExecutorOnFakeDevice, SequenceOutputsNeedNonTensorOutputs) {
+  auto model = test::parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (q) {
+  a = Relu(x)
+  q = SequenceConstruct(a, x)
+}
+)");
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  Feeds feeds{{"x", test::floats({2}, {-1, 2})}};
+  ExecutionOptions with;
+  with.non_tensor_outputs = true;
+  auto result = session.executor->run(feeds, with);
+  ASSERT_TRUE(result.isOk()) << result.status().toString();
+  ASSERT_EQ(result->kinds.size(), 1u);
+  EXPECT_EQ(result->kinds[0], OutputKind::kSequence);
+  ASSERT_EQ(result->sequences[0].size(), 2u);
+  EXPECT_EQ(result->sequences[0][0].get<float>(0), 0.f);
+  EXPECT_EQ(result->sequences[0][1].get<float>(0), -1.f);
+  auto without = session.executor->run(feeds);
+  ASSERT_FALSE(without.isOk());
+  EXPECT_NE(without.status().message().find("output 'q' is a sequence"), std::string::npos)
+      << without.status().toString();
   session.expectClean();
 }
 

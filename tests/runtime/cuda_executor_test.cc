@@ -125,6 +125,33 @@ TEST_F(CudaTest, DynamicShapesRun) {
   EXPECT_EQ(b->planMisses(), 1);
 }
 
+// Subgraphs and non-tensor values on the CPU side of a GPU run: an If reading outer device
+// values, a Loop with a run-time trip count, sequences and optionals between device ops.
+TEST_F(CudaTest, ControlFlowAndSequencesRun) {
+  auto if_model = parseInferred(test::kIf);
+  ASSERT_TRUE(if_model);
+  auto a = executorFor(*if_model);
+  ASSERT_TRUE(a);
+  expectMatchesReference(*a, *if_model,
+                         {{"x", ramp({3, 4}, -0.5f)}, {"c", test::boolScalar(true)}});
+  expectMatchesReference(*a, *if_model,
+                         {{"x", ramp({3, 4}, -0.5f)}, {"c", test::boolScalar(false)}});
+
+  auto loop = parseInferred(test::kLoop);
+  ASSERT_TRUE(loop);
+  auto b = executorFor(*loop);
+  ASSERT_TRUE(b);
+  for (int64_t n : {3, 0}) {
+    expectMatchesReference(*b, *loop, {{"x", ramp({2, 4}, -0.3f)}, {"n", test::int64Scalar(n)}});
+  }
+
+  auto seq = parseInferred(test::kSequenceOptional);
+  ASSERT_TRUE(seq);
+  auto c = executorFor(*seq);
+  ASSERT_TRUE(c);
+  expectMatchesReference(*c, *seq, {{"x", ramp({2, 3}, -0.5f)}});
+}
+
 TEST_F(CudaTest, BadInputsAreRefusedBeforeAnythingRuns) {
   auto model = parseInferred(kMixed);
   ASSERT_TRUE(model);

@@ -179,6 +179,68 @@ g (float[N,4] x, int64[2] k) => (float[?,?] y, float[N,4] z) <int64[2] one = {1,
 }
 )";
 
+inline kernels::HostTensor boolScalar(bool v) {
+  kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kBool, {});
+  t.set<uint8_t>(0, v ? 1 : 0);
+  return t;
+}
+
+inline kernels::HostTensor int64Scalar(int64_t v) {
+  kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kInt64, {});
+  t.set<int64_t>(0, v);
+  return t;
+}
+
+// An If whose branches read an outer device value (h) and a weight (b), and a device op after it:
+// the If runs on the CPU through the reference executor's interpreter, with h copied down.
+inline constexpr const char* kIf = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x, bool c) => (float[N,4] y) <float[4] b = {1, 2, 3, 4}> {
+  h = Relu(x)
+  r = If(c) <
+    then_branch = g1 () => (float[N,4] t) { t = Add(h, b) },
+    else_branch = g2 () => (float[N,4] e) { e = Neg(h) }
+  >
+  y = Sigmoid(r)
+}
+)";
+
+// A Loop with a run-time trip count carrying a device value, with a scan output (its length is
+// the trip count: shaped at run time), then a device op on the carried value.
+inline constexpr const char* kLoop = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x, int64 n) => (float[N,4] y, float[?,N,4] s) {
+  h = Tanh(x)
+  t = Constant <value = bool {1}> ()
+  v, s = Loop(n, t, h) <
+    body = body (int64 i, bool cin, float[N,4] a) => (bool cout, float[N,4] aout, float[N,4] sc) {
+      cout = Identity(cin)
+      aout = Mul(a, a)
+      sc = Neg(a)
+    }
+  >
+  y = Relu(v)
+}
+)";
+
+// Sequence and optional values on the host between device ops: SequenceConstruct, SequenceAt,
+// ConcatFromSequence, Optional, OptionalHasElement, OptionalGetElement.
+inline constexpr const char* kSequenceOptional = R"(
+<ir_version: 8, opset_import: ["" : 18]>
+g (float[2,3] x) => (float[4,3] y, bool has, float[2,3] z) <int64 one = {1}> {
+  a = Relu(x)
+  b = Neg(x)
+  q = SequenceConstruct(a, b)
+  e = SequenceAt(q, one)
+  c = ConcatFromSequence<axis = 0>(q)
+  y = Sigmoid(c)
+  o = Optional(e)
+  has = OptionalHasElement(o)
+  g = OptionalGetElement(o)
+  z = Tanh(g)
+}
+)";
+
 // A 2^36-float intermediate (256 GiB, more than any device has) read by a device node (Relu):
 // preparing its plan must fail allocating the arena, before any node (the host Expand) runs.
 inline constexpr const char* kHugeIntermediate = R"(

@@ -23,6 +23,7 @@
 #include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/kernels/tensor_view.h"
+#include "onnxopt/runtime/reference_executor.h"
 
 namespace onnxopt::runtime {
 
@@ -109,6 +110,26 @@ bool dimsFit(const PlannedValue& v, const std::vector<int64_t>& dims) {
     if (v.dims[d] >= 0 && v.dims[d] != dims[d]) return false;
   }
   return true;
+}
+
+/// Whether the CPU side must run `pn` through the reference executor's interpreter
+/// (runNodeOnHost) rather than one reference kernel: ops with subgraphs, sequence and optional
+/// ops, other domains (functions, FlexAttention), and nodes reading or writing values of no
+/// tensor type.
+bool needsInterpreter(const Plan& plan, const PlannedNode& pn) {
+  if (pn.node == nullptr) return false;
+  if (!pn.node->subgraphs().empty()) return true;
+  if (!pn.domain.empty() && pn.domain != "ai.onnx") return true;
+  const std::string& op = pn.op;
+  if (op.rfind("Sequence", 0) == 0 || op.rfind("Optional", 0) == 0 || op == "SplitToSequence" ||
+      op == "ConcatFromSequence") {
+    return true;
+  }
+  auto untyped = [&](int id) {
+    return id >= 0 && plan.values[static_cast<size_t>(id)].dtype == DataType::kUndefined;
+  };
+  return std::any_of(pn.inputs.begin(), pn.inputs.end(), untyped) ||
+         std::any_of(pn.outputs.begin(), pn.outputs.end(), untyped);
 }
 
 /// A copy of `t` with other dims (a view's data is its base's, in the same order).
@@ -314,19 +335,10 @@ struct CudaExecutor::Impl {
     return makeError(StatusCode::kInternal, "'{}' is a host value, read on the device", v.name);
   }
 
-  /// Checks what the executor does not support yet and prepares every device node's call.
+  /// Allocates the plan's device memory, uploads its constants and prepares every device node's
+  /// call.
   Status prepare(PlanState& state) {
     const Plan& plan = *state.plan;
-    for (const Step& step : plan.steps) {
-      if (step.kind != Step::Kind::kNode) continue;
-      const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
-      if (pn.node != nullptr && !pn.node->subgraphs().empty() &&
-          pn.placement != Placement::kDevice) {
-        return makeError(
-            StatusCode::kUnimplemented,
-            "{}: ops with subgraphs (If, Loop, Scan) do not run on the cuda runner yet", pn.name);
-      }
-    }
     if (plan.arena_bytes > 0) {
       auto arena = DeviceMemory::allocate(*api, static_cast<size_t>(plan.arena_bytes));
       if (!arena.isOk()) {
@@ -470,6 +482,8 @@ struct CudaExecutor::Impl {
     std::vector<std::shared_ptr<HostTensor>> host;
     /// Host sources of copies to the device: alive until the run's final synchronization.
     std::vector<std::shared_ptr<const HostTensor>> keep;
+    /// Sequence and empty-optional values (held on the host), by value id.
+    std::map<int, HostValue> others;
     bool pending = false;  ///< a copy to the host was queued since the last synchronization
     /// Profiling: markers around each timed step, read after the final synchronization.
     std::vector<CudaExecutor::StepTime>* profile = nullptr;
@@ -562,38 +576,93 @@ struct CudaExecutor::Impl {
     return Status::ok();
   }
 
-  /// Runs node `pn` on the reference kernels; inputs come from the host side (`on_device`
-  /// false) or are copied down from the device (true), with one synchronization for all.
-  StatusOr<std::vector<HostTensor>> runOnHost(RunState& run, const PlannedNode& pn,
-                                              bool on_device) {
+  /// Runs node `pn` on the host: the reference kernel, or for a node the reference executor
+  /// runs itself (subgraphs, sequences, optionals, other domains) runNodeOnHost. Inputs are read
+  /// from wherever they are (device values copied down, one synchronization for all).
+  StatusOr<std::vector<HostValue>> runOnHost(RunState& run, const PlannedNode& pn) {
     const Plan& plan = *run.state.plan;
-    std::vector<std::shared_ptr<HostTensor>> inputs(pn.inputs.size());
-    std::vector<const HostTensor*> ptrs(pn.inputs.size(), nullptr);
-    for (size_t i = 0; i < pn.inputs.size(); ++i) {
-      if (pn.inputs[i] < 0) continue;
-      ASSIGN_OR_RETURN(inputs[i],
-                       on_device ? download(run, pn.inputs[i]) : hostData(run, pn.inputs[i]));
-      ptrs[i] = inputs[i].get();
+    bool interpret = needsInterpreter(plan, pn);
+    std::vector<int> ids = pn.inputs;
+    if (interpret) ids.insert(ids.end(), pn.implicit_inputs.begin(), pn.implicit_inputs.end());
+    std::vector<std::shared_ptr<HostTensor>> inputs(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || run.others.count(ids[i])) continue;
+      ASSIGN_OR_RETURN(inputs[i], download(run, ids[i]));
     }
     RETURN_IF_ERROR(syncHost(run, "copying the node's inputs to the host"));
-    ASSIGN_OR_RETURN(std::vector<HostTensor> outs,
-                     kernels::runReferenceKernel(kernels::referenceOpName(pn.domain, pn.op),
-                                                 pn.opset, ptrs, pn.attrs, pn.outputs.size()));
+    std::vector<HostValue> outs;
+    if (interpret) {
+      std::vector<std::pair<const ir::Value*, HostValue>> values;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0) continue;
+        const ir::Value* key =
+            i < pn.inputs.size() ? pn.node->input(i) : value(plan, ids[i]).source;
+        if (key == nullptr) continue;
+        if (auto other = run.others.find(ids[i]); other != run.others.end()) {
+          values.emplace_back(key, other->second);
+        } else {
+          HostValue hv;
+          hv.tensor = *inputs[i];
+          values.emplace_back(key, std::move(hv));
+        }
+      }
+      ASSIGN_OR_RETURN(outs, runNodeOnHost(*model, *pn.node, values));
+    } else {
+      std::vector<const HostTensor*> ptrs(pn.inputs.size(), nullptr);
+      for (size_t i = 0; i < pn.inputs.size(); ++i) {
+        if (pn.inputs[i] >= 0) ptrs[i] = inputs[i].get();
+      }
+      ASSIGN_OR_RETURN(std::vector<HostTensor> tensors,
+                       kernels::runReferenceKernel(kernels::referenceOpName(pn.domain, pn.op),
+                                                   pn.opset, ptrs, pn.attrs, pn.outputs.size()));
+      for (HostTensor& t : tensors) {
+        HostValue hv;
+        hv.tensor = std::move(t);
+        outs.push_back(std::move(hv));
+      }
+    }
     if (outs.size() != pn.outputs.size()) {
       return makeError(StatusCode::kInternal, "the reference kernel returned {} outputs, not {}",
                        outs.size(), pn.outputs.size());
     }
     for (size_t i = 0; i < outs.size(); ++i) {
-      if (pn.outputs[i] < 0) continue;
+      if (pn.outputs[i] < 0 || outs[i].kind != OutputKind::kTensor) continue;
       const PlannedValue& v = value(plan, pn.outputs[i]);
-      if (outs[i].dtype != v.dtype || !dimsFit(v, outs[i].dims)) {
+      // What the interpreter makes of a dynamic value is the reference's answer (a Loop's scan
+      // output after zero iterations is [0, 0, ...] there, whatever inference said).
+      if (interpret && v.dynamic) continue;
+      const HostTensor& t = outs[i].tensor;
+      bool type_fits = v.dtype == DataType::kUndefined || t.dtype == v.dtype;
+      if (!type_fits || !dimsFit(v, t.dims)) {
         return makeError(StatusCode::kInternal,
                          "output '{}': the plan says {}[{}], the reference kernel made {}[{}]",
                          v.name, dataTypeName(v.dtype), fmt::join(v.dims, ","),
-                         dataTypeName(outs[i].dtype), fmt::join(outs[i].dims, ","));
+                         dataTypeName(t.dtype), fmt::join(t.dims, ","));
       }
     }
     return outs;
+  }
+
+  /// Puts a host-run node's outputs where the plan wants them: non-tensor values and tensors
+  /// held on the host (host values, dynamic values) in the run, arena values uploaded.
+  Status storeOutputs(RunState& run, const PlannedNode& pn, std::vector<HostValue> outs) {
+    const Plan& plan = *run.state.plan;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      int id = pn.outputs[i];
+      if (id < 0) continue;
+      if (outs[i].kind != OutputKind::kTensor) {
+        run.others[id] = std::move(outs[i]);
+        continue;
+      }
+      auto t = std::make_shared<HostTensor>(std::move(outs[i].tensor));
+      const PlannedValue& v = value(plan, id);
+      if (v.dynamic || v.location != Location::kArena) {
+        run.host[static_cast<size_t>(id)] = std::move(t);
+      } else {
+        RETURN_IF_ERROR(upload(run, id, std::move(t)));
+      }
+    }
+    return Status::ok();
   }
 
   /// Uploads the graph inputs (through the plan's pinned staging buffers where it has them).
@@ -632,7 +701,11 @@ struct CudaExecutor::Impl {
     const Plan& plan = *run.state.plan;
     if (step.kind != Step::Kind::kNode &&
         (value(plan, step.src).dynamic || value(plan, step.dst).dynamic)) {
-      // Dynamic values stay on the host: the copy is the same host tensor.
+      // Dynamic values stay on the host: the copy is the same host value.
+      if (auto other = run.others.find(step.src); other != run.others.end()) {
+        run.others[step.dst] = other->second;
+        return Status::ok();
+      }
       ASSIGN_OR_RETURN(run.host[static_cast<size_t>(step.dst)], hostData(run, step.src));
       return Status::ok();
     }
@@ -660,43 +733,22 @@ struct CudaExecutor::Impl {
     return Status::ok();
   }
 
-  /// A node shaped at run time: the reference kernel on the host (its result gives the dims),
-  /// inputs read from wherever they are; dynamic outputs stay on the host, static ones go where
-  /// the plan put them (uploaded into the arena, or kept on the host).
-  Status runDynamic(RunState& run, const PlannedNode& pn) {
-    const Plan& plan = *run.state.plan;
-    ASSIGN_OR_RETURN(std::vector<HostTensor> outs, runOnHost(run, pn, true));
-    for (size_t i = 0; i < outs.size(); ++i) {
-      int id = pn.outputs[i];
-      if (id < 0) continue;
-      auto t = std::make_shared<HostTensor>(std::move(outs[i]));
-      const PlannedValue& v = value(plan, id);
-      if (v.dynamic || v.location != Location::kArena) {
-        run.host[static_cast<size_t>(id)] = std::move(t);
-      } else {
-        RETURN_IF_ERROR(upload(run, id, std::move(t)));
-      }
-    }
-    return Status::ok();
-  }
-
   Status runNode(RunState& run, const PlannedNode& pn, int index) {
     PlanState& state = run.state;
-    if (pn.dynamic && !pn.folded) return runDynamic(run, pn);
+    if (pn.dynamic && !pn.folded) {
+      // Shaped at run time: on the host, whose result gives the dims (dynamic values are held on
+      // the host; static outputs go where the plan put them).
+      ASSIGN_OR_RETURN(std::vector<HostValue> outs, runOnHost(run, pn));
+      return storeOutputs(run, pn, std::move(outs));
+    }
     switch (pn.placement) {
       case Placement::kView:
         return Status::ok();  // its output shares its input's buffer, on whichever side
       case Placement::kHost:
       case Placement::kCpuFallback: {
         if (pn.folded) return Status::ok();
-        ASSIGN_OR_RETURN(std::vector<HostTensor> outs, runOnHost(run, pn, false));
-        for (size_t i = 0; i < outs.size(); ++i) {
-          if (pn.outputs[i] >= 0) {
-            run.host[static_cast<size_t>(pn.outputs[i])] =
-                std::make_shared<HostTensor>(std::move(outs[i]));
-          }
-        }
-        return Status::ok();
+        ASSIGN_OR_RETURN(std::vector<HostValue> outs, runOnHost(run, pn));
+        return storeOutputs(run, pn, std::move(outs));
       }
       case Placement::kDevice:
         break;
@@ -708,12 +760,8 @@ struct CudaExecutor::Impl {
     const PreparedNode& prepared = it->second;
     if (prepared.demoted.empty()) return api->launch(prepared.call);
     // Refused at these shapes: the reference kernel on copies, written back to the arena.
-    ASSIGN_OR_RETURN(std::vector<HostTensor> outs, runOnHost(run, pn, true));
-    for (size_t i = 0; i < outs.size(); ++i) {
-      if (pn.outputs[i] < 0) continue;
-      RETURN_IF_ERROR(upload(run, pn.outputs[i], std::make_shared<HostTensor>(std::move(outs[i]))));
-    }
-    return Status::ok();
+    ASSIGN_OR_RETURN(std::vector<HostValue> outs, runOnHost(run, pn));
+    return storeOutputs(run, pn, std::move(outs));
   }
 
   /// Captures the plan's steps (device launches and views only: graphCaptureBlocker said so)
@@ -764,7 +812,8 @@ struct CudaExecutor::Impl {
       for (; next_to_record < end; ++next_to_record) {
         const PlannedNode& pn = plan.nodes[next_to_record];
         for (int id : pn.outputs) {
-          if (id < 0 || value(plan, id).name.empty()) continue;
+          // Tensors only, as the reference executor records.
+          if (id < 0 || value(plan, id).name.empty() || run.others.count(id)) continue;
           const PlannedValue& v = value(plan, id);
           auto t = v.location == Location::kHost ? hostData(run, id) : download(run, id);
           if (t.isOk()) {
@@ -805,7 +854,7 @@ struct CudaExecutor::Impl {
   /// synchronization only where the host reads device data, and one at the end.
   StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds, bool record,
                                     std::vector<CudaExecutor::StepTime>* profile) {
-    RunState run{state, feeds, {}, {}, false, profile, {}};
+    RunState run{state, feeds, {}, {}, {}, false, profile, {}};
     run.host.resize(state.plan->values.size());
     api->clearMarkers();
     auto result = executeQueued(run, record);
@@ -869,6 +918,15 @@ struct CudaExecutor::Impl {
           std::memcpy(result.outputs[i].bytes.data(), staging->second.data(),
                       result.outputs[i].bytes.size());
         }
+        continue;
+      }
+      if (auto other = run.others.find(id); other != run.others.end()) {
+        // A sequence or an empty optional: ExecutionResult's kinds and sequences hold it.
+        result.kinds.resize(plan.outputs.size(), OutputKind::kTensor);
+        result.sequences.resize(plan.outputs.size());
+        result.kinds[i] = other->second.kind;
+        result.sequences[i] = std::move(other->second.sequence);
+        result.outputs[i].dtype = other->second.seq_type;
         continue;
       }
       auto t = hostData(run, id);
@@ -942,8 +1000,19 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs,
   ASSIGN_OR_RETURN(ExecutionResult result,
                    impl_->execute(*state, inputs, options.record_intermediates, profile));
   if (options.non_tensor_outputs) {
-    result.kinds.assign(result.outputs.size(), OutputKind::kTensor);
+    result.kinds.resize(result.outputs.size(), OutputKind::kTensor);
     result.sequences.resize(result.outputs.size());
+  } else {
+    for (size_t i = 0; i < result.kinds.size(); ++i) {
+      if (result.kinds[i] != OutputKind::kTensor) {
+        return makeError(StatusCode::kUnimplemented,
+                         "output '{}' is {}: the executor returns tensor outputs only",
+                         result.names[i],
+                         result.kinds[i] == OutputKind::kSequence ? "a sequence" : "empty");
+      }
+    }
+    result.kinds.clear();
+    result.sequences.clear();
   }
   impl_->last_plan = state->plan;
   impl_->last_summary = state->plan->summary();
