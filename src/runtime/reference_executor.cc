@@ -1120,6 +1120,11 @@ StatusOr<ExecutionResult> runModel(const ir::Model& model, const Feeds& inputs,
   return result;
 }
 
+StatusOr<kernels::HostTensor> densifySparse(const ir::SparseTensor& sparse,
+                                            const std::string& name) {
+  return densify(sparse, name);
+}
+
 StatusOr<std::vector<HostValue>> runNodeOnHost(
     const ir::Model& model, const ir::Node& node,
     const std::vector<std::pair<const ir::Value*, HostValue>>& values) {

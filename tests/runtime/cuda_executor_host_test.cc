@@ -571,6 +571,31 @@ g (float[2] x) => (q) {
   session.expectClean();
 }
 
+// A declared output shape the data contradicts (as in polygraphy's empty_tensor_expand): the node
+// run on the host makes other dims than the plan's, and the run is redone on the reference
+// executor, which the summary says: never a failure where the reference executor runs the model.
+TEST(CudaExecutorOnFakeDevice, DeclaredShapeTheDataContradictsRunsOnTheReference) {
+  auto model = test::parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x, int64[2] s) => (float[3,2] y) {
+  h = Relu(x)
+  y = Expand(h, s)
+}
+)");
+  ASSERT_TRUE(model);
+  FakeSession session(*model, {"Expand"});
+  ASSERT_TRUE(session.executor);
+  kernels::HostTensor s = kernels::HostTensor::zeros(DataType::kInt64, {2});
+  s.set<int64_t>(0, 1);
+  s.set<int64_t>(1, 1);
+  test::expectMatchesReference(*session.executor, *model,
+                               {{"x", test::ramp({2, 3}, -0.5f)}, {"s", s}});
+  EXPECT_NE(session.executor->lastSummary().find("the whole run went to the reference executor"),
+            std::string::npos)
+      << session.executor->lastSummary();
+  session.expectClean();
+}
+
 // The workspace is one region shared by the device nodes, reported in the summary.
 TEST(CudaExecutorOnFakeDevice, WorkspaceIsReported) {
   auto model = test::parseInferred(test::kMixed);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct HostValue {
 StatusOr<std::vector<HostValue>> runNodeOnHost(
     const ir::Model& model, const ir::Node& node,
     const std::vector<std::pair<const ir::Value*, HostValue>>& values);
+
+/// The dense data of a sparse initializer, as runModel reads it (the CUDA executor's weights).
+StatusOr<kernels::HostTensor> densifySparse(const ir::SparseTensor& sparse,
+                                            const std::string& name);
 
 /// runModel behind the Executor interface: the runner "reference". `model` must outlive it.
 std::unique_ptr<Executor> createReferenceExecutor(const ir::Model& model);

@@ -118,6 +118,10 @@ bool dimsFit(const PlannedValue& v, const std::vector<int64_t>& dims) {
 /// tensor type.
 bool needsInterpreter(const Plan& plan, const PlannedNode& pn) {
   if (pn.node == nullptr) return false;
+  // Ops without a reference kernel: the interpreter runs or refuses them as runModel does.
+  if (!kernels::hasReferenceKernel(kernels::referenceOpName(pn.domain, pn.op), pn.opset)) {
+    return true;
+  }
   if (!pn.node->subgraphs().empty()) return true;
   if (!pn.domain.empty() && pn.domain != "ai.onnx") return true;
   const std::string& op = pn.op;
@@ -239,6 +243,23 @@ struct CudaExecutor::Impl {
   std::string last_summary;
   std::string last_graph;
   int64_t last_workspace = 0;
+  /// The current run failed because a host-run node made other dims than the plan's (a declared
+  /// shape the data contradicts): the run is redone on the reference executor.
+  bool shape_mismatch = false;
+
+  /// The whole run on the reference executor, where the plan cannot describe it (`why`); the
+  /// summary says so. The reference executor's errors are the run's.
+  StatusOr<ExecutionResult> runOnReference(const Feeds& feeds, const ExecutionOptions& options,
+                                           const Status& why) {
+    ASSIGN_OR_RETURN(ExecutionResult result, runModel(*model, feeds, options));
+    last_summary = fmt::format(
+        "plan: not usable for these inputs ({}): the whole run went to the reference executor "
+        "(CPU)\n",
+        why.message());
+    last_graph = "off (no plan)";
+    last_workspace = 0;
+    return result;
+  }
   std::thread::id last_thread;
   std::mutex mu;
 
@@ -254,6 +275,11 @@ struct CudaExecutor::Impl {
     if (root.source != nullptr && root.source->initializer() != nullptr) {
       return withDims(bridge::toHost(*root.source->initializer()), v.dims);
     }
+    if (root.source != nullptr && root.source->sparseInitializer() != nullptr) {
+      ASSIGN_OR_RETURN(HostTensor dense,
+                       densifySparse(*root.source->sparseInitializer(), root.source->name()));
+      return withDims(std::move(dense), v.dims);
+    }
     return makeError(StatusCode::kInternal, "constant '{}' has no data", v.name);
   }
 
@@ -267,7 +293,8 @@ struct CudaExecutor::Impl {
       const PlannedValue& v = plan.values[id];
       if (v.location != Location::kConstant || !v.upload || v.base >= 0) continue;
       const ir::Value* src = v.source;
-      bool initializer = src != nullptr && src->initializer() != nullptr;
+      bool initializer =
+          src != nullptr && (src->initializer() != nullptr || src->sparseInitializer() != nullptr);
       if (initializer) {
         if (auto it = weights.find(src); it != weights.end()) {
           state.constant_ptrs[static_cast<int>(id)] = it->second.data();
@@ -400,8 +427,18 @@ struct CudaExecutor::Impl {
         }
         prepared.constants.push_back(std::move(data));
       }
-      for (const std::optional<HostTensor>& c : prepared.constants) {
+      for (size_t i = 0; i < prepared.constants.size(); ++i) {
+        const std::optional<HostTensor>& c = prepared.constants[i];
         call.constant_inputs.push_back(c ? &*c : nullptr);
+        // A weight without its data (a model with its weights stripped): the reference kernel's
+        // refusal, before anything runs, rather than a kernel reading nothing.
+        if (c && c->dtype != DataType::kString) {
+          auto expected = dataTypeStorageBytes(c->dtype, static_cast<uint64_t>(c->numElements()));
+          if (expected && *expected != c->bytes.size()) {
+            return invalidArgument("{}: {}: input {} has {} bytes, expected {}", pn.name, pn.op, i,
+                                   c->bytes.size(), *expected);
+          }
+        }
       }
       kernels::Support support = api->canImplement(call);
       if (!support) {
@@ -634,6 +671,7 @@ struct CudaExecutor::Impl {
       const HostTensor& t = outs[i].tensor;
       bool type_fits = v.dtype == DataType::kUndefined || t.dtype == v.dtype;
       if (!type_fits || !dimsFit(v, t.dims)) {
+        shape_mismatch = true;
         return makeError(StatusCode::kInternal,
                          "output '{}': the plan says {}[{}], the reference kernel made {}[{}]",
                          v.name, dataTypeName(v.dtype), fmt::join(v.dims, ","),
@@ -996,9 +1034,24 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs,
     RETURN_IF_ERROR(impl_->api->probe().status());
     impl_->last_thread = std::this_thread::get_id();
   }
-  ASSIGN_OR_RETURN(PlanState * state, impl_->stateFor(shapes));
-  ASSIGN_OR_RETURN(ExecutionResult result,
-                   impl_->execute(*state, inputs, options.record_intermediates, profile));
+  auto planned = impl_->stateFor(shapes);
+  if (!planned.isOk()) {
+    // What the plan cannot represent (an op or value the lowering does not know) still runs, on
+    // the CPU; bad inputs, weights without data and out-of-memory stay errors.
+    StatusCode code = planned.status().code();
+    if (code == StatusCode::kUnimplemented || code == StatusCode::kInternal) {
+      return impl_->runOnReference(inputs, options, planned.status());
+    }
+    return planned.status();
+  }
+  PlanState* state = *planned;
+  impl_->shape_mismatch = false;
+  auto executed = impl_->execute(*state, inputs, options.record_intermediates, profile);
+  if (!executed.isOk()) {
+    if (impl_->shape_mismatch) return impl_->runOnReference(inputs, options, executed.status());
+    return executed.status();
+  }
+  ExecutionResult result = std::move(executed).value();
   if (options.non_tensor_outputs) {
     result.kinds.resize(result.outputs.size(), OutputKind::kTensor);
     result.sequences.resize(result.outputs.size());
