@@ -256,6 +256,21 @@ TEST(CudaExecutorOnFakeDevice, DynamicBatchAtTwoShapesInOneSession) {
   session.expectClean();
 }
 
+// Dynamic batch and sequence dims: a transformer at batch 1 / seq 5, batch 2 / seq 7, then the
+// first again, in one session (miss, miss, hit), each matching the reference executor.
+TEST(CudaExecutorOnFakeDevice, TransformerAtTwoShapesInOneSession) {
+  for (const std::string& path : test::dynamicSequenceModels()) {
+    SCOPED_TRACE(path);
+    auto model = test::loadInferred(path);
+    ASSERT_TRUE(model);
+    FakeSession session(*model);
+    ASSERT_TRUE(session.executor);
+    test::expectSizesShareASession(*session.executor, *model, {{"batch", 1}, {"seq", 5}},
+                                   {{"batch", 2}, {"seq", 7}});
+    session.expectClean();
+  }
+}
+
 /// A CUDA executor on `device`, as a runner's factory returns it.
 StatusOr<std::unique_ptr<Executor>> executorOn(const ir::Model& model, const CudaOptions& options,
                                                std::unique_ptr<cuda_detail::DeviceApi> device) {

@@ -229,6 +229,20 @@ std::string modelName(const ::testing::TestParamInfo<std::string>& info) {
 INSTANTIATE_TEST_SUITE_P(Bundled, CudaModelTest, ::testing::ValuesIn(test::cudaTestModels()),
                          modelName);
 
+// Dynamic batch and sequence dims on a bundled transformer: two shapes in one session (miss,
+// miss, hit), each against the reference executor.
+TEST_F(CudaTest, TransformerAtTwoShapesInOneSession) {
+  for (const std::string& path : test::dynamicSequenceModels()) {
+    SCOPED_TRACE(path);
+    auto model = test::loadInferred(path);
+    ASSERT_TRUE(model);
+    auto executor = executorFor(*model);
+    ASSERT_TRUE(executor);
+    test::expectSizesShareASession(*executor, *model, {{"batch", 1}, {"seq", 5}},
+                                   {{"batch", 2}, {"seq", 7}});
+  }
+}
+
 TEST_F(CudaTest, DynamicBatchAtTwoShapesInOneSession) {
   auto model = test::loadInferred("models/tiny_cnn/model.onnx");
   ASSERT_TRUE(model);

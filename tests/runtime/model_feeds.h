@@ -91,20 +91,35 @@ inline void expectIntermediatesMatchReference(Executor& executor, const ir::Mode
   }
 }
 
-/// `model`'s first input has a symbolic batch dim: runs at batch 1 (a plan cache miss), 3 (a
-/// miss) and 1 again (a hit) in one session, each matching the reference executor.
+/// Runs `model` with its symbolic dims bound to `first`, then `second` (two plan cache misses),
+/// then `first` again (a hit) in one session, each matching the reference executor.
+inline void expectSizesShareASession(CudaExecutor& cuda, const ir::Model& model,
+                                     const std::map<std::string, int64_t>& first,
+                                     const std::map<std::string, int64_t>& second) {
+  int64_t misses = cuda.planMisses(), hits = cuda.planHits();
+  expectMatchesReference(cuda, model, randomFeeds(model, 1, first));
+  expectMatchesReference(cuda, model, randomFeeds(model, 2, second));
+  EXPECT_EQ(cuda.planMisses() - misses, 2);
+  EXPECT_EQ(cuda.planHits() - hits, 0);
+  expectMatchesReference(cuda, model, randomFeeds(model, 3, first));
+  EXPECT_EQ(cuda.planMisses() - misses, 2);
+  EXPECT_EQ(cuda.planHits() - hits, 1);
+}
+
+/// `model`'s first input has a symbolic batch dim: batch 1, 3, then 1 again in one session.
 inline void expectBatchSizesShareASession(CudaExecutor& cuda, const ir::Model& model) {
   const ir::Value* in = model.graph->inputs()[0];
   ASSERT_TRUE(in->type().shape && !in->type().shape->empty());
   const ir::Dim& batch = (*in->type().shape)[0];
   ASSERT_EQ(batch.kind, ir::Dim::Kind::kParam) << "the batch dim is not symbolic";
-  expectMatchesReference(cuda, model, randomFeeds(model, 1, {{batch.param, 1}}));
-  expectMatchesReference(cuda, model, randomFeeds(model, 2, {{batch.param, 3}}));
-  EXPECT_EQ(cuda.planMisses(), 2);
-  EXPECT_EQ(cuda.planHits(), 0);
-  expectMatchesReference(cuda, model, randomFeeds(model, 3, {{batch.param, 1}}));
-  EXPECT_EQ(cuda.planMisses(), 2);
-  EXPECT_EQ(cuda.planHits(), 1);
+  expectSizesShareASession(cuda, model, {{batch.param, 1}}, {{batch.param, 3}});
+}
+
+/// The bundled transformers with dynamic batch and sequence dims (input_ids: int64[batch,seq]).
+inline const std::vector<std::string>& dynamicSequenceModels() {
+  static const std::vector<std::string> models = {"models/transformers/bert_legacy/model.onnx",
+                                                  "models/transformers/gpt2_legacy/model.onnx"};
+  return models;
 }
 
 // Device kernels (MatMul, Add, Relu, Add), views (Reshape of an input, Unsqueeze of an arena
