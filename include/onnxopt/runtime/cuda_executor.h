@@ -56,11 +56,16 @@ StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds)
 /// uploaded once per session, when a plan first needs them. run() is serialized by a mutex (safe
 /// to call from several threads, one run at a time).
 ///
-/// The model must carry inferred types (ir::inferShapes) and outlive the executor. Not supported
-/// yet, each a kUnimplemented error naming the node before anything runs: nodes whose shapes are
-/// known only at run time (Plan's dynamic nodes) and CPU-fallback nodes with subgraphs (If, Loop,
-/// Scan). With ExecutionOptions::record_intermediates, each named node output is copied to the
-/// host right after its node ran (a synchronization per node: for debugging, `--per-layer`).
+/// The model must carry inferred types (ir::inferShapes) and outlive the executor. Nodes shaped at
+/// run time (the plan's dynamic nodes: NonZero, a Reshape to run-time data, ...) run on the CPU
+/// reference kernels, whose result gives their dims; dynamic values are held on the host. CPU
+/// nodes with subgraphs (If, Loop, Scan), sequence and optional ops and ops of other domains run
+/// through the reference executor's interpreter (runNodeOnHost); sequence and empty-optional
+/// values stay on the host and are returned with ExecutionOptions::non_tensor_outputs. A run the
+/// plan cannot describe (its lowering fails with kUnimplemented/kInternal, or a host-run node
+/// makes other dims than the plan's) runs on the reference executor, and lastSummary() says so.
+/// With ExecutionOptions::record_intermediates, each named node output is copied to the host
+/// right after its node ran (a synchronization per node: for debugging, `--per-layer`).
 class CudaExecutor : public Executor {
  public:
   static StatusOr<std::unique_ptr<CudaExecutor>> create(const ir::Model& model,
