@@ -4,7 +4,7 @@
 // throughput, device memory, plan cache and CUDA graph state; with --profile, eager runs with an
 // event pair around each step and a per-node table. --json FILE writes the same as JSON.
 #include <chrono>
-#include <iostream>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -14,9 +14,7 @@
 #include "bench_stats.h"
 #include "commands.h"
 #include "onnxopt/io/model_io.h"
-#include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/runtime/cuda_executor.h"
-#include "onnxopt/support/diagnostics.h"
 #include "report.h"
 
 namespace onnxopt::tools {

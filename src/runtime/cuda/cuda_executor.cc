@@ -179,6 +179,9 @@ struct PlanState {
   std::string graph_reason;  ///< kEager: why
   std::unique_ptr<cuda_detail::CapturedGraph> graph;
   int64_t replays = 0;
+  /// Set when a run of this plan found a host-run node contradicting the planned dims: later runs
+  /// at this signature go to the reference executor directly (the reason).
+  std::string reference_only;
   uint64_t last_used = 0;
 };
 
@@ -1045,10 +1048,17 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs,
     return planned.status();
   }
   PlanState* state = *planned;
+  if (!state->reference_only.empty()) {
+    return impl_->runOnReference(inputs, options,
+                                 Status(StatusCode::kInternal, state->reference_only));
+  }
   impl_->shape_mismatch = false;
   auto executed = impl_->execute(*state, inputs, options.record_intermediates, profile);
   if (!executed.isOk()) {
-    if (impl_->shape_mismatch) return impl_->runOnReference(inputs, options, executed.status());
+    if (impl_->shape_mismatch) {
+      state->reference_only = executed.status().message();
+      return impl_->runOnReference(inputs, options, executed.status());
+    }
     return executed.status();
   }
   ExecutionResult result = std::move(executed).value();
