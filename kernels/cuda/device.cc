@@ -1,5 +1,6 @@
-// The device layer (CUDA builds): probing devices, streams, allocations and copies, and the
-// translation of CUDA errors into Status (device.h).
+// The device layer (CUDA builds): probing devices, streams, allocations (device and pinned host),
+// copies, events, stream capture into CUDA graphs, and the translation of CUDA errors into Status
+// (device.h).
 #include "device.h"
 
 #include <cublasLt.h>
@@ -150,6 +151,126 @@ Status fillDevice(void* device_dst, int value, size_t bytes, CudaStream stream) 
   if (bytes == 0) return Status::ok();
   ONNXOPT_CUDA_CHECK(cudaMemsetAsync(device_dst, value, bytes, cuda::streamOf(stream)), "fill");
   return Status::ok();
+}
+
+StatusOr<PinnedBuffer> PinnedBuffer::allocate(size_t bytes) {
+  PinnedBuffer out;
+  if (bytes == 0) return out;
+  void* data = nullptr;
+  cudaError_t error = cudaMallocHost(&data, bytes);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    return cuda::toStatus(error, "cudaMallocHost", "cuda")
+        .withContext(fmt::format("allocating {} bytes of pinned host memory", bytes));
+  }
+  out.data_ = data;
+  out.size_ = bytes;
+  return out;
+}
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) (void)cudaFreeHost(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) (void)cudaFreeHost(data_);
+}
+
+DeviceGraph::DeviceGraph(DeviceGraph&& other) noexcept
+    : exec_(std::exchange(other.exec_, nullptr)) {}
+
+DeviceGraph& DeviceGraph::operator=(DeviceGraph&& other) noexcept {
+  if (this != &other) {
+    if (exec_ != nullptr) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+    exec_ = std::exchange(other.exec_, nullptr);
+  }
+  return *this;
+}
+
+DeviceGraph::~DeviceGraph() {
+  if (exec_ != nullptr) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+}
+
+Status DeviceGraph::launch(CudaStream stream) const {
+  if (exec_ == nullptr) return makeError(StatusCode::kInternal, "cuda: launch of an empty graph");
+  ONNXOPT_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), cuda::streamOf(stream)),
+                     "cuda graph");
+  return Status::ok();
+}
+
+StatusOr<DeviceEvent> DeviceEvent::create() {
+  cudaEvent_t event = nullptr;
+  ONNXOPT_CUDA_CHECK(cudaEventCreate(&event), "cuda event");
+  DeviceEvent out;
+  out.event_ = event;
+  return out;
+}
+
+DeviceEvent::DeviceEvent(DeviceEvent&& other) noexcept
+    : event_(std::exchange(other.event_, nullptr)) {}
+
+DeviceEvent& DeviceEvent::operator=(DeviceEvent&& other) noexcept {
+  if (this != &other) {
+    if (event_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+
+DeviceEvent::~DeviceEvent() {
+  if (event_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+}
+
+Status DeviceEvent::record(CudaStream stream) const {
+  ONNXOPT_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event_), cuda::streamOf(stream)),
+                     "cuda event");
+  return Status::ok();
+}
+
+StatusOr<double> DeviceEvent::elapsedMs(const DeviceEvent& start, const DeviceEvent& end) {
+  float ms = 0;
+  ONNXOPT_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start.event_),
+                                          static_cast<cudaEvent_t>(end.event_)),
+                     "cuda event");
+  return static_cast<double>(ms);
+}
+
+Status beginStreamCapture(CudaStream stream) {
+  ONNXOPT_CUDA_CHECK(
+      cudaStreamBeginCapture(cuda::streamOf(stream), cudaStreamCaptureModeThreadLocal),
+      "cuda graph");
+  return Status::ok();
+}
+
+StatusOr<DeviceGraph> endStreamCapture(CudaStream stream) {
+  cudaGraph_t graph = nullptr;
+  cudaError_t ended = cudaStreamEndCapture(cuda::streamOf(stream), &graph);
+  // An invalidated capture leaves its error as the last error too: clear it (not sticky).
+  (void)cudaGetLastError();
+  if (ended != cudaSuccess) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    return cuda::toStatus(ended, "cudaStreamEndCapture", "cuda graph");
+  }
+  if (graph == nullptr) return makeError(StatusCode::kInternal, "cuda graph: nothing was captured");
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  cudaError_t destroyed = cudaGraphDestroy(graph);
+  if (instantiated != cudaSuccess) {
+    (void)cudaGetLastError();
+    return cuda::toStatus(instantiated, "cudaGraphInstantiate", "cuda graph");
+  }
+  DeviceGraph out;
+  out.exec_ = exec;
+  ONNXOPT_CUDA_CHECK(destroyed, "cuda graph");
+  return out;
 }
 
 }  // namespace onnxopt::kernels

@@ -52,6 +52,38 @@ Status fillDevice(void*, int, size_t, CudaStream) {
   return notBuilt();
 }
 
+StatusOr<PinnedBuffer> PinnedBuffer::allocate(size_t) {
+  return notBuilt();
+}
+PinnedBuffer::PinnedBuffer(PinnedBuffer&&) noexcept = default;
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&&) noexcept = default;
+PinnedBuffer::~PinnedBuffer() = default;
+
+DeviceGraph::DeviceGraph(DeviceGraph&&) noexcept = default;
+DeviceGraph& DeviceGraph::operator=(DeviceGraph&&) noexcept = default;
+DeviceGraph::~DeviceGraph() = default;
+Status DeviceGraph::launch(CudaStream) const {
+  return notBuilt();
+}
+StatusOr<DeviceEvent> DeviceEvent::create() {
+  return notBuilt();
+}
+DeviceEvent::DeviceEvent(DeviceEvent&&) noexcept = default;
+DeviceEvent& DeviceEvent::operator=(DeviceEvent&&) noexcept = default;
+DeviceEvent::~DeviceEvent() = default;
+Status DeviceEvent::record(CudaStream) const {
+  return notBuilt();
+}
+StatusOr<double> DeviceEvent::elapsedMs(const DeviceEvent&, const DeviceEvent&) {
+  return notBuilt();
+}
+Status beginStreamCapture(CudaStream) {
+  return notBuilt();
+}
+StatusOr<DeviceGraph> endStreamCapture(CudaStream) {
+  return notBuilt();
+}
+
 bool hasCudaLaunch(const std::string&, const std::string&, int64_t) {
   return false;
 }

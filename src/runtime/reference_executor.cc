@@ -285,6 +285,9 @@ class Interpreter {
 
   std::unordered_map<const ir::Value*, RtValue> values_;
 
+  /// One node, with its inputs (and its subgraphs' outer values) in values_ (runNodeOnHost).
+  Status runOne(const ir::Node& n) { return runNode(n); }
+
  private:
   StatusOr<const RtValue*> valueOf(const ir::Node& n, size_t i) {
     const ir::Value* v = i < n.numInputs() ? n.input(i) : nullptr;
@@ -1115,6 +1118,43 @@ StatusOr<ExecutionResult> runModel(const ir::Model& model, const Feeds& inputs,
     }
   }
   return result;
+}
+
+StatusOr<kernels::HostTensor> densifySparse(const ir::SparseTensor& sparse,
+                                            const std::string& name) {
+  return densify(sparse, name);
+}
+
+StatusOr<std::vector<HostValue>> runNodeOnHost(
+    const ir::Model& model, const ir::Node& node,
+    const std::vector<std::pair<const ir::Value*, HostValue>>& values) {
+  Interpreter exec(model);
+  for (const auto& [v, hv] : values) {
+    RtValue rt;
+    rt.kind = hv.kind == OutputKind::kTensor     ? RtValue::Kind::kTensor
+              : hv.kind == OutputKind::kSequence ? RtValue::Kind::kSequence
+                                                 : RtValue::Kind::kNone;
+    rt.tensor = hv.tensor;
+    rt.sequence = hv.sequence;
+    rt.seq_type = hv.seq_type;
+    exec.values_[v] = std::move(rt);
+  }
+  RETURN_IF_ERROR(exec.runOne(node));
+  std::vector<HostValue> outs(node.numOutputs());
+  for (size_t i = 0; i < node.numOutputs(); ++i) {
+    const ir::Value* v = node.output(i);
+    if (v == nullptr) continue;
+    auto it = exec.values_.find(v);
+    if (it == exec.values_.end()) continue;
+    RtValue& rt = it->second;
+    outs[i].kind = rt.kind == RtValue::Kind::kTensor     ? OutputKind::kTensor
+                   : rt.kind == RtValue::Kind::kSequence ? OutputKind::kSequence
+                                                         : OutputKind::kNone;
+    outs[i].tensor = std::move(rt.tensor);
+    outs[i].sequence = std::move(rt.sequence);
+    outs[i].seq_type = rt.seq_type;
+  }
+  return outs;
 }
 
 namespace {

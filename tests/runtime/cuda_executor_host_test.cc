@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "fake_device.h"
 #include "model_feeds.h"
@@ -107,8 +108,9 @@ TEST(CudaRunner, NoDeviceIsAClearError) {
   EXPECT_EQ(by_name.status().code(), direct.status().code());
 }
 
-// What the GPU suite runs must plan for the CUDA kernels without the nodes the executor refuses
-// (run-time shapes, subgraph ops on the CPU): otherwise the GPU run would only report them.
+// The bundled models the GPU suite runs plan statically, with no subgraph op on the CPU, so that
+// their GPU runs cover the device path (and CUDA graphs); run-time shapes and subgraphs have
+// tests of their own below.
 TEST(CudaRunner, TestModelsPlanWithoutUnsupportedNodes) {
   for (const std::string& path : test::cudaTestModels()) {
     SCOPED_TRACE(path);
@@ -141,16 +143,21 @@ TEST(CudaRunner, HugeIntermediateIsInTheArena) {
 
 // --- the executor on the fake device -------------------------------------------------------------
 
+CudaOptions poisonedOptions() {
+  CudaOptions options;
+  options.poison_byte = 0xA5;
+  return options;
+}
+
 /// An executor on a fake device whose log outlives it; poisons the arena before each run.
 struct FakeSession {
   std::shared_ptr<test::FakeDeviceLog> log = std::make_shared<test::FakeDeviceLog>();
   std::unique_ptr<CudaExecutor> executor;
 
-  explicit FakeSession(const ir::Model& model, std::set<std::string> refuse = {}) {
-    CudaOptions options;
-    options.poison_byte = 0xA5;
-    auto created =
-        CudaExecutor::createOn(model, options, std::make_unique<test::FakeDevice>(log, refuse));
+  explicit FakeSession(const ir::Model& model, std::set<std::string> refuse = {},
+                       test::FakeCapture capture = {}, CudaOptions options = poisonedOptions()) {
+    auto created = CudaExecutor::createOn(
+        model, options, std::make_unique<test::FakeDevice>(log, refuse, std::move(capture)));
     EXPECT_TRUE(created.isOk()) << created.status().toString();
     if (created.isOk()) executor = std::move(created).value();
   }
@@ -170,14 +177,14 @@ TEST(CudaExecutorOnFakeDevice, MixedGraphMatchesReferenceAndReusesItsPlan) {
   CudaExecutor& cuda = *session.executor;
   test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
   EXPECT_EQ(cuda.planMisses(), 1);
-  EXPECT_EQ(cuda.uploadedWeightBytes(), (12 + 3) * 4) << cuda.lastSummary();
+  EXPECT_EQ(cuda.uploadedWeightBytes(), test::kMixedWeightBytes) << cuda.lastSummary();
   EXPECT_EQ(cuda.lastPlan()->countPlacement(Placement::kCpuFallback), 1) << cuda.lastSummary();
-  EXPECT_EQ(session.log->launches, 3);  // MatMul, Add, Relu
+  EXPECT_EQ(session.log->launches, 4);  // MatMul, Add, Relu, Add
   test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, -0.25f)}});
   EXPECT_EQ(cuda.planHits(), 1);
   test::expectMatchesReference(cuda, *model, {{"x", test::ramp({5, 4}, 0.125f)}});
   EXPECT_EQ(cuda.planMisses(), 2);
-  EXPECT_EQ(cuda.uploadedWeightBytes(), (12 + 3) * 4);  // once per session
+  EXPECT_EQ(cuda.uploadedWeightBytes(), test::kMixedWeightBytes);  // once per session
   test::expectMatchesReference(cuda, *model, {{"x", test::ramp({2, 4}, 1.f)}});
   EXPECT_EQ(cuda.planHits(), 2);
   test::expectIntermediatesMatchReference(cuda, *model, {{"x", test::ramp({5, 4}, 2.f)}});
@@ -208,7 +215,7 @@ TEST(CudaExecutorOnFakeDevice, RefusedKernelRunsOnTheCpu) {
   test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
   EXPECT_NE(session.executor->lastSummary().find("fake device refuses Add"), std::string::npos)
       << session.executor->lastSummary();
-  EXPECT_EQ(session.log->launches, 2);  // MatMul, Relu
+  EXPECT_EQ(session.log->launches, 2);  // MatMul, Relu (both Adds refused)
   session.expectClean();
 }
 
@@ -247,6 +254,21 @@ TEST(CudaExecutorOnFakeDevice, DynamicBatchAtTwoShapesInOneSession) {
   ASSERT_TRUE(session.executor);
   test::expectBatchSizesShareASession(*session.executor, *model);
   session.expectClean();
+}
+
+// Dynamic batch and sequence dims: a transformer at batch 1 / seq 5, batch 2 / seq 7, then the
+// first again, in one session (miss, miss, hit), each matching the reference executor.
+TEST(CudaExecutorOnFakeDevice, TransformerAtTwoShapesInOneSession) {
+  for (const std::string& path : test::dynamicSequenceModels()) {
+    SCOPED_TRACE(path);
+    auto model = test::loadInferred(path);
+    ASSERT_TRUE(model);
+    FakeSession session(*model);
+    ASSERT_TRUE(session.executor);
+    test::expectSizesShareASession(*session.executor, *model, {{"batch", 1}, {"seq", 5}},
+                                   {{"batch", 2}, {"seq", 7}});
+    session.expectClean();
+  }
 }
 
 /// A CUDA executor on `device`, as a runner's factory returns it.
@@ -299,6 +321,310 @@ TEST(CudaExecutorOnFakeDevice, CheckAgainstTheReferenceRunner) {
   auto same = checkModels(*model, *model, options);
   ASSERT_TRUE(same.isOk()) << same.status().toString();
   EXPECT_EQ(same->runner, "test-fake-cuda-no-add");
+}
+
+// --- stream order and CUDA graphs on the fake device ----------------------------------------------
+// The fake device runs queued work only at synchronize(), so a host read that the executor did
+// not synchronize before sees stale bytes (and the comparison with the reference fails).
+
+// All device steps, graphs off: the only synchronization of a run is the one at its end.
+TEST(CudaExecutorOnFakeDevice, AllDeviceRunSynchronizesOnce) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  CudaOptions options = poisonedOptions();
+  options.cuda_graphs = false;
+  FakeSession session(*model, {}, {}, options);
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({3, 8}, 0.3f)}});
+  int64_t before = session.log->synchronizations;
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({3, 8}, -0.7f)}});
+  EXPECT_EQ(session.log->synchronizations - before, 1);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({3, 8}, 1.1f)}});
+  EXPECT_EQ(session.log->captures, 0);  // graphs off: never captured
+  EXPECT_EQ(session.executor->cudaGraphState(), "off");
+  EXPECT_NE(session.executor->lastSummary().find("cuda graph: off"), std::string::npos);
+  session.expectClean();
+}
+
+// A CPU fallback (Det) between device steps: one synchronization where the host reads its
+// copied input, one at the end; its result goes up without one.
+TEST(CudaExecutorOnFakeDevice, FallbackSynchronizesOnlyWhereTheHostReads) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
+  int64_t before = session.log->synchronizations;
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, -1.5f)}});
+  EXPECT_EQ(session.log->synchronizations - before, 2) << session.executor->lastSummary();
+  EXPECT_NE(session.executor->cudaGraphState().find("eager ("), std::string::npos)
+      << session.executor->cudaGraphState();
+  session.expectClean();
+}
+
+// A plan of device launches only: eager once, captured at the second run, replayed after; every
+// run right with new input values (the graph reads the plan's input buffers, refilled each run).
+TEST(CudaExecutorOnFakeDevice, StaticDevicePlanIsCapturedThenReplayed) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 8}, 0.3f)}});
+  EXPECT_EQ(session.log->captures, 0);
+  EXPECT_EQ(cuda.cudaGraphState(), "to be captured at the next run");
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 8}, -0.6f)}});
+  EXPECT_EQ(session.log->captures, 1);
+  EXPECT_EQ(session.log->replays, 1);
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 8}, 1.1f)}});
+  EXPECT_EQ(session.log->captures, 1);
+  EXPECT_EQ(session.log->replays, 2);
+  EXPECT_EQ(cuda.cudaGraphState(), "captured, replayed 2");
+  EXPECT_NE(cuda.lastSummary().find("cuda graph: captured, replayed 2"), std::string::npos)
+      << cuda.lastSummary();
+  EXPECT_EQ(session.log->launches, 4 * 3);
+  // Another shape is another plan, with a graph of its own; the first one's still replays.
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({5, 8}, 0.2f)}});
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({5, 8}, 0.9f)}});
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 8}, 2.f)}});
+  EXPECT_EQ(session.log->captures, 2);
+  EXPECT_EQ(cuda.cudaGraphState(), "captured, replayed 3");
+  // Recording intermediates runs eagerly and leaves the graph alone.
+  test::expectIntermediatesMatchReference(cuda, *model, {{"x", test::ramp({3, 8}, 0.4f)}});
+  EXPECT_EQ(session.log->replays, 4);
+  session.expectClean();
+}
+
+// A kernel that cannot be captured (as one that calls cudaMalloc): the capture is discarded and
+// the plan runs eagerly from then on, with right results and no failed run.
+TEST(CudaExecutorOnFakeDevice, FailedCaptureRunsEagerly) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  test::FakeCapture capture;
+  capture.uncapturable_ops = {"Neg"};
+  FakeSession session(*model, {}, capture);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  for (float start : {0.3f, -0.6f, 1.1f}) {
+    test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 8}, start)}});
+  }
+  EXPECT_EQ(session.log->captures, 0);
+  EXPECT_EQ(session.log->replays, 0);
+  EXPECT_EQ(session.log->launches, 4 * 3);
+  EXPECT_NE(cuda.cudaGraphState().find("fake device: Neg cannot be captured"), std::string::npos)
+      << cuda.cudaGraphState();
+  session.expectClean();
+}
+
+TEST(CudaExecutorOnFakeDevice, DeviceThatCannotCaptureRunsEagerly) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  test::FakeCapture capture;
+  capture.capturable = false;
+  FakeSession session(*model, {}, capture);
+  ASSERT_TRUE(session.executor);
+  for (float start : {0.3f, -0.6f, 1.1f}) {
+    test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({3, 8}, start)}});
+  }
+  EXPECT_EQ(session.executor->cudaGraphState(),
+            "eager (capture failed: fake device cannot capture)");
+  EXPECT_EQ(session.log->replays, 0);
+  session.expectClean();
+}
+
+// A profiled run: eager, right, one time per step that does work (views and folded nodes none),
+// copies named as such; it neither captures nor replays a graph.
+TEST(CudaExecutorOnFakeDevice, ProfiledRunTimesEachStep) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  Feeds feeds{{"x", test::ramp({2, 4}, 0.5f)}};
+  std::vector<CudaExecutor::StepTime> times;
+  auto result = cuda.runProfiled(feeds, &times);
+  ASSERT_TRUE(result.isOk()) << result.status().toString();
+  auto expected = runModel(*model, feeds);
+  ASSERT_TRUE(expected.isOk());
+  EXPECT_EQ(result->outputs[0].bytes, expected->outputs[0].bytes);
+  std::multiset<std::string> ops;
+  for (const CudaExecutor::StepTime& t : times) {
+    ops.insert(t.op);
+    EXPECT_GE(t.ms, 0.0) << t.name;
+    EXPECT_FALSE(t.name.empty());
+  }
+  // MatMul, Add, Relu, Add on the device; Det on the CPU with its input copied down (its output
+  // is a graph output, read on the host).
+  EXPECT_EQ(ops, (std::multiset<std::string>{"MatMul", "Add", "Relu", "Add", "Det", "CopyToHost"}))
+      << cuda.lastSummary();
+  ASSERT_TRUE(cuda.runProfiled(feeds, &times).isOk());
+  EXPECT_EQ(times.size(), ops.size());  // cleared, not appended
+  EXPECT_EQ(session.log->captures, 0);
+  session.expectClean();
+}
+
+// --- run-time shapes and subgraphs on the fake device --------------------------------------------
+
+// kNonZero: NonZero between device ops; inputs with different numbers of non-zeros, one plan.
+TEST(CudaExecutorOnFakeDevice, NonZeroFeedingADeviceOpRuns) {
+  auto model = test::parseInferred(test::kNonZero);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  test::expectMatchesReference(cuda, *model, {{"x", test::floats({6}, {1, -2, 3, 0, 5, -1})}});
+  ASSERT_TRUE(cuda.lastPlan());
+  EXPECT_TRUE(cuda.lastPlan()->has_dynamic) << cuda.lastSummary();
+  EXPECT_EQ(session.log->launches, 2) << cuda.lastSummary();  // Relu, Add
+  test::expectMatchesReference(cuda, *model, {{"x", test::floats({6}, {1, 2, 3, 4, 5, 6})}});
+  test::expectMatchesReference(cuda, *model, {{"x", test::floats({6}, {-1, -2, -3, 0, 0, 0})}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  EXPECT_EQ(cuda.cudaGraphState().rfind("eager (", 0), 0u) << cuda.cudaGraphState();
+  test::expectIntermediatesMatchReference(cuda, *model,
+                                          {{"x", test::floats({6}, {0, 1, 0, 1, 0, 1})}});
+  session.expectClean();
+}
+
+// kRuntimeReshape: a Reshape to a target computed from an input at run time.
+TEST(CudaExecutorOnFakeDevice, ReshapeToARuntimeShapeRuns) {
+  auto model = test::parseInferred(test::kRuntimeReshape);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  auto shape = [](int64_t a, int64_t b) {
+    kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kInt64, {2});
+    t.set<int64_t>(0, a);
+    t.set<int64_t>(1, b);
+    return t;
+  };
+  test::expectMatchesReference(cuda, *model, {{"x", test::ramp({3, 4}, 0.1f)}, {"k", shape(2, 6)}});
+  EXPECT_TRUE(cuda.lastPlan()->has_dynamic) << cuda.lastSummary();
+  // The same input signature, another target shape: the same plan, other output dims.
+  test::expectMatchesReference(cuda, *model,
+                               {{"x", test::ramp({3, 4}, 0.1f)}, {"k", shape(12, 1)}});
+  test::expectMatchesReference(cuda, *model,
+                               {{"x", test::ramp({3, 4}, 0.1f)}, {"k", shape(-1, 3)}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  session.expectClean();
+}
+
+// kIf: both branches, each reading an outer device value and a weight; one plan.
+TEST(CudaExecutorOnFakeDevice, IfRunsOnTheCpuWithItsOuterValues) {
+  auto model = test::parseInferred(test::kIf);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  test::expectMatchesReference(cuda, *model,
+                               {{"x", test::ramp({3, 4}, -0.5f)}, {"c", test::boolScalar(true)}});
+  test::expectMatchesReference(cuda, *model,
+                               {{"x", test::ramp({3, 4}, -0.5f)}, {"c", test::boolScalar(false)}});
+  EXPECT_EQ(cuda.planMisses(), 1);
+  EXPECT_EQ(session.log->launches, 4) << cuda.lastSummary();  // Relu, Sigmoid, twice
+  test::expectIntermediatesMatchReference(
+      cuda, *model, {{"x", test::ramp({3, 4}, 0.5f)}, {"c", test::boolScalar(true)}});
+  session.expectClean();
+}
+
+// kLoop: trip counts 0, 1 and 3 at one input signature (the scan output's length follows).
+TEST(CudaExecutorOnFakeDevice, LoopRunsOnTheCpu) {
+  auto model = test::parseInferred(test::kLoop);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  for (int64_t n : {3, 1, 0}) {
+    SCOPED_TRACE(n);
+    test::expectMatchesReference(cuda, *model,
+                                 {{"x", test::ramp({2, 4}, -0.3f)}, {"n", test::int64Scalar(n)}});
+  }
+  EXPECT_EQ(cuda.planMisses(), 1);
+  session.expectClean();
+}
+
+// kSequenceOptional: sequence and optional values stay on the host; tensors read from them go
+// on to device ops.
+TEST(CudaExecutorOnFakeDevice, SequencesAndOptionalsRunOnTheHost) {
+  auto model = test::parseInferred(test::kSequenceOptional);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 3}, -0.5f)}});
+  test::expectIntermediatesMatchReference(*session.executor, *model,
+                                          {{"x", test::ramp({2, 3}, 0.25f)}});
+  session.expectClean();
+}
+
+// A sequence graph output: returned with non_tensor_outputs (as the reference executor does),
+// refused without.
+TEST(CudaExecutorOnFakeDevice, SequenceOutputsNeedNonTensorOutputs) {
+  auto model = test::parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (q) {
+  a = Relu(x)
+  q = SequenceConstruct(a, x)
+}
+)");
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  Feeds feeds{{"x", test::floats({2}, {-1, 2})}};
+  ExecutionOptions with;
+  with.non_tensor_outputs = true;
+  auto result = session.executor->run(feeds, with);
+  ASSERT_TRUE(result.isOk()) << result.status().toString();
+  ASSERT_EQ(result->kinds.size(), 1u);
+  EXPECT_EQ(result->kinds[0], OutputKind::kSequence);
+  ASSERT_EQ(result->sequences[0].size(), 2u);
+  EXPECT_EQ(result->sequences[0][0].get<float>(0), 0.f);
+  EXPECT_EQ(result->sequences[0][1].get<float>(0), -1.f);
+  auto without = session.executor->run(feeds);
+  ASSERT_FALSE(without.isOk());
+  EXPECT_NE(without.status().message().find("output 'q' is a sequence"), std::string::npos)
+      << without.status().toString();
+  session.expectClean();
+}
+
+// A declared output shape the data contradicts (as in polygraphy's empty_tensor_expand): the node
+// run on the host makes other dims than the plan's, and the run is redone on the reference
+// executor, which the summary says: never a failure where the reference executor runs the model.
+TEST(CudaExecutorOnFakeDevice, DeclaredShapeTheDataContradictsRunsOnTheReference) {
+  auto model = test::parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x, int64[2] s) => (float[3,2] y) {
+  h = Relu(x)
+  y = Expand(h, s)
+}
+)");
+  ASSERT_TRUE(model);
+  FakeSession session(*model, {"Expand"});
+  ASSERT_TRUE(session.executor);
+  kernels::HostTensor s = kernels::HostTensor::zeros(DataType::kInt64, {2});
+  s.set<int64_t>(0, 1);
+  s.set<int64_t>(1, 1);
+  for (float start : {-0.5f, 0.5f}) {  // the second run goes to the reference directly
+    test::expectMatchesReference(*session.executor, *model,
+                                 {{"x", test::ramp({2, 3}, start)}, {"s", s}});
+    EXPECT_NE(session.executor->lastSummary().find("the whole run went to the reference executor"),
+              std::string::npos)
+        << session.executor->lastSummary();
+  }
+  EXPECT_EQ(session.executor->planMisses(), 1);
+  session.expectClean();
+}
+
+// The workspace is one region shared by the device nodes, reported in the summary.
+TEST(CudaExecutorOnFakeDevice, WorkspaceIsReported) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, 0.5f)}});
+  EXPECT_EQ(session.executor->workspaceBytes(), 1024);  // the fake's MatMul asks for 1024
+  EXPECT_NE(session.executor->lastSummary().find("workspace: 1024 bytes"), std::string::npos)
+      << session.executor->lastSummary();
+  session.expectClean();
 }
 
 }  // namespace

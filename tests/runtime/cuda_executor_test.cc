@@ -49,7 +49,7 @@ TEST_F(CudaTest, MixedGraphMatchesReferenceAndReusesItsPlan) {
   EXPECT_EQ(cuda.planMisses(), 1);
   EXPECT_EQ(cuda.planHits(), 0);
   int64_t weights = cuda.uploadedWeightBytes();
-  EXPECT_EQ(weights, (12 + 3) * 4) << cuda.lastSummary();
+  EXPECT_EQ(weights, test::kMixedWeightBytes) << cuda.lastSummary();
   ASSERT_TRUE(cuda.lastPlan());
   EXPECT_EQ(cuda.lastPlan()->countPlacement(Placement::kCpuFallback), 1) << cuda.lastSummary();
   EXPECT_NE(cuda.lastSummary().find("fallback: "), std::string::npos) << cuda.lastSummary();
@@ -78,6 +78,78 @@ TEST_F(CudaTest, InPlaceChainMatchesReference) {
   ASSERT_TRUE(executor);
   expectMatchesReference(*executor, *model, {{"x", ramp({3, 8}, 0.3f)}});
   EXPECT_EQ(executor->lastPlan()->countPlacement(Placement::kDevice), 4) << executor->lastSummary();
+}
+
+// All device steps: eager once, captured at the second run, replayed from then on; right with
+// new values each time, and with the graph off too.
+TEST_F(CudaTest, StaticPlanIsCapturedAndReplayed) {
+  auto model = parseInferred(kChain);
+  ASSERT_TRUE(model);
+  auto executor = executorFor(*model);
+  ASSERT_TRUE(executor);
+  expectMatchesReference(*executor, *model, {{"x", ramp({3, 8}, 0.3f)}});
+  expectMatchesReference(*executor, *model, {{"x", ramp({3, 8}, -0.6f)}});
+  expectMatchesReference(*executor, *model, {{"x", ramp({3, 8}, 1.1f)}});
+  EXPECT_EQ(executor->cudaGraphState(), "captured, replayed 2") << executor->lastSummary();
+  CudaOptions eager = poisoned();
+  eager.cuda_graphs = false;
+  auto off = executorFor(*model, eager);
+  ASSERT_TRUE(off);
+  expectMatchesReference(*off, *model, {{"x", ramp({3, 8}, 0.3f)}});
+  expectMatchesReference(*off, *model, {{"x", ramp({3, 8}, -0.6f)}});
+  EXPECT_EQ(off->cudaGraphState(), "off");
+}
+
+// Run-time shapes: NonZero between device ops, and a Reshape to a target read from an input; the
+// dynamic nodes run on the CPU, the rest on the GPU, one plan for every value.
+TEST_F(CudaTest, DynamicShapesRun) {
+  auto nonzero = parseInferred(test::kNonZero);
+  ASSERT_TRUE(nonzero);
+  auto a = executorFor(*nonzero);
+  ASSERT_TRUE(a);
+  expectMatchesReference(*a, *nonzero, {{"x", floats({6}, {1, -2, 3, 0, 5, -1})}});
+  expectMatchesReference(*a, *nonzero, {{"x", floats({6}, {1, 2, 3, 4, 5, 6})}});
+  expectMatchesReference(*a, *nonzero, {{"x", floats({6}, {-1, -2, -3, 0, 0, 0})}});
+  EXPECT_EQ(a->planMisses(), 1);
+
+  auto reshape = parseInferred(test::kRuntimeReshape);
+  ASSERT_TRUE(reshape);
+  auto b = executorFor(*reshape);
+  ASSERT_TRUE(b);
+  for (auto [d0, d1] : {std::pair<int64_t, int64_t>{2, 6}, {12, 1}, {-1, 3}}) {
+    kernels::HostTensor k = kernels::HostTensor::zeros(DataType::kInt64, {2});
+    k.set<int64_t>(0, d0);
+    k.set<int64_t>(1, d1);
+    expectMatchesReference(*b, *reshape, {{"x", ramp({3, 4}, 0.1f)}, {"k", k}});
+  }
+  EXPECT_EQ(b->planMisses(), 1);
+}
+
+// Subgraphs and non-tensor values on the CPU side of a GPU run: an If reading outer device
+// values, a Loop with a run-time trip count, sequences and optionals between device ops.
+TEST_F(CudaTest, ControlFlowAndSequencesRun) {
+  auto if_model = parseInferred(test::kIf);
+  ASSERT_TRUE(if_model);
+  auto a = executorFor(*if_model);
+  ASSERT_TRUE(a);
+  expectMatchesReference(*a, *if_model,
+                         {{"x", ramp({3, 4}, -0.5f)}, {"c", test::boolScalar(true)}});
+  expectMatchesReference(*a, *if_model,
+                         {{"x", ramp({3, 4}, -0.5f)}, {"c", test::boolScalar(false)}});
+
+  auto loop = parseInferred(test::kLoop);
+  ASSERT_TRUE(loop);
+  auto b = executorFor(*loop);
+  ASSERT_TRUE(b);
+  for (int64_t n : {3, 0}) {
+    expectMatchesReference(*b, *loop, {{"x", ramp({2, 4}, -0.3f)}, {"n", test::int64Scalar(n)}});
+  }
+
+  auto seq = parseInferred(test::kSequenceOptional);
+  ASSERT_TRUE(seq);
+  auto c = executorFor(*seq);
+  ASSERT_TRUE(c);
+  expectMatchesReference(*c, *seq, {{"x", ramp({2, 3}, -0.5f)}});
 }
 
 TEST_F(CudaTest, BadInputsAreRefusedBeforeAnythingRuns) {
@@ -131,8 +203,14 @@ TEST_P(CudaModelTest, MatchesReference) {
   ASSERT_TRUE(model);
   auto executor = executorFor(*model);
   ASSERT_TRUE(executor);
+  // Three runs at one shape: eager, captured into a CUDA graph (where the plan is all device
+  // steps), replayed; each with other values.
   expectMatchesReference(*executor, *model, test::randomFeeds(*model, 7));
+  expectMatchesReference(*executor, *model, test::randomFeeds(*model, 9));
+  expectMatchesReference(*executor, *model, test::randomFeeds(*model, 10));
   SCOPED_TRACE(executor->lastSummary());
+  EXPECT_EQ(executor->cudaGraphState().find("eager (capture failed"), std::string::npos)
+      << executor->cudaGraphState();
   test::expectIntermediatesMatchReference(*executor, *model, test::randomFeeds(*model, 8));
   ASSERT_TRUE(executor->lastPlan());
   EXPECT_GT(executor->lastPlan()->countPlacement(Placement::kDevice), 0);
@@ -150,6 +228,20 @@ std::string modelName(const ::testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Bundled, CudaModelTest, ::testing::ValuesIn(test::cudaTestModels()),
                          modelName);
+
+// Dynamic batch and sequence dims on a bundled transformer: two shapes in one session (miss,
+// miss, hit), each against the reference executor.
+TEST_F(CudaTest, TransformerAtTwoShapesInOneSession) {
+  for (const std::string& path : test::dynamicSequenceModels()) {
+    SCOPED_TRACE(path);
+    auto model = test::loadInferred(path);
+    ASSERT_TRUE(model);
+    auto executor = executorFor(*model);
+    ASSERT_TRUE(executor);
+    test::expectSizesShareASession(*executor, *model, {{"batch", 1}, {"seq", 5}},
+                                   {{"batch", 2}, {"seq", 7}});
+  }
+}
 
 TEST_F(CudaTest, DynamicBatchAtTwoShapesInOneSession) {
   auto model = test::loadInferred("models/tiny_cnn/model.onnx");

@@ -1,11 +1,16 @@
 // A host-memory stand-in for the CUDA device (cuda_detail::DeviceApi): "device" buffers are heap
-// blocks, copies are memcpy, and a launch runs the node's reference kernel on the views' memory.
+// blocks, copies are memcpy, a launch runs the node's reference kernel on the views' memory, and a
+// capture records launches that a replay runs again (a copy or sync during a capture fails it).
+// Work is queued as on a stream and runs at synchronize(): a host read of device data that the
+// executor did not synchronize before sees stale bytes, and the results differ.
 // Every pointer a call passes is checked to lie inside a live allocation, every release to match
 // one, so that the executor's offsets, views, in-place reuse and copies are checked on a machine
 // without a GPU; the results must equal the reference executor's.
 #pragma once
 
+#include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -25,14 +30,25 @@ struct FakeDeviceLog {
   int64_t launches = 0;
   int64_t allocations = 0;
   int64_t live = 0;  ///< allocations not released
+  int64_t synchronizations = 0;
+  int64_t captures = 0;  ///< graphs captured
+  int64_t replays = 0;   ///< graph launches
   std::vector<std::string> errors;
+};
+
+/// What the fake device does with graph capture.
+struct FakeCapture {
+  bool capturable = true;  ///< false: endCapture fails ("fake device cannot capture")
+  /// Ops whose launch fails during a capture (as a cudaMalloc inside a kernel would).
+  std::set<std::string> uncapturable_ops;
 };
 
 class FakeDevice : public cuda_detail::DeviceApi {
  public:
   /// `refuse`: ops whose canImplement says no (the executor must run them on the CPU).
-  explicit FakeDevice(std::shared_ptr<FakeDeviceLog> log, std::set<std::string> refuse = {})
-      : log_(std::move(log)), refuse_(std::move(refuse)) {}
+  explicit FakeDevice(std::shared_ptr<FakeDeviceLog> log, std::set<std::string> refuse = {},
+                      FakeCapture capture = {})
+      : log_(std::move(log)), refuse_(std::move(refuse)), capture_(std::move(capture)) {}
 
   StatusOr<kernels::CudaDeviceInfo> probe() override {
     kernels::CudaDeviceInfo info;
@@ -57,22 +73,67 @@ class FakeDevice : public cuda_detail::DeviceApi {
     }
     --log_->live;
   }
+  // Pinned host memory: heap blocks too (the executor must not hand them to a kernel, but the
+  // fake cannot tell them apart; the copies check the device side only).
+  StatusOr<void*> allocateHost(size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    auto block = std::make_unique<char[]>(bytes);
+    void* data = block.get();
+    host_blocks_[static_cast<char*>(data)] = {std::move(block), bytes};
+    ++log_->live;
+    return data;
+  }
+  void releaseHost(void* data) override {
+    if (host_blocks_.erase(static_cast<char*>(data)) == 0) {
+      log_->errors.push_back("releaseHost of a pointer that is not a host allocation");
+      return;
+    }
+    --log_->live;
+  }
+  // Copies, fills and synchronizations cannot be captured (pageable copies and syncs cannot be in
+  // a CUDA graph, and the executor captures kernel launches only): each invalidates a capture.
   Status copyToDevice(void* dst, const void* src, size_t bytes) override {
+    RETURN_IF_ERROR(notCapturing("copyToDevice"));
     RETURN_IF_ERROR(check(dst, bytes, "copyToDevice"));
-    if (bytes > 0) std::memcpy(dst, src, bytes);
+    if (bytes > 0)
+      enqueue([=] {
+        std::memcpy(dst, src, bytes);
+        return Status::ok();
+      });
     return Status::ok();
   }
   Status copyToHost(void* dst, const void* src, size_t bytes) override {
+    RETURN_IF_ERROR(notCapturing("copyToHost"));
     RETURN_IF_ERROR(check(src, bytes, "copyToHost"));
-    if (bytes > 0) std::memcpy(dst, src, bytes);
+    if (bytes > 0)
+      enqueue([=] {
+        std::memcpy(dst, src, bytes);
+        return Status::ok();
+      });
     return Status::ok();
   }
   Status fill(void* dst, int value, size_t bytes) override {
+    RETURN_IF_ERROR(notCapturing("fill"));
     RETURN_IF_ERROR(check(dst, bytes, "fill"));
-    if (bytes > 0) std::memset(dst, value, bytes);
+    if (bytes > 0)
+      enqueue([=] {
+        std::memset(dst, value, bytes);
+        return Status::ok();
+      });
     return Status::ok();
   }
-  Status synchronize(const std::string&) override { return Status::ok(); }
+  /// Runs the queued work in order; the first failure is the result (as an asynchronous fault).
+  Status synchronize(const std::string& what) override {
+    RETURN_IF_ERROR(notCapturing("synchronize"));
+    ++log_->synchronizations;
+    std::vector<std::function<Status()>> queue = std::move(queue_);
+    queue_.clear();
+    for (auto& work : queue) {
+      Status st = work();
+      if (!st.isOk()) return st.withContext(what);
+    }
+    return Status::ok();
+  }
   kernels::Support canImplement(const kernels::CudaKernelCall& call) override {
     if (refuse_.count(call.op)) return kernels::Support::no("fake device refuses " + call.op);
     return kernels::Support::yes();
@@ -82,6 +143,69 @@ class FakeDevice : public cuda_detail::DeviceApi {
   }
   Status launch(const kernels::CudaKernelCall& call) override {
     if (refuse_.count(call.op)) return fail("launch of refused op " + call.op);
+    if (capturing_) {
+      if (capture_.uncapturable_ops.count(call.op)) {
+        invalidated_ = true;
+        return Status(StatusCode::kInternal, "fake device: " + call.op + " cannot be captured");
+      }
+      captured_.push_back(call);
+      return Status::ok();
+    }
+    enqueue([this, call] { return run(call); });
+    return Status::ok();
+  }
+  // Markers: the host clock when the queue reaches them.
+  StatusOr<size_t> recordMarker() override {
+    RETURN_IF_ERROR(notCapturing("recordMarker"));
+    size_t index = markers_.size();
+    markers_.push_back(std::make_shared<std::chrono::steady_clock::time_point>());
+    auto slot = markers_.back();
+    enqueue([slot] {
+      *slot = std::chrono::steady_clock::now();
+      return Status::ok();
+    });
+    return index;
+  }
+  StatusOr<double> elapsedMs(size_t from, size_t to) override {
+    if (from >= markers_.size() || to >= markers_.size()) return fail("elapsedMs of no marker");
+    return std::chrono::duration<double, std::milli>(*markers_[to] - *markers_[from]).count();
+  }
+  void clearMarkers() override { markers_.clear(); }
+  Status beginCapture() override {
+    if (capturing_) return fail("beginCapture during a capture");
+    capturing_ = true;
+    invalidated_ = false;
+    captured_.clear();
+    return Status::ok();
+  }
+  StatusOr<std::unique_ptr<cuda_detail::CapturedGraph>> endCapture() override {
+    if (!capturing_) return fail("endCapture without beginCapture");
+    capturing_ = false;
+    if (!capture_.capturable) {
+      return Status(StatusCode::kUnimplemented, "fake device cannot capture");
+    }
+    if (invalidated_) return Status(StatusCode::kInternal, "fake device: capture invalidated");
+    auto graph = std::make_unique<Graph>();
+    graph->calls = std::move(captured_);
+    ++log_->captures;
+    return std::unique_ptr<cuda_detail::CapturedGraph>(std::move(graph));
+  }
+  Status replay(const cuda_detail::CapturedGraph& graph) override {
+    RETURN_IF_ERROR(notCapturing("replay"));
+    for (const kernels::CudaKernelCall& call : static_cast<const Graph&>(graph).calls) {
+      enqueue([this, call] { return run(call); });
+    }
+    ++log_->replays;
+    return Status::ok();
+  }
+
+ private:
+  struct Graph : cuda_detail::CapturedGraph {
+    std::vector<kernels::CudaKernelCall> calls;
+  };
+
+  /// Runs a launch: the reference kernel on the views' memory.
+  Status run(const kernels::CudaKernelCall& call) {
     if (workspaceBytes(call).value() > 0) {
       if (call.workspace_bytes < 1024) return fail(call.op + ": no workspace");
       RETURN_IF_ERROR(check(call.workspace, 1024, call.op + " workspace"));
@@ -117,7 +241,12 @@ class FakeDevice : public cuda_detail::DeviceApi {
     return Status::ok();
   }
 
- private:
+  void enqueue(std::function<Status()> work) { queue_.push_back(std::move(work)); }
+  Status notCapturing(const std::string& what) {
+    if (!capturing_) return Status::ok();
+    invalidated_ = true;
+    return fail(what + " during a capture");
+  }
   struct Block {
     std::unique_ptr<char[]> data;
     size_t size = 0;
@@ -148,6 +277,14 @@ class FakeDevice : public cuda_detail::DeviceApi {
   std::shared_ptr<FakeDeviceLog> log_;
   std::set<std::string> refuse_;
   std::map<char*, Block> blocks_;
+  std::map<char*, Block> host_blocks_;
+  FakeCapture capture_;
+  bool capturing_ = false;
+  bool invalidated_ = false;
+  std::vector<kernels::CudaKernelCall> captured_;
+  /// The "stream": work runs at synchronize, so a host read without one sees stale data.
+  std::vector<std::function<Status()>> queue_;
+  std::vector<std::shared_ptr<std::chrono::steady_clock::time_point>> markers_;
 };
 
 }  // namespace onnxopt::runtime::test

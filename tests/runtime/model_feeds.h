@@ -91,30 +91,47 @@ inline void expectIntermediatesMatchReference(Executor& executor, const ir::Mode
   }
 }
 
-/// `model`'s first input has a symbolic batch dim: runs at batch 1 (a plan cache miss), 3 (a
-/// miss) and 1 again (a hit) in one session, each matching the reference executor.
+/// Runs `model` with its symbolic dims bound to `first`, then `second` (two plan cache misses),
+/// then `first` again (a hit) in one session, each matching the reference executor.
+inline void expectSizesShareASession(CudaExecutor& cuda, const ir::Model& model,
+                                     const std::map<std::string, int64_t>& first,
+                                     const std::map<std::string, int64_t>& second) {
+  int64_t misses = cuda.planMisses(), hits = cuda.planHits();
+  expectMatchesReference(cuda, model, randomFeeds(model, 1, first));
+  expectMatchesReference(cuda, model, randomFeeds(model, 2, second));
+  EXPECT_EQ(cuda.planMisses() - misses, 2);
+  EXPECT_EQ(cuda.planHits() - hits, 0);
+  expectMatchesReference(cuda, model, randomFeeds(model, 3, first));
+  EXPECT_EQ(cuda.planMisses() - misses, 2);
+  EXPECT_EQ(cuda.planHits() - hits, 1);
+}
+
+/// `model`'s first input has a symbolic batch dim: batch 1, 3, then 1 again in one session.
 inline void expectBatchSizesShareASession(CudaExecutor& cuda, const ir::Model& model) {
   const ir::Value* in = model.graph->inputs()[0];
   ASSERT_TRUE(in->type().shape && !in->type().shape->empty());
   const ir::Dim& batch = (*in->type().shape)[0];
   ASSERT_EQ(batch.kind, ir::Dim::Kind::kParam) << "the batch dim is not symbolic";
-  expectMatchesReference(cuda, model, randomFeeds(model, 1, {{batch.param, 1}}));
-  expectMatchesReference(cuda, model, randomFeeds(model, 2, {{batch.param, 3}}));
-  EXPECT_EQ(cuda.planMisses(), 2);
-  EXPECT_EQ(cuda.planHits(), 0);
-  expectMatchesReference(cuda, model, randomFeeds(model, 3, {{batch.param, 1}}));
-  EXPECT_EQ(cuda.planMisses(), 2);
-  EXPECT_EQ(cuda.planHits(), 1);
+  expectSizesShareASession(cuda, model, {{batch.param, 1}}, {{batch.param, 3}});
 }
 
-// Device kernels (MatMul, Add, Relu), a view (Reshape of an arena value), a CPU fallback
-// (Softmax has no CUDA kernel: copies down and up), a graph output that is a view of an input,
-// and shape arithmetic folded on the host.
+/// The bundled transformers with dynamic batch and sequence dims (input_ids: int64[batch,seq]).
+inline const std::vector<std::string>& dynamicSequenceModels() {
+  static const std::vector<std::string> models = {"models/transformers/bert_legacy/model.onnx",
+                                                  "models/transformers/gpt2_legacy/model.onnx"};
+  return models;
+}
+
+// Device kernels (MatMul, Add, Relu, Add), views (Reshape of an input, Unsqueeze of an arena
+// value), a CPU fallback (Det has no CUDA kernel and is not planned to get one: its input is
+// copied down), a graph output that is a view of an input, and shape arithmetic folded on the
+// host.
 inline constexpr const char* kMixed = R"(
 <ir_version: 8, opset_import: ["" : 17]>
-g (float[N,4] x) => (float[N,3] y, float[N,2,2] v, float[N,3] p)
+g (float[N,4] x) => (float[N,3] y, float[N,2,2] v, float[N] p)
   <float[4,3] w = {1, -2, 3, 0.5, 1, -1, 2, 0, 1, -1, 1, 1}, float[3] b = {0.25, -0.5, 1},
-   int64[2] tail = {2, 2}, int64[1] zero = {0}> {
+   float[3,3] c = {2, 0.5, -1, 0, 1.5, 1, -0.5, 1, 3},
+   int64[2] tail = {2, 2}, int64[1] zero = {0}, int64[1] last = {2}> {
   h = MatMul(x, w)
   a = Add(h, b)
   y = Relu(a)
@@ -122,9 +139,14 @@ g (float[N,4] x) => (float[N,3] y, float[N,2,2] v, float[N,3] p)
   n = Gather(s, zero)
   t = Concat<axis = 0>(n, tail)
   v = Reshape(x, t)
-  p = Softmax<axis = 1>(a)
+  u = Unsqueeze(a, last)
+  m = Add(u, c)
+  p = Det(m)
 }
 )";
+
+/// The bytes of kMixed's weights read on the device (w, b, c).
+inline constexpr int64_t kMixedWeightBytes = (12 + 3 + 9) * 4;
 
 inline kernels::HostTensor ramp(std::vector<int64_t> dims, float scale) {
   kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kFloat, std::move(dims));
@@ -142,6 +164,95 @@ g (float[N,8] x) => (float[N,8] y) {
   b = Relu(a)
   c = Neg(b)
   y = Sigmoid(c)
+}
+)";
+
+// NonZero (its output's size is data-dependent) between device ops: the dynamic nodes run on the
+// CPU, shaped by their reference kernel; the static ReduceSum output they feed goes back into the
+// arena for the device Add. The plan is eager (no CUDA graph) and the results match at two inputs
+// with different numbers of non-zeros.
+inline constexpr const char* kNonZero = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[6] x) => (float[6] y, int64[1,?] nz) {
+  h = Relu(x)
+  nz = NonZero(h)
+  f = Cast<to = 1>(nz)
+  s = ReduceSum<keepdims = 0>(f)
+  y = Add(h, s)
+}
+)";
+
+// A Reshape whose target shape is computed at run time from an input (not a constant): the
+// Reshape and what reads it are shaped at run time.
+inline constexpr const char* kRuntimeReshape = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x, int64[2] k) => (float[?,?] y, float[N,4] z) <int64[2] one = {1, 1}> {
+  z = Tanh(x)
+  t = Mul(k, one)
+  r = Reshape(z, t)
+  y = Sigmoid(r)
+}
+)";
+
+inline kernels::HostTensor boolScalar(bool v) {
+  kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kBool, {});
+  t.set<uint8_t>(0, v ? 1 : 0);
+  return t;
+}
+
+inline kernels::HostTensor int64Scalar(int64_t v) {
+  kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kInt64, {});
+  t.set<int64_t>(0, v);
+  return t;
+}
+
+// An If whose branches read an outer device value (h) and a weight (b), and a device op after it:
+// the If runs on the CPU through the reference executor's interpreter, with h copied down.
+inline constexpr const char* kIf = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x, bool c) => (float[N,4] y) <float[4] b = {1, 2, 3, 4}> {
+  h = Relu(x)
+  r = If(c) <
+    then_branch = g1 () => (float[N,4] t) { t = Add(h, b) },
+    else_branch = g2 () => (float[N,4] e) { e = Neg(h) }
+  >
+  y = Sigmoid(r)
+}
+)";
+
+// A Loop with a run-time trip count carrying a device value, with a scan output (its length is
+// the trip count: shaped at run time), then a device op on the carried value.
+inline constexpr const char* kLoop = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x, int64 n) => (float[N,4] y, float[?,N,4] s) {
+  h = Tanh(x)
+  t = Constant <value = bool {1}> ()
+  v, s = Loop(n, t, h) <
+    body = body (int64 i, bool cin, float[N,4] a) => (bool cout, float[N,4] aout, float[N,4] sc) {
+      cout = Identity(cin)
+      aout = Mul(a, a)
+      sc = Neg(a)
+    }
+  >
+  y = Relu(v)
+}
+)";
+
+// Sequence and optional values on the host between device ops: SequenceConstruct, SequenceAt,
+// ConcatFromSequence, Optional, OptionalHasElement, OptionalGetElement.
+inline constexpr const char* kSequenceOptional = R"(
+<ir_version: 8, opset_import: ["" : 18]>
+g (float[2,3] x) => (float[4,3] y, bool has, float[2,3] z) <int64 one = {1}> {
+  a = Relu(x)
+  b = Neg(x)
+  q = SequenceConstruct(a, b)
+  e = SequenceAt(q, one)
+  c = ConcatFromSequence<axis = 0>(q)
+  y = Sigmoid(c)
+  o = Optional(e)
+  has = OptionalHasElement(o)
+  g = OptionalGetElement(o)
+  z = Tanh(g)
 }
 )";
 

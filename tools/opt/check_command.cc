@@ -6,6 +6,7 @@
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/ir/stats.h"
+#include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/support/diagnostics.h"
 #include "report.h"
 
@@ -25,6 +26,23 @@ int checkCommand(const CheckCommandOptions& opts) {
       !st.isOk()) {
     return usage(st.withContext(opts.original));
   }
+  CheckOptions check = opts.check;
+  if (opts.no_cuda_graph) {
+    if (check.runner != "cuda" && check.against != "cuda") {
+      return usage(invalidArgument("--no-cuda-graph needs --runner cuda or --against cuda"));
+    }
+    // The cuda runner without CUDA graphs, under a name of its own for this process.
+    if (!runtime::hasRunner("cuda-no-graph")) {
+      Status st = runtime::registerRunner("cuda-no-graph", [](const runtime::ExecutorSource& s) {
+        runtime::CudaOptions options;
+        options.cuda_graphs = false;
+        return runtime::createCudaExecutor(*s.model, options);
+      });
+      if (!st.isOk()) return fail(st);
+    }
+    if (check.runner == "cuda") check.runner = "cuda-no-graph";
+    if (check.against == "cuda") check.against = "cuda-no-graph";
+  }
   if (opts.check.runner == "cuda" || opts.check.against == "cuda") {
     // The CUDA executor plans from inferred types (docs/cuda_runtime.md).
     auto inferred = ir::inferShapes(**original);
@@ -32,7 +50,7 @@ int checkCommand(const CheckCommandOptions& opts) {
     inferred = ir::inferShapes(**optimized);
     if (!inferred.isOk()) return fail(inferred.status().withContext(optimized_path));
   }
-  auto checked = checkModels(opts.original, **original, optimized_path, **optimized, opts.check);
+  auto checked = checkModels(opts.original, **original, optimized_path, **optimized, check);
   if (!checked.isOk()) return fail(checked.status());
   std::fputs(formatCheck(*checked).c_str(), stdout);
   if (!opts.report.empty()) {

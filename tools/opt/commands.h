@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,8 @@
 #include "check.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/graph.h"
+#include "onnxopt/kernels/host_tensor.h"
+#include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::tools {
@@ -59,6 +63,7 @@ struct CheckCommandOptions {
   std::string optimized;
   CheckOptions check;
   std::string report;
+  bool no_cuda_graph = false;  // --no-cuda-graph: the cuda runner without CUDA graphs
 };
 
 /// `opt check ORIGINAL OPTIMIZED`: both models on the same inputs, every output compared.
@@ -73,6 +78,21 @@ struct RunCommandOptions {
   std::string save_format = "npy";   // or "pb": TensorProto files, for types .npy cannot hold
   std::string device = "reference";  // or "cuda": the runner that runs it
   bool stats = false;                // --stats: the cuda runner's plan summary
+  bool no_cuda_graph = false;        // --no-cuda-graph: every cuda run eager
+};
+
+/// `opt bench MODEL` (bench_command.cc).
+struct BenchCommandOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE
+  std::vector<std::string> shapes;  // NAME=d0,d1,...
+  uint64_t seed = 0;
+  std::string device = "cuda";  // or "reference"
+  int warmup = 10;
+  int iters = 100;
+  bool no_cuda_graph = false;
+  bool profile = false;
+  std::string json;  // --json FILE: the results as JSON
 };
 
 /// `opt run`: the reference (or, with --device cuda, the CUDA) executor on given or seeded random
@@ -81,6 +101,24 @@ struct RunCommandOptions {
 int optimizeCommand(const OptimizeCommandOptions& opts);
 int checkCommand(const CheckCommandOptions& opts);
 int runCommand(const RunCommandOptions& opts);
+int benchCommand(const BenchCommandOptions& opts);
+/// `opt bench`'s command line (its options into `opts`).
+CLI::App* addBenchCommand(CLI::App& app, BenchCommandOptions& opts);
+
+/// The model at `path`, with inferred types when `device` is "cuda" (its plans need them).
+StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
+                                                  const std::string& device);
+/// The inputs of `opt run` and `opt bench`: --input files, the rest seeded random (shapes from
+/// --input-shape); printed when `print`. 0, or the exit status of the error it printed.
+int prepareFeeds(const ir::Model& model, const std::string& path,
+                 const std::vector<std::string>& inputs, const std::vector<std::string>& shapes,
+                 uint64_t seed, bool print, std::map<std::string, kernels::HostTensor>* feeds);
+/// The runner `device` ("reference", "cuda", ...) for `model`; the cuda one with or without CUDA
+/// graphs.
+StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,
+                                                          const ir::Model& model,
+                                                          const std::string& path,
+                                                          bool cuda_graphs);
 
 /// Prints `opt: error: MESSAGE` (on one line); returns kExitError.
 int fail(const Status& status);

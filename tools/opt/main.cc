@@ -1,5 +1,5 @@
 // opt: the onnxopt command-line driver. This file builds the command line and dispatches to the
-// subcommands, each in its own file (commands.h): optimize (the default), check, run.
+// subcommands, each in its own file (commands.h): optimize (the default), check, run, bench.
 #include <cstdio>
 #include <string>
 
@@ -28,6 +28,7 @@ Examples:
   opt check model.onnx out.onnx              compare the outputs of two models on seeded inputs
   opt check model.onnx out.onnx --per-layer --runner onnxruntime --report check.json
   opt check model.onnx --runner cuda --against reference   the GPU against the CPU on one model
+  opt bench model.onnx --iters 200 --profile  latency on GPU 0, and a per-node time table
   opt model.onnx -o out.onnx --check --report report.json
                                              optimize, then check the result against the input
   opt model.onnx --emit text                 print the IR as text (the format of pass tests)
@@ -141,6 +142,9 @@ CLI::App* addCheckCommand(CLI::App& app, CheckCommandOptions& opts) {
                   "--against)");
   addCheckOptions(cmd, opts.check, "--input");
   cmd->add_option("--report", opts.report, "Write the results as JSON");
+  cmd->add_flag("--no-cuda-graph", opts.no_cuda_graph,
+                "With --runner cuda or --against cuda: run every step eagerly (no CUDA graph "
+                "capture and replay; the runner is then named cuda-no-graph)");
   return cmd;
 }
 
@@ -171,6 +175,8 @@ CLI::App* addRunCommand(CLI::App& app, RunCommandOptions& opts) {
   cmd->add_flag("--stats", opts.stats,
                 "With --device cuda: print the plan summary (placements, arena, intermediate and "
                 "weight bytes, each node that runs on the CPU and why)");
+  cmd->add_flag("--no-cuda-graph", opts.no_cuda_graph,
+                "With --device cuda: run every step eagerly (no CUDA graph capture and replay)");
   return cmd;
 }
 
@@ -216,6 +222,8 @@ int optMain(int argc, char** argv) {
   CLI::App* check_cmd = addCheckCommand(app, check_opts);
   RunCommandOptions run_opts;
   CLI::App* run_cmd = addRunCommand(app, run_opts);
+  BenchCommandOptions bench_opts;
+  CLI::App* bench_cmd = addBenchCommand(app, bench_opts);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -228,6 +236,7 @@ int optMain(int argc, char** argv) {
     return guarded(checked, [&] { return checkCommand(check_opts); });
   }
   if (*run_cmd) return guarded(run_opts.model, [&] { return runCommand(run_opts); });
+  if (*bench_cmd) return guarded(bench_opts.model, [&] { return benchCommand(bench_opts); });
   opts.external_data_given = flags.external_data->count() > 0;
   opts.passes_given = flags.passes->count() > 0;
   opts.fold_size_limit_given = flags.fold_size_limit->count() > 0;

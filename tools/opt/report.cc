@@ -128,4 +128,11 @@ std::string reportJson(const ReportData& d) {
   return out + "}\n";
 }
 
+std::string jsonString(const std::string& s) {
+  return str(s);
+}
+std::string jsonNumber(double v) {
+  return num(v);
+}
+
 }  // namespace onnxopt::tools

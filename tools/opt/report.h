@@ -28,4 +28,8 @@ struct ReportData {
 /// The report as a JSON document (one object, keys in a fixed order).
 std::string reportJson(const ReportData& data);
 
+/// `s` as a JSON string literal (quoted, escaped); `v` as a JSON number (null for inf and NaN).
+std::string jsonString(const std::string& s);
+std::string jsonNumber(double v);
+
 }  // namespace onnxopt::tools

@@ -21,35 +21,27 @@
 
 namespace onnxopt::tools {
 
-int runCommand(const RunCommandOptions& opts) {
-  StreamDiagnosticSink diagnostics(std::cerr);
-  io::LoadLimits limits;
-  limits.diagnostics = &diagnostics;
-  auto model = io::loadModel(opts.model, limits);
-  if (!model.isOk()) return fail(model.status());
-  if (opts.device == "cuda") {
-    // The CUDA executor plans from inferred types (docs/cuda_runtime.md).
-    auto inferred = ir::inferShapes(**model);
-    if (!inferred.isOk()) return fail(inferred.status().withContext(opts.model));
-  }
-  const ir::Graph& graph = *(*model)->graph;
-  if (Status st = checkSpecNames(**model, opts.inputs, "--input", opts.shapes); !st.isOk()) {
-    return usage(st.withContext(opts.model));
+int prepareFeeds(const ir::Model& model, const std::string& path,
+                 const std::vector<std::string>& inputs, const std::vector<std::string>& shapes,
+                 uint64_t seed, bool print, runtime::Feeds* feeds) {
+  const ir::Graph& graph = *model.graph;
+  if (Status st = checkSpecNames(model, inputs, "--input", shapes); !st.isOk()) {
+    return usage(st.withContext(path));
   }
   RandomInputOptions random;
-  random.seed = opts.seed;
-  auto shapes = parseShapeSpecs(opts.shapes);
-  if (!shapes.isOk()) return fail(shapes.status());
-  random.shapes = std::move(shapes).value();
+  random.seed = seed;
+  auto parsed = parseShapeSpecs(shapes);
+  if (!parsed.isOk()) return fail(parsed.status());
+  random.shapes = std::move(parsed).value();
   random.spatial = spatialInputSizes(graph);
   random.symbols = symbolSizes(graph, random);
   random.int_ranges = inferIntRanges(graph, random);
-  auto given = readInputSpecs(opts.inputs);
+  auto given = readInputSpecs(inputs);
   if (!given.isOk()) return fail(given.status());
-  std::map<std::string, kernels::HostTensor> feeds = std::move(given).value();
+  *feeds = std::move(given).value();
   for (const ir::Value* in : graph.inputs()) {
-    if (auto it = feeds.find(in->name()); it != feeds.end()) {
-      Status st = checkGivenInput(*in, it->second, inputFileOf(opts.inputs, in->name()));
+    if (auto it = feeds->find(in->name()); it != feeds->end()) {
+      Status st = checkGivenInput(*in, it->second, inputFileOf(inputs, in->name()));
       if (!st.isOk()) return fail(st);
       continue;
     }
@@ -59,15 +51,55 @@ int runCommand(const RunCommandOptions& opts) {
     if (in->initializer() != nullptr) continue;
     std::vector<std::string> chosen;
     auto t = randomInput(*in, random, &chosen);
-    if (!t.isOk()) return fail(t.status().withContext(opts.model));
-    fmt::print("input  {}\n", summarize(in->name(), *t));
-    if (!chosen.empty()) {
-      fmt::print("dims   {}: {} (dynamic; pin with --input-shape)\n", in->name(),
-                 fmt::join(chosen, ", "));
+    if (!t.isOk()) return fail(t.status().withContext(path));
+    if (print) {
+      fmt::print("input  {}\n", summarize(in->name(), *t));
+      if (!chosen.empty()) {
+        fmt::print("dims   {}: {} (dynamic; pin with --input-shape)\n", in->name(),
+                   fmt::join(chosen, ", "));
+      }
     }
-    feeds[in->name()] = std::move(t).value();
+    (*feeds)[in->name()] = std::move(t).value();
   }
-  auto executor = runtime::createExecutor(opts.device, {&**model, opts.model});
+  return 0;
+}
+
+StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,
+                                                          const ir::Model& model,
+                                                          const std::string& path,
+                                                          bool cuda_graphs) {
+  if (device == "cuda") {
+    runtime::CudaOptions options;
+    options.cuda_graphs = cuda_graphs;
+    return runtime::createCudaExecutor(model, options);
+  }
+  return runtime::createExecutor(device, {&model, path});
+}
+
+StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
+                                                  const std::string& device) {
+  StreamDiagnosticSink diagnostics(std::cerr);
+  io::LoadLimits limits;
+  limits.diagnostics = &diagnostics;
+  ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, io::loadModel(path, limits));
+  if (device == "cuda") {
+    // The CUDA executor plans from inferred types (docs/cuda_runtime.md).
+    Status inferred = ir::inferShapes(*model).status();
+    if (!inferred.isOk()) return inferred.withContext(path);
+  }
+  return model;
+}
+
+int runCommand(const RunCommandOptions& opts) {
+  auto model = loadModelFor(opts.model, opts.device);
+  if (!model.isOk()) return fail(model.status());
+  runtime::Feeds feeds;
+  if (int status =
+          prepareFeeds(**model, opts.model, opts.inputs, opts.shapes, opts.seed, true, &feeds);
+      status != 0) {
+    return status;
+  }
+  auto executor = createRunner(opts.device, **model, opts.model, !opts.no_cuda_graph);
   if (!executor.isOk()) return fail(executor.status());
   runtime::ExecutionOptions exec;
   exec.non_tensor_outputs = true;

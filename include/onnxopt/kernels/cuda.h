@@ -1,7 +1,7 @@
 // The CUDA kernel library as the rest of onnxopt sees it, without CUDA headers: the capability
 // table (host C++, in every build, so that planning and the CUDA target's passes work on a
 // machine without a GPU or nvcc), the kernel list it comes from (kernels/cuda/ops.def), the
-// device basics (probe, stream, buffer, copies) and one entry point that launches the kernel of a
+// device basics (probe, stream, buffers, copies, graph capture) and one entry point that launches the kernel of a
 // node described by tensor views. Without CUDA (ONNXOPT_HAVE_CUDA off) the device and launch
 // functions exist and return kUnimplemented ("onnxopt was built without CUDA"), so callers and
 // tests link in both builds.
@@ -116,6 +116,75 @@ Status copyToDevice(void* device_dst, const void* host_src, size_t bytes, CudaSt
 Status copyToHost(void* host_dst, const void* device_src, size_t bytes, CudaStream stream);
 /// Sets `bytes` bytes at `device_dst` to `value` (tests poison outputs with it).
 Status fillDevice(void* device_dst, int value, size_t bytes, CudaStream stream);
+
+/// Page-locked host memory (cudaMallocHost): copies between it and the device are asynchronous
+/// with respect to the host, so the source or destination must stay untouched until the stream
+/// has passed the copy. Out of memory is kResourceExhausted naming the size.
+class PinnedBuffer {
+ public:
+  static StatusOr<PinnedBuffer> allocate(size_t bytes);
+  PinnedBuffer() = default;
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer();
+
+  void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// A CUDA graph captured from a stream and instantiated (an owned cudaGraphExec_t): launching it
+/// replays the captured kernels with the pointers and arguments they were captured with.
+class DeviceGraph {
+ public:
+  DeviceGraph() = default;
+  DeviceGraph(DeviceGraph&& other) noexcept;
+  DeviceGraph& operator=(DeviceGraph&& other) noexcept;
+  DeviceGraph(const DeviceGraph&) = delete;
+  DeviceGraph& operator=(const DeviceGraph&) = delete;
+  ~DeviceGraph();
+
+  /// Launches the graph on `stream` (asynchronously, ordered after the stream's earlier work).
+  Status launch(CudaStream stream) const;
+
+ private:
+  friend StatusOr<DeviceGraph> endStreamCapture(CudaStream stream);
+  void* exec_ = nullptr;
+};
+
+/// An owned CUDA event with timing (cudaEventCreate): recorded on a stream, it marks the point the
+/// stream's work has reached; two recorded events give the device time between them.
+class DeviceEvent {
+ public:
+  static StatusOr<DeviceEvent> create();
+  DeviceEvent() = default;
+  DeviceEvent(DeviceEvent&& other) noexcept;
+  DeviceEvent& operator=(DeviceEvent&& other) noexcept;
+  DeviceEvent(const DeviceEvent&) = delete;
+  DeviceEvent& operator=(const DeviceEvent&) = delete;
+  ~DeviceEvent();
+
+  Status record(CudaStream stream) const;
+  /// Milliseconds between `start` and `end`, both recorded and completed (synchronize first).
+  static StatusOr<double> elapsedMs(const DeviceEvent& start, const DeviceEvent& end);
+
+ private:
+  void* event_ = nullptr;
+};
+
+/// Starts capturing the work submitted to `stream` (thread-local mode: a call on this thread that
+/// cannot be captured, such as cudaMalloc or a synchronization, fails and invalidates the capture;
+/// other threads are not affected). Nothing submitted during a capture runs until the graph is
+/// launched.
+Status beginStreamCapture(CudaStream stream);
+/// Ends the capture of `stream` and instantiates the graph. A capture that some call invalidated,
+/// or an empty one, is an error with CUDA's reason; the stream is out of capture mode either way.
+StatusOr<DeviceGraph> endStreamCapture(CudaStream stream);
 
 // --- launching a node's kernel (kernels/cuda/launch_table.cc) ------------------------------------
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/kernels/cuda.h"
@@ -24,9 +25,12 @@ class DeviceApi;  // src/runtime/cuda/device_api.h
 
 struct CudaOptions {
   int device_id = 0;
-  /// CUDA graph capture and replay of static plans: not implemented yet. The flag is accepted and
-  /// ignored (every run is eager) so that callers and the CLI can already pass it.
-  bool cuda_graphs = false;
+  /// CUDA graphs: a plan whose steps are all device kernel launches (and views) between the
+  /// input uploads and the output downloads runs eagerly once, is captured into a CUDA graph at
+  /// its second run, and replays that graph from then on. A plan with a host, CPU-fallback or
+  /// copy step stays eager, and so does one whose capture fails (a kernel that allocates or
+  /// synchronizes): never an error. Runs with record_intermediates are always eager.
+  bool cuda_graphs = true;
   PlanOptions plan;
   size_t plan_cache_capacity = PlanCache::kDefaultCapacity;
   /// Debugging and tests: with a value in 0..255, every byte of a plan's device arena is set to it
@@ -46,14 +50,22 @@ StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds)
 /// without CUDA: an error, never an abort) and creates the stream. Each run checks its inputs,
 /// gets the plan for their shapes from a PlanCache (a new signature plans, a known one reuses the
 /// plan and the arena allocated for it), uploads the inputs, runs the plan's steps, and copies the
-/// graph outputs back to the host. Weights are uploaded once per session, when a plan first needs
-/// them. run() is serialized by a mutex (safe to call from several threads, one run at a time).
+/// graph outputs back to the host, all queued on one stream: the host synchronizes only where it
+/// reads device data (before a host or CPU-fallback step that reads a copied value) and once at
+/// the end. Inputs and outputs go through pinned staging buffers kept with the plan. Weights are
+/// uploaded once per session, when a plan first needs them. run() is serialized by a mutex (safe
+/// to call from several threads, one run at a time).
 ///
-/// The model must carry inferred types (ir::inferShapes) and outlive the executor. Not supported
-/// yet, each a kUnimplemented error naming the node before anything runs: nodes whose shapes are
-/// known only at run time (Plan's dynamic nodes) and CPU-fallback nodes with subgraphs (If, Loop,
-/// Scan). With ExecutionOptions::record_intermediates, each named node output is copied to the
-/// host right after its node ran (a synchronization per node: for debugging, `--per-layer`).
+/// The model must carry inferred types (ir::inferShapes) and outlive the executor. Nodes shaped at
+/// run time (the plan's dynamic nodes: NonZero, a Reshape to run-time data, ...) run on the CPU
+/// reference kernels, whose result gives their dims; dynamic values are held on the host. CPU
+/// nodes with subgraphs (If, Loop, Scan), sequence and optional ops and ops of other domains run
+/// through the reference executor's interpreter (runNodeOnHost); sequence and empty-optional
+/// values stay on the host and are returned with ExecutionOptions::non_tensor_outputs. A run the
+/// plan cannot describe (its lowering fails with kUnimplemented/kInternal, or a host-run node
+/// makes other dims than the plan's) runs on the reference executor, and lastSummary() says so.
+/// With ExecutionOptions::record_intermediates, each named node output is copied to the host
+/// right after its node ran (a synchronization per node: for debugging, `--per-layer`).
 class CudaExecutor : public Executor {
  public:
   static StatusOr<std::unique_ptr<CudaExecutor>> create(const ir::Model& model,
@@ -70,6 +82,20 @@ class CudaExecutor : public Executor {
   std::string name() const override { return "cuda"; }
   StatusOr<ExecutionResult> run(const Feeds& inputs, const ExecutionOptions& options = {}) override;
 
+  /// One step of a profiled run: the node (or copy), its op ("CopyToHost" / "CopyToDevice" for
+  /// copies), its placement ("copy" for copies) and its time: device time between events around
+  /// the step, which for a host or CPU-fallback step includes its host work and synchronization.
+  struct StepTime {
+    std::string name;
+    std::string op;
+    std::string placement;
+    double ms = 0;
+  };
+  /// A run with an event pair around each step that does work (views and folded nodes do none),
+  /// always eager (never a CUDA graph, and it does not count toward capturing one); `times` gets
+  /// one entry per timed step, in step order.
+  StatusOr<ExecutionResult> runProfiled(const Feeds& inputs, std::vector<StepTime>* times);
+
   const kernels::CudaDeviceInfo& device() const;
   /// Plan cache counters: a run at a new input signature is a miss, at a known one a hit.
   int64_t planHits() const;
@@ -80,8 +106,15 @@ class CudaExecutor : public Executor {
   /// plus the nodes the device kernels refused at their concrete shapes, which ran on the CPU.
   std::shared_ptr<const Plan> lastPlan() const;
   std::string lastSummary() const;
+  /// The last run's plan's CUDA graph: "off", "not captured yet (the first run is eager)",
+  /// "captured, replayed N", "eager (reason)".
+  std::string cudaGraphState() const;
+  /// The last run's plan's kernel workspace (one region shared by its device nodes).
+  int64_t workspaceBytes() const;
 
  private:
+  StatusOr<ExecutionResult> runWith(const Feeds& inputs, const ExecutionOptions& options,
+                                    std::vector<StepTime>* profile);
   struct Impl;
   explicit CudaExecutor(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -63,8 +63,8 @@ struct PlannedValue {
   std::vector<int64_t> dims;
   bool rank_known = true;
   /// Some dim (or, for a view, its base's buffer) is known only at run time. A dynamic value
-  /// with its own buffer has no offset: the executor allocates it (on the side `location` says)
-  /// when its producer has run; a dynamic view of a static buffer keeps that buffer's offset.
+  /// with its own buffer has no offset (a dynamic view of a static buffer keeps that buffer's);
+  /// the CUDA executor runs its producer on the CPU and holds the value on the host.
   bool dynamic = false;
   int64_t bytes = 0;  ///< the data's size (0 when dynamic)
   Location location = Location::kArena;

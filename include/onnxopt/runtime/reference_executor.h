@@ -4,6 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/runtime/executor.h"
@@ -16,6 +19,29 @@ namespace onnxopt::runtime {
 /// not supported yet (kUnimplemented, naming the node). Errors name the node that failed.
 StatusOr<ExecutionResult> runModel(const ir::Model& model, const Feeds& inputs,
                                    const ExecutionOptions& options = {});
+
+/// A value of the reference interpreter: a tensor, a sequence of tensors (`seq_type` their element
+/// type, known when empty) or an empty optional (kind kNone).
+struct HostValue {
+  OutputKind kind = OutputKind::kTensor;
+  kernels::HostTensor tensor;
+  std::vector<kernels::HostTensor> sequence;
+  DataType seq_type = DataType::kUndefined;
+};
+
+/// Runs one node of `model`'s main graph as runModel does, on the host: the reference kernel, or
+/// what runModel runs itself (If/Loop/Scan bodies, sequence and optional ops, SequenceMap,
+/// FlexAttention, functions of other domains). `values` gives the node's inputs and every outer
+/// value its subgraphs read (by IR value). Its outputs in order (an omitted one: an empty
+/// tensor). For the CUDA executor's CPU side (a fallback node with subgraphs or non-tensor
+/// values); errors name the node.
+StatusOr<std::vector<HostValue>> runNodeOnHost(
+    const ir::Model& model, const ir::Node& node,
+    const std::vector<std::pair<const ir::Value*, HostValue>>& values);
+
+/// The dense data of a sparse initializer, as runModel reads it (the CUDA executor's weights).
+StatusOr<kernels::HostTensor> densifySparse(const ir::SparseTensor& sparse,
+                                            const std::string& name);
 
 /// runModel behind the Executor interface: the runner "reference". `model` must outlive it.
 std::unique_ptr<Executor> createReferenceExecutor(const ir::Model& model);

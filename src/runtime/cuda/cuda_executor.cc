@@ -5,6 +5,8 @@
 #include "onnxopt/runtime/cuda_executor.h"
 
 #include <algorithm>
+#include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -21,6 +23,7 @@
 #include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/kernels/tensor_view.h"
+#include "onnxopt/runtime/reference_executor.h"
 
 namespace onnxopt::runtime {
 
@@ -97,6 +100,42 @@ int rootOf(const Plan& plan, int id) {
   return id;
 }
 
+/// Whether `dims` (a kernel's result) fit value `v`: equal, or for a dynamic value, the dims the
+/// plan knows (a rank, and -1 for the dims known only at run time).
+bool dimsFit(const PlannedValue& v, const std::vector<int64_t>& dims) {
+  if (!v.dynamic) return dims == v.dims;
+  if (!v.rank_known || v.dims.empty()) return true;
+  if (dims.size() != v.dims.size()) return false;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (v.dims[d] >= 0 && v.dims[d] != dims[d]) return false;
+  }
+  return true;
+}
+
+/// Whether the CPU side must run `pn` through the reference executor's interpreter
+/// (runNodeOnHost) rather than one reference kernel: ops with subgraphs, sequence and optional
+/// ops, other domains (functions, FlexAttention), and nodes reading or writing values of no
+/// tensor type.
+bool needsInterpreter(const Plan& plan, const PlannedNode& pn) {
+  if (pn.node == nullptr) return false;
+  // Ops without a reference kernel: the interpreter runs or refuses them as runModel does.
+  if (!kernels::hasReferenceKernel(kernels::referenceOpName(pn.domain, pn.op), pn.opset)) {
+    return true;
+  }
+  if (!pn.node->subgraphs().empty()) return true;
+  if (!pn.domain.empty() && pn.domain != "ai.onnx") return true;
+  const std::string& op = pn.op;
+  if (op.rfind("Sequence", 0) == 0 || op.rfind("Optional", 0) == 0 || op == "SplitToSequence" ||
+      op == "ConcatFromSequence") {
+    return true;
+  }
+  auto untyped = [&](int id) {
+    return id >= 0 && plan.values[static_cast<size_t>(id)].dtype == DataType::kUndefined;
+  };
+  return std::any_of(pn.inputs.begin(), pn.inputs.end(), untyped) ||
+         std::any_of(pn.outputs.begin(), pn.outputs.end(), untyped);
+}
+
 /// A copy of `t` with other dims (a view's data is its base's, in the same order).
 HostTensor withDims(HostTensor t, const std::vector<int64_t>& dims) {
   t.dims = dims;
@@ -113,6 +152,11 @@ struct PreparedNode {
   std::string demoted;
 };
 
+/// A plan's CUDA graph: off (CudaOptions::cuda_graphs false), warming up (the first run is
+/// eager: lazy initializations such as a library handle cannot be captured), to be captured at
+/// the next run, captured and replayed, or eager for good (`graph_reason` says why).
+enum class GraphMode { kOff, kWarmUp, kCapture, kReplay, kEager };
+
 /// What a plan needs on the device, kept with the plan.
 struct PlanState {
   std::shared_ptr<const Plan> plan;
@@ -126,8 +170,63 @@ struct PlanState {
   std::map<int, void*> constant_ptrs;
   std::map<int, PreparedNode> prepared;  ///< by node index
   std::vector<std::string> demoted;      ///< "node X: reason", for the summary
+  size_t workspace_bytes = 0;            ///< the one workspace region all device nodes share
+  /// Pinned host staging of the graph inputs and of the device-side graph outputs, by value id
+  /// (empty where pinned memory could not be had: the copies then use the caller's memory).
+  std::map<int, DeviceMemory> input_staging;
+  std::map<int, DeviceMemory> output_staging;
+  GraphMode graph_mode = GraphMode::kOff;
+  std::string graph_reason;  ///< kEager: why
+  std::unique_ptr<cuda_detail::CapturedGraph> graph;
+  int64_t replays = 0;
+  /// Set when a run of this plan found a host-run node contradicting the planned dims: later runs
+  /// at this signature go to the reference executor directly (the reason).
+  std::string reference_only;
   uint64_t last_used = 0;
 };
+
+/// Why the plan's steps cannot be one CUDA graph ("" when they can): every step between the input
+/// uploads and the output downloads must be a device kernel launch or a view.
+std::string graphCaptureBlocker(const PlanState& state) {
+  const Plan& plan = *state.plan;
+  int64_t launches = 0;
+  for (const Step& step : plan.steps) {
+    if (step.kind != Step::Kind::kNode) {
+      return fmt::format("'{}' is copied between host and device",
+                         plan.values[static_cast<size_t>(step.src)].name);
+    }
+    const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
+    if (pn.dynamic) return fmt::format("{} is shaped at run time", pn.name);
+    if (pn.placement == Placement::kView || pn.folded) continue;
+    if (pn.placement != Placement::kDevice) {
+      return fmt::format("{} runs on the host", pn.name);
+    }
+    auto it = state.prepared.find(step.node);
+    if (it != state.prepared.end() && !it->second.demoted.empty()) {
+      return fmt::format("{} runs on the CPU", pn.name);
+    }
+    ++launches;
+  }
+  if (launches == 0) return "no device kernels";
+  return "";
+}
+
+/// "captured, replayed N" / "eager (reason)" / ... for summaries.
+std::string graphStateText(const PlanState& state) {
+  switch (state.graph_mode) {
+    case GraphMode::kOff:
+      return "off";
+    case GraphMode::kWarmUp:
+      return "not captured yet (the first run is eager)";
+    case GraphMode::kCapture:
+      return "to be captured at the next run";
+    case GraphMode::kReplay:
+      return fmt::format("captured, replayed {}", state.replays);
+    case GraphMode::kEager:
+      return fmt::format("eager ({})", state.graph_reason);
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -145,6 +244,25 @@ struct CudaExecutor::Impl {
   uint64_t clock = 0;
   std::shared_ptr<const Plan> last_plan;
   std::string last_summary;
+  std::string last_graph;
+  int64_t last_workspace = 0;
+  /// The current run failed because a host-run node made other dims than the plan's (a declared
+  /// shape the data contradicts): the run is redone on the reference executor.
+  bool shape_mismatch = false;
+
+  /// The whole run on the reference executor, where the plan cannot describe it (`why`); the
+  /// summary says so. The reference executor's errors are the run's.
+  StatusOr<ExecutionResult> runOnReference(const Feeds& feeds, const ExecutionOptions& options,
+                                           const Status& why) {
+    ASSIGN_OR_RETURN(ExecutionResult result, runModel(*model, feeds, options));
+    last_summary = fmt::format(
+        "plan: not usable for these inputs ({}): the whole run went to the reference executor "
+        "(CPU)\n",
+        why.message());
+    last_graph = "off (no plan)";
+    last_workspace = 0;
+    return result;
+  }
   std::thread::id last_thread;
   std::mutex mu;
 
@@ -160,6 +278,11 @@ struct CudaExecutor::Impl {
     if (root.source != nullptr && root.source->initializer() != nullptr) {
       return withDims(bridge::toHost(*root.source->initializer()), v.dims);
     }
+    if (root.source != nullptr && root.source->sparseInitializer() != nullptr) {
+      ASSIGN_OR_RETURN(HostTensor dense,
+                       densifySparse(*root.source->sparseInitializer(), root.source->name()));
+      return withDims(std::move(dense), v.dims);
+    }
     return makeError(StatusCode::kInternal, "constant '{}' has no data", v.name);
   }
 
@@ -167,18 +290,24 @@ struct CudaExecutor::Impl {
   /// values once per plan.
   Status uploadConstants(PlanState& state) {
     const Plan& plan = *state.plan;
+    // The host data of the queued uploads, alive until they are done.
+    std::vector<std::shared_ptr<const HostTensor>> sources;
     for (size_t id = 0; id < plan.values.size(); ++id) {
       const PlannedValue& v = plan.values[id];
       if (v.location != Location::kConstant || !v.upload || v.base >= 0) continue;
       const ir::Value* src = v.source;
-      bool initializer = src != nullptr && src->initializer() != nullptr;
+      bool initializer =
+          src != nullptr && (src->initializer() != nullptr || src->sparseInitializer() != nullptr);
       if (initializer) {
         if (auto it = weights.find(src); it != weights.end()) {
           state.constant_ptrs[static_cast<int>(id)] = it->second.data();
           continue;
         }
       }
-      ASSIGN_OR_RETURN(HostTensor data, constantData(plan, static_cast<int>(id)));
+      ASSIGN_OR_RETURN(HostTensor constant, constantData(plan, static_cast<int>(id)));
+      auto source = std::make_shared<const HostTensor>(std::move(constant));
+      const HostTensor& data = *source;
+      sources.push_back(source);
       if (data.dtype == DataType::kString) {
         return makeError(StatusCode::kUnimplemented,
                          "constant '{}' is a string tensor, which the device cannot read", v.name);
@@ -199,7 +328,7 @@ struct CudaExecutor::Impl {
         state.plan_constants.emplace(static_cast<int>(id), std::move(buffer).value());
       }
     }
-    // The uploads read host memory that goes away when `data` does: finish them here.
+    // The uploads read host memory that goes away with `sources`: finish them here.
     return api->synchronize("uploading weights");
   }
 
@@ -236,33 +365,10 @@ struct CudaExecutor::Impl {
     return makeError(StatusCode::kInternal, "'{}' is a host value, read on the device", v.name);
   }
 
-  /// Checks what the executor does not support yet and prepares every device node's call.
+  /// Allocates the plan's device memory, uploads its constants and prepares every device node's
+  /// call.
   Status prepare(PlanState& state) {
     const Plan& plan = *state.plan;
-    for (const Step& step : plan.steps) {
-      if (step.kind != Step::Kind::kNode) continue;
-      const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
-      if (pn.dynamic) {
-        return makeError(StatusCode::kUnimplemented,
-                         "{}: its shapes are known only at run time, which the cuda runner does "
-                         "not support yet",
-                         pn.name);
-      }
-      if (pn.node != nullptr && !pn.node->subgraphs().empty() &&
-          pn.placement != Placement::kDevice) {
-        return makeError(
-            StatusCode::kUnimplemented,
-            "{}: ops with subgraphs (If, Loop, Scan) do not run on the cuda runner yet", pn.name);
-      }
-    }
-    for (const PlannedValue& v : plan.values) {
-      if (v.dynamic) {
-        return makeError(StatusCode::kUnimplemented,
-                         "value '{}' is known only at run time, which the cuda runner does not "
-                         "support yet",
-                         v.name);
-      }
-    }
     if (plan.arena_bytes > 0) {
       auto arena = DeviceMemory::allocate(*api, static_cast<size_t>(plan.arena_bytes));
       if (!arena.isOk()) {
@@ -286,7 +392,8 @@ struct CudaExecutor::Impl {
     for (const Step& step : plan.steps) {
       if (step.kind != Step::Kind::kNode) continue;
       const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
-      if (pn.placement != Placement::kDevice) continue;
+      // Dynamic nodes run on the CPU at run time (runDynamic): nothing to prepare.
+      if (pn.placement != Placement::kDevice || pn.dynamic) continue;
       PreparedNode prepared;
       kernels::CudaKernelCall& call = prepared.call;
       call.domain = pn.domain;
@@ -323,8 +430,18 @@ struct CudaExecutor::Impl {
         }
         prepared.constants.push_back(std::move(data));
       }
-      for (const std::optional<HostTensor>& c : prepared.constants) {
+      for (size_t i = 0; i < prepared.constants.size(); ++i) {
+        const std::optional<HostTensor>& c = prepared.constants[i];
         call.constant_inputs.push_back(c ? &*c : nullptr);
+        // A weight without its data (a model with its weights stripped): the reference kernel's
+        // refusal, before anything runs, rather than a kernel reading nothing.
+        if (c && c->dtype != DataType::kString) {
+          auto expected = dataTypeStorageBytes(c->dtype, static_cast<uint64_t>(c->numElements()));
+          if (expected && *expected != c->bytes.size()) {
+            return invalidArgument("{}: {}: input {} has {} bytes, expected {}", pn.name, pn.op, i,
+                                   c->bytes.size(), *expected);
+          }
+        }
       }
       kernels::Support support = api->canImplement(call);
       if (!support) {
@@ -345,9 +462,29 @@ struct CudaExecutor::Impl {
       }
       state.workspace = std::move(buffer).value();
     }
+    state.workspace_bytes = workspace;
     for (auto& [index, prepared] : state.prepared) {
       prepared.call.workspace = state.workspace.data();
       prepared.call.workspace_bytes = state.workspace.size();
+    }
+    // Pinned staging: a failure to get it is no error (the copies then read and write the
+    // caller's pageable memory, which is slower, not wrong).
+    for (int id : plan.inputs) {
+      auto buffer = state.input_buffers.find(id);
+      if (buffer == state.input_buffers.end() || buffer->second.size() == 0) continue;
+      auto staging = DeviceMemory::allocateHost(*api, buffer->second.size());
+      if (staging.isOk()) state.input_staging.emplace(id, std::move(staging).value());
+    }
+    for (int id : plan.outputs) {
+      const PlannedValue& v = value(plan, id);
+      if (v.location != Location::kArena || v.bytes <= 0 || state.output_staging.count(id))
+        continue;
+      auto staging = DeviceMemory::allocateHost(*api, static_cast<size_t>(v.bytes));
+      if (staging.isOk()) state.output_staging.emplace(id, std::move(staging).value());
+    }
+    if (options.cuda_graphs) {
+      state.graph_reason = graphCaptureBlocker(state);
+      state.graph_mode = state.graph_reason.empty() ? GraphMode::kWarmUp : GraphMode::kEager;
     }
     return Status::ok();
   }
@@ -375,178 +512,284 @@ struct CudaExecutor::Impl {
     return &states.emplace(key, std::move(state)).first->second;
   }
 
-  /// Runs the plan's steps with `feeds`; host values are kept in `host` by value id.
-  StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds, bool record) {
-    const Plan& plan = *state.plan;
-    std::vector<std::optional<HostTensor>> host(plan.values.size());
+  /// One run of a plan: host values by value id, the host buffers the stream still reads, and
+  /// whether a copy to the host is in flight (the host synchronizes before it reads one).
+  struct RunState {
+    PlanState& state;
+    const Feeds& feeds;
+    /// Host tensors are held by pointer: a queued copy writes or reads their bytes later, and a
+    /// moved HostTensor may not keep its bytes where they were (small strings live inline).
+    std::vector<std::shared_ptr<HostTensor>> host;
+    /// Host sources of copies to the device: alive until the run's final synchronization.
+    std::vector<std::shared_ptr<const HostTensor>> keep;
+    /// Sequence and empty-optional values (held on the host), by value id.
+    std::map<int, HostValue> others;
+    bool pending = false;  ///< a copy to the host was queued since the last synchronization
+    /// Profiling: markers around each timed step, read after the final synchronization.
+    std::vector<CudaExecutor::StepTime>* profile = nullptr;
+    struct Timed {
+      int step;
+      size_t start, end;
+    };
+    std::vector<Timed> timed;
+  };
 
-    if (options.poison_byte >= 0 && plan.arena_bytes > 0) {
-      RETURN_IF_ERROR(api->fill(state.arena.data(), options.poison_byte,
-                                static_cast<size_t>(plan.arena_bytes)));
+  /// What a step is, for the profile: its node, op and placement, or the copy.
+  CudaExecutor::StepTime describeStep(const Plan& plan, const Step& step) const {
+    CudaExecutor::StepTime t;
+    if (step.kind == Step::Kind::kNode) {
+      const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
+      t.name = pn.name;
+      t.op = pn.op;
+      t.placement = placementName(pn.placement);
+      return t;
     }
+    bool down = step.kind == Step::Kind::kCopyToHost;
+    t.name =
+        fmt::format("copy '{}' to the {}", value(plan, step.src).name, down ? "host" : "device");
+    t.op = down ? "CopyToHost" : "CopyToDevice";
+    t.placement = "copy";
+    return t;
+  }
+
+  /// Synchronizes once where the host is about to read data a queued copy writes.
+  Status syncHost(RunState& run, const std::string& what) {
+    if (!run.pending) return Status::ok();
+    run.pending = false;
+    return api->synchronize(what);
+  }
+
+  /// The host data of value `id` (host values, constants, views of them, or a graph input).
+  StatusOr<std::shared_ptr<HostTensor>> hostData(RunState& run, int id) {
+    const Plan& plan = *run.state.plan;
+    const PlannedValue& v = value(plan, id);
+    if (v.location == Location::kConstant) {
+      ASSIGN_OR_RETURN(HostTensor t, constantData(plan, id));
+      return std::make_shared<HostTensor>(std::move(t));
+    }
+    if (v.location == Location::kInput) {
+      auto feed = run.feeds.find(value(plan, rootOf(plan, id)).name);
+      if (feed == run.feeds.end()) {
+        return makeError(StatusCode::kInternal, "no feed for '{}'", v.name);
+      }
+      return std::make_shared<HostTensor>(withDims(feed->second, v.dims));
+    }
+    RETURN_IF_ERROR(syncHost(run, fmt::format("copying '{}' to the host", v.name)));
+    for (int at = id; at >= 0; at = value(plan, at).base) {
+      const std::shared_ptr<HostTensor>& t = run.host[static_cast<size_t>(at)];
+      if (t == nullptr) continue;
+      if (t->dims == v.dims || v.dynamic) return t;  // a dynamic value: the dims it was made with
+      return std::make_shared<HostTensor>(withDims(*t, v.dims));
+    }
+    return makeError(StatusCode::kInternal, "host value '{}' was read before it was computed",
+                     v.name);
+  }
+
+  /// Queues the copy of device value `id` to the host (inputs and constants: their host data).
+  /// The tensor's bytes are written when the stream gets there: syncHost before reading them.
+  StatusOr<std::shared_ptr<HostTensor>> download(RunState& run, int id) {
+    const Plan& plan = *run.state.plan;
+    const PlannedValue& v = value(plan, id);
+    // Dynamic values are held on the host (runDynamic), whatever side the plan put them on.
+    if (v.location != Location::kArena || v.dynamic) return hostData(run, id);
+    ASSIGN_OR_RETURN(void* ptr, devicePtr(run.state, id));
+    auto t = std::make_shared<HostTensor>(HostTensor::zeros(v.dtype, v.dims));
+    if (!t->bytes.empty()) {
+      RETURN_IF_ERROR(api->copyToHost(t->bytes.data(), ptr, t->bytes.size()));
+      run.pending = true;
+    }
+    return t;
+  }
+
+  /// Queues the copy of `t` into device value `id`; `t` is kept until the run ends.
+  Status upload(RunState& run, int id, std::shared_ptr<const HostTensor> t) {
+    const PlannedValue& v = value(*run.state.plan, id);
+    if (static_cast<int64_t>(t->bytes.size()) != v.bytes) {
+      return makeError(StatusCode::kInternal, "copying '{}' to the device: {} bytes, not {}",
+                       v.name, t->bytes.size(), v.bytes);
+    }
+    if (t->bytes.empty()) return Status::ok();
+    ASSIGN_OR_RETURN(void* ptr, devicePtr(run.state, id));
+    RETURN_IF_ERROR(api->copyToDevice(ptr, t->bytes.data(), t->bytes.size())
+                        .withContext(fmt::format("copying '{}' to the device", v.name)));
+    run.keep.push_back(std::move(t));
+    return Status::ok();
+  }
+
+  /// Runs node `pn` on the host: the reference kernel, or for a node the reference executor
+  /// runs itself (subgraphs, sequences, optionals, other domains) runNodeOnHost. Inputs are read
+  /// from wherever they are (device values copied down, one synchronization for all).
+  StatusOr<std::vector<HostValue>> runOnHost(RunState& run, const PlannedNode& pn) {
+    const Plan& plan = *run.state.plan;
+    bool interpret = needsInterpreter(plan, pn);
+    std::vector<int> ids = pn.inputs;
+    if (interpret) ids.insert(ids.end(), pn.implicit_inputs.begin(), pn.implicit_inputs.end());
+    std::vector<std::shared_ptr<HostTensor>> inputs(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || run.others.count(ids[i])) continue;
+      ASSIGN_OR_RETURN(inputs[i], download(run, ids[i]));
+    }
+    RETURN_IF_ERROR(syncHost(run, "copying the node's inputs to the host"));
+    std::vector<HostValue> outs;
+    if (interpret) {
+      std::vector<std::pair<const ir::Value*, HostValue>> values;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0) continue;
+        const ir::Value* key =
+            i < pn.inputs.size() ? pn.node->input(i) : value(plan, ids[i]).source;
+        if (key == nullptr) continue;
+        if (auto other = run.others.find(ids[i]); other != run.others.end()) {
+          values.emplace_back(key, other->second);
+        } else {
+          HostValue hv;
+          hv.tensor = *inputs[i];
+          values.emplace_back(key, std::move(hv));
+        }
+      }
+      ASSIGN_OR_RETURN(outs, runNodeOnHost(*model, *pn.node, values));
+    } else {
+      std::vector<const HostTensor*> ptrs(pn.inputs.size(), nullptr);
+      for (size_t i = 0; i < pn.inputs.size(); ++i) {
+        if (pn.inputs[i] >= 0) ptrs[i] = inputs[i].get();
+      }
+      ASSIGN_OR_RETURN(std::vector<HostTensor> tensors,
+                       kernels::runReferenceKernel(kernels::referenceOpName(pn.domain, pn.op),
+                                                   pn.opset, ptrs, pn.attrs, pn.outputs.size()));
+      for (HostTensor& t : tensors) {
+        HostValue hv;
+        hv.tensor = std::move(t);
+        outs.push_back(std::move(hv));
+      }
+    }
+    if (outs.size() != pn.outputs.size()) {
+      return makeError(StatusCode::kInternal, "the reference kernel returned {} outputs, not {}",
+                       outs.size(), pn.outputs.size());
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (pn.outputs[i] < 0 || outs[i].kind != OutputKind::kTensor) continue;
+      const PlannedValue& v = value(plan, pn.outputs[i]);
+      // What the interpreter makes of a dynamic value is the reference's answer (a Loop's scan
+      // output after zero iterations is [0, 0, ...] there, whatever inference said).
+      if (interpret && v.dynamic) continue;
+      const HostTensor& t = outs[i].tensor;
+      bool type_fits = v.dtype == DataType::kUndefined || t.dtype == v.dtype;
+      if (!type_fits || !dimsFit(v, t.dims)) {
+        shape_mismatch = true;
+        return makeError(StatusCode::kInternal,
+                         "output '{}': the plan says {}[{}], the reference kernel made {}[{}]",
+                         v.name, dataTypeName(v.dtype), fmt::join(v.dims, ","),
+                         dataTypeName(t.dtype), fmt::join(t.dims, ","));
+      }
+    }
+    return outs;
+  }
+
+  /// Puts a host-run node's outputs where the plan wants them: non-tensor values and tensors
+  /// held on the host (host values, dynamic values) in the run, arena values uploaded.
+  Status storeOutputs(RunState& run, const PlannedNode& pn, std::vector<HostValue> outs) {
+    const Plan& plan = *run.state.plan;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      int id = pn.outputs[i];
+      if (id < 0) continue;
+      if (outs[i].kind != OutputKind::kTensor) {
+        run.others[id] = std::move(outs[i]);
+        continue;
+      }
+      auto t = std::make_shared<HostTensor>(std::move(outs[i].tensor));
+      const PlannedValue& v = value(plan, id);
+      if (v.dynamic || v.location != Location::kArena) {
+        run.host[static_cast<size_t>(id)] = std::move(t);
+      } else {
+        RETURN_IF_ERROR(upload(run, id, std::move(t)));
+      }
+    }
+    return Status::ok();
+  }
+
+  /// Uploads the graph inputs (through the plan's pinned staging buffers where it has them).
+  Status uploadInputs(RunState& run) {
+    PlanState& state = run.state;
+    const Plan& plan = *state.plan;
     for (int id : plan.inputs) {
       const PlannedValue& v = value(plan, id);
       if (v.location != Location::kInput) continue;
-      auto feed = feeds.find(v.name);
-      if (feed == feeds.end()) return makeError(StatusCode::kInternal, "no feed for '{}'", v.name);
-      auto buffer = state.input_buffers.find(id);
-      if (buffer == state.input_buffers.end() || feed->second.bytes.empty()) continue;
-      if (feed->second.bytes.size() != buffer->second.size()) {
-        return makeError(StatusCode::kInternal, "input '{}': {} bytes for a buffer of {}", v.name,
-                         feed->second.bytes.size(), buffer->second.size());
+      auto feed = run.feeds.find(v.name);
+      if (feed == run.feeds.end()) {
+        return makeError(StatusCode::kInternal, "no feed for '{}'", v.name);
       }
-      RETURN_IF_ERROR(api->copyToDevice(buffer->second.data(), feed->second.bytes.data(),
-                                        feed->second.bytes.size())
+      auto buffer = state.input_buffers.find(id);
+      const auto& bytes = feed->second.bytes;
+      if (buffer == state.input_buffers.end() || bytes.empty()) continue;
+      if (bytes.size() != buffer->second.size()) {
+        return makeError(StatusCode::kInternal, "input '{}': {} bytes for a buffer of {}", v.name,
+                         bytes.size(), buffer->second.size());
+      }
+      // The feed outlives the run, so a pageable copy needs no staging; a pinned one is truly
+      // asynchronous (the previous run's copy out of it finished at that run's end).
+      const void* src = bytes.data();
+      if (auto staging = state.input_staging.find(id); staging != state.input_staging.end()) {
+        std::memcpy(staging->second.data(), bytes.data(), bytes.size());
+        src = staging->second.data();
+      }
+      RETURN_IF_ERROR(api->copyToDevice(buffer->second.data(), src, bytes.size())
                           .withContext(fmt::format("uploading input '{}'", v.name)));
     }
-
-    // The host data of value `id` (host values, constants, views of them, or a graph input).
-    auto hostData = [&](int id) -> StatusOr<HostTensor> {
-      const PlannedValue& v = value(plan, id);
-      if (v.location == Location::kConstant) return constantData(plan, id);
-      if (v.location == Location::kInput) {
-        auto feed = feeds.find(value(plan, rootOf(plan, id)).name);
-        if (feed == feeds.end())
-          return makeError(StatusCode::kInternal, "no feed for '{}'", v.name);
-        return withDims(feed->second, v.dims);
-      }
-      for (int at = id; at >= 0; at = value(plan, at).base) {
-        if (host[static_cast<size_t>(at)]) return withDims(*host[static_cast<size_t>(at)], v.dims);
-      }
-      return makeError(StatusCode::kInternal, "host value '{}' was read before it was computed",
-                       v.name);
-    };
-    // Copies device value `id` down (after the work before it on the stream).
-    auto download = [&](int id) -> StatusOr<HostTensor> {
-      const PlannedValue& v = value(plan, id);
-      if (v.location == Location::kInput || v.location == Location::kConstant) return hostData(id);
-      ASSIGN_OR_RETURN(void* ptr, devicePtr(state, id));
-      HostTensor t = HostTensor::zeros(v.dtype, v.dims);
-      if (!t.bytes.empty()) {
-        RETURN_IF_ERROR(api->copyToHost(t.bytes.data(), ptr, t.bytes.size()));
-        RETURN_IF_ERROR(api->synchronize(fmt::format("copying '{}' to the host", v.name)));
-      }
-      return t;
-    };
-    // Runs node `pn` on the reference kernels; `read` gives each input's host data.
-    auto runOnHost = [&](const PlannedNode& pn,
-                         const std::function<StatusOr<HostTensor>(int)>& read)
-        -> StatusOr<std::vector<HostTensor>> {
-      std::vector<HostTensor> inputs(pn.inputs.size());
-      std::vector<const HostTensor*> ptrs(pn.inputs.size(), nullptr);
-      for (size_t i = 0; i < pn.inputs.size(); ++i) {
-        if (pn.inputs[i] < 0) continue;
-        ASSIGN_OR_RETURN(inputs[i], read(pn.inputs[i]));
-        ptrs[i] = &inputs[i];
-      }
-      ASSIGN_OR_RETURN(std::vector<HostTensor> outs,
-                       kernels::runReferenceKernel(kernels::referenceOpName(pn.domain, pn.op),
-                                                   pn.opset, ptrs, pn.attrs, pn.outputs.size()));
-      if (outs.size() != pn.outputs.size()) {
-        return makeError(StatusCode::kInternal, "the reference kernel returned {} outputs, not {}",
-                         outs.size(), pn.outputs.size());
-      }
-      for (size_t i = 0; i < outs.size(); ++i) {
-        if (pn.outputs[i] < 0) continue;
-        const PlannedValue& v = value(plan, pn.outputs[i]);
-        if (outs[i].dtype != v.dtype || outs[i].dims != v.dims) {
-          return makeError(StatusCode::kInternal,
-                           "output '{}': the plan says {}[{}], the reference kernel made {}[{}]",
-                           v.name, dataTypeName(v.dtype), fmt::join(v.dims, ","),
-                           dataTypeName(outs[i].dtype), fmt::join(outs[i].dims, ","));
-        }
-      }
-      return outs;
-    };
-
-    // With `record`: every named node output, in node order, read right after its node ran
-    // (the arena reuses its buffer later). Steps follow node order and only folded nodes have
-    // none, so after node k's step the nodes not recorded yet below k are folded ones.
-    std::vector<RecordedValue> recorded;
-    size_t next_to_record = 0;
-    auto recordUpTo = [&](size_t end) -> Status {
-      for (; next_to_record < end; ++next_to_record) {
-        const PlannedNode& pn = plan.nodes[next_to_record];
-        for (int id : pn.outputs) {
-          if (id < 0 || value(plan, id).name.empty()) continue;
-          const PlannedValue& v = value(plan, id);
-          auto t = v.location == Location::kHost ? hostData(id) : download(id);
-          if (!t.isOk()) return t.status().withContext(fmt::format("recording '{}'", v.name));
-          recorded.push_back({v.name, pn.op, std::move(t).value()});
-        }
-      }
-      return Status::ok();
-    };
-
-    for (const Step& step : plan.steps) {
-      switch (step.kind) {
-        case Step::Kind::kCopyToHost: {
-          auto t = download(step.src);
-          if (!t.isOk()) {
-            return t.status().withContext(
-                fmt::format("copying '{}' to the host", value(plan, step.src).name));
-          }
-          host[static_cast<size_t>(step.dst)] = std::move(t).value();
-          break;
-        }
-        case Step::Kind::kCopyToDevice: {
-          const PlannedValue& dst = value(plan, step.dst);
-          ASSIGN_OR_RETURN(HostTensor t, hostData(step.src));
-          ASSIGN_OR_RETURN(void* ptr, devicePtr(state, step.dst));
-          if (static_cast<int64_t>(t.bytes.size()) != dst.bytes) {
-            return makeError(StatusCode::kInternal, "copying '{}' to the device: {} bytes, not {}",
-                             dst.name, t.bytes.size(), dst.bytes);
-          }
-          if (!t.bytes.empty()) {
-            RETURN_IF_ERROR(api->copyToDevice(ptr, t.bytes.data(), t.bytes.size())
-                                .withContext(fmt::format("copying '{}' to the device", dst.name)));
-            // Pageable copies return once the source was read, but finish before `t` goes.
-            RETURN_IF_ERROR(api->synchronize(fmt::format("copying '{}' to the device", dst.name)));
-          }
-          break;
-        }
-        case Step::Kind::kNode: {
-          const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
-          Status st = runNode(state, pn, step.node, host, hostData, download, runOnHost);
-          if (!st.isOk()) return st.withContext(pn.name);
-          if (record) RETURN_IF_ERROR(recordUpTo(static_cast<size_t>(step.node) + 1));
-          break;
-        }
-      }
-    }
-
-    ExecutionResult result;
-    for (int id : plan.outputs) {
-      const PlannedValue& v = value(plan, id);
-      result.names.push_back(v.name);
-      auto t = v.location == Location::kHost ? hostData(id) : download(id);
-      if (!t.isOk()) return t.status().withContext(fmt::format("reading output '{}'", v.name));
-      result.outputs.push_back(std::move(t).value());
-    }
-    if (record) {
-      RETURN_IF_ERROR(recordUpTo(plan.nodes.size()));
-      result.intermediates = std::move(recorded);
-    }
-    RETURN_IF_ERROR(api->synchronize("the run"));
-    return result;
+    return Status::ok();
   }
 
-  template <typename HostData, typename Download, typename RunOnHost>
-  Status runNode(PlanState& state, const PlannedNode& pn, int index,
-                 std::vector<std::optional<HostTensor>>& host, HostData& hostData,
-                 Download& download, RunOnHost& runOnHost) {
-    const Plan& plan = *state.plan;
+  /// Runs one step eagerly.
+  Status runStep(RunState& run, const Step& step) {
+    const Plan& plan = *run.state.plan;
+    if (step.kind != Step::Kind::kNode &&
+        (value(plan, step.src).dynamic || value(plan, step.dst).dynamic)) {
+      // Dynamic values stay on the host: the copy is the same host value.
+      if (auto other = run.others.find(step.src); other != run.others.end()) {
+        run.others[step.dst] = other->second;
+        return Status::ok();
+      }
+      ASSIGN_OR_RETURN(run.host[static_cast<size_t>(step.dst)], hostData(run, step.src));
+      return Status::ok();
+    }
+    switch (step.kind) {
+      case Step::Kind::kCopyToHost: {
+        auto t = download(run, step.src);
+        if (!t.isOk()) {
+          return t.status().withContext(
+              fmt::format("copying '{}' to the host", value(plan, step.src).name));
+        }
+        run.host[static_cast<size_t>(step.dst)] = std::move(t).value();
+        return Status::ok();
+      }
+      case Step::Kind::kCopyToDevice: {
+        ASSIGN_OR_RETURN(std::shared_ptr<HostTensor> t, hostData(run, step.src));
+        return upload(run, step.dst, std::move(t));
+      }
+      case Step::Kind::kNode: {
+        const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
+        Status st = runNode(run, pn, step.node);
+        if (!st.isOk()) return st.withContext(pn.name);
+        return Status::ok();
+      }
+    }
+    return Status::ok();
+  }
+
+  Status runNode(RunState& run, const PlannedNode& pn, int index) {
+    PlanState& state = run.state;
+    if (pn.dynamic && !pn.folded) {
+      // Shaped at run time: on the host, whose result gives the dims (dynamic values are held on
+      // the host; static outputs go where the plan put them).
+      ASSIGN_OR_RETURN(std::vector<HostValue> outs, runOnHost(run, pn));
+      return storeOutputs(run, pn, std::move(outs));
+    }
     switch (pn.placement) {
       case Placement::kView:
         return Status::ok();  // its output shares its input's buffer, on whichever side
       case Placement::kHost:
       case Placement::kCpuFallback: {
         if (pn.folded) return Status::ok();
-        ASSIGN_OR_RETURN(std::vector<HostTensor> outs, runOnHost(pn, hostData));
-        for (size_t i = 0; i < outs.size(); ++i) {
-          if (pn.outputs[i] >= 0) host[static_cast<size_t>(pn.outputs[i])] = std::move(outs[i]);
-        }
-        return Status::ok();
+        ASSIGN_OR_RETURN(std::vector<HostValue> outs, runOnHost(run, pn));
+        return storeOutputs(run, pn, std::move(outs));
       }
       case Placement::kDevice:
         break;
@@ -558,15 +801,181 @@ struct CudaExecutor::Impl {
     const PreparedNode& prepared = it->second;
     if (prepared.demoted.empty()) return api->launch(prepared.call);
     // Refused at these shapes: the reference kernel on copies, written back to the arena.
-    ASSIGN_OR_RETURN(std::vector<HostTensor> outs, runOnHost(pn, download));
-    for (size_t i = 0; i < outs.size(); ++i) {
-      if (pn.outputs[i] < 0 || outs[i].bytes.empty()) continue;
-      ASSIGN_OR_RETURN(void* ptr, devicePtr(state, pn.outputs[i]));
-      RETURN_IF_ERROR(api->copyToDevice(ptr, outs[i].bytes.data(), outs[i].bytes.size()));
-      RETURN_IF_ERROR(api->synchronize(
-          fmt::format("copying '{}' to the device", value(plan, pn.outputs[i]).name)));
+    ASSIGN_OR_RETURN(std::vector<HostValue> outs, runOnHost(run, pn));
+    return storeOutputs(run, pn, std::move(outs));
+  }
+
+  /// Captures the plan's steps (device launches and views only: graphCaptureBlocker said so)
+  /// into a graph. A failure leaves the device out of capture mode and nothing captured run.
+  StatusOr<std::unique_ptr<cuda_detail::CapturedGraph>> capture(RunState& run) {
+    const Plan& plan = *run.state.plan;
+    RETURN_IF_ERROR(api->beginCapture());
+    for (const Step& step : plan.steps) {
+      Status st = runStep(run, step);
+      if (!st.isOk()) {
+        (void)api->endCapture();  // discarded: the launch's error is the reason
+        return st;
+      }
     }
+    return api->endCapture();
+  }
+
+  /// The node steps of a plan that is about to run: replayed from its graph, captured (the
+  /// second run of a capturable plan: the first one warms up lazy initializations, which
+  /// cannot be captured), or run eagerly.
+  Status runSteps(RunState& run, bool record, std::vector<RecordedValue>* recorded) {
+    PlanState& state = run.state;
+    const Plan& plan = *state.plan;
+    bool eager = record || run.profile != nullptr;
+    if (!eager && state.graph_mode == GraphMode::kReplay) {
+      RETURN_IF_ERROR(api->replay(*state.graph).withContext("replaying the cuda graph"));
+      ++state.replays;
+      return Status::ok();
+    }
+    if (!eager && state.graph_mode == GraphMode::kCapture) {
+      auto graph = capture(run);
+      if (graph.isOk()) {
+        state.graph = std::move(graph).value();
+        state.graph_mode = GraphMode::kReplay;
+        RETURN_IF_ERROR(api->replay(*state.graph).withContext("launching the cuda graph"));
+        ++state.replays;
+        return Status::ok();
+      }
+      // Not capturable after all (a kernel that allocates or synchronizes): eager from now on.
+      state.graph_mode = GraphMode::kEager;
+      state.graph_reason = fmt::format("capture failed: {}", graph.status().message());
+    }
+    // With `record`: every named node output, in node order, read right after its node ran
+    // (the arena reuses its buffer later). Steps follow node order and only folded nodes have
+    // none, so after node k's step the nodes not recorded yet below k are folded ones.
+    size_t next_to_record = 0;
+    auto recordUpTo = [&](size_t end) -> Status {
+      for (; next_to_record < end; ++next_to_record) {
+        const PlannedNode& pn = plan.nodes[next_to_record];
+        for (int id : pn.outputs) {
+          // Tensors only, as the reference executor records.
+          if (id < 0 || value(plan, id).name.empty() || run.others.count(id)) continue;
+          const PlannedValue& v = value(plan, id);
+          auto t = v.location == Location::kHost ? hostData(run, id) : download(run, id);
+          if (t.isOk()) {
+            Status synced = syncHost(run, "recording");
+            if (!synced.isOk()) t = synced;
+          }
+          if (!t.isOk()) return t.status().withContext(fmt::format("recording '{}'", v.name));
+          recorded->push_back({v.name, pn.op, **t});
+        }
+      }
+      return Status::ok();
+    };
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const Step& step = plan.steps[i];
+      bool timed = run.profile != nullptr &&
+                   !(step.kind == Step::Kind::kNode &&
+                     (plan.nodes[static_cast<size_t>(step.node)].placement == Placement::kView ||
+                      plan.nodes[static_cast<size_t>(step.node)].folded));
+      size_t start = 0;
+      if (timed) {
+        ASSIGN_OR_RETURN(start, api->recordMarker());
+      }
+      RETURN_IF_ERROR(runStep(run, step));
+      if (timed) {
+        ASSIGN_OR_RETURN(size_t end, api->recordMarker());
+        run.timed.push_back({static_cast<int>(i), start, end});
+      }
+      if (record && step.kind == Step::Kind::kNode) {
+        RETURN_IF_ERROR(recordUpTo(static_cast<size_t>(step.node) + 1));
+      }
+    }
+    if (record) RETURN_IF_ERROR(recordUpTo(plan.nodes.size()));
+    if (!eager && state.graph_mode == GraphMode::kWarmUp) state.graph_mode = GraphMode::kCapture;
     return Status::ok();
+  }
+
+  /// Runs the plan with `feeds`: uploads, steps, downloads, all queued on the stream with a
+  /// synchronization only where the host reads device data, and one at the end.
+  StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds, bool record,
+                                    std::vector<CudaExecutor::StepTime>* profile) {
+    RunState run{state, feeds, {}, {}, {}, false, profile, {}};
+    run.host.resize(state.plan->values.size());
+    api->clearMarkers();
+    auto result = executeQueued(run, record);
+    if (!result.isOk()) {
+      // Nothing queued may outlive the buffers it reads and writes.
+      (void)api->synchronize("the failed run");
+      return result;
+    }
+    return result;
+  }
+
+  StatusOr<ExecutionResult> executeQueued(RunState& run, bool record) {
+    PlanState& state = run.state;
+    const Plan& plan = *state.plan;
+    if (options.poison_byte >= 0 && plan.arena_bytes > 0) {
+      RETURN_IF_ERROR(api->fill(state.arena.data(), options.poison_byte,
+                                static_cast<size_t>(plan.arena_bytes)));
+    }
+    RETURN_IF_ERROR(uploadInputs(run));
+    ExecutionResult result;
+    std::vector<RecordedValue> recorded;
+    RETURN_IF_ERROR(runSteps(run, record, &recorded));
+
+    // The outputs: device ones queued (into pinned staging where the plan has it), then one
+    // synchronization, then the host ones.
+    result.names.resize(plan.outputs.size());
+    result.outputs.resize(plan.outputs.size());
+    for (size_t i = 0; i < plan.outputs.size(); ++i) {
+      int id = plan.outputs[i];
+      const PlannedValue& v = value(plan, id);
+      result.names[i] = v.name;
+      if (v.location != Location::kArena || v.dynamic) continue;
+      // In place before the copy is queued: a moved HostTensor may move its bytes.
+      result.outputs[i] = HostTensor::zeros(v.dtype, v.dims);
+      HostTensor& t = result.outputs[i];
+      if (!t.bytes.empty()) {
+        auto ptr = devicePtr(state, id);
+        if (!ptr.isOk())
+          return ptr.status().withContext(fmt::format("reading output '{}'", v.name));
+        auto staging = state.output_staging.find(id);
+        void* dst = staging != state.output_staging.end() ? staging->second.data() : t.bytes.data();
+        RETURN_IF_ERROR(api->copyToHost(dst, *ptr, t.bytes.size())
+                            .withContext(fmt::format("reading output '{}'", v.name)));
+      }
+    }
+    RETURN_IF_ERROR(api->synchronize("the run"));
+    run.pending = false;
+    if (run.profile != nullptr) {
+      for (const RunState::Timed& t : run.timed) {
+        CudaExecutor::StepTime time = describeStep(plan, plan.steps[static_cast<size_t>(t.step)]);
+        ASSIGN_OR_RETURN(time.ms, api->elapsedMs(t.start, t.end));
+        run.profile->push_back(std::move(time));
+      }
+    }
+    for (size_t i = 0; i < plan.outputs.size(); ++i) {
+      int id = plan.outputs[i];
+      const PlannedValue& v = value(plan, id);
+      if (v.location == Location::kArena && !v.dynamic) {
+        auto staging = state.output_staging.find(id);
+        if (staging != state.output_staging.end() && !result.outputs[i].bytes.empty()) {
+          std::memcpy(result.outputs[i].bytes.data(), staging->second.data(),
+                      result.outputs[i].bytes.size());
+        }
+        continue;
+      }
+      if (auto other = run.others.find(id); other != run.others.end()) {
+        // A sequence or an empty optional: ExecutionResult's kinds and sequences hold it.
+        result.kinds.resize(plan.outputs.size(), OutputKind::kTensor);
+        result.sequences.resize(plan.outputs.size());
+        result.kinds[i] = other->second.kind;
+        result.sequences[i] = std::move(other->second.sequence);
+        result.outputs[i].dtype = other->second.seq_type;
+        continue;
+      }
+      auto t = hostData(run, id);
+      if (!t.isOk()) return t.status().withContext(fmt::format("reading output '{}'", v.name));
+      result.outputs[i] = **t;
+    }
+    if (record) result.intermediates = std::move(recorded);
+    return result;
   }
 };
 
@@ -608,6 +1017,19 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
 }
 
 StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const ExecutionOptions& options) {
+  return runWith(inputs, options, nullptr);
+}
+
+StatusOr<ExecutionResult> CudaExecutor::runProfiled(const Feeds& inputs,
+                                                    std::vector<StepTime>* times) {
+  if (times == nullptr) return invalidArgument("runProfiled: no vector for the times");
+  times->clear();
+  return runWith(inputs, {}, times);
+}
+
+StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs,
+                                                const ExecutionOptions& options,
+                                                std::vector<StepTime>* profile) {
   ASSIGN_OR_RETURN(InputShapes shapes, checkCudaFeeds(*impl_->model, inputs));
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (std::this_thread::get_id() != impl_->last_thread) {
@@ -615,18 +1037,56 @@ StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const Execution
     RETURN_IF_ERROR(impl_->api->probe().status());
     impl_->last_thread = std::this_thread::get_id();
   }
-  ASSIGN_OR_RETURN(PlanState * state, impl_->stateFor(shapes));
-  ASSIGN_OR_RETURN(ExecutionResult result,
-                   impl_->execute(*state, inputs, options.record_intermediates));
+  auto planned = impl_->stateFor(shapes);
+  if (!planned.isOk()) {
+    // What the plan cannot represent (an op or value the lowering does not know) still runs, on
+    // the CPU; bad inputs, weights without data and out-of-memory stay errors.
+    StatusCode code = planned.status().code();
+    if (code == StatusCode::kUnimplemented || code == StatusCode::kInternal) {
+      return impl_->runOnReference(inputs, options, planned.status());
+    }
+    return planned.status();
+  }
+  PlanState* state = *planned;
+  if (!state->reference_only.empty()) {
+    return impl_->runOnReference(inputs, options,
+                                 Status(StatusCode::kInternal, state->reference_only));
+  }
+  impl_->shape_mismatch = false;
+  auto executed = impl_->execute(*state, inputs, options.record_intermediates, profile);
+  if (!executed.isOk()) {
+    if (impl_->shape_mismatch) {
+      state->reference_only = executed.status().message();
+      return impl_->runOnReference(inputs, options, executed.status());
+    }
+    return executed.status();
+  }
+  ExecutionResult result = std::move(executed).value();
   if (options.non_tensor_outputs) {
-    result.kinds.assign(result.outputs.size(), OutputKind::kTensor);
+    result.kinds.resize(result.outputs.size(), OutputKind::kTensor);
     result.sequences.resize(result.outputs.size());
+  } else {
+    for (size_t i = 0; i < result.kinds.size(); ++i) {
+      if (result.kinds[i] != OutputKind::kTensor) {
+        return makeError(StatusCode::kUnimplemented,
+                         "output '{}' is {}: the executor returns tensor outputs only",
+                         result.names[i],
+                         result.kinds[i] == OutputKind::kSequence ? "a sequence" : "empty");
+      }
+    }
+    result.kinds.clear();
+    result.sequences.clear();
   }
   impl_->last_plan = state->plan;
   impl_->last_summary = state->plan->summary();
   for (const std::string& d : state->demoted) {
     impl_->last_summary += fmt::format("refused at these shapes, ran on the CPU: {}\n", d);
   }
+  impl_->last_workspace = static_cast<int64_t>(state->workspace_bytes);
+  impl_->last_graph = graphStateText(*state);
+  impl_->last_summary += fmt::format(
+      "workspace: {} bytes (one region shared by the device nodes)\n", state->workspace_bytes);
+  impl_->last_summary += fmt::format("cuda graph: {}\n", impl_->last_graph);
   return result;
 }
 
@@ -647,6 +1107,12 @@ std::shared_ptr<const Plan> CudaExecutor::lastPlan() const {
 }
 std::string CudaExecutor::lastSummary() const {
   return impl_->last_summary;
+}
+std::string CudaExecutor::cudaGraphState() const {
+  return impl_->last_graph;
+}
+int64_t CudaExecutor::workspaceBytes() const {
+  return impl_->last_workspace;
 }
 
 StatusOr<std::unique_ptr<Executor>> createCudaExecutor(const ir::Model& model,

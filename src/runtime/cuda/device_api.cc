@@ -1,12 +1,19 @@
-// The real DeviceApi: one CUDA device and one stream, through include/onnxopt/kernels/cuda.h.
+// The real DeviceApi: one CUDA device and one stream (copies, launches, graph capture), through
+// include/onnxopt/kernels/cuda.h.
 #include "device_api.h"
 
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 
 namespace onnxopt::runtime::cuda_detail {
 namespace {
+
+struct Graph : CapturedGraph {
+  explicit Graph(kernels::DeviceGraph g) : graph(std::move(g)) {}
+  kernels::DeviceGraph graph;
+};
 
 class CudaDeviceApi : public DeviceApi {
  public:
@@ -23,6 +30,13 @@ class CudaDeviceApi : public DeviceApi {
     return data;
   }
   void release(void* data) override { buffers_.erase(data); }
+  StatusOr<void*> allocateHost(size_t bytes) override {
+    ASSIGN_OR_RETURN(kernels::PinnedBuffer buffer, kernels::PinnedBuffer::allocate(bytes));
+    void* data = buffer.data();
+    if (data != nullptr) pinned_.emplace(data, std::move(buffer));
+    return data;
+  }
+  void releaseHost(void* data) override { pinned_.erase(data); }
   Status copyToDevice(void* dst, const void* src, size_t bytes) override {
     return kernels::copyToDevice(dst, src, bytes, stream_.get());
   }
@@ -42,12 +56,39 @@ class CudaDeviceApi : public DeviceApi {
   Status launch(const kernels::CudaKernelCall& call) override {
     return kernels::launchCudaKernel(call, stream_.get());
   }
+  StatusOr<size_t> recordMarker() override {
+    // Events are kept across runs (created once, recorded again).
+    if (next_marker_ == events_.size()) {
+      ASSIGN_OR_RETURN(kernels::DeviceEvent event, kernels::DeviceEvent::create());
+      events_.push_back(std::move(event));
+    }
+    RETURN_IF_ERROR(events_[next_marker_].record(stream_.get()));
+    return next_marker_++;
+  }
+  StatusOr<double> elapsedMs(size_t from, size_t to) override {
+    if (from >= next_marker_ || to >= next_marker_) {
+      return makeError(StatusCode::kInternal, "cuda: marker {} or {} was not recorded", from, to);
+    }
+    return kernels::DeviceEvent::elapsedMs(events_[from], events_[to]);
+  }
+  void clearMarkers() override { next_marker_ = 0; }
+  Status beginCapture() override { return kernels::beginStreamCapture(stream_.get()); }
+  StatusOr<std::unique_ptr<CapturedGraph>> endCapture() override {
+    ASSIGN_OR_RETURN(kernels::DeviceGraph graph, kernels::endStreamCapture(stream_.get()));
+    return std::unique_ptr<CapturedGraph>(std::make_unique<Graph>(std::move(graph)));
+  }
+  Status replay(const CapturedGraph& graph) override {
+    return static_cast<const Graph&>(graph).graph.launch(stream_.get());
+  }
 
  private:
   int device_id_;
   // Buffers are freed before the stream (members are destroyed in reverse order).
   kernels::DeviceStream stream_;
   std::unordered_map<void*, kernels::DeviceBuffer> buffers_;
+  std::unordered_map<void*, kernels::PinnedBuffer> pinned_;
+  std::vector<kernels::DeviceEvent> events_;
+  size_t next_marker_ = 0;
 };
 
 }  // namespace

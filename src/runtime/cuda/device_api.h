@@ -14,6 +14,12 @@
 
 namespace onnxopt::runtime::cuda_detail {
 
+/// A graph captured by DeviceApi::endCapture, replayed by DeviceApi::replay (each device its own).
+class CapturedGraph {
+ public:
+  virtual ~CapturedGraph() = default;
+};
+
 class DeviceApi {
  public:
   virtual ~DeviceApi() = default;
@@ -22,7 +28,11 @@ class DeviceApi {
   /// `bytes` of device memory (nullptr for 0 bytes); out of memory names the size.
   virtual StatusOr<void*> allocate(size_t bytes) = 0;
   virtual void release(void* data) = 0;
-  /// Copies and fills, ordered on the device's one stream.
+  /// Page-locked host memory for staging copies (nullptr for 0 bytes).
+  virtual StatusOr<void*> allocateHost(size_t bytes) = 0;
+  virtual void releaseHost(void* data) = 0;
+  /// Copies and fills, ordered on the device's one stream and asynchronous with respect to the
+  /// host: the host side of a copy must stay alive and untouched until the next synchronize.
   virtual Status copyToDevice(void* dst, const void* src, size_t bytes) = 0;
   virtual Status copyToHost(void* dst, const void* src, size_t bytes) = 0;
   virtual Status fill(void* dst, int value, size_t bytes) = 0;
@@ -31,22 +41,36 @@ class DeviceApi {
   virtual kernels::Support canImplement(const kernels::CudaKernelCall& call) = 0;
   virtual StatusOr<size_t> workspaceBytes(const kernels::CudaKernelCall& call) = 0;
   virtual Status launch(const kernels::CudaKernelCall& call) = 0;
+  /// CUDA graphs: the launches between beginCapture and endCapture are recorded, not run;
+  /// replay runs them again (with the pointers they were captured with). A call that cannot be
+  /// captured fails, and so does endCapture then (the device is out of capture mode either way);
+  /// a device that cannot capture at all fails endCapture with its reason.
+  /// Timing (profiling): a marker recorded on the stream where its work has reached (an event);
+  /// after a synchronize, elapsedMs of two markers is the time between them. clearMarkers forgets
+  /// every marker.
+  virtual StatusOr<size_t> recordMarker() = 0;
+  virtual StatusOr<double> elapsedMs(size_t from, size_t to) = 0;
+  virtual void clearMarkers() = 0;
+  virtual Status beginCapture() = 0;
+  virtual StatusOr<std::unique_ptr<CapturedGraph>> endCapture() = 0;
+  virtual Status replay(const CapturedGraph& graph) = 0;
 };
 
 /// The CUDA device `device_id` with a stream of its own: an error where there is no device,
 /// no driver, or no CUDA in this build.
 StatusOr<std::unique_ptr<DeviceApi>> createCudaDeviceApi(int device_id);
 
-/// An owned allocation of a DeviceApi (which must outlive it).
+/// An owned allocation of a DeviceApi (which must outlive it): device memory, or with
+/// allocateHost page-locked host memory.
 class DeviceMemory {
  public:
   static StatusOr<DeviceMemory> allocate(DeviceApi& api, size_t bytes) {
     ASSIGN_OR_RETURN(void* data, api.allocate(bytes));
-    DeviceMemory m;
-    m.api_ = &api;
-    m.data_ = data;
-    m.size_ = bytes;
-    return m;
+    return DeviceMemory(api, data, bytes, false);
+  }
+  static StatusOr<DeviceMemory> allocateHost(DeviceApi& api, size_t bytes) {
+    ASSIGN_OR_RETURN(void* data, api.allocateHost(bytes));
+    return DeviceMemory(api, data, bytes, true);
   }
   DeviceMemory() = default;
   DeviceMemory(DeviceMemory&& other) noexcept { *this = std::move(other); }
@@ -56,6 +80,7 @@ class DeviceMemory {
       api_ = other.api_;
       data_ = other.data_;
       size_ = other.size_;
+      host_ = other.host_;
       other.data_ = nullptr;
       other.size_ = 0;
     }
@@ -69,14 +94,23 @@ class DeviceMemory {
   size_t size() const { return size_; }
 
  private:
+  DeviceMemory(DeviceApi& api, void* data, size_t size, bool host)
+      : api_(&api), data_(data), size_(size), host_(host) {}
   void reset() {
-    if (data_ != nullptr) api_->release(data_);
+    if (data_ != nullptr) {
+      if (host_) {
+        api_->releaseHost(data_);
+      } else {
+        api_->release(data_);
+      }
+    }
     data_ = nullptr;
     size_ = 0;
   }
   DeviceApi* api_ = nullptr;
   void* data_ = nullptr;
   size_t size_ = 0;
+  bool host_ = false;
 };
 
 }  // namespace onnxopt::runtime::cuda_detail

@@ -15,6 +15,7 @@
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/runtime/memory_planner.h"
+#include "onnxopt/runtime/reference_executor.h"
 
 namespace onnxopt::runtime {
 
@@ -208,6 +209,21 @@ class Lowering {
   /// An initializer (or an input default left out): constant data, kept on the host when small.
   Status addConstantValue(const ir::Value* v) {
     const ir::Tensor* t = v->initializer();
+    if (t == nullptr && v->sparseInitializer() != nullptr) {
+      // A sparse initializer: its dense data, as the reference executor reads it.
+      ASSIGN_OR_RETURN(kernels::HostTensor dense,
+                       densifySparse(*v->sparseInitializer(), v->name()));
+      PlannedValue pv;
+      pv.name = v->name();
+      pv.source = v;
+      pv.dtype = dense.dtype;
+      pv.dims = dense.dims;
+      pv.bytes = byteSize(pv.dtype, pv.dims).value_or(0);
+      pv.location = Location::kConstant;
+      pv.host_value = std::move(dense);
+      ids_[v] = addValue(std::move(pv));
+      return Status::ok();
+    }
     if (t == nullptr) return invalidArgument("'{}' has no data", v->name());
     PlannedValue pv;
     pv.name = v->name();

@@ -1,0 +1,50 @@
+// The statistics of `opt bench` (bench_command.cc): latency percentiles over the timed runs, and
+// the per-node profile table built from profiled runs. Plain functions of numbers and names, so
+// that they are tested on the host (bench_test.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace onnxopt::tools {
+
+struct LatencyStats {
+  int64_t runs = 0;
+  double p50 = 0, p90 = 0, p99 = 0, mean = 0, min = 0, max = 0;  ///< milliseconds
+  double throughput = 0;                                         ///< runs per second (1000 / mean)
+};
+
+/// The p-th percentile (0 <= p <= 100) of `sorted` (ascending, not empty), interpolated linearly
+/// between the closest ranks (numpy's default): p=0 is the minimum, p=100 the maximum.
+double percentile(const std::vector<double>& sorted, double p);
+
+/// The statistics of `ms` (one latency per run; empty: all zero).
+LatencyStats latencyStats(std::vector<double> ms);
+
+/// One timed step of one run (a node or a copy), as the profiler reports it.
+struct ProfileSample {
+  std::string name;
+  std::string op;
+  std::string placement;
+  double ms = 0;
+};
+
+/// One row of the profile table: a step's mean time over the profiled runs.
+struct ProfileRow {
+  std::string name;
+  std::string op;
+  std::string placement;
+  double mean_ms = 0;
+  double percent = 0;  ///< of the sum of every row's mean
+};
+
+/// The rows of `runs` (each run's samples, the same steps in the same order), sorted by mean time,
+/// the costliest first (ties: step order).
+std::vector<ProfileRow> profileRows(const std::vector<std::vector<ProfileSample>>& runs);
+
+/// The table: the `top` costliest rows (node, op, placement, mean ms, %), then the per-op totals
+/// (op, count, total mean ms, %), sorted by cost.
+std::string formatProfile(const std::vector<ProfileRow>& rows, size_t top = 30);
+
+}  // namespace onnxopt::tools
