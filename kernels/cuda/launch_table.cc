@@ -12,6 +12,8 @@
 #include "onnxopt/kernels/cuda.h"
 #include "unary.h"
 #include "where.h"
+// The recurrent family (rnn).
+#include "rnn.h"
 
 namespace onnxopt::kernels {
 

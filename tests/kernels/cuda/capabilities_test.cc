@@ -145,6 +145,8 @@ TEST(CudaKernelTable, EveryClaimPassesTheKernelsCanImplement) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to compare with";
   int checked = 0;
   for (const CudaKernelInfo& row : cudaKernelTable()) {
+    // The recurrent family (rnn): not [2, 3] tensors; rnn_host_test.cc checks its claims.
+    if (std::string(row.family) == "Rnn") continue;
     for (const test::TypeCombo& combo : test::claimedCombos(row)) {
       KernelAttrs attrs;
       attrs.ints["to"] = static_cast<int64_t>(combo.output);

@@ -79,6 +79,8 @@ std::vector<Case> allCases() {
   for (const CudaKernelInfo& row : cudaKernelTable()) {
     // MatMul and Gemm have their own cases (matmul_test.cc): their shapes are not elementwise.
     if (std::string(row.family) == "MatMul" || std::string(row.family) == "Gemm") continue;
+    // The recurrent family (rnn): its own cases in rnn_test.cc.
+    if (std::string(row.family) == "Rnn") continue;
     for (const test::TypeCombo& combo : test::claimedCombos(row)) {
       std::vector<std::pair<std::string, KernelAttrs>> variants = {{"", {}}};
       std::string op = row.op;
