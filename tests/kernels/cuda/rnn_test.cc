@@ -1,10 +1,10 @@
 // LSTM, GRU and RNN on CUDA (kernels/cuda/rnn.cc) against the reference kernels, for float,
 // float16 and bfloat16: steps 1, 5 and 17, batch 1 and 3, input 4 and 16, hidden 8 and 32, every
-// direction, then one attribute at a time: layout 1, shorter sequence_lens (one of length 0),
-// initial states, peepholes, clip, GRU's linear_before_reset, input_forget, activations with
-// alpha and beta, no bias, opset 7, outputs left out, and all of them at once. Each output the
-// node asks for is compared. The recurrence carries rounding from step to step, so the tolerance
-// is the dtype's scaled by (1 + steps / 4). Label gpu.
+// direction, then one attribute at a time: layout 1, shorter sequence_lens (one of length 0), as a
+// constant and as a run-time value, initial states, peepholes, clip, GRU's linear_before_reset,
+// input_forget, activations with alpha and beta, no bias, opset 7, outputs left out, and all of
+// them at once. Each output the node asks for is compared. The recurrence carries rounding from
+// step to step, so the tolerance is the dtype's scaled by (1 + steps / 4). Label gpu.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -31,8 +31,9 @@ struct RnnCase {
   std::string direction = "forward";
   int64_t layout = 0;
   bool bias = true;
-  bool lens = false;     ///< shorter sequences: S, S/2 rounded up, 0 (batch 3) or S - 1
-  bool initial = false;  ///< initial_h (and initial_c)
+  bool lens = false;          ///< shorter sequences: S, S/2 rounded up, 0 (batch 3) or S - 1
+  bool runtime_lens = false;  ///< sequence_lens not given as a host constant (a run-time value)
+  bool initial = false;       ///< initial_h (and initial_c)
   bool peepholes = false;
   float clip = 0;  ///< 0: no clip
   int64_t linear_before_reset = -1;
@@ -55,7 +56,7 @@ std::string nameOf(const RnnCase& c) {
                               c.batch, c.input, c.hidden, c.direction);
   if (c.layout != 0) n += "_layout1";
   if (!c.bias) n += "_nobias";
-  if (c.lens) n += "_seqlens";
+  if (c.lens) n += c.runtime_lens ? "_seqlensruntime" : "_seqlens";
   if (c.initial) n += "_initial";
   if (c.peepholes) n += "_peepholes";
   if (c.clip > 0) n += "_clip";
@@ -129,6 +130,9 @@ std::vector<RnnCase> rnnCases() {
             variants.back().linear_before_reset = 1;
             variants.back().lens = true;
           }
+          variants.push_back(base);
+          variants.back().lens = true;
+          variants.back().runtime_lens = true;
           variants.push_back(base);
           variants.back().outputs[0] = false;  // Y_h alone
           variants.push_back(base);
@@ -245,7 +249,8 @@ KernelAttrs attrsOf(const RnnCase& c) {
 }
 
 /// Runs the node on the device with the outputs `asked` (the others left out, as a model's empty
-/// output names are), each poisoned first; every input is also given as a host constant.
+/// output names are), each poisoned first; every input is also given as a host constant but
+/// sequence_lens with runtime_lens.
 StatusOr<std::vector<HostTensor>> runRnnOnDevice(const RnnCase& c,
                                                  const std::vector<std::optional<HostTensor>>& in,
                                                  const KernelAttrs& attrs,
@@ -266,7 +271,8 @@ StatusOr<std::vector<HostTensor>> runRnnOnDevice(const RnnCase& c,
     ASSIGN_OR_RETURN(test::DeviceTensor dt, test::upload(*t, stream.get()));
     keep.push_back(std::move(dt));
     call.inputs.push_back(keep.back().view());
-    call.constant_inputs.push_back(&*t);
+    bool runtime = c.runtime_lens && call.constant_inputs.size() == 4;
+    call.constant_inputs.push_back(runtime ? nullptr : &*t);
   }
   std::vector<HostTensor> got;
   std::vector<size_t> slot;
