@@ -144,9 +144,14 @@ WorkspaceLayout layoutOf(const RnnArgs& args) {
   return l;
 }
 
+/// Products of at most this many multiply-adds per matrix run in rnn.cu's plain kernel: at such
+/// sizes it costs less than cuBLASLt's launch.
+constexpr int64_t kPlainProductWork = 4096;
+
 /// D = A B^T in float: A is T, row-major [m, k] (`batch` matrices stride_a elements apart), B is
 /// T, row-major [n, k] (stride_b apart), D float, row-major [m, n] (stride_d apart). Set up once
-/// (descriptors, layouts, the algorithm for these pointers' alignment) and run every step.
+/// (descriptors, layouts, the algorithm for these pointers' alignment) and run every step; small
+/// products, and those cuBLASLt has no algorithm for, run in the plain kernel.
 class StepGemm {
  public:
   struct Shape {
@@ -161,6 +166,9 @@ class StepGemm {
     auto g = std::make_unique<StepGemm>();
     g->op_ = op;
     g->workspace_bytes_ = workspace_bytes;
+    g->plain_ = RnnProductArgs{dtype,   s.m,     s.n,        s.k,        s.batch,   nullptr,
+                               nullptr, nullptr, s.stride_a, s.stride_b, s.stride_d};
+    if (s.m * s.n * s.k <= kPlainProductWork) return g;
     ASSIGN_OR_RETURN(g->handle_, ltHandle(op));
     cudaDataType_t type = cudaTypeOf(dtype);
     auto elem = static_cast<int64_t>(dataTypeBits(dtype) / 8);
@@ -203,16 +211,21 @@ class StepGemm {
                            g->handle_, desc, g->slot_a_.get(), g->slot_b_.get(), g->slot_d_.get(),
                            g->slot_d_.get(), pref_raw, 1, &heuristic, &found),
                        op);
-    if (found == 0) {
-      return Status(StatusCode::kUnimplemented,
-                    fmt::format("{}: cuBLASLt has no algorithm for {} x {} x {} in {}", op, s.m,
-                                s.k, s.n, dataTypeName(dtype)));
-    }
+    if (found == 0) return g;  // the plain kernel
     g->algo_ = heuristic.algo;
+    g->lt_ = true;
     return g;
   }
 
   Status run(const void* a, const void* b, float* d, void* workspace, cudaStream_t stream) const {
+    if (!lt_) {
+      RnnProductArgs p = plain_;
+      p.a = a;
+      p.b = b;
+      p.d = d;
+      ONNXOPT_CUDA_CHECK(launchRnnProduct(p, stream), op_);
+      return Status::ok();
+    }
     const float alpha = 1.0f, beta = 0.0f;
     ONNXOPT_CUDA_CHECK(cublasLtMatmul(handle_, desc_.get(), &alpha, b, slot_a_.get(), a,
                                       slot_b_.get(), &beta, d, slot_d_.get(), d, slot_d_.get(),
@@ -235,6 +248,8 @@ class StepGemm {
   LtLayout slot_a_, slot_b_, slot_d_;
   cublasLtMatmulAlgo_t algo_{};
   size_t workspace_bytes_ = 0;
+  bool lt_ = false;       ///< cuBLASLt runs it; else the plain kernel with plain_
+  RnnProductArgs plain_;  ///< pointers set per run
 };
 
 Support checkShape(const RnnArgs& args, const ConstTensorView& v, const std::vector<int64_t>& dims,

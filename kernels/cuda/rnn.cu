@@ -228,12 +228,27 @@ __global__ void rnnFinalKernel(RnnDeviceArgs a) {
   }
 }
 
+template <typename T>
+__global__ void rnnProductKernel(RnnProductArgs p) {
+  const T* a = static_cast<const T*>(p.a);
+  const T* b = static_cast<const T*>(p.b);
+  ONNXOPT_GRID_STRIDE(i, p.batch * p.m * p.n) {
+    int64_t col = i % p.n, rest = i / p.n;
+    int64_t row = rest % p.m, mat = rest / p.m;
+    const T* ar = a + mat * p.stride_a + row * p.k;
+    const T* br = b + mat * p.stride_b + col * p.k;
+    float sum = 0.0f;
+    for (int64_t q = 0; q < p.k; ++q) sum += load(ar, q) * load(br, q);
+    p.d[mat * p.stride_d + row * p.n + col] = sum;
+  }
+}
+
+/// Calls launch(TypeTag<T>{}, blocks) for `dtype`'s storage type, for `count` threads.
 template <typename Launch>
-cudaError_t launchFor(const RnnDeviceArgs& a, Launch&& launch) {
-  int64_t count = a.dirs * a.batch * a.hidden;
+cudaError_t launchTyped(DataType dtype, int64_t count, Launch&& launch) {
   if (count == 0) return cudaSuccess;
   unsigned blocks = blocksFor(count);
-  switch (a.dtype) {
+  switch (dtype) {
     case DataType::kFloat:
       launch(TypeTag<float>{}, blocks);
       break;
@@ -247,6 +262,12 @@ cudaError_t launchFor(const RnnDeviceArgs& a, Launch&& launch) {
       return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
+}
+
+/// One thread per direction, batch entry and hidden unit.
+template <typename Launch>
+cudaError_t launchFor(const RnnDeviceArgs& a, Launch&& launch) {
+  return launchTyped(a.dtype, a.dirs * a.batch * a.hidden, launch);
 }
 
 }  // namespace
@@ -273,6 +294,13 @@ cudaError_t launchRnnStep(const RnnDeviceArgs& args, int64_t step, cudaStream_t 
   return launchFor(args, [&](auto tag, unsigned blocks) {
     using T = typename decltype(tag)::type;
     rnnStepKernel<T><<<blocks, kThreads, 0, stream>>>(args, step);
+  });
+}
+
+cudaError_t launchRnnProduct(const RnnProductArgs& args, cudaStream_t stream) {
+  return launchTyped(args.dtype, args.batch * args.m * args.n, [&](auto tag, unsigned blocks) {
+    using T = typename decltype(tag)::type;
+    rnnProductKernel<T><<<blocks, kThreads, 0, stream>>>(args);
   });
 }
 

@@ -76,6 +76,17 @@ struct RnnDeviceArgs {
   void* y_c = nullptr;  ///< T Y_c, or nullptr
 };
 
+/// A batch of products D = A B^T: A of `dtype`, row-major [m, k]; B of `dtype`, row-major [n, k];
+/// D float, row-major [m, n]; matrix i at A + i * stride_a (elements), and so on.
+struct RnnProductArgs {
+  DataType dtype = DataType::kFloat;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  float* d = nullptr;
+  int64_t stride_a = 0, stride_b = 0, stride_d = 0;
+};
+
 /// Whether rnn.cu instantiates the kernels for `dtype` (float, float16, bfloat16).
 bool rnnKernelExists(DataType dtype);
 
@@ -87,6 +98,9 @@ cudaError_t launchRnnReset(const RnnDeviceArgs& args, int64_t step, cudaStream_t
 /// c), and Y at the step's time; a batch entry past its sequence length keeps its state and
 /// zeroes Y at time `step`.
 cudaError_t launchRnnStep(const RnnDeviceArgs& args, int64_t step, cudaStream_t stream);
+/// The products of `args` by a plain kernel (one thread per output, float accumulation): where
+/// cuBLASLt has no algorithm for the buffers' alignment.
+cudaError_t launchRnnProduct(const RnnProductArgs& args, cudaStream_t stream);
 /// Y_h and Y_c from the final state (zeros for a sequence length of 0).
 cudaError_t launchRnnFinal(const RnnDeviceArgs& args, cudaStream_t stream);
 

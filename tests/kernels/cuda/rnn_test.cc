@@ -1,11 +1,12 @@
 // LSTM, GRU and RNN on CUDA (kernels/cuda/rnn.cc) against the reference kernels, for float,
 // float16 and bfloat16: steps 1, 5 and 17, batch 1 and 3, input 4 and 16, hidden 8 and 32, and odd
-// sizes (3 steps, batch 2, input 3, hidden 5), every direction, then one attribute at a time:
+// sizes (3 steps, batch 2, input 7, hidden 37), every direction, then one attribute at a time:
 // layout 1, shorter sequence_lens (one of length 0), as a constant and as a run-time value,
 // initial states, peepholes, clip, GRU's linear_before_reset, input_forget, activations with alpha
 // and beta, no bias, opset 7, outputs left out, and all of them at once. Each output the node asks
-// for is compared. The recurrence carries rounding from step to step, so the tolerance is the
-// dtype's scaled by (1 + steps / 4). Label gpu.
+// for is compared. The sizes take both paths of the products: the plain kernel (at most 4096
+// multiply-adds) and cuBLASLt, with and without 16-byte aligned rows. The recurrence carries
+// rounding from step to step, so the tolerance is the dtype's scaled by (1 + steps / 4). Label gpu.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -98,7 +99,8 @@ std::vector<RnnCase> rnnCases() {
     out.push_back(c);
   };
   // The last: odd sizes, so that no row of X, W, R or the state is 16-byte aligned.
-  const Size sizes[] = {{1, 1, 4, 8}, {5, 3, 16, 32}, {17, 3, 4, 8}, {17, 1, 16, 32}, {3, 2, 3, 5}};
+  const Size sizes[] = {
+      {1, 1, 4, 8}, {5, 3, 16, 32}, {17, 3, 4, 8}, {17, 1, 16, 32}, {3, 2, 7, 37}};
   const DataType types[] = {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16};
   for (const char* op : {"LSTM", "GRU", "RNN"}) {
     for (DataType t : types) {
