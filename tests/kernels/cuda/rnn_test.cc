@@ -3,9 +3,9 @@
 // sizes (3 steps, batch 2, input 7, hidden 37), every direction, then one attribute at a time:
 // layout 1, shorter sequence_lens (one of length 0), as a constant and as a run-time value,
 // initial states, peepholes, clip, GRU's linear_before_reset, input_forget, activations with alpha
-// and beta, no bias, opset 7, outputs left out, and all of them at once. Each output the node asks
-// for is compared. The sizes take both paths of the products: the plain kernel (at most 4096
-// multiply-adds) and cuBLASLt, with and without 16-byte aligned rows. The recurrence carries
+// and beta, no bias, opsets 7 and 22, outputs left out, and all of them at once. Each output the
+// node asks for is compared. The sizes take both paths of the products: the plain kernel (at most
+// 4096 multiply-adds) and cuBLASLt, with and without 16-byte aligned rows. The recurrence carries
 // rounding from step to step, so the tolerance is the dtype's scaled by (1 + steps / 4). Label gpu.
 #include <gtest/gtest.h>
 
@@ -119,6 +119,8 @@ std::vector<RnnCase> rnnCases() {
           variants[4].activations = true;
           variants[5].bias = false;
           variants[6].opset = 7;
+          variants.push_back(base);
+          variants.back().opset = 22;  // the node tests' opset
           if (std::string(op) == "LSTM") {
             variants.push_back(base);
             variants.back().peepholes = true;
