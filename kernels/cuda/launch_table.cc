@@ -12,7 +12,8 @@
 #include "onnxopt/kernels/cuda.h"
 #include "unary.h"
 #include "where.h"
-// The recurrent family (rnn).
+// The recurrent family and QuantizeLinear/DequantizeLinear (rnn).
+#include "quantize.h"
 #include "rnn.h"
 
 namespace onnxopt::kernels {

@@ -1,0 +1,137 @@
+// Host half of QuantizeLinear and DequantizeLinear (quantize.h): attributes, the checks, the
+// launch.
+#include "quantize.h"
+
+#include <fmt/format.h>
+
+#include "device.h"
+
+namespace onnxopt::kernels::cuda {
+
+namespace {
+
+/// The scale's layout over x: per tensor (axis_dim 1) or per axis (inner elements per step).
+struct ScaleLayout {
+  int64_t inner = 1, axis_dim = 1;
+};
+
+StatusOr<ScaleLayout> scaleLayoutOf(const QuantizeArgs& args) {
+  ScaleLayout l;
+  const ConstTensorView& s = args.scale;
+  if (args.zero.dtype != DataType::kUndefined && args.zero.dims != s.dims &&
+      !(args.zero.numElements() == 1 && s.numElements() == 1 && args.zero.rank() <= 1 &&
+        s.rank() <= 1)) {
+    return invalidArgument("{}: zero point and scale have different shapes", args.op);
+  }
+  if (args.block_size != 0) {
+    return Status(StatusCode::kUnimplemented,
+                  fmt::format("{}: blocked scales (block_size) have no CUDA kernel", args.op));
+  }
+  if (s.rank() <= 1 && s.numElements() == 1) return l;
+  int64_t rank = args.x.rank();
+  int64_t axis = args.axis < 0 ? args.axis + rank : args.axis;
+  if (axis < 0 || axis >= rank)
+    return invalidArgument("{}: axis {} out of range", args.op, args.axis);
+  if (s.rank() != 1 || s.dims[0] != args.x.dims[static_cast<size_t>(axis)]) {
+    return invalidArgument("{}: per-axis scale must be 1-D of length {}", args.op,
+                           args.x.dims[static_cast<size_t>(axis)]);
+  }
+  l.axis_dim = s.dims[0];
+  for (int64_t d = axis + 1; d < rank; ++d) l.inner *= args.x.dims[static_cast<size_t>(d)];
+  return l;
+}
+
+}  // namespace
+
+template <>
+StatusOr<QuantizeArgs> argsFromCall<QuantizeArgs>(const CudaKernelCall& call) {
+  RETURN_IF_ERROR(checkArity(call, 2, 3, 1));
+  const KernelAttrs& attrs = attrsOf(call);
+  QuantizeArgs args;
+  args.op = call.op;
+  args.dequantize = call.op == "DequantizeLinear";
+  args.x = call.inputs[0];
+  args.scale = call.inputs[1];
+  args.zero = inputOf(call, 2);
+  args.y = call.outputs[0];
+  args.axis = attrs.getInt("axis", 1);
+  if (call.opset >= 21) {
+    args.block_size = attrs.getInt("block_size", 0);
+    args.output_dtype = attrs.getInt("output_dtype", 0);
+  }
+  if (call.opset >= 23) args.precision = attrs.getInt("precision", 0);
+  return args;
+}
+
+Support canImplement(const QuantizeArgs& args) {
+  DataType want_y = args.dequantize                           ? args.scale.dtype
+                    : args.zero.dtype != DataType::kUndefined ? args.zero.dtype
+                                                              : DataType::kUint8;
+  if (!args.dequantize && args.zero.dtype == DataType::kUndefined && args.output_dtype != 0) {
+    want_y = static_cast<DataType>(args.output_dtype);
+  }
+  if (args.output_dtype != 0 && args.output_dtype != static_cast<int64_t>(want_y)) {
+    return Support::no(fmt::format("{}: output_dtype {} differs from the {}'s type", args.op,
+                                   args.output_dtype, args.dequantize ? "scale" : "zero point"));
+  }
+  if (args.y.dtype != want_y) {
+    return Support::no(fmt::format("{}: the output is {}, not {}", args.op,
+                                   dataTypeName(args.y.dtype), dataTypeName(want_y)));
+  }
+  if (!quantizeKernelExists(args.dequantize, args.x.dtype, args.scale.dtype, args.y.dtype)) {
+    return Support::no(fmt::format("{}: no CUDA kernel for {} with a {} scale to {}", args.op,
+                                   dataTypeName(args.x.dtype), dataTypeName(args.scale.dtype),
+                                   dataTypeName(args.y.dtype)));
+  }
+  if (args.dequantize && args.zero.dtype != DataType::kUndefined &&
+      args.zero.dtype != args.x.dtype) {
+    return Support::no(fmt::format("{}: the zero point is {}, the input {}", args.op,
+                                   dataTypeName(args.zero.dtype), dataTypeName(args.x.dtype)));
+  }
+  if (args.precision != 0 && args.precision != static_cast<int64_t>(DataType::kFloat)) {
+    return Support::no(fmt::format("{}: precision {} has no CUDA kernel", args.op, args.precision));
+  }
+  StatusOr<ScaleLayout> l = scaleLayoutOf(args);
+  if (!l.isOk()) return Support::no(l.status().message());
+  if (args.y.dims != args.x.dims) {
+    return Support::no(fmt::format("{}: the output's shape differs from the input's", args.op));
+  }
+  for (const auto& [view, what] : {std::pair{&args.x, "x"}, std::pair{&args.scale, "scale"},
+                                   std::pair{&args.zero, "zero point"}}) {
+    if (Support s = requireDevice(args.op, *view, what); !s) return s;
+    if (view->dtype != DataType::kUndefined && !view->isContiguous()) {
+      return Support::no(fmt::format("{}: the CUDA kernel reads a contiguous {}", args.op, what));
+    }
+  }
+  if (Support s = requireDevice(args.op, args.y, "output 0"); !s) return s;
+  if (!args.y.isContiguous()) {
+    return Support::no(fmt::format("{}: the CUDA kernel writes a contiguous output", args.op));
+  }
+  return Support::yes();
+}
+
+size_t workspaceBytes(const QuantizeArgs&) {
+  return 0;
+}
+
+Status launch(const QuantizeArgs& args, CudaStream stream) {
+  if (Support s = canImplement(args); !s) return refused(s);
+  ASSIGN_OR_RETURN(ScaleLayout l, scaleLayoutOf(args));
+  QuantizeDeviceArgs d;
+  d.dequantize = args.dequantize;
+  d.x_type = args.x.dtype;
+  d.scale_type = args.scale.dtype;
+  d.y_type = args.y.dtype;
+  d.zero_type = args.zero.dtype;
+  d.count = args.x.numElements();
+  d.inner = l.inner;
+  d.axis_dim = l.axis_dim;
+  d.x = args.x.data;
+  d.scale = args.scale.data;
+  d.zero = args.zero.data;
+  d.y = args.y.data;
+  ONNXOPT_CUDA_CHECK(launchQuantize(d, streamOf(stream)), args.op);
+  return Status::ok();
+}
+
+}  // namespace onnxopt::kernels::cuda

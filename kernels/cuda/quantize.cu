@@ -1,0 +1,109 @@
+// Device code of QuantizeLinear and DequantizeLinear (quantize_device.h), with the reference
+// kernels' arithmetic: quantize x / scale in float, round half to even, add the zero point, NaN to
+// 0, saturate to the integer range; dequantize (x - zero point) as float times scale.
+#include "element_types.cuh"
+#include "quantize_device.h"
+
+namespace onnxopt::kernels::cuda {
+
+namespace {
+
+template <typename T>
+__device__ __forceinline__ float loadFloat(const void* p, int64_t i) {
+  return static_cast<float>(load(static_cast<const T*>(p), i));
+}
+
+__device__ __forceinline__ float scaleAt(const QuantizeDeviceArgs& a, int64_t s) {
+  switch (a.scale_type) {
+    case DataType::kFloat16:
+      return loadFloat<__half>(a.scale, s);
+    case DataType::kBfloat16:
+      return loadFloat<__nv_bfloat16>(a.scale, s);
+    default:
+      return loadFloat<float>(a.scale, s);
+  }
+}
+
+__device__ __forceinline__ int64_t zeroAt(const QuantizeDeviceArgs& a, int64_t s) {
+  switch (a.zero_type) {
+    case DataType::kInt8:
+      return static_cast<const int8_t*>(a.zero)[s];
+    case DataType::kUint8:
+      return static_cast<const uint8_t*>(a.zero)[s];
+    case DataType::kInt32:
+      return static_cast<const int32_t*>(a.zero)[s];
+    default:
+      return 0;
+  }
+}
+
+template <typename X, typename Y>
+__global__ void quantizeKernel(QuantizeDeviceArgs a) {
+  const X* x = static_cast<const X*>(a.x);
+  Y* y = static_cast<Y*>(a.y);
+  constexpr float lo = std::is_signed_v<Y> ? -128.0f : 0.0f;
+  constexpr float hi = std::is_signed_v<Y> ? 127.0f : 255.0f;
+  ONNXOPT_GRID_STRIDE(i, a.count) {
+    int64_t s = (i / a.inner) % a.axis_dim;
+    float k = rintf(static_cast<float>(load(x, i)) / scaleAt(a, s));
+    k += static_cast<float>(zeroAt(a, s));
+    if (isnan(k)) k = 0.0f;
+    y[i] = static_cast<Y>(fminf(fmaxf(k, lo), hi));
+  }
+}
+
+template <typename X, typename Y>
+__global__ void dequantizeKernel(QuantizeDeviceArgs a) {
+  const X* x = static_cast<const X*>(a.x);
+  Y* y = static_cast<Y*>(a.y);
+  ONNXOPT_GRID_STRIDE(i, a.count) {
+    int64_t s = (i / a.inner) % a.axis_dim;
+    auto centered = static_cast<float>(static_cast<int64_t>(x[i]) - zeroAt(a, s));
+    store(y, i, centered * scaleAt(a, s));
+  }
+}
+
+bool isQuantInt(DataType t) {
+  return t == DataType::kInt8 || t == DataType::kUint8;
+}
+
+bool isFloatType(DataType t) {
+  return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16;
+}
+
+}  // namespace
+
+bool quantizeKernelExists(bool dequantize, DataType x, DataType scale, DataType y) {
+  if (!isFloatType(scale)) return false;
+  if (dequantize) return (isQuantInt(x) || x == DataType::kInt32) && y == scale;
+  return isFloatType(x) && isQuantInt(y);
+}
+
+cudaError_t launchQuantize(const QuantizeDeviceArgs& args, cudaStream_t stream) {
+  if (args.count == 0) return cudaSuccess;
+  unsigned blocks = blocksFor(args.count);
+  bool launched = false;
+  auto quantInt = [&](DataType t, auto f) {
+    if (t == DataType::kInt8) f(TypeTag<int8_t>{});
+    if (t == DataType::kUint8) f(TypeTag<uint8_t>{});
+    if (t == DataType::kInt32) f(TypeTag<int32_t>{});
+  };
+  visitCudaType(args.dequantize ? args.y_type : args.x_type, [&](auto ftag) {
+    using F = typename decltype(ftag)::type;
+    if constexpr (kIsFloating<F>) {
+      quantInt(args.dequantize ? args.x_type : args.y_type, [&](auto itag) {
+        using I = typename decltype(itag)::type;
+        launched = true;
+        if (args.dequantize) {
+          dequantizeKernel<I, F><<<blocks, kThreads, 0, stream>>>(args);
+        } else if constexpr (!std::is_same_v<I, int32_t>) {
+          quantizeKernel<F, I><<<blocks, kThreads, 0, stream>>>(args);
+        }
+      });
+    }
+  });
+  if (!launched) return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+}  // namespace onnxopt::kernels::cuda

@@ -1,0 +1,35 @@
+// QuantizeLinear and DequantizeLinear on CUDA (opsets 10+): int8 and uint8 (and int32 input for
+// DequantizeLinear) with float, float16 or bfloat16 scales, per tensor or per axis; the scale and
+// zero point are read from device memory. Blocked scales (block_size), other quantized types
+// (int16, int4, float8) and QuantizeLinear's double precision stay on the CPU. Host half (this
+// header, quantize.cc); device half: quantize.cu behind quantize_device.h.
+#pragma once
+
+#include <string>
+
+#include "args.h"
+#include "quantize_device.h"
+
+namespace onnxopt::kernels::cuda {
+
+struct QuantizeArgs {
+  std::string op;  ///< "QuantizeLinear" or "DequantizeLinear"
+  bool dequantize = false;
+  ConstTensorView x, scale, zero;  ///< zero: dtype kUndefined when absent
+  TensorView y;
+  int64_t axis = 1;  ///< as given (normalized by canImplement)
+  int64_t block_size = 0;
+  int64_t output_dtype = 0;  ///< the attribute, 0 when absent
+  int64_t precision = 0;     ///< QuantizeLinear 23+
+};
+
+template <>
+StatusOr<QuantizeArgs> argsFromCall<QuantizeArgs>(const CudaKernelCall& call);
+
+/// Host-only: the types quantize.cu instantiates, per-tensor or per-axis scales and zero points of
+/// the scale's shape, the output's type and shape, device memory, contiguous tensors.
+Support canImplement(const QuantizeArgs& args);
+size_t workspaceBytes(const QuantizeArgs& args);
+Status launch(const QuantizeArgs& args, CudaStream stream);
+
+}  // namespace onnxopt::kernels::cuda

@@ -1,0 +1,182 @@
+// QuantizeLinear and DequantizeLinear on CUDA (kernels/cuda/quantize.cc) against the reference
+// kernels: int8 and uint8 (and int32 into DequantizeLinear), float, float16 and bfloat16, per
+// tensor (a scalar and a [1] scale) and per axis (axis 0, 1 and -1), with and without a zero
+// point, at opsets 13, 19 and 21; the inputs hold halfway values (round half to even), values past
+// the integer range (saturation) and NaN (0). Quantized results must match exactly. Label gpu;
+// the refusals (blocked scales, double precision, int16) run without a device.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../test_tensors.h"
+#include "device_harness.h"
+#include "onnxopt/kernels/reference.h"
+
+namespace onnxopt::kernels {
+namespace {
+
+struct QuantCase {
+  std::string op;
+  int64_t opset;
+  DataType float_type;  ///< x's (QuantizeLinear) or the scale's and output's (DequantizeLinear)
+  DataType int_type;
+  std::string scale;  ///< "scalar", "one" ([1]), "axis0", "axis1", "axislast"
+  bool zero;
+  std::string name;
+};
+
+void PrintTo(const QuantCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+const std::vector<int64_t> kShape = {3, 5, 7};
+
+std::vector<QuantCase> quantCases() {
+  std::vector<QuantCase> out;
+  for (const char* op : {"QuantizeLinear", "DequantizeLinear"}) {
+    for (int64_t opset : {13, 19, 21}) {
+      for (DataType f : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
+        if (opset < 19 && f != DataType::kFloat) continue;
+        std::vector<DataType> ints = {DataType::kInt8, DataType::kUint8};
+        if (std::string(op) == "DequantizeLinear") ints.push_back(DataType::kInt32);
+        for (DataType i : ints) {
+          for (const char* scale : {"scalar", "one", "axis0", "axis1", "axislast"}) {
+            for (bool zero : {false, true}) {
+              QuantCase c{op, opset, f, i, scale, zero, ""};
+              c.name = fmt::format("{}_{}_{}_{}_{}_opset{}", op, dataTypeName(f), dataTypeName(i),
+                                   scale, zero ? "zero" : "nozero", opset);
+              out.push_back(c);
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+struct QuantInputs {
+  std::vector<HostTensor> tensors;
+  KernelAttrs attrs;
+};
+
+QuantInputs inputsOf(const QuantCase& c) {
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
+  QuantInputs q;
+  std::vector<int64_t> scale_dims;
+  if (c.scale == "one") scale_dims = {1};
+  if (c.scale == "axis0") scale_dims = {kShape[0]};
+  if (c.scale == "axis1") scale_dims = {kShape[1]};
+  if (c.scale == "axislast") scale_dims = {kShape[2]};
+  if (c.scale == "axis0") q.attrs.ints["axis"] = 0;
+  if (c.scale == "axis1") q.attrs.ints["axis"] = 1;
+  if (c.scale == "axislast") q.attrs.ints["axis"] = -1;
+  int64_t n = 3 * 5 * 7, ns = scale_dims.empty() ? 1 : scale_dims[0];
+  std::vector<double> scales(static_cast<size_t>(ns)), zeros(static_cast<size_t>(ns));
+  for (size_t k = 0; k < scales.size(); ++k) {
+    scales[k] = k % 3 == 0 ? 0.5 : std::uniform_real_distribution<>(0.05, 2.0)(rng);
+    zeros[k] = c.int_type == DataType::kUint8 ? std::uniform_int_distribution<>(0, 255)(rng)
+                                              : std::uniform_int_distribution<>(-128, 127)(rng);
+  }
+  std::vector<double> x(static_cast<size_t>(n));
+  for (size_t k = 0; k < x.size(); ++k) {
+    if (c.op == "QuantizeLinear") {
+      x[k] = std::uniform_real_distribution<>(-200, 200)(rng);
+      if (k % 11 == 0) x[k] = std::round(x[k]) + 0.5;  // halfway for a scale of 1 (or 0.5)
+      if (k == 7) x[k] = 1e6;
+      if (k == 8) x[k] = -1e6;
+      if (k == 9) x[k] = NAN;
+    } else {
+      x[k] = c.int_type == DataType::kUint8 ? std::uniform_int_distribution<>(0, 255)(rng)
+             : c.int_type == DataType::kInt8
+                 ? std::uniform_int_distribution<>(-128, 127)(rng)
+                 : std::uniform_int_distribution<>(-100000, 100000)(rng);
+    }
+  }
+  DataType x_type = c.op == "QuantizeLinear" ? c.float_type : c.int_type;
+  q.tensors.push_back(test::tensorOf(x_type, kShape, x));
+  q.tensors.push_back(test::tensorOf(c.float_type, scale_dims, scales));
+  if (c.zero) q.tensors.push_back(test::tensorOf(c.int_type, scale_dims, zeros));
+  return q;
+}
+
+class QuantTest : public test::CudaTest, public ::testing::WithParamInterface<QuantCase> {};
+
+TEST_P(QuantTest, MatchesReference) {
+  const QuantCase& c = GetParam();
+  QuantInputs in = inputsOf(c);
+  std::vector<const HostTensor*> ptrs;
+  for (const HostTensor& t : in.tensors) ptrs.push_back(&t);
+  auto expected = runReferenceKernel(c.op, c.opset, ptrs, in.attrs, 1);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  const HostTensor& want = expected->at(0);
+  auto got = test::runOnDevice(c.op, c.opset, in.tensors, in.attrs, want.dtype, want.dims);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::Tolerance exact{0, 0};
+  test::expectClose(want, *got, c.op == "QuantizeLinear" ? exact : test::toleranceFor(want.dtype));
+}
+
+INSTANTIATE_TEST_SUITE_P(Claimed, QuantTest, ::testing::ValuesIn(quantCases()),
+                         [](const ::testing::TestParamInfo<QuantCase>& p) { return p.param.name; });
+
+/// A call over device views (no memory) of `in`'s shapes, the output `y` of x's shape.
+Support askQuant(const std::string& op, int64_t opset, const std::vector<HostTensor>& in,
+                 DataType y, const KernelAttrs& attrs) {
+  CudaKernelCall call;
+  call.op = op;
+  call.opset = opset;
+  call.attrs = &attrs;
+  for (const HostTensor& t : in) {
+    call.inputs.emplace_back(t.dtype, t.dims, contiguousStrides(t.dims), nullptr,
+                             MemoryKind::kDevice);
+  }
+  call.outputs.emplace_back(y, kShape, contiguousStrides(kShape), nullptr, MemoryKind::kDevice);
+  return cudaCanImplement(call);
+}
+
+TEST(QuantCanImplement, RefusesWithAReason) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  HostTensor x = HostTensor::zeros(DataType::kFloat, kShape);
+  HostTensor s = HostTensor::zeros(DataType::kFloat, {});
+  HostTensor z8 = HostTensor::zeros(DataType::kInt8, {});
+  KernelAttrs none;
+  EXPECT_TRUE(askQuant("QuantizeLinear", 19, {x, s, z8}, DataType::kInt8, none));
+  EXPECT_TRUE(askQuant("QuantizeLinear", 13, {x, s}, DataType::kUint8, none));
+  KernelAttrs blocked;
+  blocked.ints["block_size"] = 2;
+  blocked.ints["axis"] = 1;
+  HostTensor bs = HostTensor::zeros(DataType::kFloat, {3, 3, 7});
+  Support r = askQuant("QuantizeLinear", 21, {x, bs}, DataType::kUint8, blocked);
+  EXPECT_FALSE(r);
+  EXPECT_NE(r.reason.find("blocked scales"), std::string::npos) << r.reason;
+  KernelAttrs dbl;
+  dbl.ints["precision"] = static_cast<int64_t>(DataType::kDouble);
+  r = askQuant("QuantizeLinear", 23, {x, s, z8}, DataType::kInt8, dbl);
+  EXPECT_FALSE(r);
+  EXPECT_NE(r.reason.find("precision"), std::string::npos) << r.reason;
+  HostTensor z16 = HostTensor::zeros(DataType::kInt16, {});
+  r = askQuant("QuantizeLinear", 21, {x, s, z16}, DataType::kInt16, none);
+  EXPECT_FALSE(r);
+  EXPECT_NE(r.reason.find("no CUDA kernel for float"), std::string::npos) << r.reason;
+  r = askQuant("QuantizeLinear", 19, {x, s, z8}, DataType::kUint8, none);
+  EXPECT_FALSE(r);
+  EXPECT_NE(r.reason.find("the output is uint8, not int8"), std::string::npos) << r.reason;
+  HostTensor wrong_axis = HostTensor::zeros(DataType::kFloat, {4});
+  r = askQuant("QuantizeLinear", 19, {x, wrong_axis}, DataType::kUint8, none);
+  EXPECT_FALSE(r);
+  EXPECT_NE(r.reason.find("per-axis scale must be 1-D of length 5"), std::string::npos) << r.reason;
+  HostTensor q = HostTensor::zeros(DataType::kUint8, kShape);
+  r = askQuant("DequantizeLinear", 19, {q, s, z8}, DataType::kFloat, none);
+  EXPECT_FALSE(r);
+  EXPECT_NE(r.reason.find("the zero point is int8, the input uint8"), std::string::npos)
+      << r.reason;
+}
+
+}  // namespace
+}  // namespace onnxopt::kernels
