@@ -10,9 +10,9 @@ namespace onnxopt::kernels::cuda {
 
 namespace {
 
-/// The scale's layout over x: per tensor (axis_dim 1) or per axis (inner elements per step).
+/// The scale's layout over x seen as [outer, axis_dim, inner] (quantize_device.h).
 struct ScaleLayout {
-  int64_t inner = 1, axis_dim = 1;
+  int64_t inner = 1, axis_dim = 1, block = 0;
 };
 
 StatusOr<ScaleLayout> scaleLayoutOf(const QuantizeArgs& args) {
@@ -23,21 +23,29 @@ StatusOr<ScaleLayout> scaleLayoutOf(const QuantizeArgs& args) {
         s.rank() <= 1)) {
     return invalidArgument("{}: zero point and scale have different shapes", args.op);
   }
-  if (args.block_size != 0) {
-    return Status(StatusCode::kUnimplemented,
-                  fmt::format("{}: blocked scales (block_size) have no CUDA kernel", args.op));
-  }
-  if (s.rank() <= 1 && s.numElements() == 1) return l;
+  if (args.block_size < 0) return invalidArgument("{}: negative block_size", args.op);
+  if (args.block_size == 0 && s.rank() <= 1 && s.numElements() == 1) return l;
   int64_t rank = args.x.rank();
   int64_t axis = args.axis < 0 ? args.axis + rank : args.axis;
-  if (axis < 0 || axis >= rank)
+  if (axis < 0 || axis >= rank) {
     return invalidArgument("{}: axis {} out of range", args.op, args.axis);
-  if (s.rank() != 1 || s.dims[0] != args.x.dims[static_cast<size_t>(axis)]) {
-    return invalidArgument("{}: per-axis scale must be 1-D of length {}", args.op,
-                           args.x.dims[static_cast<size_t>(axis)]);
   }
-  l.axis_dim = s.dims[0];
+  int64_t dim = args.x.dims[static_cast<size_t>(axis)];
   for (int64_t d = axis + 1; d < rank; ++d) l.inner *= args.x.dims[static_cast<size_t>(d)];
+  l.axis_dim = dim;
+  if (args.block_size == 0) {
+    if (s.rank() != 1 || s.dims[0] != dim) {
+      return invalidArgument("{}: per-axis scale must be 1-D of length {}", args.op, dim);
+    }
+    return l;
+  }
+  l.block = args.block_size;
+  std::vector<int64_t> want = args.x.dims;
+  want[static_cast<size_t>(axis)] = (dim + l.block - 1) / l.block;
+  if (s.dims != want) {
+    return invalidArgument("{}: a blocked scale of {} must have x's shape with {} blocks", args.op,
+                           fmt::format("[{}]", fmt::join(s.dims, ", ")), want[axis]);
+  }
   return l;
 }
 
@@ -126,6 +134,7 @@ Status launch(const QuantizeArgs& args, CudaStream stream) {
   d.count = args.x.numElements();
   d.inner = l.inner;
   d.axis_dim = l.axis_dim;
+  d.block = l.block;
   d.x = args.x.data;
   d.scale = args.scale.data;
   d.zero = args.zero.data;

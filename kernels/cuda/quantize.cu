@@ -1,6 +1,8 @@
 // Device code of QuantizeLinear and DequantizeLinear (quantize_device.h), with the reference
 // kernels' arithmetic: quantize x / scale in float, round half to even, add the zero point, NaN to
 // 0, saturate to the integer range; dequantize (x - zero point) as float times scale.
+#include <type_traits>
+
 #include "element_types.cuh"
 #include "quantize_device.h"
 
@@ -24,12 +26,25 @@ __device__ __forceinline__ float scaleAt(const QuantizeDeviceArgs& a, int64_t s)
   }
 }
 
+/// The scale (and zero point) index of element i.
+__device__ __forceinline__ int64_t scaleIndex(const QuantizeDeviceArgs& a, int64_t i) {
+  int64_t c = (i / a.inner) % a.axis_dim;
+  if (a.block == 0) return c;
+  int64_t j = i % a.inner, o = i / (a.inner * a.axis_dim);
+  int64_t blocks = (a.axis_dim + a.block - 1) / a.block;
+  return (o * blocks + c / a.block) * a.inner + j;
+}
+
 __device__ __forceinline__ int64_t zeroAt(const QuantizeDeviceArgs& a, int64_t s) {
   switch (a.zero_type) {
     case DataType::kInt8:
       return static_cast<const int8_t*>(a.zero)[s];
     case DataType::kUint8:
       return static_cast<const uint8_t*>(a.zero)[s];
+    case DataType::kInt16:
+      return static_cast<const int16_t*>(a.zero)[s];
+    case DataType::kUint16:
+      return static_cast<const uint16_t*>(a.zero)[s];
     case DataType::kInt32:
       return static_cast<const int32_t*>(a.zero)[s];
     default:
@@ -41,10 +56,14 @@ template <typename X, typename Y>
 __global__ void quantizeKernel(QuantizeDeviceArgs a) {
   const X* x = static_cast<const X*>(a.x);
   Y* y = static_cast<Y*>(a.y);
-  constexpr float lo = std::is_signed_v<Y> ? -128.0f : 0.0f;
-  constexpr float hi = std::is_signed_v<Y> ? 127.0f : 255.0f;
+  constexpr int64_t bits = sizeof(Y) * 8;
+  constexpr int64_t lo_int = std::is_signed_v<Y> ? -(int64_t{1} << (bits - 1)) : 0;
+  constexpr int64_t hi_int =
+      std::is_signed_v<Y> ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1;
+  constexpr auto lo = static_cast<float>(lo_int);
+  constexpr auto hi = static_cast<float>(hi_int);
   ONNXOPT_GRID_STRIDE(i, a.count) {
-    int64_t s = (i / a.inner) % a.axis_dim;
+    int64_t s = scaleIndex(a, i);
     float k = rintf(static_cast<float>(load(x, i)) / scaleAt(a, s));
     k += static_cast<float>(zeroAt(a, s));
     if (isnan(k)) k = 0.0f;
@@ -57,14 +76,15 @@ __global__ void dequantizeKernel(QuantizeDeviceArgs a) {
   const X* x = static_cast<const X*>(a.x);
   Y* y = static_cast<Y*>(a.y);
   ONNXOPT_GRID_STRIDE(i, a.count) {
-    int64_t s = (i / a.inner) % a.axis_dim;
+    int64_t s = scaleIndex(a, i);
     auto centered = static_cast<float>(static_cast<int64_t>(x[i]) - zeroAt(a, s));
     store(y, i, centered * scaleAt(a, s));
   }
 }
 
 bool isQuantInt(DataType t) {
-  return t == DataType::kInt8 || t == DataType::kUint8;
+  return t == DataType::kInt8 || t == DataType::kUint8 || t == DataType::kInt16 ||
+         t == DataType::kUint16;
 }
 
 bool isFloatType(DataType t) {
@@ -86,6 +106,8 @@ cudaError_t launchQuantize(const QuantizeDeviceArgs& args, cudaStream_t stream) 
   auto quantInt = [&](DataType t, auto f) {
     if (t == DataType::kInt8) f(TypeTag<int8_t>{});
     if (t == DataType::kUint8) f(TypeTag<uint8_t>{});
+    if (t == DataType::kInt16) f(TypeTag<int16_t>{});
+    if (t == DataType::kUint16) f(TypeTag<uint16_t>{});
     if (t == DataType::kInt32) f(TypeTag<int32_t>{});
   };
   visitCudaType(args.dequantize ? args.y_type : args.x_type, [&](auto ftag) {

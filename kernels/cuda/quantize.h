@@ -1,8 +1,8 @@
-// QuantizeLinear and DequantizeLinear on CUDA (opsets 10+): int8 and uint8 (and int32 input for
-// DequantizeLinear) with float, float16 or bfloat16 scales, per tensor or per axis; the scale and
-// zero point are read from device memory. Blocked scales (block_size), other quantized types
-// (int16, int4, float8) and QuantizeLinear's double precision stay on the CPU. Host half (this
-// header, quantize.cc); device half: quantize.cu behind quantize_device.h.
+// QuantizeLinear and DequantizeLinear on CUDA (opsets 10+): int8, uint8, int16 and uint16 (and
+// int32 input for DequantizeLinear) with float, float16 or bfloat16 scales, per tensor, per axis or
+// blocked (block_size, 21+); the scale and zero point are read from device memory. Other quantized
+// types (int4, int2, float8) and QuantizeLinear's double precision stay on the CPU. Host half
+// (this header, quantize.cc); device half: quantize.cu behind quantize_device.h.
 #pragma once
 
 #include <string>

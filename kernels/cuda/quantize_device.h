@@ -10,8 +10,9 @@
 
 namespace onnxopt::kernels::cuda {
 
-/// y = x quantized or dequantized with a per-tensor (axis_dim 1) or per-axis scale and zero
-/// point: element i uses scale[(i / inner) % axis_dim].
+/// y = x quantized or dequantized with a per-tensor, per-axis or blocked scale and zero point. x
+/// is seen as [outer, axis_dim, inner]; element (o, c, j) uses scale[0] per tensor, scale[c] per
+/// axis, scale[(o * ceil(axis_dim / block) + c / block) * inner + j] with blocks.
 struct QuantizeDeviceArgs {
   bool dequantize = false;
   DataType x_type = DataType::kFloat;
@@ -20,7 +21,8 @@ struct QuantizeDeviceArgs {
   DataType zero_type = DataType::kUndefined;  ///< kUndefined: no zero point
   int64_t count = 0;
   int64_t inner = 1;     ///< elements per step of the axis
-  int64_t axis_dim = 1;  ///< 1: per tensor
+  int64_t axis_dim = 1;  ///< 1 with block 0: per tensor
+  int64_t block = 0;     ///< 0: per tensor or per axis
   const void* x = nullptr;
   const void* scale = nullptr;
   const void* zero = nullptr;

@@ -1,9 +1,10 @@
 // QuantizeLinear and DequantizeLinear on CUDA (kernels/cuda/quantize.cc) against the reference
-// kernels: int8 and uint8 (and int32 into DequantizeLinear), float, float16 and bfloat16, per
-// tensor (a scalar and a [1] scale) and per axis (axis 0, 1 and -1), with and without a zero
+// kernels: int8 and uint8 (int16 and uint16 from opset 21, and int32 into DequantizeLinear), float,
+// float16 and bfloat16, per tensor (a scalar and a [1] scale), per axis (axis 0, 1 and -1) and
+// blocked (opset 21: blocks of 2 along axis 1, of 3 along the last), with and without a zero
 // point, at opsets 13, 19 and 21; the inputs hold halfway values (round half to even), values past
 // the integer range (saturation) and NaN (0). Quantized results must match exactly. Label gpu;
-// the refusals (blocked scales, double precision, int16) run without a device.
+// the refusals (double precision, int4, a blocked scale of the wrong shape) run without a device.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../test_tensors.h"
@@ -26,7 +28,7 @@ struct QuantCase {
   int64_t opset;
   DataType float_type;  ///< x's (QuantizeLinear) or the scale's and output's (DequantizeLinear)
   DataType int_type;
-  std::string scale;  ///< "scalar", "one" ([1]), "axis0", "axis1", "axislast"
+  std::string scale;  ///< "scalar", "one" ([1]), "axis0", "axis1", "axislast", "block..."
   bool zero;
   std::string name;
 };
@@ -44,9 +46,12 @@ std::vector<QuantCase> quantCases() {
       for (DataType f : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
         if (opset < 19 && f != DataType::kFloat) continue;
         std::vector<DataType> ints = {DataType::kInt8, DataType::kUint8};
+        if (opset >= 21) ints.insert(ints.end(), {DataType::kInt16, DataType::kUint16});
         if (std::string(op) == "DequantizeLinear") ints.push_back(DataType::kInt32);
         for (DataType i : ints) {
-          for (const char* scale : {"scalar", "one", "axis0", "axis1", "axislast"}) {
+          std::vector<const char*> scales = {"scalar", "one", "axis0", "axis1", "axislast"};
+          if (opset >= 21) scales.insert(scales.end(), {"block2axis1", "block3axislast"});
+          for (const char* scale : scales) {
             for (bool zero : {false, true}) {
               QuantCase c{op, opset, f, i, scale, zero, ""};
               c.name = fmt::format("{}_{}_{}_{}_{}_opset{}", op, dataTypeName(f), dataTypeName(i),
@@ -59,6 +64,22 @@ std::vector<QuantCase> quantCases() {
     }
   }
   return out;
+}
+
+/// The values of a quantized type (int32: a range well inside float's exact integers).
+std::pair<int64_t, int64_t> intRange(DataType t) {
+  switch (t) {
+    case DataType::kInt8:
+      return {-128, 127};
+    case DataType::kUint8:
+      return {0, 255};
+    case DataType::kInt16:
+      return {-32768, 32767};
+    case DataType::kUint16:
+      return {0, 65535};
+    default:
+      return {-100000, 100000};
+  }
 }
 
 struct QuantInputs {
@@ -77,26 +98,37 @@ QuantInputs inputsOf(const QuantCase& c) {
   if (c.scale == "axis0") q.attrs.ints["axis"] = 0;
   if (c.scale == "axis1") q.attrs.ints["axis"] = 1;
   if (c.scale == "axislast") q.attrs.ints["axis"] = -1;
-  int64_t n = 3 * 5 * 7, ns = scale_dims.empty() ? 1 : scale_dims[0];
+  if (c.scale == "block2axis1") {
+    scale_dims = {3, 3, 7};  // 5 along axis 1 in blocks of 2
+    q.attrs.ints["axis"] = 1;
+    q.attrs.ints["block_size"] = 2;
+  }
+  if (c.scale == "block3axislast") {
+    scale_dims = {3, 5, 3};  // 7 along the last axis in blocks of 3
+    q.attrs.ints["axis"] = -1;
+    q.attrs.ints["block_size"] = 3;
+  }
+  int64_t n = 3 * 5 * 7, ns = 1;
+  for (int64_t d : scale_dims) ns *= d;
   std::vector<double> scales(static_cast<size_t>(ns)), zeros(static_cast<size_t>(ns));
   for (size_t k = 0; k < scales.size(); ++k) {
     scales[k] = k % 3 == 0 ? 0.5 : std::uniform_real_distribution<>(0.05, 2.0)(rng);
-    zeros[k] = c.int_type == DataType::kUint8 ? std::uniform_int_distribution<>(0, 255)(rng)
-                                              : std::uniform_int_distribution<>(-128, 127)(rng);
+    auto [lo, hi] = intRange(c.int_type);
+    zeros[k] = static_cast<double>(std::uniform_int_distribution<int64_t>(lo / 2, hi / 2)(rng));
   }
   std::vector<double> x(static_cast<size_t>(n));
   for (size_t k = 0; k < x.size(); ++k) {
     if (c.op == "QuantizeLinear") {
-      x[k] = std::uniform_real_distribution<>(-200, 200)(rng);
+      double range =
+          c.int_type == DataType::kInt16 || c.int_type == DataType::kUint16 ? 50000 : 200;
+      x[k] = std::uniform_real_distribution<>(-range, range)(rng);
       if (k % 11 == 0) x[k] = std::round(x[k]) + 0.5;  // halfway for a scale of 1 (or 0.5)
       if (k == 7) x[k] = 1e6;
       if (k == 8) x[k] = -1e6;
       if (k == 9) x[k] = NAN;
     } else {
-      x[k] = c.int_type == DataType::kUint8 ? std::uniform_int_distribution<>(0, 255)(rng)
-             : c.int_type == DataType::kInt8
-                 ? std::uniform_int_distribution<>(-128, 127)(rng)
-                 : std::uniform_int_distribution<>(-100000, 100000)(rng);
+      auto [lo, hi] = intRange(c.int_type);
+      x[k] = static_cast<double>(std::uniform_int_distribution<int64_t>(lo, hi)(rng));
     }
   }
   DataType x_type = c.op == "QuantizeLinear" ? c.float_type : c.int_type;
@@ -152,16 +184,18 @@ TEST(QuantCanImplement, RefusesWithAReason) {
   blocked.ints["block_size"] = 2;
   blocked.ints["axis"] = 1;
   HostTensor bs = HostTensor::zeros(DataType::kFloat, {3, 3, 7});
+  EXPECT_TRUE(askQuant("QuantizeLinear", 21, {x, bs}, DataType::kUint8, blocked));
+  blocked.ints["block_size"] = 3;  // 5 in blocks of 3: 2 blocks, not 3
   Support r = askQuant("QuantizeLinear", 21, {x, bs}, DataType::kUint8, blocked);
   EXPECT_FALSE(r);
-  EXPECT_NE(r.reason.find("blocked scales"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("must have x's shape with 2 blocks"), std::string::npos) << r.reason;
   KernelAttrs dbl;
   dbl.ints["precision"] = static_cast<int64_t>(DataType::kDouble);
   r = askQuant("QuantizeLinear", 23, {x, s, z8}, DataType::kInt8, dbl);
   EXPECT_FALSE(r);
   EXPECT_NE(r.reason.find("precision"), std::string::npos) << r.reason;
-  HostTensor z16 = HostTensor::zeros(DataType::kInt16, {});
-  r = askQuant("QuantizeLinear", 21, {x, s, z16}, DataType::kInt16, none);
+  HostTensor z4 = HostTensor::zeros(DataType::kInt4, {});
+  r = askQuant("QuantizeLinear", 21, {x, s, z4}, DataType::kInt4, none);
   EXPECT_FALSE(r);
   EXPECT_NE(r.reason.find("no CUDA kernel for float"), std::string::npos) << r.reason;
   r = askQuant("QuantizeLinear", 19, {x, s, z8}, DataType::kUint8, none);
