@@ -143,4 +143,65 @@ Status launch(const QuantizeArgs& args, CudaStream stream) {
   return Status::ok();
 }
 
+template <>
+StatusOr<DynamicQuantizeArgs> argsFromCall<DynamicQuantizeArgs>(const CudaKernelCall& call) {
+  RETURN_IF_ERROR(checkArity(call, 1, 1, 3));
+  DynamicQuantizeArgs args;
+  args.x = call.inputs[0];
+  args.y = call.outputs[0];
+  args.y_scale = call.outputs[1];
+  args.y_zero = call.outputs[2];
+  args.workspace = call.workspace;
+  args.workspace_bytes = call.workspace_bytes;
+  return args;
+}
+
+Support canImplement(const DynamicQuantizeArgs& args) {
+  if (args.x.dtype != DataType::kFloat) {
+    return Support::no(
+        fmt::format("{}: no CUDA kernel for {}", args.op, dataTypeName(args.x.dtype)));
+  }
+  const std::pair<const TensorView*, DataType> outs[] = {{&args.y, DataType::kUint8},
+                                                         {&args.y_scale, DataType::kFloat},
+                                                         {&args.y_zero, DataType::kUint8}};
+  for (size_t i = 0; i < 3; ++i) {
+    const TensorView& v = *outs[i].first;
+    if (v.dtype != outs[i].second || (i > 0 && v.numElements() != 1)) {
+      return Support::no(fmt::format("{}: output {} must be {}{}", args.op, i,
+                                     i == 0 ? "uint8 of x's shape" : "a scalar of ",
+                                     i == 0 ? "" : dataTypeName(outs[i].second)));
+    }
+    if (Support s = requireDevice(args.op, v, "an output"); !s) return s;
+  }
+  if (args.y.dims != args.x.dims) {
+    return Support::no(fmt::format("{}: output 0 must be uint8 of x's shape", args.op));
+  }
+  if (Support s = requireDevice(args.op, args.x, "x"); !s) return s;
+  if (!args.x.isContiguous() || !args.y.isContiguous()) {
+    return Support::no(fmt::format("{}: the CUDA kernel takes contiguous tensors", args.op));
+  }
+  return Support::yes();
+}
+
+size_t workspaceBytes(const DynamicQuantizeArgs&) {
+  return 2 * kDynamicQuantizeBlocks * sizeof(float);
+}
+
+Status launch(const DynamicQuantizeArgs& args, CudaStream stream) {
+  if (Support s = canImplement(args); !s) return refused(s);
+  if (args.workspace == nullptr || args.workspace_bytes < workspaceBytes(args)) {
+    return invalidArgument("{}: the workspace has {} bytes; the kernel needs {}", args.op,
+                           args.workspace_bytes, workspaceBytes(args));
+  }
+  DynamicQuantizeDeviceArgs d;
+  d.count = args.x.numElements();
+  d.x = static_cast<const float*>(args.x.data);
+  d.partials = static_cast<float*>(args.workspace);
+  d.y = static_cast<uint8_t*>(args.y.data);
+  d.y_scale = static_cast<float*>(args.y_scale.data);
+  d.y_zero = static_cast<uint8_t*>(args.y_zero.data);
+  ONNXOPT_CUDA_CHECK(launchDynamicQuantize(d, streamOf(stream)), args.op);
+  return Status::ok();
+}
+
 }  // namespace onnxopt::kernels::cuda

@@ -1,6 +1,8 @@
-// Device code of QuantizeLinear and DequantizeLinear (quantize_device.h), with the reference
-// kernels' arithmetic: quantize x / scale in float, round half to even, add the zero point, NaN to
-// 0, saturate to the integer range; dequantize (x - zero point) as float times scale.
+// Device code of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear (quantize_device.h),
+// with the reference kernels' arithmetic: quantize x / scale in float, round half to even, add
+// the zero point, NaN to 0, saturate to the integer range; dequantize (x - zero point) as float
+// times scale; DynamicQuantizeLinear's range reduced in two passes, then its scale and zero point.
+#include <algorithm>
 #include <type_traits>
 
 #include "element_types.cuh"
@@ -91,7 +93,66 @@ bool isFloatType(DataType t) {
   return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16;
 }
 
+/// Block b's minimum and maximum of its grid-stride share of x (0 included), into partials.
+__global__ void rangeKernel(DynamicQuantizeDeviceArgs a) {
+  __shared__ float lo[kThreads], hi[kThreads];
+  float l = 0.0f, h = 0.0f;
+  ONNXOPT_GRID_STRIDE(i, a.count) {
+    l = fminf(l, a.x[i]);
+    h = fmaxf(h, a.x[i]);
+  }
+  lo[threadIdx.x] = l;
+  hi[threadIdx.x] = h;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      lo[threadIdx.x] = fminf(lo[threadIdx.x], lo[threadIdx.x + half]);
+      hi[threadIdx.x] = fmaxf(hi[threadIdx.x], hi[threadIdx.x + half]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    a.partials[2 * blockIdx.x] = lo[0];
+    a.partials[2 * blockIdx.x + 1] = hi[0];
+  }
+}
+
+/// One thread: the range of the partials, then y_scale and y_zero_point (the reference's float
+/// arithmetic).
+__global__ void scaleKernel(DynamicQuantizeDeviceArgs a, int blocks) {
+  float lo = 0.0f, hi = 0.0f;
+  for (int b = 0; b < blocks; ++b) {
+    lo = fminf(lo, a.partials[2 * b]);
+    hi = fmaxf(hi, a.partials[2 * b + 1]);
+  }
+  float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+  float zero = rintf(fminf(fmaxf(0.0f - lo / scale, 0.0f), 255.0f));
+  *a.y_scale = scale;
+  *a.y_zero = static_cast<uint8_t>(zero);
+}
+
+__global__ void dynamicQuantizeKernel(DynamicQuantizeDeviceArgs a) {
+  float scale = *a.y_scale, zero = static_cast<float>(*a.y_zero);
+  ONNXOPT_GRID_STRIDE(i, a.count) {
+    float q = rintf(a.x[i] / scale) + zero;
+    a.y[i] = static_cast<uint8_t>(fminf(fmaxf(q, 0.0f), 255.0f));
+  }
+}
+
 }  // namespace
+
+cudaError_t launchDynamicQuantize(const DynamicQuantizeDeviceArgs& args, cudaStream_t stream) {
+  int blocks = static_cast<int>(
+      std::min<int64_t>(kDynamicQuantizeBlocks, (args.count + kThreads - 1) / kThreads));
+  if (blocks < 1) blocks = 1;
+  rangeKernel<<<blocks, kThreads, 0, stream>>>(args);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  scaleKernel<<<1, 1, 0, stream>>>(args, blocks);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (args.count == 0) return cudaSuccess;
+  dynamicQuantizeKernel<<<blocksFor(args.count), kThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
 
 bool quantizeKernelExists(bool dequantize, DataType x, DataType scale, DataType y) {
   if (!isFloatType(scale)) return false;

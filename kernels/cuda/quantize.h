@@ -1,4 +1,4 @@
-// QuantizeLinear and DequantizeLinear on CUDA (opsets 10+): int8, uint8, int16 and uint16 (and
+// QuantizeLinear and DequantizeLinear on CUDA (opsets 10+), and DynamicQuantizeLinear (11+): int8, uint8, int16 and uint16 (and
 // int32 input for DequantizeLinear) with float, float16 or bfloat16 scales, per tensor, per axis or
 // blocked (block_size, 21+); the scale and zero point are read from device memory. Other quantized
 // types (int4, int2, float8) and QuantizeLinear's double precision stay on the CPU. Host half
@@ -31,5 +31,23 @@ StatusOr<QuantizeArgs> argsFromCall<QuantizeArgs>(const CudaKernelCall& call);
 Support canImplement(const QuantizeArgs& args);
 size_t workspaceBytes(const QuantizeArgs& args);
 Status launch(const QuantizeArgs& args, CudaStream stream);
+
+/// DynamicQuantizeLinear (11+): float x to uint8 y, with its y_scale and y_zero_point outputs.
+/// Where the reference fails (x holds NaN or an infinity), the kernel writes saturated values.
+struct DynamicQuantizeArgs {
+  std::string op = "DynamicQuantizeLinear";
+  ConstTensorView x;
+  TensorView y, y_scale, y_zero;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+template <>
+StatusOr<DynamicQuantizeArgs> argsFromCall<DynamicQuantizeArgs>(const CudaKernelCall& call);
+/// Host-only: float x, uint8 y of x's shape, a float and a uint8 scalar, device memory.
+Support canImplement(const DynamicQuantizeArgs& args);
+/// The range reduction's partial results.
+size_t workspaceBytes(const DynamicQuantizeArgs& args);
+Status launch(const DynamicQuantizeArgs& args, CudaStream stream);
 
 }  // namespace onnxopt::kernels::cuda

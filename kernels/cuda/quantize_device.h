@@ -1,4 +1,5 @@
-// The device entry points of QuantizeLinear and DequantizeLinear (quantize.h): plain types and
+// The device entry points of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear
+// (quantize.h): plain types and
 // cudaError_t only (rnn.cu-style: the .cu holds kernels alone).
 #pragma once
 
@@ -33,5 +34,19 @@ struct QuantizeDeviceArgs {
 bool quantizeKernelExists(bool dequantize, DataType x, DataType scale, DataType y);
 
 cudaError_t launchQuantize(const QuantizeDeviceArgs& args, cudaStream_t stream);
+
+/// DynamicQuantizeLinear of `count` floats: the range [min(0, min x), max(0, max x)] reduced in
+/// `partials` (2 * kDynamicQuantizeBlocks floats of workspace), then y_scale, y_zero_point and y.
+inline constexpr int kDynamicQuantizeBlocks = 256;
+struct DynamicQuantizeDeviceArgs {
+  int64_t count = 0;
+  const float* x = nullptr;
+  float* partials = nullptr;
+  uint8_t* y = nullptr;
+  float* y_scale = nullptr;
+  uint8_t* y_zero = nullptr;
+};
+
+cudaError_t launchDynamicQuantize(const DynamicQuantizeDeviceArgs& args, cudaStream_t stream);
 
 }  // namespace onnxopt::kernels::cuda

@@ -5,6 +5,7 @@
 // point, at opsets 13, 19 and 21; the inputs hold halfway values (round half to even), values past
 // the integer range (saturation) and NaN (0). Quantized results must match exactly. Label gpu;
 // the refusals (double precision, int4, a blocked scale of the wrong shape) run without a device.
+// DynamicQuantizeLinear: mixed, one-signed, constant, empty and huge inputs, exactly.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -157,6 +158,85 @@ TEST_P(QuantTest, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Claimed, QuantTest, ::testing::ValuesIn(quantCases()),
                          [](const ::testing::TestParamInfo<QuantCase>& p) { return p.param.name; });
 
+/// DynamicQuantizeLinear: x of `dims` drawn from [lo, hi] (all zeros when lo == hi).
+struct DynamicCase {
+  std::vector<int64_t> dims;
+  double lo, hi;
+  std::string name;
+};
+
+void PrintTo(const DynamicCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+std::vector<DynamicCase> dynamicCases() {
+  return {{{3, 5, 7}, -3, 5, "mixed_3x5x7"},
+          {{70000}, -0.5, 20, "mixed_70000"},
+          {{1000}, 0.5, 9, "positive_1000"},
+          {{1000}, -9, -0.5, "negative_1000"},
+          {{4, 4}, 0, 0, "zeros_4x4"},
+          {{1}, -2, -2, "one_1"},
+          {{0}, 0, 0, "empty"},
+          {{2, 3}, -1e30, 1e30, "huge_2x3"}};
+}
+
+class DynamicQuantTest : public test::CudaTest,
+                         public ::testing::WithParamInterface<DynamicCase> {};
+
+TEST_P(DynamicQuantTest, MatchesReference) {
+  const DynamicCase& c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
+  int64_t n = 1;
+  for (int64_t d : c.dims) n *= d;
+  std::vector<double> values(static_cast<size_t>(n));
+  for (double& v : values)
+    v = c.lo == c.hi ? c.lo : std::uniform_real_distribution<>(c.lo, c.hi)(rng);
+  HostTensor x = test::tensorOf(DataType::kFloat, c.dims, values);
+  KernelAttrs none;
+  auto expected = runReferenceKernel("DynamicQuantizeLinear", 11, {&x}, none, 3);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+
+  auto stream = DeviceStream::create();
+  ASSERT_TRUE(stream.isOk()) << stream.status().toString();
+  auto dx = test::upload(x, stream->get());
+  ASSERT_TRUE(dx.isOk()) << dx.status().toString();
+  CudaKernelCall call;
+  call.op = "DynamicQuantizeLinear";
+  call.opset = 11;
+  call.attrs = &none;
+  call.inputs.push_back(dx->view());
+  std::vector<test::DeviceTensor> outs;
+  for (const HostTensor& want : *expected) {
+    auto buffer = DeviceBuffer::allocate(want.bytes.size());
+    ASSERT_TRUE(buffer.isOk()) << buffer.status().toString();
+    ASSERT_TRUE(fillDevice(buffer->data(), 0xA5, want.bytes.size(), stream->get()).isOk());
+    outs.push_back(test::DeviceTensor{std::move(buffer).value(), want.dims, want.dtype});
+  }
+  for (const test::DeviceTensor& o : outs) call.outputs.push_back(o.mutableView());
+  Support support = cudaCanImplement(call);
+  ASSERT_TRUE(support) << support.reason;
+  auto bytes = cudaWorkspaceBytes(call);
+  ASSERT_TRUE(bytes.isOk());
+  auto workspace = DeviceBuffer::allocate(*bytes);
+  ASSERT_TRUE(workspace.isOk());
+  call.workspace = workspace->data();
+  call.workspace_bytes = workspace->size();
+  ASSERT_TRUE(launchCudaKernel(call, stream->get()).isOk());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    HostTensor got = HostTensor::zeros(outs[i].dtype, outs[i].dims);
+    ASSERT_TRUE(copyToHost(got.bytes.data(), outs[i].buffer.data(), got.bytes.size(), stream->get())
+                    .isOk());
+    ASSERT_TRUE(stream->synchronize("DynamicQuantizeLinear").isOk());
+    SCOPED_TRACE(fmt::format("output {}", i));
+    test::expectClose(expected->at(i), got, {0, 0});  // the same float arithmetic: exact
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Claimed, DynamicQuantTest, ::testing::ValuesIn(dynamicCases()),
+                         [](const ::testing::TestParamInfo<DynamicCase>& p) {
+                           return p.param.name;
+                         });
+
 /// A call over device views (no memory) of `in`'s shapes, the output `y` of x's shape.
 Support askQuant(const std::string& op, int64_t opset, const std::vector<HostTensor>& in,
                  DataType y, const KernelAttrs& attrs) {
@@ -210,6 +290,20 @@ TEST(QuantCanImplement, RefusesWithAReason) {
   EXPECT_FALSE(r);
   EXPECT_NE(r.reason.find("the zero point is int8, the input uint8"), std::string::npos)
       << r.reason;
+  // DynamicQuantizeLinear: float only.
+  KernelAttrs attrs;
+  CudaKernelCall dql{"", "DynamicQuantizeLinear", 11, {}, {}, &attrs, {}};
+  dql.inputs = {ConstTensorView(DataType::kFloat16, kShape, contiguousStrides(kShape), nullptr,
+                                MemoryKind::kDevice)};
+  dql.outputs = {
+      TensorView(DataType::kUint8, kShape, contiguousStrides(kShape), nullptr, MemoryKind::kDevice),
+      TensorView(DataType::kFloat, {}, {}, nullptr, MemoryKind::kDevice),
+      TensorView(DataType::kUint8, {}, {}, nullptr, MemoryKind::kDevice)};
+  r = cudaCanImplement(dql);
+  EXPECT_FALSE(r);
+  EXPECT_NE(r.reason.find("no CUDA kernel for float16"), std::string::npos) << r.reason;
+  dql.inputs[0].dtype = DataType::kFloat;
+  EXPECT_TRUE(cudaCanImplement(dql)) << cudaCanImplement(dql).reason;
 }
 
 }  // namespace
