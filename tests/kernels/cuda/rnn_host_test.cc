@@ -3,18 +3,18 @@
 // reference kernel's (every direction, both layouts), and what it refuses it refuses with a
 // reason: other element types, mixed types, int64 sequence_lens, host memory, unknown
 // activations, constant sequence lengths out of range, broken attributes and shapes; and
-// models/speech_rnn's LSTM and GRU, planned for CUDA, pass it as the executor calls them.
+// models/speech_rnn's LSTM and GRU (and tiny_quant's quantize nodes), planned for CUDA, pass it
+// as the executor calls them.
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "onnxopt/io/model_io.h"
-#include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/kernels/cuda.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/runtime/plan.h"
+#include "planned_calls.h"
 
 namespace onnxopt::kernels {
 namespace {
@@ -314,40 +314,44 @@ TEST_F(RnnHostTest, WorkspaceHoldsEveryStepsGates) {
 // views of the planned values, host data of the constants) passes canImplement, so the model runs
 // them on the GPU rather than falling back silently.
 TEST_F(RnnHostTest, SpeechRnnRunsItsRecurrentNodesOnTheDevice) {
-  auto model = io::loadModel(std::string(ONNXOPT_SOURCE_DIR) + "/models/speech_rnn/model.onnx");
-  ASSERT_TRUE(model.isOk()) << model.status().toString();
-  ASSERT_TRUE(ir::inferShapes(**model).isOk());
+  auto model = test::loadSourceModel("models/speech_rnn/model.onnx");
+  ASSERT_TRUE(model);
   runtime::InputShapes shapes = {{"feats", {DataType::kFloat, {10, 3, 16}}},
                                  {"seq_lens", {DataType::kInt32, {3}}}};
-  auto plan = runtime::buildPlan(**model, shapes, cudaCapabilities());
+  auto plan = runtime::buildPlan(*model, shapes, cudaCapabilities());
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();
   int checked = 0;
   for (const runtime::PlannedNode& pn : plan->nodes) {
     if (pn.op != "LSTM" && pn.op != "GRU") continue;
     SCOPED_TRACE(pn.name);
     EXPECT_EQ(pn.placement, runtime::Placement::kDevice) << pn.fallback_reason;
-    CudaKernelCall call;
-    call.op = pn.op;
-    call.opset = pn.opset;
-    call.attrs = &pn.attrs;
-    // A device view of planned value `id` (no memory behind it), empty for an omitted one.
-    auto view = [&](int id) {
-      if (id < 0) return TensorView{};
-      const runtime::PlannedValue& v = plan->values[static_cast<size_t>(id)];
-      return TensorView(v.dtype, v.dims, contiguousStrides(v.dims), nullptr, MemoryKind::kDevice);
-    };
-    for (int id : pn.inputs) {
-      call.inputs.push_back(view(id));
-      const runtime::PlannedValue* v = id >= 0 ? &plan->values[static_cast<size_t>(id)] : nullptr;
-      call.constant_inputs.push_back(v != nullptr && v->host_value ? &*v->host_value : nullptr);
-    }
-    for (int id : pn.outputs) call.outputs.push_back(view(id));
+    CudaKernelCall call = test::plannedCall(*plan, pn);
     EXPECT_EQ(call.constant_inputs.at(4), nullptr);  // seq_lens: a graph input
     Support s = cudaCanImplement(call);
     EXPECT_TRUE(s) << s.reason;
     ++checked;
   }
   EXPECT_EQ(checked, 2);
+}
+
+// models/tiny_quant's QuantizeLinear, DequantizeLinear (per tensor, and per axis on the weights)
+// and DynamicQuantizeLinear nodes that the plan puts on the device pass canImplement too.
+TEST_F(RnnHostTest, TinyQuantRunsItsQuantizeNodesOnTheDevice) {
+  auto model = test::loadSourceModel("models/tiny_quant/model.onnx");
+  ASSERT_TRUE(model);
+  auto plan =
+      runtime::buildPlan(*model, {{"x", {DataType::kFloat, {1, 2, 4, 4}}}}, cudaCapabilities());
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  int checked = 0;
+  for (const runtime::PlannedNode& pn : plan->nodes) {
+    if (pn.op.find("uantizeLinear") == std::string::npos) continue;
+    if (pn.placement != runtime::Placement::kDevice) continue;  // folded: constant weights
+    SCOPED_TRACE(pn.name);
+    Support s = cudaCanImplement(test::plannedCall(*plan, pn));
+    EXPECT_TRUE(s) << s.reason;
+    ++checked;
+  }
+  EXPECT_GE(checked, 4) << plan->summary();
 }
 
 }  // namespace
