@@ -34,6 +34,9 @@
 #include "tile.h"
 #include "transpose.h"
 #include "trilu.h"
+// The recurrent family and QuantizeLinear/DequantizeLinear (rnn).
+#include "quantize.h"
+#include "rnn.h"
 
 namespace onnxopt::kernels {
 

@@ -3,13 +3,11 @@
 // and A in its "B" slot, and the transposes of Gemm swap slots the same way.
 #include "matmul.h"
 
-#include <cublasLt.h>
 #include <fmt/format.h>
 
-#include <memory>
-#include <mutex>
 #include <vector>
 
+#include "cublas_lt.h"
 #include "device.h"
 #include "elementwise_device.h"
 
@@ -21,17 +19,6 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 bool isFloatType(DataType t) {
   return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16;
-}
-
-cudaDataType_t cudaTypeOf(DataType t) {
-  switch (t) {
-    case DataType::kFloat16:
-      return CUDA_R_16F;
-    case DataType::kBfloat16:
-      return CUDA_R_16BF;
-    default:
-      return CUDA_R_32F;
-  }
 }
 
 std::string dimsText(const std::vector<int64_t>& dims) {
@@ -117,48 +104,6 @@ StatusOr<Product> productOf(const MatMulArgs& args) {
   p.a_offsets = offsets(a_batch, p.m * p.k);
   p.b_offsets = offsets(b_batch, p.k * p.n);
   return p;
-}
-
-/// One cuBLASLt handle for the process, created on first use (cuBLASLt handles may be shared
-/// between threads). The CUDA executor will own its handles per device; this serves until then.
-StatusOr<cublasLtHandle_t> ltHandle() {
-  static std::once_flag once;
-  static cublasLtHandle_t handle = nullptr;
-  static cublasStatus_t created = CUBLAS_STATUS_SUCCESS;
-  std::call_once(once, [] { created = cublasLtCreate(&handle); });
-  RETURN_IF_ERROR(toStatus(created, "cublasLtCreate", "MatMul"));
-  return handle;
-}
-
-struct LtDeleter {
-  void operator()(cublasLtMatmulDescOpaque_t* d) const { (void)cublasLtMatmulDescDestroy(d); }
-  void operator()(cublasLtMatrixLayoutOpaque_t* l) const { (void)cublasLtMatrixLayoutDestroy(l); }
-  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const {
-    (void)cublasLtMatmulPreferenceDestroy(p);
-  }
-};
-using Desc = std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDeleter>;
-using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDeleter>;
-using Preference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDeleter>;
-
-/// A column-major rows x cols layout with leading dim `ld`, `batch` matrices `stride` apart.
-StatusOr<Layout> makeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
-                            int32_t batch, int64_t stride, const std::string& op) {
-  cublasLtMatrixLayout_t raw = nullptr;
-  ONNXOPT_CUDA_CHECK(cublasLtMatrixLayoutCreate(&raw, type, static_cast<uint64_t>(rows),
-                                                static_cast<uint64_t>(cols), ld),
-                     op);
-  Layout layout(raw);
-  if (batch > 1) {
-    ONNXOPT_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                                        &batch, sizeof batch),
-                       op);
-    ONNXOPT_CUDA_CHECK(
-        cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                         sizeof stride),
-        op);
-  }
-  return layout;
 }
 
 /// Copies C, broadcast to the output's [M, N], into the output (Gemm accumulates into it).
@@ -259,7 +204,7 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
     if (beta == 1.0f) return Status::ok();
     return Status(StatusCode::kUnimplemented, args.op + ": K = 0 with beta other than 0 or 1");
   }
-  ASSIGN_OR_RETURN(cublasLtHandle_t handle, ltHandle());
+  ASSIGN_OR_RETURN(cublasLtHandle_t handle, ltHandle(args.op));
 
   // Batches: one strided call when the offsets are progressions; a shared B folds the batch into
   // M (A's matrices are consecutive rows); otherwise one call per batch.
@@ -279,7 +224,7 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
   cudaDataType_t type = cudaTypeOf(args.a.dtype);
   cublasLtMatmulDesc_t raw_desc = nullptr;
   ONNXOPT_CUDA_CHECK(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), args.op);
-  Desc desc(raw_desc);
+  LtDesc desc(raw_desc);
   // cuBLASLt's A is our B, its B our A (see the file comment).
   cublasOperation_t op_a = args.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_b = args.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -291,17 +236,18 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
       args.op);
   // Stored (before op) column-major shapes: B is n x k (ld n), or k x n (ld k) when transposed;
   // A is k x m (ld k), or m x k (ld m); the output n x m (ld n).
-  ASSIGN_OR_RETURN(Layout lb_slot,
+  ASSIGN_OR_RETURN(LtLayout lb_slot,
                    makeLayout(type, args.trans_b ? p.k : p.n, args.trans_b ? p.n : p.k,
                               args.trans_b ? p.k : p.n, batch, b_stride, args.op));
-  ASSIGN_OR_RETURN(Layout la_slot, makeLayout(type, args.trans_a ? m : p.k, args.trans_a ? p.k : m,
-                                              args.trans_a ? m : p.k, batch, a_stride, args.op));
-  ASSIGN_OR_RETURN(Layout ld_slot, makeLayout(type, p.n, m, p.n, batch, m * p.n, args.op));
+  ASSIGN_OR_RETURN(LtLayout la_slot,
+                   makeLayout(type, args.trans_a ? m : p.k, args.trans_a ? p.k : m,
+                              args.trans_a ? m : p.k, batch, a_stride, args.op));
+  ASSIGN_OR_RETURN(LtLayout ld_slot, makeLayout(type, p.n, m, p.n, batch, m * p.n, args.op));
 
   size_t workspace_bytes = args.workspace != nullptr ? args.workspace_bytes : 0;
   cublasLtMatmulPreference_t raw_pref = nullptr;
   ONNXOPT_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref), args.op);
-  Preference pref(raw_pref);
+  LtPreference pref(raw_pref);
   ONNXOPT_CUDA_CHECK(
       cublasLtMatmulPreferenceSetAttribute(raw_pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                            &workspace_bytes, sizeof workspace_bytes),
