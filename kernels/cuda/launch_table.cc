@@ -12,6 +12,8 @@
 #include "onnxopt/kernels/cuda.h"
 #include "unary.h"
 #include "where.h"
+// normalization family and Resize
+#include "softmax.h"
 
 namespace onnxopt::kernels {
 

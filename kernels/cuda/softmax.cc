@@ -1,0 +1,58 @@
+// Host half of Softmax and LogSoftmax (softmax.h): the axis and the rows it implies, the checks,
+// the launch.
+#include "softmax.h"
+
+#include <fmt/format.h>
+
+#include "device.h"
+#include "row_args.h"
+
+namespace onnxopt::kernels::cuda {
+
+template <>
+StatusOr<SoftmaxArgs> argsFromCall<SoftmaxArgs>(const CudaKernelCall& call) {
+  if (call.op != "Softmax" && call.op != "LogSoftmax") {
+    return invalidArgument("{}: not a Softmax CUDA kernel", call.op);
+  }
+  RETURN_IF_ERROR(checkArity(call, 1, 1, 1));
+  SoftmaxArgs args;
+  args.op = call.op;
+  args.kind = call.op == "LogSoftmax" ? SoftmaxKind::kLogSoftmax : SoftmaxKind::kSoftmax;
+  args.x = call.inputs[0];
+  args.y = call.outputs[0];
+  const std::vector<int64_t>& dims = args.x.dims;
+  ASSIGN_OR_RETURN(int64_t axis,
+                   normalizedAxis(call.op, attrsOf(call).getInt("axis", call.opset < 13 ? 1 : -1),
+                                  args.x.rank()));
+  args.outer = dimsProduct(dims, 0, axis);
+  if (call.opset < 13) {
+    args.n = dimsProduct(dims, axis, args.x.rank());
+    args.inner = 1;
+  } else {
+    args.n = dims[static_cast<size_t>(axis)];
+    args.inner = dimsProduct(dims, axis + 1, args.x.rank());
+  }
+  return args;
+}
+
+Support canImplement(const SoftmaxArgs& args) {
+  if (!rowKernelExists(args.x.dtype)) {
+    return Support::no(
+        fmt::format("{}: no CUDA kernel for {}", args.op, dataTypeName(args.x.dtype)));
+  }
+  return sameShapeSupport(args.op, args.x, args.y);
+}
+
+size_t workspaceBytes(const SoftmaxArgs&) {
+  return 0;
+}
+
+Status launch(const SoftmaxArgs& args, CudaStream stream) {
+  if (Support s = canImplement(args); !s) return refused(s);
+  SoftmaxDeviceArgs d{args.kind,  args.x.dtype, args.x.data, args.y.data,
+                      args.outer, args.n,       args.inner};
+  ONNXOPT_CUDA_CHECK(launchSoftmax(d, streamOf(stream)), args.op);
+  return Status::ok();
+}
+
+}  // namespace onnxopt::kernels::cuda

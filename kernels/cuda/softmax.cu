@@ -1,0 +1,82 @@
+// Device code of Softmax and LogSoftmax (softmax.h): max-subtracted, float accumulation. Rows
+// along the last axis (inner == 1) go to a warp each when short and to a block each when long;
+// a non-last axis (inner > 1) gives each thread one (outer, inner) column, so that neighbouring
+// threads read neighbouring elements.
+#include "element_types.cuh"
+#include "norm_device.h"
+#include "row_reduce.cuh"
+
+namespace onnxopt::kernels::cuda {
+
+namespace {
+
+template <typename T>
+__device__ __forceinline__ void writeSoftmax(SoftmaxKind kind, T* y, int64_t i, float v, float mx,
+                                             float sum, float log_sum) {
+  store(y, i, kind == SoftmaxKind::kLogSoftmax ? (v - mx) - log_sum : expf(v - mx) / sum);
+}
+
+template <typename T, bool kWarpRow>
+__global__ void softmaxRowsKernel(SoftmaxDeviceArgs a) {
+  __shared__ float scratch[32];
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  RowSlot<kWarpRow> slot;
+  for (int64_t row = slot.row; row < a.outer; row += slot.stride) {
+    const T* xr = x + row * a.n;
+    T* yr = y + row * a.n;
+    float mx = MaxOp::kIdentity;
+    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) mx = fmaxf(mx, load(xr, j));
+    mx = rowReduce<kWarpRow>(mx, MaxOp{}, scratch);
+    float sum = 0.0f;
+    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) sum += expf(load(xr, j) - mx);
+    sum = rowReduce<kWarpRow>(sum, SumOp{}, scratch);
+    const float log_sum = logf(sum);
+    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) {
+      writeSoftmax(a.kind, yr, j, load(xr, j), mx, sum, log_sum);
+    }
+  }
+}
+
+template <typename T>
+__global__ void softmaxColumnsKernel(SoftmaxDeviceArgs a) {
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  ONNXOPT_GRID_STRIDE(c, a.outer * a.inner) {
+    const int64_t base = (c / a.inner) * a.n * a.inner + c % a.inner;
+    float mx = MaxOp::kIdentity;
+    for (int64_t j = 0; j < a.n; ++j) mx = fmaxf(mx, load(x, base + j * a.inner));
+    float sum = 0.0f;
+    for (int64_t j = 0; j < a.n; ++j) sum += expf(load(x, base + j * a.inner) - mx);
+    const float log_sum = logf(sum);
+    for (int64_t j = 0; j < a.n; ++j) {
+      const int64_t i = base + j * a.inner;
+      writeSoftmax(a.kind, y, i, load(x, i), mx, sum, log_sum);
+    }
+  }
+}
+
+}  // namespace
+
+bool rowKernelExists(DataType dtype) {
+  return dtype == DataType::kFloat || dtype == DataType::kFloat16 || dtype == DataType::kBfloat16;
+}
+
+cudaError_t launchSoftmax(const SoftmaxDeviceArgs& args, cudaStream_t stream) {
+  if (args.outer == 0 || args.n == 0 || args.inner == 0) return cudaSuccess;
+  visitCudaType(args.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsFloating<T>) {
+      if (args.inner > 1) {
+        softmaxColumnsKernel<T><<<blocksFor(args.outer * args.inner), kThreads, 0, stream>>>(args);
+      } else if (args.n <= kWarpRowMax) {
+        softmaxRowsKernel<T, true><<<rowBlocks(args.outer, true), kRowThreads, 0, stream>>>(args);
+      } else {
+        softmaxRowsKernel<T, false><<<rowBlocks(args.outer, false), kRowThreads, 0, stream>>>(args);
+      }
+    }
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace onnxopt::kernels::cuda
