@@ -13,6 +13,7 @@
 #include "unary.h"
 #include "where.h"
 // normalization family and Resize
+#include "norm.h"
 #include "softmax.h"
 
 namespace onnxopt::kernels {

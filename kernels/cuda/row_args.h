@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "args.h"
+#include "norm_device.h"
 
 namespace onnxopt::kernels::cuda {
 
@@ -44,6 +45,15 @@ inline Support sameShapeSupport(const std::string& op, const ConstTensorView& x,
   }
   if (Support s = requireDevice(op, x, "input 0"); !s) return s;
   return requireDevice(op, y, "output 0");
+}
+
+/// sameShapeSupport for a float type the row kernels instantiate (rowKernelExists).
+inline Support floatRowSupport(const std::string& op, const ConstTensorView& x,
+                               const ConstTensorView& y) {
+  if (!rowKernelExists(x.dtype)) {
+    return Support::no(fmt::format("{}: no CUDA kernel for {}", op, dataTypeName(x.dtype)));
+  }
+  return sameShapeSupport(op, x, y);
 }
 
 }  // namespace onnxopt::kernels::cuda

@@ -36,11 +36,7 @@ StatusOr<SoftmaxArgs> argsFromCall<SoftmaxArgs>(const CudaKernelCall& call) {
 }
 
 Support canImplement(const SoftmaxArgs& args) {
-  if (!rowKernelExists(args.x.dtype)) {
-    return Support::no(
-        fmt::format("{}: no CUDA kernel for {}", args.op, dataTypeName(args.x.dtype)));
-  }
-  return sameShapeSupport(args.op, args.x, args.y);
+  return floatRowSupport(args.op, args.x, args.y);
 }
 
 size_t workspaceBytes(const SoftmaxArgs&) {

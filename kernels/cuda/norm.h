@@ -1,0 +1,62 @@
+// The normalizations on CUDA, for float, float16 and bfloat16 with float statistics:
+// - NormArgs, over rows of contiguous elements: LayerNormalization (17+: axis, epsilon, Scale and
+//   the optional B broadcast unidirectionally to X.shape[axis:]), RMSNormalization (23+),
+//   InstanceNormalization (6+: per (n, c), scale and B per channel) and GroupNormalization (18:
+//   scale and bias per group; 21: per channel). Refused: LayerNormalization's Mean and InvStdDev
+//   outputs, a stash_type other than 1 (float), which the reference kernels refuse too.
+// - BatchNormArgs: BatchNormalization in inference mode (7 with `spatial`, 9, 14, 15); training
+//   mode (training_mode=1, or the statistics outputs before 14) is refused.
+// Host half (this header, norm.cc); device half: norm.cu.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "norm_device.h"
+
+namespace onnxopt::kernels::cuda {
+
+struct NormArgs {
+  std::string op;  ///< for messages
+  ConstTensorView x;
+  ConstTensorView scale;
+  ConstTensorView bias;  ///< dtype kUndefined: none
+  TensorView y;
+  int64_t rows = 0;  ///< rows of `size` contiguous elements, normalized each
+  int64_t size = 0;
+  float epsilon = 1e-5f;
+  bool rms = false;
+  NormParamIndex index = NormParamIndex::kColumn;
+  std::vector<int64_t> row_dims;  ///< kColumn: the dims of a row (X.shape[axis:])
+  int64_t params = 0;             ///< kRow, kChannelInGroup: the elements scale and bias have
+  int64_t period = 1, group_stride = 0, spatial = 1;
+};
+
+template <>
+StatusOr<NormArgs> argsFromCall<NormArgs>(const CudaKernelCall& call);
+
+/// Host-only: types, parameter shapes, contiguity, device memory.
+Support canImplement(const NormArgs& args);
+size_t workspaceBytes(const NormArgs& args);
+Status launch(const NormArgs& args, CudaStream stream);
+
+struct BatchNormArgs {
+  std::string op = "BatchNormalization";
+  ConstTensorView x, scale, bias, mean, var;
+  TensorView y;
+  int64_t channels = 0;  ///< parameters per sample (C, or C * spatial with spatial=0 at opset 7)
+  int64_t inner = 0;     ///< elements per parameter and sample
+  std::vector<int64_t> param_dims;
+  float epsilon = 1e-5f;
+};
+
+template <>
+StatusOr<BatchNormArgs> argsFromCall<BatchNormArgs>(const CudaKernelCall& call);
+
+Support canImplement(const BatchNormArgs& args);
+size_t workspaceBytes(const BatchNormArgs& args);
+Status launch(const BatchNormArgs& args, CudaStream stream);
+
+}  // namespace onnxopt::kernels::cuda
