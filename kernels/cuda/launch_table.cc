@@ -14,6 +14,7 @@
 #include "where.h"
 // normalization family and Resize
 #include "norm.h"
+#include "resize.h"
 #include "softmax.h"
 
 namespace onnxopt::kernels {
