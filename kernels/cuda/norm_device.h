@@ -12,9 +12,9 @@
 
 namespace onnxopt::kernels::cuda {
 
-// --- Softmax, LogSoftmax (softmax.cu) ------------------------------------------------------------
+// --- Softmax, LogSoftmax, Hardmax (softmax.cu) --------------------------------------------------
 
-enum class SoftmaxKind { kSoftmax, kLogSoftmax };
+enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 
 /// Rows of `n` elements at stride `inner` (element (o, j, i) at (o * n + j) * inner + i), over
 /// contiguous x and y of one float type.

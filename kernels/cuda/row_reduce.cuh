@@ -1,6 +1,6 @@
-// Device helpers of the row-wise kernels (softmax.cu, norm.cu): float sums and maxima over a
-// warp or a whole block, every thread receiving the result, and the launch shape that gives a
-// row to a warp (short rows) or to a block (long ones).
+// Device helpers of the row-wise kernels (softmax.cu, norm.cu): float sums and maxima and index
+// minima over a warp or a whole block, every thread receiving the result, and the launch shape
+// that gives a row to a warp (short rows) or to a block (long ones).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,28 +10,41 @@
 namespace onnxopt::kernels::cuda {
 
 struct SumOp {
+  using Value = float;
   __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
   static constexpr float kIdentity = 0.0f;
 };
 
 /// fmaxf: a NaN element is skipped, as std::max(running, x) in the reference kernels skips it.
 struct MaxOp {
+  using Value = float;
   __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
   static constexpr float kIdentity = -__builtin_huge_valf();
 };
 
+/// The smallest index (Hardmax's first maximum).
+struct MinIndexOp {
+  using Value = long long;
+  __device__ __forceinline__ long long operator()(long long a, long long b) const {
+    return a < b ? a : b;
+  }
+  static constexpr long long kIdentity = 0x7fffffffffffffffLL;
+};
+
 template <typename Op>
-__device__ __forceinline__ float warpReduce(float v, Op op) {
+__device__ __forceinline__ typename Op::Value warpReduce(typename Op::Value v, Op op) {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
+  for (int offset = 16; offset > 0; offset >>= 1) {
     v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  }
   return v;
 }
 
 /// The reduction over the whole block (blockDim.x a multiple of 32, at most 1024); every thread
-/// of the block must call it. `scratch` is 32 floats of shared memory, reusable right after.
+/// of the block must call it. `scratch` is 32 values of shared memory, reusable right after.
 template <typename Op>
-__device__ __forceinline__ float blockReduce(float v, Op op, float* scratch) {
+__device__ __forceinline__ typename Op::Value blockReduce(typename Op::Value v, Op op,
+                                                          typename Op::Value* scratch) {
   v = warpReduce(v, op);
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
@@ -45,7 +58,8 @@ __device__ __forceinline__ float blockReduce(float v, Op op, float* scratch) {
 
 /// A row's reduction: over its warp (kWarpRow) or over the block.
 template <bool kWarpRow, typename Op>
-__device__ __forceinline__ float rowReduce(float v, Op op, float* scratch) {
+__device__ __forceinline__ typename Op::Value rowReduce(typename Op::Value v, Op op,
+                                                        typename Op::Value* scratch) {
   if constexpr (kWarpRow) {
     return warpReduce(v, op);
   } else {

@@ -1,5 +1,5 @@
-// Host half of Softmax and LogSoftmax (softmax.h): the axis and the rows it implies, the checks,
-// the launch.
+// Host half of Softmax, LogSoftmax and Hardmax (softmax.h): the axis and the rows it implies,
+// the checks, the launch.
 #include "softmax.h"
 
 #include <fmt/format.h>
@@ -11,13 +11,15 @@ namespace onnxopt::kernels::cuda {
 
 template <>
 StatusOr<SoftmaxArgs> argsFromCall<SoftmaxArgs>(const CudaKernelCall& call) {
-  if (call.op != "Softmax" && call.op != "LogSoftmax") {
+  if (call.op != "Softmax" && call.op != "LogSoftmax" && call.op != "Hardmax") {
     return invalidArgument("{}: not a Softmax CUDA kernel", call.op);
   }
   RETURN_IF_ERROR(checkArity(call, 1, 1, 1));
   SoftmaxArgs args;
   args.op = call.op;
-  args.kind = call.op == "LogSoftmax" ? SoftmaxKind::kLogSoftmax : SoftmaxKind::kSoftmax;
+  args.kind = call.op == "LogSoftmax" ? SoftmaxKind::kLogSoftmax
+              : call.op == "Hardmax"  ? SoftmaxKind::kHardmax
+                                      : SoftmaxKind::kSoftmax;
   args.x = call.inputs[0];
   args.y = call.outputs[0];
   const std::vector<int64_t>& dims = args.x.dims;

@@ -1,10 +1,12 @@
-// Softmax and LogSoftmax on CUDA (kernels/cuda/softmax.cu) against the reference kernels, for
-// float, float16 and bfloat16: rows along the last axis of 1, 7, 32, 33, 1024 and 4097 elements
-// (a warp per row up to 1024, a block beyond), non-last and negative axes (opset 13), and the
-// 2-D coercion of opsets 1-12 at several axes. Label gpu. The host-only tests at the end
+// Softmax, LogSoftmax and Hardmax on CUDA (kernels/cuda/softmax.cu) against the reference
+// kernels, for float, float16 and bfloat16 (Hardmax also with ties and NaN): rows along the last
+// axis of 1, 7, 32, 33, 1024 and 4097 elements (a warp per row up to 1024, a block beyond),
+// non-last and negative axes (opset 13), and the 2-D coercion of opsets 1-12 at several axes.
+// Label gpu. The host-only tests at the end
 // (canImplement's refusals and their reasons) run without a device.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -28,7 +30,7 @@ std::vector<test::NodeCase> softmaxCases() {
       {{3, 4097}, 1, 12},
   };
   std::vector<test::NodeCase> out;
-  for (const char* op : {"Softmax", "LogSoftmax"}) {
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
     for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
       for (const Shape& s : shapes) {
         test::NodeCase c;
@@ -39,7 +41,20 @@ std::vector<test::NodeCase> softmaxCases() {
                              s.axis < 0 ? "m" + std::to_string(-s.axis) : std::to_string(s.axis),
                              s.opset);
         c.inputs.push_back(test::randomTensor(t, s.dims, -8, 8, test::seedOf(c.name)));
-        out.push_back(std::move(c));
+        out.push_back(c);
+        if (c.op != "Hardmax") continue;
+        // Ties (the first maximum wins) and NaN (never larger; a NaN first element stays).
+        c.name += "_ties_nan";
+        HostTensor& x = c.inputs[0];
+        x = test::randomTensor(t, s.dims, 0, 3, test::seedOf(c.name));
+        std::vector<double> v;
+        for (int64_t i = 0; i < x.numElements(); ++i) {
+          double e = std::floor(test::valueAt(x, i));
+          v.push_back(i % 11 == 3 ? NAN : e);
+        }
+        if (!v.empty()) v[0] = s.dims.back() % 2 ? NAN : v[0];
+        x = test::tensorOf(t, s.dims, v);
+        out.push_back(c);
       }
     }
   }
