@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "broadcast.h"
 #include "device.h"
 #include "row_args.h"
@@ -35,11 +37,12 @@ Status floatStash(const CudaKernelCall& call) {
   return Status::ok();
 }
 
-Support sameType(const std::string& op, const ConstTensorView& x, const ConstTensorView& p,
-                 const char* what) {
-  if (p.dtype == DataType::kUndefined || p.dtype == x.dtype) return requireDevice(op, p, what);
-  return Support::no(fmt::format("{}: {} is {}, X {}; the CUDA kernel takes one type", op, what,
-                                 dataTypeName(p.dtype), dataTypeName(x.dtype)));
+/// No unless `p` (when present) has the type of `like` (named `like_name`) and is in device memory.
+Support sameType(const std::string& op, const ConstTensorView& like, const char* like_name,
+                 const ConstTensorView& p, const char* what) {
+  if (p.dtype == DataType::kUndefined || p.dtype == like.dtype) return requireDevice(op, p, what);
+  return Support::no(fmt::format("{}: {} is {}, {} {}; the CUDA kernel takes one type", op, what,
+                                 dataTypeName(p.dtype), like_name, dataTypeName(like.dtype)));
 }
 
 Support shapeIs(const std::string& op, const ConstTensorView& p, const std::vector<int64_t>& dims,
@@ -127,8 +130,8 @@ StatusOr<NormArgs> argsFromCall<NormArgs>(const CudaKernelCall& call) {
 Support canImplement(const NormArgs& args) {
   if (Support s = floatRowSupport(args.op, args.x, args.y); !s) return s;
   const char* scale_name = args.index == NormParamIndex::kColumn ? "Scale" : "scale";
-  if (Support s = sameType(args.op, args.x, args.scale, scale_name); !s) return s;
-  if (Support s = sameType(args.op, args.x, args.bias, "B"); !s) return s;
+  if (Support s = sameType(args.op, args.x, "X", args.scale, scale_name); !s) return s;
+  if (Support s = sameType(args.op, args.x, "X", args.bias, "B"); !s) return s;
   if (args.index == NormParamIndex::kColumn) {
     StatusOr<BroadcastPlan> plan = paramPlan(args);
     if (!plan.isOk()) {
@@ -186,6 +189,7 @@ StatusOr<BatchNormArgs> argsFromCall<BatchNormArgs>(const CudaKernelCall& call) 
   args.var = call.inputs[4];
   args.y = call.outputs[0];
   args.epsilon = attrs.getFloat("epsilon", 1e-5f);
+  args.param_types = call.opset >= 15;
   if (args.x.rank() < 2) return invalidArgument("{}: X must have rank 2 or more", call.op);
   int64_t c = args.x.dims[1];
   int64_t s = dimsProduct(args.x.dims, 2, args.x.rank());
@@ -200,10 +204,21 @@ StatusOr<BatchNormArgs> argsFromCall<BatchNormArgs>(const CudaKernelCall& call) 
 
 Support canImplement(const BatchNormArgs& args) {
   if (Support s = floatRowSupport(args.op, args.x, args.y); !s) return s;
-  for (const auto& [view, what] :
-       {std::pair{&args.scale, "scale"}, std::pair{&args.bias, "B"},
-        std::pair{&args.mean, "input_mean"}, std::pair{&args.var, "input_var"}}) {
-    if (Support s = sameType(args.op, args.x, *view, what); !s) return s;
+  // From opset 15 scale and B share a float type, input_mean and input_var another.
+  const ConstTensorView& scale_like = args.param_types ? args.scale : args.x;
+  const ConstTensorView& stats_like = args.param_types ? args.mean : args.x;
+  const char* scale_name = args.param_types ? "scale" : "X";
+  const char* stats_name = args.param_types ? "input_mean" : "X";
+  if (!rowKernelExists(scale_like.dtype) || !rowKernelExists(stats_like.dtype)) {
+    return Support::no(fmt::format("{}: no CUDA kernel for parameters of {} and {}", args.op,
+                                   dataTypeName(scale_like.dtype), dataTypeName(stats_like.dtype)));
+  }
+  for (const auto& [view, like, like_name, what] :
+       {std::tuple{&args.scale, &scale_like, scale_name, "scale"},
+        std::tuple{&args.bias, &scale_like, scale_name, "B"},
+        std::tuple{&args.mean, &stats_like, stats_name, "input_mean"},
+        std::tuple{&args.var, &stats_like, stats_name, "input_var"}}) {
+    if (Support s = sameType(args.op, *like, like_name, *view, what); !s) return s;
     if (Support s = shapeIs(args.op, *view, args.param_dims, what); !s) return s;
   }
   return Support::yes();
@@ -215,9 +230,10 @@ size_t workspaceBytes(const BatchNormArgs&) {
 
 Status launch(const BatchNormArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  BatchNormDeviceArgs d{args.x.dtype,   args.x.data,    args.y.data,   args.scale.data,
-                        args.bias.data, args.mean.data, args.var.data, args.x.numElements(),
-                        args.channels,  args.inner,     args.epsilon};
+  BatchNormDeviceArgs d{args.x.dtype,  args.scale.dtype,     args.mean.dtype, args.x.data,
+                        args.y.data,   args.scale.data,      args.bias.data,  args.mean.data,
+                        args.var.data, args.x.numElements(), args.channels,   args.inner,
+                        args.epsilon};
   ONNXOPT_CUDA_CHECK(launchBatchNorm(d, streamOf(stream)), args.op);
   return Status::ok();
 }

@@ -62,6 +62,18 @@ __global__ void normRowsKernel(NormDeviceArgs a) {
   }
 }
 
+/// Element i of a float-type parameter whose type is known at run time only.
+__device__ __forceinline__ float loadParam(const void* p, DataType dtype, int64_t i) {
+  switch (dtype) {
+    case DataType::kFloat16:
+      return load(static_cast<const __half*>(p), i);
+    case DataType::kBfloat16:
+      return load(static_cast<const __nv_bfloat16*>(p), i);
+    default:
+      return static_cast<const float*>(p)[i];
+  }
+}
+
 template <typename T>
 __global__ void batchNormKernel(BatchNormDeviceArgs a) {
   const T* x = static_cast<const T*>(a.x);
@@ -69,10 +81,10 @@ __global__ void batchNormKernel(BatchNormDeviceArgs a) {
   ONNXOPT_GRID_STRIDE(i, a.count) {
     const int64_t c = (i / a.inner) % a.channels;
     // The reference kernel's order: scale / sqrt(var + eps), then bias - mean * that.
-    const float s = load(static_cast<const T*>(a.scale), c) /
-                    sqrtf(load(static_cast<const T*>(a.var), c) + a.epsilon);
+    const float s = loadParam(a.scale, a.scale_dtype, c) /
+                    sqrtf(loadParam(a.var, a.stats_dtype, c) + a.epsilon);
     const float shift =
-        load(static_cast<const T*>(a.bias), c) - load(static_cast<const T*>(a.mean), c) * s;
+        loadParam(a.bias, a.scale_dtype, c) - loadParam(a.mean, a.stats_dtype, c) * s;
     store(y, i, load(x, i) * s + shift);
   }
 }

@@ -4,8 +4,9 @@
 //   InstanceNormalization (6+: per (n, c), scale and B per channel) and GroupNormalization (18:
 //   scale and bias per group; 21: per channel). Refused: LayerNormalization's Mean and InvStdDev
 //   outputs, a stash_type other than 1 (float), which the reference kernels refuse too.
-// - BatchNormArgs: BatchNormalization in inference mode (7 with `spatial`, 9, 14, 15); training
-//   mode (training_mode=1, or the statistics outputs before 14) is refused.
+// - BatchNormArgs: BatchNormalization in inference mode (7 with `spatial`, 9, 14, 15: there
+//   scale/B and input_mean/input_var may have float types of their own); training mode
+//   (training_mode=1, or the statistics outputs before 14) is refused.
 // Host half (this header, norm.cc); device half: norm.cu.
 #pragma once
 
@@ -50,6 +51,7 @@ struct BatchNormArgs {
   int64_t inner = 0;     ///< elements per parameter and sample
   std::vector<int64_t> param_dims;
   float epsilon = 1e-5f;
+  bool param_types = false;  ///< opset 15+: scale/B and input_mean/input_var have their own types
 };
 
 template <>

@@ -59,7 +59,9 @@ struct NormDeviceArgs {
 /// BatchNormalization in inference mode: element i belongs to channel (i / inner) % channels,
 /// y = x * scale_c / sqrt(var_c + epsilon) + (bias_c - mean_c * scale_c / sqrt(var_c + epsilon)).
 struct BatchNormDeviceArgs {
-  DataType dtype;  ///< of every input and the output
+  DataType dtype;        ///< of x and y
+  DataType scale_dtype;  ///< of scale and bias
+  DataType stats_dtype;  ///< of mean and var
   const void* x;
   void* y;
   const void* scale;

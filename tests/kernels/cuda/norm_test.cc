@@ -2,8 +2,9 @@
 // float16 and bfloat16 (float statistics): LayerNormalization and RMSNormalization over rows of
 // 1 to 4097 elements, a non-last axis, broadcast Scale/B shapes, no B and another epsilon;
 // InstanceNormalization; GroupNormalization 18 (per-group parameters) and 21 (per-channel);
-// BatchNormalization in inference mode at opsets 7 (spatial 0 and 1), 9, 14 and 15. Label gpu;
-// the host-only tests at the end (canImplement's refusals and their reasons) run without a device.
+// BatchNormalization in inference mode at opsets 7 (spatial 0 and 1), 9, 14 and 15 (there also
+// with parameters of other float types than X's). Label gpu; the host-only tests at the end
+// (canImplement's refusals and their reasons) run without a device.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -107,6 +108,19 @@ std::vector<test::NodeCase> normCases() {
         double hi = i == 0 ? 6.0 : variance ? 2.0 : 1.5;
         c.inputs.push_back(
             test::randomTensor(t, s.shapes[i], lo, hi, seed + static_cast<uint32_t>(i)));
+      }
+      // From opset 15 BatchNormalization's scale/B and mean/var have types of their own.
+      if (s.op == "BatchNormalization" && s.opset == 15 && s.shapes[0].size() == 4) {
+        test::NodeCase mixed = c;
+        mixed.name += "_params_float_stats_float16";
+        for (size_t i = 1; i < mixed.inputs.size(); ++i) {
+          const HostTensor& p = mixed.inputs[i];
+          std::vector<double> v;
+          for (int64_t k = 0; k < p.numElements(); ++k) v.push_back(test::valueAt(p, k));
+          mixed.inputs[i] =
+              test::tensorOf(i <= 2 ? DataType::kFloat : DataType::kFloat16, p.dims, v);
+        }
+        out.push_back(std::move(mixed));
       }
       // A trailing omitted input is no input at all.
       while (!c.inputs.empty() && c.inputs.back().dtype == DataType::kUndefined)
@@ -229,7 +243,13 @@ TEST(NormCanImplement, BatchNormalizationRefusals) {
   expectRefused(ask("BatchNormalization", 15, in, {}),
                 "input_mean is [4]; the CUDA kernel takes a contiguous [3]");
   in[3] = deviceView(DataType::kFloat16, {3});
-  expectRefused(ask("BatchNormalization", 15, in, {}), "input_mean is float16, X float");
+  expectRefused(ask("BatchNormalization", 14, in, {}), "input_mean is float16, X float");
+  // From 15: scale/B share a type, input_mean/input_var another.
+  expectRefused(ask("BatchNormalization", 15, in, {}), "input_var is float, input_mean float16");
+  in[4] = deviceView(DataType::kFloat16, {3});
+  EXPECT_TRUE(ask("BatchNormalization", 15, in, {}));
+  in[2] = deviceView(DataType::kBfloat16, {3});
+  expectRefused(ask("BatchNormalization", 15, in, {}), "B is bfloat16, scale float");
 }
 
 }  // namespace
