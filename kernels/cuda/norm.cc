@@ -75,7 +75,11 @@ StatusOr<NormArgs> argsFromCall<NormArgs>(const CudaKernelCall& call) {
   if (call.op == "LayerNormalization" || call.op == "RMSNormalization") {
     args.rms = call.op == "RMSNormalization";
     RETURN_IF_ERROR(checkArity(call, 2, args.rms ? 2 : 3, call.outputs.size()));
-    RETURN_IF_ERROR(onlyFirstOutput(call, "the Mean and InvStdDev outputs stay on the CPU"));
+    if (call.outputs.empty() || call.outputs.size() > (args.rms ? 1u : 3u)) {
+      return invalidArgument("{}: {} outputs", call.op, call.outputs.size());
+    }
+    if (call.outputs.size() > 1) args.mean = call.outputs[1];
+    if (call.outputs.size() > 2) args.inv_std = call.outputs[2];
     RETURN_IF_ERROR(floatStash(call));
     args.x = call.inputs[0];
     if (args.x.rank() == 0) return invalidArgument("{}: X must not be a scalar", call.op);
@@ -132,6 +136,16 @@ Support canImplement(const NormArgs& args) {
   const char* scale_name = args.index == NormParamIndex::kColumn ? "Scale" : "scale";
   if (Support s = sameType(args.op, args.x, "X", args.scale, scale_name); !s) return s;
   if (Support s = sameType(args.op, args.x, "X", args.bias, "B"); !s) return s;
+  for (const auto& [view, what] :
+       {std::pair{&args.mean, "Mean"}, std::pair{&args.inv_std, "InvStdDev"}}) {
+    if (view->dtype == DataType::kUndefined) continue;
+    if (view->dtype != DataType::kFloat || view->numElements() != args.rows ||
+        !view->isContiguous()) {
+      return Support::no(fmt::format("{}: {} must be a contiguous float tensor of {} elements",
+                                     args.op, what, args.rows));
+    }
+    if (Support s = requireDevice(args.op, *view, what); !s) return s;
+  }
   if (args.index == NormParamIndex::kColumn) {
     StatusOr<BroadcastPlan> plan = paramPlan(args);
     if (!plan.isOk()) {
@@ -158,6 +172,9 @@ Status launch(const NormArgs& args, CudaStream stream) {
   d.y = args.y.data;
   d.scale = args.scale.data;
   d.bias = args.bias.dtype == DataType::kUndefined ? nullptr : args.bias.data;
+  d.mean = args.mean.dtype == DataType::kUndefined ? nullptr : static_cast<float*>(args.mean.data);
+  d.inv_std =
+      args.inv_std.dtype == DataType::kUndefined ? nullptr : static_cast<float*>(args.inv_std.data);
   d.rows = args.rows;
   d.size = args.size;
   d.epsilon = args.epsilon;

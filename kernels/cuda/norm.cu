@@ -54,6 +54,10 @@ __global__ void normRowsKernel(NormDeviceArgs a) {
     }
     const float var = rowReduce<kWarpRow>(sq, SumOp{}, scratch) / count;
     const float inv_std = 1.0f / sqrtf(var + a.epsilon);
+    if (slot.lane == 0) {
+      if (a.mean != nullptr) a.mean[row] = mean;
+      if (a.inv_std != nullptr) a.inv_std[row] = inv_std;
+    }
     for (int64_t j = slot.lane; j < a.size; j += slot.lanes) {
       float v = (load(xr, j) - mean) * inv_std * load(scale, paramIndex<1>(a, row, j));
       if (bias != nullptr) v += load(bias, paramIndex<2>(a, row, j));

@@ -2,8 +2,9 @@
 // - NormArgs, over rows of contiguous elements: LayerNormalization (17+: axis, epsilon, Scale and
 //   the optional B broadcast unidirectionally to X.shape[axis:]), RMSNormalization (23+),
 //   InstanceNormalization (6+: per (n, c), scale and B per channel) and GroupNormalization (18:
-//   scale and bias per group; 21: per channel). Refused: LayerNormalization's Mean and InvStdDev
-//   outputs, a stash_type other than 1 (float), which the reference kernels refuse too.
+//   scale and bias per group; 21: per channel); LayerNormalization's optional Mean and InvStdDev
+//   outputs (float). Refused: a stash_type other than 1 (float), which the reference kernels
+//   refuse too.
 // - BatchNormArgs: BatchNormalization in inference mode (7 with `spatial`, 9, 14, 15: there
 //   scale/B and input_mean/input_var may have float types of their own); training mode
 //   (training_mode=1, or the statistics outputs before 14) is refused.
@@ -25,7 +26,8 @@ struct NormArgs {
   ConstTensorView scale;
   ConstTensorView bias;  ///< dtype kUndefined: none
   TensorView y;
-  int64_t rows = 0;  ///< rows of `size` contiguous elements, normalized each
+  TensorView mean, inv_std;  ///< LayerNormalization's optional outputs (dtype kUndefined: none)
+  int64_t rows = 0;          ///< rows of `size` contiguous elements, normalized each
   int64_t size = 0;
   float epsilon = 1e-5f;
   bool rms = false;

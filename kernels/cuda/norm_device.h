@@ -45,6 +45,8 @@ struct NormDeviceArgs {
   void* y;
   const void* scale;
   const void* bias;  ///< nullptr: none
+  float* mean;       ///< per row, or nullptr (LayerNormalization's optional outputs)
+  float* inv_std;    ///< per row, or nullptr
   int64_t rows;
   int64_t size;
   float epsilon;

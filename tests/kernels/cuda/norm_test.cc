@@ -149,6 +149,30 @@ INSTANTIATE_TEST_SUITE_P(Claimed, NormTest, ::testing::ValuesIn(normCases()),
                            return p.param.name;
                          });
 
+/// LayerNormalization's Mean and InvStdDev outputs (float statistics of any X type).
+class NormStatisticsTest : public test::CudaTest,
+                           public ::testing::WithParamInterface<test::NodeCase> {};
+
+TEST_P(NormStatisticsTest, MatchesReference) {
+  const test::NodeCase& c = GetParam();
+  test::expectMatchesReference(c, normTolerance(c.inputs[0].dtype), 3,
+                               normTolerance(DataType::kFloat));
+}
+
+std::vector<test::NodeCase> layerNormCases() {
+  std::vector<test::NodeCase> out;
+  for (test::NodeCase& c : normCases()) {
+    if (c.op == "LayerNormalization") out.push_back(std::move(c));
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(LayerNormalization, NormStatisticsTest,
+                         ::testing::ValuesIn(layerNormCases()),
+                         [](const ::testing::TestParamInfo<test::NodeCase>& p) {
+                           return p.param.name;
+                         });
+
 // --- host-only: what canImplement refuses, and why ----------------------------------------------
 
 using test::deviceView;
@@ -186,8 +210,14 @@ TEST(NormCanImplement, LayerNormalizationRefusals) {
   const DataType f = DataType::kFloat;
   std::vector<ConstTensorView> in = {deviceView(f, {2, 3}), deviceView(f, {3}), deviceView(f, {3})};
   KernelAttrs none;
-  expectRefused(ask("LayerNormalization", 17, in, none, 3),
-                "LayerNormalization: the Mean and InvStdDev outputs stay on the CPU");
+  // Mean and InvStdDev: float, one element per row ([2, 1] here).
+  CudaKernelCall stats = test::viewCall("LayerNormalization", 17, in, in[0], none);
+  stats.outputs.emplace_back(f, Dims{2, 1}, Dims{1, 1}, nullptr, MemoryKind::kDevice);
+  stats.outputs.emplace_back(f, Dims{2, 1}, Dims{1, 1}, nullptr, MemoryKind::kDevice);
+  EXPECT_TRUE(cudaCanImplement(stats)) << cudaCanImplement(stats).reason;
+  stats.outputs[2].dtype = DataType::kFloat16;
+  expectRefused(cudaCanImplement(stats),
+                "LayerNormalization: InvStdDev must be a contiguous float tensor of 2 elements");
   KernelAttrs stash;
   stash.ints["stash_type"] = 0;
   expectRefused(ask("LayerNormalization", 17, in, stash), "stash_type 0");

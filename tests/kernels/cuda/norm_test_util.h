@@ -52,18 +52,59 @@ inline uint32_t seedOf(const std::string& name) {
   return static_cast<uint32_t>(std::hash<std::string>{}(name));
 }
 
-/// Runs the case on the reference kernel and on the device and compares the first output.
-inline void expectMatchesReference(const NodeCase& c, Tolerance tol) {
+/// runOnDevice (device_harness.h) for a node with several outputs, each like its `like` tensor
+/// (type and dims): the outputs come back in order, each poisoned with 0xA5 bytes before the run.
+inline StatusOr<std::vector<HostTensor>> runOutputsOnDevice(const NodeCase& c,
+                                                            const std::vector<HostTensor>& like) {
+  ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create());
+  CudaKernelCall call;
+  call.op = c.op;
+  call.opset = c.opset;
+  call.attrs = &c.attrs;
+  std::vector<DeviceTensor> buffers;
+  for (const HostTensor& t : c.inputs) {
+    ASSIGN_OR_RETURN(DeviceTensor d, upload(t, stream.get()));
+    call.inputs.push_back(d.view());
+    call.constant_inputs.push_back(&t);
+    buffers.push_back(std::move(d));
+  }
+  std::vector<HostTensor> got;
+  for (const HostTensor& t : like) {
+    got.push_back(HostTensor::zeros(t.dtype, t.dims));
+    ASSIGN_OR_RETURN(DeviceBuffer b, DeviceBuffer::allocate(got.back().bytes.size()));
+    RETURN_IF_ERROR(fillDevice(b.data(), 0xA5, b.size(), stream.get()));
+    buffers.push_back(DeviceTensor{std::move(b), t.dims, t.dtype});
+    call.outputs.push_back(buffers.back().mutableView());
+  }
+  if (Support s = cudaCanImplement(call); !s) return Status(StatusCode::kUnimplemented, s.reason);
+  // These families need no scratch memory.
+  ASSIGN_OR_RETURN(size_t scratch, cudaWorkspaceBytes(call));
+  if (scratch != 0) return Status(StatusCode::kInternal, c.op + ": asks for a workspace");
+  RETURN_IF_ERROR(launchCudaKernel(call, stream.get()));
+  for (size_t i = 0; i < got.size(); ++i) {
+    const TensorView& out = call.outputs[i];
+    RETURN_IF_ERROR(copyToHost(got[i].bytes.data(), out.data, got[i].bytes.size(), stream.get()));
+  }
+  RETURN_IF_ERROR(stream.synchronize(c.op));
+  return got;
+}
+
+/// Runs the case on the reference kernel and on the device and compares `outputs` outputs (the
+/// first at `tol`, the others, float statistics, at `stats_tol`).
+inline void expectMatchesReference(const NodeCase& c, Tolerance tol, size_t outputs = 1,
+                                   Tolerance stats_tol = {}) {
   std::vector<const HostTensor*> ptrs;
   for (const HostTensor& t : c.inputs) {
     ptrs.push_back(t.dtype == DataType::kUndefined ? nullptr : &t);
   }
-  auto expected = runReferenceKernel(c.op, c.opset, ptrs, c.attrs, 1);
+  auto expected = runReferenceKernel(c.op, c.opset, ptrs, c.attrs, outputs);
   ASSERT_TRUE(expected.isOk()) << expected.status().toString();
-  const HostTensor& want = expected->at(0);
-  auto got = runOnDevice(c.op, c.opset, c.inputs, c.attrs, want.dtype, want.dims);
+  auto got = runOutputsOnDevice(c, *expected);
   ASSERT_TRUE(got.isOk()) << got.status().toString();
-  expectClose(want, *got, tol);
+  for (size_t i = 0; i < outputs; ++i) {
+    SCOPED_TRACE(::testing::Message() << "output " << i);
+    expectClose(expected->at(i), got->at(i), i == 0 ? tol : stats_tol);
+  }
 }
 
 /// A view of `dims` in device memory at no address: canImplement never reads it.
