@@ -93,11 +93,12 @@ enum class ResizeCoord {
 enum class ResizeNearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
 
 /// Resize of contiguous x into contiguous y: per dim, `resized` says whether the dim maps its
-/// output coordinates through `coord` (the others copy their index). Coordinates are computed in
-/// double with the reference kernel's operations and rounding (no fused multiply-add).
+/// output coordinates through `coord` (the others copy their index). Coordinates, weights and
+/// sums are computed in double with the reference kernel's operations in its order (no fused
+/// multiply-add), so that the results match it bit for bit before the final rounding.
 struct ResizeDeviceArgs {
   int element_bytes;  ///< nearest: 1, 2, 4 or 8 (it moves elements)
-  DataType dtype;     ///< linear: a float type
+  DataType dtype;     ///< linear: any type the kernels handle
   bool linear;
   const void* x;
   void* y;
@@ -114,6 +115,10 @@ struct ResizeDeviceArgs {
   double scale[kMaxResizeRank];
   double roi_start[kMaxResizeRank];
   double roi_end[kMaxResizeRank];
+  /// Linear: the resized dims in the reference's pass order (downsampling ones first), `levels`
+  /// of them; the first is the innermost sum.
+  int order[kMaxResizeRank];
+  int levels;
 };
 
 /// What the device code instantiates (the host's canImplement asks).

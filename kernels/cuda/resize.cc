@@ -327,6 +327,16 @@ StatusOr<ResizeArgs> argsFromCall<ResizeArgs>(const CudaKernelCall& call) {
     p.roi_start[d] = 0.0;
     p.roi_end[d] = 1.0;
   }
+  // The reference interpolates one axis at a time, downsampling axes first (stable).
+  std::vector<AxisPlan> passes;
+  for (const AxisPlan& a : plans) {
+    if (!isIdentity(p.coord, a)) passes.push_back(a);
+  }
+  std::stable_sort(passes.begin(), passes.end(), [](const AxisPlan& a, const AxisPlan& b) {
+    return (a.out < a.in) > (b.out < b.in);
+  });
+  p.levels = static_cast<int>(passes.size());
+  for (size_t i = 0; i < passes.size(); ++i) p.order[i] = static_cast<int>(passes[i].axis);
   for (const AxisPlan& a : plans) {
     if (a.in == 0 && a.out > 0) {
       return invalidArgument("{}: cannot resize an empty axis {} to {}", call.op, a.axis, a.out);
@@ -351,7 +361,7 @@ StatusOr<ResizeArgs> argsFromCall<ResizeArgs>(const CudaKernelCall& call) {
 
 Support canImplement(const ResizeArgs& args) {
   const ResizeDeviceArgs& p = args.plan;
-  if (p.linear ? !rowKernelExists(args.x.dtype) : p.element_bytes == 0) {
+  if (p.element_bytes == 0) {
     return Support::no(fmt::format("{}: no CUDA kernel for {} in {} mode", args.op,
                                    dataTypeName(args.x.dtype), p.linear ? "linear" : "nearest"));
   }

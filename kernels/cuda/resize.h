@@ -1,11 +1,13 @@
 // Resize (10, 11, 13, 18, 19) and Upsample (7, 9) on CUDA: modes nearest (every nearest_mode;
 // Upsample and Resize-10 round the legacy way) and linear (N-D: bilinear, trilinear and more),
 // every coordinate_transformation_mode, scales or sizes, roi (tf_crop_and_resize),
-// exclude_outside, extrapolation_value, and from 18 axes and keep_aspect_ratio_policy. Nearest
-// moves elements of any type the kernels handle; linear interpolates float, float16 and bfloat16
-// in double. Refused: cubic, antialias=1 on a downsampled axis of a linear resize, and a scales,
-// sizes or (tf_crop_and_resize) roi input that is not a constant known when planning (the node
-// then runs on the CPU). Host half (this header, resize.cc); device half: resize.cu.
+// exclude_outside, extrapolation_value, and from 18 axes and keep_aspect_ratio_policy, for every
+// element type the kernels handle (float, float16, bfloat16, int8, uint8, int32, int64, bool).
+// Linear computes in double as the reference kernel does, one nested sum per resized axis in its
+// pass order, and rounds once (integers half to even, saturating). Refused: cubic, antialias=1
+// on a downsampled axis of a linear resize, and a scales, sizes or (tf_crop_and_resize) roi
+// input that is not a constant known when planning (the node then runs on the CPU). Host half
+// (this header, resize.cc); device half: resize.cu.
 #pragma once
 
 #include <cstdint>
