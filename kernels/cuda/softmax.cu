@@ -1,5 +1,6 @@
-// Device code of Softmax and LogSoftmax (softmax.h): max-subtracted, float accumulation. Rows
-// along the last axis (inner == 1) go to a warp each when short and to a block each when long;
+// Device code of Softmax, LogSoftmax and Hardmax (softmax.h): max-subtracted, float
+// accumulation; Hardmax marks the first maximum (the reference's strict > scan: a NaN is never
+// larger, a NaN first element stays the pick). Rows along the last axis (inner == 1) go to a warp each when short and to a block each when long;
 // a non-last axis (inner > 1) gives each thread one (outer, inner) column, so that neighbouring
 // threads read neighbouring elements.
 #include "element_types.cuh"
@@ -38,12 +39,44 @@ __global__ void softmaxRowsKernel(SoftmaxDeviceArgs a) {
   }
 }
 
+template <typename T, bool kWarpRow>
+__global__ void hardmaxRowsKernel(SoftmaxDeviceArgs a) {
+  __shared__ float scratch[32];
+  __shared__ long long index_scratch[32];
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  RowSlot<kWarpRow> slot;
+  for (int64_t row = slot.row; row < a.outer; row += slot.stride) {
+    const T* xr = x + row * a.n;
+    T* yr = y + row * a.n;
+    float mx = MaxOp::kIdentity;
+    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) mx = fmaxf(mx, load(xr, j));
+    mx = rowReduce<kWarpRow>(mx, MaxOp{}, scratch);
+    long long best = MinIndexOp::kIdentity;
+    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) {
+      if (load(xr, j) == mx && j < best) best = j;
+    }
+    best = rowReduce<kWarpRow>(best, MinIndexOp{}, index_scratch);
+    // No element equals the maximum when the row is all NaN; a NaN first element wins anyway.
+    if (best == MinIndexOp::kIdentity || isnan(load(xr, 0))) best = 0;
+    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) store(yr, j, j == best ? 1.0f : 0.0f);
+  }
+}
+
 template <typename T>
 __global__ void softmaxColumnsKernel(SoftmaxDeviceArgs a) {
   const T* x = static_cast<const T*>(a.x);
   T* y = static_cast<T*>(a.y);
   ONNXOPT_GRID_STRIDE(c, a.outer * a.inner) {
     const int64_t base = (c / a.inner) * a.n * a.inner + c % a.inner;
+    if (a.kind == SoftmaxKind::kHardmax) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < a.n; ++j) {
+        if (load(x, base + j * a.inner) > load(x, base + best * a.inner)) best = j;
+      }
+      for (int64_t j = 0; j < a.n; ++j) store(y, base + j * a.inner, j == best ? 1.0f : 0.0f);
+      continue;
+    }
     float mx = MaxOp::kIdentity;
     for (int64_t j = 0; j < a.n; ++j) mx = fmaxf(mx, load(x, base + j * a.inner));
     float sum = 0.0f;
@@ -69,6 +102,13 @@ cudaError_t launchSoftmax(const SoftmaxDeviceArgs& args, cudaStream_t stream) {
     if constexpr (kIsFloating<T>) {
       if (args.inner > 1) {
         softmaxColumnsKernel<T><<<blocksFor(args.outer * args.inner), kThreads, 0, stream>>>(args);
+      } else if (args.kind == SoftmaxKind::kHardmax) {
+        if (args.n <= kWarpRowMax) {
+          hardmaxRowsKernel<T, true><<<rowBlocks(args.outer, true), kRowThreads, 0, stream>>>(args);
+        } else {
+          hardmaxRowsKernel<T, false>
+              <<<rowBlocks(args.outer, false), kRowThreads, 0, stream>>>(args);
+        }
       } else if (args.n <= kWarpRowMax) {
         softmaxRowsKernel<T, true><<<rowBlocks(args.outer, true), kRowThreads, 0, stream>>>(args);
       } else {
