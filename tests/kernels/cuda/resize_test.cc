@@ -120,6 +120,15 @@ std::vector<ResizeConfig> linearConfigs() {
       {"opset10", 10, x, {1, 1, 2, 1.5}, {}, {}, {}},
       {"upsample9", 9, x, {1, 1, 2, 3}, {}, {}, {}, "Upsample"},
   };
+  // Passes in the order of `axes` (3 before 2), cropping past the input's edge.
+  ResizeConfig crop_axes{"tf_crop_and_resize_axes32", 18,  {1, 1, 4, 4}, {}, {3, 3},
+                         {0.4, 0.6, 1.2, 0.8},        crop};
+  crop_axes.attrs.int_lists["axes"] = {3, 2};
+  out.push_back(crop_axes);
+  ResizeConfig down_up{"down_then_up_axes32", 18, {2, 3, 6, 5}, {1.5, 0.5}, {}, {},
+                       modes("asymmetric")};
+  down_up.attrs.int_lists["axes"] = {3, 2};
+  out.push_back(down_up);
   for (ResizeConfig& c : out) c.attrs.strings["mode"] = "linear";
   return out;
 }
