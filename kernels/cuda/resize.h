@@ -1,4 +1,4 @@
-// Resize (10, 11, 13, 18, 19) and Upsample (7, 9) on CUDA: modes nearest (every nearest_mode;
+// Resize (10, 11, 13, 18, 19) and Upsample (7, 9, 10) on CUDA: modes nearest (every nearest_mode;
 // Upsample and Resize-10 round the legacy way) and linear (N-D: bilinear, trilinear and more),
 // every coordinate_transformation_mode, scales or sizes, roi (tf_crop_and_resize),
 // exclude_outside, extrapolation_value, and from 18 axes and keep_aspect_ratio_policy, for every

@@ -89,6 +89,7 @@ std::vector<ResizeConfig> nearestConfigs() {
   up7.attrs.float_lists["scales"] = {1, 1, 2, 2};
   out.push_back(up7);
   out.push_back({"upsample9", 9, x, {1, 1, 2, 3}, {}, {}, {}, "Upsample"});
+  out.push_back({"upsample10", 10, x, {1, 1, 0.5, 3}, {}, {}, {}, "Upsample"});
   // Antialias matters to linear downsampling only.
   ResizeConfig anti{"antialias", 18, x, {1, 1, 0.5, 0.5}, {}, {}, modes("half_pixel")};
   anti.attrs.ints["antialias"] = 1;
