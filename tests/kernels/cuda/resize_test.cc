@@ -71,6 +71,7 @@ std::vector<ResizeConfig> nearestConfigs() {
        {0, 0, -0.2, 0.1, 1, 1, 1.3, 0.9},
        modes("tf_crop_and_resize")},
       {"tf_half_pixel_for_nn", 11, x, {1, 1, 1.7, 2}, {}, {}, modes("tf_half_pixel_for_nn")},
+      {"sizes_empty_scales", 11, x, {}, {1, 2, 3, 7}, {}, modes("asymmetric")},
       {"sizes_identity_axes", 13, {2, 3, 4}, {}, {2, 3, 9}, {}, modes("asymmetric")},
       {"rank1", 13, {7}, {2.5}, {}, {}, modes("half_pixel")},
       {"opset10", 10, x, {1, 1, 2, 1.5}, {}, {}, {}},
