@@ -206,7 +206,8 @@ StatusOr<BatchNormArgs> argsFromCall<BatchNormArgs>(const CudaKernelCall& call) 
   args.var = call.inputs[4];
   args.y = call.outputs[0];
   args.epsilon = attrs.getFloat("epsilon", 1e-5f);
-  args.param_types = call.opset >= 15;
+  args.own_scale_type = call.opset >= 15;
+  args.own_stats_type = call.opset >= 14;
   if (args.x.rank() < 2) return invalidArgument("{}: X must have rank 2 or more", call.op);
   int64_t c = args.x.dims[1];
   int64_t s = dimsProduct(args.x.dims, 2, args.x.rank());
@@ -221,11 +222,11 @@ StatusOr<BatchNormArgs> argsFromCall<BatchNormArgs>(const CudaKernelCall& call) 
 
 Support canImplement(const BatchNormArgs& args) {
   if (Support s = floatRowSupport(args.op, args.x, args.y); !s) return s;
-  // From opset 15 scale and B share a float type, input_mean and input_var another.
-  const ConstTensorView& scale_like = args.param_types ? args.scale : args.x;
-  const ConstTensorView& stats_like = args.param_types ? args.mean : args.x;
-  const char* scale_name = args.param_types ? "scale" : "X";
-  const char* stats_name = args.param_types ? "input_mean" : "X";
+  // From opset 14 input_mean and input_var share a float type of their own; from 15 scale and B.
+  const ConstTensorView& scale_like = args.own_scale_type ? args.scale : args.x;
+  const ConstTensorView& stats_like = args.own_stats_type ? args.mean : args.x;
+  const char* scale_name = args.own_scale_type ? "scale" : "X";
+  const char* stats_name = args.own_stats_type ? "input_mean" : "X";
   if (!rowKernelExists(scale_like.dtype) || !rowKernelExists(stats_like.dtype)) {
     return Support::no(fmt::format("{}: no CUDA kernel for parameters of {} and {}", args.op,
                                    dataTypeName(scale_like.dtype), dataTypeName(stats_like.dtype)));

@@ -5,8 +5,8 @@
 //   scale and bias per group; 21: per channel); LayerNormalization's optional Mean and InvStdDev
 //   outputs (float). Refused: a stash_type other than 1 (float), which the reference kernels
 //   refuse too.
-// - BatchNormArgs: BatchNormalization in inference mode (7 with `spatial`, 9, 14, 15: there
-//   scale/B and input_mean/input_var may have float types of their own); training mode
+// - BatchNormArgs: BatchNormalization in inference mode (7 with `spatial`, 9, 14, 15: from 14
+//   input_mean/input_var and from 15 scale/B may have float types of their own); training mode
 //   (training_mode=1, or the statistics outputs before 14) is refused.
 // Host half (this header, norm.cc); device half: norm.cu.
 #pragma once
@@ -53,7 +53,8 @@ struct BatchNormArgs {
   int64_t inner = 0;     ///< elements per parameter and sample
   std::vector<int64_t> param_dims;
   float epsilon = 1e-5f;
-  bool param_types = false;  ///< opset 15+: scale/B and input_mean/input_var have their own types
+  bool own_scale_type = false;  ///< opset 15+: scale and B share a float type of their own
+  bool own_stats_type = false;  ///< opset 14+: input_mean and input_var share one
 };
 
 template <>

@@ -109,16 +109,16 @@ std::vector<test::NodeCase> normCases() {
         c.inputs.push_back(
             test::randomTensor(t, s.shapes[i], lo, hi, seed + static_cast<uint32_t>(i)));
       }
-      // From opset 15 BatchNormalization's scale/B and mean/var have types of their own.
-      if (s.op == "BatchNormalization" && s.opset == 15 && s.shapes[0].size() == 4) {
+      // BatchNormalization's mean/var have a type of their own from opset 14, scale/B from 15.
+      if (s.op == "BatchNormalization" && s.opset >= 14 && s.shapes[0].size() == 4) {
         test::NodeCase mixed = c;
-        mixed.name += "_params_float_stats_float16";
+        DataType scale_type = s.opset >= 15 ? DataType::kFloat : t;
+        mixed.name += fmt::format("_params_{}_stats_float16", dataTypeName(scale_type));
         for (size_t i = 1; i < mixed.inputs.size(); ++i) {
           const HostTensor& p = mixed.inputs[i];
           std::vector<double> v;
           for (int64_t k = 0; k < p.numElements(); ++k) v.push_back(test::valueAt(p, k));
-          mixed.inputs[i] =
-              test::tensorOf(i <= 2 ? DataType::kFloat : DataType::kFloat16, p.dims, v);
+          mixed.inputs[i] = test::tensorOf(i <= 2 ? scale_type : DataType::kFloat16, p.dims, v);
         }
         out.push_back(std::move(mixed));
       }
@@ -273,13 +273,17 @@ TEST(NormCanImplement, BatchNormalizationRefusals) {
   expectRefused(ask("BatchNormalization", 15, in, {}),
                 "input_mean is [4]; the CUDA kernel takes a contiguous [3]");
   in[3] = deviceView(DataType::kFloat16, {3});
-  expectRefused(ask("BatchNormalization", 14, in, {}), "input_mean is float16, X float");
+  expectRefused(ask("BatchNormalization", 13, in, {}), "input_mean is float16, X float");
   // From 15: scale/B share a type, input_mean/input_var another.
   expectRefused(ask("BatchNormalization", 15, in, {}), "input_var is float, input_mean float16");
   in[4] = deviceView(DataType::kFloat16, {3});
   EXPECT_TRUE(ask("BatchNormalization", 15, in, {}));
   in[2] = deviceView(DataType::kBfloat16, {3});
   expectRefused(ask("BatchNormalization", 15, in, {}), "B is bfloat16, scale float");
+  // At 14 scale and B are X's type; input_mean/input_var their own.
+  expectRefused(ask("BatchNormalization", 14, in, {}), "B is bfloat16, X float");
+  in[2] = p;
+  EXPECT_TRUE(ask("BatchNormalization", 14, in, {}));
 }
 
 }  // namespace
