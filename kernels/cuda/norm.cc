@@ -256,4 +256,42 @@ Status launch(const BatchNormArgs& args, CudaStream stream) {
   return Status::ok();
 }
 
+template <>
+StatusOr<LrnArgs> argsFromCall<LrnArgs>(const CudaKernelCall& call) {
+  const KernelAttrs& attrs = attrsOf(call);
+  RETURN_IF_ERROR(checkArity(call, 1, 1, 1));
+  if (!attrs.ints.count("size")) return invalidArgument("LRN: attribute 'size' is required");
+  int64_t size = attrs.getInt("size", 1);
+  if (size < 1) return invalidArgument("LRN: size {} must be positive", size);
+  LrnArgs args;
+  args.x = call.inputs[0];
+  args.y = call.outputs[0];
+  if (args.x.rank() < 2) return invalidArgument("LRN: input must be [N, C, ...]");
+  args.channels = args.x.dims[1];
+  args.inner = dimsProduct(args.x.dims, 2, args.x.rank());
+  args.before = (size - 1) / 2;
+  args.after = size - 1 - args.before;
+  args.alpha_over_size = attrs.getFloat("alpha", 1e-4f) / static_cast<float>(size);
+  args.beta = attrs.getFloat("beta", 0.75f);
+  args.bias = attrs.getFloat("bias", 1.0f);
+  return args;
+}
+
+Support canImplement(const LrnArgs& args) {
+  return floatRowSupport(args.op, args.x, args.y);
+}
+
+size_t workspaceBytes(const LrnArgs&) {
+  return 0;
+}
+
+Status launch(const LrnArgs& args, CudaStream stream) {
+  if (Support s = canImplement(args); !s) return refused(s);
+  LrnDeviceArgs d{args.x.dtype,         args.x.data, args.y.data, args.x.numElements(),
+                  args.channels,        args.inner,  args.before, args.after,
+                  args.alpha_over_size, args.beta,   args.bias};
+  ONNXOPT_CUDA_CHECK(launchLrn(d, streamOf(stream)), args.op);
+  return Status::ok();
+}
+
 }  // namespace onnxopt::kernels::cuda

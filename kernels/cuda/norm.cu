@@ -93,6 +93,24 @@ __global__ void batchNormKernel(BatchNormDeviceArgs a) {
   }
 }
 
+template <typename T>
+__global__ void lrnKernel(LrnDeviceArgs a) {
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  ONNXOPT_GRID_STRIDE(i, a.count) {
+    const int64_t c = (i / a.inner) % a.channels;
+    const int64_t base = i - (c * a.inner);  // channel 0 of this (n, s)
+    const int64_t lo = c - (a.before < c ? a.before : c);
+    const int64_t hi = c + a.after < a.channels - 1 ? c + a.after : a.channels - 1;
+    float sq = 0.0f;
+    for (int64_t j = lo; j <= hi; ++j) {
+      const float e = load(x, base + j * a.inner);
+      sq += e * e;
+    }
+    store(y, i, load(x, i) / powf(a.bias + a.alpha_over_size * sq, a.beta));
+  }
+}
+
 }  // namespace
 
 cudaError_t launchNorm(const NormDeviceArgs& args, cudaStream_t stream) {
@@ -117,6 +135,20 @@ cudaError_t launchBatchNorm(const BatchNormDeviceArgs& args, cudaStream_t stream
     if constexpr (kIsFloating<T>) {
       batchNormKernel<T><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
     }
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace onnxopt::kernels::cuda
+
+namespace onnxopt::kernels::cuda {
+
+cudaError_t launchLrn(const LrnDeviceArgs& args, cudaStream_t stream) {
+  if (args.count == 0) return cudaSuccess;
+  visitCudaType(args.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsFloating<T>)
+      lrnKernel<T><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
   });
   return cudaGetLastError();
 }

@@ -8,6 +8,7 @@
 // - BatchNormArgs: BatchNormalization in inference mode (7 with `spatial`, 9, 14, 15: from 14
 //   input_mean/input_var and from 15 scale/B may have float types of their own); training mode
 //   (training_mode=1, or the statistics outputs before 14) is refused.
+// - LrnArgs: LRN (1, 13), local response normalization across channels.
 // Host half (this header, norm.cc); device half: norm.cu.
 #pragma once
 
@@ -63,5 +64,22 @@ StatusOr<BatchNormArgs> argsFromCall<BatchNormArgs>(const CudaKernelCall& call);
 Support canImplement(const BatchNormArgs& args);
 size_t workspaceBytes(const BatchNormArgs& args);
 Status launch(const BatchNormArgs& args, CudaStream stream);
+
+/// LRN (1, 13): the cross-channel window of `size` channels (floor((size - 1) / 2) before the
+/// channel, the rest after), alpha, beta, bias; float statistics.
+struct LrnArgs {
+  std::string op = "LRN";
+  ConstTensorView x;
+  TensorView y;
+  int64_t channels = 0, inner = 0, before = 0, after = 0;
+  float alpha_over_size = 0, beta = 0, bias = 0;
+};
+
+template <>
+StatusOr<LrnArgs> argsFromCall<LrnArgs>(const CudaKernelCall& call);
+
+Support canImplement(const LrnArgs& args);
+size_t workspaceBytes(const LrnArgs& args);
+Status launch(const LrnArgs& args, CudaStream stream);
 
 }  // namespace onnxopt::kernels::cuda

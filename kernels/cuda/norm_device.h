@@ -76,6 +76,22 @@ struct BatchNormDeviceArgs {
   float epsilon;
 };
 
+/// LRN over dim 1 of [N, C, inner]: y = x / (bias + alpha / size * sum of x^2 over the channel
+/// window [c - before, c + after]) ^ beta, in float.
+struct LrnDeviceArgs {
+  DataType dtype;
+  const void* x;
+  void* y;
+  int64_t count;
+  int64_t channels;
+  int64_t inner;
+  int64_t before;
+  int64_t after;
+  float alpha_over_size;
+  float beta;
+  float bias;
+};
+
 // --- Resize (resize.cu) --------------------------------------------------------------------------
 
 inline constexpr int kMaxResizeRank = 8;
@@ -129,6 +145,7 @@ bool rowKernelExists(DataType dtype);
 cudaError_t launchSoftmax(const SoftmaxDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchNorm(const NormDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchBatchNorm(const BatchNormDeviceArgs& args, cudaStream_t stream);
+cudaError_t launchLrn(const LrnDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchResize(const ResizeDeviceArgs& args, cudaStream_t stream);
 
 }  // namespace onnxopt::kernels::cuda

@@ -3,7 +3,7 @@
 // 1 to 4097 elements, a non-last axis, broadcast Scale/B shapes, no B and another epsilon;
 // InstanceNormalization; GroupNormalization 18 (per-group parameters) and 21 (per-channel);
 // BatchNormalization in inference mode at opsets 7 (spatial 0 and 1), 9, 14 and 15 (there also
-// with parameters of other float types than X's). Label gpu; the host-only tests at the end
+// with parameters of other float types than X's); LRN. Label gpu; the host-only tests at the end
 // (canImplement's refusals and their reasons) run without a device.
 #include <gtest/gtest.h>
 
@@ -74,6 +74,16 @@ std::vector<NormShape> normShapes() {
     out.push_back({"BatchNormalization", opset, {{4, 16, 33}, {16}, {16}, {16}, {16}}, {}, ""});
     out.push_back({"BatchNormalization", opset, {{5, 3}, {3}, {3}, {3}, {3}}, {}, ""});
   }
+  // LRN: windows of 1 to 6 channels (even sizes reach one further after the channel), and
+  // windows wider than the channels.
+  for (int64_t size : {1, 2, 3, 5, 6}) {
+    KernelAttrs lrn = ints({{"size", size}});
+    out.push_back({"LRN", 13, {{2, 5, 4, 3}}, lrn, fmt::format("size{}", size)});
+  }
+  KernelAttrs lrn_attrs = ints({{"size", 3}});
+  lrn_attrs.floats = {{"alpha", 0.02f}, {"beta", 0.5f}, {"bias", 2.0f}};
+  out.push_back({"LRN", 1, {{1, 16, 7, 7}}, lrn_attrs, "size3_alpha002_beta05_bias2"});
+  out.push_back({"LRN", 13, {{3, 2}}, ints({{"size", 7}}), "size7"});
   KernelAttrs not_spatial = ints({{"spatial", 0}});
   not_spatial.floats["epsilon"] = 0.01f;
   out.push_back({"BatchNormalization",
@@ -257,6 +267,20 @@ TEST(NormCanImplement, GroupAndInstanceRefusals) {
   expectRefused(ask("InstanceNormalization", 6,
                     {deviceView(f, {2, 6}), deviceView(f, {6}), deviceView(f, {6})}, {}),
                 "X must have rank 3 or more");
+}
+
+TEST(NormCanImplement, LrnRefusals) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  auto x = deviceView(DataType::kFloat16, {2, 6, 4});
+  KernelAttrs size;
+  size.ints["size"] = 3;
+  EXPECT_TRUE(ask("LRN", 13, {x}, size));
+  expectRefused(ask("LRN", 13, {x}, {}), "LRN: attribute 'size' is required");
+  size.ints["size"] = 0;
+  expectRefused(ask("LRN", 13, {x}, size), "LRN: size 0 must be positive");
+  size.ints["size"] = 3;
+  expectRefused(ask("LRN", 13, {deviceView(DataType::kFloat, {6})}, size),
+                "LRN: input must be [N, C, ...]");
 }
 
 TEST(NormCanImplement, BatchNormalizationRefusals) {
