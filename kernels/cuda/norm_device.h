@@ -14,7 +14,8 @@ namespace onnxopt::kernels::cuda {
 
 // --- Softmax, LogSoftmax, Hardmax (softmax.cu) --------------------------------------------------
 
-enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
+/// kLpNorm1/kLpNorm2: LpNormalization, x / ||x||_p along the axis (0 where the norm is 0).
+enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax, kLpNorm1, kLpNorm2 };
 
 /// Rows of `n` elements at stride `inner` (element (o, j, i) at (o * n + j) * inner + i), over
 /// contiguous x and y of one float type.

@@ -11,23 +11,31 @@ namespace onnxopt::kernels::cuda {
 
 template <>
 StatusOr<SoftmaxArgs> argsFromCall<SoftmaxArgs>(const CudaKernelCall& call) {
-  if (call.op != "Softmax" && call.op != "LogSoftmax" && call.op != "Hardmax") {
+  const bool lp = call.op == "LpNormalization";
+  if (call.op != "Softmax" && call.op != "LogSoftmax" && call.op != "Hardmax" && !lp) {
     return invalidArgument("{}: not a Softmax CUDA kernel", call.op);
   }
   RETURN_IF_ERROR(checkArity(call, 1, 1, 1));
+  const KernelAttrs& attrs = attrsOf(call);
   SoftmaxArgs args;
   args.op = call.op;
   args.kind = call.op == "LogSoftmax" ? SoftmaxKind::kLogSoftmax
               : call.op == "Hardmax"  ? SoftmaxKind::kHardmax
                                       : SoftmaxKind::kSoftmax;
+  if (lp) {
+    int64_t p = attrs.getInt("p", 2);
+    if (p != 1 && p != 2) return invalidArgument("LpNormalization: p must be 1 or 2, got {}", p);
+    args.kind = p == 1 ? SoftmaxKind::kLpNorm1 : SoftmaxKind::kLpNorm2;
+  }
   args.x = call.inputs[0];
   args.y = call.outputs[0];
   const std::vector<int64_t>& dims = args.x.dims;
+  // LpNormalization has always taken one axis (default -1); the others from opset 13.
+  const bool coerced = !lp && call.opset < 13;
   ASSIGN_OR_RETURN(int64_t axis,
-                   normalizedAxis(call.op, attrsOf(call).getInt("axis", call.opset < 13 ? 1 : -1),
-                                  args.x.rank()));
+                   normalizedAxis(call.op, attrs.getInt("axis", coerced ? 1 : -1), args.x.rank()));
   args.outer = dimsProduct(dims, 0, axis);
-  if (call.opset < 13) {
+  if (coerced) {
     args.n = dimsProduct(dims, axis, args.x.rank());
     args.inner = 1;
   } else {

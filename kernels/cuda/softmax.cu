@@ -1,5 +1,5 @@
-// Device code of Softmax, LogSoftmax and Hardmax (softmax.h): max-subtracted, float
-// accumulation; Hardmax marks the first maximum (the reference's strict > scan: a NaN is never
+// Device code of Softmax, LogSoftmax, Hardmax and LpNormalization (softmax.h): max-subtracted,
+// float accumulation; Hardmax marks the first maximum (the reference's strict > scan: a NaN is never
 // larger, a NaN first element stays the pick). Rows along the last axis (inner == 1) go to a warp each when short and to a block each when long;
 // a non-last axis (inner > 1) gives each thread one (outer, inner) column, so that neighbouring
 // threads read neighbouring elements.
@@ -17,49 +17,94 @@ __device__ __forceinline__ void writeSoftmax(SoftmaxKind kind, T* y, int64_t i, 
   store(y, i, kind == SoftmaxKind::kLogSoftmax ? (v - mx) - log_sum : expf(v - mx) / sum);
 }
 
-template <typename T, bool kWarpRow>
-__global__ void softmaxRowsKernel(SoftmaxDeviceArgs a) {
-  __shared__ float scratch[32];
-  const T* x = static_cast<const T*>(a.x);
-  T* y = static_cast<T*>(a.y);
-  RowSlot<kWarpRow> slot;
-  for (int64_t row = slot.row; row < a.outer; row += slot.stride) {
-    const T* xr = x + row * a.n;
-    T* yr = y + row * a.n;
-    float mx = MaxOp::kIdentity;
-    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) mx = fmaxf(mx, load(xr, j));
-    mx = rowReduce<kWarpRow>(mx, MaxOp{}, scratch);
-    float sum = 0.0f;
-    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) sum += expf(load(xr, j) - mx);
-    sum = rowReduce<kWarpRow>(sum, SumOp{}, scratch);
-    const float log_sum = logf(sum);
-    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) {
-      writeSoftmax(a.kind, yr, j, load(xr, j), mx, sum, log_sum);
-    }
+/// |x| or x^2: what LpNormalization sums.
+__device__ __forceinline__ float lpTerm(SoftmaxKind kind, float v) {
+  return kind == SoftmaxKind::kLpNorm1 ? fabsf(v) : v * v;
+}
+
+__device__ __forceinline__ float lpScale(SoftmaxKind kind, float sum, float v) {
+  const float norm = kind == SoftmaxKind::kLpNorm1 ? sum : sqrtf(sum);
+  return norm == 0.0f ? 0.0f : v / norm;
+}
+
+/// Shared memory of the row reductions (block rows).
+struct RowScratch {
+  float values[32];
+  long long indices[32];
+};
+
+/// The row's maximum (NaN skipped), on every thread of the row.
+template <bool kWarpRow, typename T>
+__device__ __forceinline__ float rowMax(const SoftmaxDeviceArgs& a, const T* xr,
+                                        const RowSlot<kWarpRow>& slot, RowScratch& scratch) {
+  float mx = MaxOp::kIdentity;
+  for (int64_t j = slot.lane; j < a.n; j += slot.lanes) mx = fmaxf(mx, load(xr, j));
+  return rowReduce<kWarpRow>(mx, MaxOp{}, scratch.values);
+}
+
+/// One row of n elements, xr and yr, on the threads of `slot`: Softmax and LogSoftmax.
+template <bool kWarpRow, typename T>
+__device__ __forceinline__ void softmaxRow(const SoftmaxDeviceArgs& a, const T* xr, T* yr,
+                                           const RowSlot<kWarpRow>& slot, RowScratch& scratch) {
+  const float mx = rowMax(a, xr, slot, scratch);
+  float sum = 0.0f;
+  for (int64_t j = slot.lane; j < a.n; j += slot.lanes) sum += expf(load(xr, j) - mx);
+  sum = rowReduce<kWarpRow>(sum, SumOp{}, scratch.values);
+  const float log_sum = logf(sum);
+  for (int64_t j = slot.lane; j < a.n; j += slot.lanes) {
+    writeSoftmax(a.kind, yr, j, load(xr, j), mx, sum, log_sum);
   }
 }
 
+/// Hardmax: the first maximum's index through an index reduction.
+template <bool kWarpRow, typename T>
+__device__ __forceinline__ void hardmaxRow(const SoftmaxDeviceArgs& a, const T* xr, T* yr,
+                                           const RowSlot<kWarpRow>& slot, RowScratch& scratch) {
+  const float mx = rowMax(a, xr, slot, scratch);
+  long long best = MinIndexOp::kIdentity;
+  for (int64_t j = slot.lane; j < a.n; j += slot.lanes) {
+    if (load(xr, j) == mx && j < best) best = j;
+  }
+  best = rowReduce<kWarpRow>(best, MinIndexOp{}, scratch.indices);
+  // No element equals the maximum when the row is all NaN; a NaN first element wins anyway.
+  if (best == MinIndexOp::kIdentity || isnan(load(xr, 0))) best = 0;
+  for (int64_t j = slot.lane; j < a.n; j += slot.lanes) store(yr, j, j == best ? 1.0f : 0.0f);
+}
+
+/// LpNormalization.
+template <bool kWarpRow, typename T>
+__device__ __forceinline__ void lpNormRow(const SoftmaxDeviceArgs& a, const T* xr, T* yr,
+                                          const RowSlot<kWarpRow>& slot, RowScratch& scratch) {
+  float sum = 0.0f;
+  for (int64_t j = slot.lane; j < a.n; j += slot.lanes) sum += lpTerm(a.kind, load(xr, j));
+  sum = rowReduce<kWarpRow>(sum, SumOp{}, scratch.values);
+  for (int64_t j = slot.lane; j < a.n; j += slot.lanes) {
+    store(yr, j, lpScale(a.kind, sum, load(xr, j)));
+  }
+}
+
+/// Rows along the last axis (inner == 1), each on a warp or a block.
 template <typename T, bool kWarpRow>
-__global__ void hardmaxRowsKernel(SoftmaxDeviceArgs a) {
-  __shared__ float scratch[32];
-  __shared__ long long index_scratch[32];
+__global__ void softmaxRowsKernel(SoftmaxDeviceArgs a) {
+  __shared__ RowScratch scratch;
   const T* x = static_cast<const T*>(a.x);
   T* y = static_cast<T*>(a.y);
   RowSlot<kWarpRow> slot;
   for (int64_t row = slot.row; row < a.outer; row += slot.stride) {
     const T* xr = x + row * a.n;
     T* yr = y + row * a.n;
-    float mx = MaxOp::kIdentity;
-    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) mx = fmaxf(mx, load(xr, j));
-    mx = rowReduce<kWarpRow>(mx, MaxOp{}, scratch);
-    long long best = MinIndexOp::kIdentity;
-    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) {
-      if (load(xr, j) == mx && j < best) best = j;
+    switch (a.kind) {
+      case SoftmaxKind::kHardmax:
+        hardmaxRow(a, xr, yr, slot, scratch);
+        break;
+      case SoftmaxKind::kLpNorm1:
+      case SoftmaxKind::kLpNorm2:
+        lpNormRow(a, xr, yr, slot, scratch);
+        break;
+      default:
+        softmaxRow(a, xr, yr, slot, scratch);
+        break;
     }
-    best = rowReduce<kWarpRow>(best, MinIndexOp{}, index_scratch);
-    // No element equals the maximum when the row is all NaN; a NaN first element wins anyway.
-    if (best == MinIndexOp::kIdentity || isnan(load(xr, 0))) best = 0;
-    for (int64_t j = slot.lane; j < a.n; j += slot.lanes) store(yr, j, j == best ? 1.0f : 0.0f);
   }
 }
 
@@ -69,6 +114,15 @@ __global__ void softmaxColumnsKernel(SoftmaxDeviceArgs a) {
   T* y = static_cast<T*>(a.y);
   ONNXOPT_GRID_STRIDE(c, a.outer * a.inner) {
     const int64_t base = (c / a.inner) * a.n * a.inner + c % a.inner;
+    if (a.kind == SoftmaxKind::kLpNorm1 || a.kind == SoftmaxKind::kLpNorm2) {
+      float sum = 0.0f;
+      for (int64_t j = 0; j < a.n; ++j) sum += lpTerm(a.kind, load(x, base + j * a.inner));
+      for (int64_t j = 0; j < a.n; ++j) {
+        const int64_t i = base + j * a.inner;
+        store(y, i, lpScale(a.kind, sum, load(x, i)));
+      }
+      continue;
+    }
     if (a.kind == SoftmaxKind::kHardmax) {
       int64_t best = 0;
       for (int64_t j = 1; j < a.n; ++j) {
@@ -102,13 +156,6 @@ cudaError_t launchSoftmax(const SoftmaxDeviceArgs& args, cudaStream_t stream) {
     if constexpr (kIsFloating<T>) {
       if (args.inner > 1) {
         softmaxColumnsKernel<T><<<blocksFor(args.outer * args.inner), kThreads, 0, stream>>>(args);
-      } else if (args.kind == SoftmaxKind::kHardmax) {
-        if (args.n <= kWarpRowMax) {
-          hardmaxRowsKernel<T, true><<<rowBlocks(args.outer, true), kRowThreads, 0, stream>>>(args);
-        } else {
-          hardmaxRowsKernel<T, false>
-              <<<rowBlocks(args.outer, false), kRowThreads, 0, stream>>>(args);
-        }
       } else if (args.n <= kWarpRowMax) {
         softmaxRowsKernel<T, true><<<rowBlocks(args.outer, true), kRowThreads, 0, stream>>>(args);
       } else {

@@ -1,8 +1,10 @@
-// Softmax, LogSoftmax and Hardmax (1 at the first maximum, 0 elsewhere) on CUDA. Opsets 1-12
-// read the input as the 2-D matrix [prod(dims[:axis]), prod(dims[axis:])] and normalize its rows
-// (axis defaults to 1); from 13 the op normalizes along the one axis (default -1, negative axes
-// count from the end), any rank. Float, float16 and bfloat16, contiguous input and output. Host
-// half (this header, softmax.cc); device half: softmax.cu.
+// Softmax, LogSoftmax and Hardmax (1 at the first maximum, 0 elsewhere) on CUDA, and
+// LpNormalization (x / ||x||_p, p 1 or 2, along one axis; 0 where the norm is 0), which
+// normalizes the same rows. Softmax's opsets 1-12 read the input as the 2-D matrix
+// [prod(dims[:axis]), prod(dims[axis:])] and normalize its rows (axis defaults to 1); from 13
+// they normalize along the one axis (default -1, negative axes count from the end), any rank.
+// Float, float16 and bfloat16, contiguous input and output. Host half (this header,
+// softmax.cc); device half: softmax.cu.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
-// Softmax, LogSoftmax and Hardmax on CUDA (kernels/cuda/softmax.cu) against the reference
-// kernels, for float, float16 and bfloat16 (Hardmax also with ties and NaN): rows along the last
-// axis of 1, 7, 32, 33, 1024 and 4097 elements (a warp per row up to 1024, a block beyond),
+// Softmax, LogSoftmax, Hardmax and LpNormalization on CUDA (kernels/cuda/softmax.cu) against the
+// reference kernels, for float, float16 and bfloat16 (Hardmax also with ties and NaN,
+// LpNormalization with a zero row): rows along the last axis of 1, 7, 32, 33, 1024 and 4097
+// elements (a warp per row up to 1024, a block beyond),
 // non-last and negative axes (opset 13), and the 2-D coercion of opsets 1-12 at several axes.
 // Label gpu. The host-only tests at the end
 // (canImplement's refusals and their reasons) run without a device.
@@ -55,6 +56,32 @@ std::vector<test::NodeCase> softmaxCases() {
         if (!v.empty()) v[0] = s.dims.back() % 2 ? NAN : v[0];
         x = test::tensorOf(t, s.dims, v);
         out.push_back(c);
+      }
+    }
+  }
+  // LpNormalization: p 1 and 2 along every axis kind; a zero row (norm 0) gives zeros.
+  for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
+    for (int64_t p : {1, 2}) {
+      for (const Shape& s : std::vector<Shape>{
+               {{3, 7}, -1, 1}, {{4, 1030}, 1, 22}, {{2, 5, 7}, 1, 22}, {{1000, 33}, -1, 1}}) {
+        test::NodeCase c;
+        c.op = "LpNormalization";
+        c.opset = s.opset;
+        c.attrs.ints["axis"] = s.axis;
+        c.attrs.ints["p"] = p;
+        c.name = fmt::format(
+            "LpNormalization_p{}_{}_{}_axis{}_opset{}", p, dataTypeName(t), test::dimsName(s.dims),
+            s.axis < 0 ? "m" + std::to_string(-s.axis) : std::to_string(s.axis), s.opset);
+        HostTensor x = test::randomTensor(t, s.dims, -8, 8, test::seedOf(c.name));
+        if (s.axis == -1) {  // the first row all zeros
+          std::vector<double> v;
+          for (int64_t i = 0; i < x.numElements(); ++i) {
+            v.push_back(i < s.dims.back() ? 0.0 : test::valueAt(x, i));
+          }
+          x = test::tensorOf(t, s.dims, v);
+        }
+        c.inputs.push_back(x);
+        out.push_back(std::move(c));
       }
     }
   }
@@ -118,6 +145,11 @@ TEST(SoftmaxCanImplement, RefusesWithAReason) {
   s = askSoftmax(x, x, axis);
   EXPECT_FALSE(s);
   EXPECT_EQ(s.reason, "Softmax: axis 2 is out of range for rank 2");
+  KernelAttrs p3;
+  p3.ints["p"] = 3;
+  s = cudaCanImplement(test::viewCall("LpNormalization", 22, {x}, x, p3));
+  EXPECT_FALSE(s);
+  EXPECT_EQ(s.reason, "LpNormalization: p must be 1 or 2, got 3");
   s = cudaCanImplement(test::viewCall("LogSoftmax", 11, {x, x}, x, none));
   EXPECT_FALSE(s);
   EXPECT_NE(s.reason.find("2 inputs"), std::string::npos) << s.reason;
