@@ -37,6 +37,10 @@
 // The recurrent family and QuantizeLinear/DequantizeLinear (rnn).
 #include "quantize.h"
 #include "rnn.h"
+// normalization family and Resize
+#include "norm.h"
+#include "resize.h"
+#include "softmax.h"
 
 namespace onnxopt::kernels {
 

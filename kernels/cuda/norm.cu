@@ -1,0 +1,156 @@
+// Device code of the normalizations (norm.h). A row (LayerNormalization's X.shape[axis:], an
+// instance, a group) goes to a warp when short and to a block when long; its mean and variance
+// are two passes in float (no cancellation from E[x^2] - E[x]^2), then a third pass writes
+// (x - mean) * inv_std * scale + bias. BatchNormalization is elementwise over its channels.
+#include "element_types.cuh"
+#include "norm_device.h"
+#include "row_reduce.cuh"
+
+namespace onnxopt::kernels::cuda {
+
+namespace {
+
+/// The scale/bias element of column `col` of row `row`: operand 1 (scale) or 2 (bias) of the
+/// params plan for kColumn.
+template <int kOperand>
+__device__ __forceinline__ int64_t paramIndex(const NormDeviceArgs& a, int64_t row, int64_t col) {
+  switch (a.index) {
+    case NormParamIndex::kColumn: {
+      if (a.params.linear) return col;
+      int64_t off[3];
+      broadcastOffsets<3>(a.params, col, off);
+      return off[kOperand];
+    }
+    case NormParamIndex::kRow:
+      return row % a.period;
+    case NormParamIndex::kChannelInGroup:
+      return (row % a.period) * a.group_stride + col / a.spatial;
+  }
+  return 0;
+}
+
+template <typename T, bool kWarpRow>
+__global__ void normRowsKernel(NormDeviceArgs a) {
+  __shared__ float scratch[32];
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  const T* scale = static_cast<const T*>(a.scale);
+  const T* bias = static_cast<const T*>(a.bias);
+  const float count = static_cast<float>(a.size);
+  RowSlot<kWarpRow> slot;
+  for (int64_t row = slot.row; row < a.rows; row += slot.stride) {
+    const T* xr = x + row * a.size;
+    T* yr = y + row * a.size;
+    float mean = 0.0f;
+    if (!a.rms) {
+      float sum = 0.0f;
+      for (int64_t j = slot.lane; j < a.size; j += slot.lanes) sum += load(xr, j);
+      mean = rowReduce<kWarpRow>(sum, SumOp{}, scratch) / count;
+    }
+    float sq = 0.0f;
+    for (int64_t j = slot.lane; j < a.size; j += slot.lanes) {
+      float d = load(xr, j) - mean;
+      sq += d * d;
+    }
+    const float var = rowReduce<kWarpRow>(sq, SumOp{}, scratch) / count;
+    const float inv_std = 1.0f / sqrtf(var + a.epsilon);
+    if (slot.lane == 0) {
+      if (a.mean != nullptr) a.mean[row] = mean;
+      if (a.inv_std != nullptr) a.inv_std[row] = inv_std;
+    }
+    for (int64_t j = slot.lane; j < a.size; j += slot.lanes) {
+      float v = (load(xr, j) - mean) * inv_std * load(scale, paramIndex<1>(a, row, j));
+      if (bias != nullptr) v += load(bias, paramIndex<2>(a, row, j));
+      store(yr, j, v);
+    }
+  }
+}
+
+/// Element i of a float-type parameter whose type is known at run time only.
+__device__ __forceinline__ float loadParam(const void* p, DataType dtype, int64_t i) {
+  switch (dtype) {
+    case DataType::kFloat16:
+      return load(static_cast<const __half*>(p), i);
+    case DataType::kBfloat16:
+      return load(static_cast<const __nv_bfloat16*>(p), i);
+    default:
+      return static_cast<const float*>(p)[i];
+  }
+}
+
+template <typename T>
+__global__ void batchNormKernel(BatchNormDeviceArgs a) {
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  ONNXOPT_GRID_STRIDE(i, a.count) {
+    const int64_t c = (i / a.inner) % a.channels;
+    // The reference kernel's order: scale / sqrt(var + eps), then bias - mean * that.
+    const float s = loadParam(a.scale, a.scale_dtype, c) /
+                    sqrtf(loadParam(a.var, a.stats_dtype, c) + a.epsilon);
+    const float shift =
+        loadParam(a.bias, a.scale_dtype, c) - loadParam(a.mean, a.stats_dtype, c) * s;
+    store(y, i, load(x, i) * s + shift);
+  }
+}
+
+template <typename T>
+__global__ void lrnKernel(LrnDeviceArgs a) {
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  ONNXOPT_GRID_STRIDE(i, a.count) {
+    const int64_t c = (i / a.inner) % a.channels;
+    const int64_t base = i - (c * a.inner);  // channel 0 of this (n, s)
+    const int64_t lo = c - (a.before < c ? a.before : c);
+    const int64_t hi = c + a.after < a.channels - 1 ? c + a.after : a.channels - 1;
+    float sq = 0.0f;
+    for (int64_t j = lo; j <= hi; ++j) {
+      const float e = load(x, base + j * a.inner);
+      sq += e * e;
+    }
+    store(y, i, load(x, i) / powf(a.bias + a.alpha_over_size * sq, a.beta));
+  }
+}
+
+}  // namespace
+
+cudaError_t launchNorm(const NormDeviceArgs& args, cudaStream_t stream) {
+  if (args.rows == 0 || args.size == 0) return cudaSuccess;
+  visitCudaType(args.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsFloating<T>) {
+      if (args.size <= kWarpRowMax) {
+        normRowsKernel<T, true><<<rowBlocks(args.rows, true), kRowThreads, 0, stream>>>(args);
+      } else {
+        normRowsKernel<T, false><<<rowBlocks(args.rows, false), kRowThreads, 0, stream>>>(args);
+      }
+    }
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t launchBatchNorm(const BatchNormDeviceArgs& args, cudaStream_t stream) {
+  if (args.count == 0) return cudaSuccess;
+  visitCudaType(args.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsFloating<T>) {
+      batchNormKernel<T><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
+    }
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace onnxopt::kernels::cuda
+
+namespace onnxopt::kernels::cuda {
+
+cudaError_t launchLrn(const LrnDeviceArgs& args, cudaStream_t stream) {
+  if (args.count == 0) return cudaSuccess;
+  visitCudaType(args.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kIsFloating<T>)
+      lrnKernel<T><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
+  });
+  return cudaGetLastError();
+}
+
+}  // namespace onnxopt::kernels::cuda
