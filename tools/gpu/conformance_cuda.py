@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""ONNX node-test conformance of the CUDA runtime (issue 16's acceptance): every case of ONNX's node
+tests through `opt run CASE --device cuda --stats` on the case's input_*.pb files, the outputs saved
+as .pb and compared with output_*.pb at the tolerances tests/python/conformance.py uses (its own
+comparison: rtol 1e-3, atol 1e-7 for floats, exact otherwise). Plain python3 + numpy + onnx (no
+pytest), so that it runs on the GPU machine; tools/gpu/test.sh's `conformance` group calls it.
+
+Each case is one of:
+- pass: right outputs, every node on the GPU (host-side shape arithmetic counts as on the GPU);
+- fallback: right outputs, some node ran on the CPU reference kernels: the plan summary's
+  `fallback:` lines (node, op, reason) are recorded;
+- fail: wrong outputs, or the run failed: what went wrong is recorded;
+- unsupported: the reference kernels cannot run the case either (the cases docs/conformance.md lists
+  as unsupported, or random outputs that cannot be compared): not run.
+Cases with sequence or optional inputs or outputs run as the equivalent tensor model that
+tests/python/conformance.py builds for `opt run` (_tensor_io_model).
+
+    python3 tools/gpu/conformance_cuda.py --device cuda --jobs 12 --json conformance.json
+    .venv/bin/python tools/gpu/conformance_cuda.py --device reference --jobs 2 --json /tmp/ref.json
+
+With --device reference (no GPU needed) every case must come out pass or unsupported: that tests the
+harness itself. The JSON holds each case (status, ops, fallbacks, max abs error, detail, seconds) and
+the counts per op; tools/conformance_table.py --cuda-json FILE turns it into docs/conformance.md's
+CUDA column. opt and the cases come from ONNXOPT_OPT and ONNXOPT_SHARED (as for the pytest suite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+sys.path.insert(0, str(ROOT / "tools"))
+import conformance  # noqa: E402
+import roundtrip_check  # noqa: E402
+from conformance_table import reference_unsupported, table_op  # noqa: E402
+
+CASE_TIMEOUT_S = 120
+STATUSES = ("pass", "fallback", "fail", "unsupported")
+
+# The CUDA plan summary (Plan::summary, printed by `opt run --device cuda --stats`): one line per node
+# that runs on the CPU. The node reads "node 'NAME' (OP)", "node OP producing 'OUT'" or "node OP".
+_FALLBACK = re.compile(r"^fallback: node (?:'(?P<name>.*?)' \((?P<op>[^()\s]+)\)|(?P<op2>\S+)"
+                       r"(?: producing '(?P<out>.*?)')?): (?P<reason>.*)$")
+_DEVICE = re.compile(r"^device (?P<name>.+) \(compute (?P<cc>[0-9.]+)\)$")
+
+
+def parse_fallbacks(stdout: str) -> list[dict]:
+    """The fallback nodes of `opt run --stats` output: node (name or output), op and reason."""
+    found = []
+    for line in stdout.splitlines():
+        m = _FALLBACK.match(line)
+        if m:
+            node = m.group("name") if m.group("op") else (m.group("out") or "")
+            found.append({"node": node, "op": m.group("op") or m.group("op2"), "reason": m.group("reason")})
+    return found
+
+
+def parse_device(stdout: str) -> str:
+    for line in stdout.splitlines():
+        m = _DEVICE.match(line)
+        if m:
+            return f"{m.group('name')} (compute {m.group('cc')})"
+    return ""
+
+
+def max_abs_error(got: np.ndarray, expected: np.ndarray) -> float | None:
+    """The largest |got - expected| over the elements (0 where both are the same non-finite value,
+    inf where only one is non-finite); None for shape or type mismatches and strings."""
+    if got.shape != expected.shape or got.dtype == object or expected.dtype == object:
+        return None
+    if got.size == 0:
+        return 0.0
+    try:
+        a = got.astype(np.float64)
+        b = expected.astype(np.float64)
+    except (TypeError, ValueError):
+        return None
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(a - b)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    diff = np.where(same, 0.0, diff)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    return float(diff.max())
+
+
+def _first_lines(text: str, n: int = 3, width: int = 400) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines[:n])[:width]
+
+
+def run_case(model_path: Path, opt: Path, device: str, unsupported: dict[str, str]) -> dict:
+    """One case through `opt run --device DEVICE`, as a record for the JSON."""
+    start = time.monotonic()
+    name = model_path.parent.name
+    model, ops, graph_inputs, inputs, outputs, _ = conformance._load_case(model_path)
+    record = {"case": name, "op": table_op(name, ops), "ops": ops, "status": "fail", "detail": "",
+              "fallbacks": [], "max_abs_error": None, "device": ""}
+
+    def done(status: str, detail: str = "") -> dict:
+        record["status"], record["detail"] = status, detail
+        record["seconds"] = round(time.monotonic() - start, 3)
+        return record
+
+    if name in unsupported:
+        return done("unsupported", f"the reference cannot run it either: {unsupported[name]}")
+    if len(inputs) != len(graph_inputs):
+        return done("fail", "harness: the case has inputs without data")
+    if any(op in conformance.RANDOM_OPS for op in ops):
+        why = conformance._random_not_comparable(model, graph_inputs, inputs, outputs)
+        if why:
+            return done("unsupported", why)
+    rebuilt = conformance._tensor_io_model(model, graph_inputs, inputs, outputs)
+    if rebuilt is None:
+        return done("fail", "harness: inputs or outputs of a kind opt run cannot take")
+    model, feeds, expected = rebuilt
+    with tempfile.TemporaryDirectory(prefix="conf_") as tmp:
+        work = Path(tmp)
+        src = work / "case.onnx"
+        onnx.save(model, str(src))
+        out_dir = work / "outputs"
+        out_dir.mkdir()
+        args = [str(opt), "run", str(src), "--device", device, "--save-outputs", str(out_dir),
+                "--save-format", "pb"]
+        if device == "cuda":
+            args.append("--stats")
+        for input_name, path in feeds:
+            args += ["--input", f"{input_name}={path}"]
+        try:
+            proc = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=CASE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return done("fail", f"opt run timed out after {CASE_TIMEOUT_S} s")
+        record["fallbacks"] = parse_fallbacks(proc.stdout)
+        record["device"] = parse_device(proc.stdout)
+        if proc.returncode != 0:
+            return done("fail", f"opt run exit {proc.returncode}: {_first_lines(proc.stderr or proc.stdout)}")
+        names = [o.name for o in model.graph.output]
+        got = {}
+        for o in names:
+            f = out_dir / (re.sub(r"[/\\:]", "_", o) + ".pb")
+            if not f.exists():
+                return done("fail", f"opt run wrote no {f.name}")
+            got[o] = numpy_helper.to_array(onnx.TensorProto.FromString(f.read_bytes()))
+    errors = [max_abs_error(got[o], expected[o]) for o in names]
+    known = [e for e in errors if e is not None]
+    record["max_abs_error"] = max(known) if known else None
+    result = conformance._compare(name, ops, names, got, expected)
+    if result.outcome != "pass":
+        return done("fail", result.detail)
+    return done("fallback" if record["fallbacks"] else "pass")
+
+
+def _run_one(job: tuple[str, str, str, dict]) -> dict:
+    path, opt, device, unsupported = job
+    try:
+        return run_case(Path(path), Path(opt), device, unsupported)
+    except Exception as e:  # noqa: BLE001 - a harness error is that case's failure, not the run's
+        name = Path(path).parent.name
+        return {"case": name, "op": "(harness)", "ops": [], "status": "fail", "fallbacks": [],
+                "max_abs_error": None, "device": "", "seconds": 0.0,
+                "detail": f"harness: {type(e).__name__}: {e}"[:400]}
+
+
+def summarize(records: list[dict]) -> dict:
+    """Counts per op (the table's rows), the totals, and the fallback reasons by op and reason."""
+    per_op: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    reasons: collections.Counter = collections.Counter()
+    for r in records:
+        per_op[r["op"]][r["status"]] += 1
+        for f in r["fallbacks"]:
+            reasons[(f["op"], f["reason"])] += 1
+    totals = collections.Counter(r["status"] for r in records)
+    return {
+        "totals": {s: totals[s] for s in STATUSES},
+        "per_op": {op: {s: c[s] for s in STATUSES} for op, c in sorted(per_op.items())},
+        "fallback_reasons": [{"op": op, "reason": why, "nodes": n}
+                             for (op, why), n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))],
+    }
+
+
+def report(records: list[dict], summary: dict, seconds: float) -> str:
+    """The text the log gets: failures, fallback reasons, ops not all passing, and a totals line."""
+    lines = []
+    fails = [r for r in records if r["status"] == "fail"]
+    if fails:
+        lines.append(f"failures ({len(fails)}):")
+        lines += [f"  {r['case']} ({', '.join(r['ops'])}): {r['detail']}" for r in fails]
+    if summary["fallback_reasons"]:
+        lines.append("fallback reasons (op: reason: nodes):")
+        lines += [f"  {f['op']}: {f['reason']}: {f['nodes']}" for f in summary["fallback_reasons"]]
+    partial = {op: c for op, c in summary["per_op"].items() if c["fail"] or c["fallback"]}
+    if partial:
+        lines.append("ops not all on the GPU and right (op: pass fallback fail unsupported):")
+        lines += [f"  {op}: {c['pass']} {c['fallback']} {c['fail']} {c['unsupported']}" for op, c in partial.items()]
+    t = summary["totals"]
+    lines.append(f"total: pass {t['pass']}, fallback {t['fallback']}, fail {t['fail']}, "
+                 f"unsupported {t['unsupported']} ({len(records)} cases, {seconds:.0f} s)")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda", help="opt run's --device: cuda, or reference to test the harness")
+    parser.add_argument("--jobs", type=int, default=12, help="cases run at once (each opt run is a CUDA context)")
+    parser.add_argument("--json", help="where to write the results")
+    parser.add_argument("--cases", default="", help="only the cases whose name matches this regular expression")
+    parser.add_argument("--node-tests", help="the folder of test_*/model.onnx (default: ONNXOPT_SHARED/onnx-node-tests)")
+    parser.add_argument("--opt", help="the opt binary (default: ONNXOPT_OPT, else build/bin/opt)")
+    args = parser.parse_args()
+    opt = Path(args.opt) if args.opt else roundtrip_check.opt_path()
+    roundtrip_check.require_opt(opt)
+    folder = Path(args.node_tests) if args.node_tests else roundtrip_check.shared_dir() / "onnx-node-tests"
+    paths = sorted(folder.glob("test_*/model.onnx"))
+    if args.cases:
+        paths = [p for p in paths if re.search(args.cases, p.parent.name)]
+    if not paths:
+        print(f"conformance_cuda: no cases in {folder}", file=sys.stderr)
+        return 1
+    unsupported = reference_unsupported()
+    start = time.monotonic()
+    jobs = [(str(p), str(opt), args.device, unsupported) for p in paths]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        records = list(pool.map(_run_one, jobs, chunksize=4))
+    seconds = time.monotonic() - start
+    summary = summarize(records)
+    print(report(records, summary, seconds))
+    if args.json:
+        device = next((r["device"] for r in records if r["device"]), "")
+        data = {"device": args.device, "gpu": device, "onnx": onnx.__version__,
+                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "commit": os.environ.get("ONNXOPT_COMMIT", ""), "seconds": round(seconds, 1),
+                "jobs": args.jobs, **summary, "cases": records}
+        Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
+    # The exit status says whether the harness ran (a device that no case could use is an error);
+    # the verdicts are in the output and the JSON.
+    if all("no usable CUDA device" in r["detail"] for r in records):
+        print("conformance_cuda: no case could use the CUDA device", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
