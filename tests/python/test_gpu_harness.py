@@ -1,0 +1,154 @@
+"""The GPU harness's own logic (tools/gpu/*.py, tools/conformance_table.py's CUDA columns), on the
+reference device so that it runs without a GPU: parsing the CUDA plan summary, the error measure,
+the node-case verdicts (pass, unsupported, and fail for a wrong expected output), the model runner
+(a pass and a NOT_RUNNABLE model), the table's CUDA columns from a JSON, the bench script's shapes,
+and test.sh's argument check and shellcheck."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+import roundtrip_check
+
+ROOT = roundtrip_check.REPO_ROOT
+sys.path.insert(0, str(ROOT / "tools" / "gpu"))
+sys.path.insert(0, str(ROOT / "tools"))
+import bench_cuda  # noqa: E402
+import conformance_cuda  # noqa: E402
+import conformance_table  # noqa: E402
+import models_cuda  # noqa: E402
+
+NODE_TESTS = roundtrip_check.shared_dir() / "onnx-node-tests"
+
+SUMMARY = """device NVIDIA H200 (compute 9.0)
+plan: 4 nodes: 1 device, 0 host (0 folded), 3 cpu-fallback, 0 view; 8 steps, 4 copies
+memory: arena 256 bytes, intermediates 512 bytes (saved 50%), host arena 64 bytes, weights 0 bytes
+fallback: node 'enc/gather' (GatherElements): no GatherElements kernel
+fallback: node Add producing 'y': int8 is not supported
+fallback: node Loop: subgraphs run on the CPU
+dynamic: node NonZero producing 'nz'
+"""
+
+
+def test_parse_fallbacks_reads_every_node_form() -> None:
+    assert conformance_cuda.parse_fallbacks(SUMMARY) == [
+        {"node": "enc/gather", "op": "GatherElements", "reason": "no GatherElements kernel"},
+        {"node": "y", "op": "Add", "reason": "int8 is not supported"},
+        {"node": "", "op": "Loop", "reason": "subgraphs run on the CPU"},
+    ]
+    assert conformance_cuda.parse_device(SUMMARY) == "NVIDIA H200 (compute 9.0)"
+    assert conformance_cuda.parse_fallbacks("plan: 1 nodes: 1 device\n") == []
+
+
+def test_max_abs_error() -> None:
+    e = conformance_cuda.max_abs_error
+    assert e(np.array([1.0, np.nan, np.inf]), np.array([1.5, np.nan, np.inf])) == 0.5
+    assert e(np.array([1.0, np.nan]), np.array([1.0, 2.0])) == np.inf
+    assert e(np.array([1, 5], np.int64), np.array([1, 2], np.int64)) == 3.0
+    assert e(np.zeros(2), np.zeros(3)) is None
+
+
+def _case(name: str) -> Path:
+    path = NODE_TESTS / name / "model.onnx"
+    if not path.is_file():
+        pytest.fail(f"node test case {path} not found: set ONNXOPT_SHARED")
+    return path
+
+
+@pytest.mark.parametrize("name,status", [
+    ("test_add", "pass"),
+    ("test_sequence_insert_at_back", "pass"),  # sequences: run as the tensor model conformance.py builds
+    ("test_bernoulli", "unsupported"),  # random without a seed
+    ("test_image_decoder_decode_png_rgb", "unsupported"),  # listed unsupported by docs/conformance.md
+])
+def test_node_case_verdicts_on_the_reference_device(name: str, status: str, opt: Path) -> None:
+    r = conformance_cuda.run_case(_case(name), opt, "reference", conformance_table.reference_unsupported())
+    assert r["status"] == status, r
+    assert r["op"] == conformance_table.table_op(name, r["ops"])
+    if status == "pass":
+        assert r["max_abs_error"] == 0.0 and r["fallbacks"] == []
+
+
+def test_a_wrong_output_is_a_failure(opt: Path, tmp_path: Path) -> None:
+    case = tmp_path / "test_add"
+    shutil.copytree(_case("test_add").parent, case)
+    out = case / "test_data_set_0" / "output_0.pb"
+    expected = numpy_helper.to_array(onnx.TensorProto.FromString(out.read_bytes()))
+    out.write_bytes(numpy_helper.from_array(expected + 0.5, "sum").SerializeToString())
+    r = conformance_cuda.run_case(case / "model.onnx", opt, "reference", {})
+    assert r["status"] == "fail" and "values differ" in r["detail"], r
+    assert r["max_abs_error"] == pytest.approx(0.5)
+
+
+def test_conformance_json_and_the_cuda_columns(opt: Path, tmp_path: Path) -> None:
+    results = tmp_path / "conformance.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu" / "conformance_cuda.py"), "--device",
+                           "reference", "--jobs", "2", "--cases", "^test_(abs|bernoulli|not_2d)$", "--opt", str(opt),
+                           "--json", str(results)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "total: pass 2, fallback 0, fail 0, unsupported 1 (3 cases" in proc.stdout
+    data = json.loads(results.read_text())
+    assert data["totals"] == {"pass": 2, "fallback": 0, "fail": 0, "unsupported": 1}
+    assert [c["case"] for c in data["cases"]] == ["test_abs", "test_bernoulli", "test_not_2d"]
+    # As a GPU run would say it: one fallback and one failure.
+    data["cases"][0].update(status="fallback", fallbacks=[{"node": "y", "op": "Abs", "reason": "no int kernel"}])
+    data["cases"][2].update(status="fail", detail="y: values differ")
+    data.update(conformance_cuda.summarize(data["cases"]), gpu="NVIDIA H200 (compute 9.0)")
+    digest = conformance_table.cuda_digest(data)
+    per_op, sections = conformance_table.parse_reference_part((ROOT / "docs" / "conformance.md").read_text())
+    text = conformance_table.render(per_op, sections, digest)
+    assert "| op | pass | fail | unsupported | CUDA pass | CUDA fallback | CUDA fail |" in text
+    assert "| Abs | 1 | 0 | 0 | 0 | 1 | 0 |" in text
+    assert "| Not | 3 | 0 | 0 | 0 | 0 | 1 |" in text
+    assert "| Add | 8 | 0 | 0 | - | - | - |" in text  # not in that run
+    assert "- `test_not_2d` (Not): y: values differ" in text
+    assert "| Abs | no int kernel | 1 |" in text
+    assert "NVIDIA H200" in text
+    # The reference part is kept as it was: without the CUDA digest, the table is the same file.
+    assert conformance_table.render(per_op, sections, None) == (ROOT / "docs" / "conformance.md").read_text()
+    assert conformance_table.parse_reference_part(text) == (per_op, sections)
+
+
+def test_models_on_the_reference_runner(opt: Path) -> None:
+    ok = models_cuda.run_model("models/tiny_cnn", ROOT / "models" / "tiny_cnn" / "model.onnx", opt,
+                               "reference", "reference")
+    assert ok["status"] == "pass" and ok["max_abs_error"] == 0 and ok["outputs"] == 1, ok
+    path = roundtrip_check.shared_dir() / "models" / "real" / "polygraphy" / "capability.onnx"
+    bad = models_cuda.run_model("real/polygraphy/capability.onnx", path, opt, "reference", "reference")
+    assert bad["status"] == "expected-error" and "FAKE!" in bad["detail"], bad
+    # Listed as not runnable with another reason: the harness says so.
+    wrong = models_cuda.run_model("real/polygraphy/toy_subgraph.onnx", path, opt, "reference", "reference")
+    assert wrong["status"] == "fail" and "does not say" in wrong["detail"], wrong
+
+
+def test_bench_shapes_and_the_missing_bench_command(opt: Path) -> None:
+    bert = ROOT / "models" / "transformers" / "bert_dynamo" / "model.onnx"
+    assert bench_cuda.shape_args(bert, 2, 16, 64) == ["--input-shape", "input_ids=2,16",
+                                                      "--input-shape", "attention_mask=2,16"]
+    assert bench_cuda.optimize_args(bert) == ["-O2", "--target-opset", "23"]
+    unet = ROOT / "models" / "tiny_unet" / "model.onnx"
+    assert bench_cuda.shape_args(unet, 1, 16, 32) == ["--input-shape", "x=1,3,32,32"]
+    help_text = subprocess.run([str(opt), "bench", "--help"], capture_output=True, text=True).stdout
+    assert bench_cuda.has_bench(opt) == ("--warmup" in help_text)
+
+
+def test_test_sh_refuses_an_unknown_group(tmp_path: Path) -> None:
+    proc = subprocess.run(["bash", str(ROOT / "tools" / "gpu" / "test.sh"), "unit", "nonsense"],
+                          capture_output=True, text=True, env={"OUT": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 2 and "unknown group 'nonsense'" in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+def test_shell_scripts_pass_shellcheck() -> None:
+    scripts = sorted(str(p) for p in (ROOT / "tools" / "gpu").glob("*.sh"))
+    proc = subprocess.run(["shellcheck", *scripts], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
