@@ -67,6 +67,7 @@ def _case(name: str) -> Path:
 @pytest.mark.parametrize("name,status", [
     ("test_add", "pass"),
     ("test_sequence_insert_at_back", "pass"),  # sequences: run as the tensor model conformance.py builds
+    ("test_dequantizelinear_int4", "pass"),  # a packed int4 input .pb (opt run --input reads it packed)
     ("test_bernoulli", "unsupported"),  # random without a seed
     ("test_image_decoder_decode_png_rgb", "unsupported"),  # listed unsupported by docs/conformance.md
 ])
@@ -97,7 +98,7 @@ def test_conformance_json_and_the_cuda_columns(opt: Path, tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     assert "total: pass 2, fallback 0, fail 0, unsupported 1 (3 cases" in proc.stdout
     data = json.loads(results.read_text())
-    assert data["totals"] == {"pass": 2, "fallback": 0, "fail": 0, "unsupported": 1}
+    assert data["totals"] == {"pass": 2, "fallback": 0, "fail": 0, "unsupported": 1, "not-run": 0}
     assert [c["case"] for c in data["cases"]] == ["test_abs", "test_bernoulli", "test_not_2d"]
     # As a GPU run would say it: one fallback and one failure.
     data["cases"][0].update(status="fallback", fallbacks=[{"node": "y", "op": "Abs", "reason": "no int kernel"}])
@@ -116,6 +117,17 @@ def test_conformance_json_and_the_cuda_columns(opt: Path, tmp_path: Path) -> Non
     # The reference part is kept as it was: without the CUDA digest, the table is the same file.
     assert conformance_table.render(per_op, sections, None) == (ROOT / "docs" / "conformance.md").read_text()
     assert conformance_table.parse_reference_part(text) == (per_op, sections)
+
+
+def test_cases_past_the_time_limit_are_not_run(opt: Path, tmp_path: Path) -> None:
+    results = tmp_path / "conformance.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu" / "conformance_cuda.py"), "--device",
+                           "reference", "--cases", "^test_abs$", "--opt", str(opt), "--time-limit", "0.001",
+                           "--json", str(results)], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert "NOT RUN 1 (past --time-limit)" in proc.stdout
+    case = json.loads(results.read_text())["cases"][0]
+    assert case["status"] == "not-run" and case["op"] == "Abs"
 
 
 def test_models_on_the_reference_runner(opt: Path) -> None:

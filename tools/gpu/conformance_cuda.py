@@ -11,7 +11,9 @@ Each case is one of:
   `fallback:` lines (node, op, reason) are recorded;
 - fail: wrong outputs, or the run failed: what went wrong is recorded;
 - unsupported: the reference kernels cannot run the case either (the cases docs/conformance.md lists
-  as unsupported, or random outputs that cannot be compared): not run.
+  as unsupported, or random outputs that cannot be compared): not run;
+- not-run: not started within --time-limit (so that a step under a time limit still writes its JSON;
+  the exit status is then 1).
 Cases with sequence or optional inputs or outputs run as the equivalent tensor model that
 tests/python/conformance.py builds for `opt run` (_tensor_io_model).
 
@@ -51,7 +53,7 @@ import roundtrip_check  # noqa: E402
 from conformance_table import reference_unsupported, table_op  # noqa: E402
 
 CASE_TIMEOUT_S = 120
-STATUSES = ("pass", "fallback", "fail", "unsupported")
+STATUSES = ("pass", "fallback", "fail", "unsupported", "not-run")
 
 # The CUDA plan summary (Plan::summary, printed by `opt run --device cuda --stats`): one line per node
 # that runs on the CPU. The node reads "node 'NAME' (OP)", "node OP producing 'OUT'" or "node OP".
@@ -165,8 +167,13 @@ def run_case(model_path: Path, opt: Path, device: str, unsupported: dict[str, st
     return done("fallback" if record["fallbacks"] else "pass")
 
 
-def _run_one(job: tuple[str, str, str, dict]) -> dict:
-    path, opt, device, unsupported = job
+def _run_one(job: tuple[str, str, str, dict, float]) -> dict:
+    path, opt, device, unsupported, deadline = job
+    if time.time() > deadline:
+        name = Path(path).parent.name
+        ops = conformance._ops(onnx.load(path))
+        return {"case": name, "op": table_op(name, ops), "ops": ops, "status": "not-run", "fallbacks": [],
+                "max_abs_error": None, "device": "", "seconds": 0.0, "detail": "not run: past --time-limit"}
     try:
         return run_case(Path(path), Path(opt), device, unsupported)
     except Exception as e:  # noqa: BLE001 - a harness error is that case's failure, not the run's
@@ -208,8 +215,9 @@ def report(records: list[dict], summary: dict, seconds: float) -> str:
         lines.append("ops not all on the GPU and right (op: pass fallback fail unsupported):")
         lines += [f"  {op}: {c['pass']} {c['fallback']} {c['fail']} {c['unsupported']}" for op, c in partial.items()]
     t = summary["totals"]
+    not_run = f", NOT RUN {t['not-run']} (past --time-limit)" if t["not-run"] else ""
     lines.append(f"total: pass {t['pass']}, fallback {t['fallback']}, fail {t['fail']}, "
-                 f"unsupported {t['unsupported']} ({len(records)} cases, {seconds:.0f} s)")
+                 f"unsupported {t['unsupported']}{not_run} ({len(records)} cases, {seconds:.0f} s)")
     return "\n".join(lines)
 
 
@@ -221,9 +229,12 @@ def main() -> int:
     parser.add_argument("--cases", default="", help="only the cases whose name matches this regular expression")
     parser.add_argument("--node-tests", help="the folder of test_*/model.onnx (default: ONNXOPT_SHARED/onnx-node-tests)")
     parser.add_argument("--opt", help="the opt binary (default: ONNXOPT_OPT, else build/bin/opt)")
+    parser.add_argument("--time-limit", type=float, default=0,
+                        help="seconds: cases not started by then are recorded as not-run (0: no limit)")
     args = parser.parse_args()
     opt = Path(args.opt) if args.opt else roundtrip_check.opt_path()
     roundtrip_check.require_opt(opt)
+    deadline = time.time() + args.time_limit if args.time_limit > 0 else float("inf")
     folder = Path(args.node_tests) if args.node_tests else roundtrip_check.shared_dir() / "onnx-node-tests"
     paths = sorted(folder.glob("test_*/model.onnx"))
     if args.cases:
@@ -233,7 +244,7 @@ def main() -> int:
         return 1
     unsupported = reference_unsupported()
     start = time.monotonic()
-    jobs = [(str(p), str(opt), args.device, unsupported) for p in paths]
+    jobs = [(str(p), str(opt), args.device, unsupported, deadline) for p in paths]
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         records = list(pool.map(_run_one, jobs, chunksize=4))
     seconds = time.monotonic() - start
@@ -246,12 +257,12 @@ def main() -> int:
                 "commit": os.environ.get("ONNXOPT_COMMIT", ""), "seconds": round(seconds, 1),
                 "jobs": args.jobs, **summary, "cases": records}
         Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
-    # The exit status says whether the harness ran (a device that no case could use is an error);
-    # the verdicts are in the output and the JSON.
+    # The exit status says whether the harness ran every case (a device that no case could use, or
+    # cases past --time-limit, are errors); the verdicts are in the output and the JSON.
     if all("no usable CUDA device" in r["detail"] for r in records):
         print("conformance_cuda: no case could use the CUDA device", file=sys.stderr)
         return 1
-    return 0
+    return 1 if summary["totals"]["not-run"] else 0
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ Plain python3 + numpy + onnx (no pytest); tools/gpu/test.sh's `models` group cal
     python3 tools/gpu/models_cuda.py --runner cuda --against reference --jobs 12 --json models.json
     .venv/bin/python tools/gpu/models_cuda.py --runner reference --against reference --jobs 2
 
-One line per model (PASS / FAIL / EXPECTED-ERROR, max abs error, fallback count, seconds), then a
-`total:` line; the JSON has each model's record. Exit status 1 when any model fails.
+One line per model (PASS / FAIL / EXPECTED-ERROR / NOT-RUN, max abs error, fallback count, seconds),
+then a `total:` line; the JSON has each model's record. Exit status 1 when any model fails or was not
+run (--time-limit: models not started by then are recorded as not-run, and the JSON is still written).
 """
 
 from __future__ import annotations
@@ -111,8 +112,11 @@ def run_model(case_id: str, path: Path, opt: Path, runner: str, against: str) ->
     return done("pass")
 
 
-def _run_one(job: tuple[str, str, str, str, str]) -> dict:
-    case_id, path, opt, runner, against = job
+def _run_one(job: tuple[str, str, str, str, str, float]) -> dict:
+    case_id, path, opt, runner, against, deadline = job
+    if time.time() > deadline:
+        return {"model": case_id, "path": path, "status": "not-run", "max_abs_error": None, "fallbacks": None,
+                "outputs": 0, "seconds": 0.0, "detail": "not run: past --time-limit"}
     try:
         return run_model(case_id, Path(path), Path(opt), runner, against)
     except Exception as e:  # noqa: BLE001 - a harness error is that model's failure, not the run's
@@ -139,7 +143,10 @@ def main() -> int:
     parser.add_argument("--json", help="where to write the results")
     parser.add_argument("--models", default="", help="only the models whose id matches this regular expression")
     parser.add_argument("--opt", help="the opt binary (default: ONNXOPT_OPT, else build/bin/opt)")
+    parser.add_argument("--time-limit", type=float, default=0,
+                        help="seconds: models not started by then are recorded as not-run (0: no limit)")
     args = parser.parse_args()
+    deadline = time.time() + args.time_limit if args.time_limit > 0 else float("inf")
     opt = Path(args.opt) if args.opt else roundtrip_check.opt_path()
     roundtrip_check.require_opt(opt)
     cases = model_corpus.models()
@@ -151,7 +158,7 @@ def main() -> int:
     start = time.monotonic()
     # The largest first, so that the slowest models do not start last.
     order = sorted(range(len(cases)), key=lambda k: -cases[k][1].stat().st_size)
-    jobs = {k: (cases[k][0], str(cases[k][1]), str(opt), args.runner, args.against) for k in order}
+    jobs = {k: (cases[k][0], str(cases[k][1]), str(opt), args.runner, args.against, deadline) for k in order}
     records: dict[int, dict] = {}
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(_run_one, jobs[k]): k for k in order}
@@ -161,10 +168,11 @@ def main() -> int:
     seconds = time.monotonic() - start
     for r in results:
         print(line(r))
-    counts = {s: sum(r["status"] == s for r in results) for s in ("pass", "fail", "expected-error")}
+    counts = {s: sum(r["status"] == s for r in results) for s in ("pass", "fail", "expected-error", "not-run")}
     fallbacks = sum(len(r["fallbacks"]) for r in results if r["fallbacks"])
     with_fallbacks = sum(1 for r in results if r["fallbacks"])
-    print(f"total: pass {counts['pass']}, fail {counts['fail']}, expected error {counts['expected-error']} "
+    not_run = f", NOT RUN {counts['not-run']} (past --time-limit)" if counts["not-run"] else ""
+    print(f"total: pass {counts['pass']}, fail {counts['fail']}, expected error {counts['expected-error']}{not_run} "
           f"({len(results)} models, {with_fallbacks} with fallbacks, {fallbacks} fallback nodes; "
           f"runner {args.runner} against {args.against}; {seconds:.0f} s)")
     if args.json:
@@ -172,7 +180,7 @@ def main() -> int:
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "seconds": round(seconds, 1), "jobs": args.jobs, "totals": counts, "models": results}
         Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
-    return 1 if counts["fail"] else 0
+    return 1 if counts["fail"] or counts["not-run"] else 0
 
 
 if __name__ == "__main__":

@@ -15,12 +15,14 @@
 #   bench        `opt bench` on the bundled transformer and CNN models, with and without CUDA graphs
 #                (bench_cuda.py); skipped with a message while opt has no bench command.
 #   all          all of the above.
-# Each step has a time limit, and the whole call a budget (TEST_BUDGET_S, default 570 s): a step
-# gets at most what is left of it, and one with no time left is reported as skipped, so the call
-# ends inside the device tool's 10 minutes with every log written. Files in $OUT (8 at most, the
-# device tool's limit): summary.txt (one line per step, the totals, result: PASS or FAIL), one log
-# per group (build.log, unit.log, conformance.log, models.log, bench.log) and the JSON results
-# (conformance.json, models.json). The exit status is 1 when any step failed or was skipped.
+# GPU_TEST_DEVICE=reference runs the conformance, models and bench groups on the reference device
+# instead (to test this script without a GPU). Each step has a time limit, and the whole call a
+# budget (TEST_BUDGET_S, default 570 s): a step gets at most what is left of it, and one with no
+# time left is reported as skipped, so the call ends inside the device tool's 10 minutes with every
+# log written. Files in $OUT (8 at most, the device tool's limit): summary.txt (one line per step,
+# the totals, result: PASS or FAIL), one log per group (build.log, unit.log, conformance.log,
+# models.log, bench.log) and the JSON results (conformance.json, models.json). The exit status is 1
+# when any step failed or was skipped.
 # shellcheck disable=SC2317  # the steps are functions run through `step`
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -71,8 +73,8 @@ step() {
   local start rc=0
   start=$(date +%s)
   # The steps are functions: exported below, run in a bash of their own under the time limit.
-  timeout --kill-after=10 "$limit" bash -c 'set -euo pipefail; "$@"' step "$@" >>"$log" 2>&1 ||
-    rc=$?
+  STEP_LIMIT=$limit timeout --kill-after=10 "$limit" bash -c 'set -euo pipefail; "$@"' step "$@" \
+    >>"$log" 2>&1 || rc=$?
   local took=$(($(date +%s) - start))
   if [ "$rc" -eq 0 ]; then
     echo "$name: ok (${took} s)" | tee -a "$summary"
@@ -152,40 +154,59 @@ memcheck() {
 }
 
 # The carried data (prepare.sh): the ONNX node tests and the shared real models, unpacked into
-# .gpu/shared, which ONNXOPT_SHARED points the python scripts to.
+# .gpu/shared, which ONNXOPT_SHARED points the python scripts to; kept on a warm machine while the
+# tarball is the same (a stamp of its size and time).
 unpack_data() {
   mkdir -p .gpu/shared/models
-  local name
+  local name dest dir stamp
   for name in onnx-node-tests models-real; do
     if [ ! -f ".gpu/$name.tar.xz" ]; then
       echo "no .gpu/$name.tar.xz: run tools/gpu/prepare.sh here before the device call"
       return 1
     fi
+    dest=.gpu/shared dir=onnx-node-tests
+    [ "$name" = models-real ] && dest=.gpu/shared/models dir=real
+    stamp=$(stat -c %s-%Y ".gpu/$name.tar.xz")
+    if [ "$(cat ".gpu/shared/$name.stamp" 2>/dev/null)" = "$stamp" ]; then
+      echo "$name: unpacked already"
+      continue
+    fi
+    rm -rf "${dest:?}/${dir:?}" ".gpu/shared/$name.stamp"
+    tar -C "$dest" -xJf ".gpu/$name.tar.xz"
+    echo "$stamp" >".gpu/shared/$name.stamp"
   done
-  rm -rf .gpu/shared/onnx-node-tests .gpu/shared/models/real
-  tar -C .gpu/shared -xJf .gpu/onnx-node-tests.tar.xz
-  tar -C .gpu/shared/models -xJf .gpu/models-real.tar.xz
   echo "node test cases: $(find .gpu/shared/onnx-node-tests -name model.onnx | wc -l)"
   echo "real models: $(find .gpu/shared/models/real -name '*.onnx' | wc -l)"
   python3 -c 'import onnx, numpy; print("onnx", onnx.__version__, "numpy", numpy.__version__)'
 }
 
+# time_limit MARGIN: the seconds a python step may start cases in (its limit less MARGIN, at least 1).
+time_limit() {
+  local t=$((STEP_LIMIT - $1))
+  echo $((t > 0 ? t : 1))
+}
+
+# The python steps stop starting cases before the step's limit (30 s: a node case takes seconds;
+# 60 s: a model's reference side can take half a minute), so that their JSON is written.
 conformance() {
-  python3 tools/gpu/conformance_cuda.py --device cuda --jobs 12 --json "$out/conformance.json"
+  python3 tools/gpu/conformance_cuda.py --device "$device" --jobs 12 --json "$out/conformance.json" \
+    --time-limit "$(time_limit 30)"
 }
 
 models() {
-  python3 tools/gpu/models_cuda.py --runner cuda --against reference --jobs 12 \
-    --json "$out/models.json"
+  python3 tools/gpu/models_cuda.py --runner "$device" --against reference --jobs 12 \
+    --json "$out/models.json" --time-limit "$(time_limit 60)"
 }
 
 bench() {
-  python3 tools/gpu/bench_cuda.py --device cuda
+  python3 tools/gpu/bench_cuda.py --device "$device"
 }
 
 export -f gpu_info unpack_deps configure build gpu_ctest gpu_binaries memcheck unpack_data \
-  conformance models bench
-export jobs out
+  time_limit conformance models bench
+# GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
+device=${GPU_TEST_DEVICE:-cuda}
+export jobs out device
 export PATH=/opt/deps/usr/bin:/opt/deps/usr/lib/llvm-14/bin:/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export ONNXOPT_OPT=$root/build-gpu/bin/opt ONNXOPT_SHARED=$root/.gpu/shared PYTHONUNBUFFERED=1
