@@ -78,6 +78,8 @@ def cuda_digest(results: dict) -> dict:
 
 def _cuda_header(cuda: dict) -> list[str]:
     where = cuda["gpu"] or f"device {cuda['device']}"
+    if cuda["device"] != "cuda":
+        where = f"NOT a GPU: the {cuda['device']} device (a test of the harness)"
     commit = f", commit {cuda['commit']}" if cuda["commit"] else ""
     return ["", f"*CUDA* columns: the CUDA runtime on {where} ({cuda['date']}{commit}; {cuda['cases']} cases), from",
             "`tools/gpu/conformance_cuda.py` (`bash tools/gpu/test.sh conformance` on the GPU machine): each case",
@@ -179,7 +181,8 @@ def main() -> int:
     parser.add_argument("--cuda-digest", default=str(CUDA_DIGEST),
                         help="what the CUDA columns come from when --cuda-json is not given")
     parser.add_argument("--keep-reference", action="store_true",
-                        help="take the reference column from --out as it is instead of running every case "
+                        help="take the reference column from --out (or docs/conformance.md) as it is instead "
+                        "of running every case "
                         "(seconds instead of minutes: for a new --cuda-json)")
     parser.add_argument("--jobs", type=int, default=1, help="reference cases run at once")
     args = parser.parse_args()
@@ -190,7 +193,8 @@ def main() -> int:
     elif Path(args.cuda_digest).is_file():
         cuda = json.loads(Path(args.cuda_digest).read_text())
     if args.keep_reference:
-        per_op, sections = parse_reference_part(Path(args.out).read_text())
+        source = Path(args.out) if Path(args.out).is_file() else ROOT / "docs" / "conformance.md"
+        per_op, sections = parse_reference_part(source.read_text())
     else:
         paths = [str(p) for p in conformance.cases()]
         with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:

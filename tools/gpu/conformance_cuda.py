@@ -114,7 +114,11 @@ def run_case(model_path: Path, opt: Path, device: str, unsupported: dict[str, st
     record = {"case": name, "op": table_op(name, ops), "ops": ops, "status": "fail", "detail": "",
               "fallbacks": [], "max_abs_error": None, "device": ""}
 
+    places = [str(model_path.parent.parent) + "/"]  # paths that say nothing in a message
+
     def done(status: str, detail: str = "") -> dict:
+        for place in places:
+            detail = detail.replace(place, "")
         record["status"], record["detail"] = status, detail
         record["seconds"] = round(time.monotonic() - start, 3)
         return record
@@ -133,6 +137,7 @@ def run_case(model_path: Path, opt: Path, device: str, unsupported: dict[str, st
     model, feeds, expected = rebuilt
     with tempfile.TemporaryDirectory(prefix="conf_") as tmp:
         work = Path(tmp)
+        places.append(str(work) + "/")
         src = work / "case.onnx"
         onnx.save(model, str(src))
         out_dir = work / "outputs"
