@@ -16,7 +16,8 @@
 #                (bench_cuda.py); skipped with a message while opt has no bench command.
 #   all          all of the above.
 # GPU_TEST_DEVICE=reference runs the conformance, models and bench groups on the reference device
-# instead (to test this script without a GPU). Each step has a time limit, and the whole call a
+# instead (to test this script without a GPU); GPU_TEST_JOBS (default 12) is how many cases or
+# models those run at once. Each step has a time limit, and the whole call a
 # budget (TEST_BUDGET_S, default 570 s): a step gets at most what is left of it, and one with no
 # time left is reported as skipped, so the call ends inside the device tool's 10 minutes with every
 # log written. Files in $OUT (8 at most, the device tool's limit): summary.txt (one line per step,
@@ -189,12 +190,12 @@ time_limit() {
 # The python steps stop starting cases before the step's limit (30 s: a node case takes seconds;
 # 60 s: a model's reference side can take half a minute), so that their JSON is written.
 conformance() {
-  python3 tools/gpu/conformance_cuda.py --device "$device" --jobs 12 --json "$out/conformance.json" \
-    --time-limit "$(time_limit 30)"
+  python3 tools/gpu/conformance_cuda.py --device "$device" --jobs "$py_jobs" \
+    --json "$out/conformance.json" --time-limit "$(time_limit 30)"
 }
 
 models() {
-  python3 tools/gpu/models_cuda.py --runner "$device" --against reference --jobs 12 \
+  python3 tools/gpu/models_cuda.py --runner "$device" --against reference --jobs "$py_jobs" \
     --json "$out/models.json" --time-limit "$(time_limit 60)"
 }
 
@@ -206,7 +207,9 @@ export -f gpu_info unpack_deps configure build gpu_ctest gpu_binaries memcheck u
   time_limit conformance models bench
 # GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
 device=${GPU_TEST_DEVICE:-cuda}
-export jobs out device
+# Cases and models run at once by the python steps (each opt process makes its own CUDA context).
+py_jobs=${GPU_TEST_JOBS:-12}
+export jobs out device py_jobs
 export PATH=/opt/deps/usr/bin:/opt/deps/usr/lib/llvm-14/bin:/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export ONNXOPT_OPT=$root/build-gpu/bin/opt ONNXOPT_SHARED=$root/.gpu/shared PYTHONUNBUFFERED=1
@@ -237,7 +240,7 @@ else
     step build data 60 unpack_data
   fi
   if wants conformance; then
-    step conformance conformance 240 conformance
+    step conformance conformance 300 conformance
     section conformance conformance | grep -E "^total: " | sed 's/^total/conformance/' |
       tee -a "$summary" || true
   fi
