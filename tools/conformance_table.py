@@ -77,11 +77,11 @@ def cuda_digest(results: dict) -> dict:
 
 
 def _cuda_header(cuda: dict) -> list[str]:
-    where = cuda["gpu"] or f"device {cuda['device']}"
+    where = f"the CUDA runtime on {cuda['gpu'] or 'a GPU'}"
     if cuda["device"] != "cuda":
-        where = f"NOT a GPU: the {cuda['device']} device (a test of the harness)"
+        where = f"NOT a GPU run: the {cuda['device']} device, a test of the harness"
     commit = f", commit {cuda['commit']}" if cuda["commit"] else ""
-    return ["", f"*CUDA* columns: the CUDA runtime on {where} ({cuda['date']}{commit}; {cuda['cases']} cases), from",
+    return ["", f"*CUDA* columns: {where} ({cuda['date']}{commit}; {cuda['cases']} cases), from",
             "`tools/gpu/conformance_cuda.py` (`bash tools/gpu/test.sh conformance` on the GPU machine): each case",
             "through `opt run --device cuda` on its input .pb files at the same tolerances. *pass*: right, every",
             "node on the GPU; *fallback*: right, some node on the CPU reference kernels (reasons below); *fail*:",

@@ -103,9 +103,12 @@ def test_conformance_json_and_the_cuda_columns(opt: Path, tmp_path: Path) -> Non
     # As a GPU run would say it: one fallback and one failure.
     data["cases"][0].update(status="fallback", fallbacks=[{"node": "y", "op": "Abs", "reason": "no int kernel"}])
     data["cases"][2].update(status="fail", detail="y: values differ")
-    data.update(conformance_cuda.summarize(data["cases"]), gpu="NVIDIA H200 (compute 9.0)")
-    digest = conformance_table.cuda_digest(data)
+    data.update(conformance_cuda.summarize(data["cases"]))
     per_op, sections = conformance_table.parse_reference_part((ROOT / "docs" / "conformance.md").read_text())
+    assert "NOT a GPU run: the reference device" in conformance_table.render(
+        per_op, sections, conformance_table.cuda_digest(data))
+    data.update(device="cuda", gpu="NVIDIA H200 (compute 9.0)")
+    digest = conformance_table.cuda_digest(data)
     text = conformance_table.render(per_op, sections, digest)
     assert "| op | pass | fail | unsupported | CUDA pass | CUDA fallback | CUDA fail |" in text
     assert "| Abs | 1 | 0 | 0 | 0 | 1 | 0 |" in text
@@ -113,7 +116,7 @@ def test_conformance_json_and_the_cuda_columns(opt: Path, tmp_path: Path) -> Non
     assert "| Add | 8 | 0 | 0 | - | - | - |" in text  # not in that run
     assert "- `test_not_2d` (Not): y: values differ" in text
     assert "| Abs | no int kernel | 1 |" in text
-    assert "NVIDIA H200" in text
+    assert "the CUDA runtime on NVIDIA H200 (compute 9.0)" in text
     # The reference part is kept as it was: without the CUDA digest, the table is the same file.
     assert conformance_table.render(per_op, sections, None) == (ROOT / "docs" / "conformance.md").read_text()
     assert conformance_table.parse_reference_part(text) == (per_op, sections)
