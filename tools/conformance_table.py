@@ -166,7 +166,8 @@ def render(per_op: dict[str, collections.Counter], sections: list[str], cuda: di
         lines += ["", "## CUDA failures", ""]
         lines += [f"- `{f['case']}` ({', '.join(f['ops'])}): {_reason(f['detail'])}" for f in cuda["failures"]]
     if cuda and cuda["fallback_reasons"]:
-        lines += ["", "## CUDA fallbacks", "", "Nodes that run on the CPU reference kernels in the CUDA runtime: op, the",
+        lines += ["", "## CUDA fallbacks", "",
+                  "Nodes that run on the CPU reference kernels in the CUDA runtime: op, the",
                   "reason the CUDA kernel gave (canImplement), and how many nodes of the cases had it.", "",
                   "| op | reason | nodes |", "|---|---|---:|"]
         lines += [f"| {f['op']} | {f['reason'].replace('|', '/')} | {f['nodes']} |" for f in cuda["fallback_reasons"]]

@@ -86,7 +86,7 @@ def test_a_wrong_output_is_a_failure(opt: Path, tmp_path: Path) -> None:
     expected = numpy_helper.to_array(onnx.TensorProto.FromString(out.read_bytes()))
     out.write_bytes(numpy_helper.from_array(expected + 0.5, "sum").SerializeToString())
     r = conformance_cuda.run_case(case / "model.onnx", opt, "reference", {})
-    assert r["status"] == "fail" and "values differ" in r["detail"], r
+    assert r["status"] == "fail" and "values differ (max abs error 0.5)" in r["detail"], r
     assert r["max_abs_error"] == pytest.approx(0.5)
 
 
@@ -154,6 +154,10 @@ def test_bench_shapes_and_the_missing_bench_command(opt: Path) -> None:
     assert bench_cuda.shape_args(unet, 1, 16, 32) == ["--input-shape", "x=1,3,32,32"]
     help_text = subprocess.run([str(opt), "bench", "--help"], capture_output=True, text=True).stdout
     assert bench_cuda.has_bench(opt) == ("--warmup" in help_text)
+    data = {"latency_ms": {"p50": 1.25, "p90": 1.5, "p99": 2.0}, "throughput_per_s": 790.1,
+            "cuda_graph": "replayed 109"}
+    assert bench_cuda.brief(data, "") == "p50 1.250 ms, p90 1.500, p99 2.000, 790.1 runs/s, cuda graph: replayed 109"
+    assert bench_cuda.brief({}, "runs: 3\nlatency ms: p50 1.0  p90 2.0\n") == "latency ms: p50 1.0  p90 2.0"
 
 
 def test_test_sh_refuses_an_unknown_group(tmp_path: Path) -> None:

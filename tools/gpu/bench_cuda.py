@@ -73,6 +73,20 @@ def shape_args(model: Path, batch: int, seq: int, image: int) -> list[str]:
     return args
 
 
+def brief(data: dict, stdout: str) -> str:
+    """One line of a run: latency percentiles, throughput and the CUDA graph state, from opt bench's
+    --json (its latency line where there is no JSON)."""
+    lat = data.get("latency_ms") or {}
+    if all(isinstance(lat.get(k), (int, float)) for k in ("p50", "p90", "p99")):
+        text = f"p50 {lat['p50']:.3f} ms, p90 {lat['p90']:.3f}, p99 {lat['p99']:.3f}"
+        if isinstance(data.get("throughput_per_s"), (int, float)):
+            text += f", {data['throughput_per_s']:.1f} runs/s"
+        if data.get("cuda_graph"):
+            text += f", cuda graph: {data['cuda_graph']}"
+        return text
+    return next((line.strip() for line in stdout.splitlines() if "p50" in line), "no p50 line")
+
+
 def has_bench(opt: Path) -> bool:
     """Whether opt has the bench command: without it, `opt bench --help` is the main help (bench read
     as a model path), which has no --warmup."""
@@ -130,11 +144,11 @@ def main() -> int:
                     print(f"bench: {name} {mode}: FAILED (exit {proc.returncode}): {proc.stderr.strip()[:300]}")
                     failed = 1
                     continue
-                if result.is_file():
+                data = json.loads(result.read_text()) if result.is_file() else {}
+                if data:
                     print("json: " + json.dumps({"model": name, "mode": mode, "batch": args.batch, "seq": args.seq,
-                                                 "result": json.loads(result.read_text())}))
-                latency = next((line.strip() for line in proc.stdout.splitlines() if "p50" in line), "")
-                print(f"bench: {name} {mode}: {latency or 'no p50 line'} ({took:.1f} s)")
+                                                 "result": data}))
+                print(f"bench: {name} {mode}: {brief(data, proc.stdout)} ({took:.1f} s)")
     return failed
 
 

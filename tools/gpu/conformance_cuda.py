@@ -168,7 +168,8 @@ def run_case(model_path: Path, opt: Path, device: str, unsupported: dict[str, st
     record["max_abs_error"] = max(known) if known else None
     result = conformance._compare(name, ops, names, got, expected)
     if result.outcome != "pass":
-        return done("fail", result.detail)
+        worst = f" (max abs error {record['max_abs_error']:.3g})" if record["max_abs_error"] is not None else ""
+        return done("fail", result.detail + worst)
     return done("fallback" if record["fallbacks"] else "pass")
 
 
@@ -232,7 +233,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=12, help="cases run at once (each opt run is a CUDA context)")
     parser.add_argument("--json", help="where to write the results")
     parser.add_argument("--cases", default="", help="only the cases whose name matches this regular expression")
-    parser.add_argument("--node-tests", help="the folder of test_*/model.onnx (default: ONNXOPT_SHARED/onnx-node-tests)")
+    parser.add_argument("--node-tests",
+                        help="the folder of test_*/model.onnx (default: ONNXOPT_SHARED/onnx-node-tests)")
     parser.add_argument("--opt", help="the opt binary (default: ONNXOPT_OPT, else build/bin/opt)")
     parser.add_argument("--time-limit", type=float, default=0,
                         help="seconds: cases not started by then are recorded as not-run (0: no limit)")
