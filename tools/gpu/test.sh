@@ -15,6 +15,8 @@
 #   bench        `opt bench` on the bundled transformer and CNN models, with and without CUDA graphs
 #                (bench_cuda.py); skipped with a message while opt has no bench command.
 #   all          all of the above.
+#   pytest       tests/gpu (the models and node cases as one pytest item each; -k "$GPU_PYTEST_K"
+#                when set), its output in unit.log; not part of all.
 # GPU_TEST_DEVICE=reference runs the conformance, models and bench groups on the reference device
 # instead (to test this script without a GPU); GPU_TEST_JOBS (default 12) is how many cases or
 # models those run at once. Each step has a time limit, and the whole call a
@@ -41,10 +43,10 @@ groups=("$@")
 [ "${#groups[@]}" -gt 0 ] || groups=(build unit)
 for g in "${groups[@]}"; do
   case $g in
-    build | unit | conformance | models | bench) ;;
+    build | unit | conformance | models | bench | pytest) ;;
     all) groups=(build unit conformance models bench) && break ;;
     *)
-      echo "test.sh: unknown group '$g' (build, unit, conformance, models, bench, all)" >&2
+      echo "test.sh: unknown group '$g' (build, unit, conformance, models, bench, all, pytest)" >&2
       exit 2
       ;;
   esac
@@ -203,8 +205,14 @@ bench() {
   python3 tools/gpu/bench_cuda.py --device "$device"
 }
 
+gpu_pytest() {
+  local k=()
+  [ -z "${GPU_PYTEST_K:-}" ] || k=(-k "$GPU_PYTEST_K")
+  ONNXOPT_REQUIRE_CUDA=1 python3 -m pytest -q -n "$py_jobs" tests/gpu "${k[@]}"
+}
+
 export -f gpu_info unpack_deps configure build gpu_ctest gpu_binaries memcheck unpack_data \
-  time_limit conformance models bench
+  time_limit conformance models bench gpu_pytest
 # GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
 device=${GPU_TEST_DEVICE:-cuda}
 # Cases and models run at once by the python steps (each opt process makes its own CUDA context).
@@ -236,7 +244,7 @@ else
     section unit memcheck | grep -E "ERROR SUMMARY" | sed 's/^/memcheck: /' |
       tee -a "$summary" || true
   fi
-  if wants conformance || wants models; then
+  if wants conformance || wants models || wants pytest; then
     step build data 60 unpack_data
   fi
   if wants conformance; then
@@ -247,6 +255,11 @@ else
   if wants models; then
     step models models 240 models
     section models models | grep -E "^total: " | sed 's/^total/models/' | tee -a "$summary" || true
+  fi
+  if wants pytest; then
+    step unit pytest 400 gpu_pytest
+    section unit pytest | grep -E "^[0-9]+ [a-z]+.* in [0-9.]+s" | tail -1 | sed 's/^/pytest: /' |
+      tee -a "$summary" || true
   fi
   if wants bench; then
     step bench bench 180 bench
