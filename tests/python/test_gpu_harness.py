@@ -90,6 +90,37 @@ def test_a_wrong_output_is_a_failure(opt: Path, tmp_path: Path) -> None:
     assert r["max_abs_error"] == pytest.approx(0.5)
 
 
+def test_split_batch_output() -> None:
+    text = "== case 0\noutput y\n== case 0: exit 0\n== case 1\nopt: error: x\n== case 1: exit 1\n== case 2\nhalf"
+    assert conformance_cuda.split_batch_output(text) == ({0: "output y", 1: "opt: error: x", 2: "half"},
+                                                         {0: 0, 1: 1})
+
+
+# An opt whose batch run crashes in the case of test_abs: the other cases run through the real opt,
+# one batch line at a time, with the case number of the whole batch.
+CRASHING_OPT = """#!/bin/bash
+file=$3; shift 3; n=0
+while IFS= read -r line; do
+  if [[ $line == */case1/* ]]; then echo "== case $n"; echo "== case $n" >&2; kill -SEGV $$; fi
+  printf '%s\\n' "$line" >"$file.one"
+  "$REAL_OPT" run --batch "$file.one" "$@" >"$file.out" 2>"$file.err"
+  sed "s/^== case 0/== case $n/" "$file.out"; sed "s/^== case 0/== case $n/" "$file.err" >&2
+  n=$((n + 1))
+done <"$file"
+"""
+
+
+def test_a_crash_fails_its_case_and_the_batch_goes_on(opt: Path, tmp_path: Path, monkeypatch) -> None:
+    fake = tmp_path / "opt"
+    fake.write_text(CRASHING_OPT)
+    fake.chmod(0o755)
+    monkeypatch.setenv("REAL_OPT", str(opt))
+    records = conformance_cuda.run_cases([_case("test_add"), _case("test_abs"), _case("test_not_2d")], fake,
+                                         "reference", {})
+    assert [r["status"] for r in records] == ["pass", "fail", "pass"], records
+    assert "ended with exit -11" in records[1]["detail"], records[1]
+
+
 def test_conformance_json_and_the_cuda_columns(opt: Path, tmp_path: Path) -> None:
     results = tmp_path / "conformance.json"
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu" / "conformance_cuda.py"), "--device",

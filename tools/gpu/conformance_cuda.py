@@ -52,7 +52,11 @@ import conformance  # noqa: E402
 import roundtrip_check  # noqa: E402
 from conformance_table import reference_unsupported, table_op  # noqa: E402
 
-CASE_TIMEOUT_S = 120
+# A batch that hangs is stopped after BATCH_TIMEOUT_S + CASE_TIMEOUT_S per case (or 15 s past
+# --time-limit): the case it was in fails, the cases after it run in a new batch.
+BATCH_TIMEOUT_S = 60
+CASE_TIMEOUT_S = 10
+MAX_CHUNK = 50  # cases per opt process at most
 STATUSES = ("pass", "fallback", "fail", "unsupported", "not-run")
 
 # The CUDA plan summary (Plan::summary, printed by `opt run --device cuda --stats`): one line per node
@@ -106,87 +110,193 @@ def _first_lines(text: str, n: int = 3, width: int = 400) -> str:
     return " | ".join(lines[:n])[:width]
 
 
-def run_case(model_path: Path, opt: Path, device: str, unsupported: dict[str, str]) -> dict:
-    """One case through `opt run --device DEVICE`, as a record for the JSON."""
-    start = time.monotonic()
-    name = model_path.parent.name
-    model, ops, graph_inputs, inputs, outputs, _ = conformance._load_case(model_path)
-    record = {"case": name, "op": table_op(name, ops), "ops": ops, "status": "fail", "detail": "",
-              "fallbacks": [], "max_abs_error": None, "device": ""}
+class _Case:
+    """One case on its way through a batch: its record, and what finishing it needs."""
 
-    places = [str(model_path.parent.parent) + "/"]  # paths that say nothing in a message
-
-    def done(status: str, detail: str = "") -> dict:
-        for place in places:
-            detail = detail.replace(place, "")
-        record["status"], record["detail"] = status, detail
-        record["seconds"] = round(time.monotonic() - start, 3)
-        return record
-
-    if name in unsupported:
-        return done("unsupported", f"the reference cannot run it either: {unsupported[name]}")
-    if len(inputs) != len(graph_inputs):
-        return done("fail", "harness: the case has inputs without data")
-    if any(op in conformance.RANDOM_OPS for op in ops):
-        why = conformance._random_not_comparable(model, graph_inputs, inputs, outputs)
-        if why:
-            return done("unsupported", why)
-    rebuilt = conformance._tensor_io_model(model, graph_inputs, inputs, outputs)
-    if rebuilt is None:
-        return done("fail", "harness: inputs or outputs of a kind opt run cannot take")
-    model, feeds, expected = rebuilt
-    with tempfile.TemporaryDirectory(prefix="conf_") as tmp:
-        work = Path(tmp)
-        places.append(str(work) + "/")
+    def __init__(self, model_path: Path, unsupported: dict[str, str], work: Path):
+        self.start = time.monotonic()
+        self.name = model_path.parent.name
+        model, ops, graph_inputs, inputs, outputs, _ = conformance._load_case(model_path)
+        self.ops = ops
+        self.record = {"case": self.name, "op": table_op(self.name, ops), "ops": ops, "status": "fail",
+                       "detail": "", "fallbacks": [], "max_abs_error": None, "device": ""}
+        self.places = [str(model_path.parent.parent) + "/", str(work) + "/"]  # say nothing in a message
+        self.line = ""  # the batch file's line; empty when the case is decided without running
+        self.batch_seconds = 0.0
+        if self.name in unsupported:
+            self.done("unsupported", f"the reference cannot run it either: {unsupported[self.name]}")
+            return
+        if len(inputs) != len(graph_inputs):
+            self.done("fail", "harness: the case has inputs without data")
+            return
+        if any(op in conformance.RANDOM_OPS for op in ops):
+            why = conformance._random_not_comparable(model, graph_inputs, inputs, outputs)
+            if why:
+                self.done("unsupported", why)
+                return
+        rebuilt = conformance._tensor_io_model(model, graph_inputs, inputs, outputs)
+        if rebuilt is None:
+            self.done("fail", "harness: inputs or outputs of a kind opt run cannot take")
+            return
+        model, feeds, self.expected = rebuilt
+        self.names = [o.name for o in model.graph.output]
+        work.mkdir()
         src = work / "case.onnx"
         onnx.save(model, str(src))
-        out_dir = work / "outputs"
-        out_dir.mkdir()
-        args = [str(opt), "run", str(src), "--device", device, "--save-outputs", str(out_dir),
-                "--save-format", "pb"]
+        self.out_dir = work / "outputs"
+        self.out_dir.mkdir()
+        fields = [str(src), "--save-outputs", str(self.out_dir)]
+        for input_name, path in feeds:
+            fields += ["--input", f"{input_name}={path}"]
+        if any("\t" in f or "\n" in f for f in fields):
+            self.done("fail", "harness: a path or input name holds a tab or a newline")
+            return
+        self.line = "\t".join(fields)
+
+    def done(self, status: str, detail: str = "") -> None:
+        for place in self.places:
+            detail = detail.replace(place, "")
+        self.record["status"], self.record["detail"] = status, detail
+        self.record["seconds"] = round(time.monotonic() - self.start + self.batch_seconds, 3)
+        self.line = ""
+
+    def finish(self, rc: int, stdout: str, stderr: str) -> None:
+        """The case's part of the batch output: its exit status, stdout and stderr."""
+        self.record["fallbacks"] = parse_fallbacks(stdout)
+        self.record["device"] = parse_device(stdout)
+        if rc != 0:
+            self.done("fail", f"opt run exit {rc}: {_first_lines(stderr or stdout)}")
+            return
+        got = {}
+        for o in self.names:
+            f = self.out_dir / (re.sub(r"[/\\:]", "_", o) + ".pb")
+            if not f.exists():
+                self.done("fail", f"opt run wrote no {f.name}")
+                return
+            got[o] = numpy_helper.to_array(onnx.TensorProto.FromString(f.read_bytes()))
+        errors = [max_abs_error(got[o], self.expected[o]) for o in self.names]
+        known = [e for e in errors if e is not None]
+        self.record["max_abs_error"] = max(known) if known else None
+        result = conformance._compare(self.name, self.ops, self.names, got, self.expected)
+        if result.outcome != "pass":
+            worst = self.record["max_abs_error"]
+            self.done("fail", result.detail + (f" (max abs error {worst:.3g})" if worst is not None else ""))
+            return
+        self.done("fallback" if self.record["fallbacks"] else "pass")
+
+
+_BEGIN = re.compile(r"^== case (\d+)$")
+_END = re.compile(r"^== case (\d+): exit (-?\d+)$")
+
+
+def split_batch_output(text: str) -> tuple[dict[int, str], dict[int, int]]:
+    """`opt run --batch` output (stdout or stderr) as each case's text, and the exit status of each
+    case that ended (a case that began but has no end line crashed or was stopped)."""
+    texts: dict[int, list[str]] = {}
+    ends: dict[int, int] = {}
+    current = None
+    for line in text.splitlines():
+        m = _BEGIN.match(line)
+        if m:
+            current = int(m.group(1))
+            texts[current] = []
+            continue
+        m = _END.match(line)
+        if m:
+            ends[int(m.group(1))] = int(m.group(2))
+            current = None
+            continue
+        if current is not None:
+            texts[current].append(line)
+    return {n: "\n".join(lines) for n, lines in texts.items()}, ends
+
+
+def _run_batch(cases: list[_Case], opt: Path, device: str, work: Path, deadline: float) -> None:
+    """Runs the cases in `opt run --batch` processes: one for all of them, and after a crash or a
+    hang (which fails the case it was in) another for those after it."""
+    pending = [c for c in cases if c.line]
+    attempt = 0
+    while pending:
+        if time.time() > deadline:
+            for c in pending:
+                c.done("not-run", "not run: past --time-limit")
+            return
+        batch = work / f"batch{attempt}.txt"
+        batch.write_text("".join(c.line + "\n" for c in pending))
+        args = [str(opt), "run", "--batch", str(batch), "--device", device, "--save-format", "pb"]
         if device == "cuda":
             args.append("--stats")
-        for input_name, path in feeds:
-            args += ["--input", f"{input_name}={path}"]
+        limit = min(BATCH_TIMEOUT_S + CASE_TIMEOUT_S * len(pending), max(5.0, deadline - time.time() + 15))
+        start = time.monotonic()
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, errors="replace", timeout=CASE_TIMEOUT_S)
+            stdout, stderr = proc.communicate(timeout=limit)
+            why = f"opt run --batch ended with exit {proc.returncode} in this case"
         except subprocess.TimeoutExpired:
-            return done("fail", f"opt run timed out after {CASE_TIMEOUT_S} s")
-        record["fallbacks"] = parse_fallbacks(proc.stdout)
-        record["device"] = parse_device(proc.stdout)
-        if proc.returncode != 0:
-            return done("fail", f"opt run exit {proc.returncode}: {_first_lines(proc.stderr or proc.stdout)}")
-        names = [o.name for o in model.graph.output]
-        got = {}
-        for o in names:
-            f = out_dir / (re.sub(r"[/\\:]", "_", o) + ".pb")
-            if not f.exists():
-                return done("fail", f"opt run wrote no {f.name}")
-            got[o] = numpy_helper.to_array(onnx.TensorProto.FromString(f.read_bytes()))
-    errors = [max_abs_error(got[o], expected[o]) for o in names]
-    known = [e for e in errors if e is not None]
-    record["max_abs_error"] = max(known) if known else None
-    result = conformance._compare(name, ops, names, got, expected)
-    if result.outcome != "pass":
-        worst = f" (max abs error {record['max_abs_error']:.3g})" if record["max_abs_error"] is not None else ""
-        return done("fail", result.detail + worst)
-    return done("fallback" if record["fallbacks"] else "pass")
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            why = f"opt run --batch stopped after {limit:.0f} s, in this case"
+        share = (time.monotonic() - start) / len(pending)
+        outs, ends = split_batch_output(stdout)
+        errs, _ = split_batch_output(stderr)
+        rest = []
+        for n, c in enumerate(pending):
+            c.batch_seconds = share
+            if n in ends:
+                c.finish(ends[n], outs.get(n, ""), errs.get(n, ""))
+            elif n in outs or n in errs:
+                c.done("fail", f"{why}: {_first_lines(errs.get(n, '') or outs.get(n, ''))}")
+            else:
+                rest.append(c)
+        if len(rest) == len(pending):  # no case began: the batch itself failed
+            for c in rest:
+                c.done("fail", f"opt run --batch exit {proc.returncode}: {_first_lines(stderr or stdout)}")
+            return
+        pending = rest
+        attempt += 1
 
 
-def _run_one(job: tuple[str, str, str, dict, float]) -> dict:
-    path, opt, device, unsupported, deadline = job
+def run_cases(model_paths: list[Path], opt: Path, device: str, unsupported: dict[str, str],
+              deadline: float = float("inf")) -> list[dict]:
+    """The cases through `opt run --batch --device DEVICE` (one process, one CUDA context), as
+    records for the JSON, in order."""
+    with tempfile.TemporaryDirectory(prefix="conf_") as tmp:
+        work = Path(tmp)
+        cases = []
+        for k, path in enumerate(model_paths):
+            try:
+                cases.append(_Case(path, unsupported, work / f"case{k}"))
+            except Exception as e:  # noqa: BLE001 - a harness error is that case's failure, not the run's
+                cases.append(_harness_error(path, e))
+        _run_batch([c for c in cases if isinstance(c, _Case)], opt, device, work, deadline)
+        return [c.record if isinstance(c, _Case) else c for c in cases]
+
+
+def run_case(model_path: Path, opt: Path, device: str, unsupported: dict[str, str]) -> dict:
+    """One case through `opt run --device DEVICE`, as a record for the JSON."""
+    return run_cases([model_path], opt, device, unsupported)[0]
+
+
+def _harness_error(path: Path, e: Exception) -> dict:
+    return {"case": path.parent.name, "op": "(harness)", "ops": [], "status": "fail", "fallbacks": [],
+            "max_abs_error": None, "device": "", "seconds": 0.0, "detail": f"harness: {type(e).__name__}: {e}"[:400]}
+
+
+def _run_chunk(job: tuple[list[str], str, str, dict, float]) -> list[dict]:
+    paths, opt, device, unsupported, deadline = job
     if time.time() > deadline:
-        name = Path(path).parent.name
-        ops = conformance._ops(onnx.load(path))
-        return {"case": name, "op": table_op(name, ops), "ops": ops, "status": "not-run", "fallbacks": [],
-                "max_abs_error": None, "device": "", "seconds": 0.0, "detail": "not run: past --time-limit"}
+        records = []
+        for path in paths:
+            name = Path(path).parent.name
+            ops = conformance._ops(onnx.load(path))
+            records.append({"case": name, "op": table_op(name, ops), "ops": ops, "status": "not-run",
+                            "fallbacks": [], "max_abs_error": None, "device": "", "seconds": 0.0,
+                            "detail": "not run: past --time-limit"})
+        return records
     try:
-        return run_case(Path(path), Path(opt), device, unsupported)
-    except Exception as e:  # noqa: BLE001 - a harness error is that case's failure, not the run's
-        name = Path(path).parent.name
-        return {"case": name, "op": "(harness)", "ops": [], "status": "fail", "fallbacks": [],
-                "max_abs_error": None, "device": "", "seconds": 0.0,
-                "detail": f"harness: {type(e).__name__}: {e}"[:400]}
+        return run_cases([Path(p) for p in paths], Path(opt), device, unsupported, deadline)
+    except Exception as e:  # noqa: BLE001 - a harness error fails the chunk's cases, not the run
+        return [_harness_error(Path(p), e) for p in paths]
 
 
 def summarize(records: list[dict]) -> dict:
@@ -251,9 +361,13 @@ def main() -> int:
         return 1
     unsupported = reference_unsupported()
     start = time.monotonic()
-    jobs = [(str(p), str(opt), args.device, unsupported, deadline) for p in paths]
+    # Chunks of cases, one `opt run --batch` process each (a process start with its CUDA context and
+    # libraries costs seconds on the GPU machine, a case tens of milliseconds); four per worker.
+    size = max(1, min(MAX_CHUNK, -(-len(paths) // (4 * max(1, args.jobs)))))
+    jobs = [([str(p) for p in paths[k:k + size]], str(opt), args.device, unsupported, deadline)
+            for k in range(0, len(paths), size)]
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        records = list(pool.map(_run_one, jobs, chunksize=4))
+        records = [r for chunk in pool.map(_run_chunk, jobs) for r in chunk]
     seconds = time.monotonic() - start
     summary = summarize(records)
     print(report(records, summary, seconds))
