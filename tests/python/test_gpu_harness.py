@@ -98,10 +98,17 @@ def test_split_batch_output() -> None:
 
 # An opt whose batch run crashes in the case of test_abs: the other cases run through the real opt,
 # one batch line at a time, with the case number of the whole batch.
+# With POISON set it fails case1 with a CUDA error instead, and every later case of that process
+# as a sticky CUDA error would.
 CRASHING_OPT = """#!/bin/bash
-file=$3; shift 3; n=0
+file=$3; shift 3; n=0; poisoned=
 while IFS= read -r line; do
-  if [[ $line == */case1/* ]]; then echo "== case $n"; echo "== case $n" >&2; kill -SEGV $$; fi
+  if [[ $line == */case1/* || -n $poisoned ]]; then
+    echo "== case $n"; echo "== case $n" >&2
+    [ -n "${POISON:-}" ] || kill -SEGV $$
+    echo "opt: error: cuda: cudaErrorIllegalAddress" >&2; echo "== case $n: exit 1"; echo "== case $n: exit 1" >&2
+    poisoned=1; n=$((n + 1)); continue
+  fi
   printf '%s\\n' "$line" >"$file.one"
   "$REAL_OPT" run --batch "$file.one" "$@" >"$file.out" 2>"$file.err"
   sed "s/^== case 0/== case $n/" "$file.out"; sed "s/^== case 0/== case $n/" "$file.err" >&2
@@ -119,6 +126,12 @@ def test_a_crash_fails_its_case_and_the_batch_goes_on(opt: Path, tmp_path: Path,
                                          "reference", {})
     assert [r["status"] for r in records] == ["pass", "fail", "pass"], records
     assert "ended with exit -11" in records[1]["detail"], records[1]
+    # A CUDA error may leave the context unusable: the cases after it run in a new process.
+    monkeypatch.setenv("POISON", "1")
+    records = conformance_cuda.run_cases([_case("test_add"), _case("test_abs"), _case("test_not_2d")], fake,
+                                         "reference", {})
+    assert [r["status"] for r in records] == ["pass", "fail", "pass"], records
+    assert "cudaErrorIllegalAddress" in records[1]["detail"], records[1]
 
 
 def test_conformance_json_and_the_cuda_columns(opt: Path, tmp_path: Path) -> None:
