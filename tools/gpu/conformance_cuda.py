@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """ONNX node-test conformance of the CUDA runtime (issue 16's acceptance): every case of ONNX's node
 tests as `opt run CASE --device cuda --stats` on the case's input_*.pb files (many cases per process,
-through `opt run --batch`: one CUDA context for a chunk of cases), the outputs saved as .pb and compared with output_*.pb at the tolerances tests/python/conformance.py uses (its own
-comparison: rtol 1e-3, atol 1e-7 for floats, exact otherwise). Plain python3 + numpy + onnx (no
+through `opt run --batch`: one CUDA context for a chunk of cases), the outputs saved as .pb and
+compared with output_*.pb at the tolerances tests/python/conformance.py uses (its own comparison:
+rtol 1e-3, atol 1e-7 for floats, exact otherwise). Plain python3 + numpy + onnx (no
 pytest), so that it runs on the GPU machine; tools/gpu/test.sh's `conformance` group calls it.
 
 Each case is one of:
