@@ -90,6 +90,24 @@ def test_a_wrong_output_is_a_failure(opt: Path, tmp_path: Path) -> None:
     assert r["max_abs_error"] == pytest.approx(0.5)
 
 
+def test_opt_run_batch_runs_every_line(opt: Path, tmp_path: Path) -> None:
+    case = _case("test_abs").parent
+    good = f"{case / 'model.onnx'}\t--input\tx={case / 'test_data_set_0' / 'input_0.pb'}\t--save-outputs\t{tmp_path}"
+    batch = tmp_path / "batch.txt"
+    batch.write_text(f"{good}\n{case / 'model.onnx'}\t--bogus\tx\n{tmp_path / 'missing.onnx'}\n\n{good}\n")
+    proc = subprocess.run([str(opt), "run", "--batch", str(batch), "--save-format", "pb"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    outs, ends = conformance_cuda.split_batch_output(proc.stdout)
+    errs, _ = conformance_cuda.split_batch_output(proc.stderr)
+    assert ends == {0: 0, 1: 2, 2: 1, 3: 0}  # the empty line is no case
+    assert outs[0].startswith("output y: float[3,4,5]") and outs[3] == outs[0]
+    assert "--bogus is not a case option" in errs[1] and "missing.onnx" in errs[2]
+    assert (tmp_path / "y.pb").is_file()
+    proc = subprocess.run([str(opt), "run"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "no model (give MODEL or --batch FILE)" in proc.stderr
+
+
 def test_split_batch_output() -> None:
     text = "== case 0\noutput y\n== case 0: exit 0\n== case 1\nopt: error: x\n== case 1: exit 1\n== case 2\nhalf"
     assert conformance_cuda.split_batch_output(text) == ({0: "output y", 1: "opt: error: x", 2: "half"},
