@@ -10,7 +10,7 @@ lists no --warmup), it says so and exits 0.
 
 Prints opt bench's own output per run, its --json result as one `json:` line, and one
 `bench: MODEL MODE: ...` line per run (the latency line of the output) that the summary collects.
-Exit status 1 when a run fails.
+Exit status 1 when a run fails or is not run (--time-limit: runs not started by then).
 """
 
 from __future__ import annotations
@@ -104,7 +104,10 @@ def main() -> int:
     parser.add_argument("--image", type=int, default=64, help="H and W of tiny_unet")
     parser.add_argument("--models", default="", help="only the models whose folder matches this regular expression")
     parser.add_argument("--opt", help="the opt binary (default: ONNXOPT_OPT, else build/bin/opt)")
+    parser.add_argument("--time-limit", type=float, default=0,
+                        help="seconds: runs not started by then are reported as not run (0: no limit)")
     args = parser.parse_args()
+    deadline = time.monotonic() + args.time_limit if args.time_limit > 0 else float("inf")
     opt = Path(args.opt) if args.opt else roundtrip_check.opt_path()
     roundtrip_check.require_opt(opt)
     if not has_bench(opt):
@@ -125,6 +128,10 @@ def main() -> int:
                 continue
             shapes = shape_args(model, args.batch, args.seq, args.image)
             for mode, flags in (("graph", []), ("eager", ["--no-cuda-graph"])):
+                if time.monotonic() > deadline:
+                    print(f"bench: {name} {mode}: NOT RUN (past --time-limit)")
+                    failed = 1
+                    continue
                 result = work / "bench.json"
                 result.unlink(missing_ok=True)
                 cmd = [str(opt), "bench", str(optimized), "--device", args.device, "--warmup", str(args.warmup),
@@ -133,9 +140,9 @@ def main() -> int:
                 start = time.monotonic()
                 try:
                     proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
-                                          timeout=RUN_TIMEOUT_S)
+                                          timeout=min(RUN_TIMEOUT_S, max(5.0, deadline - time.monotonic() + 10)))
                 except subprocess.TimeoutExpired:
-                    print(f"bench: {name} {mode}: FAILED: timed out after {RUN_TIMEOUT_S} s")
+                    print(f"bench: {name} {mode}: FAILED: timed out")
                     failed = 1
                     continue
                 took = time.monotonic() - start

@@ -202,7 +202,7 @@ models() {
 }
 
 bench() {
-  python3 tools/gpu/bench_cuda.py --device "$device"
+  python3 tools/gpu/bench_cuda.py --device "$device" --time-limit "$(time_limit 20)"
 }
 
 gpu_pytest() {
