@@ -3,13 +3,14 @@
 models/tiny_unet) for issue 16's closing note: each model optimized as the golden manifest says
 (-O2, with --target-opset 23 for the transformers), then benchmarked in fp32 with CUDA graphs and
 without (--no-cuda-graph), at batch --batch and sequence --seq (the models' dynamic dims).
-Plain python3; tools/gpu/test.sh's `bench` group calls it. While opt has no `bench` command (`opt bench --help`
-lists no --warmup), it says so and exits 0.
+Plain python3; tools/gpu/test.sh's `bench` group calls it. While opt has no `bench` command
+(`opt bench --help` lists no --warmup), it says so and exits 0.
 
     python3 tools/gpu/bench_cuda.py --device cuda [--warmup 10 --iters 100 --batch 1 --seq 128]
 
 Prints opt bench's own output per run, its --json result as one `json:` line, and one
-`bench: MODEL MODE: ...` line per run (the latency line of the output) that the summary collects.
+`benchmark: MODEL MODE: ...` line per run (p50/p90/p99, runs/s, CUDA graph state) that the
+summary collects. On the reference device (for testing) each model runs once, in the mode "reference".
 Exit status 1 when a run fails or is not run (--time-limit: runs not started by then).
 """
 
@@ -111,7 +112,7 @@ def main() -> int:
     opt = Path(args.opt) if args.opt else roundtrip_check.opt_path()
     roundtrip_check.require_opt(opt)
     if not has_bench(opt):
-        print("bench: skipped: this opt has no bench command yet (`opt bench --help` lists no --warmup)")
+        print("benchmark: skipped: this opt has no bench command yet (`opt bench --help` lists no --warmup)")
         return 0
     models = [m for m in bench_models() if re.search(args.models, m.parent.relative_to(ROOT).as_posix())]
     failed = 0
@@ -123,13 +124,15 @@ def main() -> int:
             proc = subprocess.run([str(opt), str(model), "-o", str(optimized), *optimize_args(model)],
                                   capture_output=True, text=True, errors="replace")
             if proc.returncode != 0:
-                print(f"bench: {name}: FAILED to optimize: {proc.stderr.strip()[:300]}")
+                print(f"benchmark: {name}: FAILED to optimize: {proc.stderr.strip()[:300]}")
                 failed = 1
                 continue
             shapes = shape_args(model, args.batch, args.seq, args.image)
-            for mode, flags in (("graph", []), ("eager", ["--no-cuda-graph"])):
+            # CUDA graphs are the cuda device's: the reference device has one mode.
+            modes = [("graph", []), ("eager", ["--no-cuda-graph"])] if args.device == "cuda" else [(args.device, [])]
+            for mode, flags in modes:
                 if time.monotonic() > deadline:
-                    print(f"bench: {name} {mode}: NOT RUN (past --time-limit)")
+                    print(f"benchmark: {name} {mode}: NOT RUN (past --time-limit)")
                     failed = 1
                     continue
                 result = work / "bench.json"
@@ -142,20 +145,20 @@ def main() -> int:
                     proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                                           timeout=min(RUN_TIMEOUT_S, max(5.0, deadline - time.monotonic() + 10)))
                 except subprocess.TimeoutExpired:
-                    print(f"bench: {name} {mode}: FAILED: timed out")
+                    print(f"benchmark: {name} {mode}: FAILED: timed out")
                     failed = 1
                     continue
                 took = time.monotonic() - start
                 print(proc.stdout.rstrip())
                 if proc.returncode != 0:
-                    print(f"bench: {name} {mode}: FAILED (exit {proc.returncode}): {proc.stderr.strip()[:300]}")
+                    print(f"benchmark: {name} {mode}: FAILED (exit {proc.returncode}): {proc.stderr.strip()[:300]}")
                     failed = 1
                     continue
                 data = json.loads(result.read_text()) if result.is_file() else {}
                 if data:
                     print("json: " + json.dumps({"model": name, "mode": mode, "batch": args.batch, "seq": args.seq,
                                                  "result": data}))
-                print(f"bench: {name} {mode}: {brief(data, proc.stdout)} ({took:.1f} s)")
+                print(f"benchmark: {name} {mode}: {brief(data, proc.stdout)} ({took:.1f} s)")
     return failed
 
 

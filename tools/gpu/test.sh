@@ -263,7 +263,7 @@ else
   fi
   if wants bench; then
     step bench bench 180 bench
-    section bench bench | grep -E "^bench: " | tee -a "$summary" || true
+    section bench bench | grep -E "^benchmark: " | tee -a "$summary" || true
   fi
 fi
 count=$(find "$out" -type f | wc -l)
