@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Here, before a run on the GPU machine: copies the Debian packages the build needs there
-# (../shared/gpu/debs, see ../shared/gpu/README.md) into the ignored folder .gpu/debs, which the
-# device call carries (../shared does not travel). Then, through the device tool:
-#   run(command="bash tools/gpu/test.sh", carry=[".gpu"], timeout_s=600)
+# Here, before a run on the GPU machine: packs what the run needs there into the ignored folder
+# .gpu/, which the device call carries (../shared does not travel):
+#   .gpu/debs/*.deb               the Debian packages the build needs (../shared/gpu/debs, see
+#                                 ../shared/gpu/README.md)
+#   .gpu/onnx-node-tests.tar.xz   ../shared/onnx-node-tests (the conformance group's cases)
+#   .gpu/models-real.tar.xz       ../shared/models/real (part of the models group's corpus)
+# A tarball newer than every file of its source is kept (xz takes a minute on a busy machine).
+# Then, through the device tool:
+#   run(command="bash tools/gpu/test.sh [GROUP...]", carry=[".gpu"], timeout_s=600)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-shared=${ONNXOPT_SHARED_DIR:-$root/../shared}
+shared=${ONNXOPT_SHARED_DIR:-${ONNXOPT_SHARED:-$root/../shared}}
 [ -d "$shared/gpu/debs" ] || shared=/work/shared
 src=$shared/gpu/debs
 if ! ls "$src"/*.deb >/dev/null 2>&1; then
@@ -15,4 +20,23 @@ fi
 mkdir -p "$root/.gpu/debs"
 rm -f "$root/.gpu/debs"/*.deb
 cp "$src"/*.deb "$root/.gpu/debs/"
-echo "prepare.sh: $(ls "$root/.gpu/debs" | wc -l) packages ($(du -sh "$root/.gpu" | cut -f1)) in .gpu/debs"
+echo "prepare.sh: $(find "$root/.gpu/debs" -name '*.deb' | wc -l) packages in .gpu/debs"
+
+# pack NAME PARENT DIR: PARENT/DIR as .gpu/NAME.tar.xz, unless that is newer than all of it.
+pack() {
+  local tarball=$root/.gpu/$1.tar.xz parent=$2 dir=$3
+  if [ ! -d "$parent/$dir" ]; then
+    echo "prepare.sh: $parent/$dir not found (set ONNXOPT_SHARED_DIR to the shared folder)" >&2
+    exit 1
+  fi
+  if [ -f "$tarball" ] && [ -z "$(find "$parent/$dir" -newer "$tarball" -print -quit)" ]; then
+    echo "prepare.sh: $tarball is up to date"
+    return 0
+  fi
+  tar -C "$parent" -cf - "$dir" | xz -T2 -6 >"$tarball.tmp"
+  mv "$tarball.tmp" "$tarball"
+  echo "prepare.sh: $tarball ($(du -h "$tarball" | cut -f1))"
+}
+pack onnx-node-tests "$shared" onnx-node-tests
+pack models-real "$shared/models" real
+echo "prepare.sh: .gpu holds $(du -sh "$root/.gpu" | cut -f1) (the device call carries 64 MiB with the tree)"

@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
-# On the GPU machine (through the device tool, from the repository root, after tools/gpu/prepare.sh
-# here):   run(command="bash tools/gpu/test.sh", carry=[".gpu"], timeout_s=600)
-# Unpacks the carried Debian packages (.gpu/debs) into /opt/deps as ../shared/gpu/deps.sh does,
-# configures build-gpu for sm_90 with CUDA on, builds only the test binaries, runs the host-side
-# CUDA tests, `ctest -L gpu` (ONNXOPT_REQUIRE_CUDA=1: a missing device fails instead of skipping)
-# and compute-sanitizer memcheck on every gpu test binary. Every step's log goes to $OUT (8 files
-# at most: summary.txt and one log per step), also when a step fails; the exit status is 1 when
-# any step failed. Each step has a time limit, so that the whole stays well inside 10 minutes.
+# The GPU test suite, on the GPU machine (through the device tool, from the repository root, after
+# tools/gpu/prepare.sh here):
+#   run(command="bash tools/gpu/test.sh [GROUP...]", carry=[".gpu"], timeout_s=600)
+# GROUPs (default: build unit):
+#   build        nvidia-smi; unpacks the carried Debian packages (.gpu/debs) into /opt/deps as
+#                ../shared/gpu/deps.sh does; configures build-gpu for sm_90 with CUDA on; builds the
+#                test binaries and opt. Always runs first when any other group is asked for
+#                (incremental: seconds when build-gpu is up to date).
+#   unit         the host-side CUDA tests, `ctest -L gpu` (ONNXOPT_REQUIRE_CUDA=1: a missing device
+#                fails instead of skipping) and compute-sanitizer memcheck on every gpu test binary.
+#   conformance  every ONNX node test case through `opt run --device cuda` (conformance_cuda.py).
+#   models       every model of the corpus at -O2, `opt check --runner cuda --against reference`
+#                (models_cuda.py).
+#   bench        `opt bench` on the bundled transformer and CNN models, with and without CUDA graphs
+#                (bench_cuda.py); skipped with a message while opt has no bench command.
+#   all          all of the above.
+#   pytest       tests/gpu (the models and node cases as one pytest item each; -k "$GPU_PYTEST_K"
+#                when set), its output in unit.log; not part of all.
+# GPU_TEST_DEVICE=reference runs the conformance, models and bench groups on the reference device
+# instead (to test this script without a GPU); GPU_TEST_JOBS (default 12) is how many cases or
+# models those run at once. Each step has a time limit, and the whole call a
+# budget (TEST_BUDGET_S, default 570 s): a step gets at most what is left of it, and one with no
+# time left is reported as skipped, so the call ends inside the device tool's 10 minutes with every
+# log written. Files in $OUT (8 at most, the device tool's limit): summary.txt (one line per step,
+# the totals, result: PASS or FAIL), one log per group (build.log, unit.log, conformance.log,
+# models.log, bench.log) and the JSON results (conformance.json, models.json). The exit status is 1
+# when any step failed or was skipped.
 # shellcheck disable=SC2317  # the steps are functions run through `step`
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,26 +36,64 @@ summary=$out/summary.txt
 : >"$summary"
 failed=0
 jobs=$(nproc 2>/dev/null || echo 16)
+budget=${TEST_BUDGET_S:-570}
+started=$(date +%s)
 
-# step NAME LIMIT_S COMMAND...: runs COMMAND with its output in $out/NAME.log, and one line in the
-# summary; a failure is recorded, not fatal, so that later steps' logs and the summary still exist.
+groups=("$@")
+[ "${#groups[@]}" -gt 0 ] || groups=(build unit)
+for g in "${groups[@]}"; do
+  case $g in
+    build | unit | conformance | models | bench | pytest) ;;
+    all) groups=(build unit conformance models bench) && break ;;
+    *)
+      echo "test.sh: unknown group '$g' (build, unit, conformance, models, bench, all, pytest)" >&2
+      exit 2
+      ;;
+  esac
+done
+wants() {
+  local g
+  for g in "${groups[@]}"; do [ "$g" = "$1" ] && return 0; done
+  return 1
+}
+
+# step GROUP NAME LIMIT_S COMMAND...: runs COMMAND with its output appended to $out/GROUP.log under
+# a header, and writes one line in the summary; a failure is recorded, not fatal, so that later
+# steps' logs and the summary still exist. The limit is cut to what is left of the budget.
 step() {
-  local name=$1 limit=$2
-  shift 2
+  local group=$1 name=$2 limit=$3
+  shift 3
+  local log=$out/$group.log left
+  left=$((budget - ($(date +%s) - started)))
+  if [ "$left" -lt 20 ]; then
+    echo "$name: SKIPPED (no time left of the ${budget} s budget)" | tee -a "$summary"
+    echo "== $name: skipped, no time left of the ${budget} s budget" >>"$log"
+    failed=1
+    return 0
+  fi
+  [ "$limit" -le $((left - 10)) ] || limit=$((left - 10))
+  echo "== $name (limit ${limit} s): $*" >>"$log"
   local start rc=0
   start=$(date +%s)
   # The steps are functions: exported below, run in a bash of their own under the time limit.
-  timeout --kill-after=10 "$limit" bash -c 'set -euo pipefail; "$@"' step "$@" \
-    >"$out/$name.log" 2>&1 || rc=$?
+  STEP_LIMIT=$limit timeout --kill-after=10 "$limit" bash -c 'set -euo pipefail; "$@"' step "$@" \
+    >>"$log" 2>&1 || rc=$?
   local took=$(($(date +%s) - start))
   if [ "$rc" -eq 0 ]; then
     echo "$name: ok (${took} s)" | tee -a "$summary"
   else
     [ "$rc" -eq 124 ] && rc="124, timed out after ${limit} s"
-    echo "$name: FAILED (rc $rc, ${took} s; see $name.log)" | tee -a "$summary"
+    echo "$name: FAILED (rc $rc, ${took} s; see $group.log)" | tee -a "$summary"
     failed=1
   fi
+  echo "== $name: rc $rc, ${took} s" >>"$log"
   return 0
+}
+
+# section GROUP NAME: the lines step NAME wrote into GROUP.log.
+section() {
+  awk -v name="$2" '$0 ~ "^== " name " \\(limit" {on = 1; next} $0 ~ "^== " name ": " {on = 0} on' \
+    "$out/$1.log"
 }
 
 gpu_info() {
@@ -99,29 +156,119 @@ memcheck() {
   return "$rc"
 }
 
-export -f gpu_info unpack_deps configure build gpu_ctest gpu_binaries memcheck
-export jobs
+# The carried data (prepare.sh): the ONNX node tests and the shared real models, unpacked into
+# .gpu/shared, which ONNXOPT_SHARED points the python scripts to; kept on a warm machine while the
+# tarball is the same (a stamp of its size and time).
+unpack_data() {
+  mkdir -p .gpu/shared/models
+  local name dest dir stamp
+  for name in onnx-node-tests models-real; do
+    if [ ! -f ".gpu/$name.tar.xz" ]; then
+      echo "no .gpu/$name.tar.xz: run tools/gpu/prepare.sh here before the device call"
+      return 1
+    fi
+    dest=.gpu/shared dir=onnx-node-tests
+    [ "$name" = models-real ] && dest=.gpu/shared/models dir=real
+    stamp=$(stat -c %s-%Y ".gpu/$name.tar.xz")
+    if [ "$(cat ".gpu/shared/$name.stamp" 2>/dev/null)" = "$stamp" ]; then
+      echo "$name: unpacked already"
+      continue
+    fi
+    rm -rf "${dest:?}/${dir:?}" ".gpu/shared/$name.stamp"
+    tar -C "$dest" -xJf ".gpu/$name.tar.xz"
+    echo "$stamp" >".gpu/shared/$name.stamp"
+  done
+  echo "node test cases: $(find .gpu/shared/onnx-node-tests -name model.onnx | wc -l)"
+  echo "real models: $(find .gpu/shared/models/real -name '*.onnx' | wc -l)"
+  python3 -c 'import onnx, numpy; print("onnx", onnx.__version__, "numpy", numpy.__version__)'
+}
+
+# time_limit MARGIN: the seconds a python step may start cases in (its limit less MARGIN, at least 1).
+time_limit() {
+  local t=$((STEP_LIMIT - $1))
+  echo $((t > 0 ? t : 1))
+}
+
+# The python steps stop starting cases before the step's limit (30 s: a node case takes seconds;
+# 60 s: a model's reference side can take half a minute), so that their JSON is written.
+conformance() {
+  python3 tools/gpu/conformance_cuda.py --device "$device" --jobs "$py_jobs" \
+    --json "$out/conformance.json" --time-limit "$(time_limit 30)"
+}
+
+models() {
+  python3 tools/gpu/models_cuda.py --runner "$device" --against reference --jobs "$py_jobs" \
+    --json "$out/models.json" --time-limit "$(time_limit 60)"
+}
+
+bench() {
+  python3 tools/gpu/bench_cuda.py --device "$device" --time-limit "$(time_limit 20)"
+}
+
+gpu_pytest() {
+  local k=()
+  [ -z "${GPU_PYTEST_K:-}" ] || k=(-k "$GPU_PYTEST_K")
+  ONNXOPT_REQUIRE_CUDA=1 python3 -m pytest -q -n "$py_jobs" tests/gpu "${k[@]}"
+}
+
+export -f gpu_info unpack_deps configure build gpu_ctest gpu_binaries memcheck unpack_data \
+  time_limit conformance models bench gpu_pytest
+# GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
+device=${GPU_TEST_DEVICE:-cuda}
+# Cases and models run at once by the python steps (each opt process makes its own CUDA context).
+py_jobs=${GPU_TEST_JOBS:-12}
+export jobs out device py_jobs
 export PATH=/opt/deps/usr/bin:/opt/deps/usr/lib/llvm-14/bin:/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export ONNXOPT_OPT=$root/build-gpu/bin/opt ONNXOPT_SHARED=$root/.gpu/shared PYTHONUNBUFFERED=1
 
-step gpu 30 gpu_info
+echo "groups: ${groups[*]} (budget ${budget} s)" | tee -a "$summary"
+step build gpu 30 gpu_info
 echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)" |
   tee -a "$summary"
-step deps 60 unpack_deps
-step configure 120 configure
-step build 300 build
-if [ -x build-gpu/bin/cuda_kernel_tests ]; then
-  step host 60 build-gpu/bin/cuda_host_tests --gtest_brief=1
-  step ctest 180 gpu_ctest
-  step memcheck 240 memcheck
-  grep -E "\[  PASSED  \]|\[  FAILED  \] [0-9]+ test" "$out/ctest.log" | sed 's/^[0-9]*: /gtest: /' |
-    tee -a "$summary" || true
-  grep -E "tests passed|tests failed" "$out/ctest.log" | tail -1 | sed 's/^/ctest: /' |
-    tee -a "$summary" || true
-  grep -E "ERROR SUMMARY" "$out/memcheck.log" | sed 's/^/memcheck: /' | tee -a "$summary" || true
-else
+step build deps 60 unpack_deps
+step build configure 120 configure
+step build build 300 build
+if [ ! -x build-gpu/bin/opt ] || [ ! -x build-gpu/bin/cuda_kernel_tests ]; then
   echo "tests: not run (the build failed)" | tee -a "$summary"
   failed=1
+else
+  if wants unit; then
+    step unit host 60 build-gpu/bin/cuda_host_tests --gtest_brief=1
+    step unit ctest 180 gpu_ctest
+    step unit memcheck 240 memcheck
+    section unit ctest | grep -E "\[  PASSED  \]|\[  FAILED  \] [0-9]+ test" |
+      sed 's/^[0-9]*: /gtest: /' | tee -a "$summary" || true
+    section unit ctest | grep -E "tests passed|tests failed" | tail -1 | sed 's/^/ctest: /' |
+      tee -a "$summary" || true
+    section unit memcheck | grep -E "ERROR SUMMARY" | sed 's/^/memcheck: /' |
+      tee -a "$summary" || true
+  fi
+  if wants conformance || wants models || wants pytest; then
+    step build data 60 unpack_data
+  fi
+  if wants conformance; then
+    step conformance conformance 300 conformance
+    section conformance conformance | grep -E "^total: " | sed 's/^total/conformance/' |
+      tee -a "$summary" || true
+  fi
+  if wants models; then
+    step models models 240 models
+    section models models | grep -E "^total: " | sed 's/^total/models/' | tee -a "$summary" || true
+  fi
+  if wants pytest; then
+    step unit pytest 400 gpu_pytest
+    section unit pytest | grep -E "^[0-9]+ [a-z]+.* in [0-9.]+s" | tail -1 | sed 's/^/pytest: /' |
+      tee -a "$summary" || true
+  fi
+  if wants bench; then
+    step bench bench 180 bench
+    section bench bench | grep -E "^benchmark: " | tee -a "$summary" || true
+  fi
 fi
+count=$(find "$out" -type f | wc -l)
+[ "$count" -le 8 ] || echo "warning: $count files in \$OUT, the device tool returns 8" |
+  tee -a "$summary"
+echo "time: $(($(date +%s) - started)) s" | tee -a "$summary"
 echo "result: $([ "$failed" -eq 0 ] && echo PASS || echo FAIL)" | tee -a "$summary"
 exit "$failed"

@@ -71,6 +71,7 @@ struct CheckCommandOptions {
 /// `opt run MODEL` (run_command.cc).
 struct RunCommandOptions {
   std::string model;
+  std::string batch;  // --batch FILE: the cases of FILE instead of one model (run_batch.h)
   std::vector<std::string> inputs;  // NAME=FILE
   std::vector<std::string> shapes;  // NAME=d0,d1,...
   uint64_t seed = 0;

@@ -162,6 +162,9 @@ StatusOr<kernels::HostTensor> readTensorFile(const std::string& path) {
   kernels::HostTensor h = bridge::toHost(t);
   if (h.dtype != DataType::kString) {
     ASSIGN_OR_RETURN(uint64_t bytes, checkedByteSize(h.dims, h.dtype, path));
+    // Sub-byte types (int4, uint4, int2, float4e2m1) are packed, as in raw_data: checkedByteSize
+    // counts one byte per element for them.
+    if (int bits = dataTypeBits(h.dtype); bits > 0 && bits < 8) bytes = (bytes * bits + 7) / 8;
     if (bytes != h.bytes.size()) {
       return invalidArgument("{}: the tensor has {} bytes, its shape [{}] needs {}", path,
                              h.bytes.size(), fmt::join(h.dims, ","), bytes);

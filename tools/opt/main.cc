@@ -10,6 +10,7 @@
 #include "onnxopt/passes/registry.h"
 #include "opt_main.h"
 #include "ort_executor.h"
+#include "run_batch.h"
 
 namespace onnxopt::tools {
 namespace {
@@ -154,7 +155,13 @@ CLI::App* addRunCommand(CLI::App& app, RunCommandOptions& opts) {
       "run",
       "Run a model on the CPU reference kernels, or on a GPU with --device cuda (given or "
       "seeded random inputs), and print a summary of each output");
-  cmd->add_option("model", opts.model, "Model to run")->required();
+  CLI::Option* model = cmd->add_option("model", opts.model, "Model to run");
+  cmd->add_option("--batch", opts.batch,
+                  "FILE: run its cases (one a line: MODEL, then --input, --input-shape, --seed and "
+                  "--save-outputs, tab-separated) in this one process, each framed by '== case N' "
+                  "and '== case N: exit RC' lines on stdout and stderr; the other options apply to "
+                  "every case")
+      ->excludes(model);
   cmd->add_option("--input", opts.inputs, "NAME=FILE: an input from .npy or TensorProto .pb");
   cmd->add_option("--input-shape", opts.shapes,
                   "NAME=d0,d1,...: the shape of a random input with dynamic dims");
@@ -229,6 +236,11 @@ int optMain(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : kExitUsage;
+  }
+  if (*run_cmd && !run_opts.batch.empty()) return runBatchCommand(run_opts);
+  if (*run_cmd && run_opts.model.empty()) {
+    fmt::print(stderr, "opt: error: opt run: no model (give MODEL or --batch FILE)\n");
+    return kExitUsage;
   }
   if (*check_cmd) {
     const std::string& checked =

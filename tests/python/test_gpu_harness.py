@@ -1,0 +1,235 @@
+"""The GPU harness's own logic (tools/gpu/*.py, tools/conformance_table.py's CUDA columns), on the
+reference device so that it runs without a GPU: parsing the CUDA plan summary, the error measure,
+the node-case verdicts (pass, unsupported, and fail for a wrong expected output), the model runner
+(a pass and a NOT_RUNNABLE model), the table's CUDA columns from a JSON, the bench script's shapes,
+and test.sh's argument check and shellcheck."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+import roundtrip_check
+
+ROOT = roundtrip_check.REPO_ROOT
+sys.path.insert(0, str(ROOT / "tools" / "gpu"))
+sys.path.insert(0, str(ROOT / "tools"))
+import bench_cuda  # noqa: E402
+import conformance_cuda  # noqa: E402
+import conformance_table  # noqa: E402
+import models_cuda  # noqa: E402
+
+NODE_TESTS = roundtrip_check.shared_dir() / "onnx-node-tests"
+
+SUMMARY = """device NVIDIA H200 (compute 9.0)
+plan: 4 nodes: 1 device, 0 host (0 folded), 3 cpu-fallback, 0 view; 8 steps, 4 copies
+memory: arena 256 bytes, intermediates 512 bytes (saved 50%), host arena 64 bytes, weights 0 bytes
+fallback: node 'enc/gather' (GatherElements): no GatherElements kernel
+fallback: node Add producing 'y': int8 is not supported
+fallback: node Loop: subgraphs run on the CPU
+dynamic: node NonZero producing 'nz'
+"""
+
+
+def test_parse_fallbacks_reads_every_node_form() -> None:
+    assert conformance_cuda.parse_fallbacks(SUMMARY) == [
+        {"node": "enc/gather", "op": "GatherElements", "reason": "no GatherElements kernel"},
+        {"node": "y", "op": "Add", "reason": "int8 is not supported"},
+        {"node": "", "op": "Loop", "reason": "subgraphs run on the CPU"},
+    ]
+    assert conformance_cuda.parse_device(SUMMARY) == "NVIDIA H200 (compute 9.0)"
+    assert conformance_cuda.parse_fallbacks("plan: 1 nodes: 1 device\n") == []
+
+
+def test_max_abs_error() -> None:
+    e = conformance_cuda.max_abs_error
+    assert e(np.array([1.0, np.nan, np.inf]), np.array([1.5, np.nan, np.inf])) == 0.5
+    assert e(np.array([1.0, np.nan]), np.array([1.0, 2.0])) == np.inf
+    assert e(np.array([1, 5], np.int64), np.array([1, 2], np.int64)) == 3.0
+    assert e(np.zeros(2), np.zeros(3)) is None
+
+
+def _case(name: str) -> Path:
+    path = NODE_TESTS / name / "model.onnx"
+    if not path.is_file():
+        pytest.fail(f"node test case {path} not found: set ONNXOPT_SHARED")
+    return path
+
+
+@pytest.mark.parametrize("name,status", [
+    ("test_add", "pass"),
+    ("test_sequence_insert_at_back", "pass"),  # sequences: run as the tensor model conformance.py builds
+    ("test_dequantizelinear_int4", "pass"),  # a packed int4 input .pb (opt run --input reads it packed)
+    ("test_bernoulli", "unsupported"),  # random without a seed
+    ("test_image_decoder_decode_png_rgb", "unsupported"),  # listed unsupported by docs/conformance.md
+])
+def test_node_case_verdicts_on_the_reference_device(name: str, status: str, opt: Path) -> None:
+    r = conformance_cuda.run_case(_case(name), opt, "reference", conformance_table.reference_unsupported())
+    assert r["status"] == status, r
+    assert r["op"] == conformance_table.table_op(name, r["ops"])
+    if status == "pass":
+        assert r["max_abs_error"] == 0.0 and r["fallbacks"] == []
+
+
+def test_a_wrong_output_is_a_failure(opt: Path, tmp_path: Path) -> None:
+    case = tmp_path / "test_add"
+    shutil.copytree(_case("test_add").parent, case)
+    out = case / "test_data_set_0" / "output_0.pb"
+    expected = numpy_helper.to_array(onnx.TensorProto.FromString(out.read_bytes()))
+    out.write_bytes(numpy_helper.from_array(expected + 0.5, "sum").SerializeToString())
+    r = conformance_cuda.run_case(case / "model.onnx", opt, "reference", {})
+    assert r["status"] == "fail" and "values differ (max abs error 0.5)" in r["detail"], r
+    assert r["max_abs_error"] == pytest.approx(0.5)
+
+
+def test_opt_run_batch_runs_every_line(opt: Path, tmp_path: Path) -> None:
+    case = _case("test_abs").parent
+    good = f"{case / 'model.onnx'}\t--input\tx={case / 'test_data_set_0' / 'input_0.pb'}\t--save-outputs\t{tmp_path}"
+    batch = tmp_path / "batch.txt"
+    batch.write_text(f"{good}\n{case / 'model.onnx'}\t--bogus\tx\n{tmp_path / 'missing.onnx'}\n\n{good}\n")
+    proc = subprocess.run([str(opt), "run", "--batch", str(batch), "--save-format", "pb"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    outs, ends = conformance_cuda.split_batch_output(proc.stdout)
+    errs, _ = conformance_cuda.split_batch_output(proc.stderr)
+    assert ends == {0: 0, 1: 2, 2: 1, 3: 0}  # the empty line is no case
+    assert outs[0].startswith("output y: float[3,4,5]") and outs[3] == outs[0]
+    assert "--bogus is not a case option" in errs[1] and "missing.onnx" in errs[2]
+    assert (tmp_path / "y.pb").is_file()
+    proc = subprocess.run([str(opt), "run"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "no model (give MODEL or --batch FILE)" in proc.stderr
+
+
+def test_split_batch_output() -> None:
+    text = "== case 0\noutput y\n== case 0: exit 0\n== case 1\nopt: error: x\n== case 1: exit 1\n== case 2\nhalf"
+    assert conformance_cuda.split_batch_output(text) == ({0: "output y", 1: "opt: error: x", 2: "half"},
+                                                         {0: 0, 1: 1})
+
+
+# An opt whose batch run crashes in the case of test_abs: the other cases run through the real opt,
+# one batch line at a time, with the case number of the whole batch.
+# With POISON set it fails case1 with a CUDA error instead, and every later case of that process
+# as a sticky CUDA error would.
+CRASHING_OPT = """#!/bin/bash
+file=$3; shift 3; n=0; poisoned=
+while IFS= read -r line; do
+  if [[ $line == */case1/* || -n $poisoned ]]; then
+    echo "== case $n"; echo "== case $n" >&2
+    [ -n "${POISON:-}" ] || kill -SEGV $$
+    echo "opt: error: cuda: cudaErrorIllegalAddress" >&2; echo "== case $n: exit 1"; echo "== case $n: exit 1" >&2
+    poisoned=1; n=$((n + 1)); continue
+  fi
+  printf '%s\\n' "$line" >"$file.one"
+  "$REAL_OPT" run --batch "$file.one" "$@" >"$file.out" 2>"$file.err"
+  sed "s/^== case 0/== case $n/" "$file.out"; sed "s/^== case 0/== case $n/" "$file.err" >&2
+  n=$((n + 1))
+done <"$file"
+"""
+
+
+def test_a_crash_fails_its_case_and_the_batch_goes_on(opt: Path, tmp_path: Path, monkeypatch) -> None:
+    fake = tmp_path / "opt"
+    fake.write_text(CRASHING_OPT)
+    fake.chmod(0o755)
+    monkeypatch.setenv("REAL_OPT", str(opt))
+    records = conformance_cuda.run_cases([_case("test_add"), _case("test_abs"), _case("test_not_2d")], fake,
+                                         "reference", {})
+    assert [r["status"] for r in records] == ["pass", "fail", "pass"], records
+    assert "ended with exit -11" in records[1]["detail"], records[1]
+    # A CUDA error may leave the context unusable: the cases after it run in a new process.
+    monkeypatch.setenv("POISON", "1")
+    records = conformance_cuda.run_cases([_case("test_add"), _case("test_abs"), _case("test_not_2d")], fake,
+                                         "reference", {})
+    assert [r["status"] for r in records] == ["pass", "fail", "pass"], records
+    assert "cudaErrorIllegalAddress" in records[1]["detail"], records[1]
+
+
+def test_conformance_json_and_the_cuda_columns(opt: Path, tmp_path: Path) -> None:
+    results = tmp_path / "conformance.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu" / "conformance_cuda.py"), "--device",
+                           "reference", "--jobs", "2", "--cases", "^test_(abs|bernoulli|not_2d)$", "--opt", str(opt),
+                           "--json", str(results)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "total: pass 2, fallback 0, fail 0, unsupported 1 (3 cases" in proc.stdout
+    data = json.loads(results.read_text())
+    assert data["totals"] == {"pass": 2, "fallback": 0, "fail": 0, "unsupported": 1, "not-run": 0}
+    assert [c["case"] for c in data["cases"]] == ["test_abs", "test_bernoulli", "test_not_2d"]
+    # As a GPU run would say it: one fallback and one failure.
+    data["cases"][0].update(status="fallback", fallbacks=[{"node": "y", "op": "Abs", "reason": "no int kernel"}])
+    data["cases"][2].update(status="fail", detail="y: values differ")
+    data.update(conformance_cuda.summarize(data["cases"]))
+    per_op, sections = conformance_table.parse_reference_part((ROOT / "docs" / "conformance.md").read_text())
+    assert "NOT a GPU run: the reference device" in conformance_table.render(
+        per_op, sections, conformance_table.cuda_digest(data))
+    data.update(device="cuda", gpu="NVIDIA H200 (compute 9.0)")
+    digest = conformance_table.cuda_digest(data)
+    text = conformance_table.render(per_op, sections, digest)
+    assert "| op | pass | fail | unsupported | CUDA pass | CUDA fallback | CUDA fail |" in text
+    assert "| Abs | 1 | 0 | 0 | 0 | 1 | 0 |" in text
+    assert "| Not | 3 | 0 | 0 | 0 | 0 | 1 |" in text
+    assert "| Add | 8 | 0 | 0 | - | - | - |" in text  # not in that run
+    assert "- `test_not_2d` (Not): y: values differ" in text
+    assert "| Abs | no int kernel | 1 |" in text
+    assert "the CUDA runtime on NVIDIA H200 (compute 9.0)" in text
+    # The reference part is kept as it was: without the CUDA digest, the table is the same file.
+    assert conformance_table.render(per_op, sections, None) == (ROOT / "docs" / "conformance.md").read_text()
+    assert conformance_table.parse_reference_part(text) == (per_op, sections)
+
+
+def test_cases_past_the_time_limit_are_not_run(opt: Path, tmp_path: Path) -> None:
+    results = tmp_path / "conformance.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu" / "conformance_cuda.py"), "--device",
+                           "reference", "--cases", "^test_abs$", "--opt", str(opt), "--time-limit", "0.001",
+                           "--json", str(results)], capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert "NOT RUN 1 (past --time-limit)" in proc.stdout
+    case = json.loads(results.read_text())["cases"][0]
+    assert case["status"] == "not-run" and case["op"] == "Abs"
+
+
+def test_models_on_the_reference_runner(opt: Path) -> None:
+    ok = models_cuda.run_model("models/tiny_cnn", ROOT / "models" / "tiny_cnn" / "model.onnx", opt,
+                               "reference", "reference")
+    assert ok["status"] == "pass" and ok["max_abs_error"] == 0 and ok["outputs"] == 1, ok
+    path = roundtrip_check.shared_dir() / "models" / "real" / "polygraphy" / "capability.onnx"
+    bad = models_cuda.run_model("real/polygraphy/capability.onnx", path, opt, "reference", "reference")
+    assert bad["status"] == "expected-error" and "FAKE!" in bad["detail"], bad
+    # Listed as not runnable with another reason: the harness says so.
+    wrong = models_cuda.run_model("real/polygraphy/toy_subgraph.onnx", path, opt, "reference", "reference")
+    assert wrong["status"] == "fail" and "does not say" in wrong["detail"], wrong
+
+
+def test_bench_shapes_and_the_missing_bench_command(opt: Path) -> None:
+    bert = ROOT / "models" / "transformers" / "bert_dynamo" / "model.onnx"
+    assert bench_cuda.shape_args(bert, 2, 16, 64) == ["--input-shape", "input_ids=2,16",
+                                                      "--input-shape", "attention_mask=2,16"]
+    assert bench_cuda.optimize_args(bert) == ["-O2", "--target-opset", "23"]
+    unet = ROOT / "models" / "tiny_unet" / "model.onnx"
+    assert bench_cuda.shape_args(unet, 1, 16, 32) == ["--input-shape", "x=1,3,32,32"]
+    help_text = subprocess.run([str(opt), "bench", "--help"], capture_output=True, text=True).stdout
+    assert bench_cuda.has_bench(opt) == ("--warmup" in help_text)
+    data = {"latency_ms": {"p50": 1.25, "p90": 1.5, "p99": 2.0}, "throughput_per_s": 790.1,
+            "cuda_graph": "replayed 109"}
+    assert bench_cuda.brief(data, "") == "p50 1.250 ms, p90 1.500, p99 2.000, 790.1 runs/s, cuda graph: replayed 109"
+    assert bench_cuda.brief({}, "runs: 3\nlatency ms: p50 1.0  p90 2.0\n") == "latency ms: p50 1.0  p90 2.0"
+
+
+def test_test_sh_refuses_an_unknown_group(tmp_path: Path) -> None:
+    proc = subprocess.run(["bash", str(ROOT / "tools" / "gpu" / "test.sh"), "unit", "nonsense"],
+                          capture_output=True, text=True, env={"OUT": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 2 and "unknown group 'nonsense'" in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+def test_shell_scripts_pass_shellcheck() -> None:
+    scripts = sorted(str(p) for p in (ROOT / "tools" / "gpu").glob("*.sh"))
+    proc = subprocess.run(["shellcheck", *scripts], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
