@@ -12,6 +12,8 @@
 #include "onnxopt/kernels/cuda.h"
 #include "unary.h"
 #include "where.h"
+// conv family (cuDNN): Conv, ConvTranspose; the pools
+#include "conv.h"
 
 namespace onnxopt::kernels {
 

@@ -39,9 +39,9 @@ TEST(CudaCapabilities, RefusesWithAReason) {
   EXPECT_EQ(s.reason,
             "Add: input 0 is double; the CUDA kernel takes float, uint8, int8, int32, "
             "int64, float16, bfloat16");
-  s = ask("Conv", 11, {DataType::kFloat, DataType::kFloat});
+  s = ask("StringNormalizer", 11, {DataType::kString});
   EXPECT_FALSE(s);
-  EXPECT_EQ(s.reason, "no CUDA kernel for Conv");
+  EXPECT_EQ(s.reason, "no CUDA kernel for StringNormalizer");
   s = ask("Exp", 13, {DataType::kInt32});
   EXPECT_FALSE(s);
   EXPECT_NE(s.reason.find("input 0 is int32"), std::string::npos) << s.reason;
@@ -99,7 +99,7 @@ TEST(CudaKernelTable, EveryRowHasALaunchEntry) {
           << row.op << " at opset " << row.until;
     }
   }
-  EXPECT_FALSE(hasCudaLaunch("", "Conv", 11));
+  EXPECT_FALSE(hasCudaLaunch("", "StringNormalizer", 11));
 }
 
 TEST(CudaKernelTable, RowsDoNotOverlap) {
@@ -127,6 +127,18 @@ CudaKernelCall fakeCall(const CudaKernelInfo& row, const test::TypeCombo& combo,
   if (std::string(row.op) == "Clip") shapes = {{2, 3}, {}, {}};
   if (product) shapes = {{2, 3}, {3, 4}, {4}};
   std::vector<int64_t> out = product ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{2, 3};
+  // Conv, ConvTranspose and the pools (kernels/cuda/conv.cc, pool.cc): NCHW with 3x3 windows.
+  if (family == "Conv") {
+    shapes = {{2, 3, 5, 5}, {4, 3, 3, 3}, {4}};
+    out = {2, 4, 3, 3};
+  } else if (family == "ConvTranspose") {
+    shapes = {{2, 3, 5, 5}, {3, 4, 3, 3}, {4}};
+    out = {2, 4, 7, 7};
+  } else if (family == "Pool") {
+    shapes = {{2, 3, 5, 5}};
+    out = std::string(row.op).starts_with("Global") ? std::vector<int64_t>{2, 3, 1, 1}
+                                                    : std::vector<int64_t>{2, 3, 3, 3};
+  }
   CudaKernelCall call;
   call.domain = row.domain;
   call.op = row.op;
@@ -148,6 +160,7 @@ TEST(CudaKernelTable, EveryClaimPassesTheKernelsCanImplement) {
     for (const test::TypeCombo& combo : test::claimedCombos(row)) {
       KernelAttrs attrs;
       attrs.ints["to"] = static_cast<int64_t>(combo.output);
+      attrs.int_lists["kernel_shape"] = {3, 3};  // the pools' window (Conv's W is 3x3)
       CudaKernelCall call = fakeCall(row, combo, attrs);
       OpQuery q{row.domain, row.op, row.since, combo.inputs, {combo.output}};
       ASSERT_TRUE(cudaCapabilities().supports(q))
@@ -166,7 +179,7 @@ TEST(CudaCanImplement, RefusesWhatTheKernelCannotRun) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
   std::vector<int64_t> dims = {2, 3};
   KernelAttrs none;
-  CudaKernelCall call{"", "Add", 14, {}, {}, &none};
+  CudaKernelCall call{"", "Add", 14, {}, {}, &none, {}};
   call.inputs = {ConstTensorView(DataType::kFloat, dims, contiguousStrides(dims), nullptr,
                                  MemoryKind::kDevice),
                  ConstTensorView(DataType::kFloat, {4}, {1}, nullptr, MemoryKind::kDevice)};
@@ -182,9 +195,10 @@ TEST(CudaCanImplement, RefusesWhatTheKernelCannotRun) {
   EXPECT_NE(s.reason.find("host memory"), std::string::npos) << s.reason;
   call.inputs[1].memory = MemoryKind::kDevice;
   EXPECT_TRUE(cudaCanImplement(call)) << cudaCanImplement(call).reason;
-  Status launched = launchCudaKernel(CudaKernelCall{"", "Conv", 11, {}, {}, &none}, nullptr);
+  Status launched =
+      launchCudaKernel(CudaKernelCall{"", "StringNormalizer", 11, {}, {}, &none, {}}, nullptr);
   EXPECT_EQ(launched.code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(launched.message(), "no CUDA kernel for Conv at opset 11");
+  EXPECT_EQ(launched.message(), "no CUDA kernel for StringNormalizer at opset 11");
 }
 
 TEST(CudaCanImplement, AttributesAreChecked) {
@@ -192,7 +206,7 @@ TEST(CudaCanImplement, AttributesAreChecked) {
   std::vector<int64_t> dims = {4};
   KernelAttrs attrs;
   attrs.strings["approximate"] = "erf";
-  CudaKernelCall call{"", "Gelu", 20, {}, {}, &attrs};
+  CudaKernelCall call{"", "Gelu", 20, {}, {}, &attrs, {}};
   call.inputs = {ConstTensorView(DataType::kFloat, dims, {1}, nullptr, MemoryKind::kDevice)};
   call.outputs = {TensorView(DataType::kFloat, dims, {1}, nullptr, MemoryKind::kDevice)};
   Support s = cudaCanImplement(call);
@@ -203,7 +217,7 @@ TEST(CudaCanImplement, AttributesAreChecked) {
   // Cast: `to` must name the output's type.
   KernelAttrs cast;
   cast.ints["to"] = static_cast<int64_t>(DataType::kInt32);
-  CudaKernelCall c{"", "Cast", 19, {}, {}, &cast};
+  CudaKernelCall c{"", "Cast", 19, {}, {}, &cast, {}};
   c.inputs = call.inputs;
   c.outputs = {TensorView(DataType::kFloat16, dims, {1}, nullptr, MemoryKind::kDevice)};
   s = cudaCanImplement(c);
@@ -243,7 +257,7 @@ TEST(CudaCanImplement, ProductShapesAgreeWithTheReference) {
     auto ref = runReferenceKernel(s.op, 13, ptrs, attrs, 1);
     ASSERT_TRUE(ref.isOk()) << ref.status().toString();
     const std::vector<int64_t>& out = ref->at(0).dims;
-    CudaKernelCall call{"", s.op, 13, {}, {}, &attrs};
+    CudaKernelCall call{"", s.op, 13, {}, {}, &attrs, {}};
     for (const auto& d : s.inputs) {
       call.inputs.emplace_back(DataType::kFloat, d, contiguousStrides(d), nullptr,
                                MemoryKind::kDevice);

@@ -1,0 +1,97 @@
+// What the conv and pool families' canImplement refuses, and why (host only: no device needed,
+// so these run in CI): types, ranks, memory, output shapes, attributes, and the ConvTranspose
+// geometries a cropped cuDNN adjoint cannot express.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "onnxopt/kernels/cuda.h"
+
+namespace onnxopt::kernels {
+namespace {
+
+/// A node over device views (no data) of `inputs`, one output of `out`, all of type `t`.
+struct FakeNode {
+  KernelAttrs attrs;
+  CudaKernelCall call;
+
+  FakeNode(const std::string& op, const std::vector<std::vector<int64_t>>& inputs,
+           const std::vector<int64_t>& out, DataType t = DataType::kFloat) {
+    call.op = op;
+    call.opset = 19;
+    for (const auto& dims : inputs) {
+      call.inputs.emplace_back(t, dims, contiguousStrides(dims), nullptr, MemoryKind::kDevice);
+    }
+    call.outputs.emplace_back(t, out, contiguousStrides(out), nullptr, MemoryKind::kDevice);
+    call.attrs = &attrs;
+  }
+  Support check() const { return cudaCanImplement(call); }
+};
+
+void expectRefused(const FakeNode& n, const std::string& reason) {
+  Support s = n.check();
+  EXPECT_FALSE(s) << "accepted; expected: " << reason;
+  EXPECT_NE(s.reason.find(reason), std::string::npos) << s.reason;
+}
+
+TEST(ConvCanImplement, AcceptsWhatCudnnRuns) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  FakeNode plain("Conv", {{2, 3, 7, 9}, {4, 3, 3, 3}, {4}}, {2, 4, 5, 7});
+  EXPECT_TRUE(plain.check()) << plain.check().reason;
+  FakeNode asym("Conv", {{2, 3, 7, 9}, {4, 3, 3, 3}}, {2, 4, 6, 8});
+  asym.attrs.int_lists["pads"] = {0, 1, 1, 0};
+  EXPECT_TRUE(asym.check()) << asym.check().reason;
+  FakeNode one_d("Conv", {{2, 3, 11}, {4, 3, 3}}, {2, 4, 9}, DataType::kFloat16);
+  EXPECT_TRUE(one_d.check()) << one_d.check().reason;
+  FakeNode same("ConvTranspose", {{2, 3, 5, 6}, {3, 4, 3, 3}}, {2, 4, 10, 12});
+  same.attrs.int_lists["strides"] = {2, 2};
+  same.attrs.strings["auto_pad"] = "SAME_UPPER";
+  EXPECT_TRUE(same.check()) << same.check().reason;
+}
+
+TEST(ConvCanImplement, RefusesTypesRanksAndMemory) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  expectRefused(FakeNode("Conv", {{2, 3, 7, 9}, {4, 3, 3, 3}}, {2, 4, 5, 7}, DataType::kInt32),
+                "Conv: no CUDA kernel for int32");
+  FakeNode mixed("Conv", {{2, 3, 7, 9}, {4, 3, 3, 3}}, {2, 4, 5, 7});
+  mixed.call.inputs[1].dtype = DataType::kFloat16;
+  expectRefused(mixed, "Conv: X, W, B and Y must share one type");
+  expectRefused(FakeNode("Conv", {{1, 1, 3, 3, 3, 3}, {1, 1, 1, 1, 1, 1}}, {1, 1, 3, 3, 3, 3}),
+                "Conv: cuDNN convolves 1 to 3 spatial dims, not 4");
+  FakeNode host("Conv", {{2, 3, 7, 9}, {4, 3, 3, 3}}, {2, 4, 5, 7});
+  host.call.inputs[1].memory = MemoryKind::kHost;
+  expectRefused(host, "host memory");
+  expectRefused(FakeNode("Conv", {{2, 3, 7, 9}, {4, 3, 3, 3}}, {2, 4, 7, 9}),
+                "Conv: the output is [2, 4, 7, 9]; the convolution gives [2, 4, 5, 7]");
+}
+
+TEST(ConvCanImplement, RefusesBrokenAttributes) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  FakeNode group("Conv", {{2, 4, 7, 9}, {4, 2, 3, 3}}, {2, 4, 5, 7});
+  group.attrs.ints["group"] = 3;
+  expectRefused(group, "Conv: group 3 does not fit 4 input channels");
+  FakeNode pad("Conv", {{2, 3, 7, 9}, {4, 3, 3, 3}}, {2, 4, 5, 7});
+  pad.attrs.strings["auto_pad"] = "SAME";
+  expectRefused(pad, "Conv: unknown auto_pad 'SAME'");
+  FakeNode pads("Conv", {{2, 3, 7, 9}, {4, 3, 3, 3}}, {2, 4, 5, 7});
+  pads.attrs.int_lists["pads"] = {1, 1};
+  expectRefused(pads, "Conv: pads has 2 values, expected 4");
+  FakeNode bias("Conv", {{2, 3, 7, 9}, {4, 3, 3, 3}, {3}}, {2, 4, 5, 7});
+  expectRefused(bias, "Conv: B must have shape [4], not [3]");
+}
+
+TEST(ConvCanImplement, RefusesTransposeGeometriesTheAdjointCannotExpress) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  // output_shape above the full output: negative pads.
+  FakeNode big("ConvTranspose", {{1, 2, 3, 3}, {2, 2, 3, 3}}, {1, 2, 9, 9});
+  big.attrs.int_lists["output_shape"] = {9, 9};
+  expectRefused(big, "ConvTranspose: output_shape asks for more than the full output");
+  // output_padding at the stride: the adjoint's output cannot reach Y's end.
+  FakeNode outpad("ConvTranspose", {{1, 2, 3, 3}, {2, 2, 3, 3}}, {1, 2, 6, 6});
+  outpad.attrs.int_lists["output_padding"] = {1, 1};
+  expectRefused(outpad, "ConvTranspose: output_padding 1 with pads 0/0 is not below the stride 1");
+}
+
+}  // namespace
+}  // namespace onnxopt::kernels
