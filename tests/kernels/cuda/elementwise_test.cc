@@ -77,9 +77,9 @@ std::vector<Shapes> shapesFor(const CudaKernelInfo& row) {
 std::vector<Case> allCases() {
   std::vector<Case> out;
   for (const CudaKernelInfo& row : cudaKernelTable()) {
-    // Only the elementwise families: the others (MatMul and Gemm, Conv, the pools, ...) have
-    // their own cases (matmul_test.cc, conv_test.cc, ...): their shapes are not elementwise.
-    std::string family = row.family;
+    // The elementwise families only: MatMul and Gemm have their own cases (matmul_test.cc), and
+    // so has every other family (its shapes and attributes are not elementwise).
+    const std::string family = row.family;
     if (family != "Unary" && family != "Binary" && family != "Where" && family != "Cast") continue;
     for (const test::TypeCombo& combo : test::claimedCombos(row)) {
       std::vector<std::pair<std::string, KernelAttrs>> variants = {{"", {}}};
