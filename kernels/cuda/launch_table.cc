@@ -14,6 +14,7 @@
 #include "where.h"
 // conv family (cuDNN): Conv, ConvTranspose; the pools
 #include "conv.h"
+#include "pool.h"
 
 namespace onnxopt::kernels {
 

@@ -93,5 +93,50 @@ TEST(ConvCanImplement, RefusesTransposeGeometriesTheAdjointCannotExpress) {
   expectRefused(outpad, "ConvTranspose: output_padding 1 with pads 0/0 is not below the stride 1");
 }
 
+TEST(PoolCanImplement, AcceptsEveryAttribute) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  FakeNode max("MaxPool", {{2, 3, 7, 9}}, {2, 3, 4, 4}, DataType::kInt8);
+  max.attrs.int_lists["kernel_shape"] = {2, 2};
+  max.attrs.int_lists["strides"] = {2, 2};
+  max.attrs.int_lists["dilations"] = {1, 2};
+  max.attrs.ints["ceil_mode"] = 1;
+  EXPECT_TRUE(max.check()) << max.check().reason;
+  max.call.outputs.emplace_back(DataType::kInt64, std::vector<int64_t>{2, 3, 4, 4},
+                                contiguousStrides({2, 3, 4, 4}), nullptr, MemoryKind::kDevice);
+  max.attrs.ints["storage_order"] = 1;
+  EXPECT_TRUE(max.check()) << max.check().reason;
+  FakeNode global("GlobalAveragePool", {{2, 3, 4, 5, 6, 7}}, {2, 3, 1, 1, 1, 1},
+                  DataType::kBfloat16);
+  EXPECT_TRUE(global.check()) << global.check().reason;
+}
+
+TEST(PoolCanImplement, RefusesWhatTheKernelsCannotRun) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  FakeNode int32("MaxPool", {{2, 3, 7, 9}}, {2, 3, 5, 7}, DataType::kInt32);
+  int32.attrs.int_lists["kernel_shape"] = {3, 3};
+  expectRefused(int32, "MaxPool: no CUDA kernel for int32");
+  FakeNode avg("AveragePool", {{2, 3, 7, 9}}, {2, 3, 5, 7}, DataType::kInt8);
+  avg.attrs.int_lists["kernel_shape"] = {3, 3};
+  expectRefused(avg, "AveragePool: no CUDA kernel for int8");
+  FakeNode four("MaxPool", {{1, 1, 3, 3, 3, 3}}, {1, 1, 3, 3, 3, 3});
+  four.attrs.int_lists["kernel_shape"] = {1, 1, 1, 1};
+  expectRefused(four, "MaxPool: the CUDA kernel pools 1 to 3 spatial dims, not 4");
+  FakeNode no_kernel("AveragePool", {{2, 3, 7, 9}}, {2, 3, 5, 7});
+  expectRefused(no_kernel, "AveragePool: kernel_shape is required");
+  FakeNode dilated("AveragePool", {{2, 3, 7, 9}}, {2, 3, 3, 5});
+  dilated.attrs.int_lists["kernel_shape"] = {3, 3};
+  dilated.attrs.int_lists["dilations"] = {2, 2};
+  dilated.call.opset = 18;
+  expectRefused(dilated, "AveragePool: dilations before opset 19");
+  FakeNode indices("MaxPool", {{2, 3, 7, 9}}, {2, 3, 5, 7});
+  indices.attrs.int_lists["kernel_shape"] = {3, 3};
+  indices.call.outputs.emplace_back(DataType::kInt32, std::vector<int64_t>{2, 3, 5, 7},
+                                    contiguousStrides({2, 3, 5, 7}), nullptr, MemoryKind::kDevice);
+  expectRefused(indices, "MaxPool: Indices must be int64 of shape [2, 3, 5, 7]");
+  FakeNode shape("MaxPool", {{2, 3, 7, 9}}, {2, 3, 7, 9});
+  shape.attrs.int_lists["kernel_shape"] = {3, 3};
+  expectRefused(shape, "MaxPool: the output is [2, 3, 7, 9]; the pooling gives [2, 3, 5, 7]");
+}
+
 }  // namespace
 }  // namespace onnxopt::kernels
