@@ -107,7 +107,8 @@ StatusOr<Geometry> convGeometry(const ConvArgs& args) {
 
 // ConvTranspose as the adjoint of the Conv from Y to X. With symmetric pads q, the adjoint's
 // output (cuDNN's dx) has T = s * (in - 1) + t + eff - 2q per dim for an output padding t < s, and
-// dx[o'] = full[o' + q], while Y[o] = full[o + pad_begin]. So q = min(pad_begin, pad_end), t the
+// dx[o'] = full[o' + q], while Y[o] = full[o + pad_begin]. So q = min(pad_begin, pad_end) (0 when
+// pad_end is negative), t the
 // least that makes dx reach Y's end, and Y the block of dx from pad_begin - q on: dx is computed
 // into the workspace and cropped unless it is Y itself.
 StatusOr<Geometry> transposeGeometry(const ConvTransposeArgs& args) {
@@ -125,12 +126,14 @@ StatusOr<Geometry> transposeGeometry(const ConvTransposeArgs& args) {
   std::vector<int64_t> result(rank), pads(rank), offsets(rank);
   for (size_t d = 0; d < rank; ++d) {
     int64_t s = win.strides[d], pb = win.pad_begin[d], pe = win.pad_end[d];
-    if (pb < 0 || pe < 0) {
+    if (pb < 0) {
       return makeError(StatusCode::kUnimplemented,
-                       "{}: output_shape asks for more than the full output (negative pads)",
-                       args.op);
+                       "{}: output_shape puts Y's start before the full output (pad_begin {})",
+                       args.op, pb);
     }
-    int64_t q = std::min(pb, pe);
+    // A negative pad_end (output_shape beyond the full output) is more output padding: the
+    // adjoint's positions past the full output receive no taps.
+    int64_t q = std::max<int64_t>(0, std::min(pb, pe));
     int64_t t = std::max<int64_t>(0, args.output_padding[d] + q - pe);
     if (t >= s) {
       return makeError(StatusCode::kUnimplemented,

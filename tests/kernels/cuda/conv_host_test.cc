@@ -83,10 +83,15 @@ TEST(ConvCanImplement, RefusesBrokenAttributes) {
 
 TEST(ConvCanImplement, RefusesTransposeGeometriesTheAdjointCannotExpress) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
-  // output_shape above the full output: negative pads.
+  // output_shape far above the full output: Y starts before it (pad_begin -2).
   FakeNode big("ConvTranspose", {{1, 2, 3, 3}, {2, 2, 3, 3}}, {1, 2, 9, 9});
   big.attrs.int_lists["output_shape"] = {9, 9};
-  expectRefused(big, "ConvTranspose: output_shape asks for more than the full output");
+  expectRefused(big, "ConvTranspose: output_shape puts Y's start before the full output");
+  // One past the full output at the end (pad_end -1, ONNX's test_convtranspose_output_shape).
+  FakeNode past("ConvTranspose", {{1, 1, 3, 3}, {1, 2, 3, 3}}, {1, 2, 10, 8});
+  past.attrs.int_lists["strides"] = {3, 2};
+  past.attrs.int_lists["output_shape"] = {10, 8};
+  EXPECT_TRUE(past.check()) << past.check().reason;
   // output_padding at the stride: the adjoint's output cannot reach Y's end.
   FakeNode outpad("ConvTranspose", {{1, 2, 3, 3}, {2, 2, 3, 3}}, {1, 2, 6, 6});
   outpad.attrs.int_lists["output_padding"] = {1, 1};
