@@ -66,9 +66,15 @@ struct Geometry {
   std::vector<int64_t> x_view, y_view;  ///< X's and Y's own dims (a 1-D conv's with a unit dim)
   std::vector<int64_t> pads, strides, dilations;
   bool staged_x = false;     ///< Conv: X copied into a zero-padded buffer of dims `x`
-  bool staged_y = false;     ///< ConvTranspose: computed into a buffer of dims `y`, cropped to Y
-  int64_t stage_offset = 0;  ///< elements from the staged buffer's start to X's (Y's) first one
+  bool staged_y = false;     ///< ConvTranspose: computed into a buffer of dims `y`, then copied
+  int64_t stage_offset = 0;  ///< elements from the staged buffer's start to X's (the block's) start
   size_t stage_bytes = 0;
+  /// ConvTranspose staged: the block of the buffer copied into Y (its dims, with the unit dim),
+  /// where it starts in Y (elements), and whether it covers less than Y (the rest is bias only).
+  std::vector<int64_t> block;
+  int64_t y_offset = 0;
+  bool partial = false;
+  bool bias_only = false;  ///< ConvTranspose: no element of Y receives a tap (Y is the bias)
 
   std::string key(DataType t, int64_t group) const {
     return fmt::format("{}|{}|x{}|w{}|y{}|p{}|s{}|d{}|g{}", transpose ? "bwd" : "fwd",
@@ -105,12 +111,13 @@ StatusOr<Geometry> convGeometry(const ConvArgs& args) {
   return g;
 }
 
-// ConvTranspose as the adjoint of the Conv from Y to X. With symmetric pads q, the adjoint's
-// output (cuDNN's dx) has T = s * (in - 1) + t + eff - 2q per dim for an output padding t < s, and
-// dx[o'] = full[o' + q], while Y[o] = full[o + pad_begin]. So q = min(pad_begin, pad_end) (0 when
-// pad_end is negative), t the
-// least that makes dx reach Y's end, and Y the block of dx from pad_begin - q on: dx is computed
-// into the workspace and cropped unless it is Y itself.
+// ConvTranspose as the adjoint of the Conv from Y to X. The full scatter has nonzero values at
+// [0, E), E = s * (in - 1) + eff, and Y[o] = full[o + pad_begin]. With symmetric pads q and an
+// output padding t < s, the adjoint's output (cuDNN's dx) is dx[o'] = full[o' + q] for
+// o' < T = E + t - 2q. When q = min(pad_begin, pad_end) and t = output_padding + q - pad_end fit,
+// dx is Y itself. Otherwise dx is computed with q = 0 (it then holds every nonzero value) into the
+// workspace, and the block of it that Y needs is copied there; the part of Y outside the full
+// output (output_shape beyond it, on either side) holds the bias alone.
 StatusOr<Geometry> transposeGeometry(const ConvTransposeArgs& args) {
   const Window& win = args.window;
   bool unit = win.in.size() == 1;
@@ -123,37 +130,36 @@ StatusOr<Geometry> transposeGeometry(const ConvTransposeArgs& args) {
   g.strides = withUnit(win.strides, unit, 1);
   g.dilations = withUnit(win.dilations, unit, 1);
   size_t rank = win.in.size();
-  std::vector<int64_t> result(rank), pads(rank), offsets(rank);
+  std::vector<int64_t> result(rank), pads(rank), src(rank), dst(rank), block(rank);
   for (size_t d = 0; d < rank; ++d) {
     int64_t s = win.strides[d], pb = win.pad_begin[d], pe = win.pad_end[d];
-    if (pb < 0) {
-      return makeError(StatusCode::kUnimplemented,
-                       "{}: output_shape puts Y's start before the full output (pad_begin {})",
-                       args.op, pb);
-    }
-    // A negative pad_end (output_shape beyond the full output) is more output padding: the
-    // adjoint's positions past the full output receive no taps.
+    int64_t op = args.output_padding[d], out = win.out[d];
+    int64_t full = s * (win.in[d] - 1) + (win.kernel[d] - 1) * win.dilations[d] + 1;
     int64_t q = std::max<int64_t>(0, std::min(pb, pe));
-    int64_t t = std::max<int64_t>(0, args.output_padding[d] + q - pe);
-    if (t >= s) {
-      return makeError(StatusCode::kUnimplemented,
-                       "{}: output_padding {} with pads {}/{} is not below the stride {}", args.op,
-                       args.output_padding[d], pb, pe, s);
+    int64_t t = std::max<int64_t>(0, op + q - pe);
+    if (pb < 0 || t >= s || full + t - 2 * q != out) {
+      q = 0;
+      t = std::min(std::max<int64_t>(0, op - pe), s - 1);
     }
-    int64_t eff = (win.kernel[d] - 1) * win.dilations[d] + 1;
-    result[d] = s * (win.in[d] - 1) + t + eff - 2 * q;
+    result[d] = full + t - 2 * q;
     pads[d] = q;
-    offsets[d] = pb - q;
-    if (result[d] < offsets[d] + win.out[d]) {  // cannot happen for the t chosen; kept as a guard
-      return makeError(StatusCode::kInternal, "{}: the adjoint does not cover Y", args.op);
-    }
-    if (result[d] != win.out[d]) g.staged_y = true;
+    src[d] = std::max<int64_t>(0, pb - q);
+    dst[d] = std::max<int64_t>(0, -pb);
+    block[d] = std::min(out - dst[d], result[d] - src[d]);
+    if (block[d] < 1) g.bias_only = true;  // Y lies outside the full output (in this dim)
+    if (result[d] != out || src[d] != 0) g.staged_y = true;
+    if (block[d] != out) g.partial = true;
   }
   g.pads = withUnit(pads, unit, 0);
   g.y = withSpatial(args.y.dims[0], args.y.dims[1], result, unit);
   if (g.staged_y) {
-    std::vector<int64_t> strides = contiguousStrides(g.y);
-    for (size_t d = 0; d < rank; ++d) g.stage_offset += offsets[d] * strides[d + 2];
+    g.block = withSpatial(args.y.dims[0], args.y.dims[1], block, unit);
+    std::vector<int64_t> stage_strides = contiguousStrides(g.y);
+    std::vector<int64_t> y_strides = contiguousStrides(g.y_view);
+    for (size_t d = 0; d < rank; ++d) {
+      g.stage_offset += src[d] * stage_strides[d + 2];
+      g.y_offset += dst[d] * y_strides[d + 2];
+    }
     g.stage_bytes = static_cast<size_t>(product(g.y)) * elementBytes(args.y.dtype);
   }
   return g;
@@ -327,18 +333,46 @@ StatusOr<size_t> workspaceOf(const ConvArgs& args, bool transpose) {
   if (Support s = supportOf(args, transpose); !s) return refused(s);
   if (args.y.numElements() == 0) return size_t{0};
   ASSIGN_OR_RETURN(Geometry g, geometryOf(args, transpose));
+  if (g.bias_only) return size_t{0};
   ASSIGN_OR_RETURN(Descriptors d, descriptorsOf(args, g));
   ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(nullptr, args.op));
   ASSIGN_OR_RETURN(AlgoChoice choice, algoFor(args, g, d, handle));
   return alignUp(choice.bytes) + g.stage_bytes;
 }
 
+/// B as a [1, M, 1, ...] tensor of Y's rank (as cuDNN sees Y).
+StatusOr<TensorDesc> biasDesc(const ConvArgs& args, const Geometry& g) {
+  std::vector<int64_t> dims(g.y_view.size(), 1);
+  dims[1] = args.out_channels;
+  return makeTensorDesc(args.b.dtype, dims, {}, args.op);
+}
+
+/// Y = B broadcast over it (zeros without B): the part of a ConvTranspose's Y that no tap reaches.
+Status fillBias(const ConvArgs& args, const Geometry& g, cudnnHandle_t handle, CudaStream stream) {
+  if (args.b.dtype == DataType::kUndefined) {
+    ONNXOPT_CUDA_CHECK(
+        cudaMemsetAsync(args.y.data, 0,
+                        static_cast<size_t>(args.y.numElements()) * elementBytes(args.y.dtype),
+                        streamOf(stream)),
+        args.op);
+    return Status::ok();
+  }
+  const float one = 1.0f, zero = 0.0f;
+  ASSIGN_OR_RETURN(TensorDesc bias, biasDesc(args, g));
+  ASSIGN_OR_RETURN(TensorDesc whole, makeTensorDesc(args.y.dtype, g.y_view, {}, args.op));
+  ONNXOPT_CUDA_CHECK(
+      cudnnAddTensor(handle, &one, bias.get(), args.b.data, &zero, whole.get(), args.y.data),
+      args.op);
+  return Status::ok();
+}
+
 Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
   if (Support s = supportOf(args, transpose); !s) return refused(s);
   if (args.y.numElements() == 0) return Status::ok();
   ASSIGN_OR_RETURN(Geometry g, geometryOf(args, transpose));
-  ASSIGN_OR_RETURN(Descriptors d, descriptorsOf(args, g));
   ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(stream, args.op));
+  if (g.bias_only) return fillBias(args, g, handle, stream);
+  ASSIGN_OR_RETURN(Descriptors d, descriptorsOf(args, g));
   ASSIGN_OR_RETURN(AlgoChoice choice, algoFor(args, g, d, handle));
   size_t algo_bytes = alignUp(choice.bytes);
   if (args.workspace_bytes < algo_bytes + g.stage_bytes ||
@@ -362,12 +396,12 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
     x = stage;
   }
   void* target = g.staged_y ? static_cast<void*>(stage) : args.y.data;
+  bool has_b = args.b.dtype != DataType::kUndefined;
+  if (g.partial) RETURN_IF_ERROR(fillBias(args, g, handle, stream));
   float beta = 0.0f;
-  if (args.b.dtype != DataType::kUndefined) {
-    // Y = B first; the convolution accumulates into it (one rounding of the sum).
-    std::vector<int64_t> b_dims(g.y.size(), 1);
-    b_dims[1] = args.out_channels;
-    ASSIGN_OR_RETURN(TensorDesc bias, makeTensorDesc(args.b.dtype, b_dims, {}, args.op));
+  if (has_b) {
+    // The bias first; the convolution accumulates into it (one rounding of the sum).
+    ASSIGN_OR_RETURN(TensorDesc bias, biasDesc(args, g));
     ONNXOPT_CUDA_CHECK(
         cudnnAddTensor(handle, &one, bias.get(), args.b.data, &zero, d.y.get(), target), args.op);
     beta = 1.0f;
@@ -386,14 +420,16 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
         args.op);
   }
   if (g.staged_y) {
-    // Y is a block of the adjoint's output.
-    ASSIGN_OR_RETURN(TensorDesc block,
-                     makeTensorDesc(args.y.dtype, g.y_view, contiguousStrides(g.y), args.op));
-    ASSIGN_OR_RETURN(TensorDesc dst, makeTensorDesc(args.y.dtype, g.y_view, {}, args.op));
-    ONNXOPT_CUDA_CHECK(cudnnTransformTensor(handle, &one, block.get(),
-                                            stage + static_cast<size_t>(g.stage_offset) * bytes,
-                                            &zero, dst.get(), args.y.data),
-                       args.op);
+    // Y's block from the adjoint's output (strides of the staged buffer into those of Y).
+    ASSIGN_OR_RETURN(TensorDesc from,
+                     makeTensorDesc(args.y.dtype, g.block, contiguousStrides(g.y), args.op));
+    ASSIGN_OR_RETURN(TensorDesc to,
+                     makeTensorDesc(args.y.dtype, g.block, contiguousStrides(g.y_view), args.op));
+    ONNXOPT_CUDA_CHECK(
+        cudnnTransformTensor(
+            handle, &one, from.get(), stage + static_cast<size_t>(g.stage_offset) * bytes, &zero,
+            to.get(), static_cast<char*>(args.y.data) + static_cast<size_t>(g.y_offset) * bytes),
+        args.op);
   }
   return Status::ok();
 }

@@ -4,10 +4,12 @@
 // dilations, strides, explicit pads and every auto_pad, an optional bias B. Conv is
 // cudnnConvolutionForward; pads cuDNN cannot express (begin != end) pad X explicitly into the
 // workspace first. ConvTranspose is cudnnConvolutionBackwardData (the adjoint of the Conv from Y
-// to X), its output_padding and asymmetric pads expressed by a larger output computed into the
-// workspace and cropped. The bias is written into the output first (cudnnAddTensor) and the
-// convolution accumulates into it (beta 1), so the result is rounded once. The algorithm is
-// chosen once per distinct geometry (cudnnGet*Algorithm_v7, cached process-wide). Host code only.
+// to X); when output_padding, asymmetric pads or an output_shape beyond the full output make Y
+// differ from the adjoint's output, that is computed into the workspace and Y's block copied out
+// (the rest of Y, outside the full output, is the bias). The bias is written into the output first
+// (cudnnAddTensor) and the convolution accumulates into it (beta 1), so the result is rounded once.
+// The algorithm is chosen once per distinct geometry (cudnnGet*Algorithm_v7, cached process-wide).
+// Host code only.
 #pragma once
 
 #include <string>
@@ -43,9 +45,7 @@ template <>
 StatusOr<ConvTransposeArgs> argsFromCall<ConvTransposeArgs>(const CudaKernelCall& call);
 
 /// Host-only: one float type for X, W, B and Y, 1 to 3 spatial dims, contiguous device tensors,
-/// Y's shape, sizes that fit cuDNN's int dims; ConvTranspose: pads and output_padding that a
-/// cropped adjoint expresses (no negative pads; output_padding + min(pads) - pad_end below the
-/// stride).
+/// Y's shape, sizes that fit cuDNN's int dims.
 Support canImplement(const ConvArgs& args);
 Support canImplement(const ConvTransposeArgs& args);
 /// The chosen algorithm's workspace plus the padded X (Conv) or uncropped Y (ConvTranspose); it

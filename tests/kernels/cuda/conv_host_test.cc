@@ -1,6 +1,6 @@
 // What the conv and pool families' canImplement refuses, and why (host only: no device needed,
-// so these run in CI): types, ranks, memory, output shapes, attributes, and the ConvTranspose
-// geometries a cropped cuDNN adjoint cannot express.
+// so these run in CI): types, ranks, memory, output shapes, attributes; and that every
+// ConvTranspose geometry (output_shape beyond the full output, output_padding) is taken.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -81,21 +81,24 @@ TEST(ConvCanImplement, RefusesBrokenAttributes) {
   expectRefused(bias, "Conv: B must have shape [4], not [3]");
 }
 
-TEST(ConvCanImplement, RefusesTransposeGeometriesTheAdjointCannotExpress) {
+TEST(ConvCanImplement, AcceptsEveryTransposeGeometry) {
   if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
   // output_shape far above the full output: Y starts before it (pad_begin -2).
   FakeNode big("ConvTranspose", {{1, 2, 3, 3}, {2, 2, 3, 3}}, {1, 2, 9, 9});
   big.attrs.int_lists["output_shape"] = {9, 9};
-  expectRefused(big, "ConvTranspose: output_shape puts Y's start before the full output");
+  EXPECT_TRUE(big.check()) << big.check().reason;
   // One past the full output at the end (pad_end -1, ONNX's test_convtranspose_output_shape).
   FakeNode past("ConvTranspose", {{1, 1, 3, 3}, {1, 2, 3, 3}}, {1, 2, 10, 8});
   past.attrs.int_lists["strides"] = {3, 2};
   past.attrs.int_lists["output_shape"] = {10, 8};
   EXPECT_TRUE(past.check()) << past.check().reason;
-  // output_padding at the stride: the adjoint's output cannot reach Y's end.
+  // output_padding at the stride.
   FakeNode outpad("ConvTranspose", {{1, 2, 3, 3}, {2, 2, 3, 3}}, {1, 2, 6, 6});
   outpad.attrs.int_lists["output_padding"] = {1, 1};
-  expectRefused(outpad, "ConvTranspose: output_padding 1 with pads 0/0 is not below the stride 1");
+  EXPECT_TRUE(outpad.check()) << outpad.check().reason;
+  FakeNode wrong("ConvTranspose", {{1, 2, 3, 3}, {2, 2, 3, 3}}, {1, 2, 6, 6});
+  expectRefused(wrong,
+                "ConvTranspose: the output is [1, 2, 6, 6]; the convolution gives [1, 2, 5, 5]");
 }
 
 TEST(PoolCanImplement, AcceptsEveryAttribute) {
