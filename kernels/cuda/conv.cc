@@ -369,6 +369,13 @@ Status fillBias(const ConvArgs& args, const Geometry& g, cudnnHandle_t handle, C
 Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
   if (Support s = supportOf(args, transpose); !s) return refused(s);
   if (args.y.numElements() == 0) return Status::ok();
+  // A constant without bytes (weights stripped from the model) must not reach cuDNN.
+  auto missing = [](const void* data, int64_t n) { return data == nullptr && n > 0; };
+  if (missing(args.x.data, args.x.numElements()) || missing(args.w.data, args.w.numElements()) ||
+      missing(args.y.data, args.y.numElements()) ||
+      (args.b.dtype != DataType::kUndefined && missing(args.b.data, args.b.numElements()))) {
+    return invalidArgument("{}: X, W, B or Y has elements but no device data", args.op);
+  }
   ASSIGN_OR_RETURN(Geometry g, geometryOf(args, transpose));
   ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(stream, args.op));
   if (g.bias_only) return fillBias(args, g, handle, stream);

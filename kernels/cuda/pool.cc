@@ -135,6 +135,11 @@ size_t workspaceBytes(const PoolArgs&) {
 Status launch(const PoolArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
   if (args.y.numElements() == 0) return Status::ok();
+  if (args.x.data == nullptr || args.y.data == nullptr ||
+      (args.indices.dtype != DataType::kUndefined && args.indices.data == nullptr)) {
+    return invalidArgument("{}: a tensor of {} elements has no device data", args.op,
+                           args.x.data == nullptr ? args.x.numElements() : args.y.numElements());
+  }
   PoolDeviceArgs d;
   d.kind = args.kind;
   d.dtype = args.x.dtype;
