@@ -12,9 +12,10 @@
 #include "onnxopt/kernels/cuda.h"
 #include "unary.h"
 #include "where.h"
-// conv family (cuDNN): Conv, ConvTranspose; the pools
+// conv family (cuDNN): Conv, ConvTranspose; the pools; ConvInteger, QLinearConv
 #include "conv.h"
 #include "pool.h"
+#include "quant_conv.h"
 
 namespace onnxopt::kernels {
 

@@ -146,5 +146,22 @@ TEST(PoolCanImplement, RefusesWhatTheKernelsCannotRun) {
   expectRefused(shape, "MaxPool: the output is [2, 3, 7, 9]; the pooling gives [2, 3, 5, 7]");
 }
 
+TEST(QuantConvCanImplement, TakesByteTypesAndFloatScales) {
+  if (!cudaKernelsBuilt()) GTEST_SKIP() << "built without CUDA: no kernels to ask";
+  FakeNode ok("ConvInteger", {{2, 3, 7, 9}, {4, 3, 3, 3}}, {2, 4, 5, 7}, DataType::kUint8);
+  ok.call.outputs[0].dtype = DataType::kInt32;
+  EXPECT_TRUE(ok.check()) << ok.check().reason;
+  FakeNode wrong_y("ConvInteger", {{2, 3, 7, 9}, {4, 3, 3, 3}}, {2, 4, 5, 7}, DataType::kUint8);
+  expectRefused(wrong_y, "ConvInteger: Y must be int32, not uint8");
+  FakeNode floats("ConvInteger", {{2, 3, 7, 9}, {4, 3, 3, 3}}, {2, 4, 5, 7});
+  expectRefused(floats, "ConvInteger: X and W must be int8 or uint8, not float and float");
+  FakeNode q("QLinearConv", {{2, 3, 7, 9}, {}, {}, {4, 3, 3, 3}, {4}, {4}, {}, {}}, {2, 4, 5, 7},
+             DataType::kInt8);
+  for (size_t i : {1, 4, 6}) q.call.inputs[i].dtype = DataType::kFloat;
+  EXPECT_TRUE(q.check()) << q.check().reason;
+  q.call.inputs[4].dtype = DataType::kFloat16;
+  expectRefused(q, "QLinearConv: the CUDA kernel takes float scales, not float16");
+}
+
 }  // namespace
 }  // namespace onnxopt::kernels

@@ -253,5 +253,115 @@ TEST_P(ConvTest, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Claimed, ConvTest, ::testing::ValuesIn(convCases()),
                          [](const ::testing::TestParamInfo<ConvCase>& p) { return p.param.name; });
 
+/// ConvInteger and QLinearConv (kernels/cuda/quant_conv.cu): exact against the reference.
+struct QuantCase {
+  std::string op;
+  DataType x_type, w_type, y_type;  ///< y_type: QLinearConv's output
+  std::vector<int64_t> x, w;
+  bool per_channel = false;  ///< W's zero point and scale per output channel
+  bool bias = false;
+  KernelAttrs attrs;
+  std::string name;
+};
+
+void PrintTo(const QuantCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+std::vector<QuantCase> quantCases() {
+  struct Shape {
+    std::string what;
+    std::vector<int64_t> x, w;
+    KernelAttrs attrs;
+  };
+  const std::vector<Shape> shapes = {
+      {"pads1", {2, 3, 7, 9}, {4, 3, 3, 3}, attrsOf({{"pads", {1, 1, 1, 1}}})},
+      {"stride2_asympads_group2",
+       {2, 4, 7, 9},
+       {6, 2, 3, 3},
+       attrsOf({{"strides", {2, 2}}, {"pads", {0, 1, 1, 0}}}, 2)},
+      {"1d_dilation2", {2, 3, 11}, {4, 3, 3}, attrsOf({{"dilations", {2}}})},
+      {"3d_same_upper", {1, 2, 4, 5, 6}, {3, 2, 2, 3, 3}, attrsOf({}, 1, "SAME_UPPER")},
+  };
+  std::vector<QuantCase> out;
+  const DataType i8 = DataType::kInt8, u8 = DataType::kUint8;
+  for (const Shape& s : shapes) {
+    for (auto [xt, wt] : {std::pair{u8, u8}, std::pair{i8, i8}, std::pair{u8, i8}}) {
+      for (bool per_channel : {false, true}) {
+        QuantCase c{"ConvInteger", xt,          wt,    DataType::kInt32, s.x,
+                    s.w,           per_channel, false, s.attrs,          ""};
+        c.name = fmt::format("ConvInteger_x{}_w{}_{}_{}", dataTypeName(xt), dataTypeName(wt),
+                             per_channel ? "perchannel" : "pertensor", s.what);
+        out.push_back(c);
+        for (DataType yt : {u8, i8}) {
+          QuantCase q{"QLinearConv", xt, wt, yt, s.x, s.w, per_channel, true, s.attrs, ""};
+          q.name =
+              fmt::format("QLinearConv_x{}_w{}_y{}_{}_bias_{}", dataTypeName(xt), dataTypeName(wt),
+                          dataTypeName(yt), per_channel ? "perchannel" : "pertensor", s.what);
+          out.push_back(q);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+class QuantConvTest : public test::CudaTest, public ::testing::WithParamInterface<QuantCase> {};
+
+TEST_P(QuantConvTest, MatchesReferenceExactly) {
+  const QuantCase& c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
+  auto ints = [&](DataType t, const std::vector<int64_t>& dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<double> v(static_cast<size_t>(n));
+    int lo = t == DataType::kInt8 ? -128 : 0, hi = t == DataType::kInt8 ? 127 : 255;
+    for (double& e : v) e = std::uniform_int_distribution<int>(lo, hi)(rng);
+    return test::tensorOf(t, dims, v);
+  };
+  auto floats = [&](std::vector<int64_t> dims, double lo, double hi) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<double> v(static_cast<size_t>(n));
+    for (double& e : v) e = std::uniform_real_distribution<>(lo, hi)(rng);
+    return test::tensorOf(DataType::kFloat, dims, v);
+  };
+  int64_t m = c.w[0];
+  std::vector<int64_t> w_q = c.per_channel ? std::vector<int64_t>{m} : std::vector<int64_t>{};
+  HostTensor x = ints(c.x_type, c.x), w = ints(c.w_type, c.w);
+  HostTensor xz = ints(c.x_type, {}), wz = ints(c.w_type, w_q);
+  std::vector<HostTensor> host;
+  if (c.op == "ConvInteger") {
+    host = {x, w, xz, wz};
+  } else {
+    // Scales that put the sums (thousands to a million) near Y's range.
+    int64_t fan_in = 1;
+    for (size_t i = 1; i < c.w.size(); ++i) fan_in *= c.w[i];
+    host = {x,
+            floats({}, 0.01, 0.02),
+            xz,
+            w,
+            floats(w_q, 0.01, 0.02),
+            wz,
+            floats({}, 0.05 * static_cast<double>(fan_in) / 27.0,
+                   0.1 * static_cast<double>(fan_in) / 27.0),
+            ints(c.y_type, {}),
+            test::tensorOf(DataType::kInt32, {m}, {})};
+    for (int64_t i = 0; i < m; ++i)
+      host[8].set<int32_t>(i, static_cast<int32_t>(i * 97 % 2001) - 1000);
+  }
+  std::vector<const HostTensor*> ptrs;
+  for (const HostTensor& t : host) ptrs.push_back(&t);
+  auto expected = runReferenceKernel(c.op, 10, ptrs, c.attrs, 1);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  const HostTensor& want = expected->at(0);
+  auto got = test::runOnDevice(c.op, 10, host, c.attrs, want.dtype, want.dims);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want, *got, {0, 0});
+}
+
+INSTANTIATE_TEST_SUITE_P(Claimed, QuantConvTest, ::testing::ValuesIn(quantCases()),
+                         [](const ::testing::TestParamInfo<QuantCase>& p) { return p.param.name; });
+
 }  // namespace
 }  // namespace onnxopt::kernels
