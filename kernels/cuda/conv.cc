@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "cudnn.h"
@@ -274,6 +275,38 @@ StatusOr<AlgoChoice> algoFor(const ConvArgs& args, const Geometry& g, Descriptor
   return choice;
 }
 
+/// What a launch of one geometry needs from cuDNN besides the data: its descriptors (the chosen
+/// algorithm's math type set), the algorithm, and B's descriptor.
+struct Prepared {
+  Descriptors d;
+  AlgoChoice choice;
+  TensorDesc bias;  ///< null without B
+};
+
+StatusOr<TensorDesc> biasDesc(const ConvArgs& args, const Geometry& g);
+
+/// The Prepared of this geometry, built once per thread (descriptors are not shared between
+/// threads): a repeated launch makes no descriptor or algorithm calls.
+StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g,
+                                      cudnnHandle_t handle) {
+  thread_local std::map<std::string, std::unique_ptr<Prepared>> cache;
+  int device = 0;
+  ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), args.op);
+  bool has_b = args.b.dtype != DataType::kUndefined;
+  std::string key = fmt::format("{}|dev{}|b{}", g.key(args.x.dtype, args.group), device, has_b);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second.get();
+  auto p = std::make_unique<Prepared>();
+  ASSIGN_OR_RETURN(p->d, descriptorsOf(args, g));
+  ASSIGN_OR_RETURN(p->choice, algoFor(args, g, p->d, handle));
+  if (has_b) {
+    ASSIGN_OR_RETURN(p->bias, biasDesc(args, g));
+  }
+  const Prepared* raw = p.get();
+  cache.emplace(std::move(key), std::move(p));
+  return raw;
+}
+
 /// Checks both families share: types, ranks, device memory, Y's shape, cuDNN's int limits.
 Support commonSupport(const ConvArgs& args) {
   DataType t = args.x.dtype;
@@ -334,10 +367,9 @@ StatusOr<size_t> workspaceOf(const ConvArgs& args, bool transpose) {
   if (args.y.numElements() == 0) return size_t{0};
   ASSIGN_OR_RETURN(Geometry g, geometryOf(args, transpose));
   if (g.bias_only) return size_t{0};
-  ASSIGN_OR_RETURN(Descriptors d, descriptorsOf(args, g));
   ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(nullptr, args.op));
-  ASSIGN_OR_RETURN(AlgoChoice choice, algoFor(args, g, d, handle));
-  return alignUp(choice.bytes) + g.stage_bytes;
+  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, handle));
+  return alignUp(p->choice.bytes) + g.stage_bytes;
 }
 
 /// B as a [1, M, 1, ...] tensor of Y's rank (as cuDNN sees Y).
@@ -379,8 +411,9 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
   ASSIGN_OR_RETURN(Geometry g, geometryOf(args, transpose));
   ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(stream, args.op));
   if (g.bias_only) return fillBias(args, g, handle, stream);
-  ASSIGN_OR_RETURN(Descriptors d, descriptorsOf(args, g));
-  ASSIGN_OR_RETURN(AlgoChoice choice, algoFor(args, g, d, handle));
+  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, handle));
+  const Descriptors& d = p->d;
+  const AlgoChoice& choice = p->choice;
   size_t algo_bytes = alignUp(choice.bytes);
   if (args.workspace_bytes < algo_bytes + g.stage_bytes ||
       (args.workspace == nullptr && algo_bytes + g.stage_bytes > 0)) {
@@ -408,9 +441,9 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
   float beta = 0.0f;
   if (has_b) {
     // The bias first; the convolution accumulates into it (one rounding of the sum).
-    ASSIGN_OR_RETURN(TensorDesc bias, biasDesc(args, g));
     ONNXOPT_CUDA_CHECK(
-        cudnnAddTensor(handle, &one, bias.get(), args.b.data, &zero, d.y.get(), target), args.op);
+        cudnnAddTensor(handle, &one, p->bias.get(), args.b.data, &zero, d.y.get(), target),
+        args.op);
     beta = 1.0f;
   }
   if (transpose) {
