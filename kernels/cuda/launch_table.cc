@@ -41,6 +41,10 @@
 #include "norm.h"
 #include "resize.h"
 #include "softmax.h"
+// conv family (cuDNN): Conv, ConvTranspose; the pools; ConvInteger, QLinearConv
+#include "conv.h"
+#include "pool.h"
+#include "quant_conv.h"
 
 namespace onnxopt::kernels {
 

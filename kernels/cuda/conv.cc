@@ -1,0 +1,623 @@
+// Conv and ConvTranspose through cuDNN (conv.h): parsing the node, the cuDNN-level geometry (4-D
+// or 5-D descriptors, staging buffers in the workspace), the cached algorithm choice, the launch.
+#include "conv.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "cudnn.h"
+
+namespace onnxopt::kernels::cuda {
+
+namespace {
+
+constexpr size_t kAlign = 256;
+/// The largest algorithm workspace accepted; cheaper algorithms are taken over faster ones above.
+constexpr size_t kMaxAlgoWorkspace = size_t{256} << 20;
+
+size_t alignUp(size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+bool isFloatType(DataType t) {
+  return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16;
+}
+
+std::string dimsText(const std::vector<int64_t>& dims) {
+  return fmt::format("[{}]", fmt::join(dims, ", "));
+}
+
+int64_t product(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+size_t elementBytes(DataType t) {
+  return static_cast<size_t>(dataTypeBits(t) / 8);
+}
+
+std::vector<int64_t> spatialOf(const std::vector<int64_t>& dims) {
+  return std::vector<int64_t>(dims.begin() + 2, dims.end());
+}
+
+/// [n, c] followed by `spatial`, with a unit dim appended when `unit` (1-D as 2-D).
+std::vector<int64_t> withSpatial(int64_t n, int64_t c, const std::vector<int64_t>& spatial,
+                                 bool unit) {
+  std::vector<int64_t> d = {n, c};
+  d.insert(d.end(), spatial.begin(), spatial.end());
+  if (unit) d.push_back(1);
+  return d;
+}
+
+std::vector<int64_t> withUnit(std::vector<int64_t> v, bool unit, int64_t value) {
+  if (unit) v.push_back(value);
+  return v;
+}
+
+/// What cuDNN is asked for one node.
+struct Geometry {
+  bool transpose = false;
+  std::vector<int64_t> x, w, y;  ///< the descriptors cuDNN computes with (staged buffers' dims)
+  std::vector<int64_t> x_view, y_view;  ///< X's and Y's own dims (a 1-D conv's with a unit dim)
+  std::vector<int64_t> pads, strides, dilations;
+  bool staged_x = false;     ///< Conv: X copied into a zero-padded buffer of dims `x`
+  bool staged_y = false;     ///< ConvTranspose: computed into a buffer of dims `y`, then copied
+  int64_t stage_offset = 0;  ///< elements from the staged buffer's start to X's (the block's) start
+  size_t stage_bytes = 0;
+  /// ConvTranspose staged: the block of the buffer copied into Y (its dims, with the unit dim),
+  /// where it starts in Y (elements), and whether it covers less than Y (the rest is bias only).
+  std::vector<int64_t> block;
+  int64_t y_offset = 0;
+  bool partial = false;
+  bool bias_only = false;  ///< ConvTranspose: no element of Y receives a tap (Y is the bias)
+
+  std::string key(DataType t, int64_t group) const {
+    return fmt::format("{}|{}|x{}|w{}|y{}|p{}|s{}|d{}|g{}", transpose ? "bwd" : "fwd",
+                       dataTypeName(t), fmt::join(x, ","), fmt::join(w, ","), fmt::join(y, ","),
+                       fmt::join(pads, ","), fmt::join(strides, ","), fmt::join(dilations, ","),
+                       group);
+  }
+};
+
+StatusOr<Geometry> convGeometry(const ConvArgs& args) {
+  const Window& win = args.window;
+  bool unit = win.in.size() == 1;
+  Geometry g;
+  g.x_view = withUnit(args.x.dims, unit, 1);
+  g.w = withUnit(args.w.dims, unit, 1);
+  g.y_view = withUnit(args.y.dims, unit, 1);
+  g.y = g.y_view;
+  g.strides = withUnit(win.strides, unit, 1);
+  g.dilations = withUnit(win.dilations, unit, 1);
+  if (win.symmetric()) {
+    g.x = g.x_view;
+    g.pads = withUnit(win.pad_begin, unit, 0);
+    return g;
+  }
+  // cuDNN pads both ends alike: pad X explicitly and convolve without padding.
+  std::vector<int64_t> padded = win.in;
+  for (size_t d = 0; d < padded.size(); ++d) padded[d] += win.pad_begin[d] + win.pad_end[d];
+  g.x = withSpatial(args.x.dims[0], args.x.dims[1], padded, unit);
+  g.pads.assign(g.strides.size(), 0);
+  g.staged_x = true;
+  std::vector<int64_t> strides = contiguousStrides(g.x);
+  for (size_t d = 0; d < win.in.size(); ++d) g.stage_offset += win.pad_begin[d] * strides[d + 2];
+  g.stage_bytes = static_cast<size_t>(product(g.x)) * elementBytes(args.x.dtype);
+  return g;
+}
+
+// ConvTranspose as the adjoint of the Conv from Y to X. The full scatter has nonzero values at
+// [0, E), E = s * (in - 1) + eff, and Y[o] = full[o + pad_begin]. With symmetric pads q and an
+// output padding t < s, the adjoint's output (cuDNN's dx) is dx[o'] = full[o' + q] for
+// o' < T = E + t - 2q. When q = min(pad_begin, pad_end) and t = output_padding + q - pad_end fit,
+// dx is Y itself. Otherwise dx is computed with q = 0 (it then holds every nonzero value) into the
+// workspace, and the block of it that Y needs is copied there; the part of Y outside the full
+// output (output_shape beyond it, on either side) holds the bias alone.
+StatusOr<Geometry> transposeGeometry(const ConvTransposeArgs& args) {
+  const Window& win = args.window;
+  bool unit = win.in.size() == 1;
+  Geometry g;
+  g.transpose = true;
+  g.x_view = withUnit(args.x.dims, unit, 1);
+  g.x = g.x_view;
+  g.w = withUnit(args.w.dims, unit, 1);
+  g.y_view = withUnit(args.y.dims, unit, 1);
+  g.strides = withUnit(win.strides, unit, 1);
+  g.dilations = withUnit(win.dilations, unit, 1);
+  size_t rank = win.in.size();
+  std::vector<int64_t> result(rank), pads(rank), src(rank), dst(rank), block(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t s = win.strides[d], pb = win.pad_begin[d], pe = win.pad_end[d];
+    int64_t op = args.output_padding[d], out = win.out[d];
+    int64_t full = s * (win.in[d] - 1) + (win.kernel[d] - 1) * win.dilations[d] + 1;
+    int64_t q = std::max<int64_t>(0, std::min(pb, pe));
+    int64_t t = std::max<int64_t>(0, op + q - pe);
+    if (pb < 0 || t >= s || full + t - 2 * q != out) {
+      q = 0;
+      t = std::min(std::max<int64_t>(0, op - pe), s - 1);
+    }
+    result[d] = full + t - 2 * q;
+    pads[d] = q;
+    src[d] = std::max<int64_t>(0, pb - q);
+    dst[d] = std::max<int64_t>(0, -pb);
+    block[d] = std::min(out - dst[d], result[d] - src[d]);
+    if (block[d] < 1) g.bias_only = true;  // Y lies outside the full output (in this dim)
+    if (result[d] != out || src[d] != 0) g.staged_y = true;
+    if (block[d] != out) g.partial = true;
+  }
+  g.pads = withUnit(pads, unit, 0);
+  g.y = withSpatial(args.y.dims[0], args.y.dims[1], result, unit);
+  if (g.staged_y) {
+    g.block = withSpatial(args.y.dims[0], args.y.dims[1], block, unit);
+    std::vector<int64_t> stage_strides = contiguousStrides(g.y);
+    std::vector<int64_t> y_strides = contiguousStrides(g.y_view);
+    for (size_t d = 0; d < rank; ++d) {
+      g.stage_offset += src[d] * stage_strides[d + 2];
+      g.y_offset += dst[d] * y_strides[d + 2];
+    }
+    g.stage_bytes = static_cast<size_t>(product(g.y)) * elementBytes(args.y.dtype);
+  }
+  return g;
+}
+
+StatusOr<Geometry> geometryOf(const ConvArgs& args, bool transpose) {
+  if (transpose) return transposeGeometry(static_cast<const ConvTransposeArgs&>(args));
+  return convGeometry(args);
+}
+
+/// The algorithm chosen for one geometry, its math type and workspace.
+struct AlgoChoice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t bytes = 0;
+};
+
+/// The descriptors of one geometry.
+struct Descriptors {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+};
+
+cudnnMathType_t initialMath(DataType t) {
+  // No tensor cores for float (they would round to TF32); fp16/bf16 may use them.
+  return t == DataType::kFloat ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+}
+
+StatusOr<Descriptors> descriptorsOf(const ConvArgs& args, const Geometry& g) {
+  Descriptors d;
+  DataType t = args.x.dtype;
+  ASSIGN_OR_RETURN(d.x, makeTensorDesc(t, g.x, {}, args.op));
+  ASSIGN_OR_RETURN(d.y, makeTensorDesc(t, g.y, {}, args.op));
+  ASSIGN_OR_RETURN(d.w, makeFilterDesc(t, g.w, args.op));
+  std::vector<int64_t> pads(g.pads.begin(), g.pads.end());
+  ASSIGN_OR_RETURN(d.conv,
+                   makeConvDesc(pads, g.strides, g.dilations, args.group, initialMath(t), args.op));
+  return d;
+}
+
+/// Whether a perf result's math type is allowed for `t` (no tensor-core math for float).
+bool mathAllowed(DataType t, cudnnMathType_t math) {
+  return t != DataType::kFloat || math == CUDNN_FMA_MATH || math == CUDNN_DEFAULT_MATH;
+}
+
+template <typename Perf>
+StatusOr<AlgoChoice> pickAlgo(const ConvArgs& args, const Geometry& g, Descriptors& d,
+                              cudnnHandle_t handle, const Perf* perfs, int count) {
+  DataType t = args.x.dtype;
+  for (int i = 0; i < count; ++i) {
+    const Perf& p = perfs[i];
+    if (p.status != CUDNN_STATUS_SUCCESS || !mathAllowed(t, p.mathType)) continue;
+    cudnnMathType_t math = t == DataType::kFloat ? CUDNN_FMA_MATH : p.mathType;
+    ONNXOPT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv.get(), math), args.op);
+    size_t bytes = 0;
+    cudnnStatus_t st;
+    if (g.transpose) {
+      st = cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, d.w.get(), d.x.get(), d.conv.get(), d.y.get(),
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), &bytes);
+    } else {
+      st = cudnnGetConvolutionForwardWorkspaceSize(
+          handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+          static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), &bytes);
+    }
+    if (st != CUDNN_STATUS_SUCCESS || bytes > kMaxAlgoWorkspace) continue;
+    return AlgoChoice{static_cast<int>(p.algo), math, bytes};
+  }
+  return makeError(StatusCode::kUnimplemented,
+                   "{}: cuDNN has no algorithm for X {}, W {}, Y {} in {}", args.op, dimsText(g.x),
+                   dimsText(g.w), dimsText(g.y), dataTypeName(t));
+}
+
+/// The algorithm for this geometry: chosen by cuDNN's heuristics on first use, then cached for
+/// the process (the plan asks for the same shapes on every run).
+StatusOr<AlgoChoice> algoFor(const ConvArgs& args, const Geometry& g, Descriptors& d,
+                             cudnnHandle_t handle) {
+  static std::mutex mutex;
+  static std::map<std::string, AlgoChoice> cache;
+  int device = 0;
+  ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), args.op);
+  std::string key = fmt::format("{}|dev{}", g.key(args.x.dtype, args.group), device);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+      ONNXOPT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv.get(), it->second.math), args.op);
+      return it->second;
+    }
+  }
+  AlgoChoice choice;
+  if (g.transpose) {
+    cudnnConvolutionBwdDataAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int count = 0;
+    ONNXOPT_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                           handle, d.w.get(), d.x.get(), d.conv.get(), d.y.get(),
+                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs),
+                       args.op);
+    ASSIGN_OR_RETURN(choice, pickAlgo(args, g, d, handle, perfs, count));
+  } else {
+    cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int count = 0;
+    ONNXOPT_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+                           handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs),
+                       args.op);
+    ASSIGN_OR_RETURN(choice, pickAlgo(args, g, d, handle, perfs, count));
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  cache.emplace(key, choice);
+  return choice;
+}
+
+/// What a launch of one geometry needs from cuDNN besides the data: its descriptors (the chosen
+/// algorithm's math type set), the algorithm, and B's descriptor.
+struct Prepared {
+  Descriptors d;
+  AlgoChoice choice;
+  TensorDesc bias;  ///< null without B
+};
+
+StatusOr<TensorDesc> biasDesc(const ConvArgs& args, const Geometry& g);
+
+/// The Prepared of this geometry, built once per thread (descriptors are not shared between
+/// threads): a repeated launch makes no descriptor or algorithm calls.
+StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g,
+                                      cudnnHandle_t handle) {
+  thread_local std::map<std::string, std::unique_ptr<Prepared>> cache;
+  int device = 0;
+  ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), args.op);
+  bool has_b = args.b.dtype != DataType::kUndefined;
+  std::string key = fmt::format("{}|dev{}|b{}", g.key(args.x.dtype, args.group), device, has_b);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second.get();
+  auto p = std::make_unique<Prepared>();
+  ASSIGN_OR_RETURN(p->d, descriptorsOf(args, g));
+  ASSIGN_OR_RETURN(p->choice, algoFor(args, g, p->d, handle));
+  if (has_b) {
+    ASSIGN_OR_RETURN(p->bias, biasDesc(args, g));
+  }
+  const Prepared* raw = p.get();
+  cache.emplace(std::move(key), std::move(p));
+  return raw;
+}
+
+/// Checks both families share: types, ranks, device memory, Y's shape, cuDNN's int limits.
+Support commonSupport(const ConvArgs& args) {
+  DataType t = args.x.dtype;
+  if (!isFloatType(t)) {
+    return Support::no(fmt::format("{}: no CUDA kernel for {}", args.op, dataTypeName(t)));
+  }
+  bool has_b = args.b.dtype != DataType::kUndefined;
+  if (args.w.dtype != t || args.y.dtype != t || (has_b && args.b.dtype != t)) {
+    return Support::no(fmt::format("{}: X, W, B and Y must share one type", args.op));
+  }
+  size_t rank = args.window.in.size();
+  if (rank < 1 || rank > 3) {
+    return Support::no(
+        fmt::format("{}: cuDNN convolves 1 to 3 spatial dims, not {}", args.op, rank));
+  }
+  for (const auto& [view, what] :
+       {std::pair{&args.x, "X"}, std::pair{&args.w, "W"}, std::pair{&args.b, "B"}}) {
+    if (Support s = requireDevice(args.op, *view, what); !s) return s;
+    if (view->dtype != DataType::kUndefined && !view->isContiguous()) {
+      return Support::no(fmt::format("{}: the CUDA kernel reads a contiguous {}", args.op, what));
+    }
+  }
+  if (Support s = requireDevice(args.op, args.y, "Y"); !s) return s;
+  if (!args.y.isContiguous()) {
+    return Support::no(fmt::format("{}: the CUDA kernel writes a contiguous Y", args.op));
+  }
+  std::vector<int64_t> want = {args.x.dims[0], args.out_channels};
+  want.insert(want.end(), args.window.out.begin(), args.window.out.end());
+  if (args.y.dims != want) {
+    return Support::no(fmt::format("{}: the output is {}; the convolution gives {}", args.op,
+                                   dimsText(args.y.dims), dimsText(want)));
+  }
+  if (args.y.numElements() > 0 && args.x.numElements() == 0) {
+    return Support::no(fmt::format("{}: X is empty but Y is not", args.op));
+  }
+  for (int64_t n : {args.x.numElements(), args.w.numElements(), args.y.numElements()}) {
+    if (n > INT_MAX) {
+      return Support::no(fmt::format("{}: {} elements exceed cuDNN's int sizes", args.op, n));
+    }
+  }
+  return Support::yes();
+}
+
+Support supportOf(const ConvArgs& args, bool transpose) {
+  if (Support s = commonSupport(args); !s) return s;
+  if (args.y.numElements() == 0) return Support::yes();
+  StatusOr<Geometry> g = geometryOf(args, transpose);
+  if (!g.isOk()) return Support::no(g.status().message());
+  if (g->stage_bytes / elementBytes(args.x.dtype) > static_cast<size_t>(INT_MAX)) {
+    return Support::no(fmt::format("{}: the staged tensor {} exceeds cuDNN's int sizes", args.op,
+                                   dimsText(transpose ? g->y : g->x)));
+  }
+  return Support::yes();
+}
+
+StatusOr<size_t> workspaceOf(const ConvArgs& args, bool transpose) {
+  if (Support s = supportOf(args, transpose); !s) return refused(s);
+  if (args.y.numElements() == 0) return size_t{0};
+  ASSIGN_OR_RETURN(Geometry g, geometryOf(args, transpose));
+  if (g.bias_only) return size_t{0};
+  ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(nullptr, args.op));
+  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, handle));
+  return alignUp(p->choice.bytes) + g.stage_bytes;
+}
+
+/// B as a [1, M, 1, ...] tensor of Y's rank (as cuDNN sees Y).
+StatusOr<TensorDesc> biasDesc(const ConvArgs& args, const Geometry& g) {
+  std::vector<int64_t> dims(g.y_view.size(), 1);
+  dims[1] = args.out_channels;
+  return makeTensorDesc(args.b.dtype, dims, {}, args.op);
+}
+
+/// Y = B broadcast over it (zeros without B): the part of a ConvTranspose's Y that no tap reaches.
+Status fillBias(const ConvArgs& args, const Geometry& g, cudnnHandle_t handle, CudaStream stream) {
+  if (args.b.dtype == DataType::kUndefined) {
+    ONNXOPT_CUDA_CHECK(
+        cudaMemsetAsync(args.y.data, 0,
+                        static_cast<size_t>(args.y.numElements()) * elementBytes(args.y.dtype),
+                        streamOf(stream)),
+        args.op);
+    return Status::ok();
+  }
+  const float one = 1.0f, zero = 0.0f;
+  ASSIGN_OR_RETURN(TensorDesc bias, biasDesc(args, g));
+  ASSIGN_OR_RETURN(TensorDesc whole, makeTensorDesc(args.y.dtype, g.y_view, {}, args.op));
+  ONNXOPT_CUDA_CHECK(
+      cudnnAddTensor(handle, &one, bias.get(), args.b.data, &zero, whole.get(), args.y.data),
+      args.op);
+  return Status::ok();
+}
+
+Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
+  if (Support s = supportOf(args, transpose); !s) return refused(s);
+  if (args.y.numElements() == 0) return Status::ok();
+  // A constant without bytes (weights stripped from the model) must not reach cuDNN.
+  auto missing = [](const void* data, int64_t n) { return data == nullptr && n > 0; };
+  if (missing(args.x.data, args.x.numElements()) || missing(args.w.data, args.w.numElements()) ||
+      missing(args.y.data, args.y.numElements()) ||
+      (args.b.dtype != DataType::kUndefined && missing(args.b.data, args.b.numElements()))) {
+    return invalidArgument("{}: X, W, B or Y has elements but no device data", args.op);
+  }
+  ASSIGN_OR_RETURN(Geometry g, geometryOf(args, transpose));
+  ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(stream, args.op));
+  if (g.bias_only) return fillBias(args, g, handle, stream);
+  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, handle));
+  const Descriptors& d = p->d;
+  const AlgoChoice& choice = p->choice;
+  size_t algo_bytes = alignUp(choice.bytes);
+  if (args.workspace_bytes < algo_bytes + g.stage_bytes ||
+      (args.workspace == nullptr && algo_bytes + g.stage_bytes > 0)) {
+    return makeError(StatusCode::kInvalidArgument, "{}: the workspace has {} bytes, {} needed",
+                     args.op, args.workspace_bytes, algo_bytes + g.stage_bytes);
+  }
+  auto* stage = static_cast<char*>(args.workspace) + algo_bytes;
+  size_t bytes = elementBytes(args.x.dtype);
+  const float one = 1.0f, zero = 0.0f;
+  const void* x = args.x.data;
+  if (g.staged_x) {
+    ONNXOPT_CUDA_CHECK(cudaMemsetAsync(stage, 0, g.stage_bytes, streamOf(stream)), args.op);
+    ASSIGN_OR_RETURN(TensorDesc src, makeTensorDesc(args.x.dtype, g.x_view, {}, args.op));
+    ASSIGN_OR_RETURN(TensorDesc interior,
+                     makeTensorDesc(args.x.dtype, g.x_view, contiguousStrides(g.x), args.op));
+    ONNXOPT_CUDA_CHECK(
+        cudnnTransformTensor(handle, &one, src.get(), args.x.data, &zero, interior.get(),
+                             stage + static_cast<size_t>(g.stage_offset) * bytes),
+        args.op);
+    x = stage;
+  }
+  void* target = g.staged_y ? static_cast<void*>(stage) : args.y.data;
+  bool has_b = args.b.dtype != DataType::kUndefined;
+  if (g.partial) RETURN_IF_ERROR(fillBias(args, g, handle, stream));
+  float beta = 0.0f;
+  if (has_b) {
+    // The bias first; the convolution accumulates into it (one rounding of the sum).
+    ONNXOPT_CUDA_CHECK(
+        cudnnAddTensor(handle, &one, p->bias.get(), args.b.data, &zero, d.y.get(), target),
+        args.op);
+    beta = 1.0f;
+  }
+  if (transpose) {
+    ONNXOPT_CUDA_CHECK(cudnnConvolutionBackwardData(
+                           handle, &one, d.w.get(), args.w.data, d.x.get(), x, d.conv.get(),
+                           static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), args.workspace,
+                           choice.bytes, &beta, d.y.get(), target),
+                       args.op);
+  } else {
+    ONNXOPT_CUDA_CHECK(
+        cudnnConvolutionForward(handle, &one, d.x.get(), x, d.w.get(), args.w.data, d.conv.get(),
+                                static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), args.workspace,
+                                choice.bytes, &beta, d.y.get(), target),
+        args.op);
+  }
+  if (g.staged_y) {
+    // Y's block from the adjoint's output (strides of the staged buffer into those of Y).
+    ASSIGN_OR_RETURN(TensorDesc from,
+                     makeTensorDesc(args.y.dtype, g.block, contiguousStrides(g.y), args.op));
+    ASSIGN_OR_RETURN(TensorDesc to,
+                     makeTensorDesc(args.y.dtype, g.block, contiguousStrides(g.y_view), args.op));
+    ONNXOPT_CUDA_CHECK(
+        cudnnTransformTensor(
+            handle, &one, from.get(), stage + static_cast<size_t>(g.stage_offset) * bytes, &zero,
+            to.get(), static_cast<char*>(args.y.data) + static_cast<size_t>(g.y_offset) * bytes),
+        args.op);
+  }
+  return Status::ok();
+}
+
+/// X, W, the optional B and Y, with the ranks checked.
+Status parseTensors(const CudaKernelCall& call, ConvArgs* args) {
+  RETURN_IF_ERROR(checkArity(call, 2, 3, 1));
+  args->op = call.op;
+  args->x = call.inputs[0];
+  args->w = call.inputs[1];
+  args->b = inputOf(call, 2);
+  args->y = call.outputs[0];
+  args->workspace = call.workspace;
+  args->workspace_bytes = call.workspace_bytes;
+  if (args->x.dims.size() < 3) {
+    return invalidArgument("{}: X must have rank 3 or more, not {}", call.op, args->x.dims.size());
+  }
+  if (args->w.dims.size() != args->x.dims.size()) {
+    return invalidArgument("{}: W has rank {}, X has rank {}", call.op, args->w.dims.size(),
+                           args->x.dims.size());
+  }
+  std::vector<int64_t> kernel = spatialOf(args->w.dims);
+  if (auto ks = attrsOf(call).getInts("kernel_shape"); ks && *ks != kernel) {
+    return invalidArgument("{}: kernel_shape {} does not match W {}", call.op, dimsText(*ks),
+                           dimsText(args->w.dims));
+  }
+  args->group = attrsOf(call).getInt("group", 1);
+  return Status::ok();
+}
+
+Status checkBias(const ConvArgs& args) {
+  if (args.b.dtype != DataType::kUndefined &&
+      (args.b.dims.size() != 1 || args.b.dims[0] != args.out_channels)) {
+    return invalidArgument("{}: B must have shape [{}], not {}", args.op, args.out_channels,
+                           dimsText(args.b.dims));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+template <>
+StatusOr<ConvArgs> argsFromCall<ConvArgs>(const CudaKernelCall& call) {
+  ConvArgs args;
+  RETURN_IF_ERROR(parseTensors(call, &args));
+  int64_t c = args.x.dims[1], m = args.w.dims[0], cg = args.w.dims[1], group = args.group;
+  if (group < 1 || group > c || c % group != 0 || cg != c / group) {
+    return invalidArgument("{}: group {} does not fit {} input channels and W's {} per group",
+                           call.op, group, c, cg);
+  }
+  if (m % group != 0) {
+    return invalidArgument("{}: group {} does not divide the {} output channels", call.op, group,
+                           m);
+  }
+  args.out_channels = m;
+  RETURN_IF_ERROR(checkBias(args));
+  ASSIGN_OR_RETURN(args.window, windowOf(call.op, attrsOf(call), spatialOf(args.x.dims),
+                                         spatialOf(args.w.dims), false));
+  return args;
+}
+
+template <>
+StatusOr<ConvTransposeArgs> argsFromCall<ConvTransposeArgs>(const CudaKernelCall& call) {
+  ConvTransposeArgs args;
+  RETURN_IF_ERROR(parseTensors(call, &args));
+  const KernelAttrs& attrs = attrsOf(call);
+  int64_t c = args.x.dims[1], group = args.group;
+  if (args.w.dims[0] != c) {
+    return invalidArgument("{}: W has {} input channels, X has {}", call.op, args.w.dims[0], c);
+  }
+  if (group < 1 || group > c || c % group != 0) {
+    return invalidArgument("{}: group {} does not divide {} channels", call.op, group, c);
+  }
+  int64_t mg = args.w.dims[1];
+  if (mg > INT_MAX / group) return invalidArgument("{}: too many output channels", call.op);
+  args.out_channels = mg * group;
+  RETURN_IF_ERROR(checkBias(args));
+  Window& w = args.window;
+  w.in = spatialOf(args.x.dims);
+  w.kernel = spatialOf(args.w.dims);
+  size_t rank = w.in.size();
+  for (int64_t k : w.kernel) {
+    if (k < 1 || k > INT_MAX) return invalidArgument("{}: kernel size {}", call.op, k);
+  }
+  for (int64_t d : w.in) {
+    if (d > INT_MAX) return invalidArgument("{}: spatial dimension {}", call.op, d);
+  }
+  ASSIGN_OR_RETURN(w.strides, windowAttr(call.op, attrs, "strides", rank, 1, 1));
+  ASSIGN_OR_RETURN(w.dilations, windowAttr(call.op, attrs, "dilations", rank, 1, 1));
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads, windowAttr(call.op, attrs, "pads", 2 * rank, 0, 0));
+  ASSIGN_OR_RETURN(args.output_padding, windowAttr(call.op, attrs, "output_padding", rank, 0, 0));
+  ASSIGN_OR_RETURN(std::string auto_pad, autoPadOf(call.op, attrs));
+  auto out_shape = attrs.getInts("output_shape");
+  if (out_shape) {
+    // Either the spatial dims or the full shape.
+    if (out_shape->size() == rank + 2) out_shape->erase(out_shape->begin(), out_shape->begin() + 2);
+    if (out_shape->size() != rank) {
+      return invalidArgument("{}: output_shape has the wrong rank", call.op);
+    }
+    for (int64_t d : *out_shape) {
+      if (d < 0 || d > INT_MAX) return invalidArgument("{}: output_shape {}", call.op, d);
+    }
+  }
+  w.pad_begin.assign(rank, 0);
+  w.pad_end.assign(rank, 0);
+  w.out.assign(rank, 0);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t full = w.strides[d] * (std::max<int64_t>(w.in[d], 1) - 1) + args.output_padding[d] +
+                   (w.kernel[d] - 1) * w.dilations[d] + 1;
+    if (out_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      w.out[d] = out_shape ? (*out_shape)[d] : w.in[d] * w.strides[d];
+      int64_t total = full - w.out[d];
+      // A larger output_shape makes total negative: halve with floor division, as the spec does.
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      w.pad_begin[d] = auto_pad == "SAME_UPPER" ? half : total - half;
+    } else {
+      if (auto_pad == "NOTSET") w.pad_begin[d] = pads[d];
+      int64_t pad_end = auto_pad == "NOTSET" ? pads[d + rank] : 0;
+      w.out[d] = full - w.pad_begin[d] - pad_end;
+      if (w.out[d] < 0) return invalidArgument("{}: pads exceed the output size", call.op);
+    }
+    w.pad_end[d] = full - w.pad_begin[d] - w.out[d];
+  }
+  return args;
+}
+
+Support canImplement(const ConvArgs& args) {
+  return supportOf(args, false);
+}
+
+Support canImplement(const ConvTransposeArgs& args) {
+  return supportOf(args, true);
+}
+
+StatusOr<size_t> workspaceBytes(const ConvArgs& args) {
+  return workspaceOf(args, false);
+}
+
+StatusOr<size_t> workspaceBytes(const ConvTransposeArgs& args) {
+  return workspaceOf(args, true);
+}
+
+Status launch(const ConvArgs& args, CudaStream stream) {
+  return launchOf(args, false, stream);
+}
+
+Status launch(const ConvTransposeArgs& args, CudaStream stream) {
+  return launchOf(args, true, stream);
+}
+
+}  // namespace onnxopt::kernels::cuda

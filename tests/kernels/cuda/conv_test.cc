@@ -1,0 +1,367 @@
+// Conv and ConvTranspose through cuDNN (kernels/cuda/conv.cc) against the reference kernels, for
+// float, float16 and bfloat16: 1-D, 2-D and 3-D, bias, strides, dilations, groups (depthwise),
+// explicit symmetric and asymmetric pads (X staged), every auto_pad, 1x1 kernels; ConvTranspose
+// with output_padding, output_shape and the pads that crop the adjoint's output. Label gpu.
+// canImplement's refusals are host tests: conv_host_test.cc.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../test_tensors.h"
+#include "device_harness.h"
+#include "onnxopt/kernels/reference.h"
+
+namespace onnxopt::kernels {
+namespace {
+
+struct ConvCase {
+  std::string op;
+  DataType dtype;
+  std::vector<int64_t> x, w;
+  bool bias = false;
+  KernelAttrs attrs;
+  std::string name;
+};
+
+void PrintTo(const ConvCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+std::string dimsName(const std::vector<int64_t>& d) {
+  return fmt::format("{}", fmt::join(d, "x"));
+}
+
+/// One geometry: the op, X and W, bias, attributes, and a short name of what it exercises.
+struct Geometry {
+  std::string op, what;
+  std::vector<int64_t> x, w;
+  bool bias;
+  KernelAttrs attrs;
+};
+
+KernelAttrs attrsOf(std::initializer_list<std::pair<const char*, std::vector<int64_t>>> lists,
+                    int64_t group = 1, const char* auto_pad = nullptr) {
+  KernelAttrs a;
+  for (const auto& [name, v] : lists) a.int_lists[name] = v;
+  if (group != 1) a.ints["group"] = group;
+  if (auto_pad != nullptr) a.strings["auto_pad"] = auto_pad;
+  return a;
+}
+
+std::vector<Geometry> geometries() {
+  return {
+      {"Conv", "basic", {2, 3, 7, 9}, {4, 3, 3, 3}, false, {}},
+      {"Conv", "pads1_bias", {2, 3, 7, 9}, {4, 3, 3, 3}, true, attrsOf({{"pads", {1, 1, 1, 1}}})},
+      {"Conv",
+       "stride2_pads1_bias",
+       {2, 3, 7, 9},
+       {4, 3, 3, 3},
+       true,
+       attrsOf({{"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}})},
+      {"Conv", "dilation2", {2, 3, 7, 9}, {5, 3, 3, 3}, true, attrsOf({{"dilations", {2, 2}}})},
+      {"Conv", "group2_bias", {2, 4, 7, 9}, {6, 2, 3, 3}, true, attrsOf({}, 2)},
+      {"Conv",
+       "depthwise8_pads1",
+       {2, 8, 7, 9},
+       {8, 1, 3, 3},
+       true,
+       attrsOf({{"pads", {1, 1, 1, 1}}}, 8)},
+      {"Conv", "asympads", {2, 3, 7, 9}, {4, 3, 3, 2}, true, attrsOf({{"pads", {0, 1, 2, 0}}})},
+      {"Conv",
+       "same_upper_stride2_k4",
+       {2, 3, 7, 9},
+       {4, 3, 4, 4},
+       true,
+       attrsOf({{"strides", {2, 2}}}, 1, "SAME_UPPER")},
+      {"Conv",
+       "same_lower_stride2_k4",
+       {2, 3, 7, 9},
+       {4, 3, 4, 4},
+       false,
+       attrsOf({{"strides", {2, 2}}}, 1, "SAME_LOWER")},
+      {"Conv", "same_upper_k3", {2, 3, 7, 9}, {4, 3, 3, 3}, true, attrsOf({}, 1, "SAME_UPPER")},
+      {"Conv",
+       "valid_stride2",
+       {2, 3, 7, 9},
+       {4, 3, 3, 3},
+       true,
+       attrsOf({{"strides", {2, 2}}}, 1, "VALID")},
+      {"Conv", "1x1", {2, 5, 7, 9}, {8, 5, 1, 1}, true, {}},
+      {"Conv",
+       "c16_m32_pads1",
+       {1, 16, 15, 17},
+       {32, 16, 3, 3},
+       true,
+       attrsOf({{"pads", {1, 1, 1, 1}}})},
+      {"Conv",
+       "1d_stride2_dilation2",
+       {2, 3, 17},
+       {4, 3, 3},
+       true,
+       attrsOf({{"strides", {2}}, {"dilations", {2}}, {"pads", {1, 1}}})},
+      {"Conv", "1d_asympads", {2, 3, 11}, {4, 3, 3}, false, attrsOf({{"pads", {1, 2}}})},
+      {"Conv",
+       "3d_stride_pads1",
+       {2, 3, 5, 6, 7},
+       {4, 3, 3, 3, 3},
+       true,
+       attrsOf({{"strides", {1, 2, 1}}, {"pads", {1, 1, 1, 1, 1, 1}}})},
+      {"Conv",
+       "3d_group3_asympads",
+       {1, 6, 4, 5, 6},
+       {3, 2, 2, 3, 3},
+       true,
+       attrsOf({{"pads", {1, 0, 1, 0, 2, 1}}}, 3)},
+      {"ConvTranspose", "basic", {2, 3, 5, 6}, {3, 4, 3, 3}, false, {}},
+      {"ConvTranspose",
+       "stride2_pads1_outpad1_bias",
+       {2, 3, 5, 6},
+       {3, 4, 3, 3},
+       true,
+       attrsOf({{"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}, {"output_padding", {1, 1}}})},
+      {"ConvTranspose",
+       "same_upper_stride2",
+       {2, 3, 5, 6},
+       {3, 4, 3, 3},
+       true,
+       attrsOf({{"strides", {2, 2}}}, 1, "SAME_UPPER")},
+      {"ConvTranspose",
+       "same_lower_stride2",
+       {2, 3, 5, 6},
+       {3, 4, 3, 3},
+       true,
+       attrsOf({{"strides", {2, 2}}}, 1, "SAME_LOWER")},
+      {"ConvTranspose",
+       "output_shape",
+       {2, 3, 5, 6},
+       {3, 4, 3, 3},
+       true,
+       attrsOf({{"strides", {2, 2}}, {"output_shape", {10, 12}}})},
+      {"ConvTranspose",
+       "output_shape_far",
+       {1, 2, 3, 3},
+       {2, 2, 3, 3},
+       true,
+       attrsOf({{"output_shape", {9, 9}}})},
+      {"ConvTranspose",
+       "bias_only_outpad3",
+       {1, 2, 2, 2},
+       {2, 3, 1, 1},
+       true,
+       attrsOf({{"pads", {2, 2, 1, 1}}, {"output_padding", {3, 3}}})},
+      {"ConvTranspose",
+       "outpad_at_stride",
+       {2, 2, 3, 4},
+       {2, 3, 3, 3},
+       true,
+       attrsOf({{"output_padding", {1, 1}}})},
+      {"ConvTranspose",
+       "output_shape_past_full",
+       {1, 1, 3, 3},
+       {1, 2, 3, 3},
+       true,
+       attrsOf({{"strides", {3, 2}}, {"output_shape", {10, 8}}})},
+      {"ConvTranspose",
+       "asympads",
+       {2, 3, 5, 6},
+       {3, 4, 3, 3},
+       true,
+       attrsOf({{"pads", {2, 0, 0, 1}}})},
+      {"ConvTranspose", "group2", {2, 4, 5, 6}, {4, 3, 3, 3}, true, attrsOf({}, 2)},
+      {"ConvTranspose",
+       "dilation2_stride2",
+       {2, 3, 5, 6},
+       {3, 2, 3, 3},
+       false,
+       attrsOf({{"dilations", {2, 2}}, {"strides", {2, 2}}})},
+      {"ConvTranspose",
+       "1d_stride3_asympads",
+       {2, 3, 7},
+       {3, 2, 4},
+       true,
+       attrsOf({{"strides", {3}}, {"pads", {1, 2}}})},
+      {"ConvTranspose",
+       "3d_stride2_pads1_outpad1",
+       {1, 2, 3, 4, 5},
+       {2, 3, 3, 3, 3},
+       true,
+       attrsOf(
+           {{"strides", {2, 2, 2}}, {"pads", {1, 1, 1, 1, 1, 1}}, {"output_padding", {1, 1, 1}}})},
+  };
+}
+
+std::vector<ConvCase> convCases() {
+  std::vector<ConvCase> out;
+  for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
+    for (const Geometry& g : geometries()) {
+      ConvCase c{g.op, t, g.x, g.w, g.bias, g.attrs, ""};
+      c.name = fmt::format("{}_{}_{}_x{}_w{}", g.op, dataTypeName(t), g.what, dimsName(g.x),
+                           dimsName(g.w));
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+/// Float accumulation in another order than the reference's (and, for float16/bfloat16, maybe on
+/// tensor cores): relative to the largest output, as the error of a sum scales with its terms.
+test::Tolerance convTolerance(DataType t) {
+  if (t == DataType::kFloat) return {1e-4, 1e-5};
+  if (t == DataType::kFloat16) return {4e-3, 2e-3};
+  return {3e-2, 1.6e-2};
+}
+
+class ConvTest : public test::CudaTest, public ::testing::WithParamInterface<ConvCase> {};
+
+TEST_P(ConvTest, MatchesReference) {
+  const ConvCase& c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
+  auto random = [&](const std::vector<int64_t>& dims, double scale) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<double> v(static_cast<size_t>(n));
+    for (double& e : v) e = scale * std::uniform_real_distribution<>(-1, 1)(rng);
+    return test::tensorOf(c.dtype, dims, v);
+  };
+  int64_t fan_in = 1;
+  for (size_t i = 1; i < c.w.size(); ++i) fan_in *= c.w[i];
+  std::vector<HostTensor> host = {random(c.x, 1.0), random(c.w, 1.0 / std::sqrt(fan_in))};
+  int64_t m = c.op == "Conv" ? c.w[0] : c.w[1] * c.attrs.getInt("group", 1);
+  if (c.bias) host.push_back(random({m}, 0.5));
+  std::vector<const HostTensor*> ptrs;
+  for (const HostTensor& t : host) ptrs.push_back(&t);
+  auto expected = runReferenceKernel(c.op, 11, ptrs, c.attrs, 1);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  const HostTensor& want = expected->at(0);
+  auto got = test::runOnDevice(c.op, 11, host, c.attrs, want.dtype, want.dims);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  double scale = 1;
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    scale = std::max(scale, std::fabs(test::valueAt(want, i)));
+  }
+  test::Tolerance tol = convTolerance(c.dtype);
+  test::expectClose(want, *got, {tol.rtol, tol.atol * scale});
+}
+
+INSTANTIATE_TEST_SUITE_P(Claimed, ConvTest, ::testing::ValuesIn(convCases()),
+                         [](const ::testing::TestParamInfo<ConvCase>& p) { return p.param.name; });
+
+/// ConvInteger and QLinearConv (kernels/cuda/quant_conv.cu): exact against the reference.
+struct QuantCase {
+  std::string op;
+  DataType x_type, w_type, y_type;  ///< y_type: QLinearConv's output
+  std::vector<int64_t> x, w;
+  bool per_channel = false;  ///< W's zero point and scale per output channel
+  bool bias = false;
+  KernelAttrs attrs;
+  std::string name;
+};
+
+void PrintTo(const QuantCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+std::vector<QuantCase> quantCases() {
+  struct Shape {
+    std::string what;
+    std::vector<int64_t> x, w;
+    KernelAttrs attrs;
+  };
+  const std::vector<Shape> shapes = {
+      {"pads1", {2, 3, 7, 9}, {4, 3, 3, 3}, attrsOf({{"pads", {1, 1, 1, 1}}})},
+      {"stride2_asympads_group2",
+       {2, 4, 7, 9},
+       {6, 2, 3, 3},
+       attrsOf({{"strides", {2, 2}}, {"pads", {0, 1, 1, 0}}}, 2)},
+      {"1d_dilation2", {2, 3, 11}, {4, 3, 3}, attrsOf({{"dilations", {2}}})},
+      {"3d_same_upper", {1, 2, 4, 5, 6}, {3, 2, 2, 3, 3}, attrsOf({}, 1, "SAME_UPPER")},
+  };
+  std::vector<QuantCase> out;
+  const DataType i8 = DataType::kInt8, u8 = DataType::kUint8;
+  for (const Shape& s : shapes) {
+    for (auto [xt, wt] : {std::pair{u8, u8}, std::pair{i8, i8}, std::pair{u8, i8}}) {
+      for (bool per_channel : {false, true}) {
+        QuantCase c{"ConvInteger", xt,          wt,    DataType::kInt32, s.x,
+                    s.w,           per_channel, false, s.attrs,          ""};
+        c.name = fmt::format("ConvInteger_x{}_w{}_{}_{}", dataTypeName(xt), dataTypeName(wt),
+                             per_channel ? "perchannel" : "pertensor", s.what);
+        out.push_back(c);
+        for (DataType yt : {u8, i8}) {
+          QuantCase q{"QLinearConv", xt, wt, yt, s.x, s.w, per_channel, true, s.attrs, ""};
+          q.name =
+              fmt::format("QLinearConv_x{}_w{}_y{}_{}_bias_{}", dataTypeName(xt), dataTypeName(wt),
+                          dataTypeName(yt), per_channel ? "perchannel" : "pertensor", s.what);
+          out.push_back(q);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+class QuantConvTest : public test::CudaTest, public ::testing::WithParamInterface<QuantCase> {};
+
+TEST_P(QuantConvTest, MatchesReferenceExactly) {
+  const QuantCase& c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
+  auto ints = [&](DataType t, const std::vector<int64_t>& dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<double> v(static_cast<size_t>(n));
+    int lo = t == DataType::kInt8 ? -128 : 0, hi = t == DataType::kInt8 ? 127 : 255;
+    for (double& e : v) e = std::uniform_int_distribution<int>(lo, hi)(rng);
+    return test::tensorOf(t, dims, v);
+  };
+  auto floats = [&](std::vector<int64_t> dims, double lo, double hi) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<double> v(static_cast<size_t>(n));
+    for (double& e : v) e = std::uniform_real_distribution<>(lo, hi)(rng);
+    return test::tensorOf(DataType::kFloat, dims, v);
+  };
+  int64_t m = c.w[0];
+  std::vector<int64_t> w_q = c.per_channel ? std::vector<int64_t>{m} : std::vector<int64_t>{};
+  HostTensor x = ints(c.x_type, c.x), w = ints(c.w_type, c.w);
+  HostTensor xz = ints(c.x_type, {}), wz = ints(c.w_type, w_q);
+  std::vector<HostTensor> host;
+  if (c.op == "ConvInteger") {
+    host = {x, w, xz, wz};
+  } else {
+    // Scales that put the sums (thousands to a million) near Y's range.
+    int64_t fan_in = 1;
+    for (size_t i = 1; i < c.w.size(); ++i) fan_in *= c.w[i];
+    host = {x,
+            floats({}, 0.01, 0.02),
+            xz,
+            w,
+            floats(w_q, 0.01, 0.02),
+            wz,
+            floats({}, 0.05 * static_cast<double>(fan_in) / 27.0,
+                   0.1 * static_cast<double>(fan_in) / 27.0),
+            ints(c.y_type, {}),
+            test::tensorOf(DataType::kInt32, {m}, {})};
+    for (int64_t i = 0; i < m; ++i)
+      host[8].set<int32_t>(i, static_cast<int32_t>(i * 97 % 2001) - 1000);
+  }
+  std::vector<const HostTensor*> ptrs;
+  for (const HostTensor& t : host) ptrs.push_back(&t);
+  auto expected = runReferenceKernel(c.op, 10, ptrs, c.attrs, 1);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  const HostTensor& want = expected->at(0);
+  auto got = test::runOnDevice(c.op, 10, host, c.attrs, want.dtype, want.dims);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want, *got, {0, 0});
+}
+
+INSTANTIATE_TEST_SUITE_P(Claimed, QuantConvTest, ::testing::ValuesIn(quantCases()),
+                         [](const ::testing::TestParamInfo<QuantCase>& p) { return p.param.name; });
+
+}  // namespace
+}  // namespace onnxopt::kernels
