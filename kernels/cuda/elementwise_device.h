@@ -61,6 +61,8 @@ enum class BinaryOp {
   kMul,
   kDiv,
   kPow,
+  kMax,
+  kMin,
   kEqual,
   kLess,
   kGreater,

@@ -103,11 +103,8 @@ struct FillDeviceArgs {
 /// The most inputs one Sum/Mean kernel reads.
 inline constexpr int kMaxVariadicInputs = 8;
 
-/// The variadic ops: Sum, Mean, Max, Min.
-enum class VariadicOp { kSum, kMean, kMax, kMin };
-
 struct VariadicDeviceArgs {
-  VariadicOp op;
+  bool mean;       ///< Mean (else Sum)
   DataType dtype;  ///< of every input and the output
   int inputs;      ///< 1 to kMaxVariadicInputs
   int rank;        ///< of the output, at most kMaxReduceRank
@@ -138,7 +135,7 @@ bool argReduceKernelExists(DataType dtype);
 bool cumSumKernelExists(DataType dtype);
 bool topKKernelExists(DataType dtype);
 bool rangeKernelExists(DataType dtype);
-bool variadicKernelExists(VariadicOp op, DataType dtype);
+bool variadicKernelExists(bool mean, DataType dtype);
 
 /// Launch on `stream`; the launch status (cudaGetLastError) is returned. Nothing is launched for
 /// an empty output. Arguments are not checked here: the host half did.
