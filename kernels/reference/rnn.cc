@@ -129,7 +129,8 @@ StatusOr<std::vector<Activation>> parseActivations(const KernelContext& ctx, con
   if (names.empty()) {
     for (size_t k = 0; k < want; ++k) names.emplace_back(info.defaults[k % per]);
   } else if (names.size() == per && want == 2 * per) {
-    names.insert(names.end(), names.begin(), names.end());  // the same for both directions
+    std::vector<std::string> once = names;  // inserting a vector's own range is undefined
+    names.insert(names.end(), once.begin(), once.end());  // the same for both directions
   }
   if (names.size() != want) {
     return invalidArgument("{}: {} activations given, {} expected", ctx.op, names.size(), want);

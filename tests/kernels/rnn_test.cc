@@ -115,6 +115,13 @@ TEST(RnnKernel, ForwardReverseAndBidirectionalByHand) {
     expectValues((*both)[0], {3, 2, 1, 1}, {fy[0], ry[0], fy[1], ry[1], fy[2], ry[2]},
                  what + " bidirectional Y");
     expectValues((*both)[1], {2, 1, 1}, {fh, rh}, what + " bidirectional Y_h");
+
+    // One direction's activation list serves both directions.
+    KernelAttrs one = attrs({{"hidden_size", 1}}, {{"direction", "bidirectional"}});
+    one.string_lists["activations"] = {"Tanh"};
+    auto shared = run("RNN", bi, one, 2);
+    ASSERT_TRUE(shared.isOk()) << shared.status().toString();
+    expectValues((*shared)[1], {2, 1, 1}, {fh, rh}, what + " one activation list Y_h");
   }
 }
 
