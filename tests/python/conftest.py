@@ -6,6 +6,7 @@ ONNXOPT_SHARED (the shared data folder, default <repo>/../shared).
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,6 +18,35 @@ import roundtrip_check
 def pytest_configure(config: pytest.Config) -> None:
     # Registered here rather than in an ini file so that it holds wherever pytest is started from.
     config.addinivalue_line("markers", "large: writes and round-trips a model over 2 GB (deselect with -m 'not large')")
+    config.addinivalue_line(
+        "markers", "corpus: one case per model of the 2018-model corpus (thinned by --corpus-sample)"
+    )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--corpus-sample",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run one in N of the corpus-marked cases, a fixed choice by a hash of the test id "
+        "(tools/test.sh --sanitize: the instrumented build runs every other test in full)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    n = config.getoption("--corpus-sample")
+    if n < 1:
+        raise pytest.UsageError("--corpus-sample must be at least 1")
+    if n == 1:
+        return
+    kept, dropped = [], []
+    for item in items:
+        thinned = item.get_closest_marker("corpus") and zlib.crc32(item.nodeid.encode()) % n
+        (dropped if thinned else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ import roundtrip_check
 CASES = roundtrip_check.corpus()
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("level", ["-O1", "-O2"])
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_optimized_model_is_valid_and_equivalent(case: roundtrip_check.Case, level: str, opt: Path,

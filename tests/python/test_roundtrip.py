@@ -24,6 +24,7 @@ def test_corpus_is_present() -> None:
     assert not short, f"corpus incomplete (found, expected at least): {short}; shared folder {where}"
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_roundtrip(case: roundtrip_check.Case, opt: Path, work_dir: Path) -> None:
     outcome = roundtrip_check.check_case(case, opt, work_dir)

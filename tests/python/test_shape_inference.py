@@ -13,6 +13,7 @@ import shape_agreement
 CASES = roundtrip_check.corpus()
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_agrees_with_onnx(case: roundtrip_check.Case, opt: Path, work_dir: Path) -> None:
     result = shape_agreement.compare(case, opt, work_dir)

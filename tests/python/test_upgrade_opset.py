@@ -25,6 +25,7 @@ TRANSFORMERS = {
 }
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_upgrade_to_18_keeps_the_model(case: roundtrip_check.Case, opt: Path, work_dir: Path) -> None:
     outcome = roundtrip_check.check_case(
@@ -97,6 +98,7 @@ def _run_node_test(session, case_dir: Path) -> list | None:
         return None
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("path,low", _node_test_restamps(), ids=lambda v: v.parent.name if isinstance(v, Path) else str(v))
 def test_upgrade_to_23_keeps_node_tests_running(path: Path, low: int, opt: Path, work_dir: Path) -> None:
     """Upgrading to 23 never turns a model onnxruntime runs into one it cannot run, or changes its outputs:
