@@ -17,8 +17,6 @@ StatusOr<BinaryArgs> argsFromCall<BinaryArgs>(const CudaKernelCall& call) {
       {"Mul", BinaryOp::kMul},
       {"Div", BinaryOp::kDiv},
       {"Pow", BinaryOp::kPow},
-      {"Max", BinaryOp::kMax},
-      {"Min", BinaryOp::kMin},
       {"Equal", BinaryOp::kEqual},
       {"Less", BinaryOp::kLess},
       {"Greater", BinaryOp::kGreater},

@@ -122,10 +122,6 @@ __device__ __forceinline__ C arithmetic(BinaryOp op, C x, C y) {
         return x / y;
       case BinaryOp::kPow:
         return powf(x, y);
-      case BinaryOp::kMax:
-        return isnan(x) ? x : x > y ? x : y;
-      case BinaryOp::kMin:
-        return isnan(x) ? x : x < y ? x : y;
       case BinaryOp::kFmod:
         return fmodf(x, y);
       case BinaryOp::kPRelu:
@@ -146,10 +142,6 @@ __device__ __forceinline__ C arithmetic(BinaryOp op, C x, C y) {
         return intDiv(x, y);
       case BinaryOp::kPow:
         return intPow(x, static_cast<int64_t>(y));
-      case BinaryOp::kMax:
-        return x > y ? x : y;
-      case BinaryOp::kMin:
-        return x < y ? x : y;
       case BinaryOp::kMod:
         return intMod(x, y);
       case BinaryOp::kFmod:

@@ -1,5 +1,5 @@
-// The binary elementwise family on CUDA: Add Sub Mul Div Pow Max Min (two inputs), the
-// comparisons (bool output) and And Or Xor, with ONNX multidirectional broadcasting up to rank 8
+// The binary elementwise family on CUDA: Add Sub Mul Div Pow Mod PRelu, the comparisons (bool
+// output), And Or Xor and the Bitwise ops, with ONNX multidirectional broadcasting up to rank 8
 // (strides planned on the host, broadcast.h). Host half (this header, binary.cc); device half:
 // binary.cu.
 #pragma once

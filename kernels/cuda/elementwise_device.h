@@ -61,8 +61,6 @@ enum class BinaryOp {
   kMul,
   kDiv,
   kPow,
-  kMax,
-  kMin,
   kEqual,
   kLess,
   kGreater,

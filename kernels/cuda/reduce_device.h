@@ -103,8 +103,11 @@ struct FillDeviceArgs {
 /// The most inputs one Sum/Mean kernel reads.
 inline constexpr int kMaxVariadicInputs = 8;
 
+/// The variadic ops: Sum, Mean, Max, Min.
+enum class VariadicOp { kSum, kMean, kMax, kMin };
+
 struct VariadicDeviceArgs {
-  bool mean;       ///< Mean (else Sum)
+  VariadicOp op;
   DataType dtype;  ///< of every input and the output
   int inputs;      ///< 1 to kMaxVariadicInputs
   int rank;        ///< of the output, at most kMaxReduceRank
@@ -135,7 +138,7 @@ bool argReduceKernelExists(DataType dtype);
 bool cumSumKernelExists(DataType dtype);
 bool topKKernelExists(DataType dtype);
 bool rangeKernelExists(DataType dtype);
-bool variadicKernelExists(bool mean, DataType dtype);
+bool variadicKernelExists(VariadicOp op, DataType dtype);
 
 /// Launch on `stream`; the launch status (cudaGetLastError) is returned. Nothing is launched for
 /// an empty output. Arguments are not checked here: the host half did.

@@ -1,8 +1,10 @@
-// Host half of the variadic Sum and Mean (variadic.h): each input's strides in the output's order
+// Host half of the variadic Sum, Mean, Max and Min (variadic.h): each input's strides in the output's order
 // come from the broadcast planner (broadcast.h), one input at a time against the output.
 #include "variadic.h"
 
 #include <fmt/format.h>
+
+#include <map>
 
 #include "broadcast.h"
 #include "device.h"
@@ -22,16 +24,19 @@ StatusOr<BroadcastPlan> inputPlan(const VariadicArgs& args, size_t k) {
 
 template <>
 StatusOr<VariadicArgs> argsFromCall<VariadicArgs>(const CudaKernelCall& call) {
-  if (call.op != "Sum" && call.op != "Mean") {
-    return invalidArgument("{}: not a CUDA variadic sum", call.op);
-  }
+  static const std::map<std::string, VariadicOp> kOps = {{"Sum", VariadicOp::kSum},
+                                                         {"Mean", VariadicOp::kMean},
+                                                         {"Max", VariadicOp::kMax},
+                                                         {"Min", VariadicOp::kMin}};
+  auto it = kOps.find(call.op);
+  if (it == kOps.end()) return invalidArgument("{}: not a CUDA variadic op", call.op);
   if (call.inputs.empty()) return invalidArgument("{}: needs at least one input", call.op);
   if (call.outputs.size() != 1) {
     return invalidArgument("{}: {} outputs; the op has 1", call.op, call.outputs.size());
   }
   VariadicArgs args;
   args.op = call.op;
-  args.mean = call.op == "Mean";
+  args.kind = it->second;
   args.x = call.inputs;
   args.y = call.outputs[0];
   for (size_t k = 0; k < args.x.size(); ++k) {
@@ -44,7 +49,7 @@ StatusOr<VariadicArgs> argsFromCall<VariadicArgs>(const CudaKernelCall& call) {
 
 Support canImplement(const VariadicArgs& args) {
   DataType t = args.x[0].dtype;
-  if (!variadicKernelExists(args.mean, t)) {
+  if (!variadicKernelExists(args.kind, t)) {
     return Support::no(fmt::format("{}: no CUDA kernel for {}", args.op, dataTypeName(t)));
   }
   if (args.x.size() > static_cast<size_t>(kMaxVariadicInputs)) {
@@ -77,7 +82,7 @@ size_t workspaceBytes(const VariadicArgs&) {
 Status launch(const VariadicArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
   VariadicDeviceArgs d{};
-  d.mean = args.mean;
+  d.op = args.kind;
   d.dtype = args.x[0].dtype;
   d.inputs = static_cast<int>(args.x.size());
   d.rank = static_cast<int>(args.y.rank());

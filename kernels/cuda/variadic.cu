@@ -1,6 +1,7 @@
-// Device code of the variadic Sum and Mean (variadic.h): each output element folds its element of
-// every input (broadcast by zero strides) in input order, as the reference does: in float for the
-// floating types, wrapping (in uint64, whose low bits are the same) for integers.
+// Device code of the variadic Sum, Mean, Max and Min (variadic.h): each output element folds its
+// element of every input (broadcast by zero strides) in input order, as the reference does: sums in
+// float for the floating types, wrapping (in uint64, whose low bits are the same) for integers;
+// Max and Min in the element's compute type, a NaN of an earlier input winning as in the reference.
 #include <cstdint>
 #include <type_traits>
 
@@ -11,6 +12,16 @@
 namespace onnxopt::kernels::cuda {
 
 namespace {
+
+/// The reference's Max/Min fold step: a NaN already in `acc` stays; a NaN `v` loses (it compares
+/// false) except against a NaN.
+template <typename C>
+__device__ __forceinline__ C maxMinStep(bool max, C acc, C v) {
+  if constexpr (kIsFloating<C>) {
+    if (isnan(acc)) return acc;
+  }
+  return max ? (acc > v ? acc : v) : (acc < v ? acc : v);
+}
 
 template <typename T>
 __global__ void variadicKernel(VariadicDeviceArgs args) {
@@ -24,12 +35,21 @@ __global__ void variadicKernel(VariadicDeviceArgs args) {
       rest /= args.dims[d];
       for (int k = 0; k < args.inputs; ++k) off[k] += c * args.strides[k][d];
     }
+    if (args.op == VariadicOp::kMax || args.op == VariadicOp::kMin) {
+      bool max = args.op == VariadicOp::kMax;
+      Compute<T> m = load(static_cast<const T*>(args.x[0]), off[0]);
+      for (int k = 1; k < args.inputs; ++k) {
+        m = maxMinStep(max, m, load(static_cast<const T*>(args.x[k]), off[k]));
+      }
+      store(y, i, m);
+      continue;
+    }
     A acc = toAcc<A>(load(static_cast<const T*>(args.x[0]), off[0]));
     for (int k = 1; k < args.inputs; ++k) {
       acc += toAcc<A>(load(static_cast<const T*>(args.x[k]), off[k]));
     }
     if constexpr (kIsFloating<T>) {
-      if (args.mean) acc = acc / static_cast<float>(args.inputs);
+      if (args.op == VariadicOp::kMean) acc = acc / static_cast<float>(args.inputs);
       store(y, i, acc);
     } else {
       y[i] = static_cast<T>(acc);
@@ -39,19 +59,29 @@ __global__ void variadicKernel(VariadicDeviceArgs args) {
 
 }  // namespace
 
-bool variadicKernelExists(bool mean, DataType dtype) {
+bool variadicKernelExists(VariadicOp op, DataType dtype) {
   bool floating =
       dtype == DataType::kFloat || dtype == DataType::kFloat16 || dtype == DataType::kBfloat16;
-  return mean ? floating : isAccumulatedType(dtype);
+  switch (op) {
+    case VariadicOp::kSum:
+      return isAccumulatedType(dtype);
+    case VariadicOp::kMean:
+      return floating;
+    case VariadicOp::kMax:
+    case VariadicOp::kMin:
+      return isOrderedType(dtype);
+  }
+  return false;
 }
 
 cudaError_t launchVariadic(const VariadicDeviceArgs& args, cudaStream_t stream) {
   if (args.count == 0) return cudaSuccess;
-  if (!variadicKernelExists(args.mean, args.dtype)) return cudaErrorInvalidValue;
+  if (!variadicKernelExists(args.op, args.dtype)) return cudaErrorInvalidValue;
   visitCudaType(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || kIsHalfLike<T> || std::is_same_v<T, int32_t> ||
-                  std::is_same_v<T, int64_t>) {
+                  std::is_same_v<T, int64_t> || std::is_same_v<T, int8_t> ||
+                  std::is_same_v<T, uint8_t>) {
       variadicKernel<T><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
     }
   });

@@ -1,7 +1,7 @@
-// The variadic Sum and Mean on CUDA (opset 8+: multidirectional broadcasting of 1 to
+// The variadic Sum, Mean, Max and Min on CUDA (opset 8+: multidirectional broadcasting of 1 to
 // kMaxVariadicInputs inputs, any strides, up to rank 8): Sum for float/float16/bfloat16 (float
-// accumulation) and int32/int64 (wrapping), Mean for the floating types. More inputs are refused
-// (the CPU runs them). Max and Min of two inputs are the binary family's. Host half (this header,
+// accumulation) and int32/int64 (wrapping), Mean for the floating types, Max and Min for those and
+// int8/uint8 (NaN propagated as the reference does). More inputs are refused (the CPU runs them). Host half (this header,
 // variadic.cc); device half: variadic.cu.
 #pragma once
 
@@ -14,8 +14,8 @@
 namespace onnxopt::kernels::cuda {
 
 struct VariadicArgs {
-  std::string op;  ///< "Sum" or "Mean"
-  bool mean = false;
+  std::string op;  ///< "Sum", "Mean", "Max" or "Min"
+  VariadicOp kind = VariadicOp::kSum;
   std::vector<ConstTensorView> x;
   TensorView y;
 };

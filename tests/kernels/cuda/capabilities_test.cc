@@ -65,9 +65,15 @@ TEST(CudaCapabilities, OpsetRangesSelectTheRow) {
 }
 
 TEST(CudaCapabilities, InputCountAndSharedTypes) {
-  Support s = ask("Max", 13, {DataType::kFloat, DataType::kFloat, DataType::kFloat});
+  Support s = ask("Add", 13, {DataType::kFloat, DataType::kFloat, DataType::kFloat});
   EXPECT_FALSE(s);
   EXPECT_NE(s.reason.find("2 to 2 inputs, not 3"), std::string::npos) << s.reason;
+  // Max and Min are variadic (1 to 8 inputs).
+  EXPECT_TRUE(ask("Max", 13, {DataType::kFloat, DataType::kFloat, DataType::kFloat}));
+  EXPECT_TRUE(ask("Min", 13, {DataType::kInt8}));
+  s = ask("Max", 13, std::vector<DataType>(9, DataType::kFloat));
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.reason.find("1 to 8 inputs, not 9"), std::string::npos) << s.reason;
   s = ask("Add", 14, {DataType::kFloat, DataType::kFloat16});
   EXPECT_FALSE(s);
   EXPECT_NE(s.reason.find("one type"), std::string::npos) << s.reason;
