@@ -52,11 +52,18 @@ StatusOr<ModArgs> argsFromCall<ModArgs>(const CudaKernelCall& call) {
 
 Support canImplement(const BinaryArgs& args) {
   if (args.a.dtype != args.b.dtype) {
-    return Support::no(fmt::format("{}: inputs of types {} and {}; the CUDA kernel takes one type",
-                                   args.op, dataTypeName(args.a.dtype),
-                                   dataTypeName(args.b.dtype)));
-  }
-  if (!binaryKernelExists(args.kind, args.a.dtype)) {
+    if (args.kind == BinaryOp::kPow) {
+      if (!mixedPowKernelExists(args.a.dtype, args.b.dtype)) {
+        return Support::no(fmt::format("{}: no CUDA kernel for a {} base with a {} exponent",
+                                       args.op, dataTypeName(args.a.dtype),
+                                       dataTypeName(args.b.dtype)));
+      }
+    } else {
+      return Support::no(
+          fmt::format("{}: inputs of types {} and {}; the CUDA kernel takes one type", args.op,
+                      dataTypeName(args.a.dtype), dataTypeName(args.b.dtype)));
+    }
+  } else if (!binaryKernelExists(args.kind, args.a.dtype)) {
     return Support::no(
         fmt::format("{}: no CUDA kernel for {}", args.op, dataTypeName(args.a.dtype)));
   }
@@ -78,7 +85,8 @@ size_t workspaceBytes(const BinaryArgs&) {
 Status launch(const BinaryArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
   ASSIGN_OR_RETURN(BroadcastPlan plan, planBroadcast({args.a, args.b}, args.y, args.op));
-  BinaryDeviceArgs d{args.kind, args.a.dtype, plan, args.a.data, args.b.data, args.y.data};
+  BinaryDeviceArgs d{args.kind,   args.a.dtype, plan,        args.a.data,
+                     args.b.data, args.y.data,  args.b.dtype};
   ONNXOPT_CUDA_CHECK(launchBinary(d, streamOf(stream)), args.op);
   return Status::ok();
 }

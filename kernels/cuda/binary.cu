@@ -1,6 +1,7 @@
-// Device code of the binary elementwise family (binary.h): arithmetic, Pow, Max/Min, comparisons
-// and logical ops with multidirectional broadcasting, one kernel per element type and output kind
-// (same type or bool). Integer arithmetic wraps, as in the reference kernels.
+// Device code of the binary elementwise family (binary.h): arithmetic, Pow, comparisons, logical
+// and bitwise ops with multidirectional broadcasting, one kernel per element type and output kind
+// (same type or bool), and one per (base, exponent) type pair for Pow with a mixed-type exponent.
+// Integer arithmetic wraps, as in the reference kernels.
 #include <type_traits>
 
 #include "element_types.cuh"
@@ -159,6 +160,42 @@ __device__ __forceinline__ C arithmetic(BinaryOp op, C x, C y) {
   }
 }
 
+/// Pow with an exponent of another type, the reference kernels' rule (kernels/reference/
+/// elementwise.cc powKernel): a float base takes the exponent in its compute type, an integer base
+/// an integer exponent as intPow, and a float exponent through pow in double, truncated back.
+template <typename C, typename CE>
+__device__ __forceinline__ C mixedPow(C x, CE e) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return powf(x, static_cast<float>(e));
+  } else if constexpr (std::is_integral_v<CE>) {
+    return intPow(x, static_cast<int64_t>(e));
+  } else {
+    double ed = static_cast<double>(e);
+    double r = pow(static_cast<double>(x), ed);
+    // CUDA's double pow is within 2 ulp, not exact: an integer base to a whole non-negative
+    // exponent is an integer, and 3^1 as 2.9999999999999996 would truncate to 2. Below 2^52 the
+    // nearest integer is the exact power (glibc's pow, the reference's, gets it exactly).
+    if (ed >= 0 && ed == trunc(ed) && fabs(r) < 4503599627370496.0) r = rint(r);
+    return convertNumber<C>(r);
+  }
+}
+
+template <typename T, typename E>
+__global__ void mixedPowKernel(BinaryDeviceArgs args) {
+  const T* a = static_cast<const T*>(args.a);
+  const E* b = static_cast<const E*>(args.b);
+  ONNXOPT_GRID_STRIDE(i, args.plan.count) {
+    int64_t off[2];
+    broadcastOffsets<2>(args.plan, i, off);
+    store(static_cast<T*>(args.y), i, mixedPow(load(a, off[0]), load(b, off[1])));
+  }
+}
+
+template <typename T>
+constexpr bool kPowExponent = !std::is_same_v<T, bool>;
+template <typename T>
+constexpr bool kPowBase = kPowExponent<T> && !std::is_same_v<T, uint8_t>;
+
 template <typename T, bool kBoolOut>
 __global__ void binaryKernel(BinaryDeviceArgs args) {
   const T* a = static_cast<const T*>(args.a);
@@ -200,8 +237,28 @@ bool binaryKernelExists(BinaryOp op, DataType dtype) {
   }
 }
 
+bool mixedPowKernelExists(DataType base, DataType exponent) {
+  return base != exponent && binaryKernelExists(BinaryOp::kPow, base) &&
+         exponent != DataType::kBool && visitCudaType(exponent, [](auto) {});
+}
+
 cudaError_t launchBinary(const BinaryDeviceArgs& args, cudaStream_t stream) {
   if (args.plan.count == 0) return cudaSuccess;
+  if (args.b_dtype != args.dtype) {
+    if (args.op != BinaryOp::kPow || !mixedPowKernelExists(args.dtype, args.b_dtype)) {
+      return cudaErrorInvalidValue;
+    }
+    visitCudaType(args.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      visitCudaType(args.b_dtype, [&](auto etag) {
+        using E = typename decltype(etag)::type;
+        if constexpr (kPowBase<T> && kPowExponent<E> && !std::is_same_v<T, E>) {
+          mixedPowKernel<T, E><<<blocksFor(args.plan.count), kThreads, 0, stream>>>(args);
+        }
+      });
+    });
+    return cudaGetLastError();
+  }
   visitCudaType(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (writesBool(args.op)) {

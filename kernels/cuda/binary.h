@@ -1,6 +1,7 @@
-// The binary elementwise family on CUDA: Add Sub Mul Div Pow Mod PRelu, the comparisons (bool
-// output), And Or Xor and the Bitwise ops, with ONNX multidirectional broadcasting up to rank 8
-// (strides planned on the host, broadcast.h). Host half (this header, binary.cc); device half:
+// The binary elementwise family on CUDA: Add Sub Mul Div Pow Mod PRelu (two inputs; Pow's exponent
+// may have another type than its base), the comparisons (bool output), And Or Xor and the Bitwise
+// ops, with ONNX multidirectional broadcasting up to rank 8 (strides planned on the host,
+// broadcast.h). Host half (this header, binary.cc); device half:
 // binary.cu.
 #pragma once
 
@@ -29,7 +30,8 @@ StatusOr<BinaryArgs> argsFromCall<BinaryArgs>(const CudaKernelCall& call);
 template <>
 StatusOr<ModArgs> argsFromCall<ModArgs>(const CudaKernelCall& call);
 
-/// Host-only: one input type that binary.cu instantiates for the op, the output type (bool for
+/// Host-only: one input type that binary.cu instantiates for the op (for Pow, a base and exponent
+/// pair mixedPowKernelExists takes), the output type (bool for
 /// comparisons), broadcastable shapes, rank at most 8, device memory.
 Support canImplement(const BinaryArgs& args);
 size_t workspaceBytes(const BinaryArgs& args);

@@ -96,11 +96,14 @@ struct UnaryDeviceArgs {
 
 struct BinaryDeviceArgs {
   BinaryOp op;
-  DataType dtype;      ///< of both inputs; the output's too unless writesBool(op)
+  DataType dtype;      ///< of input a; the output's too unless writesBool(op)
   BroadcastPlan plan;  ///< two operands
   const void* a;
   const void* b;
   void* y;
+  /// Of input b: dtype, except for Pow, whose exponent may have another type
+  /// (mixedPowKernelExists).
+  DataType b_dtype = dtype;
 };
 
 struct WhereDeviceArgs {
@@ -124,6 +127,9 @@ struct CastDeviceArgs {
 /// test checks that ops.def claims nothing they lack.
 bool unaryKernelExists(UnaryOp op, DataType dtype);
 bool binaryKernelExists(BinaryOp op, DataType dtype);
+/// Pow with a base and an exponent of different types (Pow-12 on): a base binaryKernelExists
+/// takes for Pow, an exponent of any numeric CUDA type.
+bool mixedPowKernelExists(DataType base, DataType exponent);
 bool castKernelExists(DataType from, DataType to);
 
 /// Launch on `stream`; the launch status (cudaGetLastError) is returned. Nothing is launched for

@@ -50,6 +50,10 @@ std::string shapeName(const std::vector<int64_t>& dims) {
 
 std::string caseName(const Case& c, const std::string& variant) {
   std::string name = c.op + variant + "_" + dataTypeName(c.inputs.back());
+  if (c.op == "Pow" && c.inputs.front() != c.inputs.back()) {
+    name =
+        c.op + variant + "_" + dataTypeName(c.inputs.front()) + "_" + dataTypeName(c.inputs.back());
+  }
   if (c.op == "Cast" || c.op == "CastLike") {
     name = c.op + "_" + dataTypeName(c.inputs[0]) + "_to_" + dataTypeName(c.output);
   }
