@@ -11,6 +11,9 @@ namespace {
 //  - freeze-initializer-inputs first: weights listed as graph inputs (IR 3 required it; old
 //    PyTorch exports kept it) are constants for every later pass, unless keep-overridable
 //    (--keep-initializer-inputs) keeps them overridable.
+//  - inline-functions next: calls of model-local functions become their bodies (onnxruntime
+//    inlines them when it loads a model too), so that shape inference and every pattern see
+//    standard ops; functions no one calls any more go in dce.
 //  - infer-shapes first: no-op and merge patterns decide on element types and shapes
 //    (a Cast to the type it already has, a Reshape to the shape it already has).
 //  - lift-constants next: Constant nodes become initializers, so every later pattern sees one
@@ -22,7 +25,7 @@ namespace {
 //    consecutive ops expose duplicates (CSE) and dead producers (DCE); CSE makes nodes dead;
 //    DCE last in each round so the next round starts from a graph without garbage.
 constexpr const char* kLevel1 =
-    "freeze-initializer-inputs,infer-shapes,lift-constants,fold-constant-if,"
+    "freeze-initializer-inputs,inline-functions,infer-shapes,lift-constants,fold-constant-if,"
     "fixpoint(fold-constants,eliminate-noop,merge-consecutive,fold-constant-if,cse,dce)";
 
 }  // namespace

@@ -341,4 +341,81 @@ std::vector<ir::Value*> Rewriter::inlineBranch(ir::Node* node, ir::Graph& branch
   return results;
 }
 
+namespace {
+
+/// A copy of `a` under `name`; graph attributes are not copied (inlineFunctionCall's contract).
+ir::Attribute copyAttribute(const ir::Attribute& a, const std::string& name) {
+  ONNXOPT_CHECK(a.graphs.empty(), "inlineFunctionCall: a function body with a graph attribute");
+  ir::Attribute c;
+  c.name = name;
+  c.kind = a.kind;
+  c.doc_string = a.doc_string;
+  c.f = a.f;
+  c.i = a.i;
+  c.s = a.s;
+  c.floats = a.floats;
+  c.ints = a.ints;
+  c.strings = a.strings;
+  c.tensors = a.tensors;
+  c.sparse_tensors = a.sparse_tensors;
+  c.types = a.types;
+  c.unknown_fields = a.unknown_fields;
+  return c;
+}
+
+}  // namespace
+
+std::vector<ir::Value*> Rewriter::inlineFunctionCall(ir::Node* call, const ir::Function& fn) {
+  ONNXOPT_CHECK(fn.body != nullptr, "inlineFunctionCall: function " + fn.name + " has no body");
+  const ir::Graph& body = *fn.body;
+  ir::Graph& outer = *call->owningGraph();
+  ir::Graph* saved_graph = insert_graph_;
+  ir::Node* saved_before = insert_before_;
+  setInsertionPoint(call);
+  std::unordered_map<const ir::Value*, ir::Value*> actual;
+  for (size_t i = 0; i < body.inputs().size(); ++i) {
+    actual[body.inputs()[i]] = i < call->numInputs() ? call->input(i) : nullptr;
+  }
+  auto lookup = [&](const ir::Value* v) -> ir::Value* {
+    if (v == nullptr) return nullptr;
+    auto it = actual.find(v);
+    ONNXOPT_CHECK(it != actual.end(), "inlineFunctionCall: " + fn.name + " reads '" + v->name() +
+                                          "', defined outside it");
+    return it->second;
+  };
+  const std::string& prefix = call->name().empty() ? fn.name : call->name();
+  for (const ir::Node* n : body) {
+    std::vector<ir::Value*> inputs;
+    for (const ir::Value* v : n->inputs()) inputs.push_back(lookup(v));
+    // An optional input the call left out: trailing ones go (as the call would have written it).
+    while (!inputs.empty() && inputs.back() == nullptr) inputs.pop_back();
+    ir::Node* copy = createNode(n->opType(), n->domain(), inputs, 0);
+    if (!n->name().empty()) B::setName(copy, prefix + "/" + n->name());
+    B::setDocString(copy, n->docString());
+    for (const ir::Value* old : n->outputs()) {
+      if (old == nullptr) {
+        B::addAbsentOutput(copy);
+        continue;
+      }
+      ir::Value* v = B::addOutput(copy);
+      B::setName(v, uniqueValueName(outer, prefix + "/" + old->name()));
+      B::setType(v, old->type());
+      actual[old] = v;
+    }
+    for (const ir::Attribute& a : n->attributes()) {
+      const ir::Attribute* value = &a;
+      if (!a.ref_attr_name.empty()) {
+        value = call->findAttribute(a.ref_attr_name);
+        if (value == nullptr) continue;  // the caller left it out: so is the body's
+      }
+      setAttribute(copy, copyAttribute(*value, a.name));
+    }
+  }
+  insert_graph_ = saved_graph;
+  insert_before_ = saved_before;
+  std::vector<ir::Value*> results;
+  for (size_t i = 0; i < body.numOutputs(); ++i) results.push_back(lookup(body.output(i)));
+  return results;
+}
+
 }  // namespace onnxopt::rewrite

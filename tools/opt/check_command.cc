@@ -6,6 +6,7 @@
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/ir/stats.h"
+#include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/support/diagnostics.h"
 #include "report.h"
@@ -22,6 +23,13 @@ int checkCommand(const CheckCommandOptions& opts) {
   const std::string& optimized_path = opts.optimized.empty() ? opts.original : opts.optimized;
   auto optimized = io::loadModel(optimized_path, limits);
   if (!optimized.isOk()) return fail(optimized.status());
+  // The executors run standard ops: a call of a model-local function runs as its body.
+  for (auto [model, path] :
+       {std::pair{original->get(), &opts.original}, std::pair{optimized->get(), &optimized_path}}) {
+    if (Status s = passes::inlineFunctionCalls(*model).status(); !s.isOk()) {
+      return fail(s.withContext(*path));
+    }
+  }
   if (Status st = checkSpecNames(**original, opts.check.inputs, "--input", opts.check.shapes);
       !st.isOk()) {
     return usage(st.withContext(opts.original));

@@ -16,6 +16,7 @@
 #include "onnxopt/ir/printer.h"
 #include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/ir/stats.h"
+#include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/passes/registry.h"
 #include "onnxopt/support/diagnostics.h"
 #include "report.h"
@@ -215,6 +216,10 @@ StatusOr<CheckResult> checkOutput(const OptimizeCommandOptions& opts, const ir::
   // Its warnings were printed when it was first read.
   auto original = io::loadModel(opts.input);
   if (!original.isOk()) return original.status();
+  // The executors run standard ops: a call of a model-local function runs as its body.
+  if (Status s = passes::inlineFunctionCalls(**original).status(); !s.isOk()) {
+    return s.withContext(opts.input);
+  }
   return checkModels(opts.input, **original, checked_path, model, opts.check_opts);
 }
 

@@ -15,6 +15,7 @@
 #include "inputs.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/shape_inference.h"
+#include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/diagnostics.h"
@@ -82,6 +83,10 @@ StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
   io::LoadLimits limits;
   limits.diagnostics = &diagnostics;
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, io::loadModel(path, limits));
+  // The executors run standard ops: a call of a model-local function runs as its body.
+  if (Status s = passes::inlineFunctionCalls(*model).status(); !s.isOk()) {
+    return s.withContext(path);
+  }
   if (device == "cuda") {
     // The CUDA executor plans from inferred types (docs/cuda_runtime.md).
     Status inferred = ir::inferShapes(*model).status();

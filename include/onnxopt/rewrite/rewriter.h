@@ -116,6 +116,18 @@ class Rewriter {
   /// Result:  %a = F(%x); %y = If(%c) { then: -> %a ; ... }     (returns {%a})
   std::vector<ir::Value*> inlineBranch(ir::Node* node, ir::Graph& branch);
 
+  /// Recreates the body of model-local function `fn` just before `call`, a node calling it: the
+  /// body's inputs stand for the call's inputs (absent ones for missing optional inputs), an
+  /// attribute that refers to the caller's (ref_attr_name) takes the call's value or is left out
+  /// when the call has none, and each body value gets a fresh name under the call's (or the
+  /// function's) name. Returns the values the function's outputs now are, one per output; `call`
+  /// is left in place (replaceNode(call, result) is the usual next step). The body must hold no
+  /// graph attribute (subgraphs are not copied) and read only its inputs and earlier body values.
+  /// Given:   f(a) => (r) { t = Exp(a); r = Neg(t) };   %y = local.f(%x)    (node named n)
+  /// Execute: inlineFunctionCall(call, f)
+  /// Result:  %n/t = Exp(%x); %n/r = Neg(%n/t); %y = local.f(%x)      (returns {%n/r})
+  std::vector<ir::Value*> inlineFunctionCall(ir::Node* call, const ir::Function& fn);
+
   /// Changes the operator of `node` in place (inputs, outputs and attributes stay).
   /// Given: %y = A(%x)    Execute: setOpType(node, "B", "")    Result: %y = B(%x)
   void setOpType(ir::Node* node, std::string op_type, std::string domain);

@@ -1,0 +1,17 @@
+// Inlining of model-local functions (the inline-functions pass, passes/cleanup/inline_functions.cc),
+// also called by the runners before they run a model.
+#pragma once
+
+#include <cstdint>
+
+#include "onnxopt/ir/graph.h"
+#include "onnxopt/support/status.h"
+
+namespace onnxopt::passes {
+
+/// Replaces each call of a model-local function in `model` (main graph and subgraphs, calls made
+/// by inlined bodies too) by the function's body where the pass's conditions hold; returns how
+/// many calls were inlined. Functions stay in the model (dce removes those no one calls).
+StatusOr<int64_t> inlineFunctionCalls(ir::Model& model);
+
+}  // namespace onnxopt::passes
