@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "args.h"
-#include "window.h"
+#include "onnxopt/kernels/window.h"
 
 namespace onnxopt::kernels::cuda {
 

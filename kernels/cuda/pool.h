@@ -10,8 +10,8 @@
 #include <string>
 
 #include "args.h"
+#include "onnxopt/kernels/window.h"
 #include "pool_device.h"
-#include "window.h"
 
 namespace onnxopt::kernels::cuda {
 

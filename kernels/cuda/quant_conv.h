@@ -8,7 +8,7 @@
 #include <string>
 
 #include "args.h"
-#include "window.h"
+#include "onnxopt/kernels/window.h"
 
 namespace onnxopt::kernels::cuda {
 

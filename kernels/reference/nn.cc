@@ -17,6 +17,7 @@
 
 #include "float_out.h"
 #include "mt19937.h"
+#include "onnxopt/kernels/window.h"
 #include "ops.h"
 
 namespace onnxopt::kernels::ref {
@@ -324,10 +325,6 @@ StatusOr<Outputs> dropoutKernel(const KernelContext& ctx) {
 
 namespace {
 
-// Attribute values of the window geometry are bounded so that every coordinate computation below
-// stays far from int64 overflow.
-constexpr int64_t kMaxWindowAttr = int64_t{1} << 31;
-constexpr int64_t kMaxSpatialDim = int64_t{1} << 40;
 // A reference kernel that would run for hours is refused (kResourceExhausted) rather than hang:
 // at most this many multiply-adds, and this many kernel taps per window.
 constexpr int64_t kMaxWork = int64_t{1} << 40;
@@ -348,86 +345,16 @@ Status checkWork(const KernelContext& ctx, std::initializer_list<int64_t> factor
   return Status::ok();
 }
 
-struct Window {
-  Dims in, kernel, strides, dilations, pad_begin, pad_end, out;
-  int64_t inVolume() const { return dimProduct(in, 0, static_cast<int64_t>(in.size())); }
-  int64_t outVolume() const { return dimProduct(out, 0, static_cast<int64_t>(out.size())); }
-  int64_t kernelVolume() const {
-    return dimProduct(kernel, 0, static_cast<int64_t>(kernel.size()));
-  }
-};
-
 StatusOr<Dims> windowAttr(const KernelContext& ctx, const char* name, size_t count,
                           int64_t fallback, int64_t min) {
-  auto v = ctx.attrs.getInts(name);
-  if (!v) return Dims(count, fallback);
-  if (v->size() != count) {
-    return invalidArgument("{}: {} has {} values, expected {}", ctx.op, name, v->size(), count);
-  }
-  for (int64_t e : *v) {
-    if (e < min || e > kMaxWindowAttr) {
-      return invalidArgument("{}: {} value {} is out of range", ctx.op, name, e);
-    }
-  }
-  return *v;
+  return kernels::windowAttr(ctx.op, ctx.attrs, name, count, fallback, min);
 }
 
-/// The window geometry of Conv and the pools over spatial dims `in` with `kernel`.
+/// The window geometry of Conv and the pools over spatial dims `in` with `kernel`
+/// (onnxopt/kernels/window.h), and at most kMaxKernelVolume taps.
 StatusOr<Window> makeWindow(const KernelContext& ctx, const Dims& in, const Dims& kernel,
                             bool ceil_mode) {
-  size_t rank = in.size();
-  Window w;
-  w.in = in;
-  w.kernel = kernel;
-  for (int64_t d : in) {
-    if (d > kMaxSpatialDim)
-      return invalidArgument("{}: spatial dimension {} is too large", ctx.op, d);
-  }
-  for (int64_t k : kernel) {
-    if (k < 1 || k > kMaxWindowAttr)
-      return invalidArgument("{}: kernel size {} is invalid", ctx.op, k);
-  }
-  ASSIGN_OR_RETURN(w.strides, windowAttr(ctx, "strides", rank, 1, 1));
-  ASSIGN_OR_RETURN(w.dilations, windowAttr(ctx, "dilations", rank, 1, 1));
-  ASSIGN_OR_RETURN(Dims pads, windowAttr(ctx, "pads", 2 * rank, 0, 0));
-  std::string auto_pad = ctx.attrs.getString("auto_pad", "NOTSET");
-  if (auto_pad.empty()) auto_pad = "NOTSET";
-  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
-      auto_pad != "SAME_LOWER") {
-    return invalidArgument("{}: unknown auto_pad '{}'", ctx.op, auto_pad);
-  }
-  w.pad_begin.assign(rank, 0);
-  w.pad_end.assign(rank, 0);
-  w.out.assign(rank, 0);
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t s = w.strides[d];
-    int64_t eff = (kernel[d] - 1) * w.dilations[d] + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      w.out[d] = (in[d] + s - 1) / s;
-      int64_t total = std::max<int64_t>(0, (w.out[d] - 1) * s + eff - in[d]);
-      int64_t small = total / 2;
-      w.pad_begin[d] = auto_pad == "SAME_UPPER" ? small : total - small;
-      w.pad_end[d] = total - w.pad_begin[d];
-      continue;
-    }
-    if (auto_pad == "NOTSET") {
-      w.pad_begin[d] = pads[d];
-      w.pad_end[d] = pads[d + rank];
-    }
-    int64_t span = in[d] + w.pad_begin[d] + w.pad_end[d] - eff;
-    if (span < 0) {
-      return invalidArgument(
-          "{}: the kernel ({} with dilation) is larger than the padded input ({})", ctx.op, eff,
-          in[d] + w.pad_begin[d] + w.pad_end[d]);
-    }
-    if (ceil_mode) {
-      w.out[d] = (span + s - 1) / s + 1;
-      // The last window must start inside the input or the begin padding.
-      if ((w.out[d] - 1) * s >= in[d] + w.pad_begin[d]) --w.out[d];
-    } else {
-      w.out[d] = span / s + 1;
-    }
-  }
+  ASSIGN_OR_RETURN(Window w, windowOf(ctx.op, ctx.attrs, in, kernel, ceil_mode));
   ASSIGN_OR_RETURN(int64_t kv, checkedNumElements(kernel));
   if (kv > kMaxKernelVolume) {
     return makeError(StatusCode::kResourceExhausted, "{}: the kernel has {} taps", ctx.op, kv);

@@ -1,15 +1,9 @@
-// The window geometry of Conv and the pools (window.h), as the reference kernels compute it.
-#include "window.h"
+// The window geometry of Conv and the pools (onnxopt/kernels/window.h).
+#include "onnxopt/kernels/window.h"
 
 #include <algorithm>
 
-namespace onnxopt::kernels::cuda {
-
-namespace {
-// Attribute values are bounded so that the geometry below stays far from int64 overflow.
-constexpr int64_t kMaxWindowAttr = int64_t{1} << 31;
-constexpr int64_t kMaxSpatialDim = int64_t{1} << 40;
-}  // namespace
+namespace onnxopt::kernels {
 
 StatusOr<std::vector<int64_t>> windowAttr(const std::string& op, const KernelAttrs& attrs,
                                           const char* name, size_t count, int64_t fallback,
@@ -93,4 +87,4 @@ StatusOr<Window> windowOf(const std::string& op, const KernelAttrs& attrs,
   return w;
 }
 
-}  // namespace onnxopt::kernels::cuda
+}  // namespace onnxopt::kernels
