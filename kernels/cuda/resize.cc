@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "device.h"
+#include "onnxopt/kernels/resize_axes.h"
 #include "onnxopt/support/half.h"
 #include "row_args.h"
 
@@ -158,10 +159,7 @@ uint64_t extrapolationBits(DataType t, double v) {
   }
 }
 
-struct AxisPlan {
-  int64_t axis = 0, in = 0, out = 0;
-  double scale = 1.0, roi_start = 0.0, roi_end = 1.0;
-};
+using AxisPlan = ResizeAxis;
 
 /// The reference's isIdentityAxis: an axis that maps every output index to itself.
 bool isIdentity(ResizeCoord coord, const AxisPlan& a) {
@@ -170,13 +168,6 @@ bool isIdentity(ResizeCoord coord, const AxisPlan& a) {
     return std::abs(a.roi_start) < 1e-9 && std::abs(a.roi_end - 1.0) < 1e-9;
   }
   return coord != ResizeCoord::kTfHalfPixelForNn;
-}
-
-/// floor(in * s) as an extent, bounded.
-StatusOr<int64_t> scaledExtent(const std::string& op, int64_t in, double s) {
-  double v = std::floor(static_cast<double>(in) * s);
-  if (!(v < 9.0e15)) return invalidArgument("{}: output extent too large", op);
-  return static_cast<int64_t>(v);
 }
 
 }  // namespace
@@ -243,7 +234,6 @@ StatusOr<ResizeArgs> argsFromCall<ResizeArgs>(const CudaKernelCall& call) {
   } else {
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   }
-  const size_t naxes = axes.size();
   std::vector<double> scales, roi;
   std::vector<int64_t> sizes;
   if (scales_attr) {
@@ -264,60 +254,9 @@ StatusOr<ResizeArgs> argsFromCall<ResizeArgs>(const CudaKernelCall& call) {
       ASSIGN_OR_RETURN(sizes, constantInts(call, 3, "sizes"));
     }
   }
-  if (!scales.empty() && !sizes.empty()) {
-    return invalidArgument("{}: only one of scales and sizes may be given", call.op);
-  }
-  if (scales.empty() && sizes.empty()) {
-    return invalidArgument("{}: one of scales and sizes is required", call.op);
-  }
-  if (scales.size() + sizes.size() != naxes) {
-    return invalidArgument("{}: {} scales or sizes for {} axes", call.op,
-                           scales.size() + sizes.size(), naxes);
-  }
-  for (double s : scales) {
-    if (!(s > 0) || !std::isfinite(s)) {
-      return invalidArgument("{}: scales must be positive and finite", call.op);
-    }
-  }
-  if (p.coord == ResizeCoord::kTfCropAndResize && roi.size() != 2 * naxes) {
-    return invalidArgument("{}: tf_crop_and_resize needs a roi of {} values, got {}", call.op,
-                           2 * naxes, roi.size());
-  }
-  std::vector<AxisPlan> plans(naxes);
-  for (size_t i = 0; i < naxes; ++i) {
-    AxisPlan& a = plans[i];
-    a.axis = axes[i];
-    a.in = args.x.dims[static_cast<size_t>(a.axis)];
-    if (roi.size() == 2 * naxes) {
-      a.roi_start = roi[i];
-      a.roi_end = roi[naxes + i];
-    }
-    if (!scales.empty()) {
-      a.scale = scales[i];
-      ASSIGN_OR_RETURN(a.out, scaledExtent(call.op, a.in, a.scale));
-    } else {
-      if (sizes[i] < 0) return invalidArgument("{}: negative sizes", call.op);
-      a.out = sizes[i];
-      a.scale = a.in == 0 ? 1.0 : static_cast<double>(a.out) / static_cast<double>(a.in);
-    }
-  }
-  std::string policy = call.opset >= 18 ? at.getString("keep_aspect_ratio_policy", "stretch")
-                                        : std::string("stretch");
-  if (!sizes.empty() && policy != "stretch") {
-    if (policy != "not_larger" && policy != "not_smaller") {
-      return invalidArgument("{}: unknown keep_aspect_ratio_policy '{}'", call.op, policy);
-    }
-    double s = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
-    for (const AxisPlan& a : plans) {
-      s = policy == "not_larger" ? std::min(s, a.scale) : std::max(s, a.scale);
-    }
-    for (AxisPlan& a : plans) {
-      a.scale = s;
-      double v = std::floor(s * static_cast<double>(a.in) + 0.5);
-      if (!(v < 9.0e15)) return invalidArgument("{}: output extent too large", call.op);
-      a.out = static_cast<int64_t>(v);
-    }
-  }
+  ASSIGN_OR_RETURN(std::vector<AxisPlan> plans,
+                   resizeAxes(call.op, call.opset, at, args.x.dims, axes, roi, scales, sizes,
+                              p.coord == ResizeCoord::kTfCropAndResize));
   args.out_dims = args.x.dims;
   p.rank = static_cast<int>(rank);
   for (int64_t d = 0; d < rank; ++d) {

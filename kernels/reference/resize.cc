@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "onnxopt/kernels/resize_axes.h"
 #include "ops.h"
 #include "resample.h"
 
@@ -31,14 +32,7 @@ struct ResizeParams {
 };
 
 /// One resized axis: its input and output extents, the scale, and the roi (tf_crop_and_resize).
-struct AxisPlan {
-  int64_t axis = 0;
-  int64_t in = 0;
-  int64_t out = 0;
-  double scale = 1.0;
-  double roi_start = 0.0;
-  double roi_end = 1.0;
-};
+using AxisPlan = ResizeAxis;
 
 /// The input coordinate of output coordinate y, and whether it lies outside the input
 /// (tf_crop_and_resize extrapolates there).
@@ -302,24 +296,6 @@ StatusOr<Mode> parseMode(const KernelContext& ctx, const std::string& m) {
   return invalidArgument("{}: unknown mode '{}'", ctx.op, m);
 }
 
-Status checkScales(const KernelContext& ctx, const std::vector<double>& scales) {
-  for (double s : scales) {
-    if (!(s > 0) || !std::isfinite(s)) {
-      return invalidArgument("{}: scales must be positive and finite", ctx.op);
-    }
-  }
-  return Status::ok();
-}
-
-/// Output extent of an axis of extent `in` scaled by s, floor(in * s), bounded.
-StatusOr<int64_t> scaledExtent(const KernelContext& ctx, int64_t in, double s) {
-  double v = std::floor(static_cast<double>(in) * s);
-  if (!(v < 9.0e15)) {
-    return makeError(StatusCode::kResourceExhausted, "{}: output extent too large", ctx.op);
-  }
-  return static_cast<int64_t>(v);
-}
-
 }  // namespace
 
 StatusOr<Outputs> resizeKernel(const KernelContext& ctx) {
@@ -369,7 +345,6 @@ StatusOr<Outputs> resizeKernel(const KernelContext& ctx) {
   } else {
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   }
-  const size_t naxes = axes.size();
   std::vector<double> scales, roi;
   Dims sizes;
   if (upsample && ctx.opset < 9) {
@@ -388,56 +363,9 @@ StatusOr<Outputs> resizeKernel(const KernelContext& ctx) {
       ASSIGN_OR_RETURN(sizes, readInts(*s, "sizes"));
     }
   }
-  if (!scales.empty() && !sizes.empty()) {
-    return invalidArgument("{}: only one of scales and sizes may be given", ctx.op);
-  }
-  if (scales.empty() && sizes.empty()) {
-    return invalidArgument("{}: one of scales and sizes is required", ctx.op);
-  }
-  if (scales.size() + sizes.size() != naxes) {
-    return invalidArgument("{}: {} scales or sizes for {} axes", ctx.op,
-                           scales.size() + sizes.size(), naxes);
-  }
-  RETURN_IF_ERROR(checkScales(ctx, scales));
-  if (p.coord == "tf_crop_and_resize" && roi.size() != 2 * naxes) {
-    return invalidArgument("{}: tf_crop_and_resize needs a roi of {} values, got {}", ctx.op,
-                           2 * naxes, roi.size());
-  }
-  std::vector<AxisPlan> plans(naxes);
-  for (size_t i = 0; i < naxes; ++i) {
-    AxisPlan& a = plans[i];
-    a.axis = axes[i];
-    a.in = x->dims[static_cast<size_t>(a.axis)];
-    if (roi.size() == 2 * naxes) {
-      a.roi_start = roi[i];
-      a.roi_end = roi[naxes + i];
-    }
-    if (!scales.empty()) {
-      a.scale = scales[i];
-      ASSIGN_OR_RETURN(a.out, scaledExtent(ctx, a.in, a.scale));
-    } else {
-      if (sizes[i] < 0) return invalidArgument("{}: negative sizes", ctx.op);
-      a.out = sizes[i];
-      a.scale = a.in == 0 ? 1.0 : static_cast<double>(a.out) / static_cast<double>(a.in);
-    }
-  }
-  std::string policy = ctx.opset >= 18 ? at.getString("keep_aspect_ratio_policy", "stretch")
-                                       : std::string("stretch");
-  if (!sizes.empty() && policy != "stretch") {
-    if (policy != "not_larger" && policy != "not_smaller") {
-      return invalidArgument("{}: unknown keep_aspect_ratio_policy '{}'", ctx.op, policy);
-    }
-    double s = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
-    for (const AxisPlan& a : plans) {
-      s = policy == "not_larger" ? std::min(s, a.scale) : std::max(s, a.scale);
-    }
-    for (AxisPlan& a : plans) {
-      a.scale = s;
-      double v = std::floor(s * static_cast<double>(a.in) + 0.5);
-      if (!(v < 9.0e15)) return invalidArgument("{}: output extent too large", ctx.op);
-      a.out = static_cast<int64_t>(v);
-    }
-  }
+  ASSIGN_OR_RETURN(std::vector<AxisPlan> plans,
+                   resizeAxes(ctx.op, ctx.opset, at, x->dims, axes, roi, scales, sizes,
+                              p.coord == "tf_crop_and_resize"));
   ASSIGN_OR_RETURN(HostTensor out, runResize(ctx, p, *x, std::move(plans)));
   return single(std::move(out));
 }
