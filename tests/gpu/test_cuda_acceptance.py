@@ -50,6 +50,9 @@ def test_model_matches_the_reference_on_cuda(case: tuple[str, Path], cuda_device
     case_id, path = case
     r = models_cuda.run_model(case_id, path, OPT, "cuda", "reference")
     assert r["status"] in ("pass", "expected-error"), models_cuda.line(r)
+    # A plan the inputs contradict sends the whole run to the reference executor: right, but not
+    # the CUDA runtime running the model.
+    assert not r.get("whole_run_on_cpu"), models_cuda.line(r)
 
 
 @pytest.mark.parametrize("model", NODE_CASES, ids=[p.parent.name for p in NODE_CASES])

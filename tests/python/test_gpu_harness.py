@@ -49,6 +49,15 @@ def test_parse_fallbacks_reads_every_node_form() -> None:
     assert conformance_cuda.parse_fallbacks("plan: 1 nodes: 1 device\n") == []
 
 
+def test_whole_run_on_the_cpu_is_read_from_the_plan_summary() -> None:
+    # The line the CUDA executor writes (src/runtime/cuda/cuda_executor.cc runOnReference).
+    stdout = ("output y: float[2]\nplan: not usable for these inputs (Expand: input 0 is [0] on the CPU, "
+              "[3] in the plan): the whole run went to the reference executor (CPU)\n")
+    assert models_cuda.whole_run_reason(stdout) == "Expand: input 0 is [0] on the CPU, [3] in the plan"
+    assert models_cuda.whole_run_reason(SUMMARY) is None
+    assert models_cuda.whole_run_reason("") is None
+
+
 def test_max_abs_error() -> None:
     e = conformance_cuda.max_abs_error
     assert e(np.array([1.0, np.nan, np.inf]), np.array([1.5, np.nan, np.inf])) == 0.5

@@ -103,6 +103,7 @@ def run_model(case_id: str, path: Path, opt: Path, runner: str, against: str) ->
             run = _opt(opt, "run", optimized, "--device", "cuda", "--stats", "--seed", "0", *args)
             if run.returncode == 0:
                 record["fallbacks"] = parse_fallbacks(run.stdout)
+                record["whole_run_on_cpu"] = whole_run_reason(run.stdout)
                 plan = [line for line in run.stdout.splitlines() if line.startswith(("plan:", "memory:"))]
                 record["plan"] = plan
             else:
@@ -124,12 +125,27 @@ def _run_one(job: tuple[str, str, str, str, str, float]) -> dict:
                 "outputs": 0, "seconds": 0.0, "detail": f"harness: {type(e).__name__}: {e}"[:500]}
 
 
+_WHOLE_RUN = "plan: not usable for these inputs ("
+
+
+def whole_run_reason(stdout: str) -> str | None:
+    """Why the CUDA runner sent the whole run to the reference executor (its plan summary's
+    'plan: not usable for these inputs (WHY): ...' line), or None when it ran its plan."""
+    for text in stdout.splitlines():
+        if text.startswith(_WHOLE_RUN):
+            why = text[len(_WHOLE_RUN):]
+            return why[: why.rfind("): ")] if "): " in why else why
+    return None
+
+
 def line(r: dict) -> str:
     err = "-" if r["max_abs_error"] is None else f"{r['max_abs_error']:.3g}"
     fb = "-" if r["fallbacks"] is None else str(len(r["fallbacks"]))
     text = f"{r['status'].upper():<14} {r['model']}: max abs {err}, fallbacks {fb} ({r['seconds']:.1f} s)"
     if r["status"] == "fail":
         text += f"\n    {r['detail']}"
+    if r.get("whole_run_on_cpu"):
+        text += f"\n    WHOLE RUN ON THE CPU: {r['whole_run_on_cpu']}"
     if r.get("run_error"):
         text += f"\n    opt run --device cuda: {r['run_error']}"
     return text
@@ -171,9 +187,11 @@ def main() -> int:
     counts = {s: sum(r["status"] == s for r in results) for s in ("pass", "fail", "expected-error", "not-run")}
     fallbacks = sum(len(r["fallbacks"]) for r in results if r["fallbacks"])
     with_fallbacks = sum(1 for r in results if r["fallbacks"])
+    whole = sum(1 for r in results if r.get("whole_run_on_cpu"))
     not_run = f", NOT RUN {counts['not-run']} (past --time-limit)" if counts["not-run"] else ""
     print(f"total: pass {counts['pass']}, fail {counts['fail']}, expected error {counts['expected-error']}{not_run} "
-          f"({len(results)} models, {with_fallbacks} with fallbacks, {fallbacks} fallback nodes; "
+          f"({len(results)} models, {with_fallbacks} with fallbacks, {fallbacks} fallback nodes, "
+          f"{whole} run wholly on the CPU; "
           f"runner {args.runner} against {args.against}; {seconds:.0f} s)")
     if args.json:
         data = {"runner": args.runner, "against": args.against, "onnx": onnx.__version__,
