@@ -22,8 +22,6 @@
 // standard ops after this. The runners (opt run, check, bench) inline before they run.
 #include "onnxopt/passes/inline_functions.h"
 
-#include <fmt/format.h>
-
 #include <map>
 #include <unordered_set>
 
@@ -42,51 +40,50 @@ std::string normalDomain(const std::string& d) {
   return d == "ai.onnx" ? std::string() : d;
 }
 
-/// Why `fn` cannot be inlined into `model`, or "" when it can.
-std::string whyNotInlinable(const ir::Function& fn, const ir::Model& model) {
-  if (fn.body == nullptr) return "it has no body";
-  if (!fn.unknown_fields.empty()) return "it has fields the IR does not model (attribute defaults)";
-  std::unordered_set<const ir::Value*> defined;
-  for (size_t i = 0; i < fn.body->inputs().size(); ++i) defined.insert(fn.body->inputs()[i]);
+/// Whether the body of `fn` can be copied: it reads only its inputs and earlier body values and
+/// holds no graph attribute, and the function keeps no opaque fields (attribute defaults).
+bool bodyCopyable(const ir::Function& fn) {
+  if (fn.body == nullptr || !fn.unknown_fields.empty()) return false;
+  std::unordered_set<const ir::Value*> defined(fn.body->inputs().begin(), fn.body->inputs().end());
   for (const ir::Node* n : *fn.body) {
     for (const ir::Attribute& a : n->attributes()) {
-      if (!a.graphs.empty()) return fmt::format("its node {} has a graph attribute", n->opType());
+      if (!a.graphs.empty()) return false;
     }
     for (const ir::Value* v : n->inputs()) {
-      if (v != nullptr && defined.count(v) == 0) {
-        return fmt::format("its node {} reads '{}', not defined before it", n->opType(), v->name());
-      }
+      if (v != nullptr && defined.count(v) == 0) return false;
     }
-    for (const ir::Value* v : n->outputs()) defined.insert(v);
+    defined.insert(n->outputs().begin(), n->outputs().end());
   }
   for (size_t i = 0; i < fn.body->numOutputs(); ++i) {
-    if (defined.count(fn.body->output(i)) == 0) return "an output is not defined in its body";
+    if (defined.count(fn.body->output(i)) == 0) return false;
   }
-  for (const ir::OpsetImport& imp : fn.opset_imports) {
-    std::optional<int64_t> have = model.opsetVersion(normalDomain(imp.domain));
-    if (have && *have != imp.version) {
-      return fmt::format("it imports opset {} of '{}', the model {}", imp.version, imp.domain,
-                         *have);
-    }
-  }
-  return "";
+  return true;
 }
 
-/// Why `call` cannot take `fn`'s body, or "".
-std::string whyNotCall(const ir::Node& call, const ir::Function& fn) {
+/// Whether every opset `fn` imports is the model's version of that domain or one the model lacks.
+bool opsetsAgree(const ir::Function& fn, const ir::Model& model) {
+  for (const ir::OpsetImport& imp : fn.opset_imports) {
+    std::optional<int64_t> have = model.opsetVersion(normalDomain(imp.domain));
+    if (have && *have != imp.version) return false;
+  }
+  return true;
+}
+
+/// Whether `call` fits `fn`: no more inputs or outputs than it has, and no output read that is a
+/// body input the call leaves out.
+bool callFits(const ir::Node& call, const ir::Function& fn) {
   const ir::Graph& body = *fn.body;
-  if (call.numInputs() > body.inputs().size()) return "the call passes more inputs than it takes";
-  if (call.numOutputs() > body.numOutputs()) return "the call reads more outputs than it has";
+  const std::vector<ir::Value*>& params = body.inputs();
+  if (call.numInputs() > params.size() || call.numOutputs() > body.numOutputs()) return false;
   for (size_t i = 0; i < call.numOutputs(); ++i) {
     if (call.output(i) == nullptr) continue;
-    for (size_t j = 0; j < body.inputs().size(); ++j) {
-      if (body.output(i) != body.inputs()[j]) continue;
-      if (j >= call.numInputs() || call.input(j) == nullptr) {
-        return "an output it reads is an input the call leaves out";
+    for (size_t j = 0; j < params.size(); ++j) {
+      if (body.output(i) == params[j] && (j >= call.numInputs() || call.input(j) == nullptr)) {
+        return false;
       }
     }
   }
-  return "";
+  return true;
 }
 
 class InlineFunctionsPass final : public pass::Pass {
@@ -109,7 +106,9 @@ StatusOr<int64_t> inlineFunctionCalls(ir::Model& model) {
   if (model.functions.empty()) return int64_t{0};
   std::map<FunctionKey, const ir::Function*> inlinable;
   for (const auto& f : model.functions) {
-    if (whyNotInlinable(*f, model).empty()) inlinable[{normalDomain(f->domain), f->name}] = f.get();
+    if (bodyCopyable(*f) && opsetsAgree(*f, model)) {
+      inlinable[{normalDomain(f->domain), f->name}] = f.get();
+    }
   }
   if (inlinable.empty()) return int64_t{0};
   // Each domain a function imports that the model does not yet: the inlined nodes need it.
@@ -127,7 +126,7 @@ StatusOr<int64_t> inlineFunctionCalls(ir::Model& model) {
     for (ir::Graph* g : rewrite::allGraphs(model, /*include_functions=*/false)) {
       for (ir::Node* n : *g) {
         auto it = inlinable.find({normalDomain(n->domain()), n->opType()});
-        if (it != inlinable.end() && whyNotCall(*n, *it->second).empty()) {
+        if (it != inlinable.end() && callFits(*n, *it->second)) {
           calls.emplace_back(n, it->second);
         }
       }
@@ -136,7 +135,7 @@ StatusOr<int64_t> inlineFunctionCalls(ir::Model& model) {
     int64_t before = inlined;
     for (auto [call, fn] : calls) {
       // An import added for an earlier function may have fixed a domain's version since.
-      if (!whyNotInlinable(*fn, model).empty()) continue;
+      if (!opsetsAgree(*fn, model)) continue;
       importDomainsOf(*fn);
       std::vector<ir::Value*> results = rw.inlineFunctionCall(call, *fn);
       results.resize(call->numOutputs());

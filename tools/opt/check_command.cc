@@ -4,32 +4,22 @@
 
 #include "commands.h"
 #include "onnxopt/io/model_io.h"
-#include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/ir/stats.h"
-#include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/runtime/cuda_executor.h"
-#include "onnxopt/support/diagnostics.h"
 #include "report.h"
 
 namespace onnxopt::tools {
 
 int checkCommand(const CheckCommandOptions& opts) {
-  StreamDiagnosticSink diagnostics(std::cerr);
-  io::LoadLimits limits;
-  limits.diagnostics = &diagnostics;
-  auto original = io::loadModel(opts.original, limits);
+  // Loaded as `opt run` loads a model: function calls inlined, and types inferred where the CUDA
+  // runner plans from them.
+  const bool cuda = opts.check.runner == "cuda" || opts.check.against == "cuda";
+  auto original = loadModelFor(opts.original, cuda ? "cuda" : "reference");
   if (!original.isOk()) return fail(original.status());
   // One model: compared with itself, across runners (--runner X --against Y).
   const std::string& optimized_path = opts.optimized.empty() ? opts.original : opts.optimized;
-  auto optimized = io::loadModel(optimized_path, limits);
+  auto optimized = loadModelFor(optimized_path, cuda ? "cuda" : "reference");
   if (!optimized.isOk()) return fail(optimized.status());
-  // The executors run standard ops: a call of a model-local function runs as its body.
-  for (auto [model, path] :
-       {std::pair{original->get(), &opts.original}, std::pair{optimized->get(), &optimized_path}}) {
-    if (Status s = passes::inlineFunctionCalls(*model).status(); !s.isOk()) {
-      return fail(s.withContext(*path));
-    }
-  }
   if (Status st = checkSpecNames(**original, opts.check.inputs, "--input", opts.check.shapes);
       !st.isOk()) {
     return usage(st.withContext(opts.original));
@@ -50,13 +40,6 @@ int checkCommand(const CheckCommandOptions& opts) {
     }
     if (check.runner == "cuda") check.runner = "cuda-no-graph";
     if (check.against == "cuda") check.against = "cuda-no-graph";
-  }
-  if (opts.check.runner == "cuda" || opts.check.against == "cuda") {
-    // The CUDA executor plans from inferred types (docs/cuda_runtime.md).
-    auto inferred = ir::inferShapes(**original);
-    if (!inferred.isOk()) return fail(inferred.status().withContext(opts.original));
-    inferred = ir::inferShapes(**optimized);
-    if (!inferred.isOk()) return fail(inferred.status().withContext(optimized_path));
   }
   auto checked = checkModels(opts.original, **original, optimized_path, **optimized, check);
   if (!checked.isOk()) return fail(checked.status());
