@@ -460,6 +460,35 @@ g (float[64] x) => (float[64] y) {
   expectValidMemory(separate);
 }
 
+// A value named in shaped_at_run_time (its declared dims a run contradicted) is planned with
+// nothing assumed of its dims, and so is its consumer; without the option both are static.
+TEST(Plan, ShapedAtRunTimeDropsTheDeclaredDims) {
+  auto model = parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,3] x) => (float[2,3] y) {
+  a = Relu(x)
+  y = Neg(a)
+}
+)");
+  InputShapes shapes = {{"x", {DataType::kFloat, {2, 3}}}};
+  Plan trusted = planOf(*model, shapes);
+  ASSERT_NE(valueNamed(trusted, "a"), nullptr);
+  EXPECT_FALSE(valueNamed(trusted, "a")->dynamic);
+  EXPECT_FALSE(trusted.has_dynamic);
+  PlanOptions options;
+  options.shaped_at_run_time = {"a"};
+  Plan plan = planOf(*model, shapes, everything(), options);
+  const PlannedValue* a = valueNamed(plan, "a");
+  const PlannedValue* y = valueNamed(plan, "y");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(y, nullptr);
+  EXPECT_TRUE(a->dynamic);
+  EXPECT_FALSE(a->rank_known);
+  EXPECT_TRUE(plan.has_dynamic);
+  EXPECT_NE(plan.summary().find("dynamic: node Neg producing 'y'"), std::string::npos)
+      << plan.summary();
+}
+
 TEST(Plan, InPlaceOnlyWhereLegal) {
   auto model = parseInferred(R"(
 <ir_version: 8, opset_import: ["" : 17]>
@@ -780,6 +809,26 @@ TEST(PlanCache, FailedBuildIsNotCached) {
   EXPECT_EQ(cache.misses(), 2);
   EXPECT_EQ(cache.size(), 0u);
   EXPECT_EQ(cache.capacity(), PlanCache::kDefaultCapacity);
+}
+
+TEST(PlanCache, ClearPlansAgainAndKeepsTheCounters) {
+  auto model = parseInferred(kReshapeChain);
+  int builds = 0;
+  PlanCache cache([&](const InputShapes& s) {
+    ++builds;
+    return buildPlan(*model, s, everything());
+  });
+  InputShapes a = {{"x", {DataType::kFloat, {3, 4}}}};
+  auto first = cache.get(a);
+  ASSERT_TRUE(first.isOk()) << first.status().toString();
+  cache.clear();
+  EXPECT_EQ(cache.size(), 0u);
+  auto second = cache.get(a);
+  ASSERT_TRUE(second.isOk());
+  EXPECT_NE(first->get(), second->get());
+  EXPECT_EQ(builds, 2);
+  EXPECT_EQ(cache.misses(), 2);
+  EXPECT_EQ(cache.hits(), 0);
 }
 
 TEST(PlanCache, SignatureCoversDtypeAndDims) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,9 @@ struct PlanOptions {
   int64_t max_host_elements = 64;
   /// Reuse an elementwise op's input buffer for its output where legal.
   bool in_place = true;
+  /// Values (by name) whose inferred or declared dims a run's data contradicted (a declared output
+  /// shape no input can make): planned as shaped at run time, nothing assumed of their dims.
+  std::set<std::string> shaped_at_run_time;
 };
 
 struct Plan {

@@ -34,6 +34,9 @@ class PlanCache {
   /// cached. Not thread-safe: a session serializes its calls.
   StatusOr<std::shared_ptr<const Plan>> get(const InputShapes& shapes);
 
+  /// Drops every cached plan (the builder's inputs changed); the counters stay.
+  void clear();
+
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }
   int64_t evictions() const { return evictions_; }

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -249,6 +250,10 @@ struct CudaExecutor::Impl {
   /// The current run failed because a host-run node made other dims than the plan's (a declared
   /// shape the data contradicts): the run is redone on the reference executor.
   bool shape_mismatch = false;
+  std::string mismatched_value;  ///< with shape_mismatch: the value whose dims were contradicted
+  /// Values whose declared dims a run contradicted, by name: every plan is built with them shaped
+  /// at run time (PlanOptions::shaped_at_run_time), and the summary lists them.
+  std::set<std::string> shaped_at_run_time;
 
   /// The whole run on the reference executor, where the plan cannot describe it (`why`); the
   /// summary says so. The reference executor's errors are the run's.
@@ -675,6 +680,7 @@ struct CudaExecutor::Impl {
       bool type_fits = v.dtype == DataType::kUndefined || t.dtype == v.dtype;
       if (!type_fits || !dimsFit(v, t.dims)) {
         shape_mismatch = true;
+        mismatched_value = v.name;
         return makeError(StatusCode::kInternal,
                          "output '{}': the plan says {}[{}], the reference kernel made {}[{}]",
                          v.name, dataTypeName(v.dtype), fmt::join(v.dims, ","),
@@ -1008,9 +1014,12 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
   impl->last_thread = std::this_thread::get_id();
   const ir::Model* m = &model;
   PlanOptions plan_options = options.plan;
+  const std::set<std::string>* distrusted = &impl->shaped_at_run_time;
   impl->cache = std::make_unique<PlanCache>(
-      [m, plan_options](const InputShapes& shapes) {
-        return buildPlan(*m, shapes, kernels::cudaCapabilities(), plan_options);
+      [m, plan_options, distrusted](const InputShapes& shapes) {
+        PlanOptions o = plan_options;
+        o.shaped_at_run_time.insert(distrusted->begin(), distrusted->end());
+        return buildPlan(*m, shapes, kernels::cudaCapabilities(), o);
       },
       options.plan_cache_capacity);
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(impl)));
@@ -1037,29 +1046,39 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs,
     RETURN_IF_ERROR(impl_->api->probe().status());
     impl_->last_thread = std::this_thread::get_id();
   }
-  auto planned = impl_->stateFor(shapes);
-  if (!planned.isOk()) {
-    // What the plan cannot represent (an op or value the lowering does not know) still runs, on
-    // the CPU; bad inputs, weights without data and out-of-memory stay errors.
-    StatusCode code = planned.status().code();
-    if (code == StatusCode::kUnimplemented || code == StatusCode::kInternal) {
-      return impl_->runOnReference(inputs, options, planned.status());
+  PlanState* state = nullptr;
+  StatusOr<ExecutionResult> executed = Status::ok();
+  // A host-run node whose dims contradict the plan's (a declared shape no input makes) re-plans
+  // with that value shaped at run time, once per value: bounded by the model's values. A value
+  // contradicted again (its type, not its dims) sends the runs at this signature to the reference.
+  for (;;) {
+    auto planned = impl_->stateFor(shapes);
+    if (!planned.isOk()) {
+      // What the plan cannot represent (an op or value the lowering does not know) still runs, on
+      // the CPU; bad inputs, weights without data and out-of-memory stay errors.
+      StatusCode code = planned.status().code();
+      if (code == StatusCode::kUnimplemented || code == StatusCode::kInternal) {
+        return impl_->runOnReference(inputs, options, planned.status());
+      }
+      return planned.status();
     }
-    return planned.status();
-  }
-  PlanState* state = *planned;
-  if (!state->reference_only.empty()) {
-    return impl_->runOnReference(inputs, options,
-                                 Status(StatusCode::kInternal, state->reference_only));
-  }
-  impl_->shape_mismatch = false;
-  auto executed = impl_->execute(*state, inputs, options.record_intermediates, profile);
-  if (!executed.isOk()) {
-    if (impl_->shape_mismatch) {
+    state = *planned;
+    if (!state->reference_only.empty()) {
+      return impl_->runOnReference(inputs, options,
+                                   Status(StatusCode::kInternal, state->reference_only));
+    }
+    impl_->shape_mismatch = false;
+    executed = impl_->execute(*state, inputs, options.record_intermediates, profile);
+    if (executed.isOk()) break;
+    if (!impl_->shape_mismatch) return executed.status();
+    if (!impl_->shaped_at_run_time.insert(impl_->mismatched_value).second) {
       state->reference_only = executed.status().message();
       return impl_->runOnReference(inputs, options, executed.status());
     }
-    return executed.status();
+    // Every plan assumed the contradicted dims: all are built again.
+    impl_->states.clear();
+    impl_->cache->clear();
+    if (profile != nullptr) profile->clear();
   }
   ExecutionResult result = std::move(executed).value();
   if (options.non_tensor_outputs) {
@@ -1079,6 +1098,10 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs,
   }
   impl_->last_plan = state->plan;
   impl_->last_summary = state->plan->summary();
+  for (const std::string& name : impl_->shaped_at_run_time) {
+    impl_->last_summary += fmt::format(
+        "shaped at run time: '{}' (a run's data contradicted its declared dims)\n", name);
+  }
   for (const std::string& d : state->demoted) {
     impl_->last_summary += fmt::format("refused at these shapes, ran on the CPU: {}\n", d);
   }

@@ -305,7 +305,13 @@ class Lowering {
       v.dtype = out->type().isTensor() ? out->type().elem_type : DataType::kUndefined;
       std::vector<int64_t> partial;
       auto dims = inferredDims(*out, v.rank_known, partial);
-      if (!dims && (i == 0 || (i == 1 && pn.op == "TopK"))) {
+      bool distrusted = options_.shaped_at_run_time.count(out->name()) > 0;
+      if (distrusted) {
+        dims.reset();
+        partial.clear();
+        v.rank_known = false;
+      }
+      if (!dims && !distrusted && (i == 0 || (i == 1 && pn.op == "TopK"))) {
         // Inference left some dim open: the op's concrete rule fills it where it knows it.
         if (auto rule = ruleDims(pn); rule && (!v.rank_known || rule->size() == partial.size())) {
           for (size_t d = 0; d < partial.size(); ++d) {

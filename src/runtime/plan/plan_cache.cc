@@ -19,6 +19,11 @@ std::string inputSignature(const InputShapes& shapes) {
 PlanCache::PlanCache(Builder build, size_t capacity)
     : build_(std::move(build)), capacity_(std::max<size_t>(capacity, 1)) {}
 
+void PlanCache::clear() {
+  entries_.clear();
+  index_.clear();
+}
+
 StatusOr<std::shared_ptr<const Plan>> PlanCache::get(const InputShapes& shapes) {
   std::string key = inputSignature(shapes);
   auto it = index_.find(key);
