@@ -53,7 +53,7 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //    reassociates x*a*b into x*(a*b) (last-place rounding), an -O2 licence like the others.
       //  - fold-constants and dce in the same fixed point: absorbed weights are new initializers
       //    whose predecessors (the old weights) become dead.
-      // -O3 will add target-specific rewrites; until they exist it equals -O2.
+      // -O3 without a target is -O2: its rewrites are target-specific (pipelineFor).
       return std::string(kLevel1) +
              ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-rmsnorm,fuse-gelu,"
              "fuse-activations,fuse-attention,fuse-scale-chain,fold-constants,"
@@ -90,13 +90,24 @@ Status applyPassOptions(std::vector<pass::PipelineEntry>& pipeline,
   return Status::ok();
 }
 
+// -O3 --target cuda: -O2, then rewrites to ops of our own domain (ai.onnxopt) that the CUDA
+// kernel table claims, each written to the model as a function (its decomposition), so the file
+// stays portable.
+//  - After every portable fusion: the patterns read the chains those leave (MatMul + Add that
+//    fuse-gemm kept for rank > 2, Gelu from fuse-gelu).
+//  - fuse-matmul-epilogue: MatMul + bias first, then the activation onto it, in one fixed point;
+//    dce removes what the fusions leave dead.
+constexpr const char* kCudaLevel3 = ",fixpoint(fuse-matmul-epilogue,dce)";
+
 StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target,
                                   const std::vector<PassOptionSetting>& settings) {
-  if (!target.empty()) {
-    return invalidArgument("unknown target '{}' (only portable ONNX, the empty target, so far)",
+  if (!target.empty() && target != "cuda") {
+    return invalidArgument("unknown target '{}' (portable ONNX, the empty target, or cuda)",
                            target);
   }
   ASSIGN_OR_RETURN(std::string pipeline, pipelineForLevel(level));
+  // Below -O3 a target changes nothing: -O1 and -O2 stay portable ONNX.
+  if (target == "cuda" && level == 3) pipeline += kCudaLevel3;
   pipeline = withTargetOpset(pipeline, target_opset);
   if (settings.empty()) return pipeline;
   ASSIGN_OR_RETURN(auto entries, pass::parsePipeline(pipeline, &createPass));

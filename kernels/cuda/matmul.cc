@@ -115,18 +115,77 @@ Status copyBroadcastC(const MatMulArgs& args, CudaStream stream) {
   return Status::ok();
 }
 
-}  // namespace
+/// Copies the bias [N], broadcast over the output's rows, into the output (the product then
+/// accumulates into it): the epilogue cuBLASLt had no algorithm for.
+Status copyBroadcastBias(const MatMulArgs& args, CudaStream stream) {
+  MatMulArgs as_c = args;
+  as_c.c = args.bias;
+  return copyBroadcastC(as_c, stream);
+}
 
-template <>
-StatusOr<MatMulArgs> argsFromCall<MatMulArgs>(const CudaKernelCall& call) {
-  RETURN_IF_ERROR(checkArity(call, 2, 2, 1));
-  MatMulArgs args;
+/// The activation of the epilogue, in place on the output, where our kernel does it.
+Status activateInPlace(const MatMulArgs& args, UnaryOp op, CudaStream stream) {
+  ConstTensorView y(args.y.dtype, args.y.dims, args.y.strides, args.y.data, MemoryKind::kDevice);
+  ASSIGN_OR_RETURN(BroadcastPlan plan, planBroadcast({y}, args.y, args.op));
+  UnaryDeviceArgs d{};
+  d.op = op;
+  d.dtype = args.y.dtype;
+  d.plan = plan;
+  d.x = args.y.data;
+  d.y = args.y.data;
+  ONNXOPT_CUDA_CHECK(launchUnary(d, streamOf(stream)), args.op);
+  return Status::ok();
+}
+
+bool hasActivation(Epilogue e) {
+  return e == Epilogue::kBiasRelu || e == Epilogue::kBiasGelu || e == Epilogue::kBiasGeluTanh;
+}
+
+UnaryOp activationOf(Epilogue e) {
+  switch (e) {
+    case Epilogue::kBiasRelu:
+      return UnaryOp::kRelu;
+    case Epilogue::kBiasGeluTanh:
+      return UnaryOp::kGeluTanh;
+    default:
+      return UnaryOp::kGelu;
+  }
+}
+
+/// cuBLASLt's epilogue for ours: the erf form of GELU has none (its GELU is the tanh form), so
+/// the bias is cuBLASLt's and GELU ours.
+cublasLtEpilogue_t ltEpilogueOf(Epilogue e) {
+  switch (e) {
+    case Epilogue::kNone:
+      return CUBLASLT_EPILOGUE_DEFAULT;
+    case Epilogue::kBiasRelu:
+      return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case Epilogue::kBiasGeluTanh:
+      return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case Epilogue::kBias:
+    case Epilogue::kBiasGelu:
+      return CUBLASLT_EPILOGUE_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+/// The fields every product's parser sets: op, A, B, the output and the workspace.
+void setProductOperands(const CudaKernelCall& call, MatMulArgs& args) {
   args.op = call.op;
   args.a = call.inputs[0];
   args.b = call.inputs[1];
   args.y = call.outputs[0];
   args.workspace = call.workspace;
   args.workspace_bytes = call.workspace_bytes;
+}
+
+}  // namespace
+
+template <>
+StatusOr<MatMulArgs> argsFromCall<MatMulArgs>(const CudaKernelCall& call) {
+  RETURN_IF_ERROR(checkArity(call, 2, 2, 1));
+  MatMulArgs args;
+  setProductOperands(call, args);
   return args;
 }
 
@@ -135,17 +194,35 @@ StatusOr<GemmArgs> argsFromCall<GemmArgs>(const CudaKernelCall& call) {
   RETURN_IF_ERROR(checkArity(call, 2, 3, 1));
   const KernelAttrs& attrs = attrsOf(call);
   GemmArgs args;
-  args.op = call.op;
-  args.a = call.inputs[0];
-  args.b = call.inputs[1];
+  setProductOperands(call, args);
   args.c = inputOf(call, 2);
-  args.y = call.outputs[0];
   args.trans_a = attrs.getInt("transA", 0) != 0;
   args.trans_b = attrs.getInt("transB", 0) != 0;
   args.alpha = attrs.getFloat("alpha", 1.0f);
   args.beta = attrs.getFloat("beta", 1.0f);
-  args.workspace = call.workspace;
-  args.workspace_bytes = call.workspace_bytes;
+  return args;
+}
+
+template <>
+StatusOr<MatMulBiasArgs> argsFromCall<MatMulBiasArgs>(const CudaKernelCall& call) {
+  RETURN_IF_ERROR(checkArity(call, 3, 3, 1));
+  MatMulBiasArgs args;
+  setProductOperands(call, args);
+  args.bias = call.inputs[2];
+  if (call.op == "MatMulBias") {
+    args.epilogue = Epilogue::kBias;
+  } else if (call.op == "MatMulBiasRelu") {
+    args.epilogue = Epilogue::kBiasRelu;
+  } else if (call.op == "MatMulBiasGelu") {
+    std::string approximate = attrsOf(call).getString("approximate", "none");
+    if (approximate != "none" && approximate != "tanh") {
+      return invalidArgument("{}: approximate must be none or tanh, not '{}'", call.op,
+                             approximate);
+    }
+    args.epilogue = approximate == "tanh" ? Epilogue::kBiasGeluTanh : Epilogue::kBiasGelu;
+  } else {
+    return invalidArgument("{}: not a MatMulBias op", call.op);
+  }
   return args;
 }
 
@@ -176,6 +253,16 @@ Support canImplement(const MatMulArgs& args) {
     ConstTensorView shape(t, args.y.dims, args.y.strides, nullptr, MemoryKind::kDevice);
     if (Support s = broadcastSupport({args.c, shape}, args.y, args.op); !s) return s;
   }
+  if (args.epilogue != Epilogue::kNone) {
+    if (args.bias.dtype != t) {
+      return Support::no(fmt::format("{}: the bias must be {}", args.op, dataTypeName(t)));
+    }
+    if (Support s = requireDevice(args.op, args.bias, "input 2"); !s) return s;
+    if (args.bias.dims != std::vector<int64_t>{p->n} || !args.bias.isContiguous()) {
+      return Support::no(fmt::format("{}: the bias is {}; the kernel takes [{}]", args.op,
+                                     dimsText(args.bias.dims), p->n));
+    }
+  }
   return Support::yes();
 }
 
@@ -191,6 +278,14 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
   if (args.c.dtype != DataType::kUndefined && args.beta != 0.0f) {
     RETURN_IF_ERROR(copyBroadcastC(args, stream));
     beta = args.beta;
+  }
+  const bool with_bias = args.epilogue != Epilogue::kNone;
+  if (p.k == 0 && with_bias) {  // an empty sum: the output is the bias, then the activation
+    RETURN_IF_ERROR(copyBroadcastBias(args, stream));
+    if (hasActivation(args.epilogue)) {
+      RETURN_IF_ERROR(activateInPlace(args, activationOf(args.epilogue), stream));
+    }
+    return Status::ok();
   }
   if (p.k == 0) {  // an empty sum: the output is beta * C (or zeros)
     if (beta == 0.0f) {
@@ -254,14 +349,44 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
       args.op);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  ONNXOPT_CUDA_CHECK(
-      cublasLtMatmulAlgoGetHeuristic(handle, raw_desc, lb_slot.get(), la_slot.get(), ld_slot.get(),
-                                     ld_slot.get(), raw_pref, 1, &heuristic, &found),
-      args.op);
+  // The epilogue, where cuBLASLt has an algorithm with it: else the bias is copied into the
+  // output first (accumulated into with beta 1) and the activation runs after, as our kernels.
+  cublasLtEpilogue_t epilogue = ltEpilogueOf(args.epilogue);
+  bool lt_epilogue = false;
+  if (with_bias) {
+    const void* bias_ptr = args.bias.data;
+    ONNXOPT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(raw_desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                      &epilogue, sizeof epilogue),
+                       args.op);
+    ONNXOPT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(raw_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                      &bias_ptr, sizeof bias_ptr),
+                       args.op);
+    ONNXOPT_CUDA_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, raw_desc, lb_slot.get(),
+                                                      la_slot.get(), ld_slot.get(), ld_slot.get(),
+                                                      raw_pref, 1, &heuristic, &found),
+                       args.op);
+    lt_epilogue = found > 0;
+    if (!lt_epilogue) {
+      epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+      ONNXOPT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(raw_desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                        &epilogue, sizeof epilogue),
+                         args.op);
+    }
+  }
+  if (!lt_epilogue) {
+    ONNXOPT_CUDA_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, raw_desc, lb_slot.get(),
+                                                      la_slot.get(), ld_slot.get(), ld_slot.get(),
+                                                      raw_pref, 1, &heuristic, &found),
+                       args.op);
+  }
   if (found == 0) {
     return Status(StatusCode::kUnimplemented,
                   fmt::format("{}: cuBLASLt has no algorithm for {} x {} x {} in {}", args.op, m,
                               p.k, p.n, dataTypeName(args.a.dtype)));
+  }
+  if (with_bias && !lt_epilogue) {
+    RETURN_IF_ERROR(copyBroadcastBias(args, stream));
+    beta = 1.0f;
   }
   auto bytes = static_cast<int64_t>(dataTypeBits(args.a.dtype) / 8);
   const auto* a = static_cast<const char*>(args.a.data);
@@ -276,6 +401,10 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
                        yi, ld_slot.get(), yi, ld_slot.get(), &heuristic.algo, args.workspace,
                        workspace_bytes, streamOf(stream)),
         args.op);
+  }
+  // GELU's erf form always, ReLU and GELU's tanh form when cuBLASLt did not apply them.
+  if (hasActivation(args.epilogue) && (!lt_epilogue || args.epilogue == Epilogue::kBiasGelu)) {
+    RETURN_IF_ERROR(activateInPlace(args, activationOf(args.epilogue), stream));
   }
   return Status::ok();
 }

@@ -12,6 +12,11 @@
 
 namespace onnxopt::kernels::cuda {
 
+/// What the product's output gets before it is stored (ai.onnxopt.MatMulBias*): a bias per output
+/// column, then an activation. cuBLASLt's epilogues do the bias, ReLU and GELU's tanh form; the
+/// erf form of GELU (and any epilogue cuBLASLt has no algorithm for) runs as our kernels after.
+enum class Epilogue { kNone, kBias, kBiasRelu, kBiasGelu, kBiasGeluTanh };
+
 struct MatMulArgs {
   std::string op = "MatMul";
   ConstTensorView a;
@@ -22,20 +27,26 @@ struct MatMulArgs {
   float alpha = 1.0f;
   float beta = 0.0f;
   ConstTensorView c;  ///< Gemm's optional C (dtype kUndefined: none)
+  Epilogue epilogue = Epilogue::kNone;
+  ConstTensorView bias;  ///< with an epilogue: [N], the output's type
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
 
 /// Gemm's arguments are MatMul's with the attributes set; its own type only selects the parser.
 struct GemmArgs : MatMulArgs {};
+/// ai.onnxopt.MatMulBias, MatMulBiasRelu, MatMulBiasGelu (A, B, bias): MatMul's with an epilogue.
+struct MatMulBiasArgs : MatMulArgs {};
 
 template <>
 StatusOr<MatMulArgs> argsFromCall<MatMulArgs>(const CudaKernelCall& call);
 template <>
 StatusOr<GemmArgs> argsFromCall<GemmArgs>(const CudaKernelCall& call);
+template <>
+StatusOr<MatMulBiasArgs> argsFromCall<MatMulBiasArgs>(const CudaKernelCall& call);
 
-/// Host-only: one float type for A, B, C and the output, contiguous A and B, shapes that multiply
-/// and broadcast, the output's shape.
+/// Host-only: one float type for A, B, C (the bias) and the output, contiguous A and B, shapes
+/// that multiply and broadcast, the output's shape; a bias of [N], contiguous.
 Support canImplement(const MatMulArgs& args);
 /// cuBLASLt's workspace (its algorithms run without one too, slower).
 size_t workspaceBytes(const MatMulArgs& args);

@@ -45,6 +45,10 @@ StatusOr<Outputs> argMinMaxKernel(const KernelContext& ctx);
 StatusOr<Outputs> matMulKernel(const KernelContext& ctx);
 StatusOr<Outputs> gemmKernel(const KernelContext& ctx);
 
+// target_ops.cc: ai.onnxopt
+StatusOr<Outputs> matMulBiasKernel(const KernelContext& ctx);  // MatMulBias MatMulBiasRelu/Gelu
+StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx);
+
 // misc.cc
 StatusOr<Outputs> castKernel(const KernelContext& ctx);  // Cast CastLike
 StatusOr<Outputs> rangeKernel(const KernelContext& ctx);

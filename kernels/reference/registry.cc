@@ -28,6 +28,7 @@ int64_t maxOpset(const std::string& domain) {
   if (domain.empty() || domain == "ai.onnx") return kMaxOpset;
   if (domain == "ai.onnx.ml") return 5;
   if (domain == "ai.onnx.preview.training" || domain == "ai.onnx.preview") return 1;
+  if (domain == "ai.onnxopt") return 1;  // our own ops (include/onnxopt/passes/target_ops.h)
   return 0;
 }
 
@@ -377,6 +378,11 @@ const std::map<std::string, Entry>& registry() {
          {9, ref::tfIdfVectorizerKernel,
           withOutputs(in({kString | TypeSet{DataType::kInt32, DataType::kInt64}}),
                       {TypeSet{DataType::kFloat}})}},
+        // target_ops.cc: ai.onnxopt, our own ops, each its function body
+        {"ai.onnxopt.MatMulBias", {1, ref::matMulBiasKernel, in({F, F, F})}},
+        {"ai.onnxopt.MatMulBiasRelu", {1, ref::matMulBiasKernel, in({F, F, F})}},
+        {"ai.onnxopt.MatMulBiasGelu", {1, ref::matMulBiasKernel, in({F, F, F})}},
+        {"ai.onnxopt.SkipLayerNormalization", {1, ref::skipLayerNormKernel, in({F, F, F, F})}},
         // ml.cc: ai.onnx.ml, by referenceOpName, at that domain's opsets
         {"ai.onnx.ml.Binarizer",
          {1, ref::binarizerKernel,

@@ -102,7 +102,7 @@ class InlineFunctionsPass final : public pass::Pass {
 
 }  // namespace
 
-StatusOr<int64_t> inlineFunctionCalls(ir::Model& model) {
+StatusOr<int64_t> inlineFunctionCalls(ir::Model& model, const KeepCall& keep) {
   if (model.functions.empty()) return int64_t{0};
   std::map<FunctionKey, const ir::Function*> inlinable;
   for (const auto& f : model.functions) {
@@ -126,7 +126,7 @@ StatusOr<int64_t> inlineFunctionCalls(ir::Model& model) {
     for (ir::Graph* g : rewrite::allGraphs(model, /*include_functions=*/false)) {
       for (ir::Node* n : *g) {
         auto it = inlinable.find({normalDomain(n->domain()), n->opType()});
-        if (it != inlinable.end() && callFits(*n, *it->second)) {
+        if (it != inlinable.end() && callFits(*n, *it->second) && !(keep && keep(*n))) {
           calls.emplace_back(n, it->second);
         }
       }

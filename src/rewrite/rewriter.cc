@@ -291,6 +291,36 @@ void Rewriter::setOpType(ir::Node* node, std::string op_type, std::string domain
   if (listener_) listener_->nodeModified(node);
 }
 
+ir::Value* Rewriter::addGraphInput(ir::Graph& graph, std::string name, ir::Type type) {
+  changed_ = true;
+  return B::addInput(graph, std::move(name), std::move(type));
+}
+
+void Rewriter::addGraphOutput(ir::Graph& graph, ir::Value* value) {
+  B::addOutput(graph, value);
+  changed_ = true;
+  if (listener_) listener_->valueUsersChanged(value);
+}
+
+void Rewriter::addFunction(ir::Model& model, std::unique_ptr<ir::Function> fn) {
+  ONNXOPT_CHECK(fn != nullptr && fn->body != nullptr, "addFunction: no function body");
+  for (const auto& f : model.functions) {
+    ONNXOPT_CHECK(!(f->domain == fn->domain && f->name == fn->name),
+                  "addFunction: " + fn->domain + "." + fn->name + " exists");
+  }
+  for (const ir::OpsetImport& imp : fn->opset_imports) {
+    addOpsetImport(model, imp.domain, imp.version);
+  }
+  model.functions.push_back(std::move(fn));
+  changed_ = true;
+}
+
+void Rewriter::addOpsetImport(ir::Model& model, const std::string& domain, int64_t version) {
+  if (model.opsetVersion(domain)) return;
+  model.opset_imports.push_back({domain == "ai.onnx" ? std::string() : domain, version});
+  changed_ = true;
+}
+
 void Rewriter::setName(ir::Node* node, std::string name) {
   B::setName(node, std::move(name));
   changed_ = true;

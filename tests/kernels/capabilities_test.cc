@@ -222,6 +222,19 @@ std::vector<Case> cases() {
                  {kF, kF},
                  {{0, {1, 2}, {1, 2}}, {1, {2}, {1, 1}}, {1, {2}, {0, 0}}}});
   out.push_back({"RMSNormalization", 23, {kF, kF}, {{0, {1, 2}, {1, 2}}, {1, {2}, {1, 1}}}});
+  // target_ops.cc: our own ops, ai.onnxopt 1
+  for (const char* op : {"MatMulBias", "MatMulBiasRelu", "MatMulBiasGelu"}) {
+    out.push_back({std::string("ai.onnxopt.") + op,
+                   1,
+                   {kF},
+                   {{0, {1, 2}, {1, 2}}, {0, {2, 1}, {1, 1}}, {0, {1}, {0.5}}}});
+  }
+  out.push_back({"ai.onnxopt.SkipLayerNormalization",
+                 1,
+                 {kF},
+                 {{0, {1, 2}, {1, 2}}, {0, {1, 2}, {0, 1}}, {0, {2}, {1, 1}}, {0, {2}, {0, 0}}},
+                 [](const Roles&) { return KernelAttrs{}; },
+                 2});
   out.push_back({"InstanceNormalization",
                  18,
                  {kF, kF},

@@ -286,6 +286,53 @@ TEST(PipelineTest, EveryLevelParses) {
   EXPECT_FALSE(passes::pipelineForLevel(4).isOk());
 }
 
+// --target cuda adds its rewrites at -O3 only; other targets are refused by name.
+TEST(PipelineTest, CudaTargetAddsItsFusionsAtO3Only) {
+  auto o3 = passes::pipelineFor(3, 0, "cuda");
+  ASSERT_TRUE(o3.isOk()) << o3.status().message();
+  EXPECT_NE(o3->find("fuse-matmul-epilogue"), std::string::npos) << *o3;
+  EXPECT_TRUE(pass::parsePipeline(*o3, &passes::createPass).isOk()) << *o3;
+  for (int level = 0; level <= 2; ++level) {
+    auto lower = passes::pipelineFor(level, 0, "cuda");
+    ASSERT_TRUE(lower.isOk());
+    auto portable = passes::pipelineFor(level, 0, "");
+    ASSERT_TRUE(portable.isOk());
+    EXPECT_EQ(*lower, *portable) << level;
+  }
+  auto o3_portable = passes::pipelineFor(3, 0, "");
+  auto o2_portable = passes::pipelineFor(2, 0, "");
+  ASSERT_TRUE(o3_portable.isOk() && o2_portable.isOk());
+  EXPECT_EQ(*o3_portable, *o2_portable);
+  auto tpu = passes::pipelineFor(3, 0, "tpu");
+  ASSERT_FALSE(tpu.isOk());
+  EXPECT_NE(tpu.status().message().find("'tpu'"), std::string::npos);
+}
+
+// addFunction adds the function and the domains its body imports; addOpsetImport keeps an existing
+// import's version.
+TEST(RewriterTest, AddFunctionImportsItsDomains) {
+  auto model = io::parseModelText(R"(
+<ir_version: 9, opset_import: ["" : 20]>
+g (float[2] x) => (float[2] y) { y = Relu(x) }
+)");
+  ASSERT_TRUE(model.isOk()) << model.status().toString();
+  auto fn = std::make_unique<ir::Function>();
+  fn->name = "F";
+  fn->domain = "ai.onnxopt";
+  fn->opset_imports = {{"", 18}, {"local", 2}};
+  fn->body = std::make_unique<ir::Graph>();
+  rewrite::Rewriter rw;
+  rw.addFunction(**model, std::move(fn));
+  EXPECT_TRUE(rw.changed());
+  ASSERT_EQ((*model)->functions.size(), 1u);
+  EXPECT_EQ((*model)->opsetVersion(""), 20);  // kept
+  EXPECT_EQ((*model)->opsetVersion("local"), 2);
+  rw.resetChanged();
+  rw.addOpsetImport(**model, "local", 5);
+  EXPECT_FALSE(rw.changed());
+  EXPECT_EQ((*model)->opsetVersion("local"), 2);
+}
+
 TEST(PipelineTest, PassIdsAreKebabCaseAndUnique) {
   std::set<std::string> ids;
   for (const auto& p : passes::allPasses()) {

@@ -28,6 +28,7 @@ constexpr int kExitCheckFailed = 3;
 struct OptimizeCommandOptions {
   std::string input;
   int level = 2;
+  std::string target;  ///< --target: "" (portable ONNX) or "cuda"
   std::string passes;
   bool passes_given = false;
   bool list_passes = false;

@@ -38,6 +38,8 @@ Examples:
   opt test.onnxtxt -o model.onnx             compile ONNX textual syntax to a binary model
   opt big.onnx -o out.onnx --external-data   weights to out.onnx.data beside out.onnx
   opt big.onnx -o out.onnx --external-data=weights.bin
+  opt model.onnx -O3 --target cuda -o out.onnx
+                                             also fuse for the CUDA runtime (ai.onnxopt ops)
   opt model.onnx --stats                     op histogram, node and initializer counts, opsets
   opt model.onnx -O0 --infer-shapes -o out.onnx
                                              add inferred (symbolic) shapes as value_info
@@ -62,6 +64,11 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
                  "Optimization level 0-3 (default 2): 0 none, 1 cleanup and "
                  "folding, 2 plus fusions, 3 plus target-specific rewrites")
       ->check(CLI::Range(0, 3));
+  app.add_option("--target", opts.target,
+                 "Execution target whose rewrites -O3 adds: cuda (ops of the ai.onnxopt domain the "
+                 "CUDA runtime has kernels for, written with their decompositions as model-local "
+                 "functions, so other tools still run the file); default: portable ONNX")
+      ->check(CLI::IsMember({"cuda"}));
   flags.passes = app.add_option("--passes", opts.passes,
                                 "Run this pipeline instead of -O, e.g. 'fixpoint(cse,dce),dce'");
   app.add_flag("--list-passes", opts.list_passes, "List every pass with its summary and options");

@@ -126,6 +126,7 @@ std::vector<passes::PassOptionSetting> flagPassOptions(const OptimizeCommandOpti
 OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSink& diagnostics) {
   OptimizeOptions options;
   options.level = opts.level;
+  options.target = opts.target;
   // An explicit empty --passes runs nothing, as -O0 does.
   options.pipeline = opts.passes_given ? opts.passes : "";
   if (opts.passes_given && opts.passes.empty()) options.level = 0;

@@ -13,9 +13,12 @@
 
 #include "commands.h"
 #include "inputs.h"
+#include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/shape_inference.h"
+#include "onnxopt/kernels/cuda.h"
 #include "onnxopt/passes/inline_functions.h"
+#include "onnxopt/passes/target_ops.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/diagnostics.h"
@@ -83,8 +86,19 @@ StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
   io::LoadLimits limits;
   limits.diagnostics = &diagnostics;
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, io::loadModel(path, limits));
-  // The executors run standard ops: a call of a model-local function runs as its body.
-  if (Status s = passes::inlineFunctionCalls(*model).status(); !s.isOk()) {
+  // The executors run standard ops: a call of a model-local function runs as its body, except a
+  // call of one of our own ops (ai.onnxopt, from -O3 --target cuda) the CUDA kernel table claims,
+  // which the CUDA runtime runs as its kernel.
+  passes::KeepCall keep;
+  if (device == "cuda") {
+    const ir::Model* m = model.get();
+    keep = [m](const ir::Node& call) {
+      if (!passes::isTargetOp(call.domain(), call.opType())) return false;
+      int64_t opset = m->opsetVersion(call.domain()).value_or(0);
+      return static_cast<bool>(kernels::cudaCapabilities().supports(bridge::opQuery(call, opset)));
+    };
+  }
+  if (Status s = passes::inlineFunctionCalls(*model, keep).status(); !s.isOk()) {
     return s.withContext(path);
   }
   if (device == "cuda") {

@@ -29,7 +29,8 @@ struct OptimizeOptions {
   std::string pipeline;
   /// Raise the default-domain opset to this version first (0: keep the model's).
   int target_opset = 0;
-  /// The execution target whose rewrites -O3 adds; "" is portable ONNX (the only one so far).
+  /// The execution target whose rewrites -O3 adds: "" is portable ONNX, "cuda" adds the fusions
+  /// to ai.onnxopt ops the CUDA runtime has kernels for (passes/pipelines.cc).
   std::string target;
   /// Options for every entry of a pass in the pipeline (the level's or `pipeline`) that does not
   /// set them itself (passes::applyPassOptions), e.g. {"fold-constants", "fold-qdq", "true"};

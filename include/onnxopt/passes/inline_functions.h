@@ -3,15 +3,20 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::passes {
 
+/// Which calls to leave as calls: a runtime with its own kernel for an op of ai.onnxopt keeps it.
+using KeepCall = std::function<bool(const ir::Node& call)>;
+
 /// Replaces each call of a model-local function in `model` (main graph and subgraphs, calls made
-/// by inlined bodies too) by the function's body where the pass's conditions hold; returns how
-/// many calls were inlined. Functions stay in the model (dce removes those no one calls).
-StatusOr<int64_t> inlineFunctionCalls(ir::Model& model);
+/// by inlined bodies too) by the function's body where the pass's conditions hold and `keep` (when
+/// given) does not claim the call; returns how many calls were inlined. Functions stay in the
+/// model (dce removes those no one calls).
+StatusOr<int64_t> inlineFunctionCalls(ir::Model& model, const KeepCall& keep = {});
 
 }  // namespace onnxopt::passes

@@ -3,6 +3,8 @@
 // that affected nodes are revisited.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -131,6 +133,25 @@ class Rewriter {
   /// Changes the operator of `node` in place (inputs, outputs and attributes stay).
   /// Given: %y = A(%x)    Execute: setOpType(node, "B", "")    Result: %y = B(%x)
   void setOpType(ir::Node* node, std::string op_type, std::string domain);
+
+  /// Appends an input to `graph` (a function body being built, say).
+  /// Given: graph (%x)    Execute: addGraphInput(graph, "y", float[2])    Result: graph (%x, %y)
+  ir::Value* addGraphInput(ir::Graph& graph, std::string name, ir::Type type);
+  /// Appends `value`, a value of `graph`, to its outputs.
+  /// Given: graph () => (%a)    Execute: addGraphOutput(graph, b)    Result: graph () => (%a, %b)
+  void addGraphOutput(ir::Graph& graph, ir::Value* value);
+
+  /// Adds model-local function `fn` to `model` (no function of that domain and name may exist),
+  /// and an import of each domain its body imports that the model does not import yet.
+  /// Given:   model { functions: [] }
+  /// Execute: addFunction(model, ai.onnxopt.MatMulBias(A, B, bias) => (Y) { ... })
+  /// Result:  model { functions: [ai.onnxopt.MatMulBias] }
+  void addFunction(ir::Model& model, std::unique_ptr<ir::Function> fn);
+  /// Imports `domain` at `version` in `model` where it is not imported yet (an existing import,
+  /// of any version, stays).
+  /// Given: opset_import ["": 20]  Execute: addOpsetImport(model, "ai.onnxopt", 1)
+  /// Result: opset_import ["": 20, "ai.onnxopt": 1]
+  void addOpsetImport(ir::Model& model, const std::string& domain, int64_t version);
 
   /// True once any change was made.
   bool changed() const { return changed_; }

@@ -469,6 +469,13 @@ void linearAttention(InferenceContext& ctx) {
 
 }  // namespace
 
+/// ai.onnxopt.SkipLayerNormalization: Y and Sum are X's type (Skip has X's shape).
+void skipLayerNorm(InferenceContext& ctx) {
+  for (size_t i = 0; i < ctx.numOutputs(); ++i) {
+    ctx.setOutput(i, elemOr(ctx, 0), ctx.inputShape(0));
+  }
+}
+
 void registerNnOps(std::vector<OpInference>& t) {
   t.push_back({"", "Conv", 1, &conv});
   t.push_back({"", "ConvInteger", 1, &convInteger});
@@ -485,6 +492,11 @@ void registerNnOps(std::vector<OpInference>& t) {
   t.push_back({"", "RMSNormalization", 1, &passThroughFirst});
   t.push_back({"", "Gemm", 1, &gemm});
   t.push_back({"", "MatMul", 1, &matmul});
+  // Our own ops (include/onnxopt/passes/target_ops.h): the bias is [N], the product's shape stays.
+  for (const char* op : {"MatMulBias", "MatMulBiasRelu", "MatMulBiasGelu"}) {
+    t.push_back({"ai.onnxopt", op, 1, &matmul});
+  }
+  t.push_back({"ai.onnxopt", "SkipLayerNormalization", 1, &skipLayerNorm});
   t.push_back({"", "MatMulInteger", 1, &matmulInteger});
   t.push_back({"", "QLinearMatMul", 1, &qlinearMatmul});
   t.push_back({"", "Einsum", 1, &einsum});

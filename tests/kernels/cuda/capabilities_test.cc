@@ -128,7 +128,7 @@ TEST(CudaKernelTable, RowsDoNotOverlap) {
 CudaKernelCall fakeCall(const CudaKernelInfo& row, const test::TypeCombo& combo,
                         const KernelAttrs& attrs) {
   std::string family = row.family;
-  bool product = family == "MatMul" || family == "Gemm";
+  bool product = family == "MatMul" || family == "Gemm" || family == "MatMulBias";
   std::vector<std::vector<int64_t>> shapes = {{2, 3}, {2, 3}, {2, 3}};
   if (std::string(row.op) == "Clip") shapes = {{2, 3}, {}, {}};
   if (product) shapes = {{2, 3}, {3, 4}, {4}};
@@ -155,7 +155,7 @@ TEST(CudaKernelTable, EveryClaimPassesTheKernelsCanImplement) {
     // their own tests.
     const std::string family = row.family;
     if (family != "Unary" && family != "Binary" && family != "Where" && family != "Cast" &&
-        family != "MatMul" && family != "Gemm") {
+        family != "MatMul" && family != "Gemm" && family != "MatMulBias") {
       continue;
     }
     for (const test::TypeCombo& combo : test::claimedCombos(row)) {

@@ -114,7 +114,8 @@ inline void expectClose(const HostTensor& expected, const HostTensor& actual, To
 inline StatusOr<HostTensor> runOnDevice(const std::string& op, int64_t opset,
                                         const std::vector<HostTensor>& inputs,
                                         const KernelAttrs& attrs, DataType dtype,
-                                        const std::vector<int64_t>& dims) {
+                                        const std::vector<int64_t>& dims,
+                                        const std::string& domain = "") {
   ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create());
   std::vector<DeviceTensor> device_inputs;
   for (const HostTensor& t : inputs) {
@@ -126,6 +127,7 @@ inline StatusOr<HostTensor> runOnDevice(const std::string& op, int64_t opset,
   DeviceTensor out{std::move(out_buffer), dims, dtype};
   RETURN_IF_ERROR(fillDevice(out.buffer.data(), 0xA5, got.bytes.size(), stream.get()));
   CudaKernelCall call;
+  call.domain = domain;
   call.op = op;
   call.opset = opset;
   for (const DeviceTensor& d : device_inputs) call.inputs.push_back(d.view());

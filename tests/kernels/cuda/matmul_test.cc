@@ -1,7 +1,7 @@
 // MatMul and Gemm through cuBLASLt (kernels/cuda/matmul.cc) against the reference kernels, for
 // float, float16 and bfloat16: 1-D promotion, a shared B folded into M, strided batches, broadcast
 // batch dims (one call per batch), a shared A (batch stride 0), transA/transB, alpha, beta and
-// every broadcast of C. Label gpu.
+// every broadcast of C; ai.onnxopt.MatMulBias* (bias, ReLU and GELU epilogues). Label gpu.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -70,6 +70,28 @@ std::vector<ProductCase> productCases() {
         out.push_back(c);
       }
     }
+    // ai.onnxopt.MatMulBias*: the bias epilogue, with ReLU and both forms of GELU; rows folded
+    // from rank 3 and 4, a product past one tile, and K = 0 (the output is the activated bias).
+    const std::vector<std::vector<std::vector<int64_t>>> bias_shapes = {{{3, 4}, {4, 5}, {5}},
+                                                                        {{2, 3, 4}, {4, 5}, {5}},
+                                                                        {{2, 2, 3, 4}, {4, 5}, {5}},
+                                                                        {{33, 65}, {65, 17}, {17}},
+                                                                        {{3, 0}, {0, 5}, {5}}};
+    for (const char* op :
+         {"MatMulBias", "MatMulBiasRelu", "MatMulBiasGelu", "MatMulBiasGeluTanh"}) {
+      for (const auto& shapes : bias_shapes) {
+        std::string name = op;
+        ProductCase c{"MatMulBiasGelu", t, shapes, {}, ""};
+        if (name == "MatMulBiasGeluTanh") {
+          c.attrs.strings["approximate"] = "tanh";
+        } else {
+          c.op = op;
+        }
+        c.name = name + "_" + dataTypeName(t);
+        for (const auto& s : shapes) c.name += "_" + shapeText(s);
+        out.push_back(c);
+      }
+    }
   }
   return out;
 }
@@ -96,10 +118,14 @@ TEST_P(ProductTest, MatchesReference) {
   }
   std::vector<const HostTensor*> ptrs;
   for (const HostTensor& t : host) ptrs.push_back(&t);
-  auto expected = runReferenceKernel(c.op, 13, ptrs, c.attrs, 1);
+  // Our own ops are ai.onnxopt 1 (their reference kernels run the function body).
+  bool own = c.op.rfind("MatMulBias", 0) == 0;
+  auto expected = own ? runReferenceKernel("ai.onnxopt." + c.op, 1, ptrs, c.attrs, 1)
+                      : runReferenceKernel(c.op, 13, ptrs, c.attrs, 1);
   ASSERT_TRUE(expected.isOk()) << expected.status().toString();
   const HostTensor& want = expected->at(0);
-  auto got = test::runOnDevice(c.op, 13, host, c.attrs, want.dtype, want.dims);
+  auto got = own ? test::runOnDevice(c.op, 1, host, c.attrs, want.dtype, want.dims, "ai.onnxopt")
+                 : test::runOnDevice(c.op, 13, host, c.attrs, want.dtype, want.dims);
   ASSERT_TRUE(got.isOk()) << got.status().toString();
   test::expectClose(want, *got, productTolerance(c.dtype));
 }

@@ -1,0 +1,144 @@
+// fuse-matmul-epilogue (CUDA target): a matrix product, its bias and its activation become one
+// ai.onnxopt op, which the CUDA runtime runs as one cuBLASLt call with a bias (and ReLU/GELU)
+// epilogue instead of a GEMM, a broadcast Add and an activation kernel.
+//
+//   Add(MatMul(A, W), c)              ==>  ai.onnxopt.MatMulBias(A, W, c)
+//   Relu(ai.onnxopt.MatMulBias(A, W, c))            ==>  ai.onnxopt.MatMulBiasRelu(A, W, c)
+//   Gelu<approximate>(ai.onnxopt.MatMulBias(A, W, c))
+//                                     ==>  ai.onnxopt.MatMulBiasGelu<approximate>(A, W, c)
+//
+// where A has rank >= 2 (its leading dims fold into the rows), W is [K, N] (rank 2), c is [N]
+// (one bias per output column: it broadcasts over the product without growing it), the
+// intermediate values have no other user, and the CUDA kernel table claims the fused op for the
+// element types (kernels/cuda/ops.def): float, float16, bfloat16. Add's operands in either order.
+// The model gets each op's function (its decomposition; passes/target/target_ops.cc), so other
+// tools still run the file.
+#include "onnxopt/kernels/capabilities.h"
+#include "onnxopt/kernels/cuda.h"
+#include "onnxopt/pass/matchers.h"
+#include "onnxopt/pass/pass.h"
+#include "onnxopt/passes/target_ops.h"
+
+namespace onnxopt::passes {
+namespace {
+
+using rewrite::PatternContext;
+
+/// Whether the CUDA kernel table claims `op` of ai.onnxopt for these operands.
+bool cudaRuns(const std::string& op, const std::vector<const ir::Value*>& inputs) {
+  kernels::OpQuery q;
+  q.domain = kTargetDomain;
+  q.op = op;
+  q.opset = kTargetDomainVersion;
+  for (const ir::Value* v : inputs) {
+    q.inputs.push_back(pass::elemTypeOf(v).value_or(DataType::kUndefined));
+  }
+  return static_cast<bool>(kernels::cudaCapabilities().supports(q));
+}
+
+/// A fused node in place of `last`, the end of the matched chain, which keeps its name and type.
+bool replaceWith(ir::Node* last, const std::string& op, const std::vector<ir::Value*>& inputs,
+                 PatternContext& ctx, const ir::Attribute* approximate = nullptr) {
+  auto& rw = ctx.rewriter();
+  ir::Node* fused = rw.createNodeLike(op, kTargetDomain, inputs, last);
+  if (approximate != nullptr) {
+    ir::Attribute a;
+    a.name = approximate->name;
+    a.kind = approximate->kind;
+    a.s = approximate->s;
+    rw.setAttribute(fused, std::move(a));
+  }
+  std::string name = last->output(0)->name();
+  rw.replaceNode(last, {fused->output(0)});
+  // The fused value keeps the name of the chain's result (per-layer checks compare by name).
+  if (fused->output(0)->name() != name) rw.setName(fused->output(0), name);
+  return true;
+}
+
+class MatMulBiasPattern final : public rewrite::Pattern {
+ public:
+  MatMulBiasPattern() : Pattern("fuse-matmul-bias", "Add") {}
+  bool matchAndRewrite(ir::Node* add, PatternContext& ctx) const override {
+    for (size_t side = 0; side < 2; ++side) {
+      ir::Node* mm = pass::singleUseProducer(add->input(side), "MatMul");
+      ir::Value* c = add->input(1 - side);
+      if (mm == nullptr || c == nullptr) continue;
+      auto ra = pass::rankOf(mm->input(0));
+      auto ws = pass::staticShape(mm->input(1));
+      auto cs = pass::staticShape(c);
+      if (!ra || *ra < 2) return ctx.fail("A is not known to have rank 2 or more");
+      if (!ws || ws->size() != 2) return ctx.fail("W is not a known 2-D shape");
+      if (!cs || *cs != std::vector<int64_t>{(*ws)[1]}) {
+        return ctx.fail("the bias is not [{}] (one per output column)", (*ws)[1]);
+      }
+      auto ta = pass::elemTypeOf(mm->input(0));
+      if (!ta || ta != pass::elemTypeOf(mm->input(1)) || ta != pass::elemTypeOf(c)) {
+        return ctx.fail("A, W and the bias do not share one known type");
+      }
+      if (!cudaRuns("MatMulBias", {mm->input(0), mm->input(1), c})) {
+        return ctx.fail("no CUDA kernel for MatMulBias of {}", dataTypeName(*ta));
+      }
+      replaceWith(add, "MatMulBias", {mm->input(0), mm->input(1), c}, ctx);
+      ctx.rewriter().eraseNode(mm);
+      return true;
+    }
+    return ctx.fail("no single-use MatMul operand");
+  }
+};
+
+/// Relu or Gelu of a single-use MatMulBias.
+class MatMulBiasActivationPattern final : public rewrite::Pattern {
+ public:
+  MatMulBiasActivationPattern(const char* activation, const char* fused, int64_t min_opset)
+      : Pattern(std::string("fuse-matmul-bias-") + activation, activation, "", 1, min_opset),
+        fused_(fused) {}
+  bool matchAndRewrite(ir::Node* act, PatternContext& ctx) const override {
+    ir::Value* in = act->input(0);
+    ir::Node* mb = in == nullptr ? nullptr : in->producer();
+    if (mb == nullptr || mb->opType() != "MatMulBias" || mb->domain() != kTargetDomain ||
+        !pass::hasSingleUse(in)) {
+      return ctx.fail("not the only user of a MatMulBias");
+    }
+    std::vector<const ir::Value*> operands(mb->inputs().begin(), mb->inputs().end());
+    if (!cudaRuns(fused_, operands)) return ctx.fail("no CUDA kernel for {}", fused_);
+    const ir::Attribute* approximate = act->findAttribute("approximate");
+    replaceWith(act, fused_, {mb->input(0), mb->input(1), mb->input(2)}, ctx, approximate);
+    ctx.rewriter().eraseNode(mb);
+    return true;
+  }
+
+ private:
+  std::string fused_;
+};
+
+class FuseMatMulEpiloguePass final : public pass::PatternPass {
+ public:
+  std::string id() const override { return "fuse-matmul-epilogue"; }
+  std::string summary() const override {
+    return "MatMul + bias (+ Relu/Gelu) into ai.onnxopt.MatMulBias* (CUDA target: one cuBLASLt "
+           "call with an epilogue)";
+  }
+
+  StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
+    ASSIGN_OR_RETURN(bool changed, PatternPass::run(model, ctx));
+    ASSIGN_OR_RETURN(int64_t added, attachTargetFunctions(model));
+    return changed || added > 0;
+  }
+
+ protected:
+  rewrite::PatternList patterns() const override {
+    rewrite::PatternList list;
+    list.push_back(std::make_unique<MatMulBiasPattern>());
+    list.push_back(std::make_unique<MatMulBiasActivationPattern>("Relu", "MatMulBiasRelu", 1));
+    list.push_back(std::make_unique<MatMulBiasActivationPattern>("Gelu", "MatMulBiasGelu", 20));
+    return list;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<pass::Pass> createFuseMatMulEpiloguePass() {
+  return std::make_unique<FuseMatMulEpiloguePass>();
+}
+
+}  // namespace onnxopt::passes

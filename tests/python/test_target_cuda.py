@@ -1,0 +1,125 @@
+"""-O3 --target cuda: the fusions to our own ops (ai.onnxopt) write each op's decomposition as a model-local
+function, so the file stays a valid ONNX model that onnxruntime runs with the same results, and our own
+runners run it too (the reference executor through the functions' bodies or its own kernels)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+REPO = Path(__file__).resolve().parents[2]
+TRANSFORMERS = sorted((REPO / "models" / "transformers").glob("*/model.onnx"))
+
+
+def _mlp(opset: int, gelu: str) -> onnx.ModelProto:
+    """Two transformer MLP blocks on [2, 7, 16]: MatMul + bias + activation, MatMul + bias, with the
+    activation as a Gelu node (opset 20+) or written out (erf form), and a Relu branch."""
+    rng = np.random.default_rng(11)
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32) * 0.3, n)
+             for n, s in [("w1", (16, 32)), ("b1", (32,)), ("w2", (32, 16)), ("b2", (16,)),
+                          ("w3", (16, 8)), ("b3", (8,))]]
+    inits += [numpy_helper.from_array(np.array(v, np.float32), n)
+              for n, v in [("r2", 2 ** 0.5), ("one", 1.0), ("half", 0.5)]]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]), helper.make_node("Add", ["m1", "b1"], ["h1"])]
+    if gelu == "node":
+        nodes.append(helper.make_node("Gelu", ["h1"], ["g1"]))
+    else:
+        nodes += [helper.make_node("Div", ["h1", "r2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+                  helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["h1", "a"], ["p"]),
+                  helper.make_node("Mul", ["p", "half"], ["g1"])]
+    nodes += [helper.make_node("MatMul", ["g1", "w2"], ["m2"]), helper.make_node("Add", ["b2", "m2"], ["y"]),
+              helper.make_node("MatMul", ["y", "w3"], ["m3"]), helper.make_node("Add", ["m3", "b3"], ["a3"]),
+              helper.make_node("Relu", ["a3"], ["z"])]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 7, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 7, 16]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 7, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    return model
+
+
+def _ort(path: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def _target_ops(model: onnx.ModelProto) -> list[str]:
+    return [n.op_type for n in model.graph.node if n.domain == "ai.onnxopt"]
+
+
+@pytest.mark.parametrize("opset,gelu,fused", [
+    (20, "node", ["MatMulBiasGelu", "MatMulBias", "MatMulBiasRelu"]),
+    (20, "written", ["MatMulBiasGelu", "MatMulBias", "MatMulBiasRelu"]),  # fuse-gelu first
+    (17, "written", ["MatMulBias", "MatMulBias", "MatMulBiasRelu"]),  # no Gelu before opset 20
+])
+def test_fused_model_is_valid_and_onnxruntime_matches(run_opt, work_dir: Path, monkeypatch, opset: int,
+                                                      gelu: str, fused: list[str]) -> None:
+    monkeypatch.setenv("ONNXOPT_PYTHON", sys.executable)  # the onnxruntime runner's interpreter
+    src, dst = work_dir / "mlp.onnx", work_dir / "mlp.cuda.onnx"
+    onnx.save(_mlp(opset, gelu), src)
+    proc = run_opt(src, "-O3", "--target", "cuda", "-o", dst)
+    assert proc.returncode == 0, proc.stderr
+    out = onnx.load(dst)
+    onnx.checker.check_model(out, full_check=True)
+    assert _target_ops(out) == fused
+    assert {(f.domain, f.name) for f in out.functions} == {("ai.onnxopt", op) for op in fused}
+    assert {i.domain: i.version for i in out.opset_import}.get("ai.onnxopt") == 1
+    x = np.random.default_rng(5).standard_normal((2, 7, 16)).astype(np.float32)
+    for name, e, g in zip(["y", "z"], _ort(src, {"x": x}), _ort(dst, {"x": x})):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5, err_msg=name)
+    # Our reference runner on the fused file, against onnxruntime on the same file.
+    proc = run_opt("check", dst, "--runner", "reference", "--against", "onnxruntime")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_portable_levels_add_no_target_ops(run_opt, work_dir: Path) -> None:
+    """Negative: -O3 without a target, and -O2 with one, stay standard ONNX."""
+    src = work_dir / "mlp.onnx"
+    onnx.save(_mlp(20, "node"), src)
+    for args in (["-O3"], ["-O2", "--target", "cuda"]):
+        dst = work_dir / "out.onnx"
+        proc = run_opt(src, *args, "-o", dst)
+        assert proc.returncode == 0, proc.stderr
+        out = onnx.load(dst)
+        assert not _target_ops(out) and not out.functions, args
+
+
+def test_unknown_target_is_a_usage_error(run_opt, work_dir: Path) -> None:
+    src = work_dir / "mlp.onnx"
+    onnx.save(_mlp(20, "node"), src)
+    proc = run_opt(src, "-O3", "--target", "tpu", "-o", work_dir / "out.onnx")
+    assert proc.returncode == 2
+    assert "tpu" in proc.stderr
+    assert not (work_dir / "out.onnx").exists()
+
+
+def test_reoptimizing_a_fused_model_gives_it_back(run_opt, work_dir: Path) -> None:
+    """-O3 --target cuda on its own output: -O1 inlines the calls, the fusions make them again."""
+    src, once, twice = work_dir / "mlp.onnx", work_dir / "once.onnx", work_dir / "twice.onnx"
+    onnx.save(_mlp(20, "node"), src)
+    assert run_opt(src, "-O3", "--target", "cuda", "-o", once).returncode == 0
+    proc = run_opt(once, "-O3", "--target", "cuda", "-o", twice)
+    assert proc.returncode == 0, proc.stderr
+    assert _target_ops(onnx.load(twice)) == _target_ops(onnx.load(once))
+    proc = run_opt(once, "-O2", "-o", work_dir / "plain.onnx")
+    assert proc.returncode == 0, proc.stderr
+    plain = onnx.load(work_dir / "plain.onnx")
+    assert not _target_ops(plain) and not plain.functions
+
+
+@pytest.mark.parametrize("model", TRANSFORMERS, ids=lambda p: p.parent.name)
+def test_bundled_transformer_fused_matches_onnxruntime(run_opt, work_dir: Path, monkeypatch, model: Path) -> None:
+    monkeypatch.setenv("ONNXOPT_PYTHON", sys.executable)  # the onnxruntime runner's interpreter
+    dst = work_dir / "cuda.onnx"
+    proc = run_opt(model, "-O3", "--target", "cuda", "-o", dst)
+    assert proc.returncode == 0, proc.stderr
+    onnx.checker.check_model(onnx.load(dst))
+    proc = run_opt("check", model, dst, "--runner", "onnxruntime")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
