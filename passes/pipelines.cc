@@ -96,8 +96,10 @@ Status applyPassOptions(std::vector<pass::PipelineEntry>& pipeline,
 //  - After every portable fusion: the patterns read the chains those leave (MatMul + Add that
 //    fuse-gemm kept for rank > 2, Gelu from fuse-gelu).
 //  - fuse-matmul-epilogue: MatMul + bias first, then the activation onto it, in one fixed point;
-//    dce removes what the fusions leave dead.
-constexpr const char* kCudaLevel3 = ",fixpoint(fuse-matmul-epilogue,dce)";
+//    fuse-skip-layernorm beside it: the residual Add it takes is not a bias Add (its operands
+//    have the sum's full shape), so neither fusion takes the other's chain. dce removes what the
+//    fusions leave dead.
+constexpr const char* kCudaLevel3 = ",fixpoint(fuse-matmul-epilogue,fuse-skip-layernorm,dce)";
 
 StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target,
                                   const std::vector<PassOptionSetting>& settings) {

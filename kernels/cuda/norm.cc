@@ -131,8 +131,44 @@ StatusOr<NormArgs> argsFromCall<NormArgs>(const CudaKernelCall& call) {
   return args;
 }
 
+template <>
+StatusOr<SkipNormArgs> argsFromCall<SkipNormArgs>(const CudaKernelCall& call) {
+  RETURN_IF_ERROR(checkArity(call, 3, 4, call.outputs.size()));
+  if (call.outputs.empty() || call.outputs.size() > 2) {
+    return invalidArgument("{}: {} outputs", call.op, call.outputs.size());
+  }
+  const KernelAttrs& attrs = attrsOf(call);
+  SkipNormArgs args;
+  args.op = call.op;
+  args.epsilon = attrs.getFloat("epsilon", 1e-5f);
+  args.x = call.inputs[0];
+  args.skip = call.inputs[1];
+  args.scale = call.inputs[2];
+  args.bias = inputOf(call, 3);
+  args.y = call.outputs[0];
+  if (call.outputs.size() > 1) args.sum = call.outputs[1];
+  if (args.x.rank() == 0) return invalidArgument("{}: X must not be a scalar", call.op);
+  ASSIGN_OR_RETURN(int64_t axis, normalizedAxis(call.op, attrs.getInt("axis", -1), args.x.rank()));
+  args.rows = dimsProduct(args.x.dims, 0, axis);
+  args.size = dimsProduct(args.x.dims, axis, args.x.rank());
+  args.row_dims.assign(args.x.dims.begin() + axis, args.x.dims.end());
+  args.index = NormParamIndex::kColumn;
+  return args;
+}
+
 Support canImplement(const NormArgs& args) {
   if (Support s = floatRowSupport(args.op, args.x, args.y); !s) return s;
+  // SkipLayerNormalization's Skip and Sum: X's type and shape, contiguous, on the device.
+  auto likeX = [&](const ConstTensorView& v, const char* what) {
+    if (v.dtype == DataType::kUndefined) return Support::yes();
+    if (v.dtype != args.x.dtype || v.dims != args.x.dims || !v.isContiguous()) {
+      return Support::no(
+          fmt::format("{}: {} must be a contiguous tensor of X's type and shape", args.op, what));
+    }
+    return requireDevice(args.op, v, what);
+  };
+  if (Support s = likeX(args.skip, "Skip"); !s) return s;
+  if (Support s = likeX(args.sum, "Sum"); !s) return s;
   const char* scale_name = args.index == NormParamIndex::kColumn ? "Scale" : "scale";
   if (Support s = sameType(args.op, args.x, "X", args.scale, scale_name); !s) return s;
   if (Support s = sameType(args.op, args.x, "X", args.bias, "B"); !s) return s;
@@ -172,6 +208,8 @@ Status launch(const NormArgs& args, CudaStream stream) {
   d.y = args.y.data;
   d.scale = args.scale.data;
   d.bias = args.bias.dtype == DataType::kUndefined ? nullptr : args.bias.data;
+  d.skip = args.skip.dtype == DataType::kUndefined ? nullptr : args.skip.data;
+  d.sum = args.sum.dtype == DataType::kUndefined ? nullptr : args.sum.data;
   d.mean = args.mean.dtype == DataType::kUndefined ? nullptr : static_cast<float*>(args.mean.data);
   d.inv_std =
       args.inv_std.dtype == DataType::kUndefined ? nullptr : static_cast<float*>(args.inv_std.data);

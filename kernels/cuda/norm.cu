@@ -29,6 +29,16 @@ __device__ __forceinline__ int64_t paramIndex(const NormDeviceArgs& a, int64_t r
   return 0;
 }
 
+/// Element j of the row: x, or x + skip rounded to T as the Add of SkipLayerNormalization's
+/// decomposition stores it.
+template <typename T>
+__device__ __forceinline__ float rowInput(const T* xr, const T* sr, int64_t j) {
+  if (sr == nullptr) return load(xr, j);
+  T rounded;
+  store(&rounded, 0, load(xr, j) + load(sr, j));
+  return load(&rounded, 0);
+}
+
 template <typename T, bool kWarpRow>
 __global__ void normRowsKernel(NormDeviceArgs a) {
   __shared__ float scratch[32];
@@ -36,20 +46,23 @@ __global__ void normRowsKernel(NormDeviceArgs a) {
   T* y = static_cast<T*>(a.y);
   const T* scale = static_cast<const T*>(a.scale);
   const T* bias = static_cast<const T*>(a.bias);
+  const T* skip = static_cast<const T*>(a.skip);
+  T* sum_out = static_cast<T*>(a.sum);
   const float count = static_cast<float>(a.size);
   RowSlot<kWarpRow> slot;
   for (int64_t row = slot.row; row < a.rows; row += slot.stride) {
     const T* xr = x + row * a.size;
+    const T* sr = skip == nullptr ? nullptr : skip + row * a.size;
     T* yr = y + row * a.size;
     float mean = 0.0f;
     if (!a.rms) {
       float sum = 0.0f;
-      for (int64_t j = slot.lane; j < a.size; j += slot.lanes) sum += load(xr, j);
+      for (int64_t j = slot.lane; j < a.size; j += slot.lanes) sum += rowInput(xr, sr, j);
       mean = rowReduce<kWarpRow>(sum, SumOp{}, scratch) / count;
     }
     float sq = 0.0f;
     for (int64_t j = slot.lane; j < a.size; j += slot.lanes) {
-      float d = load(xr, j) - mean;
+      float d = rowInput(xr, sr, j) - mean;
       sq += d * d;
     }
     const float var = rowReduce<kWarpRow>(sq, SumOp{}, scratch) / count;
@@ -58,8 +71,11 @@ __global__ void normRowsKernel(NormDeviceArgs a) {
       if (a.mean != nullptr) a.mean[row] = mean;
       if (a.inv_std != nullptr) a.inv_std[row] = inv_std;
     }
+    T* sumr = sum_out == nullptr ? nullptr : sum_out + row * a.size;
     for (int64_t j = slot.lane; j < a.size; j += slot.lanes) {
-      float v = (load(xr, j) - mean) * inv_std * load(scale, paramIndex<1>(a, row, j));
+      const float in = rowInput(xr, sr, j);
+      if (sumr != nullptr) store(sumr, j, in);
+      float v = (in - mean) * inv_std * load(scale, paramIndex<1>(a, row, j));
       if (bias != nullptr) v += load(bias, paramIndex<2>(a, row, j));
       store(yr, j, v);
     }

@@ -4,7 +4,8 @@
 //   InstanceNormalization (6+: per (n, c), scale and B per channel) and GroupNormalization (18:
 //   scale and bias per group; 21: per channel); LayerNormalization's optional Mean and InvStdDev
 //   outputs (float). Refused: a stash_type other than 1 (float), which the reference kernels
-//   refuse too.
+//   refuse too. SkipNormArgs: ai.onnxopt.SkipLayerNormalization, the residual Add in the same
+//   kernel (X + Skip read once per pass, the sum written as the optional second output).
 // - BatchNormArgs: BatchNormalization in inference mode (7 with `spatial`, 9, 14, 15: from 14
 //   input_mean/input_var and from 15 scale/B may have float types of their own); training mode
 //   (training_mode=1, or the statistics outputs before 14) is refused.
@@ -28,7 +29,11 @@ struct NormArgs {
   ConstTensorView bias;  ///< dtype kUndefined: none
   TensorView y;
   TensorView mean, inv_std;  ///< LayerNormalization's optional outputs (dtype kUndefined: none)
-  int64_t rows = 0;          ///< rows of `size` contiguous elements, normalized each
+  /// ai.onnxopt.SkipLayerNormalization: X + skip is normalized, and written to `sum` (its optional
+  /// second output); dtype kUndefined: none.
+  ConstTensorView skip;
+  TensorView sum;
+  int64_t rows = 0;  ///< rows of `size` contiguous elements, normalized each
   int64_t size = 0;
   float epsilon = 1e-5f;
   bool rms = false;
@@ -40,6 +45,12 @@ struct NormArgs {
 
 template <>
 StatusOr<NormArgs> argsFromCall<NormArgs>(const CudaKernelCall& call);
+
+/// ai.onnxopt.SkipLayerNormalization<axis, epsilon>(X, Skip, Scale, B?) -> (Y, Sum?):
+/// LayerNormalization of X + Skip (Skip of X's shape), the sum as the optional second output.
+struct SkipNormArgs : NormArgs {};
+template <>
+StatusOr<SkipNormArgs> argsFromCall<SkipNormArgs>(const CudaKernelCall& call);
 
 /// Host-only: types, parameter shapes, contiguity, device memory.
 Support canImplement(const NormArgs& args);

@@ -46,8 +46,12 @@ struct NormDeviceArgs {
   void* y;
   const void* scale;
   const void* bias;  ///< nullptr: none
-  float* mean;       ///< per row, or nullptr (LayerNormalization's optional outputs)
-  float* inv_std;    ///< per row, or nullptr
+  /// ai.onnxopt.SkipLayerNormalization: x + skip (rounded to dtype) is what is normalized, and
+  /// written to `sum` where that is not nullptr; nullptr: plain x.
+  const void* skip;
+  void* sum;
+  float* mean;     ///< per row, or nullptr (LayerNormalization's optional outputs)
+  float* inv_std;  ///< per row, or nullptr
   int64_t rows;
   int64_t size;
   float epsilon;

@@ -114,6 +114,53 @@ def test_reoptimizing_a_fused_model_gives_it_back(run_opt, work_dir: Path) -> No
     assert not _target_ops(plain) and not plain.functions
 
 
+def _prenorm_block(opset: int) -> onnx.ModelProto:
+    """A pre-norm residual pair on [batch, seq, 16] (dynamic dims): h = x + f(LN(x)); y = h + LN(h), with
+    the first sum used again by the next residual."""
+    rng = np.random.default_rng(21)
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+             for n, s in [("g1", (16,)), ("b1", (16,)), ("g2", (16,)), ("b2", (16,))]]
+    nodes = [helper.make_node("Relu", ["x"], ["f"]), helper.make_node("Add", ["x", "f"], ["h"]),
+             helper.make_node("LayerNormalization", ["h", "g1", "b1"], ["n1"], epsilon=1e-3),
+             helper.make_node("Add", ["h", "n1"], ["h2"]),
+             helper.make_node("LayerNormalization", ["h2", "g2", "b2"], ["y"])]
+    dims = ["batch", "seq", 16]
+    graph = helper.make_graph(nodes, "prenorm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    return model
+
+
+def test_residual_layernorm_fuses_and_onnxruntime_matches(run_opt, work_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ONNXOPT_PYTHON", sys.executable)
+    src, dst = work_dir / "block.onnx", work_dir / "block.cuda.onnx"
+    onnx.save(_prenorm_block(17), src)
+    proc = run_opt(src, "-O3", "--target", "cuda", "-o", dst)
+    assert proc.returncode == 0, proc.stderr
+    out = onnx.load(dst)
+    onnx.checker.check_model(out, full_check=True)
+    fused = [n for n in out.graph.node if n.domain == "ai.onnxopt"]
+    assert [n.op_type for n in fused] == ["SkipLayerNormalization"] * 2
+    assert [len(n.output) for n in fused] == [2, 2]  # the first sum feeds the next residual
+    for batch, seq in ((1, 3), (2, 5)):
+        x = np.random.default_rng(batch).standard_normal((batch, seq, 16)).astype(np.float32)
+        np.testing.assert_allclose(_ort(dst, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    proc = run_opt("check", dst, "--runner", "reference", "--against", "onnxruntime")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name", ["bert_dynamo", "gpt2_dynamo"])
+def test_bundled_transformer_gets_skip_layernorm(run_opt, work_dir: Path, name: str) -> None:
+    """The bundled BERT and GPT-2 (dynamic batch and sequence) fuse their residual LayerNorms; their
+    zero-initialized biases are gone at -O2 (Add of zeros), so no MatMulBias is expected there."""
+    dst = work_dir / "cuda.onnx"
+    proc = run_opt(REPO / "models" / "transformers" / name / "model.onnx", "-O3", "--target", "cuda", "-o", dst)
+    assert proc.returncode == 0, proc.stderr
+    assert _target_ops(onnx.load(dst)).count("SkipLayerNormalization") >= 4
+
+
 @pytest.mark.parametrize("model", TRANSFORMERS, ids=lambda p: p.parent.name)
 def test_bundled_transformer_fused_matches_onnxruntime(run_opt, work_dir: Path, monkeypatch, model: Path) -> None:
     monkeypatch.setenv("ONNXOPT_PYTHON", sys.executable)  # the onnxruntime runner's interpreter

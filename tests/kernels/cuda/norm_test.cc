@@ -177,6 +177,56 @@ std::vector<test::NodeCase> layerNormCases() {
   return out;
 }
 
+/// ai.onnxopt.SkipLayerNormalization: the residual sum normalized in the same kernel, with and
+/// without B, over the last axis and axis 1, and its optional Sum output (the sum rounded to the
+/// element type, as the decomposition's Add stores it).
+std::vector<test::NodeCase> skipNormCases() {
+  std::vector<test::NodeCase> out;
+  const std::vector<std::pair<std::vector<Dims>, KernelAttrs>> shapes = {
+      {{{3, 7}, {3, 7}, {7}, {7}}, {}},
+      {{{3, 33}, {3, 33}, {33}, {33}}, {}},
+      {{{2, 3, 1024}, {2, 3, 1024}, {1024}, {1024}}, {}},
+      {{{3, 4097}, {3, 4097}, {4097}}, {}},
+      {{{2, 3, 5}, {2, 3, 5}, {3, 5}, {3, 5}}, ints({{"axis", 1}})}};
+  for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
+    for (const auto& [dims, attrs] : shapes) {
+      test::NodeCase c;
+      c.domain = "ai.onnxopt";
+      c.op = "SkipLayerNormalization";
+      c.opset = 1;
+      c.attrs = attrs;
+      c.name = fmt::format("SkipLayerNormalization_{}", dataTypeName(t));
+      for (const Dims& d : dims) c.name += "_" + test::dimsName(d);
+      if (attrs.ints.count("axis")) c.name += "_axis1";
+      uint32_t seed = test::seedOf(c.name);
+      for (size_t i = 0; i < dims.size(); ++i) {
+        c.inputs.push_back(test::randomTensor(t, dims[i], i < 2 ? -2.0 : -1.5, i < 2 ? 4.0 : 1.5,
+                                              seed + static_cast<uint32_t>(i)));
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+class SkipNormTest : public test::CudaTest, public ::testing::WithParamInterface<test::NodeCase> {};
+
+TEST_P(SkipNormTest, MatchesReference) {
+  const test::NodeCase& c = GetParam();
+  test::expectMatchesReference(c, normTolerance(c.inputs[0].dtype));
+}
+
+TEST_P(SkipNormTest, SumOutputMatchesReference) {
+  const test::NodeCase& c = GetParam();
+  // Y at the normalization's tolerance; the sum bit for bit (one rounding of x + skip).
+  test::expectMatchesReference(c, normTolerance(c.inputs[0].dtype), 2, {0, 0});
+}
+
+INSTANTIATE_TEST_SUITE_P(Claimed, SkipNormTest, ::testing::ValuesIn(skipNormCases()),
+                         [](const ::testing::TestParamInfo<test::NodeCase>& p) {
+                           return p.param.name;
+                         });
+
 INSTANTIATE_TEST_SUITE_P(LayerNormalization, NormStatisticsTest,
                          ::testing::ValuesIn(layerNormCases()),
                          [](const ::testing::TestParamInfo<test::NodeCase>& p) {

@@ -23,6 +23,7 @@ namespace onnxopt::kernels::test {
 
 struct NodeCase {
   std::string op;
+  std::string domain;  ///< "" or ai.onnxopt (our own ops)
   int64_t opset = 0;
   std::vector<HostTensor> inputs;  ///< an input of dtype kUndefined is omitted
   KernelAttrs attrs;
@@ -58,6 +59,7 @@ inline StatusOr<std::vector<HostTensor>> runOutputsOnDevice(const NodeCase& c,
                                                             const std::vector<HostTensor>& like) {
   ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create());
   CudaKernelCall call;
+  call.domain = c.domain;
   call.op = c.op;
   call.opset = c.opset;
   call.attrs = &c.attrs;
@@ -97,7 +99,8 @@ inline void expectMatchesReference(const NodeCase& c, Tolerance tol, size_t outp
   for (const HostTensor& t : c.inputs) {
     ptrs.push_back(t.dtype == DataType::kUndefined ? nullptr : &t);
   }
-  auto expected = runReferenceKernel(c.op, c.opset, ptrs, c.attrs, outputs);
+  auto expected =
+      runReferenceKernel(referenceOpName(c.domain, c.op), c.opset, ptrs, c.attrs, outputs);
   ASSERT_TRUE(expected.isOk()) << expected.status().toString();
   auto got = runOutputsOnDevice(c, *expected);
   ASSERT_TRUE(got.isOk()) << got.status().toString();

@@ -1,0 +1,163 @@
+// fuse-skip-layernorm (CUDA target): a residual Add and the LayerNormalization of its result become
+// one ai.onnxopt op, which the CUDA runtime runs as one kernel (the sum is read once per pass of the
+// normalization instead of written by one kernel and read back by the next).
+//
+//   s = Add(X, Skip); Y = LayerNormalization<axis, epsilon>(s, Scale, B)
+//        ==>  Y, s = ai.onnxopt.SkipLayerNormalization<axis, epsilon>(X, Skip, Scale, B)
+//
+// where B is present (onnxruntime 1.32 crashes on a call that omits an optional function input),
+// X and Skip are known to have s's shape (equal dims or equal symbols: no broadcast, the
+// kernel reads both row by row), LayerNormalization's Mean and InvStdDev are unused and its stash_type is float, and the
+// CUDA kernel table claims the op for the element type. The fused op's second output, Sum, takes
+// the place of s's other users (pre-norm transformers reuse it for the next residual); it is there
+// when s has none too, since onnx types a function call by all of its function's outputs. Add's
+// operands in either order (X is the first).
+#include <unordered_set>
+
+#include "onnxopt/kernels/capabilities.h"
+#include "onnxopt/kernels/cuda.h"
+#include "onnxopt/pass/matchers.h"
+#include "onnxopt/pass/pass.h"
+#include "onnxopt/passes/target_ops.h"
+
+namespace onnxopt::passes {
+namespace {
+
+using rewrite::PatternContext;
+
+/// A copy of `node`'s attribute `name` (Attribute holds graphs, so it is not copyable), if set.
+void copyScalarAttribute(const ir::Node& from, ir::Node* to, const std::string& name,
+                         rewrite::Rewriter& rw) {
+  const ir::Attribute* a = from.findAttribute(name);
+  if (a == nullptr) return;
+  ir::Attribute copy;
+  copy.name = a->name;
+  copy.kind = a->kind;
+  copy.i = a->i;
+  copy.f = a->f;
+  rw.setAttribute(to, std::move(copy));
+}
+
+/// Whether `a` and `b` are known to have one shape: the same rank, each dim the same known value
+/// or the same symbol (a batch or sequence dim of a dynamic export).
+bool sameShape(const ir::Value* a, const ir::Value* b) {
+  if (a == nullptr || b == nullptr || !a->type().isTensor() || !b->type().isTensor()) return false;
+  const ir::Shape& sa = a->type().shape;
+  const ir::Shape& sb = b->type().shape;
+  if (!sa || !sb || sa->size() != sb->size()) return false;
+  for (size_t i = 0; i < sa->size(); ++i) {
+    const ir::Dim& x = (*sa)[i];
+    const ir::Dim& y = (*sb)[i];
+    bool same =
+        (x.isKnown() && y.isKnown() && x.value == y.value) ||
+        (x.kind == ir::Dim::Kind::kParam && y.kind == ir::Dim::Kind::kParam && x.param == y.param);
+    if (!same) return false;
+  }
+  return true;
+}
+
+/// Whether every user of `v` other than `after` comes after it in the graph (or is the graph's
+/// return): the fused op, created in `after`'s place, then defines the sum before them.
+bool usedOnlyAfter(const ir::Value& v, const ir::Node* after) {
+  std::unordered_set<const ir::Node*> later;
+  for (const ir::Node* n = after->next(); n != nullptr; n = n->next()) later.insert(n);
+  const ir::Node* ret = after->owningGraph()->returnNode();
+  for (const ir::Use& u : v.uses()) {
+    if (u.user != after && u.user != ret && later.count(u.user) == 0) return false;
+  }
+  return true;
+}
+
+class SkipLayerNormPattern final : public rewrite::Pattern {
+ public:
+  SkipLayerNormPattern() : Pattern("fuse-skip-layernorm", "LayerNormalization", "", 1, 17) {}
+  bool matchAndRewrite(ir::Node* ln, PatternContext& ctx) const override {
+    ir::Value* s = ln->input(0);
+    ir::Node* add = s == nullptr ? nullptr : s->producer();
+    if (add == nullptr || add->opType() != "Add" || !add->domain().empty()) {
+      return ctx.fail("X is not an Add's result");
+    }
+    for (size_t i = 1; i < ln->numOutputs(); ++i) {
+      if (ln->output(i) != nullptr && !ln->output(i)->uses().empty()) {
+        return ctx.fail("Mean or InvStdDev is used");
+      }
+    }
+    if (const ir::Attribute* stash = ln->findAttribute("stash_type");
+        stash != nullptr && stash->i != 1) {
+      return ctx.fail("stash_type is not float");
+    }
+    // onnxruntime 1.32 crashes on a function call that leaves an optional input out, so the
+    // call always has B: a LayerNormalization without one is left alone.
+    if (ln->numInputs() < 3 || ln->input(2) == nullptr) return ctx.fail("no B");
+    ir::Value* x = add->input(0);
+    ir::Value* skip = add->input(1);
+    if (!sameShape(x, s) || !sameShape(skip, s)) {
+      return ctx.fail("the Add's operands are not both known to have its shape");
+    }
+    std::vector<const ir::Value*> operands = {x, skip, ln->input(1)};
+    if (ln->numInputs() > 2) operands.push_back(ln->input(2));
+    kernels::OpQuery q{kTargetDomain, "SkipLayerNormalization", kTargetDomainVersion, {}, {}};
+    for (const ir::Value* v : operands) {
+      q.inputs.push_back(pass::elemTypeOf(v).value_or(DataType::kUndefined));
+    }
+    if (q.inputs[0] == DataType::kUndefined || q.inputs[0] != q.inputs[1]) {
+      return ctx.fail("X and Skip do not share one known type");
+    }
+    if (kernels::Support ok = kernels::cudaCapabilities().supports(q); !ok) {
+      return ctx.fail("no CUDA kernel: {}", ok.reason);
+    }
+    bool sum_used = s->uses().size() > 1;
+    if (sum_used && !usedOnlyAfter(*s, ln)) {
+      return ctx.fail("the sum has a user before the LayerNormalization");
+    }
+    auto& rw = ctx.rewriter();
+    std::vector<ir::Value*> inputs = {x, skip, ln->input(1)};
+    if (ln->numInputs() > 2 && ln->input(2) != nullptr) inputs.push_back(ln->input(2));
+    // Both outputs always: onnx and onnxruntime type a call by its function's outputs, and refuse
+    // a call that lists fewer.
+    std::vector<ir::Type> types = {ln->output(0)->type(), s->type()};
+    ir::Node* fused = rw.createNode("SkipLayerNormalization", kTargetDomain, inputs, types);
+    rw.setName(fused, ln->name());
+    copyScalarAttribute(*ln, fused, "axis", rw);
+    copyScalarAttribute(*ln, fused, "epsilon", rw);
+    std::string y_name = ln->output(0)->name();
+    std::string s_name = s->name();
+    std::vector<ir::Value*> replacement(ln->numOutputs(), nullptr);
+    replacement[0] = fused->output(0);
+    rw.replaceNode(ln, replacement);
+    if (fused->output(0)->name() != y_name) rw.setName(fused->output(0), y_name);
+    rw.replaceNode(add, {fused->output(1)});
+    if (fused->output(1)->name() != s_name) rw.setName(fused->output(1), s_name);
+    return true;
+  }
+};
+
+class FuseSkipLayerNormPass final : public pass::PatternPass {
+ public:
+  std::string id() const override { return "fuse-skip-layernorm"; }
+  std::string summary() const override {
+    return "Residual Add + LayerNormalization into ai.onnxopt.SkipLayerNormalization (CUDA target: "
+           "one kernel)";
+  }
+
+  StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
+    ASSIGN_OR_RETURN(bool changed, PatternPass::run(model, ctx));
+    ASSIGN_OR_RETURN(int64_t added, attachTargetFunctions(model));
+    return changed || added > 0;
+  }
+
+ protected:
+  rewrite::PatternList patterns() const override {
+    rewrite::PatternList list;
+    list.push_back(std::make_unique<SkipLayerNormPattern>());
+    return list;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<pass::Pass> createFuseSkipLayerNormPass() {
+  return std::make_unique<FuseSkipLayerNormPass>();
+}
+
+}  // namespace onnxopt::passes
