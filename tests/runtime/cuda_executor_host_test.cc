@@ -10,6 +10,7 @@
 
 #include "fake_device.h"
 #include "model_feeds.h"
+#include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/runtime/check.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/plan.h"
@@ -615,6 +616,49 @@ g (float[2,3] x, int64[2] s) => (float[3,2] y) {
   }
   EXPECT_EQ(session.executor->planMisses(), 2);  // the first plan, and the one after the mismatch
   EXPECT_EQ(session.executor->planHits(), 1);
+  session.expectClean();
+}
+
+// A call of our own op (-O3 --target cuda) that the CUDA kernel table claims stays a call when the
+// runners inline functions for the CUDA runner, and is planned as one device node; a call of a type
+// the table does not claim (double) is inlined, its body's ops planned instead. Both match the
+// reference executor, which runs the call through its reference kernel.
+TEST(CudaExecutorOnFakeDevice, TargetCallsTheTableClaimsStayCalls) {
+  const char* text = R"(
+<ir_version: 9, opset_import: ["" : 20, "ai.onnxopt" : 1]>
+g (float[2,3] x, double[2,3] d) => (float[2,4] y, double[2,4] z)
+  <float[3,4] w = {1,-2,3,-4,5,-6,7,-8,9,-1,2,-3}, float[4] b = {0.5,-0.5,1,-1},
+   double[3,4] wd = {1,-2,3,-4,5,-6,7,-8,9,-1,2,-3}, double[4] bd = {0.5,-0.5,1,-1}> {
+  y = ai.onnxopt.MatMulBiasRelu(x, w, b)
+  z = ai.onnxopt.MatMulBiasRelu(d, wd, bd)
+}
+<domain: "ai.onnxopt", opset_import: ["" : 20]>
+MatMulBiasRelu (A, B, bias) => (Y) {
+  product = MatMul(A, B)
+  biased = Add(product, bias)
+  Y = Relu(biased)
+}
+)";
+  auto model = test::parseInferred(text);
+  ASSERT_TRUE(model);
+  const ir::Model* m = model.get();
+  auto inlined = passes::inlineFunctionCalls(
+      *model, [m](const ir::Node& call) { return cudaRunsTargetCall(*m, call); });
+  ASSERT_TRUE(inlined.isOk()) << inlined.status().toString();
+  EXPECT_EQ(*inlined, 1);  // the double call
+  std::vector<std::string> ops;
+  for (const ir::Node* n : *model->graph) ops.push_back(n->domain() + ":" + n->opType());
+  EXPECT_EQ(ops,
+            (std::vector<std::string>{"ai.onnxopt:MatMulBiasRelu", ":MatMul", ":Add", ":Relu"}));
+  ASSERT_TRUE(ir::inferShapes(*model).isOk());
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  kernels::HostTensor d = kernels::HostTensor::zeros(DataType::kDouble, {2, 3});
+  for (int64_t i = 0; i < 6; ++i) d.set<double>(i, 0.25 * static_cast<double>(i) - 0.5);
+  test::expectMatchesReference(*session.executor, *model,
+                               {{"x", test::ramp({2, 3}, -0.5f)}, {"d", d}});
+  EXPECT_NE(session.executor->lastSummary().find("plan: 4 nodes: 1 device"), std::string::npos)
+      << session.executor->lastSummary();
   session.expectClean();
 }
 

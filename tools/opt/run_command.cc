@@ -13,12 +13,9 @@
 
 #include "commands.h"
 #include "inputs.h"
-#include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/shape_inference.h"
-#include "onnxopt/kernels/cuda.h"
 #include "onnxopt/passes/inline_functions.h"
-#include "onnxopt/passes/target_ops.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/diagnostics.h"
@@ -92,11 +89,7 @@ StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
   passes::KeepCall keep;
   if (device == "cuda") {
     const ir::Model* m = model.get();
-    keep = [m](const ir::Node& call) {
-      if (!passes::isTargetOp(call.domain(), call.opType())) return false;
-      int64_t opset = m->opsetVersion(call.domain()).value_or(0);
-      return static_cast<bool>(kernels::cudaCapabilities().supports(bridge::opQuery(call, opset)));
-    };
+    keep = [m](const ir::Node& call) { return runtime::cudaRunsTargetCall(*m, call); };
   }
   if (Status s = passes::inlineFunctionCalls(*model, keep).status(); !s.isOk()) {
     return s.withContext(path);

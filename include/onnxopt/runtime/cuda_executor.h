@@ -120,6 +120,12 @@ class CudaExecutor : public Executor {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Whether the CUDA runtime runs `call` as its own kernel rather than as its function's body: a
+/// call of one of our own ops (domain ai.onnxopt, written by -O3 --target cuda) that the CUDA
+/// kernel table claims for its operands' types. The runners leave such calls when they inline a
+/// model's functions for the CUDA runner (docs/target_ops.md).
+bool cudaRunsTargetCall(const ir::Model& model, const ir::Node& call);
+
 /// CudaExecutor::create behind the Executor interface (the runner "cuda").
 StatusOr<std::unique_ptr<Executor>> createCudaExecutor(const ir::Model& model,
                                                        const CudaOptions& options = {});

@@ -18,6 +18,7 @@
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/passes/target_ops.h"
+#include "target_pattern_pass.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -111,18 +112,12 @@ class MatMulBiasActivationPattern final : public rewrite::Pattern {
   std::string fused_;
 };
 
-class FuseMatMulEpiloguePass final : public pass::PatternPass {
+class FuseMatMulEpiloguePass final : public TargetPatternPass {
  public:
   std::string id() const override { return "fuse-matmul-epilogue"; }
   std::string summary() const override {
     return "MatMul + bias (+ Relu/Gelu) into ai.onnxopt.MatMulBias* (CUDA target: one cuBLASLt "
            "call with an epilogue)";
-  }
-
-  StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
-    ASSIGN_OR_RETURN(bool changed, PatternPass::run(model, ctx));
-    ASSIGN_OR_RETURN(int64_t added, attachTargetFunctions(model));
-    return changed || added > 0;
   }
 
  protected:

@@ -19,6 +19,7 @@
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/passes/target_ops.h"
+#include "target_pattern_pass.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -132,18 +133,12 @@ class SkipLayerNormPattern final : public rewrite::Pattern {
   }
 };
 
-class FuseSkipLayerNormPass final : public pass::PatternPass {
+class FuseSkipLayerNormPass final : public TargetPatternPass {
  public:
   std::string id() const override { return "fuse-skip-layernorm"; }
   std::string summary() const override {
     return "Residual Add + LayerNormalization into ai.onnxopt.SkipLayerNormalization (CUDA target: "
            "one kernel)";
-  }
-
-  StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
-    ASSIGN_OR_RETURN(bool changed, PatternPass::run(model, ctx));
-    ASSIGN_OR_RETURN(int64_t added, attachTargetFunctions(model));
-    return changed || added > 0;
   }
 
  protected:

@@ -1025,6 +1025,12 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(impl)));
 }
 
+bool cudaRunsTargetCall(const ir::Model& model, const ir::Node& call) {
+  if (call.domain() != "ai.onnxopt") return false;
+  int64_t opset = model.opsetVersion(call.domain()).value_or(0);
+  return static_cast<bool>(kernels::cudaCapabilities().supports(bridge::opQuery(call, opset)));
+}
+
 StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const ExecutionOptions& options) {
   return runWith(inputs, options, nullptr);
 }
