@@ -3,6 +3,9 @@
 // epilogue instead of a GEMM, a broadcast Add and an activation kernel.
 //
 //   Add(MatMul(A, W), c)              ==>  ai.onnxopt.MatMulBias(A, W, c)
+//   Gemm(A, W, c)                     ==>  ai.onnxopt.MatMulBias(A, W, c)   transA 0, alpha 1, beta 1
+//   Gemm<transB=1>(A, W, c)           ==>  ai.onnxopt.MatMulBias(A, W^T, c) W constant, used only
+//                                                                         here: transposed once
 //   Relu(ai.onnxopt.MatMulBias(A, W, c))            ==>  ai.onnxopt.MatMulBiasRelu(A, W, c)
 //   Gelu<approximate>(ai.onnxopt.MatMulBias(A, W, c))
 //                                     ==>  ai.onnxopt.MatMulBiasGelu<approximate>(A, W, c)
@@ -13,8 +16,10 @@
 // element types (kernels/cuda/ops.def): float, float16, bfloat16. Add's operands in either order.
 // The model gets each op's function (its decomposition; passes/target/target_ops.cc), so other
 // tools still run the file.
+#include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/kernels/capabilities.h"
 #include "onnxopt/kernels/cuda.h"
+#include "onnxopt/kernels/reference.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/passes/target_ops.h"
@@ -87,6 +92,53 @@ class MatMulBiasPattern final : public rewrite::Pattern {
   }
 };
 
+/// Gemm(A, W, c) with transA 0, alpha 1 and beta 1 -> MatMulBias(A, W', c): W' is W, or W^T stored
+/// once for transB 1 (W constant and used only here, so the model does not grow).
+class GemmBiasPattern final : public rewrite::Pattern {
+ public:
+  GemmBiasPattern() : Pattern("fuse-gemm-bias", "Gemm", "", 1, 11) {}
+  bool matchAndRewrite(ir::Node* gemm, PatternContext& ctx) const override {
+    if (gemm->numInputs() < 3 || gemm->input(2) == nullptr) return ctx.fail("no C");
+    if (pass::attrInt(*gemm, "transA", 0) != 0 || pass::attrFloat(*gemm, "alpha", 1.0f) != 1.0f ||
+        pass::attrFloat(*gemm, "beta", 1.0f) != 1.0f) {
+      return ctx.fail("transA, alpha or beta is not the default");
+    }
+    ir::Value* a = gemm->input(0);
+    ir::Value* w = gemm->input(1);
+    ir::Value* c = gemm->input(2);
+    bool trans_b = pass::attrInt(*gemm, "transB", 0) != 0;
+    auto ra = pass::rankOf(a);
+    auto ws = pass::staticShape(w);
+    if (!ra || *ra != 2 || !ws || ws->size() != 2) return ctx.fail("A or W is not known 2-D");
+    int64_t n = trans_b ? (*ws)[0] : (*ws)[1];
+    if (pass::staticShape(c) != std::vector<int64_t>{n}) {
+      return ctx.fail("C is not [{}] (one per output column)", n);
+    }
+    auto ta = pass::elemTypeOf(a);
+    if (!ta || ta != pass::elemTypeOf(w) || ta != pass::elemTypeOf(c)) {
+      return ctx.fail("A, W and C do not share one known type");
+    }
+    if (!cudaRuns("MatMulBias", {a, w, c})) {
+      return ctx.fail("no CUDA kernel for MatMulBias of {}", dataTypeName(*ta));
+    }
+    ir::Value* weight = w;
+    if (trans_b) {
+      std::optional<ir::Tensor> data = pass::constantTensor(w);
+      if (!data || !pass::hasSingleUse(w)) {
+        return ctx.fail("transB with a W that is not a constant used only here");
+      }
+      kernels::HostTensor host = bridge::toHost(*data);
+      kernels::KernelAttrs perm;
+      perm.int_lists["perm"] = {1, 0};
+      auto t = kernels::runReferenceKernel("Transpose", 13, {&host}, perm, 1);
+      if (!t.isOk()) return ctx.fail("{}", t.status().message());
+      weight = ctx.rewriter().createInitializer(*gemm->owningGraph(), w->name() + "_transposed",
+                                                bridge::fromHost(std::move((*t)[0])));
+    }
+    return replaceWith(gemm, "MatMulBias", {a, weight, c}, ctx);
+  }
+};
+
 /// Relu or Gelu of a single-use MatMulBias.
 class MatMulBiasActivationPattern final : public rewrite::Pattern {
  public:
@@ -124,6 +176,7 @@ class FuseMatMulEpiloguePass final : public TargetPatternPass {
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
     list.push_back(std::make_unique<MatMulBiasPattern>());
+    list.push_back(std::make_unique<GemmBiasPattern>());
     list.push_back(std::make_unique<MatMulBiasActivationPattern>("Relu", "MatMulBiasRelu", 1));
     list.push_back(std::make_unique<MatMulBiasActivationPattern>("Gelu", "MatMulBiasGelu", 20));
     return list;
