@@ -168,8 +168,8 @@ class FuseMatMulEpiloguePass final : public TargetPatternPass {
  public:
   std::string id() const override { return "fuse-matmul-epilogue"; }
   std::string summary() const override {
-    return "MatMul + bias (+ Relu/Gelu) into ai.onnxopt.MatMulBias* (CUDA target: one cuBLASLt "
-           "call with an epilogue)";
+    return "MatMul/Gemm + bias (+ Relu/Gelu) into ai.onnxopt.MatMulBias* (CUDA target: one "
+           "cuBLASLt call with an epilogue)";
   }
 
  protected:
