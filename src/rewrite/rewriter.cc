@@ -375,7 +375,7 @@ namespace {
 
 /// A copy of `a` under `name`; graph attributes are not copied (inlineFunctionCall's contract).
 ir::Attribute copyAttribute(const ir::Attribute& a, const std::string& name) {
-  ONNXOPT_CHECK(a.graphs.empty(), "inlineFunctionCall: a function body with a graph attribute");
+  ONNXOPT_CHECK(a.graphs.empty(), "copying a graph attribute");
   ir::Attribute c;
   c.name = name;
   c.kind = a.kind;
@@ -394,6 +394,13 @@ ir::Attribute copyAttribute(const ir::Attribute& a, const std::string& name) {
 }
 
 }  // namespace
+
+bool Rewriter::copyAttribute(const ir::Node& from, ir::Node* to, const std::string& name) {
+  const ir::Attribute* a = from.findAttribute(name);
+  if (a == nullptr) return false;
+  setAttribute(to, onnxopt::rewrite::copyAttribute(*a, a->name));
+  return true;
+}
 
 std::vector<ir::Value*> Rewriter::inlineFunctionCall(ir::Node* call, const ir::Function& fn) {
   ONNXOPT_CHECK(fn.body != nullptr, "inlineFunctionCall: function " + fn.name + " has no body");
@@ -438,7 +445,7 @@ std::vector<ir::Value*> Rewriter::inlineFunctionCall(ir::Node* call, const ir::F
         value = call->findAttribute(a.ref_attr_name);
         if (value == nullptr) continue;  // the caller left it out: so is the body's
       }
-      setAttribute(copy, copyAttribute(*value, a.name));
+      setAttribute(copy, onnxopt::rewrite::copyAttribute(*value, a.name));
     }
   }
   insert_graph_ = saved_graph;

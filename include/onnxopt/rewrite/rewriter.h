@@ -89,6 +89,11 @@ class Rewriter {
   void addInput(ir::Node* node, ir::Value* value);
   void removeInput(ir::Node* node, size_t index);
   void setAttribute(ir::Node* node, ir::Attribute attribute);
+  /// Sets on `to` a copy of `from`'s attribute `name`, if `from` has it (not a graph attribute);
+  /// returns whether it did.
+  /// Given: %a = Gelu<approximate="tanh">(%x); %b = F(%y)
+  /// Execute: copyAttribute(Gelu, F, "approximate")   Result: %b = F<approximate="tanh">(%y)
+  bool copyAttribute(const ir::Node& from, ir::Node* to, const std::string& name);
   void removeAttribute(ir::Node* node, const std::string& name);
   /// Removes an initializer that has no uses (or the default of a graph input).
   void eraseInitializer(ir::Value* value) { eraseInitializers({value}); }

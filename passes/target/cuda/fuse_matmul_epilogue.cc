@@ -17,12 +17,7 @@
 // The model gets each op's function (its decomposition; passes/target/target_ops.cc), so other
 // tools still run the file.
 #include "onnxopt/bridge/kernel_bridge.h"
-#include "onnxopt/kernels/capabilities.h"
-#include "onnxopt/kernels/cuda.h"
 #include "onnxopt/kernels/reference.h"
-#include "onnxopt/pass/matchers.h"
-#include "onnxopt/pass/pass.h"
-#include "onnxopt/passes/target_ops.h"
 #include "target_pattern_pass.h"
 
 namespace onnxopt::passes {
@@ -30,30 +25,12 @@ namespace {
 
 using rewrite::PatternContext;
 
-/// Whether the CUDA kernel table claims `op` of ai.onnxopt for these operands.
-bool cudaRuns(const std::string& op, const std::vector<const ir::Value*>& inputs) {
-  kernels::OpQuery q;
-  q.domain = kTargetDomain;
-  q.op = op;
-  q.opset = kTargetDomainVersion;
-  for (const ir::Value* v : inputs) {
-    q.inputs.push_back(pass::elemTypeOf(v).value_or(DataType::kUndefined));
-  }
-  return static_cast<bool>(kernels::cudaCapabilities().supports(q));
-}
-
 /// A fused node in place of `last`, the end of the matched chain, which keeps its name and type.
 bool replaceWith(ir::Node* last, const std::string& op, const std::vector<ir::Value*>& inputs,
-                 PatternContext& ctx, const ir::Attribute* approximate = nullptr) {
+                 PatternContext& ctx) {
   auto& rw = ctx.rewriter();
   ir::Node* fused = rw.createNodeLike(op, kTargetDomain, inputs, last);
-  if (approximate != nullptr) {
-    ir::Attribute a;
-    a.name = approximate->name;
-    a.kind = approximate->kind;
-    a.s = approximate->s;
-    rw.setAttribute(fused, std::move(a));
-  }
+  rw.copyAttribute(*last, fused, "approximate");  // Gelu's; no other matched root has one
   std::string name = last->output(0)->name();
   rw.replaceNode(last, {fused->output(0)});
   // The fused value keeps the name of the chain's result (per-layer checks compare by name).
@@ -81,7 +58,7 @@ class MatMulBiasPattern final : public rewrite::Pattern {
       if (!ta || ta != pass::elemTypeOf(mm->input(1)) || ta != pass::elemTypeOf(c)) {
         return ctx.fail("A, W and the bias do not share one known type");
       }
-      if (!cudaRuns("MatMulBias", {mm->input(0), mm->input(1), c})) {
+      if (!cudaClaims("MatMulBias", {mm->input(0), mm->input(1), c})) {
         return ctx.fail("no CUDA kernel for MatMulBias of {}", dataTypeName(*ta));
       }
       replaceWith(add, "MatMulBias", {mm->input(0), mm->input(1), c}, ctx);
@@ -118,7 +95,7 @@ class GemmBiasPattern final : public rewrite::Pattern {
     if (!ta || ta != pass::elemTypeOf(w) || ta != pass::elemTypeOf(c)) {
       return ctx.fail("A, W and C do not share one known type");
     }
-    if (!cudaRuns("MatMulBias", {a, w, c})) {
+    if (!cudaClaims("MatMulBias", {a, w, c})) {
       return ctx.fail("no CUDA kernel for MatMulBias of {}", dataTypeName(*ta));
     }
     ir::Value* weight = w;
@@ -153,9 +130,8 @@ class MatMulBiasActivationPattern final : public rewrite::Pattern {
       return ctx.fail("not the only user of a MatMulBias");
     }
     std::vector<const ir::Value*> operands(mb->inputs().begin(), mb->inputs().end());
-    if (!cudaRuns(fused_, operands)) return ctx.fail("no CUDA kernel for {}", fused_);
-    const ir::Attribute* approximate = act->findAttribute("approximate");
-    replaceWith(act, fused_, {mb->input(0), mb->input(1), mb->input(2)}, ctx, approximate);
+    if (!cudaClaims(fused_, operands)) return ctx.fail("no CUDA kernel for {}", fused_);
+    replaceWith(act, fused_, {mb->input(0), mb->input(1), mb->input(2)}, ctx);
     ctx.rewriter().eraseNode(mb);
     return true;
   }

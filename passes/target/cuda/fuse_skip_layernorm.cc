@@ -14,30 +14,12 @@
 // operands in either order (X is the first).
 #include <unordered_set>
 
-#include "onnxopt/kernels/capabilities.h"
-#include "onnxopt/kernels/cuda.h"
-#include "onnxopt/pass/matchers.h"
-#include "onnxopt/pass/pass.h"
-#include "onnxopt/passes/target_ops.h"
 #include "target_pattern_pass.h"
 
 namespace onnxopt::passes {
 namespace {
 
 using rewrite::PatternContext;
-
-/// A copy of `node`'s attribute `name` (Attribute holds graphs, so it is not copyable), if set.
-void copyScalarAttribute(const ir::Node& from, ir::Node* to, const std::string& name,
-                         rewrite::Rewriter& rw) {
-  const ir::Attribute* a = from.findAttribute(name);
-  if (a == nullptr) return;
-  ir::Attribute copy;
-  copy.name = a->name;
-  copy.kind = a->kind;
-  copy.i = a->i;
-  copy.f = a->f;
-  rw.setAttribute(to, std::move(copy));
-}
 
 /// Whether `a` and `b` are known to have one shape: the same rank, each dim the same known value
 /// or the same symbol (a batch or sequence dim of a dynamic export).
@@ -58,15 +40,18 @@ bool sameShape(const ir::Value* a, const ir::Value* b) {
 }
 
 /// Whether every user of `v` other than `after` comes after it in the graph (or is the graph's
-/// return): the fused op, created in `after`'s place, then defines the sum before them.
+/// return): the fused op, created in `after`'s place, then defines the sum before them. Walks
+/// forward from `after` only until it has seen them all.
 bool usedOnlyAfter(const ir::Value& v, const ir::Node* after) {
-  std::unordered_set<const ir::Node*> later;
-  for (const ir::Node* n = after->next(); n != nullptr; n = n->next()) later.insert(n);
   const ir::Node* ret = after->owningGraph()->returnNode();
+  std::unordered_set<const ir::Node*> pending;
   for (const ir::Use& u : v.uses()) {
-    if (u.user != after && u.user != ret && later.count(u.user) == 0) return false;
+    if (u.user != after && u.user != ret) pending.insert(u.user);
   }
-  return true;
+  for (const ir::Node* n = after->next(); n != nullptr && !pending.empty(); n = n->next()) {
+    pending.erase(n);
+  }
+  return pending.empty();
 }
 
 class SkipLayerNormPattern final : public rewrite::Pattern {
@@ -95,16 +80,12 @@ class SkipLayerNormPattern final : public rewrite::Pattern {
     if (!sameShape(x, s) || !sameShape(skip, s)) {
       return ctx.fail("the Add's operands are not both known to have its shape");
     }
-    std::vector<const ir::Value*> operands = {x, skip, ln->input(1)};
-    if (ln->numInputs() > 2) operands.push_back(ln->input(2));
-    kernels::OpQuery q{kTargetDomain, "SkipLayerNormalization", kTargetDomainVersion, {}, {}};
-    for (const ir::Value* v : operands) {
-      q.inputs.push_back(pass::elemTypeOf(v).value_or(DataType::kUndefined));
-    }
-    if (q.inputs[0] == DataType::kUndefined || q.inputs[0] != q.inputs[1]) {
+    std::vector<ir::Value*> inputs = {x, skip, ln->input(1), ln->input(2)};
+    auto tx = pass::elemTypeOf(x);
+    if (!tx || tx != pass::elemTypeOf(skip))
       return ctx.fail("X and Skip do not share one known type");
-    }
-    if (kernels::Support ok = kernels::cudaCapabilities().supports(q); !ok) {
+    if (kernels::Support ok = cudaClaims("SkipLayerNormalization", {inputs.begin(), inputs.end()});
+        !ok) {
       return ctx.fail("no CUDA kernel: {}", ok.reason);
     }
     bool sum_used = s->uses().size() > 1;
@@ -112,15 +93,13 @@ class SkipLayerNormPattern final : public rewrite::Pattern {
       return ctx.fail("the sum has a user before the LayerNormalization");
     }
     auto& rw = ctx.rewriter();
-    std::vector<ir::Value*> inputs = {x, skip, ln->input(1)};
-    if (ln->numInputs() > 2 && ln->input(2) != nullptr) inputs.push_back(ln->input(2));
     // Both outputs always: onnx and onnxruntime type a call by its function's outputs, and refuse
     // a call that lists fewer.
     std::vector<ir::Type> types = {ln->output(0)->type(), s->type()};
     ir::Node* fused = rw.createNode("SkipLayerNormalization", kTargetDomain, inputs, types);
     rw.setName(fused, ln->name());
-    copyScalarAttribute(*ln, fused, "axis", rw);
-    copyScalarAttribute(*ln, fused, "epsilon", rw);
+    rw.copyAttribute(*ln, fused, "axis");
+    rw.copyAttribute(*ln, fused, "epsilon");
     std::string y_name = ln->output(0)->name();
     std::string s_name = s->name();
     std::vector<ir::Value*> replacement(ln->numOutputs(), nullptr);
