@@ -247,10 +247,9 @@ struct CudaExecutor::Impl {
   std::string last_summary;
   std::string last_graph;
   int64_t last_workspace = 0;
-  /// The current run failed because a host-run node made other dims than the plan's (a declared
-  /// shape the data contradicts): the run is redone on the reference executor.
-  bool shape_mismatch = false;
-  std::string mismatched_value;  ///< with shape_mismatch: the value whose dims were contradicted
+  /// Set when the current run failed because a host-run node made other dims or another type
+  /// than the plan's (a declared shape the data contradicts): that value's name; nullopt otherwise.
+  std::optional<std::string> mismatched_value;
   /// Values whose declared dims a run contradicted, by name: every plan is built with them shaped
   /// at run time (PlanOptions::shaped_at_run_time), and the summary lists them.
   std::set<std::string> shaped_at_run_time;
@@ -679,7 +678,6 @@ struct CudaExecutor::Impl {
       const HostTensor& t = outs[i].tensor;
       bool type_fits = v.dtype == DataType::kUndefined || t.dtype == v.dtype;
       if (!type_fits || !dimsFit(v, t.dims)) {
-        shape_mismatch = true;
         mismatched_value = v.name;
         return makeError(StatusCode::kInternal,
                          "output '{}': the plan says {}[{}], the reference kernel made {}[{}]",
@@ -1073,11 +1071,11 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs,
       return impl_->runOnReference(inputs, options,
                                    Status(StatusCode::kInternal, state->reference_only));
     }
-    impl_->shape_mismatch = false;
+    impl_->mismatched_value.reset();
     executed = impl_->execute(*state, inputs, options.record_intermediates, profile);
     if (executed.isOk()) break;
-    if (!impl_->shape_mismatch) return executed.status();
-    if (!impl_->shaped_at_run_time.insert(impl_->mismatched_value).second) {
+    if (!impl_->mismatched_value) return executed.status();
+    if (!impl_->shaped_at_run_time.insert(*impl_->mismatched_value).second) {
       state->reference_only = executed.status().message();
       return impl_->runOnReference(inputs, options, executed.status());
     }
