@@ -7,6 +7,7 @@ and test.sh's argument check and shellcheck."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -245,3 +246,63 @@ def test_shell_scripts_pass_shellcheck() -> None:
     scripts = sorted(str(p) for p in (ROOT / "tools" / "gpu").glob("*.sh"))
     proc = subprocess.run(["shellcheck", *scripts], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+# --- tools/bench/gpu_bench.py: the parts that need no GPU ---------------------------------------
+
+sys.path.insert(0, str(ROOT / "tools" / "bench"))
+import gpu_bench  # noqa: E402
+
+
+def test_gpu_bench_fixes_the_batch_and_drops_symbolic_shapes(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, ["batch", 4])
+    mid = helper.make_tensor_value_info("m", TensorProto.FLOAT16, ["batch", 4])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["m"]), helper.make_node("Neg", ["m"], ["y"])],
+                          "g", [x], [y], value_info=[mid])
+    src, dst = tmp_path / "dyn.onnx", tmp_path / "bs3.onnx"
+    onnx.save(helper.make_model(g), src)
+    gpu_bench.fix_batch(src, dst, 3)
+    m = onnx.load(dst)
+    assert [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim] == [3, 4]
+    assert not m.graph.value_info and not m.graph.output[0].type.tensor_type.HasField("shape")
+    # The optimizer takes it, and derives the output's static shape.
+    text = subprocess.run([os.environ.get("ONNXOPT_OPT", str(ROOT / "build" / "bin" / "opt")), str(dst), "-O2",
+                           "--emit", "text", "-o", "-"], capture_output=True, text=True, check=True).stdout
+    assert "%y: float16[3,4] = Neg(%m)" in text, text
+
+
+def _bench_case(model, batch, ours, cg, profile=None, ok=True):
+    c = {"model": model, "batch": batch, "kind": "latency" if batch in (1, 32) else "throughput",
+         "ours": {"compute": {"p50": ours}, "wall": {"p50": ours + 0.1}},
+         "torch": {"eager": {"p50": 5.0}, "compile": {"p50": 3.0}, "compile_cudagraphs": {"p50": cg}},
+         "check": {"max_abs_ours_vs_fp32": 0.01, "max_abs_torch16_vs_fp32": 0.008, "pass": ok}}
+    if profile:
+        c["profile"] = profile
+    return c
+
+
+def test_gpu_bench_report_tables_ratios_and_the_slowest_profile(tmp_path: Path) -> None:
+    prof = [{"name": "conv_1", "op": "Conv", "mean_ms": 0.125, "percent": 40.0}]
+    results = {"started": "2026-12-02 05:00:00", "environment": {"gpu": "NVIDIA H200"},
+               "cases": [_bench_case("resnet50", 1, 0.5, 1.0, [{"name": "fast", "op": "Relu", "mean_ms": 0.01,
+                                                            "percent": 1.0}]),
+                         _bench_case("bert", 1, 1.5, 1.0, prof, ok=False), _bench_case("resnet50", 256, 10.0, 12.8)],
+               "micro": [{"op": "Add", "bytes_moved": 3 << 28, "compute_ms": 0.25, "tb_per_s": 3.22}],
+               "models": {"bert": {"ops_before": {"MatMul": 10}, "ops_after": {"ai.onnxopt.MatMulBias": 4}}},
+               "errors": ["vit: not run"]}
+    doc = tmp_path / "gpu_benchmarks.md"
+    doc.write_text("# GPU benchmarks\n\nHow to read this.\n\n<!-- results -->\nold figures\n")
+    text = gpu_bench.report(results, doc, None)
+    assert "How to read this." in text and "old figures" not in text
+    assert "| resnet50 | 1 | 0.500 | 0.600 | 5.000 | 3.000 | 1.000 | 0.50 | 0.01 / 0.008 | pass |" in text
+    assert "| bert | 1 | 1.500 |" in text and "| 1.50 |" in text and "| FAIL |" in text
+    # Throughput: items per second from the batch and the median.
+    assert "| resnet50 | 256 | 10.000 | 25,600 |" in text and "| 20,000 |" in text
+    assert "| Add | 768 MiB | 0.250 | 3.22 |" in text
+    # The slowest against compile+cudagraphs is bert (1.5x), not resnet50 (0.5x).
+    assert "slowest case: bert batch 1 (1.50x" in text and "| conv_1 | Conv | 0.1250 | 40.0 |" in text
+    assert "bert: 10 nodes exported, 4 after: ai.onnxopt.MatMulBias 4" in text
+    assert "- vit: not run" in text

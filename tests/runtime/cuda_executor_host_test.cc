@@ -464,6 +464,40 @@ TEST(CudaExecutorOnFakeDevice, ProfiledRunTimesEachStep) {
   session.expectClean();
 }
 
+// CudaOptions::time_compute: each run (eager, captured or replayed) has a compute time; a
+// profiled run, one that records intermediates and an executor without the option have none.
+TEST(CudaExecutorOnFakeDevice, TimeComputeMeasuresTheNodeSteps) {
+  auto model = test::parseInferred(test::kChain);
+  ASSERT_TRUE(model);
+  CudaOptions options = poisonedOptions();
+  options.time_compute = true;
+  FakeSession session(*model, {}, {}, options);
+  ASSERT_TRUE(session.executor);
+  CudaExecutor& cuda = *session.executor;
+  EXPECT_FALSE(cuda.lastComputeMs());
+  Feeds feeds{{"x", test::ramp({3, 8}, 0.3f)}};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(cuda.run(feeds).isOk());
+    ASSERT_TRUE(cuda.lastComputeMs()) << "run " << i;
+    EXPECT_GE(*cuda.lastComputeMs(), 0.0);
+  }
+  EXPECT_EQ(cuda.cudaGraphState(), "captured, replayed 2");
+  std::vector<CudaExecutor::StepTime> times;
+  ASSERT_TRUE(cuda.runProfiled(feeds, &times).isOk());
+  EXPECT_FALSE(cuda.lastComputeMs());
+  ExecutionOptions record;
+  record.record_intermediates = true;
+  ASSERT_TRUE(cuda.run(feeds, record).isOk());
+  EXPECT_FALSE(cuda.lastComputeMs());
+  session.expectClean();
+
+  FakeSession untimed(*model);
+  ASSERT_TRUE(untimed.executor);
+  ASSERT_TRUE(untimed.executor->run(feeds).isOk());
+  EXPECT_FALSE(untimed.executor->lastComputeMs());
+  untimed.expectClean();
+}
+
 // --- run-time shapes and subgraphs on the fake device --------------------------------------------
 
 // kNonZero: NonZero between device ops; inputs with different numbers of non-zeros, one plan.

@@ -15,6 +15,12 @@
 #   bench        `opt bench` on the bundled transformer and CNN models, with and without CUDA graphs
 #                (bench_cuda.py); skipped with a message while opt has no bench command.
 #   all          all of the above.
+#   gpubench     tools/bench/gpu_bench.py run: the four models exported from torch, optimized with
+#                -O3 --target cuda, timed against torch eager / compile / compile+cudagraphs and
+#                checked against torch, plus the kernel microbenchmarks; gpu_bench.json and its
+#                log gpubench.log in $OUT (GPU_BENCH_ARGS: more arguments, e.g. --models bert).
+#                Not part of all (it takes most of a call); `gpu_bench.py report` here makes
+#                docs/gpu_benchmarks.md from the JSON.
 #   pytest       tests/gpu (the models and node cases as one pytest item each; -k "$GPU_PYTEST_K"
 #                when set), its output in unit.log; not part of all.
 # GPU_TEST_DEVICE=reference runs the conformance, models and bench groups on the reference device
@@ -43,10 +49,11 @@ groups=("$@")
 [ "${#groups[@]}" -gt 0 ] || groups=(build unit)
 for g in "${groups[@]}"; do
   case $g in
-    build | unit | conformance | models | bench | pytest) ;;
+    build | unit | conformance | models | bench | pytest | gpubench) ;;
     all) groups=(build unit conformance models bench) && break ;;
     *)
-      echo "test.sh: unknown group '$g' (build, unit, conformance, models, bench, all, pytest)" >&2
+      echo "test.sh: unknown group '$g' (build, unit, conformance, models, bench, all, pytest," \
+        "gpubench)" >&2
       exit 2
       ;;
   esac
@@ -205,6 +212,12 @@ bench() {
   python3 tools/gpu/bench_cuda.py --device "$device" --time-limit "$(time_limit 20)"
 }
 
+gpubench() {
+  # shellcheck disable=SC2086  # GPU_BENCH_ARGS is a list of arguments
+  python3 tools/bench/gpu_bench.py run --opt build-gpu/bin/opt --out "$out" --work /tmp/gpu_bench \
+    --time-limit "$(time_limit 20)" ${GPU_BENCH_ARGS:-}
+}
+
 gpu_pytest() {
   local k=()
   [ -z "${GPU_PYTEST_K:-}" ] || k=(-k "$GPU_PYTEST_K")
@@ -212,7 +225,7 @@ gpu_pytest() {
 }
 
 export -f gpu_info unpack_deps configure build gpu_ctest gpu_binaries memcheck unpack_data \
-  time_limit conformance models bench gpu_pytest
+  time_limit conformance models bench gpubench gpu_pytest
 # GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
 device=${GPU_TEST_DEVICE:-cuda}
 # Cases and models run at once by the python steps (each opt process makes its own CUDA context).
@@ -255,6 +268,10 @@ else
   if wants models; then
     step models models 240 models
     section models models | grep -E "^total: " | sed 's/^total/models/' | tee -a "$summary" || true
+  fi
+  if wants gpubench; then
+    step gpubench gpubench 590 gpubench
+    section gpubench gpubench | grep -E "FAILED|: check|p50|TB/s|done:" | tee -a "$summary" || true
   fi
   if wants pytest; then
     step unit pytest 400 gpu_pytest

@@ -1,10 +1,12 @@
 // `opt bench MODEL`: latency of a model as given (nothing is optimized: run `opt` first) on the
 // CUDA executor or the reference kernels: warmup runs, then timed runs of run() with the inputs
 // prepared beforehand (each time covers upload, compute and download), printed as percentiles,
-// throughput, device memory, plan cache and CUDA graph state; with --profile, eager runs with an
+// throughput, device memory, plan cache and CUDA graph state, and on CUDA the device time of the
+// node steps alone (events after the uploads and before the downloads: "compute"); with --profile, eager runs with an
 // event pair around each step and a per-node table. --json FILE writes the same as JSON.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +32,9 @@ Examples:
 
 The model is benchmarked as given: optimize it first (opt model.onnx -o out.onnx). Each timed run
 is the wall time of one run() call with the inputs already on the host: it includes uploading
-the inputs, the compute and downloading the outputs.
+the inputs, the compute and downloading the outputs. On CUDA, "compute ms" is the device time
+of the same runs' node steps alone (CUDA events after the uploads and before the downloads):
+the figure to compare with a framework's forward timed on tensors already on the GPU.
 )";
 
 /// "x: float[1,3,224,224], y: int64[2]".
@@ -94,7 +98,8 @@ int benchCommand(const BenchCommandOptions& opts) {
       status != 0) {
     return status;
   }
-  auto executor = createRunner(opts.device, **model, opts.model, !opts.no_cuda_graph);
+  auto executor = createRunner(opts.device, **model, opts.model, !opts.no_cuda_graph,
+                               /*time_compute=*/true);
   if (!executor.isOk()) return fail(executor.status());
   auto* cuda = dynamic_cast<runtime::CudaExecutor*>(executor->get());
 
@@ -104,6 +109,7 @@ int benchCommand(const BenchCommandOptions& opts) {
     if (!r.isOk()) return fail(r.status().withContext(fmt::format("{}: warmup run", opts.model)));
   }
   std::vector<double> ms;
+  std::vector<double> compute_ms;  // CUDA: the node steps' device time of each timed run
   ms.reserve(static_cast<size_t>(opts.iters));
   for (int i = 0; i < opts.iters; ++i) {
     Clock::time_point start = Clock::now();
@@ -111,8 +117,14 @@ int benchCommand(const BenchCommandOptions& opts) {
     Clock::time_point end = Clock::now();
     if (!r.isOk()) return fail(r.status().withContext(fmt::format("{}: timed run", opts.model)));
     ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    if (cuda != nullptr) {
+      if (auto c = cuda->lastComputeMs()) compute_ms.push_back(*c);
+    }
   }
   LatencyStats stats = latencyStats(ms);
+  // Only when every timed run has it (a run on the reference executor has none).
+  std::optional<LatencyStats> compute;
+  if (!compute_ms.empty() && compute_ms.size() == ms.size()) compute = latencyStats(compute_ms);
   // The state after the timed runs, before profiling runs (eager) add to the counters.
   std::string graph_state = cuda != nullptr ? cuda->cudaGraphState() : "";
   int64_t hits = cuda != nullptr ? cuda->planHits() : 0;
@@ -152,6 +164,12 @@ int benchCommand(const BenchCommandOptions& opts) {
       "latency ms: p50 {:.4f}  p90 {:.4f}  p99 {:.4f}  mean {:.4f}  min {:.4f}  max {:.4f}\n",
       stats.p50, stats.p90, stats.p99, stats.mean, stats.min, stats.max);
   fmt::print("throughput: {:.2f} runs/s\n", stats.throughput);
+  if (compute) {
+    fmt::print(
+        "compute ms (device time of the node steps): p50 {:.4f}  p90 {:.4f}  p99 {:.4f}  mean "
+        "{:.4f}  min {:.4f}  max {:.4f}\n",
+        compute->p50, compute->p90, compute->p99, compute->mean, compute->min, compute->max);
+  }
   std::string memory_json = "null";
   if (cuda != nullptr) {
     auto plan = cuda->lastPlan();
@@ -180,11 +198,11 @@ int benchCommand(const BenchCommandOptions& opts) {
     }
     std::string json = fmt::format(
         "{{\"model\": {}, \"device\": {}, \"inputs\": {}, \"warmup\": {}, \"iters\": {}, "
-        "\"includes\": {}, \"latency_ms\": {}, \"throughput_per_s\": {}, "
+        "\"includes\": {}, \"latency_ms\": {}, \"compute_ms\": {}, \"throughput_per_s\": {}, "
         "\"memory\": {}, \"plan_cache\": {}, \"cuda_graph\": {}, \"profile\": [{}]}}\n",
         jsonString(opts.model), jsonString(opts.device), jsonString(describeFeeds(feeds)),
         opts.warmup, opts.iters, jsonString(includes), latencyJson(stats),
-        jsonNumber(stats.throughput), memory_json,
+        compute ? latencyJson(*compute) : "null", jsonNumber(stats.throughput), memory_json,
         cuda != nullptr ? fmt::format("{{\"hits\": {}, \"misses\": {}}}", hits, misses) : "null",
         cuda != nullptr ? jsonString(graph_state) : "null", fmt::join(profile, ", "));
     Status st = io::writeFileAtomically(opts.json, json);

@@ -116,11 +116,11 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
                  const std::vector<std::string>& inputs, const std::vector<std::string>& shapes,
                  uint64_t seed, bool print, std::map<std::string, kernels::HostTensor>* feeds);
 /// The runner `device` ("reference", "cuda", ...) for `model`; the cuda one with or without CUDA
-/// graphs.
+/// graphs, and timing its node steps (CudaOptions::time_compute) when `time_compute`.
 StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,
                                                           const ir::Model& model,
-                                                          const std::string& path,
-                                                          bool cuda_graphs);
+                                                          const std::string& path, bool cuda_graphs,
+                                                          bool time_compute = false);
 
 /// Prints `opt: error: MESSAGE` (on one line); returns kExitError.
 int fail(const Status& status);

@@ -67,11 +67,12 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
 
 StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,
                                                           const ir::Model& model,
-                                                          const std::string& path,
-                                                          bool cuda_graphs) {
+                                                          const std::string& path, bool cuda_graphs,
+                                                          bool time_compute) {
   if (device == "cuda") {
     runtime::CudaOptions options;
     options.cuda_graphs = cuda_graphs;
+    options.time_compute = time_compute;
     return runtime::createCudaExecutor(model, options);
   }
   return runtime::createExecutor(device, {&model, path});

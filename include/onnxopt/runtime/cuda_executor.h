@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,11 @@ struct CudaOptions {
   /// before each run, so that a kernel that leaves part of its output unwritten shows up as a
   /// mismatch rather than as the right answer left over from an earlier run. -1: off.
   int poison_byte = -1;
+  /// Benchmarks: every run (but profiled and recording ones) records a CUDA event after its
+  /// input uploads and one before its output downloads; lastComputeMs() is the device time
+  /// between them: the node steps alone (a graph replay, or the eager launches with the gaps the
+  /// host leaves between them), comparable with timing a framework's forward on device tensors.
+  bool time_compute = false;
 };
 
 /// The concrete input shapes of a run, after checking `feeds` against the model's graph inputs:
@@ -109,6 +115,9 @@ class CudaExecutor : public Executor {
   /// The last run's plan's CUDA graph: "off", "not captured yet (the first run is eager)",
   /// "captured, replayed N", "eager (reason)".
   std::string cudaGraphState() const;
+  /// With CudaOptions::time_compute: the device time of the last run's node steps, in ms;
+  /// nullopt without it, before a run, or when the last run went to the reference executor.
+  std::optional<double> lastComputeMs() const;
   /// The last run's plan's kernel workspace (one region shared by its device nodes).
   int64_t workspaceBytes() const;
 

@@ -247,6 +247,7 @@ struct CudaExecutor::Impl {
   std::string last_summary;
   std::string last_graph;
   int64_t last_workspace = 0;
+  std::optional<double> last_compute_ms;  ///< CudaOptions::time_compute
   /// Set when the current run failed because a host-run node made other dims or another type
   /// than the plan's (a declared shape the data contradicts): that value's name; nullopt otherwise.
   std::optional<std::string> mismatched_value;
@@ -265,6 +266,7 @@ struct CudaExecutor::Impl {
         why.message());
     last_graph = "off (no plan)";
     last_workspace = 0;
+    last_compute_ms.reset();
     return result;
   }
   std::thread::id last_thread;
@@ -921,7 +923,18 @@ struct CudaExecutor::Impl {
     RETURN_IF_ERROR(uploadInputs(run));
     ExecutionResult result;
     std::vector<RecordedValue> recorded;
+    // CudaOptions::time_compute: markers around the node steps (profiled runs time each step).
+    std::optional<std::pair<size_t, size_t>> compute;
+    bool timed = options.time_compute && !record && run.profile == nullptr;
+    last_compute_ms.reset();
+    if (timed) {
+      ASSIGN_OR_RETURN(size_t start, api->recordMarker());
+      compute.emplace(start, start);
+    }
     RETURN_IF_ERROR(runSteps(run, record, &recorded));
+    if (timed) {
+      ASSIGN_OR_RETURN(compute->second, api->recordMarker());
+    }
 
     // The outputs: device ones queued (into pinned staging where the plan has it), then one
     // synchronization, then the host ones.
@@ -947,6 +960,10 @@ struct CudaExecutor::Impl {
     }
     RETURN_IF_ERROR(api->synchronize("the run"));
     run.pending = false;
+    if (compute) {
+      ASSIGN_OR_RETURN(double ms, api->elapsedMs(compute->first, compute->second));
+      last_compute_ms = ms;
+    }
     if (run.profile != nullptr) {
       for (const RunState::Timed& t : run.timed) {
         CudaExecutor::StepTime time = describeStep(plan, plan.steps[static_cast<size_t>(t.step)]);
@@ -1140,6 +1157,9 @@ std::string CudaExecutor::cudaGraphState() const {
 }
 int64_t CudaExecutor::workspaceBytes() const {
   return impl_->last_workspace;
+}
+std::optional<double> CudaExecutor::lastComputeMs() const {
+  return impl_->last_compute_ms;
 }
 
 StatusOr<std::unique_ptr<Executor>> createCudaExecutor(const ir::Model& model,

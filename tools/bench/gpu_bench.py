@@ -1,0 +1,625 @@
+#!/usr/bin/env python3
+"""Our CUDA runtime against PyTorch on the same GPU (issue 17), and the report of that run.
+
+    python3 tools/bench/gpu_bench.py run --opt build-gpu/bin/opt --out DIR [--models resnet50,bert]
+    python3 tools/bench/gpu_bench.py report DIR/gpu_bench.json --doc docs/gpu_benchmarks.md
+
+`run` (on the GPU machine: tools/gpu/test.sh's `gpubench` group calls it; needs torch,
+torchvision, transformers, onnx, numpy and a CUDA device) builds each model with random weights
+(seeded) in fp16 on the GPU: resnet50 and vit_b_16 (torchvision), bert-base (transformers BertModel,
+seq 128, the default BertConfig) and gpt2 (GPT2Model, seq 128, the default GPT2Config), then for
+each model:
+  1. exports it once with torch's dynamo exporter (dynamic batch) and, per batch size, fixes the
+     batch in the file (inputs static, inferred shapes dropped) as onnxsim's --overwrite-input-shape
+     does;
+  2. optimizes it with `opt -O3 --target cuda --target-opset 23`;
+  3. times it with `opt bench --device cuda` (CUDA graphs): the figure compared is "compute", the
+     device time of the node steps between CUDA events (inputs already on the GPU), and the wall
+     time of a whole run() (upload + compute + download) is reported beside it;
+  4. runs it once (`opt run --device cuda`) on the inputs torch gets, and compares the outputs with
+     torch fp16's and with torch fp32's (the same weights in fp32): the check passes when our error
+     against fp32 is at most twice torch fp16's own error against fp32 plus 1e-3 of the output's
+     magnitude;
+  5. times torch eager, torch.compile (default mode) and torch.compile(mode="reduce-overhead")
+     (CUDA graphs) the same way: CUDA events around each forward on GPU tensors, under
+     torch.inference_mode, median of --iters runs after --warmup;
+  6. with --profile, `opt bench --profile` (eager, an event pair around each step) at batch 1.
+Throughput cases (resnet50 at batch 256, bert at batch 128) run ours and torch eager and
+compile+cudagraphs. Kernel microbenchmarks (LayerNormalization, Softmax, Add, Transpose on 256 MB
+fp16 tensors, single-op models through `opt bench`) report achieved TB/s (bytes read + written over
+the compute time). Everything goes to DIR/gpu_bench.json, written after every case, so a run cut by
+--time-limit keeps what it measured; the log says each step and its time.
+
+`report` writes the Markdown page (tables, ratios, the profile of the slowest model against
+torch.compile+cudagraphs) and, where matplotlib is installed, a PNG chart beside it.
+Exit status: 1 when a step failed or a correctness check did not pass (run), 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = 20261202
+SEQ = 128
+MODELS = ("resnet50", "bert", "gpt2", "vit")
+# The issue's torch figures (2026-11-29, fp16, median ms) for the report's "then" column.
+THROUGHPUT = {"resnet50": 256, "bert": 128}
+MICRO_ELEMENTS = 128 * 1024 * 1024  # 256 MB of fp16
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --- run: the models ------------------------------------------------------------------------------
+
+
+def build_model(name: str):
+    """(torch module, example inputs maker, input names) with random weights, fp32 on the CPU."""
+    import torch
+
+    torch.manual_seed(SEED)
+    if name in ("resnet50", "vit"):
+        import torchvision
+
+        net = torchvision.models.resnet50(weights=None) if name == "resnet50" else torchvision.models.vit_b_16(
+            weights=None)
+        net.eval()
+
+        def inputs(batch: int, device: str, dtype):
+            g = torch.Generator().manual_seed(SEED + batch)
+            return (torch.randn(batch, 3, 224, 224, generator=g).to(device=device, dtype=dtype),)
+
+        return net, inputs, ["pixels"]
+
+    import transformers as tf
+
+    class Hidden(torch.nn.Module):
+        """Token ids (and a mask for BERT) in, the last hidden state out."""
+
+        def __init__(self, model, masked: bool):
+            super().__init__()
+            self.model = model
+            self.masked = masked
+
+        def forward(self, input_ids, attention_mask=None):
+            if self.masked:
+                return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            return self.model(input_ids=input_ids).last_hidden_state
+
+    if name == "bert":
+        cfg = tf.BertConfig()
+        net = Hidden(tf.BertModel(cfg, add_pooling_layer=False), True)
+        names = ["input_ids", "attention_mask"]
+    else:
+        cfg = tf.GPT2Config(use_cache=False)
+        net = Hidden(tf.GPT2Model(cfg), False)
+        names = ["input_ids"]
+    net.eval()
+
+    def inputs(batch: int, device: str, dtype):
+        g = torch.Generator().manual_seed(SEED + batch)
+        ids = torch.randint(0, cfg.vocab_size, (batch, SEQ), generator=g).to(device)
+        if name == "bert":
+            return ids, torch.ones(batch, SEQ, dtype=torch.int64, device=device)
+        return (ids,)
+
+    return net, inputs, names
+
+
+def export(net, example, names: list[str], path: Path) -> None:
+    """The dynamo exporter (opset 18, as models/transformers/export.py found to work), batch
+    dynamic; `opt --target-opset 23` upgrades it."""
+    import torch
+
+    batch = torch.export.Dim("batch", min=1, max=1024)
+    dynamic = tuple({0: batch} for _ in names)
+    program = torch.onnx.export(net, example, input_names=names, output_names=["out"], dynamo=True,
+                                dynamic_shapes=dynamic, opset_version=18)
+    program.save(str(path))
+
+
+def fix_batch(src: Path, dst: Path, batch: int) -> None:
+    """The exported model with its batch fixed: inputs static, outputs' and intermediates'
+    (symbolic) shapes dropped so that shape inference derives them from the inputs."""
+    import onnx
+
+    m = onnx.load(str(src))
+    for inp in m.graph.input:
+        dims = inp.type.tensor_type.shape.dim
+        if len(dims) and not dims[0].HasField("dim_value"):
+            dims[0].Clear()
+            dims[0].dim_value = batch
+    del m.graph.value_info[:]
+    for out in m.graph.output:
+        out.type.tensor_type.ClearField("shape")
+    onnx.save(m, str(dst))
+
+
+def sh(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def torch_time(fn, args, warmup: int, iters: int) -> dict:
+    """Median/min/p90 ms of fn(*args) between CUDA events (each forward timed alone)."""
+    import torch
+
+    for _ in range(warmup):
+        fn(*args)
+    torch.cuda.synchronize()
+    start = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    end = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for i in range(iters):
+        start[i].record()
+        fn(*args)
+        end[i].record()
+    torch.cuda.synchronize()
+    ms = sorted(s.elapsed_time(e) for s, e in zip(start, end))
+    return {"p50": statistics.median(ms), "min": ms[0], "p90": ms[int(0.9 * (len(ms) - 1))], "runs": iters}
+
+
+def opt_bench(opt: str, model: Path, feeds: dict[str, Path], warmup: int, iters: int, profile: bool,
+              timeout: float) -> dict:
+    cmd = [opt, "bench", str(model), "--device", "cuda", "--warmup", str(warmup), "--iters", str(iters)]
+    for name, f in feeds.items():
+        cmd += ["--input", f"{name}={f}"]
+    if profile:
+        cmd.append("--profile")
+    with tempfile.TemporaryDirectory() as tmp:
+        js = Path(tmp) / "bench.json"
+        r = sh(cmd + ["--json", str(js)], timeout)
+        if r.returncode != 0:
+            raise RuntimeError(f"opt bench failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
+        return json.loads(js.read_text())
+
+
+def opt_run(opt: str, model: Path, feeds: dict[str, Path], outdir: Path, timeout: float):
+    import numpy as np
+
+    cmd = [opt, "run", str(model), "--device", "cuda", "--stats", "--save-outputs", str(outdir)]
+    for name, f in feeds.items():
+        cmd += ["--input", f"{name}={f}"]
+    r = sh(cmd, timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"opt run failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
+    files = sorted(outdir.glob("*.npy"))
+    if len(files) != 1:
+        raise RuntimeError(f"opt run wrote {len(files)} outputs, expected 1")
+    return np.load(files[0]), r.stdout
+
+
+def summary_lines(stats_out: str) -> dict:
+    """What the plan summary says about placements (CPU nodes, target ops), for the results."""
+    keep = [line.strip() for line in stats_out.splitlines()
+            if any(k in line for k in ("placement", "cpu", "CPU", "cuda graph", "arena"))]
+    return {"plan": keep[:20]}
+
+
+def op_histogram(path: Path) -> dict[str, int]:
+    import onnx
+
+    m = onnx.load(str(path), load_external_data=False)
+    hist: dict[str, int] = {}
+    for n in m.graph.node:
+        key = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}.{n.op_type}"
+        hist[key] = hist.get(key, 0) + 1
+    return dict(sorted(hist.items(), key=lambda kv: -kv[1]))
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.out = Path(args.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.work = Path(args.work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.deadline = time.monotonic() + args.time_limit
+        self.failed = False
+        self.results: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "cases": [], "micro": [],
+                              "models": {}, "errors": []}
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def save(self) -> None:
+        path = self.out / "gpu_bench.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.results, indent=1))
+        tmp.replace(path)
+
+    def error(self, what: str, e: BaseException) -> None:
+        log(f"FAILED {what}: {e}")
+        self.results["errors"].append(f"{what}: {e}")
+        self.failed = True
+        self.save()
+
+    def environment(self) -> None:
+        import torch
+
+        env = {"torch": torch.__version__, "python": platform.python_version(),
+               "gpu": torch.cuda.get_device_name(0), "cuda": torch.version.cuda,
+               "cudnn": torch.backends.cudnn.version()}
+        try:
+            import transformers
+            import torchvision
+
+            env["transformers"] = transformers.__version__
+            env["torchvision"] = torchvision.__version__
+        except ImportError:
+            pass
+        r = sh(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem",
+                "--format=csv,noheader"], 30)
+        env["nvidia_smi"] = r.stdout.strip()
+        self.results["environment"] = env
+        log(f"environment: {env}")
+
+    def model(self, name: str) -> None:
+        import numpy as np
+        import torch
+
+        a = self.args
+        t0 = time.monotonic()
+        net32, make_inputs, names = build_model(name)
+        net32 = net32.cuda()
+        net16 = copy.deepcopy(net32).half()  # the same weights, rounded
+        info: dict = {"build_s": round(time.monotonic() - t0, 1)}
+        self.results["models"][name] = info
+        dyn = self.work / f"{name}_dynamic.onnx"
+        t0 = time.monotonic()
+        with torch.inference_mode(False):
+            export(net16, make_inputs(2, "cuda", torch.float16), names, dyn)
+        info["export_s"] = round(time.monotonic() - t0, 1)
+        info["exported_bytes"] = dyn.stat().st_size
+        log(f"{name}: exported in {info['export_s']} s ({dyn.stat().st_size >> 20} MiB)")
+        batches = list(a.batches)
+        if a.throughput and name in THROUGHPUT:
+            batches.append(THROUGHPUT[name])
+        for batch in batches:
+            if self.left() < 60:
+                self.error(f"{name} bs{batch}", RuntimeError("not run: --time-limit reached"))
+                continue
+            try:
+                self.case(name, batch, net16, net32, make_inputs, names, dyn, batch in a.batches)
+            except Exception as e:  # noqa: BLE001 - every failure is reported, the run goes on
+                self.error(f"{name} bs{batch}", e)
+            torch.cuda.empty_cache()
+        del net16, net32
+        torch.cuda.empty_cache()
+
+    def case(self, name, batch, net16, net32, make_inputs, names, dyn, full: bool) -> None:
+        import numpy as np
+        import torch
+
+        a = self.args
+        case: dict = {"model": name, "batch": batch, "kind": "latency" if full else "throughput"}
+        self.results["cases"].append(case)
+        static = self.work / f"{name}_bs{batch}.onnx"
+        optimized = self.work / f"{name}_bs{batch}_opt.onnx"
+        fix_batch(dyn, static, batch)
+        t0 = time.monotonic()
+        r = sh([a.opt, str(static), "-O3", "--target", "cuda", "--target-opset", "23", "-o", str(optimized)],
+               600)
+        case["opt_s"] = round(time.monotonic() - t0, 2)
+        if r.returncode != 0:
+            raise RuntimeError(f"opt failed ({r.returncode}): {r.stderr.strip()[-2000:]}")
+        if batch == a.batches[0]:
+            self.results["models"][name]["ops_before"] = op_histogram(static)
+            self.results["models"][name]["ops_after"] = op_histogram(optimized)
+        x16 = make_inputs(batch, "cuda", torch.float16)
+        feeds = {}
+        for n, t in zip(names, x16):
+            f = self.work / f"{name}_bs{batch}_{n}.npy"
+            np.save(f, t.cpu().numpy())
+            feeds[n] = f
+        # Correctness: ours and torch fp16 against torch fp32, same weights and inputs.
+        with torch.inference_mode():
+            ref32 = net32(*make_inputs(batch, "cuda", torch.float32)).float().cpu().numpy()
+            ref16 = net16(*x16).float().cpu().numpy()
+        with tempfile.TemporaryDirectory() as tmp:
+            ours, stats_out = opt_run(a.opt, optimized, feeds, Path(tmp), 300)
+        ours = ours.astype(np.float32)
+        if ours.shape != ref32.shape:
+            raise RuntimeError(f"output shape {ours.shape}, torch's {ref32.shape}")
+        scale = float(np.abs(ref32).max())
+        err_torch = float(np.abs(ref16 - ref32).max())
+        err_ours = float(np.abs(ours - ref32).max())
+        nonfinite = int((~np.isfinite(ours)).sum())
+        tol = 2 * err_torch + 1e-3 * max(scale, 1.0)
+        case["check"] = {"max_abs_ours_vs_fp32": err_ours, "max_abs_torch16_vs_fp32": err_torch,
+                         "max_abs_ours_vs_torch16": float(np.abs(ours - ref16).max()), "output_max_abs": scale,
+                         "tolerance": tol, "nonfinite": nonfinite, "pass": err_ours <= tol and nonfinite == 0}
+        case.update(summary_lines(stats_out))
+        if not case["check"]["pass"]:
+            self.failed = True
+        log(f"{name} bs{batch}: check {case['check']}")
+        self.save()
+        # Ours.
+        iters = a.iters if full else max(20, a.iters // 5)
+        b = opt_bench(a.opt, optimized, feeds, a.warmup, iters, False, 600)
+        case["ours"] = {"compute": b.get("compute_ms"), "wall": b.get("latency_ms"), "cuda_graph": b.get("cuda_graph"),
+                        "memory": b.get("memory")}
+        log(f"{name} bs{batch}: ours compute p50 {b.get('compute_ms', {}).get('p50')} ms, "
+            f"wall p50 {b['latency_ms']['p50']} ms, graph {b.get('cuda_graph')}")
+        self.save()
+        if a.profile and full and batch == a.batches[0]:
+            p = opt_bench(a.opt, optimized, feeds, 3, 20, True, 600)
+            case["profile"] = p.get("profile", [])[:40]
+            self.save()
+        # Torch.
+        torch_cases = ["eager", "compile", "compile_cudagraphs"] if full else ["eager", "compile_cudagraphs"]
+        if a.no_compile:
+            torch_cases = ["eager"]
+        case["torch"] = {}
+        with torch.inference_mode():
+            for mode in torch_cases:
+                if self.left() < 45:
+                    self.error(f"{name} bs{batch} torch {mode}", RuntimeError("not run: --time-limit reached"))
+                    break
+                t0 = time.monotonic()
+                try:
+                    if mode == "eager":
+                        fn = net16
+                    else:
+                        torch._dynamo.reset()
+                        fn = torch.compile(net16, mode="reduce-overhead" if mode == "compile_cudagraphs" else None)
+                    fn(*x16)  # compiles
+                    compile_s = round(time.monotonic() - t0, 1)
+                    t = torch_time(fn, x16, a.warmup, iters)
+                    t["compile_s"] = compile_s
+                    case["torch"][mode] = t
+                    log(f"{name} bs{batch}: torch {mode} p50 {t['p50']:.4f} ms (ready in {compile_s} s)")
+                except Exception as e:  # noqa: BLE001
+                    self.error(f"{name} bs{batch} torch {mode}", e)
+                self.save()
+        torch._dynamo.reset()
+
+    def micro(self) -> None:
+        """Single-op fp16 models on 256 MB tensors through opt bench: TB/s over the compute time."""
+        import onnx
+        from onnx import TensorProto, helper
+
+        rows, cols = MICRO_ELEMENTS // 1024, 1024
+        f16 = TensorProto.FLOAT16
+        cases = []
+
+        def model(name, nodes, inputs, outputs, inits=()):
+            g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+            m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+            m.ir_version = 10
+            path = self.work / f"micro_{name}.onnx"
+            onnx.save(m, str(path))
+            return path
+
+        def vi(n, shape):
+            return helper.make_tensor_value_info(n, f16, shape)
+
+        import numpy as np
+
+        scale = helper.make_tensor("scale", f16, [cols], np.ones(cols, np.float16).tobytes(), raw=True)
+        bias = helper.make_tensor("bias", f16, [cols], np.zeros(cols, np.float16).tobytes(), raw=True)
+        mb = MICRO_ELEMENTS * 2
+        cases.append(("LayerNormalization", model(
+            "layernorm", [helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y"], axis=-1)],
+            [vi("x", [rows, cols])], [vi("y", [rows, cols])], [scale, bias]), 2 * mb))
+        cases.append(("Softmax", model("softmax", [helper.make_node("Softmax", ["x"], ["y"], axis=-1)],
+                                       [vi("x", [rows, cols])], [vi("y", [rows, cols])]), 2 * mb))
+        cases.append(("Add", model("add", [helper.make_node("Add", ["x", "z"], ["y"])],
+                                   [vi("x", [rows, cols]), vi("z", [rows, cols])], [vi("y", [rows, cols])]), 3 * mb))
+        cases.append(("Transpose", model("transpose", [helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])],
+                                         [vi("x", [8192, MICRO_ELEMENTS // 8192])],
+                                         [vi("y", [MICRO_ELEMENTS // 8192, 8192])]), 2 * mb))
+        for op, path, moved in cases:
+            if self.left() < 30:
+                self.error(f"micro {op}", RuntimeError("not run: --time-limit reached"))
+                continue
+            try:
+                b = opt_bench(self.args.opt, path, {}, 3, 20, False, 300)
+                p50 = b["compute_ms"]["p50"]
+                row = {"op": op, "bytes_moved": moved, "compute_ms": p50, "tb_per_s": moved / (p50 * 1e-3) / 1e12,
+                       "cuda_graph": b.get("cuda_graph")}
+                self.results["micro"].append(row)
+                log(f"micro {op}: {p50:.4f} ms, {row['tb_per_s']:.2f} TB/s")
+            except Exception as e:  # noqa: BLE001
+                self.error(f"micro {op}", e)
+            self.save()
+
+    def run(self) -> int:
+        self.environment()
+        self.save()
+        for name in self.args.models:
+            if self.left() < 90:
+                self.error(name, RuntimeError("not run: --time-limit reached"))
+                continue
+            try:
+                self.model(name)
+            except Exception as e:  # noqa: BLE001
+                self.error(name, e)
+        if self.args.micro:
+            self.micro()
+        self.results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        self.save()
+        log(f"done: {len(self.results['errors'])} error(s), results in {self.out / 'gpu_bench.json'}")
+        return 1 if self.failed else 0
+
+
+# --- report ---------------------------------------------------------------------------------------
+
+ISSUE_TORCH = {  # the issue's figures, 2026-11-29: eager / compile / compile+cudagraphs, ms
+    ("resnet50", 1): (6.33, 2.28, 0.86), ("resnet50", 32): (4.67, 4.17, 1.69),
+    ("bert", 1): (9.04, 3.13, 1.13), ("bert", 32): (6.47, 3.09, 2.74),
+    ("gpt2", 1): (9.58, 4.56, 0.90), ("gpt2", 32): (4.71, 4.72, 2.31),
+    ("vit", 1): (3.26, 2.97, 1.02), ("vit", 32): (5.97, 4.47, 3.76),
+}
+
+
+def fmt_ms(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def p50(d, *keys):
+    for k in keys:
+        if not isinstance(d, dict) or k not in d or d[k] is None:
+            return None
+        d = d[k]
+    return d.get("p50") if isinstance(d, dict) else None
+
+
+def report(results: dict, doc: Path, chart: Path | None) -> str:
+    lines = []
+    env = results.get("environment", {})
+    lat = [c for c in results["cases"] if c["kind"] == "latency"]
+    thr = [c for c in results["cases"] if c["kind"] == "throughput"]
+    lines.append("## Latency, fp16 (median ms; ours = device time of the node steps, CUDA graph replay)\n")
+    lines.append("| model | batch | ours | ours wall | torch eager | torch.compile | compile+cudagraphs | "
+                 "ours / compile+cudagraphs | max abs err vs fp32 (ours / torch fp16) | check |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    for c in lat:
+        ours = p50(c, "ours", "compute")
+        cg = p50(c, "torch", "compile_cudagraphs")
+        ratio = f"{ours / cg:.2f}" if ours and cg else "-"
+        chk = c.get("check", {})
+        err = (f"{chk['max_abs_ours_vs_fp32']:.3g} / {chk['max_abs_torch16_vs_fp32']:.3g}" if chk else "-")
+        lines.append(f"| {c['model']} | {c['batch']} | {fmt_ms(ours)} | {fmt_ms(p50(c, 'ours', 'wall'))} | "
+                     f"{fmt_ms(p50(c, 'torch', 'eager'))} | {fmt_ms(p50(c, 'torch', 'compile'))} | {fmt_ms(cg)} | "
+                     f"{ratio} | {err} | {'pass' if chk.get('pass') else 'FAIL' if chk else '-'} |")
+    if thr:
+        lines.append("\n## Throughput, fp16\n")
+        lines.append("| model | batch | ours ms | ours items/s | torch eager items/s | "
+                     "compile+cudagraphs items/s | check |")
+        lines.append("|---|---:|---:|---:|---:|---:|---|")
+        for c in thr:
+            ours = p50(c, "ours", "compute")
+            per_s = lambda ms: "-" if not ms else f"{c['batch'] / (ms * 1e-3):,.0f}"  # noqa: E731
+            chk = c.get("check", {})
+            lines.append(f"| {c['model']} | {c['batch']} | {fmt_ms(ours)} | {per_s(ours)} | "
+                         f"{per_s(p50(c, 'torch', 'eager'))} | {per_s(p50(c, 'torch', 'compile_cudagraphs'))} | "
+                         f"{'pass' if chk.get('pass') else 'FAIL' if chk else '-'} |")
+    if results.get("micro"):
+        lines.append("\n## Memory-bound kernels, fp16, 256 MB tensors (copy limit about 4.3 TB/s)\n")
+        lines.append("| op | bytes read + written | ms | TB/s |")
+        lines.append("|---|---:|---:|---:|")
+        for m in results["micro"]:
+            lines.append(f"| {m['op']} | {m['bytes_moved'] >> 20} MiB | {m['compute_ms']:.3f} | "
+                         f"{m['tb_per_s']:.2f} |")
+    # The slowest model against compile+cudagraphs: its profile.
+    worst = None
+    for c in lat:
+        ours, cg = p50(c, "ours", "compute"), p50(c, "torch", "compile_cudagraphs")
+        if ours and cg and c.get("profile") and (worst is None or ours / cg > worst[0]):
+            worst = (ours / cg, c)
+    if worst:
+        c = worst[1]
+        lines.append(f"\n## Profile of the slowest case: {c['model']} batch {c['batch']} "
+                     f"({worst[0]:.2f}x torch.compile+cudagraphs)\n")
+        lines.append("Eager steps, an event pair around each (`opt bench --profile`); the top rows by mean time.\n")
+        lines.append("| step | op | mean ms | % |")
+        lines.append("|---|---|---:|---:|")
+        for r in c["profile"][:25]:
+            lines.append(f"| {r['name']} | {r['op']} | {r['mean_ms']:.4f} | {r['percent']:.1f} |")
+    models = results.get("models", {})
+    if models:
+        lines.append("\n## What `-O3 --target cuda` made of each model (ops after, top 12)\n")
+        for name, info in models.items():
+            after = info.get("ops_after", {})
+            before = sum(info.get("ops_before", {}).values())
+            top = ", ".join(f"{k} {v}" for k, v in list(after.items())[:12])
+            lines.append(f"- {name}: {before} nodes exported, {sum(after.values())} after: {top}")
+    if results.get("errors"):
+        lines.append("\n## Errors in the run\n")
+        lines.extend(f"- {e}" for e in results["errors"])
+    body = "\n".join(lines) + "\n"
+    if chart is not None:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+
+            labels = [f"{c['model']}\nbs{c['batch']}" for c in lat]
+            series = [("ours", lambda c: p50(c, "ours", "compute")),
+                      ("torch eager", lambda c: p50(c, "torch", "eager")),
+                      ("torch.compile", lambda c: p50(c, "torch", "compile")),
+                      ("compile+cudagraphs", lambda c: p50(c, "torch", "compile_cudagraphs"))]
+            fig, ax = plt.subplots(figsize=(11, 4.5))
+            width = 0.2
+            for i, (label, get) in enumerate(series):
+                ax.bar([x + (i - 1.5) * width for x in range(len(lat))], [get(c) or 0 for c in lat], width,
+                       label=label)
+            ax.set_xticks(range(len(lat)), labels)
+            ax.set_ylabel("median ms (lower is better)")
+            ax.set_yscale("log")
+            ax.set_title(f"fp16 latency on {env.get('gpu', 'the GPU')}")
+            ax.legend()
+            fig.tight_layout()
+            fig.savefig(chart, dpi=110)
+            body = f"![fp16 latency per model and batch]({chart.name})\n\n" + body
+        except ImportError:
+            body = "(no chart: matplotlib is not installed where the report was written)\n\n" + body
+    head = doc.read_text().split("<!-- results -->")[0] if doc.exists() else "# GPU benchmarks\n\n"
+    env_line = ", ".join(f"{k} {v}" for k, v in env.items())
+    text = (head.rstrip() + "\n\n<!-- results -->\n" + f"Run of {results.get('started')}: {env_line}.\n\n" + body)
+    doc.write_text(text)
+    return text
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="export, optimize and time the models against torch (GPU machine)")
+    r.add_argument("--opt", required=True, help="the opt binary (built with CUDA)")
+    r.add_argument("--out", required=True, help="folder for gpu_bench.json")
+    r.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "gpu_bench"),
+                   help="folder for the exported and optimized models (large)")
+    r.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
+    r.add_argument("--batches", default="1,32", help="latency batch sizes")
+    r.add_argument("--no-throughput", dest="throughput", action="store_false",
+                   help="skip resnet50 bs256 and bert bs128")
+    r.add_argument("--no-micro", dest="micro", action="store_false", help="skip the kernel microbenchmarks")
+    r.add_argument("--no-compile", action="store_true", help="torch eager only (no torch.compile)")
+    r.add_argument("--profile", action="store_true", help="opt bench --profile at the first batch size")
+    r.add_argument("--warmup", type=int, default=20)
+    r.add_argument("--iters", type=int, default=100)
+    r.add_argument("--time-limit", type=float, default=480, help="seconds; later steps are skipped")
+    p = sub.add_parser("report", help="write the Markdown page (and a PNG chart) from gpu_bench.json")
+    p.add_argument("results", nargs="+", help="gpu_bench.json files (several are merged in order)")
+    p.add_argument("--doc", default=str(ROOT / "docs" / "gpu_benchmarks.md"))
+    p.add_argument("--no-chart", action="store_true")
+    a = ap.parse_args(argv)
+    if a.cmd == "run":
+        a.models = [m for m in a.models.split(",") if m]
+        bad = [m for m in a.models if m not in MODELS]
+        if bad:
+            ap.error(f"unknown model(s) {', '.join(bad)} (of {', '.join(MODELS)})")
+        a.batches = [int(b) for b in a.batches.split(",") if b]
+        if not Path(a.opt).exists():
+            ap.error(f"{a.opt}: no such file")
+        return Runner(a).run()
+    merged: dict = {}
+    for f in a.results:
+        data = json.loads(Path(f).read_text())
+        if not merged:
+            merged = data
+            continue
+        merged["cases"] += data.get("cases", [])
+        merged["micro"] += data.get("micro", [])
+        merged["models"].update(data.get("models", {}))
+        merged["errors"] += data.get("errors", [])
+    doc = Path(a.doc)
+    report(merged, doc, None if a.no_chart else doc.with_suffix(".png"))
+    print(f"wrote {doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
