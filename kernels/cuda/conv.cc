@@ -186,8 +186,9 @@ struct Descriptors {
 };
 
 cudnnMathType_t initialMath(DataType t) {
-  // No tensor cores for float (they would round to TF32); fp16/bf16 may use them.
-  return t == DataType::kFloat ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+  // No tensor cores for float (they would round to TF32); fp16/bf16 use them (CUDNN_DEFAULT_MATH
+  // does not permit them: it left resnet50 in fp16 on CUDA cores).
+  return t == DataType::kFloat ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
 }
 
 StatusOr<Descriptors> descriptorsOf(const ConvArgs& args, const Geometry& g) {
@@ -235,8 +236,11 @@ StatusOr<AlgoChoice> pickAlgo(const ConvArgs& args, const Geometry& g, Descripto
                    dimsText(g.w), dimsText(g.y), dataTypeName(t));
 }
 
-/// The algorithm for this geometry: chosen by cuDNN's heuristics on first use, then cached for
-/// the process (the plan asks for the same shapes on every run).
+/// The algorithm for this geometry: on first use (planning: workspaceOf, never inside a CUDA
+/// graph capture) cuDNN runs and times every algorithm (cudnnFind*, on scratch memory of its
+/// own) and the fastest that fits kMaxAlgoWorkspace is cached for the process (the plan asks for
+/// the same shapes on every run). Where timing fails (no memory for the scratch buffers) cuDNN's
+/// heuristics choose instead: they ranked slow algorithms first for resnet50's fp16 convolutions.
 StatusOr<AlgoChoice> algoFor(const ConvArgs& args, const Geometry& g, Descriptors& d,
                              cudnnHandle_t handle) {
   static std::mutex mutex;
@@ -256,18 +260,28 @@ StatusOr<AlgoChoice> algoFor(const ConvArgs& args, const Geometry& g, Descriptor
   if (g.transpose) {
     cudnnConvolutionBwdDataAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int count = 0;
-    ONNXOPT_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                           handle, d.w.get(), d.x.get(), d.conv.get(), d.y.get(),
-                           CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs),
-                       args.op);
+    if (cudnnFindConvolutionBackwardDataAlgorithm(handle, d.w.get(), d.x.get(), d.conv.get(),
+                                                  d.y.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                  &count, perfs) != CUDNN_STATUS_SUCCESS) {
+      (void)cudaGetLastError();
+      ONNXOPT_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                             handle, d.w.get(), d.x.get(), d.conv.get(), d.y.get(),
+                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs),
+                         args.op);
+    }
     ASSIGN_OR_RETURN(choice, pickAlgo(args, g, d, handle, perfs, count));
   } else {
     cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int count = 0;
-    ONNXOPT_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-                           handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
-                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs),
-                       args.op);
+    if (cudnnFindConvolutionForwardAlgorithm(handle, d.x.get(), d.w.get(), d.conv.get(),
+                                             d.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
+                                             perfs) != CUDNN_STATUS_SUCCESS) {
+      (void)cudaGetLastError();
+      ONNXOPT_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+                             handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs),
+                         args.op);
+    }
     ASSIGN_OR_RETURN(choice, pickAlgo(args, g, d, handle, perfs, count));
   }
   std::lock_guard<std::mutex> lock(mutex);

@@ -133,6 +133,41 @@ __device__ __forceinline__ void broadcastOffsets(const BroadcastPlan& plan, int6
 
 inline constexpr int kThreads = 256;
 
+/// 16 bytes of T: what one thread of a vectorized memory-bound kernel loads and stores at once
+/// (one 128-bit transaction).
+template <typename T>
+inline constexpr int kVecElements = 16 / static_cast<int>(sizeof(T));
+template <typename T>
+struct alignas(16) Vec16 {
+  T v[kVecElements<T>];
+};
+
+/// Whether `p` may be read as Vec16 (every arena buffer is; a view at an offset may not be).
+inline bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+/// Blocks for a grid-stride loop over `items` that keeps every SM of the current device full
+/// (8 blocks of kThreads each, 2048 threads: the SM's limit) without launching more blocks than
+/// that: each thread then loops over several items, which costs nothing for memory-bound work
+/// and saves the block scheduling of a one-item-per-thread grid. The SM count is the first
+/// device's that asks (the executor runs on one device).
+inline unsigned residentBlocksFor(int64_t items) {
+  static const int64_t kResident = [] {
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        sms <= 0) {
+      (void)cudaGetLastError();
+      sms = 132;  // an H100/H200's
+    }
+    return int64_t{sms} * 8;
+  }();
+  int64_t blocks = (items + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < kResident ? (blocks > 0 ? blocks : 1) : kResident);
+}
+
+
 /// Blocks for a grid-stride loop over `count` elements.
 inline unsigned blocksFor(int64_t count) {
   int64_t blocks = (count + kThreads - 1) / kThreads;

@@ -52,7 +52,9 @@ enum class UnaryOp {
   kCelu,             ///< max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
   kMish,             ///< x * tanh(softplus(x))
   kThresholdedRelu,  ///< x > alpha ? x : 0
-  kShrink  ///< x < -alpha ? x + beta : x > alpha ? x - beta : 0 (alpha: lambd, beta: bias)
+  kShrink,  ///< x < -alpha ? x + beta : x > alpha ? x - beta : 0 (alpha: lambd, beta: bias)
+  kIsNaN,   ///< bool output
+  kIsInf    ///< bool output: alpha != 0 detects -inf, beta != 0 +inf
 };
 
 enum class BinaryOp {

@@ -54,6 +54,8 @@ StatusOr<UnaryArgs> argsFromCall<UnaryArgs>(const CudaKernelCall& call) {
       {"Mish", UnaryOp::kMish},
       {"ThresholdedRelu", UnaryOp::kThresholdedRelu},
       {"Shrink", UnaryOp::kShrink},
+      {"IsNaN", UnaryOp::kIsNaN},
+      {"IsInf", UnaryOp::kIsInf},
   };
   auto it = kOps.find(call.op);
   if (it == kOps.end()) return invalidArgument("{}: not a unary CUDA kernel", call.op);
@@ -78,6 +80,10 @@ StatusOr<UnaryArgs> argsFromCall<UnaryArgs>(const CudaKernelCall& call) {
     case UnaryOp::kShrink:
       args.alpha = attrs.getFloat("lambd", 0.5f);
       args.beta = attrs.getFloat("bias", 0.0f);
+      break;
+    case UnaryOp::kIsInf:
+      args.alpha = static_cast<float>(attrs.getInt("detect_negative", 1));
+      args.beta = static_cast<float>(attrs.getInt("detect_positive", 1));
       break;
     case UnaryOp::kSelu:
       args.alpha = attrs.getFloat("alpha", 1.67326319217681884765625f);
@@ -115,7 +121,8 @@ Support canImplement(const UnaryArgs& args) {
     return Support::no(
         fmt::format("{}: no CUDA kernel for {}", args.op, dataTypeName(args.x.dtype)));
   }
-  if (args.y.dtype != args.x.dtype) {
+  bool predicate = args.kind == UnaryOp::kIsNaN || args.kind == UnaryOp::kIsInf;
+  if (predicate ? args.y.dtype != DataType::kBool : args.y.dtype != args.x.dtype) {
     return Support::no(fmt::format("{}: the output is {}, the input {}", args.op,
                                    dataTypeName(args.y.dtype), dataTypeName(args.x.dtype)));
   }

@@ -126,9 +126,33 @@ __device__ __forceinline__ float applyFloat(const UnaryDeviceArgs& a, float x, f
     case UnaryOp::kShrink:
       return x < -a.alpha ? x + a.beta : x > a.alpha ? x - a.beta : 0.0f;
     case UnaryOp::kNot:
+    case UnaryOp::kIsNaN:  // bool outputs: unaryKernel's predicate branch
+    case UnaryOp::kIsInf:
       break;
   }
   return x;
+}
+
+__device__ __forceinline__ bool applyPredicate(const UnaryDeviceArgs& a, float x) {
+  if (a.op == UnaryOp::kIsNaN) return isnan(x);
+  return isinf(x) && (x < 0 ? a.alpha != 0 : a.beta != 0);
+}
+
+__host__ __device__ __forceinline__ bool isPredicate(UnaryOp op) {
+  return op == UnaryOp::kIsNaN || op == UnaryOp::kIsInf;
+}
+
+/// Clip's bounds: the optional scalar inputs (Clip >= 11) or the attributes; the type's range for
+/// integers.
+template <typename T>
+__device__ __forceinline__ void boundsOf(const UnaryDeviceArgs& a, Compute<T>& lo, Compute<T>& hi) {
+  if constexpr (kIsFloating<T>) {
+    lo = a.lo != nullptr ? load(static_cast<const T*>(a.lo), 0) : a.alpha;
+    hi = a.hi != nullptr ? load(static_cast<const T*>(a.hi), 0) : a.beta;
+  } else if constexpr (!std::is_same_v<T, bool>) {
+    lo = a.lo != nullptr ? *static_cast<const T*>(a.lo) : lowestOf<T>();
+    hi = a.hi != nullptr ? *static_cast<const T*>(a.hi) : highestOf<T>();
+  }
 }
 
 template <typename C>
@@ -159,25 +183,46 @@ __global__ void unaryKernel(UnaryDeviceArgs a) {
   const T* x = static_cast<const T*>(a.x);
   T* y = static_cast<T*>(a.y);
   using C = Compute<T>;
-  C lo, hi;
-  if constexpr (kIsFloating<T>) {
-    lo = a.lo != nullptr ? load(static_cast<const T*>(a.lo), 0) : a.alpha;
-    hi = a.hi != nullptr ? load(static_cast<const T*>(a.hi), 0) : a.beta;
-  } else if constexpr (!std::is_same_v<T, bool>) {
-    lo = a.lo != nullptr ? *static_cast<const T*>(a.lo) : lowestOf<T>();
-    hi = a.hi != nullptr ? *static_cast<const T*>(a.hi) : highestOf<T>();
-  }
+  C lo{}, hi{};
+  boundsOf<T>(a, lo, hi);
   ONNXOPT_GRID_STRIDE(i, a.plan.count) {
     int64_t off[1];
     broadcastOffsets<1>(a.plan, i, off);
     C v = load(x, off[0]);
     if constexpr (kIsFloating<T>) {
-      store(y, i, applyFloat(a, v, lo, hi));
+      if (isPredicate(a.op)) {
+        static_cast<bool*>(a.y)[i] = applyPredicate(a, v);
+      } else {
+        store(y, i, applyFloat(a, v, lo, hi));
+      }
     } else if constexpr (std::is_same_v<T, bool>) {
       y[i] = !v;
     } else {
       y[i] = applyInt<C>(a.op, v, lo, hi);
     }
+  }
+}
+
+/// A contiguous float input to a same-typed output (both 16-byte aligned): 16 bytes per thread
+/// and step, the tail (count % kVecElements) by the first block's first threads.
+template <typename T>
+__global__ void unaryVecKernel(UnaryDeviceArgs a) {
+  using C = Compute<T>;
+  constexpr int kV = kVecElements<T>;
+  C lo{}, hi{};
+  boundsOf<T>(a, lo, hi);
+  const auto* x = static_cast<const Vec16<T>*>(a.x);
+  auto* y = static_cast<Vec16<T>*>(a.y);
+  int64_t vectors = a.plan.count / kV;
+  ONNXOPT_GRID_STRIDE(i, vectors) {
+    Vec16<T> v = x[i];
+#pragma unroll
+    for (int k = 0; k < kV; ++k) store(v.v, k, applyFloat(a, load(v.v, k), lo, hi));
+    y[i] = v;
+  }
+  int64_t tail = vectors * kV + threadIdx.x;
+  if (blockIdx.x == 0 && tail < a.plan.count) {
+    store(static_cast<T*>(a.y), tail, applyFloat(a, load(static_cast<const T*>(a.x), tail), lo, hi));
   }
 }
 
@@ -188,7 +233,7 @@ bool unaryKernelExists(UnaryOp op, DataType dtype) {
     case DataType::kFloat:
     case DataType::kFloat16:
     case DataType::kBfloat16:
-      return op != UnaryOp::kNot;
+      return op != UnaryOp::kNot;  // IsNaN and IsInf: float in, bool out
     case DataType::kInt8:
     case DataType::kInt32:
     case DataType::kInt64:
@@ -207,6 +252,13 @@ cudaError_t launchUnary(const UnaryDeviceArgs& args, cudaStream_t stream) {
   if (args.plan.count == 0) return cudaSuccess;
   visitCudaType(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if constexpr (kIsFloating<T>) {
+      if (args.plan.linear && !isPredicate(args.op) && aligned16(args.x) && aligned16(args.y)) {
+        unaryVecKernel<T><<<residentBlocksFor(args.plan.count / kVecElements<T>), kThreads, 0,
+                            stream>>>(args);
+        return;
+      }
+    }
     unaryKernel<T><<<blocksFor(args.plan.count), kThreads, 0, stream>>>(args);
   });
   return cudaGetLastError();

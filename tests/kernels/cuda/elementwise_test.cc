@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <ostream>
 #include <random>
 #include <string>
@@ -69,7 +70,9 @@ std::vector<Shapes> shapesFor(const CudaKernelInfo& row) {
     return {{{1000}, {1000}}, {{2, 3, 5}, {}}, {{2, 3, 5}, {3, 1}}, {{4, 8, 3, 3}, {8, 1, 1}}};
   }
   if (family == "Binary" || family == "Mod") {
+    // 1000 and 1003 elements: the vectorized path (16 bytes a thread) without and with a tail.
     return {{{1000}, {1000}},
+            {{1003}, {1003}},
             {{3, 1, 17}, {4, 17}},
             {{2, 3, 5}, {}},
             {{2, 1, 2, 1, 2, 1, 2, 3}, {1, 3, 1, 2, 1, 2, 1, 1}}};
@@ -80,7 +83,8 @@ std::vector<Shapes> shapesFor(const CudaKernelInfo& row) {
             {{2, 1, 1, 1, 1, 1, 1, 3}, {1, 2, 1, 1, 1, 1, 2, 1}, {3}}};
   }
   if (std::string(row.op) == "Clip" && row.max_inputs == 3) return {{{7, 33}, {}, {}}};
-  return {{{7, 33}}, {{2, 3, 1, 5}}};
+  // 7x33: the vectorized path with a tail; 2x3x1x5: ... and one shorter than a vector.
+  return {{{7, 33}}, {{2, 3, 1, 5}}, {{3, 4096}}};
 }
 
 std::vector<Case> allCases() {
@@ -108,6 +112,10 @@ std::vector<Case> allCases() {
         variants[0].second.floats["lambd"] = 0.7f;
         variants[0].second.floats["bias"] = 0.2f;
         variants.push_back({"Default", {}});
+      } else if (op == "IsInf") {
+        variants = {{"", {}}, {"Negative", {}}, {"Positive", {}}};
+        variants[1].second.ints["detect_positive"] = 0;
+        variants[2].second.ints["detect_negative"] = 0;
       } else if (op == "HardSigmoid") {
         variants[0].second.floats["alpha"] = 0.3f;
         variants[0].second.floats["beta"] = 0.4f;
@@ -169,7 +177,12 @@ std::vector<double> randomValues(const Case& c, size_t input, DataType type, int
       if (!is_float) x = input == 1 ? -5 : 7;
       if (type == DataType::kUint8) x = input == 1 ? 5 : 200;
     } else if (is_float) {
-      if (c.op == "Log" || c.op == "Sqrt") {
+      if (c.op == "IsNaN" || c.op == "IsInf") {  // a quarter each NaN, +inf, -inf, finite
+        constexpr double kInf = std::numeric_limits<double>::infinity();
+        const double kinds[] = {std::numeric_limits<double>::quiet_NaN(), kInf, -kInf, 1.5};
+        x = kinds[static_cast<size_t>(integer(0, 3))];
+        if (x == 1.5) x = uniform(-4, 4);
+      } else if (c.op == "Log" || c.op == "Sqrt") {
         x = uniform(0.05, 5);
       } else if (c.op == "Acos" || c.op == "Asin" || c.op == "Atanh") {
         x = uniform(-0.95, 0.95);
