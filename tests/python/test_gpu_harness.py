@@ -306,3 +306,16 @@ def test_gpu_bench_report_tables_ratios_and_the_slowest_profile(tmp_path: Path) 
     assert "slowest case: bert batch 1 (1.50x" in text and "| conv_1 | Conv | 0.1250 | 40.0 |" in text
     assert "bert: 10 nodes exported, 4 after: ai.onnxopt.MatMulBias 4" in text
     assert "- vit: not run" in text
+
+
+def test_gpu_bench_per_op_totals_of_a_profile(tmp_path: Path) -> None:
+    rows = [{"name": "a", "op": "Conv", "placement": "device", "mean_ms": 0.5, "percent": 0},
+            {"name": "b", "op": "Relu", "placement": "device", "mean_ms": 0.25, "percent": 0},
+            {"name": "c", "op": "Conv", "placement": "device", "mean_ms": 0.25, "percent": 0}]
+    ops = gpu_bench.profile_ops(rows)
+    assert [(o["op"], o["steps"], o["ms"], o["percent"]) for o in ops] == [
+        ("Conv (device)", 2, 0.75, 75.0), ("Relu (device)", 1, 0.25, 25.0)]
+    case = _bench_case("resnet50", 32, 2.0, 1.0)
+    case["profile_ops"] = ops
+    text = gpu_bench.report({"cases": [case], "micro": [], "models": {}, "errors": []}, tmp_path / "g.md", None)
+    assert "| resnet50 bs32 | 1.00 | Conv (device) x2 0.75 (75%); Relu (device) x1 0.25 (25%) |" in text

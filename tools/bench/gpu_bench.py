@@ -24,7 +24,8 @@ each model:
   5. times torch eager, torch.compile (default mode) and torch.compile(mode="reduce-overhead")
      (CUDA graphs) the same way: CUDA events around each forward on GPU tensors, under
      torch.inference_mode, median of --iters runs after --warmup;
-  6. with --profile, `opt bench --profile` (eager, an event pair around each step) at batch 1.
+  6. with --profile, `opt bench --profile` (eager, an event pair around each step) at each latency
+     batch size: the top 40 steps and the per-op totals.
 Throughput cases (resnet50 at batch 256, bert at batch 128) run ours and torch eager and
 compile+cudagraphs. Kernel microbenchmarks (LayerNormalization, Softmax, Add, Transpose on 256 MB
 fp16 tensors, single-op models through `opt bench`) report achieved TB/s (bytes read + written over
@@ -211,6 +212,19 @@ def summary_lines(stats_out: str) -> dict:
     return {"plan": keep[:20]}
 
 
+def profile_ops(rows: list[dict]) -> list[dict]:
+    """The profile's per-op totals (every step, not only the top rows), costliest first."""
+    ops: dict[str, list[float]] = {}
+    for r in rows:
+        key = f"{r['op']} ({r['placement']})"
+        entry = ops.setdefault(key, [0.0, 0])
+        entry[0] += r["mean_ms"]
+        entry[1] += 1
+    total = sum(v[0] for v in ops.values()) or 1.0
+    return [{"op": k, "steps": v[1], "ms": v[0], "percent": 100 * v[0] / total}
+            for k, v in sorted(ops.items(), key=lambda kv: -kv[1][0])]
+
+
 def op_histogram(path: Path) -> dict[str, int]:
     import onnx
 
@@ -357,9 +371,11 @@ class Runner:
         log(f"{name} bs{batch}: ours compute p50 {b.get('compute_ms', {}).get('p50')} ms, "
             f"wall p50 {b['latency_ms']['p50']} ms, graph {b.get('cuda_graph')}")
         self.save()
-        if a.profile and full and batch == a.batches[0]:
+        if a.profile and full:
             p = opt_bench(a.opt, optimized, feeds, 3, 20, True, 600)
-            case["profile"] = p.get("profile", [])[:40]
+            rows = p.get("profile", [])
+            case["profile"] = rows[:40]
+            case["profile_ops"] = profile_ops(rows)
             self.save()
         # Torch.
         # compile+cudagraphs, the one the goal compares with, before plain compile: what a cut
@@ -367,6 +383,8 @@ class Runner:
         torch_cases = ["eager", "compile_cudagraphs", "compile"] if full else ["eager", "compile_cudagraphs"]
         if a.no_compile:
             torch_cases = ["eager"]
+        if a.no_torch:
+            torch_cases = []
         case["torch"] = {}
         with torch.inference_mode():
             for mode in torch_cases:
@@ -534,6 +552,17 @@ def report(results: dict, doc: Path, chart: Path | None) -> str:
         lines.append("|---|---|---:|---:|")
         for r in c["profile"][:25]:
             lines.append(f"| {r['name']} | {r['op']} | {r['mean_ms']:.4f} | {r['percent']:.1f} |")
+    profiled = [c for c in results["cases"] if c.get("profile_ops")]
+    if profiled:
+        lines.append("\n## Where our time goes: per-op totals of each profiled case\n")
+        lines.append("Eager steps with an event pair around each: the sum is above the CUDA-graph time "
+                     "(host gaps between launches count), the shares show which kernels cost it.\n")
+        lines.append("| case | profiled ms | top ops (ms, % of the profile) |")
+        lines.append("|---|---:|---|")
+        for c in profiled:
+            total = sum(o["ms"] for o in c["profile_ops"])
+            top = "; ".join(f"{o['op']} x{o['steps']} {o['ms']:.2f} ({o['percent']:.0f}%)" for o in c["profile_ops"][:5])
+            lines.append(f"| {c['model']} bs{c['batch']} | {total:.2f} | {top} |")
     models = results.get("models", {})
     if models:
         lines.append("\n## What `-O3 --target cuda` made of each model (ops after, top 12)\n")
@@ -594,7 +623,8 @@ def main(argv: list[str]) -> int:
                    help="skip resnet50 bs256 and bert bs128")
     r.add_argument("--no-micro", dest="micro", action="store_false", help="skip the kernel microbenchmarks")
     r.add_argument("--no-compile", action="store_true", help="torch eager only (no torch.compile)")
-    r.add_argument("--profile", action="store_true", help="opt bench --profile at the first batch size")
+    r.add_argument("--no-torch", action="store_true", help="no torch timings (the check still runs)")
+    r.add_argument("--profile", action="store_true", help="opt bench --profile at each latency batch size")
     r.add_argument("--warmup", type=int, default=20)
     r.add_argument("--iters", type=int, default=100)
     r.add_argument("--time-limit", type=float, default=480, help="seconds; later steps are skipped")
