@@ -290,8 +290,8 @@ cudaError_t launchBinary(const BinaryDeviceArgs& args, cudaStream_t stream) {
       binaryKernel<T, true><<<blocksFor(args.plan.count), kThreads, 0, stream>>>(args);
     } else if constexpr (kIsFloating<T>) {
       if (args.plan.linear && aligned16(args.a) && aligned16(args.b) && aligned16(args.y)) {
-        binaryVecKernel<T><<<residentBlocksFor(args.plan.count / kVecElements<T>), kThreads, 0,
-                             stream>>>(args);
+        binaryVecKernel<T>
+            <<<residentBlocksFor(args.plan.count / kVecElements<T>), kThreads, 0, stream>>>(args);
       } else {
         binaryKernel<T, false><<<blocksFor(args.plan.count), kThreads, 0, stream>>>(args);
       }

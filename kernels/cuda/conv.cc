@@ -273,8 +273,8 @@ StatusOr<AlgoChoice> algoFor(const ConvArgs& args, const Geometry& g, Descriptor
   } else {
     cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int count = 0;
-    if (cudnnFindConvolutionForwardAlgorithm(handle, d.x.get(), d.w.get(), d.conv.get(),
-                                             d.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
+    if (cudnnFindConvolutionForwardAlgorithm(handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
                                              perfs) != CUDNN_STATUS_SUCCESS) {
       (void)cudaGetLastError();
       ONNXOPT_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(

@@ -167,7 +167,6 @@ inline unsigned residentBlocksFor(int64_t items) {
   return static_cast<unsigned>(blocks < kResident ? (blocks > 0 ? blocks : 1) : kResident);
 }
 
-
 /// Blocks for a grid-stride loop over `count` elements.
 inline unsigned blocksFor(int64_t count) {
   int64_t blocks = (count + kThreads - 1) / kThreads;

@@ -222,7 +222,8 @@ __global__ void unaryVecKernel(UnaryDeviceArgs a) {
   }
   int64_t tail = vectors * kV + threadIdx.x;
   if (blockIdx.x == 0 && tail < a.plan.count) {
-    store(static_cast<T*>(a.y), tail, applyFloat(a, load(static_cast<const T*>(a.x), tail), lo, hi));
+    store(static_cast<T*>(a.y), tail,
+          applyFloat(a, load(static_cast<const T*>(a.x), tail), lo, hi));
   }
 }
 
@@ -254,8 +255,8 @@ cudaError_t launchUnary(const UnaryDeviceArgs& args, cudaStream_t stream) {
     using T = typename decltype(tag)::type;
     if constexpr (kIsFloating<T>) {
       if (args.plan.linear && !isPredicate(args.op) && aligned16(args.x) && aligned16(args.y)) {
-        unaryVecKernel<T><<<residentBlocksFor(args.plan.count / kVecElements<T>), kThreads, 0,
-                            stream>>>(args);
+        unaryVecKernel<T>
+            <<<residentBlocksFor(args.plan.count / kVecElements<T>), kThreads, 0, stream>>>(args);
         return;
       }
     }

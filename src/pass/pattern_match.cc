@@ -42,6 +42,20 @@ bool near(double got, double want, double tolerance) {
   return std::fabs(got - want) <= (want == 0.0 ? tolerance : tolerance * std::fabs(want));
 }
 
+/// The relative error of rounding a (normal) number to `t`: half its unit in the last place,
+/// 2^-11 for float16 and 2^-8 for bfloat16 (a little more, for the doubles compared); 0 for the
+/// wider types, whose rounding every tolerance a pattern asks for already covers.
+double roundingOf(DataType t) {
+  switch (t) {
+    case DataType::kFloat16:
+      return 1.01 / 2048;
+    case DataType::kBfloat16:
+      return 1.01 / 256;
+    default:
+      return 0.0;
+  }
+}
+
 }  // namespace
 
 Matcher any() {
@@ -175,7 +189,10 @@ bool Matcher::matchInto(ir::Value* value, Match& m) const {
         auto other = rankOf(m.user_->input(1 - m.operand_));
         if (rank > 0 && other && rank > *other) return m.fail(&kRankGrowing, /*specific=*/true);
       }
-      if (!p.any_value && !near(*c, p.value, p.tolerance)) return m.fail(&p.expected);
+      // A 16-bit float constant holds the value rounded to its type: sqrt(2) in float16 is
+      // 1.4140625, 1.1e-4 away, and a pattern's tolerance for float constants would refuse it.
+      double tolerance = p.tolerance > 0.0 ? std::max(p.tolerance, roundingOf(t->dtype())) : 0.0;
+      if (!p.any_value && !near(*c, p.value, tolerance)) return m.fail(&p.expected);
       return m.pass();
     }
     case Kind::kSingleUse:

@@ -67,7 +67,9 @@ Matcher bind(std::string name, Matcher inner);
 /// operand (when its rank is known) is no scalar: [1,1,1] * x broadcasts a rank-2 x up to rank 3.
 Matcher scalar();
 /// A scalar (as above) within `tolerance` of `value`, relative to it (absolute when `value` is 0);
-/// 0 asks for the exact value.
+/// 0 asks for the exact value. A float16 or bfloat16 constant is also within a nonzero tolerance
+/// when it is within its type's rounding of `value` (2^-11 / 2^-8 relative): it is `value` as
+/// closely as that type holds it.
 Matcher scalar(double value, double tolerance = 0.0);
 /// `inner`, on a value read by exactly one use and not a graph output.
 Matcher singleUse(Matcher inner);
