@@ -53,11 +53,15 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //    reassociates x*a*b into x*(a*b) (last-place rounding), an -O2 licence like the others.
       //  - fold-constants and dce in the same fixed point: absorbed weights are new initializers
       //    whose predecessors (the old weights) become dead.
+      //  - fuse-matmul-scale after that fixed point: fuse-attention reads the scalings of Q and
+      //    K^T as its scale, and fuse-scale-chain merges a chain of them first; what is left
+      //    (attention the fusion refused) moves into the projection weights. dce drops the old
+      //    weights.
       // -O3 without a target is -O2: its rewrites are target-specific (pipelineFor).
       return std::string(kLevel1) +
              ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-rmsnorm,fuse-gelu,"
              "fuse-activations,fuse-attention,fuse-scale-chain,fold-constants,"
-             "eliminate-noop{strict-signed-zero=false},cse,dce)";
+             "eliminate-noop{strict-signed-zero=false},cse,dce),fuse-matmul-scale,dce";
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);
   }

@@ -1,8 +1,10 @@
-"""Fusions on float16 and bfloat16 models: their constants hold the exact values rounded to the
-type (sqrt(2) is 1.4140625 in float16, 1.1e-4 away; 0.044715 is 1.5e-4 away), which a pattern's
-tolerance for float32 constants refused, so torch's fp16 exports of BERT and GPT-2 kept GELU
-written out (found by tools/bench/gpu_bench.py on the H200). Built with onnx.helper (the textual
-format has no float16 literals); each fused model is run against the original on onnxruntime."""
+"""Fusions on float16 and bfloat16 models, as torch's fp16 exports of BERT and GPT-2 showed them
+(tools/bench/gpu_bench.py on the H200): their constants hold the exact values rounded to the type
+(sqrt(2) is 1.4140625 in float16, 1.1e-4 away; 0.044715 is 1.5e-4 away), which a pattern's
+tolerance for float32 constants refused, so GELU stayed written out; and their attention carries
+an IsNaN guard fuse-attention refuses, whose Q and K^T scalings fuse-matmul-scale moves into the
+projection weights. Built with onnx.helper (the textual format has no float16 literals); each
+rewritten model is run against the original on onnxruntime."""
 
 from __future__ import annotations
 
@@ -85,3 +87,51 @@ def test_a_float16_constant_off_by_more_than_its_rounding_does_not_fuse(opt, tmp
     fused = _optimize(opt, _erf_gelu(F16, root2=1.42), tmp_path)
     assert "Gelu" not in [n.op_type for n in fused.graph.node]
     assert "Erf" in [n.op_type for n in fused.graph.node]
+
+
+def _guarded_attention(elem_np=np.float16, elem=F16, heads: int = 2, d: int = 4, seq: int = 5,
+                       batch: int = 2) -> onnx.ModelProto:
+    """Attention as torch's dynamo exporter writes SDPA with a float mask: Q and K^T each scaled by
+    sqrt(1/sqrt(d)) after the head split, and the probabilities guarded by Where(IsNaN(p), 0, p),
+    which fuse-attention does not take."""
+    hidden = heads * d
+    rng = np.random.default_rng(11)
+    w = {n: numpy_helper.from_array(rng.normal(0, 0.3, (hidden, hidden)).astype(elem_np), n)
+         for n in ("wq", "wk", "wv")}
+    root = numpy_helper.from_array(np.array((1 / np.sqrt(d)) ** 0.5, elem_np), "root")
+    zero = numpy_helper.from_array(np.array(0, elem_np), "zero")
+    split = numpy_helper.from_array(np.array([batch, seq, heads, d], np.int64), "split")
+    merged = numpy_helper.from_array(np.array([batch, seq, hidden], np.int64), "merged")
+    nodes = []
+    for n in ("q", "k", "v"):
+        nodes += [helper.make_node("MatMul", ["x", f"w{n}"], [f"{n}m"]),
+                  helper.make_node("Reshape", [f"{n}m", "split"], [f"{n}r"]),
+                  helper.make_node("Transpose", [f"{n}r"], [f"{n}t"],
+                                   perm=[0, 2, 3, 1] if n == "k" else [0, 2, 1, 3])]
+    nodes += [helper.make_node("Mul", ["qt", "root"], ["qs"]), helper.make_node("Mul", ["kt", "root"], ["ks"]),
+              helper.make_node("MatMul", ["qs", "ks"], ["s"]), helper.make_node("Add", ["s", "mask"], ["sm"]),
+              helper.make_node("Softmax", ["sm"], ["p"], axis=-1), helper.make_node("IsNaN", ["p"], ["nan"]),
+              helper.make_node("Where", ["nan", "zero", "p"], ["pg"]), helper.make_node("MatMul", ["pg", "vt"], ["o"]),
+              helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "merged"], ["y"])]
+    g = helper.make_graph(nodes, "attn", [helper.make_tensor_value_info("x", elem, [batch, seq, hidden]),
+                                          helper.make_tensor_value_info("mask", elem, [batch, 1, 1, seq])],
+                          [helper.make_tensor_value_info("y", elem, [batch, seq, hidden])],
+                          [*w.values(), root, zero, split, merged])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    m.ir_version = 9
+    return m
+
+
+def test_guarded_attention_scales_move_into_the_projection_weights(opt, tmp_path) -> None:
+    model = _guarded_attention()
+    fused = _optimize(opt, model, tmp_path)
+    ops = [n.op_type for n in fused.graph.node]
+    assert "Mul" not in ops and ops.count("MatMul") == 5, ops
+    assert {"IsNaN", "Where", "Softmax"} <= set(ops)  # the attention itself stays written out
+    rng = np.random.default_rng(3)
+    feeds = {"x": rng.normal(0, 1, (2, 5, 8)).astype(np.float16),
+             "mask": np.where(rng.uniform(size=(2, 1, 1, 5)) < 0.3, -65504, 0).astype(np.float16)}
+    run = lambda m: ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(  # noqa: E731
+        None, feeds)[0].astype(np.float32)
+    np.testing.assert_allclose(run(fused), run(model), atol=1e-2, rtol=1e-2)

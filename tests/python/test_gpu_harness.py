@@ -319,3 +319,15 @@ def test_gpu_bench_per_op_totals_of_a_profile(tmp_path: Path) -> None:
     case["profile_ops"] = ops
     text = gpu_bench.report({"cases": [case], "micro": [], "models": {}, "errors": []}, tmp_path / "g.md", None)
     assert "| resnet50 bs32 | 1.00 | Conv (device) x2 0.75 (75%); Relu (device) x1 0.25 (25%) |" in text
+
+
+def test_gpu_bench_merges_runs_without_duplicating_cases() -> None:
+    first = {"cases": [_bench_case("bert", 1, 1.0, 0.5)], "micro": [], "models": {"bert": {"a": 1}}, "errors": []}
+    second = {"cases": [_bench_case("vit", 1, 2.0, 0.5)], "micro": [{"op": "Add"}], "models": {}, "errors": ["x"]}
+    profiles = {"cases": [dict(_bench_case("bert", 1, 9.0, 9.0), profile_ops=[{"op": "MatMul (device)"}])],
+                "micro": [], "models": {"bert": {"a": 2}}, "errors": []}
+    m = gpu_bench.merge([first, second, profiles])
+    assert [(c["model"], c["batch"]) for c in m["cases"]] == [("bert", 1), ("vit", 1)]
+    bert = m["cases"][0]
+    assert bert["ours"]["compute"]["p50"] == 1.0 and bert["profile_ops"] == [{"op": "MatMul (device)"}]
+    assert m["micro"] == [{"op": "Add"}] and m["errors"] == ["x"] and m["models"] == {"bert": {"a": 1}}

@@ -609,6 +609,31 @@ def report(results: dict, doc: Path, chart: Path | None) -> str:
     return text
 
 
+def merge(runs: list[dict]) -> dict:
+    """Several runs' results as one, in order: a later run's case of a model, batch and kind
+    already present only fills in what the earlier one lacks (a profile-only run's profiles);
+    other cases, microbenchmarks, models and errors are added."""
+    merged: dict = {}
+    for data in runs:
+        if not merged:
+            merged = data
+            continue
+        known = {(c["model"], c["batch"], c["kind"]): c for c in merged["cases"]}
+        for c in data.get("cases", []):
+            old = known.get((c["model"], c["batch"], c["kind"]))
+            if old is None:
+                merged["cases"].append(c)
+                continue
+            for key in ("profile", "profile_ops"):
+                if key in c and key not in old:
+                    old[key] = c[key]
+        merged["micro"] += data.get("micro", [])
+        for name, info in data.get("models", {}).items():
+            merged["models"].setdefault(name, info)
+        merged["errors"] += data.get("errors", [])
+    return merged
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -642,16 +667,7 @@ def main(argv: list[str]) -> int:
         if not Path(a.opt).exists():
             ap.error(f"{a.opt}: no such file")
         return Runner(a).run()
-    merged: dict = {}
-    for f in a.results:
-        data = json.loads(Path(f).read_text())
-        if not merged:
-            merged = data
-            continue
-        merged["cases"] += data.get("cases", [])
-        merged["micro"] += data.get("micro", [])
-        merged["models"].update(data.get("models", {}))
-        merged["errors"] += data.get("errors", [])
+    merged = merge([json.loads(Path(f).read_text()) for f in a.results])
     doc = Path(a.doc)
     report(merged, doc, None if a.no_chart else doc.with_suffix(".png"))
     print(f"wrote {doc}")
