@@ -57,11 +57,16 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //    K^T as its scale, and fuse-scale-chain merges a chain of them first; what is left
       //    (attention the fusion refused) moves into the projection weights. dce drops the old
       //    weights.
+      //  - optimize-transposes last, in a fixed point with merge-consecutive (which merges or
+      //    cancels the Transpose pairs it brings together), fold-constants (constants it
+      //    permutes) and dce: after the fusions, whose patterns read Transposes where the
+      //    exporters put them (fuse-attention's head split and K^T).
       // -O3 without a target is -O2: its rewrites are target-specific (pipelineFor).
       return std::string(kLevel1) +
              ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-rmsnorm,fuse-gelu,"
              "fuse-activations,fuse-attention,fuse-scale-chain,fold-constants,"
-             "eliminate-noop{strict-signed-zero=false},cse,dce),fuse-matmul-scale,dce";
+             "eliminate-noop{strict-signed-zero=false},cse,dce),fuse-matmul-scale,dce,"
+             "fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce)";
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);
   }

@@ -1,0 +1,177 @@
+// optimize-transposes: Transposes pushed down through layout-agnostic ops, toward another
+// Transpose they cancel or merge with (merge-consecutive) or a constant that absorbs them.
+//
+//   N(Transpose<p>(x), y1, ...)  ==>  Transpose<p>(N(x, y1', ...))      y' = Transpose<p^-1>(y)
+//
+// N is an elementwise op of the default domain with one output: the unary math and activation
+// ops, Cast, Clip, the binary arithmetic, comparison and logic ops, Sum/Max/Min/Mean, Where.
+// Elementwise ops commute with moving elements, so N on the permuted operands is N's result
+// permuted. Each other operand y becomes:
+//   - itself, when it is a scalar (rank 0) or a one-element constant of no higher rank than x
+//     (its dims are all 1: it broadcasts the same either way);
+//   - x' where y is Transpose<p>(x') already (the two cancel);
+//   - Transpose<p^-1>(y) otherwise, a constant first unsqueezed to the rank of x where it has
+//     fewer dims (fold-constants permutes a constant once, offline; it costs nothing at run time).
+// Cost model: a push happens only when it adds no Transpose that runs: every other operand is a
+// constant, one element or a cancelling Transpose. A push therefore never makes the count of
+// run-time Transposes grow, and each moves a Transpose strictly later in the graph, so pushing
+// ends. The Transpose pushed must have N as its only user, its perm must be explicit and x's rank
+// known; a non-constant operand of lower rank than x (it would need an Unsqueeze) stops it.
+// Run with merge-consecutive (Transpose pairs: merged, or gone when they are inverse),
+// fold-constants and dce in one fixed point.
+#include <algorithm>
+#include <set>
+
+#include "onnxopt/pass/matchers.h"
+#include "onnxopt/pass/pass.h"
+
+namespace onnxopt::passes {
+namespace {
+
+using rewrite::PatternContext;
+
+bool isElementwise(const ir::Node& n) {
+  static const std::set<std::string> kOps = {
+      // unary
+      "Abs", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Floor",
+      "Ceil", "Round", "Sign", "Sin", "Cos", "Not", "IsNaN", "IsInf", "Gelu", "LeakyRelu", "Elu",
+      "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Mish", "Swish",
+      "ThresholdedRelu", "Cast", "Clip",
+      // binary and variadic
+      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Less", "Greater",
+      "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where"};
+  return n.domain().empty() && n.numOutputs() == 1 && kOps.count(n.opType()) > 0;
+}
+
+ir::Attribute permAttribute(const std::vector<int64_t>& perm) {
+  ir::Attribute a;
+  a.name = "perm";
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = perm;
+  return a;
+}
+
+/// `type` with its dims reordered: result dim i is dim perm[i] (what Transpose<perm> makes).
+ir::Type permuted(const ir::Type& type, const std::vector<int64_t>& perm) {
+  ir::Type t = type;
+  if (t.shape && t.shape->size() == perm.size()) {
+    std::vector<ir::Dim> dims(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) dims[i] = (*type.shape)[static_cast<size_t>(perm[i])];
+    t.shape = std::move(dims);
+  }
+  return t;
+}
+
+/// How one other operand of the pushed-through node is rewritten.
+struct Operand {
+  enum class Kind { kKeep, kCancel, kConstant } kind = Kind::kKeep;
+  ir::Value* value = nullptr;  ///< kCancel: the Transpose's input
+  int64_t rank = 0;
+};
+
+class PushTransposePattern final : public rewrite::Pattern {
+ public:
+  PushTransposePattern() : Pattern("push-transpose", "Transpose") {}
+
+  bool matchAndRewrite(ir::Node* transpose, PatternContext& ctx) const override {
+    auto perm = pass::attrInts(*transpose, "perm");
+    auto rank = pass::rankOf(transpose->input(0));
+    if (!perm || !rank || static_cast<int64_t>(perm->size()) != *rank) {
+      return ctx.fail("perm not explicit or the input's rank unknown");
+    }
+    ir::Value* out = transpose->output(0);
+    if (!pass::hasSingleUse(out)) return ctx.fail("the Transpose has other users");
+    ir::Node* node = out->uses().front().user;
+    if (!isElementwise(*node)) return ctx.fail("its user is no elementwise op");
+    std::vector<int64_t> inverse(perm->size());
+    for (size_t i = 0; i < perm->size(); ++i) {
+      int64_t p = (*perm)[i];
+      if (p < 0 || p >= *rank) return ctx.fail("bad perm");
+      inverse[static_cast<size_t>(p)] = static_cast<int64_t>(i);
+    }
+    // Every operand: the pushed Transpose's (replaced by x), or one that adds no run-time
+    // Transpose (cost model above).
+    std::vector<Operand> operands(node->numInputs());
+    for (size_t i = 0; i < node->numInputs(); ++i) {
+      ir::Value* y = node->input(i);
+      if (y == nullptr || y == out) continue;
+      auto t = pass::constantTensor(y);
+      auto ry = pass::rankOf(y);
+      if (!ry) return ctx.fail("an operand's rank is unknown");
+      if (*ry == 0 || (t && t->numElements().value_or(0) == 1 && *ry <= *rank)) continue;
+      ir::Node* producer = y->producer();
+      if (producer != nullptr && producer->opType() == "Transpose" && producer->domain().empty() &&
+          pass::attrInts(*producer, "perm") == perm) {
+        operands[i] = {Operand::Kind::kCancel, producer->input(0), *ry};
+        continue;
+      }
+      if (t && *ry <= *rank) {
+        operands[i] = {Operand::Kind::kConstant, nullptr, *ry};
+        continue;
+      }
+      return ctx.fail("operand {} would need a Transpose at run time", i);
+    }
+    auto& rw = ctx.rewriter();
+    ir::Graph& graph = *node->owningGraph();
+    rw.setInsertionPoint(node);
+    std::vector<ir::Value*> inputs(node->inputs().begin(), node->inputs().end());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i] == out) {
+        inputs[i] = transpose->input(0);
+        continue;
+      }
+      const Operand& o = operands[i];
+      if (o.kind == Operand::Kind::kCancel) {
+        inputs[i] = o.value;
+      } else if (o.kind == Operand::Kind::kConstant) {
+        ir::Value* c = inputs[i];
+        if (o.rank < *rank) {  // numpy broadcasting: leading dims of 1
+          std::vector<int64_t> axes;
+          for (int64_t a = 0; a < *rank - o.rank; ++a) axes.push_back(a);
+          ir::Value* axes_value = rw.createInitializer(
+              graph, "unsqueeze_axes",
+              pass::makeInt64Tensor(axes, {static_cast<int64_t>(axes.size())}));
+          ir::Type wide = c->type();
+          if (wide.shape) wide.shape->insert(wide.shape->begin(), axes.size(), ir::Dim::known(1));
+          c = rw.createNode("Unsqueeze", "", {c, axes_value}, {wide})->output(0);
+        }
+        ir::Node* t = rw.createNode("Transpose", "", {c}, {permuted(c->type(), inverse)});
+        rw.setAttribute(t, permAttribute(inverse));
+        inputs[i] = t->output(0);
+      }
+    }
+    ir::Node* pushed = rw.createNodeLike(node->opType(), "", inputs, node);
+    for (const ir::Attribute& a : node->attributes()) rw.copyAttribute(*node, pushed, a.name);
+    rw.setType(pushed->output(0), permuted(node->output(0)->type(), inverse));
+    ir::Node* after =
+        rw.createNode("Transpose", "", {pushed->output(0)}, {node->output(0)->type()});
+    rw.setAttribute(after, permAttribute(*perm));
+    rw.replaceNode(node, {after->output(0)});
+    rw.eraseNode(transpose);
+    return true;
+  }
+};
+
+class OptimizeTransposesPass final : public pass::PatternPass {
+ public:
+  std::string id() const override { return "optimize-transposes"; }
+  std::string summary() const override {
+    return "Push Transposes down through elementwise ops toward a Transpose they cancel with, "
+           "when that adds no run-time Transpose";
+  }
+
+ protected:
+  rewrite::PatternList patterns() const override {
+    rewrite::PatternList list;
+    list.push_back(std::make_unique<PushTransposePattern>());
+    return list;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<pass::Pass> createOptimizeTransposesPass() {
+  return std::make_unique<OptimizeTransposesPass>();
+}
+
+}  // namespace onnxopt::passes
