@@ -6,7 +6,12 @@
 // N is an elementwise op of the default domain with one output: the unary math and activation
 // ops, Cast, Clip, the binary arithmetic, comparison and logic ops, Sum/Max/Min/Mean, Where.
 // Elementwise ops commute with moving elements, so N on the permuted operands is N's result
-// permuted. Each other operand y becomes:
+// permuted. Or N keeps the rank and names axes, which are renamed on x (axis a of
+// Transpose<p>(x) is axis p[a] of x):
+//   Softmax/LogSoftmax/Hardmax<axis=a> (opset 13+)   ==>  <axis=p[a]>
+//   Concat<axis=a>(T(x1), T(x2) | constant, ...)      ==>  Concat<axis=p[a]>(x1, x2, ...)
+//   ArgMax/ArgMin<axis=a, keepdims=1>, Reduce*<axes=A, keepdims=1> (constant axes, attribute or
+//   input)                                             ==>  axis p[a], axes p[A] Each other operand y becomes:
 //   - itself, when it is a scalar (rank 0) or a one-element constant of no higher rank than x
 //     (its dims are all 1: it broadcasts the same either way);
 //   - x' where y is Transpose<p>(x') already (the two cancel);
@@ -69,6 +74,37 @@ struct Operand {
   int64_t rank = 0;
 };
 
+/// Ops whose result keeps the input's rank and which name axes: the axes to give them on x.
+struct AxisRemap {
+  std::string attribute;      ///< "axis" or "axes"
+  bool axes_input = false;    ///< Reduce* axes as input 1 (opset 18; ReduceSum 13)
+  std::vector<int64_t> axes;  ///< on x
+};
+
+std::optional<AxisRemap> axisRemapOf(const ir::Node& n, int64_t opset, int64_t rank,
+                                     const std::vector<int64_t>& perm) {
+  if (!n.domain().empty() || n.numOutputs() != 1) return std::nullopt;
+  const std::string& op = n.opType();
+  auto one = [&](int64_t fallback) -> std::optional<AxisRemap> {
+    auto axis = pass::normalizeAxis(pass::attrInt(n, "axis", fallback), rank);
+    if (!axis) return std::nullopt;
+    return AxisRemap{"axis", false, {perm[static_cast<size_t>(*axis)]}};
+  };
+  // Softmax and its kin take one axis from opset 13 (before, the axis split the input in two).
+  if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset >= 13) return one(-1);
+  if (op == "Concat" && n.findAttribute("axis") != nullptr) return one(0);
+  if ((op == "ArgMax" || op == "ArgMin") && pass::attrInt(n, "keepdims", 1) == 1) return one(0);
+  if (op.rfind("Reduce", 0) == 0) {
+    auto axes = pass::reduceAxes(n, opset, rank);  // keepdims=1 and explicit constant axes
+    if (!axes) return std::nullopt;
+    AxisRemap r{"axes", opset >= 18 || (op == "ReduceSum" && opset >= 13), {}};
+    for (int64_t a : *axes) r.axes.push_back(perm[static_cast<size_t>(a)]);
+    std::sort(r.axes.begin(), r.axes.end());
+    return r;
+  }
+  return std::nullopt;
+}
+
 class PushTransposePattern final : public rewrite::Pattern {
  public:
   PushTransposePattern() : Pattern("push-transpose", "Transpose") {}
@@ -82,30 +118,41 @@ class PushTransposePattern final : public rewrite::Pattern {
     ir::Value* out = transpose->output(0);
     if (!pass::hasSingleUse(out)) return ctx.fail("the Transpose has other users");
     ir::Node* node = out->uses().front().user;
-    if (!isElementwise(*node)) return ctx.fail("its user is no elementwise op");
     std::vector<int64_t> inverse(perm->size());
     for (size_t i = 0; i < perm->size(); ++i) {
       int64_t p = (*perm)[i];
       if (p < 0 || p >= *rank) return ctx.fail("bad perm");
       inverse[static_cast<size_t>(p)] = static_cast<int64_t>(i);
     }
+    // The axes the op names on the transposed tensor, named on x: axis a of Transpose<p>(x) is
+    // axis p[a] of x.
+    std::optional<AxisRemap> remap;
+    size_t data_inputs = node->numInputs();
+    if (!isElementwise(*node)) {
+      remap = axisRemapOf(*node, ctx.opset(), *rank, *perm);
+      if (!remap) return ctx.fail("its user is no elementwise op nor one whose axes remap");
+      if (node->opType() != "Concat") data_inputs = 1;
+    }
     // Every operand: the pushed Transpose's (replaced by x), or one that adds no run-time
     // Transpose (cost model above).
     std::vector<Operand> operands(node->numInputs());
-    for (size_t i = 0; i < node->numInputs(); ++i) {
+    for (size_t i = 0; i < data_inputs; ++i) {
       ir::Value* y = node->input(i);
       if (y == nullptr || y == out) continue;
       auto t = pass::constantTensor(y);
       auto ry = pass::rankOf(y);
       if (!ry) return ctx.fail("an operand's rank is unknown");
-      if (*ry == 0 || (t && t->numElements().value_or(0) == 1 && *ry <= *rank)) continue;
+      bool concat = node->opType() == "Concat";  // no broadcasting: every operand has x's rank
+      if (!concat && (*ry == 0 || (t && t->numElements().value_or(0) == 1 && *ry <= *rank))) {
+        continue;
+      }
       ir::Node* producer = y->producer();
       if (producer != nullptr && producer->opType() == "Transpose" && producer->domain().empty() &&
           pass::attrInts(*producer, "perm") == perm) {
         operands[i] = {Operand::Kind::kCancel, producer->input(0), *ry};
         continue;
       }
-      if (t && *ry <= *rank) {
+      if (t && (concat ? *ry == *rank : *ry <= *rank)) {
         operands[i] = {Operand::Kind::kConstant, nullptr, *ry};
         continue;
       }
@@ -115,7 +162,7 @@ class PushTransposePattern final : public rewrite::Pattern {
     ir::Graph& graph = *node->owningGraph();
     rw.setInsertionPoint(node);
     std::vector<ir::Value*> inputs(node->inputs().begin(), node->inputs().end());
-    for (size_t i = 0; i < inputs.size(); ++i) {
+    for (size_t i = 0; i < data_inputs; ++i) {
       if (inputs[i] == out) {
         inputs[i] = transpose->input(0);
         continue;
@@ -142,6 +189,26 @@ class PushTransposePattern final : public rewrite::Pattern {
     }
     ir::Node* pushed = rw.createNodeLike(node->opType(), "", inputs, node);
     for (const ir::Attribute& a : node->attributes()) rw.copyAttribute(*node, pushed, a.name);
+    if (remap) {
+      if (remap->axes_input) {
+        rw.setInput(
+            pushed, 1,
+            rw.createInitializer(
+                graph, "axes",
+                pass::makeInt64Tensor(remap->axes, {static_cast<int64_t>(remap->axes.size())})));
+      } else {
+        ir::Attribute a;
+        a.name = remap->attribute;
+        if (remap->attribute == "axes") {
+          a.kind = ir::Attribute::Kind::kInts;
+          a.ints = remap->axes;
+        } else {
+          a.kind = ir::Attribute::Kind::kInt;
+          a.i = remap->axes.front();
+        }
+        rw.setAttribute(pushed, std::move(a));
+      }
+    }
     rw.setType(pushed->output(0), permuted(node->output(0)->type(), inverse));
     ir::Node* after =
         rw.createNode("Transpose", "", {pushed->output(0)}, {node->output(0)->type()});
