@@ -10,20 +10,25 @@
 // Transpose<p>(x) is axis p[a] of x):
 //   Softmax/LogSoftmax/Hardmax<axis=a> (opset 13+)   ==>  <axis=p[a]>
 //   Concat<axis=a>(T(x1), T(x2) | constant, ...)      ==>  Concat<axis=p[a]>(x1, x2, ...)
-//   ArgMax/ArgMin<axis=a, keepdims=1>, Reduce*<axes=A, keepdims=1> (constant axes, attribute or
-//   input)                                             ==>  axis p[a], axes p[A] Each other operand y becomes:
+//   ArgMax/ArgMin<axis=a, keepdims=1>                 ==>  <axis=p[a]>
+//   Reduce*<axes=A, keepdims=1> (constant axes, attribute or input)  ==>  axes p[A]
+//
+// Each other operand y becomes:
 //   - itself, when it is a scalar (rank 0) or a one-element constant of no higher rank than x
 //     (its dims are all 1: it broadcasts the same either way);
 //   - x' where y is Transpose<p>(x') already (the two cancel);
 //   - Transpose<p^-1>(y) otherwise, a constant first unsqueezed to the rank of x where it has
 //     fewer dims (fold-constants permutes a constant once, offline; it costs nothing at run time).
-// Cost model: a push happens only when it adds no Transpose that runs: every other operand is a
-// constant, one element or a cancelling Transpose. A push therefore never makes the count of
-// run-time Transposes grow, and each moves a Transpose strictly later in the graph, so pushing
-// ends. The Transpose pushed must have N as its only user, its perm must be explicit and x's rank
-// known; a non-constant operand of lower rank than x (it would need an Unsqueeze) stops it.
-// Run with merge-consecutive (Transpose pairs: merged, or gone when they are inverse),
-// fold-constants and dce in one fixed point.
+//
+// Cost model: a push happens when it adds no Transpose that runs (every other operand is a
+// constant, one element or a cancelling Transpose), or when it adds one, for a run-time operand
+// of x's rank, and the Transpose pushed then meets its inverse right after the op (a residual
+// Add between two NHWC/NCHW sandwiches: two Transposes go, one comes). So the count of run-time
+// Transposes never grows, and a push that keeps it moves a Transpose strictly later in the
+// graph: pushing ends. The Transpose pushed must have N as its only user, its perm must be
+// explicit and x's rank known; a run-time operand of lower rank than x (it would need an
+// Unsqueeze as well) stops it. Run with merge-consecutive (Transpose pairs: merged, or gone when
+// they are inverse), fold-constants and dce in one fixed point.
 #include <algorithm>
 #include <set>
 
@@ -67,9 +72,18 @@ ir::Type permuted(const ir::Type& type, const std::vector<int64_t>& perm) {
   return t;
 }
 
+/// A constant, or the Unsqueeze of one this pass made (fold-constants folds both).
+bool isConstantOperand(const ir::Value* v) {
+  if (pass::constantTensor(v)) return true;
+  const ir::Node* p = v->producer();
+  return p != nullptr && p->opType() == "Unsqueeze" && p->domain().empty() &&
+         pass::constantTensor(p->input(0)) && p->numInputs() == 2 &&
+         pass::constantTensor(p->input(1));
+}
+
 /// How one other operand of the pushed-through node is rewritten.
 struct Operand {
-  enum class Kind { kKeep, kCancel, kConstant } kind = Kind::kKeep;
+  enum class Kind { kKeep, kCancel, kConstant, kRunTime } kind = Kind::kKeep;
   ir::Value* value = nullptr;  ///< kCancel: the Transpose's input
   int64_t rank = 0;
 };
@@ -115,6 +129,10 @@ class PushTransposePattern final : public rewrite::Pattern {
     if (!perm || !rank || static_cast<int64_t>(perm->size()) != *rank) {
       return ctx.fail("perm not explicit or the input's rank unknown");
     }
+    // A constant's Transpose (ours, for an operand) is fold-constants' to fold, for free; pushing
+    // it would trade it for a run-time one.
+    if (isConstantOperand(transpose->input(0)))
+      return ctx.fail("the Transpose of a constant folds");
     ir::Value* out = transpose->output(0);
     if (!pass::hasSingleUse(out)) return ctx.fail("the Transpose has other users");
     ir::Node* node = out->uses().front().user;
@@ -136,6 +154,8 @@ class PushTransposePattern final : public rewrite::Pattern {
     // Every operand: the pushed Transpose's (replaced by x), or one that adds no run-time
     // Transpose (cost model above).
     std::vector<Operand> operands(node->numInputs());
+    int run_time = 0;
+    ir::Node* inverse_after = nullptr;  // with a run-time operand: the Transpose that cancels
     for (size_t i = 0; i < data_inputs; ++i) {
       ir::Value* y = node->input(i);
       if (y == nullptr || y == out) continue;
@@ -156,7 +176,24 @@ class PushTransposePattern final : public rewrite::Pattern {
         operands[i] = {Operand::Kind::kConstant, nullptr, *ry};
         continue;
       }
-      return ctx.fail("operand {} would need a Transpose at run time", i);
+      if (!t && *ry == *rank) {
+        operands[i] = {Operand::Kind::kRunTime, nullptr, *ry};
+        ++run_time;
+        continue;
+      }
+      return ctx.fail("operand {} would need an Unsqueeze and a Transpose at run time", i);
+    }
+    if (run_time > 0) {
+      // One run-time Transpose added pays when the pushed one then cancels with an inverse
+      // Transpose right after the op: two go, one comes.
+      ir::Value* result = node->output(0);
+      ir::Node* next = pass::hasSingleUse(result) ? result->uses().front().user : nullptr;
+      bool cancels = run_time == 1 && next != nullptr && next->opType() == "Transpose" &&
+                     next->domain().empty() && pass::attrInts(*next, "perm") == inverse;
+      if (!cancels) {
+        return ctx.fail("an operand would need a Transpose at run time that nothing cancels");
+      }
+      inverse_after = next;
     }
     auto& rw = ctx.rewriter();
     ir::Graph& graph = *node->owningGraph();
@@ -170,6 +207,11 @@ class PushTransposePattern final : public rewrite::Pattern {
       const Operand& o = operands[i];
       if (o.kind == Operand::Kind::kCancel) {
         inputs[i] = o.value;
+      } else if (o.kind == Operand::Kind::kRunTime) {
+        ir::Node* t =
+            rw.createNode("Transpose", "", {inputs[i]}, {permuted(inputs[i]->type(), inverse)});
+        rw.setAttribute(t, permAttribute(inverse));
+        inputs[i] = t->output(0);
       } else if (o.kind == Operand::Kind::kConstant) {
         ir::Value* c = inputs[i];
         if (o.rank < *rank) {  // numpy broadcasting: leading dims of 1
@@ -210,6 +252,15 @@ class PushTransposePattern final : public rewrite::Pattern {
       }
     }
     rw.setType(pushed->output(0), permuted(node->output(0)->type(), inverse));
+    if (inverse_after != nullptr) {
+      // The pushed Transpose and the inverse after the op cancel here, in this rewrite: the
+      // count drops by one at once (left to merge-consecutive, the pair would still stand when
+      // the Transpose just added is looked at, and the two would be pushed back and forth).
+      rw.replaceNode(inverse_after, {pushed->output(0)});
+      rw.eraseNode(node);
+      rw.eraseNode(transpose);
+      return true;
+    }
     ir::Node* after =
         rw.createNode("Transpose", "", {pushed->output(0)}, {node->output(0)->type()});
     rw.setAttribute(after, permAttribute(*perm));
