@@ -1,9 +1,9 @@
 // The unary elementwise family on CUDA: Abs Neg Relu Sign Sigmoid Tanh Exp Log Sqrt Reciprocal
 // Erf Floor Ceil Round Sin Cos Not Gelu LeakyRelu Elu Selu HardSigmoid HardSwish Softplus
-// Softsign Clip IsNaN IsInf (bool outputs), the inverse trigonometric and hyperbolic functions (Acos Acosh Asin Asinh Atan
-// Atanh Cosh Sinh Tan), Swish Celu Mish ThresholdedRelu Shrink, over any input strides (the
-// output is contiguous). Host half (this header, unary.cc): arguments, canImplement, launch;
-// device half: unary.cu.
+// Softsign Clip IsNaN IsInf (bool outputs), the inverse trigonometric and hyperbolic functions
+// (Acos Acosh Asin Asinh Atan Atanh Cosh Sinh Tan), Swish Celu Mish ThresholdedRelu Shrink, over
+// any input strides (the output is contiguous). Host half (this header, unary.cc): arguments,
+// canImplement, launch; device half: unary.cu.
 #pragma once
 
 #include <string>

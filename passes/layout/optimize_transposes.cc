@@ -53,14 +53,6 @@ bool isElementwise(const ir::Node& n) {
   return n.domain().empty() && n.numOutputs() == 1 && kOps.count(n.opType()) > 0;
 }
 
-ir::Attribute permAttribute(const std::vector<int64_t>& perm) {
-  ir::Attribute a;
-  a.name = "perm";
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = perm;
-  return a;
-}
-
 /// `type` with its dims reordered: result dim i is dim perm[i] (what Transpose<perm> makes).
 ir::Type permuted(const ir::Type& type, const std::vector<int64_t>& perm) {
   ir::Type t = type;
@@ -70,6 +62,17 @@ ir::Type permuted(const ir::Type& type, const std::vector<int64_t>& perm) {
     t.shape = std::move(dims);
   }
   return t;
+}
+
+/// Transpose<perm>(v), created at the rewriter's insertion point, typed from v's type.
+ir::Value* transposeOf(rewrite::Rewriter& rw, ir::Value* v, const std::vector<int64_t>& perm) {
+  ir::Node* t = rw.createNode("Transpose", "", {v}, {permuted(v->type(), perm)});
+  ir::Attribute a;
+  a.name = "perm";
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = perm;
+  rw.setAttribute(t, std::move(a));
+  return t->output(0);
 }
 
 /// A constant, or the Unsqueeze of one this pass made (fold-constants folds both).
@@ -111,7 +114,7 @@ std::optional<AxisRemap> axisRemapOf(const ir::Node& n, int64_t opset, int64_t r
   if (op.rfind("Reduce", 0) == 0) {
     auto axes = pass::reduceAxes(n, opset, rank);  // keepdims=1 and explicit constant axes
     if (!axes) return std::nullopt;
-    AxisRemap r{"axes", opset >= 18 || (op == "ReduceSum" && opset >= 13), {}};
+    AxisRemap r{"axes", pass::reduceAxesFromInput(n, opset), {}};
     for (int64_t a : *axes) r.axes.push_back(perm[static_cast<size_t>(a)]);
     std::sort(r.axes.begin(), r.axes.end());
     return r;
@@ -208,10 +211,7 @@ class PushTransposePattern final : public rewrite::Pattern {
       if (o.kind == Operand::Kind::kCancel) {
         inputs[i] = o.value;
       } else if (o.kind == Operand::Kind::kRunTime) {
-        ir::Node* t =
-            rw.createNode("Transpose", "", {inputs[i]}, {permuted(inputs[i]->type(), inverse)});
-        rw.setAttribute(t, permAttribute(inverse));
-        inputs[i] = t->output(0);
+        inputs[i] = transposeOf(rw, inputs[i], inverse);
       } else if (o.kind == Operand::Kind::kConstant) {
         ir::Value* c = inputs[i];
         if (o.rank < *rank) {  // numpy broadcasting: leading dims of 1
@@ -224,9 +224,7 @@ class PushTransposePattern final : public rewrite::Pattern {
           if (wide.shape) wide.shape->insert(wide.shape->begin(), axes.size(), ir::Dim::known(1));
           c = rw.createNode("Unsqueeze", "", {c, axes_value}, {wide})->output(0);
         }
-        ir::Node* t = rw.createNode("Transpose", "", {c}, {permuted(c->type(), inverse)});
-        rw.setAttribute(t, permAttribute(inverse));
-        inputs[i] = t->output(0);
+        inputs[i] = transposeOf(rw, c, inverse);
       }
     }
     ir::Node* pushed = rw.createNodeLike(node->opType(), "", inputs, node);
@@ -261,10 +259,7 @@ class PushTransposePattern final : public rewrite::Pattern {
       rw.eraseNode(transpose);
       return true;
     }
-    ir::Node* after =
-        rw.createNode("Transpose", "", {pushed->output(0)}, {node->output(0)->type()});
-    rw.setAttribute(after, permAttribute(*perm));
-    rw.replaceNode(node, {after->output(0)});
+    rw.replaceNode(node, {transposeOf(rw, pushed->output(0), *perm)});
     rw.eraseNode(transpose);
     return true;
   }
@@ -274,8 +269,8 @@ class OptimizeTransposesPass final : public pass::PatternPass {
  public:
   std::string id() const override { return "optimize-transposes"; }
   std::string summary() const override {
-    return "Push Transposes down through elementwise ops toward a Transpose they cancel with, "
-           "when that adds no run-time Transpose";
+    return "Push Transposes down through elementwise and axis-naming ops toward an inverse "
+           "Transpose they cancel with, never adding to the run-time Transposes";
   }
 
  protected:

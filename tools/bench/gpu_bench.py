@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SEED = 20261202
 SEQ = 128
 MODELS = ("resnet50", "bert", "gpt2", "vit")
-# The issue's torch figures (2026-11-29, fp16, median ms) for the report's "then" column.
+# The throughput cases' batch sizes (the issue's resnet50 bs256 and bert bs128).
 THROUGHPUT = {"resnet50": 256, "bert": 128}
 MICRO_ELEMENTS = 128 * 1024 * 1024  # 256 MB of fp16
 
@@ -284,7 +284,6 @@ class Runner:
         log(f"environment: {env}")
 
     def model(self, name: str) -> None:
-        import numpy as np
         import torch
 
         a = self.args
@@ -480,12 +479,9 @@ class Runner:
 
 # --- report ---------------------------------------------------------------------------------------
 
-ISSUE_TORCH = {  # the issue's figures, 2026-11-29: eager / compile / compile+cudagraphs, ms
-    ("resnet50", 1): (6.33, 2.28, 0.86), ("resnet50", 32): (4.67, 4.17, 1.69),
-    ("bert", 1): (9.04, 3.13, 1.13), ("bert", 32): (6.47, 3.09, 2.74),
-    ("gpt2", 1): (9.58, 4.56, 0.90), ("gpt2", 32): (4.71, 4.72, 2.31),
-    ("vit", 1): (3.26, 2.97, 1.02), ("vit", 32): (5.97, 4.47, 3.76),
-}
+def verdict(check: dict) -> str:
+    """A case's correctness cell: pass, FAIL, or - when it was not checked."""
+    return "-" if not check else "pass" if check.get("pass") else "FAIL"
 
 
 def fmt_ms(v) -> str:
@@ -517,7 +513,7 @@ def report(results: dict, doc: Path, chart: Path | None) -> str:
         err = (f"{chk['max_abs_ours_vs_fp32']:.3g} / {chk['max_abs_torch16_vs_fp32']:.3g}" if chk else "-")
         lines.append(f"| {c['model']} | {c['batch']} | {fmt_ms(ours)} | {fmt_ms(p50(c, 'ours', 'wall'))} | "
                      f"{fmt_ms(p50(c, 'torch', 'eager'))} | {fmt_ms(p50(c, 'torch', 'compile'))} | {fmt_ms(cg)} | "
-                     f"{ratio} | {err} | {'pass' if chk.get('pass') else 'FAIL' if chk else '-'} |")
+                     f"{ratio} | {err} | {verdict(chk)} |")
     if thr:
         lines.append("\n## Throughput, fp16\n")
         lines.append("| model | batch | ours ms | ours items/s | torch eager items/s | "
@@ -529,7 +525,7 @@ def report(results: dict, doc: Path, chart: Path | None) -> str:
             chk = c.get("check", {})
             lines.append(f"| {c['model']} | {c['batch']} | {fmt_ms(ours)} | {per_s(ours)} | "
                          f"{per_s(p50(c, 'torch', 'eager'))} | {per_s(p50(c, 'torch', 'compile_cudagraphs'))} | "
-                         f"{'pass' if chk.get('pass') else 'FAIL' if chk else '-'} |")
+                         f"{verdict(chk)} |")
     if results.get("micro"):
         lines.append("\n## Memory-bound kernels, fp16, 256 MB tensors (copy limit about 4.3 TB/s)\n")
         lines.append("| op | bytes read + written | ms | TB/s |")

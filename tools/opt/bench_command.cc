@@ -2,8 +2,9 @@
 // CUDA executor or the reference kernels: warmup runs, then timed runs of run() with the inputs
 // prepared beforehand (each time covers upload, compute and download), printed as percentiles,
 // throughput, device memory, plan cache and CUDA graph state, and on CUDA the device time of the
-// node steps alone (events after the uploads and before the downloads: "compute"); with --profile, eager runs with an
-// event pair around each step and a per-node table. --json FILE writes the same as JSON.
+// node steps alone (events after the uploads and before the downloads: "compute"); with
+// --profile, eager runs with an event pair around each step and a per-node table. --json FILE
+// writes the same as JSON.
 #include <chrono>
 #include <cstdio>
 #include <optional>

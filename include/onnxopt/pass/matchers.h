@@ -74,6 +74,9 @@ bool isFloatType(ir::DataType dtype);
 
 /// Of a binary node, the operand that is not `known` (nullptr when neither is).
 ir::Value* otherOperand(const ir::Node& node, const ir::Value* known);
+/// Whether a Reduce* node takes its axes as input 1 (opset 18; ReduceSum from 13) rather than as
+/// the `axes` attribute.
+bool reduceAxesFromInput(const ir::Node& node, int64_t opset);
 /// The axes of a keepdims=1 ReduceMean/ReduceSum (attribute before opset 18, constant input from
 /// 18), normalized against `rank` and sorted; nullopt when not constant or keepdims is 0.
 std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& node, int64_t opset, int64_t rank);

@@ -924,16 +924,15 @@ struct CudaExecutor::Impl {
     ExecutionResult result;
     std::vector<RecordedValue> recorded;
     // CudaOptions::time_compute: markers around the node steps (profiled runs time each step).
-    std::optional<std::pair<size_t, size_t>> compute;
     bool timed = options.time_compute && !record && run.profile == nullptr;
+    size_t compute_start = 0, compute_end = 0;
     last_compute_ms.reset();
     if (timed) {
-      ASSIGN_OR_RETURN(size_t start, api->recordMarker());
-      compute.emplace(start, start);
+      ASSIGN_OR_RETURN(compute_start, api->recordMarker());
     }
     RETURN_IF_ERROR(runSteps(run, record, &recorded));
     if (timed) {
-      ASSIGN_OR_RETURN(compute->second, api->recordMarker());
+      ASSIGN_OR_RETURN(compute_end, api->recordMarker());
     }
 
     // The outputs: device ones queued (into pinned staging where the plan has it), then one
@@ -960,8 +959,8 @@ struct CudaExecutor::Impl {
     }
     RETURN_IF_ERROR(api->synchronize("the run"));
     run.pending = false;
-    if (compute) {
-      ASSIGN_OR_RETURN(double ms, api->elapsedMs(compute->first, compute->second));
+    if (timed) {
+      ASSIGN_OR_RETURN(double ms, api->elapsedMs(compute_start, compute_end));
       last_compute_ms = ms;
     }
     if (run.profile != nullptr) {
