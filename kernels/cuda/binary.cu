@@ -238,6 +238,61 @@ __global__ void binaryVecKernel(BinaryDeviceArgs args) {
   }
 }
 
+/// The innermost dim of the plan is a whole number of 16-byte vectors, each operand steps through
+/// it with stride 1 or 0 (a row broadcast, a per-channel or scalar operand), and the strides and
+/// pointers of the stride-1 operands and the output keep the vectors 16-byte aligned: one index computation per vector, and
+/// each operand is a 16-byte load or one element splat across the vector. Float types,
+/// arithmetic ops, 32-bit indexing.
+template <typename T>
+bool broadcastVectorizable(const BinaryDeviceArgs& args) {
+  constexpr int kV = kVecElements<T>;
+  const BroadcastPlan& p = args.plan;
+  if (p.linear || !p.index32 || p.rank < 1 || p.dims[p.rank - 1] % kV != 0) return false;
+  if (!aligned16(args.y)) return false;
+  const void* data[2] = {args.a, args.b};
+  for (int k = 0; k < 2; ++k) {
+    int64_t inner = p.strides[k][p.rank - 1];
+    if (inner == 0) continue;  // one element per vector: any address
+    if (inner != 1 || !aligned16(data[k])) return false;
+    for (int d = 0; d + 1 < p.rank; ++d) {
+      if (p.strides[k][d] % kV != 0) return false;
+    }
+  }
+  return true;
+}
+
+/// `kV` elements of `x` from `offset`: a 16-byte load where `contiguous`, else one element splat.
+template <typename T>
+__device__ __forceinline__ Vec16<T> loadOrSplat(const T* x, int64_t offset, bool contiguous) {
+  if (contiguous) return *reinterpret_cast<const Vec16<T>*>(x + offset);
+  Vec16<T> v;
+  T e = x[offset];
+#pragma unroll
+  for (int k = 0; k < kVecElements<T>; ++k) v.v[k] = e;
+  return v;
+}
+
+template <typename T>
+__global__ void binaryBroadcastVecKernel(BinaryDeviceArgs args) {
+  constexpr int kV = kVecElements<T>;
+  const T* a = static_cast<const T*>(args.a);
+  const T* b = static_cast<const T*>(args.b);
+  auto* y = static_cast<Vec16<T>*>(args.y);
+  const int inner = args.plan.rank - 1;
+  const bool a_rows = args.plan.strides[0][inner] == 1;
+  const bool b_rows = args.plan.strides[1][inner] == 1;
+  int64_t vectors = args.plan.count / kV;
+  ONNXOPT_GRID_STRIDE(i, vectors) {
+    int64_t off[2];
+    broadcastOffsets<2>(args.plan, i * kV, off);
+    Vec16<T> va = loadOrSplat(a, off[0], a_rows);
+    Vec16<T> vb = loadOrSplat(b, off[1], b_rows);
+#pragma unroll
+    for (int k = 0; k < kV; ++k) store(va.v, k, arithmetic(args.op, load(va.v, k), load(vb.v, k)));
+    y[i] = va;
+  }
+}
+
 }  // namespace
 
 bool binaryKernelExists(BinaryOp op, DataType dtype) {
@@ -291,6 +346,9 @@ cudaError_t launchBinary(const BinaryDeviceArgs& args, cudaStream_t stream) {
     } else if constexpr (kIsFloating<T>) {
       if (args.plan.linear && aligned16(args.a) && aligned16(args.b) && aligned16(args.y)) {
         binaryVecKernel<T>
+            <<<residentBlocksFor(args.plan.count / kVecElements<T>), kThreads, 0, stream>>>(args);
+      } else if (broadcastVectorizable<T>(args)) {
+        binaryBroadcastVecKernel<T>
             <<<residentBlocksFor(args.plan.count / kVecElements<T>), kThreads, 0, stream>>>(args);
       } else {
         binaryKernel<T, false><<<blocksFor(args.plan.count), kThreads, 0, stream>>>(args);

@@ -39,8 +39,50 @@ StatusOr<std::vector<int64_t>> broadcastDims(const std::vector<std::vector<int64
   return out;
 }
 
+/// Drops size-1 dims and merges neighbours every operand steps through as one.
+void coalesceDims(BroadcastPlan& plan) {
+  int rank = 0;
+  for (int d = 0; d < plan.rank; ++d) {
+    if (plan.dims[d] == 1) continue;
+    bool merge = rank > 0;
+    for (int k = 0; k < plan.operands && merge; ++k) {
+      merge = plan.strides[k][rank - 1] == plan.strides[k][d] * plan.dims[d];
+    }
+    if (merge) {
+      plan.dims[rank - 1] *= plan.dims[d];
+      for (int k = 0; k < plan.operands; ++k) plan.strides[k][rank - 1] = plan.strides[k][d];
+      continue;
+    }
+    plan.dims[rank] = plan.dims[d];
+    for (int k = 0; k < plan.operands; ++k) plan.strides[k][rank] = plan.strides[k][d];
+    ++rank;
+  }
+  for (int d = rank; d < plan.rank; ++d) {
+    plan.dims[d] = 0;
+    for (int k = 0; k < plan.operands; ++k) plan.strides[k][d] = 0;
+  }
+  plan.rank = rank;
+}
+
+/// Whether every index and offset of the plan fits in 31 bits.
+bool fitsIndex32(const BroadcastPlan& plan) {
+  constexpr int64_t kLimit = int64_t{1} << 31;
+  if (plan.count >= kLimit) return false;
+  for (int k = 0; k < plan.operands; ++k) {
+    int64_t reach = 0;  // the largest offset, |stride| * (dim - 1) summed
+    for (int d = 0; d < plan.rank; ++d) {
+      int64_t s = plan.strides[k][d] < 0 ? -plan.strides[k][d] : plan.strides[k][d];
+      if (plan.dims[d] > 1 && s >= kLimit / plan.dims[d]) return false;
+      reach += s * (plan.dims[d] - 1);
+      if (reach >= kLimit || plan.strides[k][d] < 0) return false;
+    }
+  }
+  return true;
+}
+
 StatusOr<BroadcastPlan> planBroadcast(const std::vector<ConstTensorView>& inputs,
-                                      const ConstTensorView& output, const std::string& op) {
+                                      const ConstTensorView& output, const std::string& op,
+                                      bool coalesce) {
   if (inputs.empty() || inputs.size() > static_cast<size_t>(kMaxOperands)) {
     return invalidArgument("{}: {} inputs; the elementwise kernels read 1 to {}", op, inputs.size(),
                            kMaxOperands);
@@ -81,6 +123,8 @@ StatusOr<BroadcastPlan> planBroadcast(const std::vector<ConstTensorView>& inputs
       plan.strides[k][offset + i] = in.dims[i] == 1 ? 0 : in.strides[i];
     }
   }
+  if (coalesce) coalesceDims(plan);
+  plan.index32 = fitsIndex32(plan);
   return plan;
 }
 

@@ -19,6 +19,9 @@ struct BroadcastPlan {
   int operands = 0;
   int64_t count = 0;    ///< output elements
   bool linear = false;  ///< every input is contiguous with the output's dims: element i is at i
+  /// Every output index and input offset fits in 31 bits: the kernels index in 32-bit arithmetic
+  /// (a 64-bit division is a long software sequence on the GPU, a 32-bit one a few instructions).
+  bool index32 = false;
   int64_t dims[kMaxRank] = {};
   int64_t strides[kMaxOperands][kMaxRank] = {};  ///< in elements, per input
 };

@@ -122,6 +122,23 @@ __device__ __forceinline__ void broadcastOffsets(const BroadcastPlan& plan, int6
   }
 #pragma unroll
   for (int k = 0; k < N; ++k) off[k] = 0;
+  if (plan.index32) {
+    // Every index and offset fits in 31 bits (BroadcastPlan::index32): 32-bit division.
+    uint32_t j = static_cast<uint32_t>(i);
+    uint32_t o[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) o[k] = 0;
+    for (int d = plan.rank - 1; d >= 0; --d) {
+      uint32_t dim = static_cast<uint32_t>(plan.dims[d]);
+      uint32_t c = j % dim;
+      j /= dim;
+#pragma unroll
+      for (int k = 0; k < N; ++k) o[k] += c * static_cast<uint32_t>(plan.strides[k][d]);
+    }
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = o[k];
+    return;
+  }
   for (int d = plan.rank - 1; d >= 0; --d) {
     int64_t dim = plan.dims[d];
     int64_t c = i % dim;

@@ -17,7 +17,8 @@ namespace {
 /// Input `k`'s plan against the output (the output's own view stands in as the second operand,
 /// so that the broadcast shape is the output's).
 StatusOr<BroadcastPlan> inputPlan(const VariadicArgs& args, size_t k) {
-  return planBroadcast({args.x[k], args.y}, args.y, args.op);
+  // The output's dims (not coalesced): launch pairs the inputs' plans dim by dim.
+  return planBroadcast({args.x[k], args.y}, args.y, args.op, /*coalesce=*/false);
 }
 
 }  // namespace

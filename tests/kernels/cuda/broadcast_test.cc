@@ -43,6 +43,44 @@ TEST(PlanBroadcast, StridesAreZeroOnBroadcastDims) {
   EXPECT_EQ(plan->strides[1][2], 1);
 }
 
+TEST(PlanBroadcast, CoalescesDimsEveryInputStepsThroughAsOne) {
+  // A bias over [32, 128, 768]: the two leading dims are one for both inputs.
+  auto plan = planBroadcast({view({32, 128, 768}), view({768})}, view({32, 128, 768}), "Add");
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  EXPECT_EQ(plan->rank, 2);
+  EXPECT_EQ(plan->dims[0], 4096);
+  EXPECT_EQ(plan->dims[1], 768);
+  EXPECT_EQ(plan->strides[0][0], 768);
+  EXPECT_EQ(plan->strides[0][1], 1);
+  EXPECT_EQ(plan->strides[1][0], 0);
+  EXPECT_EQ(plan->strides[1][1], 1);
+  EXPECT_TRUE(plan->index32);
+  // An attention mask [2, 1, 1, 16] over [2, 3, 4, 16]: heads and rows merge (both broadcast),
+  // size-1 dims go.
+  plan = planBroadcast({view({2, 3, 4, 16}), view({2, 1, 1, 16})}, view({2, 3, 4, 16}), "Add");
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  EXPECT_EQ(plan->rank, 3);
+  EXPECT_EQ(plan->dims[1], 12);
+  EXPECT_EQ(plan->strides[1][0], 16);
+  EXPECT_EQ(plan->strides[1][1], 0);
+  EXPECT_EQ(plan->strides[1][2], 1);
+  // Not coalesced on request: the output's dims.
+  plan = planBroadcast({view({32, 128, 768}), view({768})}, view({32, 128, 768}), "Sum", false);
+  ASSERT_TRUE(plan.isOk()) << plan.status().toString();
+  EXPECT_EQ(plan->rank, 3);
+}
+
+TEST(PlanBroadcast, IndexesIn32BitsOnlyWhereEveryOffsetFits) {
+  auto big =
+      planBroadcast({view({1 << 16, 1 << 15}), view({1 << 15})}, view({1 << 16, 1 << 15}), "Add");
+  ASSERT_TRUE(big.isOk()) << big.status().toString();
+  EXPECT_FALSE(big->index32);  // 2^31 elements
+  auto fits =
+      planBroadcast({view({1 << 15, 1 << 15}), view({1 << 15})}, view({1 << 15, 1 << 15}), "Add");
+  ASSERT_TRUE(fits.isOk()) << fits.status().toString();
+  EXPECT_TRUE(fits->index32);
+}
+
 TEST(PlanBroadcast, SameShapesAreLinear) {
   auto plan = planBroadcast({view({5, 7}), view({5, 7})}, view({5, 7}), "Sub");
   ASSERT_TRUE(plan.isOk()) << plan.status().toString();

@@ -71,8 +71,15 @@ std::vector<Shapes> shapesFor(const CudaKernelInfo& row) {
   }
   if (family == "Binary" || family == "Mod") {
     // 1000 and 1003 elements: the vectorized path (16 bytes a thread) without and with a tail.
+    // A row broadcast (a bias), a column one (a per-row scale), an attention mask and a scalar
+    // over rows of 16: the vectorized broadcasting path (one operand loaded 16 bytes at a time,
+    // the other splat).
     return {{{1000}, {1000}},
             {{1003}, {1003}},
+            {{6, 5, 16}, {16}},
+            {{6, 16}, {6, 1}},
+            {{2, 3, 4, 16}, {2, 1, 1, 16}},
+            {{24}, {4, 1, 24}},
             {{3, 1, 17}, {4, 17}},
             {{2, 3, 5}, {}},
             {{2, 1, 2, 1, 2, 1, 2, 3}, {1, 3, 1, 2, 1, 2, 1, 1}}};
