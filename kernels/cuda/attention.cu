@@ -290,6 +290,51 @@ __global__ void presentKernel(const T* past, const T* cur, HeadStrides s, int64_
   }
 }
 
+/// One warp per (batch, head, query row) of the scores: max, sum and write passes over the row
+/// (a few hundred floats: L1 holds it between passes).
+template <typename T>
+__global__ void scoresSoftmaxKernel(AttentionDeviceArgs a, const float* scores, T* probs) {
+  const int64_t rows = a.batch * a.q_heads * a.q_seq, keys = a.kv_seq;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  int64_t key_end = keys;
+  if (a.mask != nullptr) key_end = min(key_end, a.mask_len);
+  for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows;
+       row += warps) {
+    const int64_t qi = row % a.q_seq, h = (row / a.q_seq) % a.q_heads,
+                  b = row / a.q_seq / a.q_heads;
+    const float* s = scores + row * keys;
+    T* p = probs + row * keys;
+    const int64_t mask_row =
+        b * a.mask_strides.batch + h * a.mask_strides.head + qi * a.mask_strides.seq;
+    auto biasAt = [&](int64_t j) {
+      if (j >= key_end || (a.causal && j > qi)) return -INFINITY;
+      return a.mask != nullptr ? maskBias(a, mask_row + j) : 0.0f;
+    };
+    float mx = -INFINITY;
+    bool any = false;
+    for (int64_t j = lane; j < keys; j += 32) {
+      const float bias = biasAt(j);
+      if (bias == -INFINITY) continue;  // masked whatever its score, as the fused kernel
+      mx = fmaxf(mx, s[j] + bias);
+      any = true;
+    }
+    mx = warpMax(mx);
+    any = __any_sync(0xffffffffu, any);
+    float sum = 0.0f;
+    for (int64_t j = lane; j < keys; j += 32) {
+      const float bias = biasAt(j);
+      if (bias != -INFINITY) sum += expf(s[j] + bias - mx);
+    }
+    sum = warpSum(sum);
+    const float inv = any && sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (int64_t j = lane; j < keys; j += 32) {
+      const float bias = biasAt(j);
+      store(p, j, bias == -INFINITY ? 0.0f : expf(s[j] + bias - mx) * inv);
+    }
+  }
+}
+
 template <typename T>
 cudaError_t launchTyped(const AttentionDeviceArgs& a, cudaStream_t stream) {
   const int64_t total = a.past_seq + a.kv_seq;
@@ -353,6 +398,28 @@ cudaError_t launchAttention(const AttentionDeviceArgs& args, cudaStream_t stream
     default:
       return launchTyped<float>(args, stream);
   }
+}
+
+cudaError_t launchAttentionSoftmax(const AttentionDeviceArgs& args, const float* scores,
+                                   void* probs, cudaStream_t stream) {
+  const int64_t rows = args.batch * args.q_heads * args.q_seq;
+  if (rows == 0 || args.kv_seq == 0) return cudaSuccess;
+  const unsigned blocks = blocksFor(rows * 32);
+  switch (args.dtype) {
+    case DataType::kFloat16:
+      scoresSoftmaxKernel<__half>
+          <<<blocks, kThreads, 0, stream>>>(args, scores, static_cast<__half*>(probs));
+      break;
+    case DataType::kBfloat16:
+      scoresSoftmaxKernel<__nv_bfloat16>
+          <<<blocks, kThreads, 0, stream>>>(args, scores, static_cast<__nv_bfloat16*>(probs));
+      break;
+    default:
+      scoresSoftmaxKernel<float>
+          <<<blocks, kThreads, 0, stream>>>(args, scores, static_cast<float*>(probs));
+      break;
+  }
+  return cudaGetLastError();
 }
 
 }  // namespace onnxopt::kernels::cuda

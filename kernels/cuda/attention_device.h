@@ -57,4 +57,12 @@ bool attentionKernelExists(DataType dtype, DataType mask_dtype);
 /// Writes the present outputs (when asked) and Y on `stream`; returns the launch status.
 cudaError_t launchAttention(const AttentionDeviceArgs& args, cudaStream_t stream);
 
+/// The tensor-core path's middle step (attention.cc runs Q K^T and P V through cuBLASLt):
+/// `scores` holds the scaled float scores [batch, q_heads, q_seq, kv_seq] (no past, no
+/// nonpad_kv_seqlen, no softcap); writes `probs` (Q's type, same shape) = softmax over each row
+/// of scores + the mask's bias, with is_causal and the mask's length masking keys as the fused
+/// kernel does (a row with every key masked is 0).
+cudaError_t launchAttentionSoftmax(const AttentionDeviceArgs& args, const float* scores,
+                                   void* probs, cudaStream_t stream);
+
 }  // namespace onnxopt::kernels::cuda

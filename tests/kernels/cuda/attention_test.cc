@@ -4,7 +4,9 @@
 // that differs, bool and float masks broadcast from [Sq, T], [B, 1, Sq, T], [B, 1, 1, T] and [Hq, Sq, T], a mask
 // shorter than the keys, is_causal with and without past, softcap, scale, the present outputs and
 // nonpad_kv_seqlen (opset 24), rows with every key masked, qk_matmul_output in its four modes.
-// Label gpu.
+// The cases with as many key/value heads as query heads and no past, softcap, nonpad_kv_seqlen or
+// qk_matmul_output take the tensor-core path (cuBLASLt products around a softmax kernel); the
+// others the fused kernel. Label gpu.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -351,6 +353,11 @@ StatusOr<std::vector<HostTensor>> runAttention(const AttnNode& node,
   }
   Support support = cudaCanImplement(call);
   if (!support) return Status(StatusCode::kUnimplemented, support.reason);
+  // The tensor-core path's scores and probabilities (the fused kernel asks for none).
+  ASSIGN_OR_RETURN(size_t workspace_bytes, cudaWorkspaceBytes(call));
+  ASSIGN_OR_RETURN(DeviceBuffer workspace, DeviceBuffer::allocate(workspace_bytes));
+  call.workspace = workspace.data();
+  call.workspace_bytes = workspace.size();
   RETURN_IF_ERROR(launchCudaKernel(call, stream.get()));
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i].dtype == DataType::kUndefined) continue;
