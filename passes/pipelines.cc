@@ -99,16 +99,52 @@ Status applyPassOptions(std::vector<pass::PipelineEntry>& pipeline,
   return Status::ok();
 }
 
+namespace {
+
+void removeEntries(std::vector<pass::PipelineEntry>& pipeline,
+                   const std::vector<std::string>& ids) {
+  for (pass::PipelineEntry& e : pipeline) {
+    if (e.isFixpoint()) removeEntries(e.group, ids);
+  }
+  pipeline.erase(std::remove_if(pipeline.begin(), pipeline.end(),
+                                [&](const pass::PipelineEntry& e) {
+                                  if (e.isFixpoint()) return e.group.empty();
+                                  return std::find(ids.begin(), ids.end(), e.pass->id()) !=
+                                         ids.end();
+                                }),
+                 pipeline.end());
+}
+
+}  // namespace
+
+Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
+                    const std::vector<std::string>& ids) {
+  for (const std::string& id : ids) {
+    if (createPass(id) == nullptr) {
+      return invalidArgument("--disable-pass: no pass '{}' (opt --list-passes lists them)", id);
+    }
+  }
+  removeEntries(pipeline, ids);
+  return Status::ok();
+}
+
 // -O3 --target cuda: -O2, then rewrites to ops of our own domain (ai.onnxopt) that the CUDA
 // kernel table claims, each written to the model as a function (its decomposition), so the file
 // stays portable.
 //  - After every portable fusion: the patterns read the chains those leave (MatMul + Add that
 //    fuse-gemm kept for rank > 2, Gelu from fuse-gelu).
+//  - convert-nhwc first: convolutions and pools to channels-last (tensor cores' layout), each
+//    between two Transposes; then the transpose fixed point of -O2 again, which pushes those
+//    Transposes through the ReLUs and residual Adds between convolutions and cancels them in
+//    pairs (fold-constants permutes the constants they meet; dce drops the NCHW weights).
 //  - fuse-matmul-epilogue: MatMul + bias first, then the activation onto it, in one fixed point;
 //    fuse-skip-layernorm beside it: the residual Add it takes is not a bias Add (its operands
-//    have the sum's full shape), so neither fusion takes the other's chain. dce removes what the
-//    fusions leave dead.
-constexpr const char* kCudaLevel3 = ",fixpoint(fuse-matmul-epilogue,fuse-skip-layernorm,dce)";
+//    have the sum's full shape), so neither fusion takes the other's chain; fuse-conv-activation
+//    too, after the transposes are gone (a Transpose between a convolution and its ReLU hides
+//    the pair). dce removes what the fusions leave dead.
+constexpr const char* kCudaLevel3 =
+    ",convert-nhwc,fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce),"
+    "fixpoint(fuse-conv-activation,fuse-matmul-epilogue,fuse-skip-layernorm,dce)";
 
 StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target,
                                   const std::vector<PassOptionSetting>& settings) {

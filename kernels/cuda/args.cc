@@ -67,6 +67,16 @@ Support requireDevice(const std::string& op, const ConstTensorView& view, const 
       fmt::format("{}: {} is in host memory; the CUDA kernel reads device memory", op, what));
 }
 
+bool storedChannelsLast(const ConstTensorView& view) {
+  if (view.dims.size() < 3 || view.strides.size() != view.dims.size()) return view.isContiguous();
+  ConstTensorView stored = view;
+  stored.dims.push_back(view.dims[1]);
+  stored.dims.erase(stored.dims.begin() + 1);
+  stored.strides.push_back(view.strides[1]);
+  stored.strides.erase(stored.strides.begin() + 1);
+  return stored.isContiguous();
+}
+
 Support oneInputDeviceSupport(const std::string& op, const ConstTensorView& x,
                               const ConstTensorView& y) {
   if (Support s = requireDevice(op, x, "input 0"); !s) return s;

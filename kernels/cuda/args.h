@@ -45,6 +45,22 @@ Support requireDevice(const std::string& op, const ConstTensorView& view, const 
 Support oneInputDeviceSupport(const std::string& op, const ConstTensorView& x,
                               const ConstTensorView& y);
 
+/// The channels-first view of a tensor stored channels-last: dims [N, S1, ..., Sk, C] become
+/// [N, C, S1, ..., Sk] with the strides that address the same memory (rank >= 3; other views are
+/// returned as they are).
+template <typename View>
+View channelsFirstView(View v) {
+  if (v.dims.size() < 3 || v.strides.size() != v.dims.size()) return v;
+  v.dims.insert(v.dims.begin() + 1, v.dims.back());
+  v.dims.pop_back();
+  v.strides.insert(v.strides.begin() + 1, v.strides.back());
+  v.strides.pop_back();
+  return v;
+}
+
+/// Whether a channels-first view (channelsFirstView) is contiguous channels-last memory.
+bool storedChannelsLast(const ConstTensorView& view);
+
 /// The node's attributes (an empty set when the call has none).
 const KernelAttrs& attrsOf(const CudaKernelCall& call);
 

@@ -93,15 +93,15 @@ StatusOr<TensorDesc> makeTensorDesc(DataType t, const std::vector<int64_t>& dims
 }
 
 StatusOr<FilterDesc> makeFilterDesc(DataType t, const std::vector<int64_t>& dims,
-                                    const std::string& op) {
+                                    const std::string& op, cudnnTensorFormat_t format) {
   RETURN_IF_ERROR(checkIntDims(dims, op));
   cudnnFilterDescriptor_t raw = nullptr;
   ONNXOPT_CUDA_CHECK(cudnnCreateFilterDescriptor(&raw), op);
   FilterDesc desc(raw);
   std::vector<int> d = toInts(dims);
-  ONNXOPT_CUDA_CHECK(cudnnSetFilterNdDescriptor(raw, cudnnTypeOf(t), CUDNN_TENSOR_NCHW,
-                                                static_cast<int>(d.size()), d.data()),
-                     op);
+  ONNXOPT_CUDA_CHECK(
+      cudnnSetFilterNdDescriptor(raw, cudnnTypeOf(t), format, static_cast<int>(d.size()), d.data()),
+      op);
   return desc;
 }
 

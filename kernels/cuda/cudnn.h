@@ -45,9 +45,13 @@ using ConvDesc = std::unique_ptr<cudnnConvolutionStruct, detail::CudnnDestroy>;
 /// when empty).
 StatusOr<TensorDesc> makeTensorDesc(DataType t, const std::vector<int64_t>& dims,
                                     const std::vector<int64_t>& strides, const std::string& op);
-/// An NCHW filter descriptor of `dims` (4 or 5).
+/// A filter descriptor of `dims` (4 or 5, in [M, C, spatial...] order) whose memory is laid out
+/// as `format` says: CUDNN_TENSOR_NCHW ([M, C, kH, kW] row-major) or CUDNN_TENSOR_NHWC
+/// ([M, kH, kW, C]).
 StatusOr<FilterDesc> makeFilterDesc(DataType t, const std::vector<int64_t>& dims,
-                                    const std::string& op);
+                                    const std::string& op,
+                                    cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
+
 /// A cross-correlation descriptor over the spatial dims (2 or 3) with float compute, `group`
 /// groups and `math` (CUDNN_FMA_MATH: no tensor cores, no TF32).
 StatusOr<ConvDesc> makeConvDesc(const std::vector<int64_t>& pads,

@@ -45,16 +45,24 @@ StatusOr<PoolArgs> argsFromCall<PoolArgs>(const CudaKernelCall& call) {
       {"LpPool", PoolKind::kLp},
       {"GlobalMaxPool", PoolKind::kGlobalMax},
       {"GlobalAveragePool", PoolKind::kGlobalAverage},
+      {"NhwcMaxPool", PoolKind::kMax},
+      {"NhwcAveragePool", PoolKind::kAverage},
   };
   auto it = kKinds.find(call.op);
   if (it == kKinds.end()) return invalidArgument("{}: not a CUDA pool kernel", call.op);
   PoolArgs args;
   args.op = call.op;
   args.kind = it->second;
-  size_t outputs = args.kind == PoolKind::kMax && call.outputs.size() == 2 ? 2 : 1;
+  args.channels_last = call.op.rfind("Nhwc", 0) == 0;
+  size_t outputs =
+      args.kind == PoolKind::kMax && !args.channels_last && call.outputs.size() == 2 ? 2 : 1;
   RETURN_IF_ERROR(checkArity(call, 1, 1, outputs));
   args.x = call.inputs[0];
   args.y = call.outputs[0];
+  if (args.channels_last) {
+    args.x = channelsFirstView(args.x);
+    args.y = channelsFirstView(args.y);
+  }
   if (outputs == 2) args.indices = call.outputs[1];
   if (args.x.dims.size() < 3) {
     return invalidArgument("{}: X must have rank 3 or more, not {}", call.op, args.x.dims.size());
@@ -68,7 +76,10 @@ StatusOr<PoolArgs> argsFromCall<PoolArgs>(const CudaKernelCall& call) {
     return invalidArgument("{}: kernel_shape has {} values for {} spatial dims", call.op,
                            kernel->size(), spatial.size());
   }
-  if (args.kind == PoolKind::kAverage && call.opset < 19 && attrs.getInts("dilations")) {
+  // ai.onnxopt's channels-last pools take the attributes of the pool they replaced, which its
+  // opset allowed (their own opset is ai.onnxopt's).
+  if (args.kind == PoolKind::kAverage && !args.channels_last && call.opset < 19 &&
+      attrs.getInts("dilations")) {
     return invalidArgument("AveragePool: dilations before opset 19");
   }
   args.storage_order = attrs.getInt("storage_order", 0);
@@ -103,7 +114,9 @@ Support canImplement(const PoolArgs& args) {
   }
   if (Support s = requireDevice(args.op, args.x, "X"); !s) return s;
   if (Support s = requireDevice(args.op, args.y, "Y"); !s) return s;
-  if (!args.x.isContiguous() || !args.y.isContiguous()) {
+  bool laid_out = args.channels_last ? storedChannelsLast(args.x) && storedChannelsLast(args.y)
+                                     : args.x.isContiguous() && args.y.isContiguous();
+  if (!laid_out) {
     return Support::no(
         fmt::format("{}: the CUDA kernel reads and writes contiguous tensors", args.op));
   }
@@ -162,6 +175,7 @@ Status launch(const PoolArgs& args, CudaStream stream) {
   d.count_include_pad = args.count_include_pad;
   d.column_major = args.storage_order == 1;
   d.p = args.p;
+  d.channels_last = args.channels_last ? args.x.dims[1] : 0;
   d.x = args.x.data;
   d.y = args.y.data;
   d.indices = args.indices.dtype == DataType::kUndefined ? nullptr

@@ -31,6 +31,13 @@ __global__ void windowPool(PoolDeviceArgs a, int64_t total) {
   T* y = static_cast<T*>(a.y);
   ONNXOPT_GRID_STRIDE(i, total) {
     int64_t rest = i;
+    // Channels-last: i = ((n * out0 + o0) * out1 + o1) * out2 + o2) * C + c, taps C apart.
+    int64_t c = 0, tap = 1;
+    if (a.channels_last > 0) {
+      c = rest % a.channels_last;
+      rest /= a.channels_last;
+      tap = a.channels_last;
+    }
     int64_t o2 = rest % a.out[2];
     rest /= a.out[2];
     int64_t o1 = rest % a.out[1];
@@ -40,7 +47,8 @@ __global__ void windowPool(PoolDeviceArgs a, int64_t total) {
     int64_t start0 = o0 * a.strides[0] - a.pad_begin[0];
     int64_t start1 = o1 * a.strides[1] - a.pad_begin[1];
     int64_t start2 = o2 * a.strides[2] - a.pad_begin[2];
-    const T* xp = x + nc * a.in_volume;
+    // nc: n * C + c channels-first, n channels-last.
+    const T* xp = a.channels_last > 0 ? x + nc * a.in_volume * tap + c : x + nc * a.in_volume;
     if (a.kind == PoolKind::kMax) {
       Compute<T> best = lowestOf<T>();
       int64_t best_idx = -1;
@@ -54,7 +62,7 @@ __global__ void windowPool(PoolDeviceArgs a, int64_t total) {
             int64_t p2 = start2 + k2 * a.dilations[2];
             if (p2 < 0 || p2 >= a.in[2]) continue;
             int64_t idx = (p0 * a.in[1] + p1) * a.in[2] + p2;
-            Compute<T> v = load(xp, idx);
+            Compute<T> v = load(xp, idx * tap);
             if (best_idx < 0 || v > best) {
               best = v;
               best_idx = idx;
@@ -91,7 +99,7 @@ __global__ void windowPool(PoolDeviceArgs a, int64_t total) {
             int64_t p2 = start2 + k2 * a.dilations[2];
             if (pad1 && p2 >= -a.pad_begin[2] && p2 < a.in[2] + a.pad_end[2]) ++padded;
             if (!in1 || p2 < 0 || p2 >= a.in[2]) continue;
-            float v = static_cast<float>(load(xp, (p0 * a.in[1] + p1) * a.in[2] + p2));
+            float v = static_cast<float>(load(xp, ((p0 * a.in[1] + p1) * a.in[2] + p2) * tap));
             if (a.kind == PoolKind::kLp) {
               sum += static_cast<float>(pow(fabs(static_cast<double>(v)), a.p));
             } else {

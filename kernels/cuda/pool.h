@@ -25,6 +25,9 @@ struct PoolArgs {
   bool count_include_pad = false;
   int64_t storage_order = 0;
   double p = 2;  ///< LpPool
+  /// ai.onnxopt.NhwcMaxPool / NhwcAveragePool: X and Y stored [N, spatial..., C]; x and y are
+  /// their channels-first views (channelsFirstView), so the window is the NCHW one.
+  bool channels_last = false;
 };
 
 template <>

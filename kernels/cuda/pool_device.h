@@ -31,7 +31,10 @@ struct PoolDeviceArgs {
   int64_t pad_end[kMaxPoolSpatialDims] = {0, 0, 0};
   bool count_include_pad = false;  ///< AveragePool: divide by the taps inside the padded input
   bool column_major = false;       ///< MaxPool's Indices with storage_order 1
-  double p = 2;                    ///< LpPool
+  /// The windowed pools on channels-last memory ([N, spatial..., C]; ai.onnxopt.NhwcMaxPool and
+  /// NhwcAveragePool): C, the fastest dim. 0: channels-first ([N, C, spatial...]).
+  int64_t channels_last = 0;
+  double p = 2;  ///< LpPool
   const void* x = nullptr;
   void* y = nullptr;
   int64_t* indices = nullptr;  ///< MaxPool's optional Indices (flat into X), nullptr: none

@@ -383,6 +383,11 @@ const std::map<std::string, Entry>& registry() {
         {"ai.onnxopt.MatMulBiasRelu", {1, ref::matMulBiasKernel, in({F, F, F})}},
         {"ai.onnxopt.MatMulBiasGelu", {1, ref::matMulBiasKernel, in({F, F, F})}},
         {"ai.onnxopt.SkipLayerNormalization", {1, ref::skipLayerNormKernel, in({F, F, F, F})}},
+        {"ai.onnxopt.NhwcConv", {1, ref::nhwcConvKernel, in({F, F, F})}},
+        {"ai.onnxopt.NhwcConvRelu", {1, ref::nhwcConvKernel, in({F, F, F})}},
+        {"ai.onnxopt.NhwcConvAddRelu", {1, ref::nhwcConvKernel, in({F, F, F, F})}},
+        {"ai.onnxopt.NhwcMaxPool", {1, ref::nhwcPoolKernel, in({F})}},
+        {"ai.onnxopt.NhwcAveragePool", {1, ref::nhwcPoolKernel, in({F})}},
         // ml.cc: ai.onnx.ml, by referenceOpName, at that domain's opsets
         {"ai.onnx.ml.Binarizer",
          {1, ref::binarizerKernel,

@@ -8,6 +8,10 @@
 //   MatMulBiasGelu(A, B, bias)  = Gelu<approximate>(MatMulBias(A, B, bias))
 //   SkipLayerNormalization(X, Skip, Scale, B) = (LayerNormalization<axis, epsilon>(S, Scale, B), S),
 //                                                S = Add(X, Skip)
+//   NhwcConv(X, W, B)          = T<q>(Conv(T<p>(X), T<p>(W), B))   p = [0, 3, 1, 2], q = [0, 2, 3, 1]
+//   NhwcConvRelu(X, W, B)      = Relu(NhwcConv(X, W, B))
+//   NhwcConvAddRelu(X, W, B, Z) = Relu(Add(NhwcConv(X, W, B), Z))
+//   NhwcMaxPool(X), NhwcAveragePool(X) = T<q>(MaxPool / AveragePool(T<p>(X)))
 #include "common.h"
 #include "onnxopt/kernels/reference.h"
 #include "ops.h"
@@ -31,7 +35,69 @@ StatusOr<HostTensor> call(const KernelContext& ctx, const char* op,
   return std::move((*out)[0]);
 }
 
+/// Transpose<perm>(t).
+StatusOr<HostTensor> transposed(const KernelContext& ctx, const HostTensor& t,
+                                const std::vector<int64_t>& perm) {
+  KernelAttrs attrs;
+  attrs.int_lists["perm"] = perm;
+  return call(ctx, "Transpose", {&t}, attrs);
+}
+
+/// The op's name without a domain prefix.
+std::string opName(const KernelContext& ctx) {
+  return ctx.op.substr(ctx.op.rfind('.') + 1);
+}
+
+const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
+
+/// A 4-D input of a channels-last op, or an error naming it.
+Status require4d(const KernelContext& ctx, size_t i, const char* what) {
+  if (ctx.input(i) == nullptr || ctx.input(i)->dims.size() != 4) {
+    return invalidArgument("{}: {} must be a 4-D tensor", ctx.op, what);
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+StatusOr<Outputs> nhwcConvKernel(const KernelContext& ctx) {
+  std::string op = opName(ctx);
+  bool with_z = op == "NhwcConvAddRelu";
+  if (ctx.numInputs() < (with_z ? 4u : 2u)) {
+    return invalidArgument("{}: takes X, W, B{}", ctx.op, with_z ? " and Z" : "");
+  }
+  RETURN_IF_ERROR(require4d(ctx, 0, "X"));
+  RETURN_IF_ERROR(require4d(ctx, 1, "W"));
+  if (!isFloat(ctx.input(0)->dtype)) return unsupportedType(ctx, ctx.input(0)->dtype);
+  ASSIGN_OR_RETURN(HostTensor x, transposed(ctx, *ctx.input(0), kToNchw));
+  ASSIGN_OR_RETURN(HostTensor w, transposed(ctx, *ctx.input(1), kToNchw));
+  std::vector<const HostTensor*> operands = {&x, &w};
+  if (ctx.input(2) != nullptr) operands.push_back(ctx.input(2));
+  ASSIGN_OR_RETURN(HostTensor conv, call(ctx, "Conv", operands, ctx.attrs));
+  ASSIGN_OR_RETURN(HostTensor y, transposed(ctx, conv, kToNhwc));
+  if (with_z) {
+    ASSIGN_OR_RETURN(y, call(ctx, "Add", {&y, ctx.input(3)}));
+  }
+  if (op != "NhwcConv") {
+    ASSIGN_OR_RETURN(y, call(ctx, "Relu", {&y}));
+  }
+  Outputs out;
+  out.push_back(std::move(y));
+  return out;
+}
+
+StatusOr<Outputs> nhwcPoolKernel(const KernelContext& ctx) {
+  RETURN_IF_ERROR(require4d(ctx, 0, "X"));
+  if (!isFloat(ctx.input(0)->dtype)) return unsupportedType(ctx, ctx.input(0)->dtype);
+  ASSIGN_OR_RETURN(HostTensor x, transposed(ctx, *ctx.input(0), kToNchw));
+  const char* pool = opName(ctx) == "NhwcMaxPool" ? "MaxPool" : "AveragePool";
+  ASSIGN_OR_RETURN(HostTensor y, call(ctx, pool, {&x}, ctx.attrs));
+  ASSIGN_OR_RETURN(y, transposed(ctx, y, kToNhwc));
+  Outputs out;
+  out.push_back(std::move(y));
+  return out;
+}
 
 StatusOr<Outputs> matMulBiasKernel(const KernelContext& ctx) {
   if (ctx.numInputs() != 3 || ctx.input(2) == nullptr) {

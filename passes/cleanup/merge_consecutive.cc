@@ -9,7 +9,8 @@
 //   Concat<k>(.., Concat<k>(a, b), ..)      -> Concat<k>(.., a, b, ..)
 //   Slice(Slice(x, s1, e1), s2, e2), step 1 -> Slice(x, s1 + s2, min(e1, s1 + e2)) per shared axis
 //
-// The inner node must have no other user (else nothing is saved). Axes are compared after
+// The inner node must have no other user (else nothing is saved), except for an inverse
+// Transpose pair: the outer one goes either way. Axes are compared after
 // normalization; negative axes need a known rank.
 #include <algorithm>
 #include <limits>
@@ -41,8 +42,13 @@ class TransposeTransposePattern final : public rewrite::Pattern {
  public:
   TransposeTransposePattern() : Pattern("merge-transpose-transpose", "Transpose") {}
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ir::Node* inner = pass::singleUseProducer(node->input(0), "Transpose");
-    if (inner == nullptr) return ctx.fail("input is not a single-use Transpose");
+    // An inverse pair goes whatever else reads the inner Transpose (the outer one is saved);
+    // a merge into one Transpose saves only when the inner one then goes too.
+    ir::Value* in = node->input(0);
+    ir::Node* inner = in == nullptr ? nullptr : in->producer();
+    if (inner == nullptr || inner->opType() != "Transpose" || !inner->domain().empty()) {
+      return ctx.fail("input is not a Transpose");
+    }
     auto p1 = attrInts(*inner, "perm");
     auto p2 = attrInts(*node, "perm");
     if (!p1 || !p2 || p1->size() != p2->size()) return ctx.fail("perms not explicit");
@@ -56,6 +62,7 @@ class TransposeTransposePattern final : public rewrite::Pattern {
     }
     ir::Value* x = inner->input(0);
     if (identity) return forwardTo(node, x, ctx);
+    if (!pass::hasSingleUse(in)) return ctx.fail("the inner Transpose has other users");
     ir::Attribute perm;
     perm.name = "perm";
     perm.kind = ir::Attribute::Kind::kInts;

@@ -53,28 +53,6 @@ bool isElementwise(const ir::Node& n) {
   return n.domain().empty() && n.numOutputs() == 1 && kOps.count(n.opType()) > 0;
 }
 
-/// `type` with its dims reordered: result dim i is dim perm[i] (what Transpose<perm> makes).
-ir::Type permuted(const ir::Type& type, const std::vector<int64_t>& perm) {
-  ir::Type t = type;
-  if (t.shape && t.shape->size() == perm.size()) {
-    std::vector<ir::Dim> dims(perm.size());
-    for (size_t i = 0; i < perm.size(); ++i) dims[i] = (*type.shape)[static_cast<size_t>(perm[i])];
-    t.shape = std::move(dims);
-  }
-  return t;
-}
-
-/// Transpose<perm>(v), created at the rewriter's insertion point, typed from v's type.
-ir::Value* transposeOf(rewrite::Rewriter& rw, ir::Value* v, const std::vector<int64_t>& perm) {
-  ir::Node* t = rw.createNode("Transpose", "", {v}, {permuted(v->type(), perm)});
-  ir::Attribute a;
-  a.name = "perm";
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = perm;
-  rw.setAttribute(t, std::move(a));
-  return t->output(0);
-}
-
 /// A constant, or the Unsqueeze of one this pass made (fold-constants folds both).
 bool isConstantOperand(const ir::Value* v) {
   if (pass::constantTensor(v)) return true;
@@ -211,7 +189,7 @@ class PushTransposePattern final : public rewrite::Pattern {
       if (o.kind == Operand::Kind::kCancel) {
         inputs[i] = o.value;
       } else if (o.kind == Operand::Kind::kRunTime) {
-        inputs[i] = transposeOf(rw, inputs[i], inverse);
+        inputs[i] = pass::createTranspose(rw, inputs[i], inverse);
       } else if (o.kind == Operand::Kind::kConstant) {
         ir::Value* c = inputs[i];
         if (o.rank < *rank) {  // numpy broadcasting: leading dims of 1
@@ -224,7 +202,7 @@ class PushTransposePattern final : public rewrite::Pattern {
           if (wide.shape) wide.shape->insert(wide.shape->begin(), axes.size(), ir::Dim::known(1));
           c = rw.createNode("Unsqueeze", "", {c, axes_value}, {wide})->output(0);
         }
-        inputs[i] = transposeOf(rw, c, inverse);
+        inputs[i] = pass::createTranspose(rw, c, inverse);
       }
     }
     ir::Node* pushed = rw.createNodeLike(node->opType(), "", inputs, node);
@@ -249,7 +227,7 @@ class PushTransposePattern final : public rewrite::Pattern {
         rw.setAttribute(pushed, std::move(a));
       }
     }
-    rw.setType(pushed->output(0), permuted(node->output(0)->type(), inverse));
+    rw.setType(pushed->output(0), pass::permutedType(node->output(0)->type(), inverse));
     if (inverse_after != nullptr) {
       // The pushed Transpose and the inverse after the op cancel here, in this rewrite: the
       // count drops by one at once (left to merge-consecutive, the pair would still stand when
@@ -259,7 +237,7 @@ class PushTransposePattern final : public rewrite::Pattern {
       rw.eraseNode(transpose);
       return true;
     }
-    rw.replaceNode(node, {transposeOf(rw, pushed->output(0), *perm)});
+    rw.replaceNode(node, {pass::createTranspose(rw, pushed->output(0), *perm)});
     rw.eraseNode(transpose);
     return true;
   }

@@ -7,7 +7,18 @@
 //                                   { t = MatMul(A, B); u = Add(t, bias); Y = Gelu<@approximate>(u) }
 //   SkipLayerNormalization<axis, epsilon>(X, Skip, Scale, B) => (Y, Sum)
 //                  { Sum = Add(X, Skip); Y = LayerNormalization<@axis, @epsilon>(Sum, Scale, B) }
+//
+// The channels-last forms (X, Y, Z: [N, H, W, C]; W: [M, kH, kW, C / group]); T<p> is
+// Transpose<perm=p>, to NCHW p = [0, 3, 1, 2], back q = [0, 2, 3, 1]; attrs: Conv's (strides,
+// pads, dilations, group, kernel_shape) or the pool's, each taken from the call:
+//   NhwcConv<attrs>(X, W, B) => (Y)            { Y = T<q>(Conv<@attrs>(T<p>(X), T<p>(W), B)) }
+//   NhwcConvRelu<attrs>(X, W, B) => (Y)        { Y = Relu(NhwcConv's Y) }
+//   NhwcConvAddRelu<attrs>(X, W, B, Z) => (Y)  { Y = Relu(Add(NhwcConv's Y, Z)) }
+//   NhwcMaxPool<attrs>(X) => (Y)               { Y = T<q>(MaxPool<@attrs>(T<p>(X))) }
+//   NhwcAveragePool<attrs>(X) => (Y)           { Y = T<q>(AveragePool<@attrs>(T<p>(X))) }
 #include "onnxopt/passes/target_ops.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
@@ -25,11 +36,30 @@ struct OpInfo {
 };
 
 constexpr OpInfo kOps[] = {
-    {"MatMulBias", 1},
-    {"MatMulBiasGelu", 20},
-    {"MatMulBiasRelu", 1},
-    {"SkipLayerNormalization", 17},
+    {"MatMulBias", 1},      {"MatMulBiasGelu", 20}, {"MatMulBiasRelu", 1},
+    {"NhwcAveragePool", 7}, {"NhwcConv", 1},        {"NhwcConvAddRelu", 1},
+    {"NhwcConvRelu", 1},    {"NhwcMaxPool", 8},     {"SkipLayerNormalization", 17},
 };
+
+using AttrRefs = std::vector<std::pair<std::string, ir::Attribute::Kind>>;
+
+/// The attributes of Conv and the pools a channels-last call passes on to its body.
+AttrRefs windowRefs(const std::string& op) {
+  using K = ir::Attribute::Kind;
+  AttrRefs refs = {{"strides", K::kInts},
+                   {"pads", K::kInts},
+                   {"kernel_shape", K::kInts},
+                   {"auto_pad", K::kString}};
+  if (op.rfind("NhwcConv", 0) == 0) {
+    refs.push_back({"dilations", K::kInts});
+    refs.push_back({"group", K::kInt});
+  } else {
+    refs.push_back({"ceil_mode", K::kInt});
+    refs.push_back({"dilations", K::kInts});
+    refs.push_back({op == "NhwcMaxPool" ? "storage_order" : "count_include_pad", K::kInt});
+  }
+  return refs;
+}
 
 /// A function body under construction: untyped inputs, nodes appended in order.
 class Body {
@@ -40,8 +70,7 @@ class Body {
 
   /// Appends `op`(inputs) with one output named `out`, and attributes that take the caller's.
   ir::Value* node(const std::string& op, const std::vector<ir::Value*>& inputs,
-                  const std::string& out,
-                  const std::vector<std::pair<std::string, ir::Attribute::Kind>>& refs = {}) {
+                  const std::string& out, const AttrRefs& refs = {}) {
     ir::Node* n = rw_.createNode(op, "", inputs, 1);
     rw_.setName(n, out);
     rw_.setName(n->output(0), out);
@@ -53,6 +82,17 @@ class Body {
       rw_.setAttribute(n, std::move(a));
     }
     return n->output(0);
+  }
+
+  /// Transpose<perm>(v).
+  ir::Value* transpose(ir::Value* v, const std::vector<int64_t>& perm, const std::string& out) {
+    ir::Value* t = node("Transpose", {v}, out);
+    ir::Attribute a;
+    a.name = "perm";
+    a.kind = ir::Attribute::Kind::kInts;
+    a.ints = perm;
+    rw_.setAttribute(t->producer(), std::move(a));
+    return t;
   }
 
   void output(ir::Value* v) { rw_.addGraphOutput(*fn_.body, v); }
@@ -82,6 +122,36 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
                   {{"axis", ir::Attribute::Kind::kInt}, {"epsilon", ir::Attribute::Kind::kFloat}});
     body.output(y);
     body.output(sum);
+    return fn;
+  }
+  if (op.rfind("Nhwc", 0) == 0) {
+    const std::vector<int64_t> to_nchw = {0, 3, 1, 2}, to_nhwc = {0, 2, 3, 1};
+    AttrRefs refs = windowRefs(op);
+    for (const auto& r : refs) fn->attribute_names.push_back(r.first);
+    ir::Value* x = body.transpose(body.input("X"), to_nchw, "x_nchw");
+    if (op == "NhwcMaxPool" || op == "NhwcAveragePool") {
+      std::string pool = op.substr(4);
+      fn->doc_string = fmt::format("Y = {} on channels-last X ([N, H, W, C])", pool);
+      body.output(body.transpose(body.node(pool, {x}, "y_nchw", refs), to_nhwc, "Y"));
+      return fn;
+    }
+    ir::Value* w = body.transpose(body.input("W"), to_nchw, "w_nchw");
+    ir::Value* b = body.input("B");
+    ir::Value* z = op == "NhwcConvAddRelu" ? body.input("Z") : nullptr;
+    ir::Value* conv = body.node("Conv", {x, w, b}, "conv_nchw", refs);
+    if (op == "NhwcConv") {
+      fn->doc_string = "Y = Conv(X, W, B) on channels-last X, W ([M, kH, kW, C / group]) and Y";
+      body.output(body.transpose(conv, to_nhwc, "Y"));
+      return fn;
+    }
+    ir::Value* y = body.transpose(conv, to_nhwc, "conv");
+    if (z != nullptr) {
+      fn->doc_string = "Y = Relu(Conv(X, W, B) + Z), channels-last (as NhwcConv)";
+      y = body.node("Add", {y, z}, "sum");
+    } else {
+      fn->doc_string = "Y = Relu(Conv(X, W, B)), channels-last (as NhwcConv)";
+    }
+    body.output(body.node("Relu", {y}, "Y"));
     return fn;
   }
   // The MatMulBias family.

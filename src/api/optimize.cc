@@ -15,6 +15,7 @@ Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult
   }
   text = passes::withTargetOpset(text, options.target_opset);
   ASSIGN_OR_RETURN(auto pipeline, pass::parsePipeline(text, &passes::createPass));
+  RETURN_IF_ERROR(passes::removePasses(pipeline, options.disabled_passes));
   RETURN_IF_ERROR(passes::applyPassOptions(pipeline, options.pass_options));
   out.pipeline = pass::pipelineToString(pipeline);
   pass::PassManager manager(std::move(pipeline), options.context, options.instrumentation);

@@ -119,6 +119,22 @@ std::optional<std::vector<int64_t>> staticShape(const ir::Value* value) {
   return dims;
 }
 
+bool sameKnownShape(const ir::Value* a, const ir::Value* b) {
+  if (a == nullptr || b == nullptr || !a->type().isTensor() || !b->type().isTensor()) return false;
+  const ir::Shape& sa = a->type().shape;
+  const ir::Shape& sb = b->type().shape;
+  if (!sa || !sb || sa->size() != sb->size()) return false;
+  for (size_t i = 0; i < sa->size(); ++i) {
+    const ir::Dim& x = (*sa)[i];
+    const ir::Dim& y = (*sb)[i];
+    bool same =
+        (x.isKnown() && y.isKnown() && x.value == y.value) ||
+        (x.kind == ir::Dim::Kind::kParam && y.kind == ir::Dim::Kind::kParam && x.param == y.param);
+    if (!same) return false;
+  }
+  return true;
+}
+
 std::optional<int64_t> rankOf(const ir::Value* value) {
   if (value == nullptr || !value->type().isTensor() || !value->type().shape) return std::nullopt;
   return static_cast<int64_t>(value->type().shape->size());
@@ -272,6 +288,22 @@ ir::Attribute intsAttr(const std::string& name, std::vector<int64_t> v) {
   a.kind = ir::Attribute::Kind::kInts;
   a.ints = std::move(v);
   return a;
+}
+
+ir::Type permutedType(const ir::Type& type, const std::vector<int64_t>& perm) {
+  ir::Type t = type;
+  if (t.shape && t.shape->size() == perm.size()) {
+    std::vector<ir::Dim> dims(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) dims[i] = (*type.shape)[static_cast<size_t>(perm[i])];
+    t.shape = std::move(dims);
+  }
+  return t;
+}
+
+ir::Value* createTranspose(rewrite::Rewriter& rw, ir::Value* v, const std::vector<int64_t>& perm) {
+  ir::Node* t = rw.createNode("Transpose", "", {v}, {permutedType(v->type(), perm)});
+  rw.setAttribute(t, intsAttr("perm", perm));
+  return t->output(0);
 }
 
 ir::Value* otherOperand(const ir::Node& n, const ir::Value* known) {

@@ -235,6 +235,20 @@ std::vector<Case> cases() {
                  {{0, {1, 2}, {1, 2}}, {0, {1, 2}, {0, 1}}, {0, {2}, {1, 1}}, {0, {2}, {0, 0}}},
                  [](const Roles&) { return KernelAttrs{}; },
                  2});
+  // The channels-last forms: X [1, 2, 2, 1] (NHWC), W [1, 1, 1, 1], B, Z.
+  const Dims nhwc = {1, 2, 2, 1};
+  for (const char* op : {"NhwcConv", "NhwcConvRelu"}) {
+    out.push_back({std::string("ai.onnxopt.") + op,
+                   1,
+                   {kF},
+                   {{0, nhwc, pixels}, {0, {1, 1, 1, 1}, {2}}, {0, {1}, {1}}}});
+  }
+  out.push_back({"ai.onnxopt.NhwcConvAddRelu",
+                 1,
+                 {kF},
+                 {{0, nhwc, pixels}, {0, {1, 1, 1, 1}, {2}}, {0, {1}, {1}}, {0, nhwc, pixels}}});
+  out.push_back({"ai.onnxopt.NhwcMaxPool", 1, {kF}, {{0, nhwc, pixels}}, fixed(window)});
+  out.push_back({"ai.onnxopt.NhwcAveragePool", 1, {kF}, {{0, nhwc, pixels}}, fixed(window)});
   out.push_back({"InstanceNormalization",
                  18,
                  {kF, kF},

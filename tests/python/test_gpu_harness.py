@@ -321,6 +321,18 @@ def test_gpu_bench_per_op_totals_of_a_profile(tmp_path: Path) -> None:
     assert "| resnet50 bs32 | 1.00 | Conv (device) x2 0.75 (75%); Relu (device) x1 0.25 (25%) |" in text
 
 
+def test_gpu_bench_layout_table_compares_the_two_layouts(tmp_path: Path) -> None:
+    case = _bench_case("mobilenet", 32, 2.5, 1.0)
+    case["layout"] = {"nhwc_compute": {"p50": 3.0}, "nchw_compute": {"p50": 2.4}, "transposes_nhwc": 2,
+                      "transposes_nchw": 0, "max_abs_nhwc_vs_nchw": 0.004, "tolerance": 0.017, "pass": True}
+    bad = _bench_case("resnet50", 32, 2.8, 1.0)
+    bad["layout"] = dict(case["layout"], max_abs_nhwc_vs_nchw=0.5, **{"pass": False})
+    text = gpu_bench.report({"cases": [case, bad], "micro": [], "models": {}, "errors": []},
+                            tmp_path / "g.md", None)
+    assert "| mobilenet | 32 | 3.000 | 2.400 | 0.80 | 2 / 0 | 0.004 (0.017) | pass |" in text
+    assert "| resnet50 | 32 | 3.000 | 2.400 | 0.80 | 2 / 0 | 0.5 (0.017) | FAIL |" in text
+
+
 def test_gpu_bench_merges_runs_without_duplicating_cases() -> None:
     first = {"cases": [_bench_case("bert", 1, 1.0, 0.5)], "micro": [], "models": {"bert": {"a": 1}}, "errors": []}
     second = {"cases": [_bench_case("vit", 1, 2.0, 0.5)], "micro": [{"op": "Add"}], "models": {}, "errors": ["x"]}
@@ -331,3 +343,13 @@ def test_gpu_bench_merges_runs_without_duplicating_cases() -> None:
     bert = m["cases"][0]
     assert bert["ours"]["compute"]["p50"] == 1.0 and bert["profile_ops"] == [{"op": "MatMul (device)"}]
     assert m["micro"] == [{"op": "Add"}] and m["errors"] == ["x"] and m["models"] == {"bert": {"a": 1}}
+    # A --no-torch run's empty torch timings are filled from a later run; its own stay.
+    no_torch = dict(_bench_case("bert", 1, 1.0, 0.5), torch={})
+    with_torch = _bench_case("bert", 1, 3.0, 0.75)
+    m = gpu_bench.merge([{"cases": [no_torch], "micro": [{"op": "Add"}], "models": {}, "errors": [],
+                          "started": "B"},
+                         {"cases": [with_torch], "micro": [{"op": "Add"}, {"op": "Softmax"}], "models": {},
+                          "errors": [], "started": "A"}])
+    assert m["cases"][0]["ours"]["compute"]["p50"] == 1.0
+    assert m["cases"][0]["torch"] == with_torch["torch"] and m["runs"] == ["B", "A"]
+    assert [x["op"] for x in m["micro"]] == ["Add", "Softmax"]

@@ -31,6 +31,8 @@ struct OptimizeCommandOptions {
   std::string target;  ///< --target: "" (portable ONNX) or "cuda"
   std::string passes;
   bool passes_given = false;
+  std::vector<std::string> disabled_passes;  ///< --disable-pass
+  std::vector<std::string> pass_options;     ///< --pass-option PASS.OPTION=VALUE
   bool list_passes = false;
   bool print_ir_after_all = false;
   bool print_ir_after_change = false;

@@ -71,6 +71,13 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
       ->check(CLI::IsMember({"cuda"}));
   flags.passes = app.add_option("--passes", opts.passes,
                                 "Run this pipeline instead of -O, e.g. 'fixpoint(cse,dce),dce'");
+  app.add_option("--disable-pass", opts.disabled_passes,
+                 "Leave this pass out of the pipeline wherever it occurs (repeatable), e.g. "
+                 "--disable-pass convert-nhwc");
+  app.add_option("--pass-option", opts.pass_options,
+                 "PASS.OPTION=VALUE: set an option of every entry of that pass in the pipeline "
+                 "(repeatable; --list-passes shows them), e.g. --pass-option "
+                 "convert-nhwc.grouped=true");
   app.add_flag("--list-passes", opts.list_passes, "List every pass with its summary and options");
   app.add_flag("--print-ir-after-all", opts.print_ir_after_all,
                "Print the IR after each pass (stderr)");

@@ -108,10 +108,41 @@ Status checkOutputPaths(const OptimizeCommandOptions& opts, const ir::Model& inp
   return Status::ok();
 }
 
+/// One --pass-option PASS.OPTION=VALUE, or why it is not one (an unknown pass or option, a value
+/// the pass refuses).
+StatusOr<passes::PassOptionSetting> parsePassOption(const std::string& text) {
+  size_t dot = text.find('.');
+  size_t eq = text.find('=');
+  if (dot == std::string::npos || eq == std::string::npos || dot == 0 || eq < dot + 2) {
+    return invalidArgument(
+        "--pass-option '{}': expected PASS.OPTION=VALUE, e.g. "
+        "convert-nhwc.grouped=true",
+        text);
+  }
+  passes::PassOptionSetting s{text.substr(0, dot), text.substr(dot + 1, eq - dot - 1),
+                              text.substr(eq + 1)};
+  std::unique_ptr<pass::Pass> p = passes::createPass(s.pass);
+  if (p == nullptr) {
+    return invalidArgument("--pass-option '{}': no pass '{}' (opt --list-passes lists them)", text,
+                           s.pass);
+  }
+  // The name and the value, on a scratch instance: a typo is an error even where the pipeline
+  // does not run the pass.
+  if (Status st = p->setOption(s.option, s.value); !st.isOk()) {
+    return invalidArgument("--pass-option '{}': {}", text, st.message());
+  }
+  return s;
+}
+
 /// The pass options the flags set: each applies to every entry of its pass in the pipeline
 /// that runs (-O or --passes) that does not set the option itself (passes::applyPassOptions).
+/// --pass-option settings come first (checked by optimizeCommand before): they win over the
+/// other flags' for the same option.
 std::vector<passes::PassOptionSetting> flagPassOptions(const OptimizeCommandOptions& opts) {
   std::vector<passes::PassOptionSetting> settings;
+  for (const std::string& text : opts.pass_options) {
+    if (auto s = parsePassOption(text); s.isOk()) settings.push_back(*s);
+  }
   if (opts.fold_qdq) settings.push_back({"fold-constants", "fold-qdq", "true"});
   if (opts.fold_size_limit_given) {
     settings.push_back({"fold-constants", "size-limit", std::to_string(opts.fold_size_limit)});
@@ -132,6 +163,7 @@ OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSi
   if (opts.passes_given && opts.passes.empty()) options.level = 0;
   options.target_opset = opts.target_opset;
   options.pass_options = flagPassOptions(opts);
+  options.disabled_passes = opts.disabled_passes;
   pass::PassContext& ctx = options.context;
   ctx.driver.max_rounds = opts.max_rounds;
   ctx.driver.verify_convergence = opts.verify_convergence;
@@ -290,6 +322,9 @@ int writeOutputs(const OptimizeCommandOptions& opts, const ir::Model& model,
 int optimizeCommand(const OptimizeCommandOptions& opts) {
   // Warnings quote names from the model: the sink escapes their control characters.
   StreamDiagnosticSink diagnostics(std::cerr);
+  for (const std::string& text : opts.pass_options) {
+    if (auto s = parsePassOption(text); !s.isOk()) return usage(s.status());
+  }
   io::LoadLimits limits = opts.limits;
   limits.diagnostics = &diagnostics;
   auto model = io::loadModel(opts.input, limits);

@@ -36,6 +36,9 @@ struct OptimizeOptions {
   /// set them itself (passes::applyPassOptions), e.g. {"fold-constants", "fold-qdq", "true"};
   /// OptimizeResult::pipeline shows them.
   std::vector<passes::PassOptionSetting> pass_options;
+  /// Pass ids left out of the pipeline (the level's or `pipeline`) wherever they occur
+  /// (`opt --disable-pass`; passes::removePasses).
+  std::vector<std::string> disabled_passes;
   /// Driver limits; where warnings and notes go (context.diagnostics, e.g. a
   /// CollectingDiagnosticSink).
   pass::PassContext context;

@@ -9,6 +9,7 @@
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/ir/tensor_compare.h"
+#include "onnxopt/rewrite/rewriter.h"
 #include "onnxopt/support/axis.h"
 
 namespace onnxopt::pass {
@@ -36,6 +37,9 @@ bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b);
 std::optional<std::vector<int64_t>> staticShape(const ir::Value* value);
 /// The rank, when known.
 std::optional<int64_t> rankOf(const ir::Value* value);
+/// Whether `a` and `b` are known to have one shape: the same rank, each dim the same known value
+/// or the same symbol (a batch or sequence dim of a dynamic export).
+bool sameKnownShape(const ir::Value* a, const ir::Value* b);
 /// The element type, when the value is a tensor of known type.
 std::optional<ir::DataType> elemTypeOf(const ir::Value* value);
 
@@ -92,6 +96,11 @@ std::optional<ir::Tensor> broadcastFloatConstant(const ir::Tensor* source, doubl
 ir::Attribute intAttr(const std::string& name, int64_t v);
 ir::Attribute floatAttr(const std::string& name, float v);
 ir::Attribute intsAttr(const std::string& name, std::vector<int64_t> v);
+/// `type` with its dims reordered: result dim i is dim perm[i] (what Transpose<perm> makes); a
+/// shape of another rank, or none, stays.
+ir::Type permutedType(const ir::Type& type, const std::vector<int64_t>& perm);
+/// Transpose<perm>(v), created at the rewriter's insertion point, typed from v's type.
+ir::Value* createTranspose(rewrite::Rewriter& rw, ir::Value* v, const std::vector<int64_t>& perm);
 
 /// Builds tensors for new constants.
 ir::Tensor makeInt64Tensor(const std::vector<int64_t>& values, std::vector<int64_t> dims);

@@ -41,6 +41,12 @@ struct PassOptionSetting {
 Status applyPassOptions(std::vector<pass::PipelineEntry>& pipeline,
                         const std::vector<PassOptionSetting>& settings);
 
+/// Removes every entry of the passes `ids` from `pipeline` (inside fixpoint groups too; a group
+/// left empty goes as well), as `opt --disable-pass` does: an id that names no pass is
+/// kInvalidArgument, one the pipeline does not run is no error (as applyPassOptions).
+Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
+                    const std::vector<std::string>& ids);
+
 /// The pipeline for `level`, raising the default-domain opset to `target_opset` first when it is
 /// positive, with the rewrites of execution target `target` ("" is portable ONNX; "cuda" adds its
 /// fusions at level 3), and `settings` applied as applyPassOptions does.

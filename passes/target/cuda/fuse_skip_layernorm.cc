@@ -21,24 +21,6 @@ namespace {
 
 using rewrite::PatternContext;
 
-/// Whether `a` and `b` are known to have one shape: the same rank, each dim the same known value
-/// or the same symbol (a batch or sequence dim of a dynamic export).
-bool sameShape(const ir::Value* a, const ir::Value* b) {
-  if (a == nullptr || b == nullptr || !a->type().isTensor() || !b->type().isTensor()) return false;
-  const ir::Shape& sa = a->type().shape;
-  const ir::Shape& sb = b->type().shape;
-  if (!sa || !sb || sa->size() != sb->size()) return false;
-  for (size_t i = 0; i < sa->size(); ++i) {
-    const ir::Dim& x = (*sa)[i];
-    const ir::Dim& y = (*sb)[i];
-    bool same =
-        (x.isKnown() && y.isKnown() && x.value == y.value) ||
-        (x.kind == ir::Dim::Kind::kParam && y.kind == ir::Dim::Kind::kParam && x.param == y.param);
-    if (!same) return false;
-  }
-  return true;
-}
-
 /// Whether every user of `v` other than `after` comes after it in the graph (or is the graph's
 /// return): the fused op, created in `after`'s place, then defines the sum before them. Walks
 /// forward from `after` only until it has seen them all.
@@ -77,7 +59,7 @@ class SkipLayerNormPattern final : public rewrite::Pattern {
     if (ln->numInputs() < 3 || ln->input(2) == nullptr) return ctx.fail("no B");
     ir::Value* x = add->input(0);
     ir::Value* skip = add->input(1);
-    if (!sameShape(x, s) || !sameShape(skip, s)) {
+    if (!pass::sameKnownShape(x, s) || !pass::sameKnownShape(skip, s)) {
       return ctx.fail("the Add's operands are not both known to have its shape");
     }
     std::vector<ir::Value*> inputs = {x, skip, ln->input(1), ln->input(2)};

@@ -52,9 +52,33 @@ Dim windowOut(const Dim& in, int64_t k, int64_t stride, int64_t dil, int64_t pad
   return Dim::fromExpr(out);
 }
 
-/// Conv, pooling: N, C, then spatial dims from kernel, strides, pads, dilations.
-void windowed(InferenceContext& ctx, bool is_conv, bool is_pool) {
-  auto x = ctx.inputShape(0);
+/// [N, S..., C] as [N, C, S...] (rank >= 2), and back.
+std::vector<Dim> channelsFirst(std::vector<Dim> d) {
+  if (d.size() >= 2) {
+    Dim c = d.back();
+    d.pop_back();
+    d.insert(d.begin() + 1, c);
+  }
+  return d;
+}
+std::vector<Dim> channelsLast(std::vector<Dim> d) {
+  if (d.size() >= 2) {
+    Dim c = d[1];
+    d.erase(d.begin() + 1);
+    d.push_back(c);
+  }
+  return d;
+}
+
+/// Conv, pooling: N, C, then spatial dims from kernel, strides, pads, dilations. Channels-last
+/// (ai.onnxopt.NhwcConv*, NhwcMaxPool, NhwcAveragePool): X, W and Y as [N, S..., C].
+void windowed(InferenceContext& ctx, bool is_conv, bool is_pool, bool channels_last = false) {
+  auto shapeOf = [&](size_t i) {
+    auto s = ctx.inputShape(i);
+    if (s && channels_last) s = channelsFirst(*s);
+    return s;
+  };
+  auto x = shapeOf(0);
   DataType elem = elemOr(ctx, 0);
   if (!x || x->size() < 2) return ctx.setOutputType(0, Type::tensor(elem));
   size_t spatial = x->size() - 2;
@@ -62,7 +86,7 @@ void windowed(InferenceContext& ctx, bool is_conv, bool is_pool) {
   if (auto k = ctx.attrInts("kernel_shape")) {
     kernel = *k;
   } else if (is_conv) {
-    auto w = ctx.inputShape(1);
+    auto w = shapeOf(1);
     if (!w || w->size() != x->size())
       return ctx.setOutput(0, elem, std::vector<Dim>(x->size(), Dim::unknown()));
     for (size_t i = 2; i < w->size(); ++i) {
@@ -89,14 +113,14 @@ void windowed(InferenceContext& ctx, bool is_conv, bool is_pool) {
   }
   std::vector<Dim> out{(*x)[0], (*x)[1]};
   if (is_conv) {
-    auto w = ctx.inputShape(1);
+    auto w = shapeOf(1);
     out[1] = w && !w->empty() ? (*w)[0] : Dim::unknown();
   }
   for (size_t i = 0; i < spatial; ++i) {
     out.push_back(windowOut((*x)[i + 2], kernel[i], strides[i], dilations[i], pads[i],
                             pads[i + spatial], auto_pad, ceil_mode && is_pool));
   }
-  ctx.setOutput(0, elem, out);
+  ctx.setOutput(0, elem, channels_last ? channelsLast(out) : out);
   if (ctx.node().opType() == "MaxPool" && ctx.numOutputs() > 1)
     ctx.setOutput(1, DataType::kInt64, out);
 }
@@ -109,6 +133,12 @@ void passThroughFirst(InferenceContext& ctx) {
 }
 void pool(InferenceContext& ctx) {
   windowed(ctx, false, true);
+}
+void nhwcConv(InferenceContext& ctx) {
+  windowed(ctx, true, false, true);
+}
+void nhwcPool(InferenceContext& ctx) {
+  windowed(ctx, false, true, true);
 }
 
 void convTranspose(InferenceContext& ctx) {
@@ -497,6 +527,11 @@ void registerNnOps(std::vector<OpInference>& t) {
     t.push_back({"ai.onnxopt", op, 1, &matmul});
   }
   t.push_back({"ai.onnxopt", "SkipLayerNormalization", 1, &skipLayerNorm});
+  for (const char* op : {"NhwcConv", "NhwcConvRelu", "NhwcConvAddRelu"}) {
+    t.push_back({"ai.onnxopt", op, 1, &nhwcConv});
+  }
+  for (const char* op : {"NhwcMaxPool", "NhwcAveragePool"})
+    t.push_back({"ai.onnxopt", op, 1, &nhwcPool});
   t.push_back({"", "MatMulInteger", 1, &matmulInteger});
   t.push_back({"", "QLinearMatMul", 1, &qlinearMatmul});
   t.push_back({"", "Einsum", 1, &einsum});

@@ -1,7 +1,8 @@
 // Conv and ConvTranspose through cuDNN (kernels/cuda/conv.cc) against the reference kernels, for
 // float, float16 and bfloat16: 1-D, 2-D and 3-D, bias, strides, dilations, groups (depthwise),
 // explicit symmetric and asymmetric pads (X staged), every auto_pad, 1x1 kernels; ConvTranspose
-// with output_padding, output_shape and the pads that crop the adjoint's output. Label gpu.
+// with output_padding, output_shape and the pads that crop the adjoint's output; ai.onnxopt's
+// channels-last NhwcConv, NhwcConvRelu and NhwcConvAddRelu. Label gpu.
 // canImplement's refusals are host tests: conv_host_test.cc.
 #include <gtest/gtest.h>
 
@@ -218,17 +219,33 @@ test::Tolerance convTolerance(DataType t) {
   return {3e-2, 1.6e-2};
 }
 
+/// A tensor of `dims` uniform in [-scale, scale).
+HostTensor uniformTensor(DataType t, const std::vector<int64_t>& dims, double scale,
+                         std::mt19937& rng) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (double& e : v) e = scale * std::uniform_real_distribution<>(-1, 1)(rng);
+  return test::tensorOf(t, dims, v);
+}
+
+/// convTolerance, the absolute part scaled by the largest output (at least 1).
+void expectConvClose(const HostTensor& want, const HostTensor& got) {
+  double scale = 1;
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    scale = std::max(scale, std::fabs(test::valueAt(want, i)));
+  }
+  test::Tolerance tol = convTolerance(want.dtype);
+  test::expectClose(want, got, {tol.rtol, tol.atol * scale});
+}
+
 class ConvTest : public test::CudaTest, public ::testing::WithParamInterface<ConvCase> {};
 
 TEST_P(ConvTest, MatchesReference) {
   const ConvCase& c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
   auto random = [&](const std::vector<int64_t>& dims, double scale) {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    std::vector<double> v(static_cast<size_t>(n));
-    for (double& e : v) e = scale * std::uniform_real_distribution<>(-1, 1)(rng);
-    return test::tensorOf(c.dtype, dims, v);
+    return uniformTensor(c.dtype, dims, scale, rng);
   };
   int64_t fan_in = 1;
   for (size_t i = 1; i < c.w.size(); ++i) fan_in *= c.w[i];
@@ -242,16 +259,84 @@ TEST_P(ConvTest, MatchesReference) {
   const HostTensor& want = expected->at(0);
   auto got = test::runOnDevice(c.op, 11, host, c.attrs, want.dtype, want.dims);
   ASSERT_TRUE(got.isOk()) << got.status().toString();
-  double scale = 1;
-  for (int64_t i = 0; i < want.numElements(); ++i) {
-    scale = std::max(scale, std::fabs(test::valueAt(want, i)));
-  }
-  test::Tolerance tol = convTolerance(c.dtype);
-  test::expectClose(want, *got, {tol.rtol, tol.atol * scale});
+  expectConvClose(want, *got);
 }
 
 INSTANTIATE_TEST_SUITE_P(Claimed, ConvTest, ::testing::ValuesIn(convCases()),
                          [](const ::testing::TestParamInfo<ConvCase>& p) { return p.param.name; });
+
+/// ai.onnxopt's channels-last convolutions (convert-nhwc, fuse-conv-activation): X [N, H, W, C],
+/// W [M, kH, kW, C / group], Z and Y [N, oH, oW, M], against their reference kernels (the NCHW
+/// Conv between Transposes). The output is poisoned with NaN first: the ReLU forms without Z
+/// must not read it (cuDNN's alpha2 = 0).
+struct NhwcCase {
+  std::string op;
+  DataType dtype;
+  std::vector<int64_t> x, w;  ///< channels-last
+  KernelAttrs attrs;
+  std::string name;
+};
+
+void PrintTo(const NhwcCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+std::vector<NhwcCase> nhwcCases() {
+  struct Shape {
+    const char* what;
+    std::vector<int64_t> x, w;
+    KernelAttrs attrs;
+  };
+  std::vector<Shape> shapes = {
+      {"3x3_pads1", {2, 9, 7, 16}, {32, 3, 3, 16}, attrsOf({{"pads", {1, 1, 1, 1}}})},
+      {"7x7_stride2_pads3",
+       {1, 20, 18, 3},
+       {16, 7, 7, 3},
+       attrsOf({{"pads", {3, 3, 3, 3}}, {"strides", {2, 2}}})},
+      {"1x1", {3, 5, 6, 24}, {8, 1, 1, 24}, {}},
+      {"depthwise", {2, 8, 8, 16}, {16, 3, 3, 1}, attrsOf({{"pads", {1, 1, 1, 1}}}, 16)},
+  };
+  std::vector<NhwcCase> out;
+  for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
+    for (const char* op : {"NhwcConv", "NhwcConvRelu", "NhwcConvAddRelu"}) {
+      for (const Shape& s : shapes) {
+        NhwcCase c{op, t, s.x, s.w, s.attrs, ""};
+        c.name = fmt::format("{}_{}_{}", op, dataTypeName(t), s.what);
+        out.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
+class NhwcConvTest : public test::CudaTest, public ::testing::WithParamInterface<NhwcCase> {};
+
+TEST_P(NhwcConvTest, MatchesReference) {
+  const NhwcCase& c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
+  auto random = [&](const std::vector<int64_t>& dims, double scale) {
+    return uniformTensor(c.dtype, dims, scale, rng);
+  };
+  int64_t fan_in = c.w[1] * c.w[2] * c.w[3];
+  std::vector<HostTensor> host = {random(c.x, 1.0), random(c.w, 1.0 / std::sqrt(fan_in)),
+                                  random({c.w[0]}, 0.5)};
+  std::vector<const HostTensor*> ptrs = {&host[0], &host[1], &host[2]};
+  auto conv = runReferenceKernel("ai.onnxopt.NhwcConv", 1, ptrs, c.attrs, 1);
+  ASSERT_TRUE(conv.isOk()) << conv.status().toString();
+  if (c.op == "NhwcConvAddRelu") {
+    host.push_back(random(conv->at(0).dims, 1.0));
+    ptrs = {&host[0], &host[1], &host[2], &host[3]};
+  }
+  auto expected = runReferenceKernel("ai.onnxopt." + c.op, 1, ptrs, c.attrs, 1);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  const HostTensor& want = expected->at(0);
+  auto got = test::runOnDevice(c.op, 1, host, c.attrs, want.dtype, want.dims, "ai.onnxopt", 0xFF);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  expectConvClose(want, *got);
+}
+
+INSTANTIATE_TEST_SUITE_P(Claimed, NhwcConvTest, ::testing::ValuesIn(nhwcCases()),
+                         [](const ::testing::TestParamInfo<NhwcCase>& p) { return p.param.name; });
 
 /// ConvInteger and QLinearConv (kernels/cuda/quant_conv.cu): exact against the reference.
 struct QuantCase {

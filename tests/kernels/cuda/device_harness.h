@@ -109,13 +109,14 @@ inline void expectClose(const HostTensor& expected, const HostTensor& actual, To
   }
 }
 
-/// Runs the node's CUDA kernel on `inputs` (uploaded, and given as constants too), into an output of `dtype` and `dims` poisoned
-/// with 0xA5 bytes first, and returns the output; every step's error names the op.
+/// Runs the node's CUDA kernel on `inputs` (uploaded, and given as constants too), into an output
+/// of `dtype` and `dims` poisoned with `poison` bytes first (0xFF: NaN in every float type), and
+/// returns the output; every step's error names the op.
 inline StatusOr<HostTensor> runOnDevice(const std::string& op, int64_t opset,
                                         const std::vector<HostTensor>& inputs,
                                         const KernelAttrs& attrs, DataType dtype,
                                         const std::vector<int64_t>& dims,
-                                        const std::string& domain = "") {
+                                        const std::string& domain = "", uint8_t poison = 0xA5) {
   ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create());
   std::vector<DeviceTensor> device_inputs;
   for (const HostTensor& t : inputs) {
@@ -125,7 +126,7 @@ inline StatusOr<HostTensor> runOnDevice(const std::string& op, int64_t opset,
   HostTensor got = HostTensor::zeros(dtype, dims);
   ASSIGN_OR_RETURN(DeviceBuffer out_buffer, DeviceBuffer::allocate(got.bytes.size()));
   DeviceTensor out{std::move(out_buffer), dims, dtype};
-  RETURN_IF_ERROR(fillDevice(out.buffer.data(), 0xA5, got.bytes.size(), stream.get()));
+  RETURN_IF_ERROR(fillDevice(out.buffer.data(), poison, got.bytes.size(), stream.get()));
   CudaKernelCall call;
   call.domain = domain;
   call.op = op;

@@ -2,7 +2,7 @@
 // int8, uint8; strides, pads, asymmetric pads, dilations, ceil_mode, auto_pad, 1-D to 3-D, the
 // Indices output in both storage orders), AveragePool (count_include_pad both ways, ceil_mode,
 // dilations at opset 19), LpPool, GlobalAveragePool and GlobalMaxPool (channels longer than a
-// block). Label gpu.
+// block); ai.onnxopt.NhwcMaxPool and NhwcAveragePool on channels-last X. Label gpu.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -208,6 +208,46 @@ TEST_P(PoolTest, MatchesReference) {
   test::expectClose(expected->at(0), got->at(0), tol);
   test::expectClose(expected->at(1), got->at(1), {0, 0});
 }
+
+/// ai.onnxopt.NhwcMaxPool and NhwcAveragePool (convert-nhwc): the same windows on channels-last
+/// X [N, H, W, C], against their reference kernels (the NCHW pool between Transposes).
+std::vector<PoolCase> nhwcPoolCases() {
+  std::vector<PoolCase> out;
+  for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
+    for (const char* op : {"NhwcMaxPool", "NhwcAveragePool"}) {
+      for (const PoolGeometry& g : windowGeometries()) {
+        if (g.x.size() != 4) continue;
+        // The geometries are NCHW: the same dims channels-last.
+        std::vector<int64_t> x = {g.x[0], g.x[2], g.x[3], g.x[1]};
+        out.push_back(
+            {op, t, x, g.attrs, false, fmt::format("{}_{}_{}", op, dataTypeName(t), g.what)});
+      }
+    }
+  }
+  return out;
+}
+
+class NhwcPoolTest : public test::CudaTest, public ::testing::WithParamInterface<PoolCase> {};
+
+TEST_P(NhwcPoolTest, MatchesReference) {
+  const PoolCase& c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
+  int64_t n = 1;
+  for (int64_t d : c.x) n *= d;
+  std::vector<double> values(static_cast<size_t>(n));
+  for (double& v : values) v = std::uniform_real_distribution<>(-2, 2)(rng);
+  HostTensor x = test::tensorOf(c.dtype, c.x, values);
+  auto expected = runReferenceKernel("ai.onnxopt." + c.op, 1, {&x}, c.attrs, 1);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  test::Tolerance tol = c.op == "NhwcMaxPool" ? test::Tolerance{0, 0} : test::toleranceFor(c.dtype);
+  const HostTensor& want = expected->at(0);
+  auto got = test::runOnDevice(c.op, 1, {x}, c.attrs, want.dtype, want.dims, "ai.onnxopt");
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want, *got, tol);
+}
+
+INSTANTIATE_TEST_SUITE_P(Claimed, NhwcPoolTest, ::testing::ValuesIn(nhwcPoolCases()),
+                         [](const ::testing::TestParamInfo<PoolCase>& p) { return p.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Claimed, PoolTest, ::testing::ValuesIn(poolCases()),
                          [](const ::testing::TestParamInfo<PoolCase>& p) { return p.param.name; });
