@@ -8,8 +8,8 @@
 torchvision, transformers, onnx, numpy and a CUDA device) builds each model with random weights
 (seeded) in fp16 on the GPU: resnet50 and vit_b_16 (torchvision; vit without its zero-initialized
 classifier head, so its output is the class token's features), bert-base (transformers BertModel,
-seq 128, the default BertConfig) and gpt2 (GPT2Model, seq 128, the default GPT2Config), then for
-each model:
+seq 128, the default BertConfig), gpt2 (GPT2Model, seq 128, the default GPT2Config) and
+mobilenet_v2 (torchvision), then for each model:
   1. exports it once with torch's dynamo exporter (dynamic batch) and, per batch size, fixes the
      batch in the file (inputs static, inferred shapes dropped) as onnxsim's --overwrite-input-shape
      does;
@@ -25,7 +25,12 @@ each model:
      (CUDA graphs) the same way: CUDA events around each forward on GPU tensors, under
      torch.inference_mode, median of --iters runs after --warmup;
   6. with --profile, `opt bench --profile` (eager, an event pair around each step) at each latency
-     batch size: the top 40 steps and the per-op totals.
+     batch size: the top 40 steps and the per-op totals;
+  7. with --layout, for the CNNs (resnet50, mobilenet) at each latency batch size: the same model
+     optimized with convert-nhwc forced on (`--pass-option convert-nhwc.grouped=true`) and off
+     (`--disable-pass convert-nhwc`), the latency of each, the Transposes each plan runs, and the
+     largest difference between the two runs' outputs (within the case's fp16 tolerance, or the
+     case fails).
 Throughput cases (resnet50 at batch 256, bert at batch 128) run ours and torch eager and
 compile+cudagraphs. Kernel microbenchmarks (LayerNormalization, Softmax, Add, Transpose on 256 MB
 fp16 tensors, single-op models through `opt bench`) report achieved TB/s (bytes read + written over
@@ -54,7 +59,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 20261202
 SEQ = 128
-MODELS = ("resnet50", "bert", "gpt2", "vit")
+MODELS = ("resnet50", "bert", "gpt2", "vit", "mobilenet")
+# The convolutional models, whose latency cases --layout also runs without convert-nhwc.
+CNNS = ("resnet50", "mobilenet")
 # The throughput cases' batch sizes (the issue's resnet50 bs256 and bert bs128).
 THROUGHPUT = {"resnet50": 256, "bert": 128}
 MICRO_ELEMENTS = 128 * 1024 * 1024  # 256 MB of fp16
@@ -72,11 +79,19 @@ def build_model(name: str):
     import torch
 
     torch.manual_seed(SEED)
-    if name in ("resnet50", "vit"):
+    if name in ("resnet50", "vit", "mobilenet"):
         import torchvision
 
-        net = torchvision.models.resnet50(weights=None) if name == "resnet50" else torchvision.models.vit_b_16(
-            weights=None)
+        make = {"resnet50": torchvision.models.resnet50, "vit": torchvision.models.vit_b_16,
+                "mobilenet": torchvision.models.mobilenet_v2}[name]
+        net = make(weights=None)
+        if name == "mobilenet":
+            # torchvision's fan-out init gives a depthwise 3x3 (9 taps per output) weights of
+            # std sqrt(2 / (9 C)): the activations vanish through the blocks (outputs near 1e-9),
+            # and the check would compare nothing. Fan-in init keeps them of order 1.
+            for m in net.modules():
+                if isinstance(m, torch.nn.Conv2d) and m.groups > 1:
+                    torch.nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
         if name == "vit":
             # torchvision zero-initializes the classifier head: its logits would all be 0, and
             # the check would compare nothing. The class token's features are the output.
@@ -354,6 +369,8 @@ class Runner:
         err_ours = float(np.abs(ours - ref32).max())
         nonfinite = int((~np.isfinite(ours)).sum())
         tol = 2 * err_torch + 1e-3 * max(scale, 1.0)
+        if a.layout and full and name in CNNS:
+            self.layout(case, static, feeds, tol)
         case["check"] = {"max_abs_ours_vs_fp32": err_ours, "max_abs_torch16_vs_fp32": err_torch,
                          "max_abs_ours_vs_torch16": float(np.abs(ours - ref16).max()), "output_max_abs": scale,
                          "tolerance": tol, "nonfinite": nonfinite, "pass": err_ours <= tol and nonfinite == 0}
@@ -407,6 +424,41 @@ class Runner:
                     self.error(f"{name} bs{batch} torch {mode}", e)
                 self.save()
         torch._dynamo.reset()
+
+    def layout(self, case: dict, static: Path, feeds: dict, tol: float) -> None:
+        """The layout issue's comparison: the model optimized with convert-nhwc forced on
+        (--pass-option convert-nhwc.grouped=true: -O3 leaves models with grouped convolutions
+        NCHW) and with it off (--disable-pass convert-nhwc), each one's latency and the layout
+        conversions (Transposes) its plan runs; the NHWC outputs must be within the case's fp16
+        tolerance of the NCHW run's."""
+        import numpy as np
+
+        a = self.args
+        variants = {"nhwc": ["--pass-option", "convert-nhwc.grouped=true"],
+                    "nchw": ["--disable-pass", "convert-nhwc"]}
+        got = {}
+        out: dict = {"tolerance": tol}
+        for label, flags in variants.items():
+            path = static.with_name(f"{static.stem}_{label}.onnx")
+            r = sh([a.opt, str(static), "-O3", "--target", "cuda", "--target-opset", "23", *flags,
+                    "-o", str(path)], 600)
+            if r.returncode != 0:
+                raise RuntimeError(f"opt {' '.join(flags)} failed: {r.stderr.strip()[-2000:]}")
+            with tempfile.TemporaryDirectory() as tmp:
+                got[label], _ = opt_run(a.opt, path, feeds, Path(tmp), 300)
+            out[f"{label}_compute"] = opt_bench(a.opt, path, feeds, a.warmup, a.iters, False, 600).get("compute_ms")
+            out[f"transposes_{label}"] = op_histogram(path).get("Transpose", 0)
+            if a.profile:
+                rows = opt_bench(a.opt, path, feeds, 3, 20, True, 600).get("profile", [])
+                case[f"layout_{label}_profile_ops"] = profile_ops(rows)
+        diff = float(np.abs(got["nhwc"].astype(np.float32) - got["nchw"].astype(np.float32)).max())
+        out["max_abs_nhwc_vs_nchw"] = diff
+        out["pass"] = diff <= tol
+        case["layout"] = out
+        if diff > tol:
+            self.failed = True
+        log(f"{case['model']} bs{case['batch']}: layout {out}")
+        self.save()
 
     def micro(self) -> None:
         """Single-op fp16 models on 256 MB tensors through opt bench: TB/s over the compute time."""
@@ -526,6 +578,19 @@ def report(results: dict, doc: Path, chart: Path | None) -> str:
             lines.append(f"| {c['model']} | {c['batch']} | {fmt_ms(ours)} | {per_s(ours)} | "
                          f"{per_s(p50(c, 'torch', 'eager'))} | {per_s(p50(c, 'torch', 'compile_cudagraphs'))} | "
                          f"{verdict(chk)} |")
+    laid = [c for c in lat if c.get("layout")]
+    if laid:
+        lines.append("\n## Layout: channels-last (convert-nhwc) against NCHW convolutions, fp16\n")
+        lines.append("| model | batch | NHWC ms | NCHW ms | NCHW / NHWC | Transposes NHWC / NCHW | "
+                     "max abs NHWC vs NCHW (tolerance) | check |")
+        lines.append("|---|---:|---:|---:|---:|---|---|---|")
+        for c in laid:
+            lo = c["layout"]
+            nhwc, nchw = (lo.get("nhwc_compute") or {}).get("p50"), (lo.get("nchw_compute") or {}).get("p50")
+            ratio = f"{nchw / nhwc:.2f}" if nhwc and nchw else "-"
+            lines.append(f"| {c['model']} | {c['batch']} | {fmt_ms(nhwc)} | {fmt_ms(nchw)} | {ratio} | "
+                         f"{lo['transposes_nhwc']} / {lo['transposes_nchw']} | "
+                         f"{lo['max_abs_nhwc_vs_nchw']:.3g} ({lo['tolerance']:.3g}) | {verdict(lo)} |")
     if results.get("micro"):
         lines.append("\n## Memory-bound kernels, fp16, 256 MB tensors (copy limit about 4.3 TB/s)\n")
         lines.append("| op | bytes read + written | ms | TB/s |")
@@ -556,9 +621,13 @@ def report(results: dict, doc: Path, chart: Path | None) -> str:
         lines.append("| case | profiled ms | top ops (ms, % of the profile) |")
         lines.append("|---|---:|---|")
         for c in profiled:
-            total = sum(o["ms"] for o in c["profile_ops"])
-            top = "; ".join(f"{o['op']} x{o['steps']} {o['ms']:.2f} ({o['percent']:.0f}%)" for o in c["profile_ops"][:5])
-            lines.append(f"| {c['model']} bs{c['batch']} | {total:.2f} | {top} |")
+            for label, ops in (("", c["profile_ops"]), (" NHWC forced", c.get("layout_nhwc_profile_ops")),
+                               (" NCHW", c.get("layout_nchw_profile_ops"))):
+                if not ops:
+                    continue
+                total = sum(o["ms"] for o in ops)
+                top = "; ".join(f"{o['op']} x{o['steps']} {o['ms']:.2f} ({o['percent']:.0f}%)" for o in ops[:5])
+                lines.append(f"| {c['model']} bs{c['batch']}{label} | {total:.2f} | {top} |")
     models = results.get("models", {})
     if models:
         lines.append("\n## What `-O3 --target cuda` made of each model (ops after, top 12)\n")
@@ -600,7 +669,12 @@ def report(results: dict, doc: Path, chart: Path | None) -> str:
             body = "(no chart: matplotlib is not installed where the report was written)\n\n" + body
     head = doc.read_text().split("<!-- results -->")[0] if doc.exists() else "# GPU benchmarks\n\n"
     env_line = ", ".join(f"{k} {v}" for k, v in env.items())
-    text = (head.rstrip() + "\n\n<!-- results -->\n" + f"Run of {results.get('started')}: {env_line}.\n\n" + body)
+    runs = [r for r in results.get("runs", []) if r]
+    origin = f"Run of {results.get('started')}"
+    if len(runs) > 1:
+        origin = (f"Runs of {runs[0]} and, for what that one lacks (e.g. torch timings of a --no-torch "
+                  f"run), {', '.join(runs[1:])}")
+    text = (head.rstrip() + "\n\n<!-- results -->\n" + f"{origin}: {env_line}.\n\n" + body)
     doc.write_text(text)
     return text
 
@@ -613,17 +687,22 @@ def merge(runs: list[dict]) -> dict:
     for data in runs:
         if not merged:
             merged = data
+            merged["runs"] = [data.get("started")]
             continue
+        merged["runs"].append(data.get("started"))
         known = {(c["model"], c["batch"], c["kind"]): c for c in merged["cases"]}
         for c in data.get("cases", []):
             old = known.get((c["model"], c["batch"], c["kind"]))
             if old is None:
                 merged["cases"].append(c)
                 continue
-            for key in ("profile", "profile_ops"):
-                if key in c and key not in old:
-                    old[key] = c[key]
-        merged["micro"] += data.get("micro", [])
+            # What the earlier run lacks or left empty (a --no-torch run's torch timings, a
+            # profile-only run's profiles).
+            for key, value in c.items():
+                if not old.get(key):
+                    old[key] = value
+        have = {m["op"] for m in merged["micro"]}
+        merged["micro"] += [m for m in data.get("micro", []) if m["op"] not in have]
         for name, info in data.get("models", {}).items():
             merged["models"].setdefault(name, info)
         merged["errors"] += data.get("errors", [])
@@ -646,6 +725,8 @@ def main(argv: list[str]) -> int:
     r.add_argument("--no-compile", action="store_true", help="torch eager only (no torch.compile)")
     r.add_argument("--no-torch", action="store_true", help="no torch timings (the check still runs)")
     r.add_argument("--profile", action="store_true", help="opt bench --profile at each latency batch size")
+    r.add_argument("--layout", action="store_true",
+                   help=f"also run the latency cases of {', '.join(CNNS)} without convert-nhwc (NCHW)")
     r.add_argument("--warmup", type=int, default=20)
     r.add_argument("--iters", type=int, default=100)
     r.add_argument("--time-limit", type=float, default=480, help="seconds; later steps are skipped")
