@@ -10,8 +10,15 @@
 // Transpose<p>(x) is axis p[a] of x):
 //   Softmax/LogSoftmax/Hardmax<axis=a> (opset 13+)   ==>  <axis=p[a]>
 //   Concat<axis=a>(T(x1), T(x2) | constant, ...)      ==>  Concat<axis=p[a]>(x1, x2, ...)
-//   ArgMax/ArgMin<axis=a, keepdims=1>                 ==>  <axis=p[a]>
-//   Reduce*<axes=A, keepdims=1> (constant axes, attribute or input)  ==>  axes p[A]
+//   ArgMax/ArgMin<axis=a>                              ==>  <axis=p[a]>
+//   QuantizeLinear/DequantizeLinear<axis=a> (1-D scale) ==>  <axis=p[a]>; a scalar scale:
+//                                                          elementwise
+//   Slice(T(x), starts, ends, axes=A) (constant)      ==>  Slice(x, starts, ends, p[A])
+//   Pad(T(x), pads) (constant, no axes input)         ==>  Pad(x, pads permuted per dim)
+//   Reduce*<axes=A> (constant axes, attribute or input)  ==>  axes p[A]
+// With keepdims=0 the result has fewer dims, in x's order after the push: the Transpose pushed
+// becomes Transpose<q> of the result (q orders x's kept axes as the result had them), and none at
+// all where q is the identity (NHWC global pooling: ReduceMean over H and W of NCHW's Transpose).
 //
 // Each other operand y becomes:
 //   - itself, when it is a scalar (rank 0) or a one-element constant of no higher rank than x
@@ -50,7 +57,12 @@ bool isElementwise(const ir::Node& n) {
       // binary and variadic
       "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Less", "Greater",
       "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where"};
-  return n.domain().empty() && n.numOutputs() == 1 && kOps.count(n.opType()) > 0;
+  if (!n.domain().empty() || n.numOutputs() != 1) return false;
+  // QuantizeLinear/DequantizeLinear with a per-tensor (scalar) scale: elementwise.
+  if ((n.opType() == "QuantizeLinear" || n.opType() == "DequantizeLinear") && n.numInputs() >= 2) {
+    return pass::rankOf(n.input(1)) == 0;
+  }
+  return kOps.count(n.opType()) > 0;
 }
 
 /// A constant, or the Unsqueeze of one this pass made (fold-constants folds both).
@@ -74,7 +86,33 @@ struct AxisRemap {
   std::string attribute;      ///< "axis" or "axes"
   bool axes_input = false;    ///< Reduce* axes as input 1 (opset 18; ReduceSum 13)
   std::vector<int64_t> axes;  ///< on x
+  /// Constant int64 inputs the op takes on x instead (Slice's axes, Pad's pads): index, values.
+  std::vector<std::pair<size_t, std::vector<int64_t>>> inputs;
+  /// A reduction with keepdims=0 (the result has fewer dims): the perm that orders the reduced x's
+  /// remaining dims as the op's result had them, the Transpose left after it (none when it is
+  /// the identity: the pushed Transpose is gone).
+  std::optional<std::vector<int64_t>> reduced_perm;
 };
+
+/// The perm q with Op(x) reduced over p[A] = Transpose<q>(Op(Transpose<p>(x)) reduced over A),
+/// keepdims=0: the kept axes of the transposed tensor, in order, are x's axes p[i] (i not in A);
+/// the pushed op keeps them in x's order.
+std::vector<int64_t> reducedPerm(const std::vector<int64_t>& perm,
+                                 const std::vector<int64_t>& axes) {
+  std::vector<int64_t> kept_x;  // x's axes the original result keeps, in its order
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) == axes.end()) {
+      kept_x.push_back(perm[i]);
+    }
+  }
+  std::vector<int64_t> sorted = kept_x;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> q;
+  for (int64_t a : kept_x) {
+    q.push_back(std::lower_bound(sorted.begin(), sorted.end(), a) - sorted.begin());
+  }
+  return q;
+}
 
 std::optional<AxisRemap> axisRemapOf(const ir::Node& n, int64_t opset, int64_t rank,
                                      const std::vector<int64_t>& perm) {
@@ -83,18 +121,75 @@ std::optional<AxisRemap> axisRemapOf(const ir::Node& n, int64_t opset, int64_t r
   auto one = [&](int64_t fallback) -> std::optional<AxisRemap> {
     auto axis = pass::normalizeAxis(pass::attrInt(n, "axis", fallback), rank);
     if (!axis) return std::nullopt;
-    return AxisRemap{"axis", false, {perm[static_cast<size_t>(*axis)]}};
+    AxisRemap r;
+    r.attribute = "axis";
+    r.axes = {perm[static_cast<size_t>(*axis)]};
+    return r;
   };
   // Softmax and its kin take one axis from opset 13 (before, the axis split the input in two).
   if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset >= 13) return one(-1);
   if (op == "Concat" && n.findAttribute("axis") != nullptr) return one(0);
-  if ((op == "ArgMax" || op == "ArgMin") && pass::attrInt(n, "keepdims", 1) == 1) return one(0);
+  // Per-axis quantization: the scale's axis.
+  if ((op == "QuantizeLinear" || op == "DequantizeLinear") && n.numInputs() >= 2 &&
+      pass::rankOf(n.input(1)) == 1) {
+    return one(1);
+  }
+  // Slice (inputs from opset 10) with constant starts and axes: the axes renamed, the starts,
+  // ends and steps per axis as they were.
+  if (op == "Slice" && opset >= 10 && n.numInputs() >= 3) {
+    auto starts = pass::constantInts(n.input(1));
+    if (!starts || !pass::constantInts(n.input(2))) return std::nullopt;
+    std::vector<int64_t> axes;
+    if (n.numInputs() > 3 && n.input(3) != nullptr) {
+      auto given = pass::constantInts(n.input(3));
+      if (!given) return std::nullopt;
+      axes = *given;
+    } else {
+      for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    }
+    AxisRemap r;
+    std::vector<int64_t> renamed;
+    for (int64_t a : axes) {
+      auto norm = pass::normalizeAxis(a, rank);
+      if (!norm) return std::nullopt;
+      renamed.push_back(perm[static_cast<size_t>(*norm)]);
+    }
+    r.inputs.push_back({3, renamed});
+    return r;
+  }
+  // Pad (pads as an input from opset 11, no axes input): x's pads are the transposed tensor's,
+  // permuted (dim p[i] of x is dim i of the transposed tensor).
+  if (op == "Pad" && opset >= 11 && n.numInputs() >= 2 &&
+      (n.numInputs() < 4 || n.input(3) == nullptr)) {
+    auto pads = pass::constantInts(n.input(1));
+    if (!pads || pads->size() != 2 * static_cast<size_t>(rank)) return std::nullopt;
+    std::vector<int64_t> on_x(pads->size());
+    for (size_t i = 0; i < static_cast<size_t>(rank); ++i) {
+      on_x[static_cast<size_t>(perm[i])] = (*pads)[i];
+      on_x[static_cast<size_t>(rank + perm[i])] = (*pads)[rank + i];
+    }
+    AxisRemap r;
+    r.inputs.push_back({1, on_x});
+    return r;
+  }
+  if (op == "ArgMax" || op == "ArgMin") {
+    auto r = one(0);
+    if (r && pass::attrInt(n, "keepdims", 1) == 0) {
+      auto axis = pass::normalizeAxis(pass::attrInt(n, "axis", 0), rank);
+      r->reduced_perm = reducedPerm(perm, {*axis});
+    }
+    return r;
+  }
   if (op.rfind("Reduce", 0) == 0) {
-    auto axes = pass::reduceAxes(n, opset, rank);  // keepdims=1 and explicit constant axes
+    // Explicit constant axes; keepdims 0 or 1.
+    auto axes = pass::reduceAxes(n, opset, rank, /*any_keepdims=*/true);
     if (!axes) return std::nullopt;
-    AxisRemap r{"axes", pass::reduceAxesFromInput(n, opset), {}};
+    AxisRemap r;
+    r.attribute = "axes";
+    r.axes_input = pass::reduceAxesFromInput(n, opset);
     for (int64_t a : *axes) r.axes.push_back(perm[static_cast<size_t>(a)]);
     std::sort(r.axes.begin(), r.axes.end());
+    if (pass::attrInt(n, "keepdims", 1) == 0) r.reduced_perm = reducedPerm(perm, *axes);
     return r;
   }
   return std::nullopt;
@@ -207,7 +302,15 @@ class PushTransposePattern final : public rewrite::Pattern {
     }
     ir::Node* pushed = rw.createNodeLike(node->opType(), "", inputs, node);
     for (const ir::Attribute& a : node->attributes()) rw.copyAttribute(*node, pushed, a.name);
-    if (remap) {
+    if (remap && !remap->inputs.empty()) {
+      for (const auto& [index, values] : remap->inputs) {
+        ir::Value* v = rw.createInitializer(
+            graph, index == 1 ? "pads" : "axes",
+            pass::makeInt64Tensor(values, {static_cast<int64_t>(values.size())}));
+        while (pushed->numInputs() <= index) rw.addInput(pushed, nullptr);
+        rw.setInput(pushed, index, v);
+      }
+    } else if (remap) {
       if (remap->axes_input) {
         rw.setInput(
             pushed, 1,
@@ -226,6 +329,22 @@ class PushTransposePattern final : public rewrite::Pattern {
         }
         rw.setAttribute(pushed, std::move(a));
       }
+    }
+    if (remap && remap->reduced_perm) {
+      // keepdims=0: what is left of the pushed Transpose is the reduced result's reordering,
+      // nothing when that is the identity (an NHWC global pool's ReduceMean over H and W).
+      const std::vector<int64_t>& q = *remap->reduced_perm;
+      std::vector<int64_t> q_inverse(q.size());
+      bool identity = true;
+      for (size_t i = 0; i < q.size(); ++i) {
+        q_inverse[static_cast<size_t>(q[i])] = static_cast<int64_t>(i);
+        identity &= q[i] == static_cast<int64_t>(i);
+      }
+      rw.setType(pushed->output(0), pass::permutedType(node->output(0)->type(), q_inverse));
+      rw.replaceNode(
+          node, {identity ? pushed->output(0) : pass::createTranspose(rw, pushed->output(0), q)});
+      rw.eraseNode(transpose);
+      return true;
     }
     rw.setType(pushed->output(0), pass::permutedType(node->output(0)->type(), inverse));
     if (inverse_after != nullptr) {

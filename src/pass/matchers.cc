@@ -317,8 +317,9 @@ bool reduceAxesFromInput(const ir::Node& n, int64_t opset) {
   return opset >= 18 || (n.opType() == "ReduceSum" && opset >= 13);
 }
 
-std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& n, int64_t opset, int64_t rank) {
-  if (attrInt(n, "keepdims", 1) != 1) return std::nullopt;
+std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& n, int64_t opset, int64_t rank,
+                                               bool any_keepdims) {
+  if (!any_keepdims && attrInt(n, "keepdims", 1) != 1) return std::nullopt;
   bool axes_input = reduceAxesFromInput(n, opset);
   auto axes = !axes_input ? attrInts(n, "axes")
                           : (n.numInputs() > 1 ? constantInts(n.input(1)) : std::nullopt);

@@ -82,8 +82,10 @@ ir::Value* otherOperand(const ir::Node& node, const ir::Value* known);
 /// the `axes` attribute.
 bool reduceAxesFromInput(const ir::Node& node, int64_t opset);
 /// The axes of a keepdims=1 ReduceMean/ReduceSum (attribute before opset 18, constant input from
-/// 18), normalized against `rank` and sorted; nullopt when not constant or keepdims is 0.
-std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& node, int64_t opset, int64_t rank);
+/// 18), normalized against `rank` and sorted; nullopt when not constant or empty, or when keepdims
+/// is 0 unless `any_keepdims`.
+std::optional<std::vector<int64_t>> reduceAxes(const ir::Node& node, int64_t opset, int64_t rank,
+                                               bool any_keepdims = false);
 /// The dims of `value` from `axis` on, when all of them are known integers.
 std::optional<std::vector<int64_t>> staticDimsFrom(const ir::Value* value, int64_t axis);
 /// A float tensor of `dtype` shaped `dims`: `source` (nullptr: `fill` everywhere) broadcast to
