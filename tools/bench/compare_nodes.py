@@ -117,7 +117,11 @@ def main() -> int:
         for name, _, _, notes in rows:
             for note in notes:
                 lines.append(f"- {name}: {note}")
-        args.markdown.write_text("\n".join(lines) + "\n")
+        # transpose_counts.py's table, after its marker, stays.
+        marker = "<!-- transposes -->"
+        old = args.markdown.read_text() if args.markdown.exists() else ""
+        tail = "\n" + marker + old.split(marker, 1)[1] if marker in old else ""
+        args.markdown.write_text("\n".join(lines) + "\n" + tail)
     return 1 if bad_opt else 0
 
 
