@@ -15,6 +15,17 @@
 //                                                          elementwise
 //   Slice(T(x), starts, ends, axes=A) (constant)      ==>  Slice(x, starts, ends, p[A])
 //   Pad(T(x), pads) (constant, no axes input)         ==>  Pad(x, pads permuted per dim)
+//   Resize(T(x), roi, scales | sizes) (constant)      ==>  Resize(x, roi, factors permuted)
+//   Squeeze(T(x), A)                                  ==>  Transpose<q>(Squeeze(x, p[A]))
+//   Unsqueeze(T(x), A)                                ==>  Transpose<q>(Unsqueeze(x, A))
+//
+// And into an op that takes it as an attribute (the lecture's attribute embedding):
+//   Gemm<transA=t>(Transpose(A), B, C)                ==>  Gemm<transA=1-t>(A, B, C)  (B too)
+//   MatMul(Transpose(A), B), 2-D, opset 11+           ==>  Gemm<transA=1>(A, B)
+//   Shape<start, end>(Transpose<p>(x))                ==>  Gather(Shape(x), p[start:end])
+//
+// Size-weighted: past Pad and Resize (results larger than their input) a Transpose is pushed only
+// where it then meets its inverse (it would move more bytes otherwise).
 //   Reduce*<axes=A> (constant axes, attribute or input)  ==>  axes p[A]
 // With keepdims=0 the result has fewer dims, in x's order after the push: the Transpose pushed
 // becomes Transpose<q> of the result (q orders x's kept axes as the result had them), and none at
@@ -86,13 +97,45 @@ struct AxisRemap {
   std::string attribute;      ///< "axis" or "axes"
   bool axes_input = false;    ///< Reduce* axes as input 1 (opset 18; ReduceSum 13)
   std::vector<int64_t> axes;  ///< on x
-  /// Constant int64 inputs the op takes on x instead (Slice's axes, Pad's pads): index, values.
-  std::vector<std::pair<size_t, std::vector<int64_t>>> inputs;
-  /// A reduction with keepdims=0 (the result has fewer dims): the perm that orders the reduced x's
-  /// remaining dims as the op's result had them, the Transpose left after it (none when it is
+  /// Constant inputs the op takes on x instead (Slice's axes, Pad's pads, Resize's scales or
+  /// sizes): index, tensor.
+  std::vector<std::pair<size_t, ir::Tensor>> inputs;
+  /// Where the result's rank is not x's (keepdims=0 reductions, Squeeze, Unsqueeze): the perm of
+  /// the Transpose after the pushed op that gives the result's dims their order (none when it is
   /// the identity: the pushed Transpose is gone).
-  std::optional<std::vector<int64_t>> reduced_perm;
+  std::optional<std::vector<int64_t>> result_perm;
 };
+
+ir::Tensor int64Vector(const std::vector<int64_t>& values) {
+  return pass::makeInt64Tensor(values, {static_cast<int64_t>(values.size())});
+}
+
+/// Unsqueeze(Transpose<p>(x), A) = Transpose<q>(Unsqueeze(x, A)): A (normalized, on the result)
+/// holds new unit dims in both; the k-th other slot of the result holds x's dim p[k], which the
+/// pushed op put in its p[k]-th other slot.
+std::vector<int64_t> unsqueezedPerm(const std::vector<int64_t>& perm,
+                                    const std::vector<int64_t>& axes) {
+  size_t rank = perm.size() + axes.size();
+  std::vector<int64_t> slots;  // the result's positions that are not new
+  for (size_t j = 0; j < rank; ++j) {
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(j)) == axes.end()) {
+      slots.push_back(static_cast<int64_t>(j));
+    }
+  }
+  std::vector<int64_t> q(rank);
+  for (size_t j = 0; j < rank; ++j) q[j] = static_cast<int64_t>(j);
+  for (size_t k = 0; k < slots.size(); ++k) {
+    q[static_cast<size_t>(slots[k])] = slots[static_cast<size_t>(perm[k])];
+  }
+  return q;
+}
+
+/// Squeeze/Unsqueeze's axes (an attribute before opset 13, a constant input from 13), or nullopt.
+std::optional<std::vector<int64_t>> squeezeAxes(const ir::Node& n, int64_t opset) {
+  if (opset < 13) return pass::attrInts(n, "axes");
+  if (n.numInputs() < 2 || n.input(1) == nullptr) return std::nullopt;
+  return pass::constantInts(n.input(1));
+}
 
 /// The perm q with Op(x) reduced over p[A] = Transpose<q>(Op(Transpose<p>(x)) reduced over A),
 /// keepdims=0: the kept axes of the transposed tensor, in order, are x's axes p[i] (i not in A);
@@ -154,7 +197,7 @@ std::optional<AxisRemap> axisRemapOf(const ir::Node& n, int64_t opset, int64_t r
       if (!norm) return std::nullopt;
       renamed.push_back(perm[static_cast<size_t>(*norm)]);
     }
-    r.inputs.push_back({3, renamed});
+    r.inputs.push_back({3, int64Vector(renamed)});
     return r;
   }
   // Pad (pads as an input from opset 11, no axes input): x's pads are the transposed tensor's,
@@ -169,14 +212,81 @@ std::optional<AxisRemap> axisRemapOf(const ir::Node& n, int64_t opset, int64_t r
       on_x[static_cast<size_t>(rank + perm[i])] = (*pads)[rank + i];
     }
     AxisRemap r;
-    r.inputs.push_back({1, on_x});
+    r.inputs.push_back({1, int64Vector(on_x)});
+    return r;
+  }
+  // Squeeze with explicit axes: x's axes p[A] go, and the kept ones keep x's order.
+  if (op == "Squeeze") {
+    auto given = squeezeAxes(n, opset);
+    if (!given || given->empty()) return std::nullopt;
+    std::vector<int64_t> axes;
+    for (int64_t a : *given) {
+      auto norm = pass::normalizeAxis(a, rank);
+      if (!norm) return std::nullopt;
+      axes.push_back(*norm);
+    }
+    AxisRemap r;
+    r.attribute = "axes";
+    r.axes_input = opset >= 13;
+    for (int64_t a : axes) r.axes.push_back(perm[static_cast<size_t>(a)]);
+    std::sort(r.axes.begin(), r.axes.end());
+    r.result_perm = reducedPerm(perm, axes);
+    return r;
+  }
+  // Unsqueeze: the same new unit dims on x, then the Transpose that puts x's dims in order.
+  if (op == "Unsqueeze") {
+    auto given = squeezeAxes(n, opset);
+    if (!given || given->empty()) return std::nullopt;
+    int64_t out_rank = rank + static_cast<int64_t>(given->size());
+    AxisRemap r;
+    r.attribute = "axes";
+    r.axes_input = opset >= 13;
+    for (int64_t a : *given) {
+      auto norm = pass::normalizeAxis(a, out_rank);
+      if (!norm) return std::nullopt;
+      r.axes.push_back(*norm);
+    }
+    std::sort(r.axes.begin(), r.axes.end());
+    if (std::adjacent_find(r.axes.begin(), r.axes.end()) != r.axes.end()) return std::nullopt;
+    r.result_perm = unsqueezedPerm(perm, r.axes);
+    return r;
+  }
+  // Resize (opset 11+, no axes attribute, an empty or unused roi) with constant scales or sizes:
+  // interpolation is separable, so each dim's factor goes with the dim (x's dim p[i] gets the
+  // transposed tensor's factor i).
+  if (op == "Resize" && opset >= 11 && n.findAttribute("axes") == nullptr) {
+    bool crop = n.findAttribute("coordinate_transformation_mode") != nullptr &&
+                n.findAttribute("coordinate_transformation_mode")->s == "tf_crop_and_resize";
+    if (crop || n.numInputs() < 3) return std::nullopt;
+    AxisRemap r;
+    for (size_t index : {size_t{2}, size_t{3}}) {
+      if (index >= n.numInputs() || n.input(index) == nullptr) continue;
+      auto t = pass::constantTensor(n.input(index));
+      if (!t) return std::nullopt;
+      if (t->numElements().value_or(-1) == 0) continue;  // an empty scales beside sizes
+      if (t->numElements().value_or(-1) != rank) return std::nullopt;
+      if (index == 2) {
+        auto v = pass::floatValues(*t);
+        if (!v) return std::nullopt;
+        std::vector<double> on_x(v->size());
+        for (size_t i = 0; i < v->size(); ++i) on_x[static_cast<size_t>(perm[i])] = (*v)[i];
+        r.inputs.push_back({2, pass::makeFloatTensor(t->dtype(), {rank}, on_x)});
+      } else {
+        auto v = pass::constantInts(n.input(index));
+        if (!v) return std::nullopt;
+        std::vector<int64_t> on_x(v->size());
+        for (size_t i = 0; i < v->size(); ++i) on_x[static_cast<size_t>(perm[i])] = (*v)[i];
+        r.inputs.push_back({3, int64Vector(on_x)});
+      }
+    }
+    if (r.inputs.empty()) return std::nullopt;
     return r;
   }
   if (op == "ArgMax" || op == "ArgMin") {
     auto r = one(0);
     if (r && pass::attrInt(n, "keepdims", 1) == 0) {
       auto axis = pass::normalizeAxis(pass::attrInt(n, "axis", 0), rank);
-      r->reduced_perm = reducedPerm(perm, {*axis});
+      r->result_perm = reducedPerm(perm, {*axis});
     }
     return r;
   }
@@ -189,7 +299,7 @@ std::optional<AxisRemap> axisRemapOf(const ir::Node& n, int64_t opset, int64_t r
     r.axes_input = pass::reduceAxesFromInput(n, opset);
     for (int64_t a : *axes) r.axes.push_back(perm[static_cast<size_t>(a)]);
     std::sort(r.axes.begin(), r.axes.end());
-    if (pass::attrInt(n, "keepdims", 1) == 0) r.reduced_perm = reducedPerm(perm, *axes);
+    if (pass::attrInt(n, "keepdims", 1) == 0) r.result_perm = reducedPerm(perm, *axes);
     return r;
   }
   return std::nullopt;
@@ -226,6 +336,24 @@ class PushTransposePattern final : public rewrite::Pattern {
       remap = axisRemapOf(*node, ctx.opset(), *rank, *perm);
       if (!remap) return ctx.fail("its user is no elementwise op nor one whose axes remap");
       if (node->opType() != "Concat") data_inputs = 1;
+      // Size-weighted: past an op whose result is larger than its input (Pad, an upsampling
+      // Resize) the Transpose would move more bytes, so only where it then meets its inverse.
+      if (node->opType() == "Pad" || node->opType() == "Resize") {
+        auto in = pass::staticShape(transpose->output(0));
+        auto res = pass::staticShape(node->output(0));
+        auto count = [](const std::vector<int64_t>& d) {
+          int64_t n = 1;
+          for (int64_t v : d) n *= v;
+          return n;
+        };
+        ir::Value* result = node->output(0);
+        ir::Node* next = pass::hasSingleUse(result) ? result->uses().front().user : nullptr;
+        bool meets_inverse = next != nullptr && next->opType() == "Transpose" &&
+                             next->domain().empty() && pass::attrInts(*next, "perm") == inverse;
+        if (!meets_inverse && (!in || !res || count(*res) > count(*in))) {
+          return ctx.fail("the Transpose would move onto a larger tensor that nothing cancels");
+        }
+      }
     }
     // Every operand: the pushed Transpose's (replaced by x), or one that adds no run-time
     // Transpose (cost model above).
@@ -303,10 +431,8 @@ class PushTransposePattern final : public rewrite::Pattern {
     ir::Node* pushed = rw.createNodeLike(node->opType(), "", inputs, node);
     for (const ir::Attribute& a : node->attributes()) rw.copyAttribute(*node, pushed, a.name);
     if (remap && !remap->inputs.empty()) {
-      for (const auto& [index, values] : remap->inputs) {
-        ir::Value* v = rw.createInitializer(
-            graph, index == 1 ? "pads" : "axes",
-            pass::makeInt64Tensor(values, {static_cast<int64_t>(values.size())}));
+      for (const auto& [index, tensor] : remap->inputs) {
+        ir::Value* v = rw.createInitializer(graph, node->opType() + "_input", tensor);
         while (pushed->numInputs() <= index) rw.addInput(pushed, nullptr);
         rw.setInput(pushed, index, v);
       }
@@ -330,10 +456,11 @@ class PushTransposePattern final : public rewrite::Pattern {
         rw.setAttribute(pushed, std::move(a));
       }
     }
-    if (remap && remap->reduced_perm) {
-      // keepdims=0: what is left of the pushed Transpose is the reduced result's reordering,
-      // nothing when that is the identity (an NHWC global pool's ReduceMean over H and W).
-      const std::vector<int64_t>& q = *remap->reduced_perm;
+    if (remap && remap->result_perm) {
+      // Another rank (keepdims=0, Squeeze, Unsqueeze): what is left of the pushed Transpose is
+      // the result's reordering, nothing when that is the identity (an NHWC global pool's
+      // ReduceMean over H and W).
+      const std::vector<int64_t>& q = *remap->result_perm;
       std::vector<int64_t> q_inverse(q.size());
       bool identity = true;
       for (size_t i = 0; i < q.size(); ++i) {
@@ -362,6 +489,92 @@ class PushTransposePattern final : public rewrite::Pattern {
   }
 };
 
+/// Gemm(Transpose<[1, 0]>(A), B, C) ==> Gemm<transA = 1 - transA>(A, B, C), B likewise; a 2-D
+/// MatMul(Transpose(A), B) ==> Gemm<transA=1>(A, B) (opset 11+, where C is optional). The
+/// Transpose must have no other user (else it stays and nothing is saved).
+class AbsorbIntoGemmPattern final : public rewrite::Pattern {
+ public:
+  explicit AbsorbIntoGemmPattern(const char* op)
+      : Pattern(std::string("absorb-transpose-") + op, op) {}
+  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
+    bool gemm = node->opType() == "Gemm";
+    if (!gemm && ctx.opset() < 11) return ctx.fail("MatMul to Gemm needs opset 11 (C optional)");
+    if (node->numInputs() < 2) return ctx.fail("fewer than two operands");
+    auto t = pass::elemTypeOf(node->output(0));
+    if (!t || !pass::isFloatType(*t)) return ctx.fail("not a known float type");
+    ir::Node* absorbed[2] = {nullptr, nullptr};
+    for (size_t i = 0; i < 2; ++i) {
+      ir::Node* tr = pass::singleUseProducer(node->input(i), "Transpose");
+      if (tr == nullptr || pass::rankOf(tr->input(0)) != 2) continue;
+      auto perm = pass::attrInts(*tr, "perm");
+      if (perm && *perm != std::vector<int64_t>{1, 0}) continue;
+      absorbed[i] = tr;
+    }
+    if (absorbed[0] == nullptr && absorbed[1] == nullptr) {
+      return ctx.fail("no operand is a single-use 2-D Transpose");
+    }
+    if (!gemm && (pass::rankOf(node->input(0)) != 2 || pass::rankOf(node->input(1)) != 2)) {
+      return ctx.fail("the MatMul is not 2-D");
+    }
+    auto& rw = ctx.rewriter();
+    std::vector<ir::Value*> inputs(node->inputs().begin(), node->inputs().end());
+    ir::Node* g = rw.createNodeLike("Gemm", "", inputs, node);
+    if (gemm) {
+      for (const ir::Attribute& a : node->attributes()) rw.copyAttribute(*node, g, a.name);
+    }
+    const char* names[2] = {"transA", "transB"};
+    for (size_t i = 0; i < 2; ++i) {
+      if (absorbed[i] == nullptr) continue;
+      rw.setInput(g, i, absorbed[i]->input(0));
+      int64_t was = gemm ? pass::attrInt(*node, names[i], 0) : 0;
+      rw.setAttribute(g, pass::intAttr(names[i], 1 - was));
+    }
+    std::string name = node->output(0)->name();
+    rw.replaceNode(node, {g->output(0)});
+    if (g->output(0)->name() != name) rw.setName(g->output(0), name);
+    for (ir::Node* tr : absorbed) {
+      if (tr != nullptr) rw.eraseNode(tr);
+    }
+    return true;
+  }
+};
+
+/// Shape<start, end>(Transpose<p>(x)) ==> Gather(Shape(x), p[start:end]): the dims are x's,
+/// reordered; the Transpose loses a user (and goes where that was its only one).
+class ShapeOfTransposePattern final : public rewrite::Pattern {
+ public:
+  ShapeOfTransposePattern() : Pattern("shape-of-transpose", "Shape") {}
+  bool matchAndRewrite(ir::Node* shape, PatternContext& ctx) const override {
+    ir::Node* tr = shape->input(0) == nullptr ? nullptr : shape->input(0)->producer();
+    if (tr == nullptr || tr->opType() != "Transpose" || !tr->domain().empty()) {
+      return ctx.fail("not the Shape of a Transpose");
+    }
+    auto perm = pass::attrInts(*tr, "perm");
+    if (!perm) return ctx.fail("the perm is not explicit");
+    auto rank = static_cast<int64_t>(perm->size());
+    // start/end (opset 15), clamped as the spec says.
+    auto clamp = [&](int64_t v) {
+      return std::min(std::max(v < 0 ? v + rank : v, int64_t{0}), rank);
+    };
+    int64_t start = clamp(pass::attrInt(*shape, "start", 0));
+    int64_t end = clamp(pass::attrInt(*shape, "end", rank));
+    std::vector<int64_t> picked;
+    for (int64_t i = start; i < end; ++i) picked.push_back((*perm)[static_cast<size_t>(i)]);
+    auto& rw = ctx.rewriter();
+    ir::Type dims =
+        ir::Type::tensor(ir::DataType::kInt64, std::vector<ir::Dim>{ir::Dim::known(rank)});
+    ir::Value* full = rw.createNode("Shape", "", {tr->input(0)}, {dims})->output(0);
+    ir::Value* indices =
+        rw.createInitializer(*shape->owningGraph(), "shape_perm",
+                             pass::makeInt64Tensor(picked, {static_cast<int64_t>(picked.size())}));
+    ir::Node* gather = rw.createNodeLike("Gather", "", {full, indices}, shape);
+    std::string name = shape->output(0)->name();
+    rw.replaceNode(shape, {gather->output(0)});
+    if (gather->output(0)->name() != name) rw.setName(gather->output(0), name);
+    return true;
+  }
+};
+
 class OptimizeTransposesPass final : public pass::PatternPass {
  public:
   std::string id() const override { return "optimize-transposes"; }
@@ -374,6 +587,9 @@ class OptimizeTransposesPass final : public pass::PatternPass {
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
     list.push_back(std::make_unique<PushTransposePattern>());
+    list.push_back(std::make_unique<AbsorbIntoGemmPattern>("Gemm"));
+    list.push_back(std::make_unique<AbsorbIntoGemmPattern>("MatMul"));
+    list.push_back(std::make_unique<ShapeOfTransposePattern>());
     return list;
   }
 };
