@@ -43,8 +43,9 @@
 // of x's rank, and the Transpose pushed then meets its inverse right after the op (a residual
 // Add between two NHWC/NCHW sandwiches: two Transposes go, one comes). So the count of run-time
 // Transposes never grows, and a push that keeps it moves a Transpose strictly later in the
-// graph: pushing ends. The Transpose pushed must have N as its only user, its perm must be
-// explicit and x's rank known; a run-time operand of lower rank than x (it would need an
+// graph: pushing ends. A Transpose with several users is pushed into one of them only where the
+// result then meets the inverse Transpose (cancelled in the same rewrite; the Transpose stays for
+// the others, one user fewer). Its perm must be explicit and x's rank known; a run-time operand of lower rank than x (it would need an
 // Unsqueeze as well) stops it. Run with merge-consecutive (Transpose pairs: merged, or gone when
 // they are inverse), fold-constants and dce in one fixed point.
 #include <algorithm>
@@ -320,20 +321,43 @@ class PushTransposePattern final : public rewrite::Pattern {
     if (isConstantOperand(transpose->input(0)))
       return ctx.fail("the Transpose of a constant folds");
     ir::Value* out = transpose->output(0);
-    if (!pass::hasSingleUse(out)) return ctx.fail("the Transpose has other users");
-    ir::Node* node = out->uses().front().user;
     std::vector<int64_t> inverse(perm->size());
     for (size_t i = 0; i < perm->size(); ++i) {
       int64_t p = (*perm)[i];
       if (p < 0 || p >= *rank) return ctx.fail("bad perm");
       inverse[static_cast<size_t>(p)] = static_cast<int64_t>(i);
     }
+    if (pass::hasSingleUse(out)) {
+      return pushInto(transpose, out->uses().front().user, *perm, inverse, *rank, false, ctx);
+    }
+    // Several users: into one whose result meets the inverse Transpose right after, so the push
+    // adds nothing (the Transpose stays for the others, one user fewer).
+    std::vector<ir::Node*> users;
+    for (const ir::Use& u : out->uses()) {
+      if (u.user != transpose->owningGraph()->returnNode() &&
+          std::find(users.begin(), users.end(), u.user) == users.end()) {
+        users.push_back(u.user);
+      }
+    }
+    for (ir::Node* user : users) {
+      if (pushInto(transpose, user, *perm, inverse, *rank, true, ctx)) return true;
+    }
+    return ctx.fail("the Transpose has several users and no push into one cancels");
+  }
+
+ private:
+  /// Pushes `transpose` (perm, its inverse, the rank of its input) into `node`, one of its users.
+  /// `must_cancel`: only where the result then meets the inverse Transpose (cancelled here).
+  bool pushInto(ir::Node* transpose, ir::Node* node, const std::vector<int64_t>& perm,
+                const std::vector<int64_t>& inverse, int64_t rank, bool must_cancel,
+                PatternContext& ctx) const {
+    ir::Value* out = transpose->output(0);
     // The axes the op names on the transposed tensor, named on x: axis a of Transpose<p>(x) is
     // axis p[a] of x.
     std::optional<AxisRemap> remap;
     size_t data_inputs = node->numInputs();
     if (!isElementwise(*node)) {
-      remap = axisRemapOf(*node, ctx.opset(), *rank, *perm);
+      remap = axisRemapOf(*node, ctx.opset(), rank, perm);
       if (!remap) return ctx.fail("its user is no elementwise op nor one whose axes remap");
       if (node->opType() != "Concat") data_inputs = 1;
       // Size-weighted: past an op whose result is larger than its input (Pad, an upsampling
@@ -367,7 +391,7 @@ class PushTransposePattern final : public rewrite::Pattern {
       auto ry = pass::rankOf(y);
       if (!ry) return ctx.fail("an operand's rank is unknown");
       bool concat = node->opType() == "Concat";  // no broadcasting: every operand has x's rank
-      if (!concat && (*ry == 0 || (t && t->numElements().value_or(0) == 1 && *ry <= *rank))) {
+      if (!concat && (*ry == 0 || (t && t->numElements().value_or(0) == 1 && *ry <= rank))) {
         continue;
       }
       ir::Node* producer = y->producer();
@@ -376,24 +400,26 @@ class PushTransposePattern final : public rewrite::Pattern {
         operands[i] = {Operand::Kind::kCancel, producer->input(0), *ry};
         continue;
       }
-      if (t && (concat ? *ry == *rank : *ry <= *rank)) {
+      if (t && (concat ? *ry == rank : *ry <= rank)) {
         operands[i] = {Operand::Kind::kConstant, nullptr, *ry};
         continue;
       }
-      if (!t && *ry == *rank) {
+      if (!t && *ry == rank) {
         operands[i] = {Operand::Kind::kRunTime, nullptr, *ry};
         ++run_time;
         continue;
       }
       return ctx.fail("operand {} would need an Unsqueeze and a Transpose at run time", i);
     }
-    if (run_time > 0) {
+    if (run_time > 0 || must_cancel) {
       // One run-time Transpose added pays when the pushed one then cancels with an inverse
-      // Transpose right after the op: two go, one comes.
+      // Transpose right after the op: two go, one comes. A Transpose of several users is pushed
+      // into one only so (it stays for the others).
       ir::Value* result = node->output(0);
       ir::Node* next = pass::hasSingleUse(result) ? result->uses().front().user : nullptr;
-      bool cancels = run_time == 1 && next != nullptr && next->opType() == "Transpose" &&
-                     next->domain().empty() && pass::attrInts(*next, "perm") == inverse;
+      bool cancels = run_time <= 1 && next != nullptr && next->opType() == "Transpose" &&
+                     next->domain().empty() && pass::attrInts(*next, "perm") == inverse &&
+                     !(remap && remap->result_perm);
       if (!cancels) {
         return ctx.fail("an operand would need a Transpose at run time that nothing cancels");
       }
@@ -415,9 +441,9 @@ class PushTransposePattern final : public rewrite::Pattern {
         inputs[i] = pass::createTranspose(rw, inputs[i], inverse);
       } else if (o.kind == Operand::Kind::kConstant) {
         ir::Value* c = inputs[i];
-        if (o.rank < *rank) {  // numpy broadcasting: leading dims of 1
+        if (o.rank < rank) {  // numpy broadcasting: leading dims of 1
           std::vector<int64_t> axes;
-          for (int64_t a = 0; a < *rank - o.rank; ++a) axes.push_back(a);
+          for (int64_t a = 0; a < rank - o.rank; ++a) axes.push_back(a);
           ir::Value* axes_value = rw.createInitializer(
               graph, "unsqueeze_axes",
               pass::makeInt64Tensor(axes, {static_cast<int64_t>(axes.size())}));
@@ -480,10 +506,10 @@ class PushTransposePattern final : public rewrite::Pattern {
       // the Transpose just added is looked at, and the two would be pushed back and forth).
       rw.replaceNode(inverse_after, {pushed->output(0)});
       rw.eraseNode(node);
-      rw.eraseNode(transpose);
+      if (!transpose->output(0)->hasUses()) rw.eraseNode(transpose);
       return true;
     }
-    rw.replaceNode(node, {pass::createTranspose(rw, pushed->output(0), *perm)});
+    rw.replaceNode(node, {pass::createTranspose(rw, pushed->output(0), perm)});
     rw.eraseNode(transpose);
     return true;
   }
