@@ -23,6 +23,8 @@
 //   Gemm<transA=t>(Transpose(A), B, C)                ==>  Gemm<transA=1-t>(A, B, C)  (B too)
 //   MatMul(Transpose(A), B), 2-D, opset 11+           ==>  Gemm<transA=1>(A, B)
 //   Shape<start, end>(Transpose<p>(x))                ==>  Gather(Shape(x), p[start:end])
+//   Split<axis=a>(T(x)) -> y_i                        ==>  T(z_i), z = Split<axis=p[a]>(x), where
+//                                                          enough y_i meet the inverse Transpose
 //
 // Size-weighted: past Pad and Resize (results larger than their input) a Transpose is pushed only
 // where it then meets its inverse (it would move more bytes otherwise).
@@ -565,6 +567,58 @@ class AbsorbIntoGemmPattern final : public rewrite::Pattern {
   }
 };
 
+/// Split<axis=a>(Transpose<p>(x)) ==> Transpose<p> of each output of Split<axis=p[a]>(x): one
+/// Transpose becomes k, so only where enough of them meet their inverse (an output whose only
+/// user is the inverse Transpose: merge-consecutive cancels the pair): k - m <= 1 + m for m such
+/// outputs, at least one.
+class SplitPattern final : public rewrite::Pattern {
+ public:
+  SplitPattern() : Pattern("push-transpose-split", "Split") {}
+  bool matchAndRewrite(ir::Node* split, PatternContext& ctx) const override {
+    ir::Node* tr = pass::singleUseProducer(split->input(0), "Transpose");
+    if (tr == nullptr) return ctx.fail("not the only user of a Transpose");
+    auto perm = pass::attrInts(*tr, "perm");
+    auto rank = pass::rankOf(tr->input(0));
+    if (!perm || !rank || static_cast<int64_t>(perm->size()) != *rank) {
+      return ctx.fail("perm not explicit or the input's rank unknown");
+    }
+    if (isConstantOperand(tr->input(0))) return ctx.fail("the Transpose of a constant folds");
+    auto axis = pass::normalizeAxis(pass::attrInt(*split, "axis", 0), *rank);
+    if (!axis) return ctx.fail("bad axis");
+    std::vector<int64_t> inverse(perm->size());
+    for (size_t i = 0; i < perm->size(); ++i) inverse[static_cast<size_t>((*perm)[i])] = i;
+    size_t k = split->numOutputs(), m = 0;
+    for (size_t i = 0; i < k; ++i) {
+      ir::Value* y = split->output(i);
+      if (y == nullptr || !pass::hasSingleUse(y)) continue;
+      ir::Node* next = y->uses().front().user;
+      if (next->opType() == "Transpose" && next->domain().empty() &&
+          pass::attrInts(*next, "perm") == inverse) {
+        ++m;
+      }
+    }
+    if (m == 0 || k > 1 + 2 * m) {
+      return ctx.fail("{} of {} outputs meet the inverse Transpose: the count would grow", m, k);
+    }
+    auto& rw = ctx.rewriter();
+    std::vector<ir::Value*> inputs(split->inputs().begin(), split->inputs().end());
+    inputs[0] = tr->input(0);
+    std::vector<ir::Type> types;
+    for (size_t i = 0; i < k; ++i) {
+      types.push_back(pass::permutedType(split->output(i)->type(), inverse));
+    }
+    ir::Node* pushed = rw.createNode("Split", "", inputs, types);
+    for (const ir::Attribute& a : split->attributes()) rw.copyAttribute(*split, pushed, a.name);
+    rw.setAttribute(pushed, pass::intAttr("axis", (*perm)[static_cast<size_t>(*axis)]));
+    std::vector<ir::Value*> outs;
+    for (size_t i = 0; i < k; ++i)
+      outs.push_back(pass::createTranspose(rw, pushed->output(i), *perm));
+    rw.replaceNode(split, outs);
+    rw.eraseNode(tr);
+    return true;
+  }
+};
+
 /// Shape<start, end>(Transpose<p>(x)) ==> Gather(Shape(x), p[start:end]): the dims are x's,
 /// reordered; the Transpose loses a user (and goes where that was its only one).
 class ShapeOfTransposePattern final : public rewrite::Pattern {
@@ -616,6 +670,7 @@ class OptimizeTransposesPass final : public pass::PatternPass {
     list.push_back(std::make_unique<AbsorbIntoGemmPattern>("Gemm"));
     list.push_back(std::make_unique<AbsorbIntoGemmPattern>("MatMul"));
     list.push_back(std::make_unique<ShapeOfTransposePattern>());
+    list.push_back(std::make_unique<SplitPattern>());
     return list;
   }
 };
