@@ -323,10 +323,12 @@ class PushTransposePattern final : public rewrite::Pattern {
     if (isConstantOperand(transpose->input(0)))
       return ctx.fail("the Transpose of a constant folds");
     ir::Value* out = transpose->output(0);
-    std::vector<int64_t> inverse(perm->size());
+    std::vector<int64_t> inverse(perm->size(), -1);
     for (size_t i = 0; i < perm->size(); ++i) {
       int64_t p = (*perm)[i];
-      if (p < 0 || p >= *rank) return ctx.fail("bad perm");
+      if (p < 0 || p >= *rank || inverse[static_cast<size_t>(p)] >= 0) {
+        return ctx.fail("bad perm");
+      }
       inverse[static_cast<size_t>(p)] = static_cast<int64_t>(i);
     }
     if (pass::hasSingleUse(out)) {
@@ -585,8 +587,12 @@ class SplitPattern final : public rewrite::Pattern {
     if (isConstantOperand(tr->input(0))) return ctx.fail("the Transpose of a constant folds");
     auto axis = pass::normalizeAxis(pass::attrInt(*split, "axis", 0), *rank);
     if (!axis) return ctx.fail("bad axis");
-    std::vector<int64_t> inverse(perm->size());
-    for (size_t i = 0; i < perm->size(); ++i) inverse[static_cast<size_t>((*perm)[i])] = i;
+    std::vector<int64_t> inverse(perm->size(), -1);
+    for (size_t i = 0; i < perm->size(); ++i) {
+      int64_t p = (*perm)[i];
+      if (p < 0 || p >= *rank || inverse[static_cast<size_t>(p)] >= 0) return ctx.fail("bad perm");
+      inverse[static_cast<size_t>(p)] = static_cast<int64_t>(i);
+    }
     size_t k = split->numOutputs(), m = 0;
     for (size_t i = 0; i < k; ++i) {
       ir::Value* y = split->output(i);
