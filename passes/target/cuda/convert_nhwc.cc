@@ -47,7 +47,10 @@ void wrapInNhwc(ir::Node* node, const std::string& op, const std::vector<ir::Val
   rw.setName(nhwc, node->name());
   std::string name = node->output(0)->name();
   ir::Value* back = pass::createTranspose(rw, nhwc->output(0), kToNchw);
-  rw.replaceNode(node, {back});
+  // A MaxPool may declare Indices that nothing reads: no value replaces them.
+  std::vector<ir::Value*> values(node->numOutputs(), nullptr);
+  values[0] = back;
+  rw.replaceNode(node, values);
   if (back->name() != name) rw.setName(back, name);
 }
 
