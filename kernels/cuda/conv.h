@@ -13,8 +13,9 @@
 // passes/target/cuda/convert_nhwc.cc) are the same Conv on channels-last memory (tensor cores'
 // layout: no transposes inside cuDNN), 2 spatial dims and pads cuDNN expresses:
 // Y = ReLU(conv(X, W) + B (+ Z)), the convolution alone (beta 0) and then our epilogue kernel
-// (conv_epilogue.cu) adding B and Z and applying the ReLU in one pass; 2.0x faster than cuDNN's
-// bias-first form and its fused bias-activation call for resnet50 fp16 at batch 32 on the H200.
+// (conv_epilogue.cu) adding B and Z and applying the ReLU in one pass; resnet50 fp16 at batch 32
+// on the H200 took 2.79 ms so, 5.56 ms with cuDNN's bias-first form and its fused
+// bias-activation call (one run of each, this session).
 // Host code only.
 #pragma once
 
