@@ -41,14 +41,19 @@ cudaError_t launchStridedCopy(const StridedCopy& copy, cudaStream_t stream) {
         cudaMemcpyDeviceToDevice, stream);
   }
   unsigned blocks = blocksFor(copy.count);
-  return dispatchWord(copy.element_bytes, [&](auto tag) {
+  auto launch = [&](auto tag) {
     using Word = typename decltype(tag)::type;
     if (copy.wide_index) {
       stridedCopyKernel<Word, int64_t><<<blocks, kThreads, 0, stream>>>(copy);
     } else {
       stridedCopyKernel<Word, int32_t><<<blocks, kThreads, 0, stream>>>(copy);
     }
-  });
+  };
+  if (copy.element_bytes == kMaxWordBytes) {  // planStridedCopy's widened words
+    launch(TypeTag<uint4>{});
+    return cudaGetLastError();
+  }
+  return dispatchWord(copy.element_bytes, launch);
 }
 
 }  // namespace onnxopt::kernels::cuda

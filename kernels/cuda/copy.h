@@ -28,9 +28,12 @@ namespace onnxopt::kernels::cuda {
 /// The highest rank of a copy after merging dims (Tile's copy doubles its rank).
 inline constexpr int kMaxCopyRank = 16;
 
-/// One strided copy as the device runs it: `count` elements, row-major over `dims`.
+/// The widest word the copy kernel moves at once (copy.cu's uint4).
+inline constexpr int kMaxWordBytes = 16;
+
+/// One strided copy as the device runs it: `count` words, row-major over `dims`.
 struct StridedCopy {
-  int element_bytes = 0;  ///< 1, 2, 4 or 8
+  int element_bytes = 0;  ///< of the words moved: 1, 2, 4, 8 or 16 (kMaxWordBytes)
   int rank = 0;
   int64_t count = 0;
   bool wide_index = false;  ///< offsets or the count need 64-bit arithmetic
@@ -46,7 +49,9 @@ struct StridedCopy {
 int movableElementBytes(DataType type);
 
 /// The copy of `dims` elements from `src` (element strides `src_strides`) to `dst` (`dst_strides`):
-/// size-1 dims dropped, dims both sides walk contiguously merged. nullopt when the merged rank
+/// size-1 dims dropped, dims both sides walk contiguously merged, and a contiguous innermost dim
+/// moved as words of up to kMaxWordBytes where its extent, the other strides and both pointers'
+/// alignment allow (element_bytes, dims, strides and count are then of those words). nullopt when the merged rank
 /// exceeds kMaxCopyRank. A copy of no elements has count 0.
 std::optional<StridedCopy> planStridedCopy(int element_bytes, const std::vector<int64_t>& dims,
                                            const std::vector<int64_t>& src_strides, const void* src,

@@ -26,13 +26,41 @@ using cuda::planStridedCopy;
 using cuda::StridedCopy;
 
 TEST(StridedCopyPlan, MergesContiguousDims) {
-  // A contiguous [2, 3, 4] copy is one run of 24.
+  // A contiguous [2, 3, 4] copy is one run of 24 floats: 6 words of 16 bytes.
   auto c = planStridedCopy(4, {2, 3, 4}, {12, 4, 1}, nullptr, {12, 4, 1}, nullptr);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->rank, 1);
-  EXPECT_EQ(c->count, 24);
-  EXPECT_EQ(c->dims[0], 24);
+  EXPECT_EQ(c->element_bytes, 16);
+  EXPECT_EQ(c->count, 6);
+  EXPECT_EQ(c->dims[0], 6);
   EXPECT_FALSE(c->wide_index);
+}
+
+TEST(StridedCopyPlan, WidensAContiguousInnerDim) {
+  // The [0, 2, 1, 3] head split of fp16 [2, 128, 12, 64]: rows of 64 halves move as 8 words of
+  // 16 bytes, the other strides counted in words.
+  auto c = planStridedCopy(2, {2, 12, 128, 64}, {98304, 64, 768, 1}, nullptr, {98304, 8192, 64, 1},
+                           nullptr);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->element_bytes, 16);
+  ASSERT_EQ(c->rank, 4);
+  EXPECT_EQ(c->dims[3], 8);
+  EXPECT_EQ(c->src_strides[2], 96);
+  EXPECT_EQ(c->dst_strides[1], 1024);
+  EXPECT_EQ(c->count, 2 * 12 * 128 * 8);
+  // An inner extent of 6 halves (12 bytes) takes 4-byte words; a pointer 2 bytes off takes none.
+  auto six = planStridedCopy(2, {4, 6}, {12, 1}, nullptr, {6, 1}, nullptr);
+  ASSERT_TRUE(six.has_value());
+  EXPECT_EQ(six->element_bytes, 4);
+  EXPECT_EQ(six->dims[1], 3);
+  auto* odd = reinterpret_cast<const void*>(uintptr_t{2});
+  auto off = planStridedCopy(2, {4, 8}, {16, 1}, odd, {8, 1}, nullptr);
+  ASSERT_TRUE(off.has_value());
+  EXPECT_EQ(off->element_bytes, 2);
+  // A strided inner dim (a true transpose) is never widened.
+  auto t = planStridedCopy(2, {64, 64}, {1, 64}, nullptr, {64, 1}, nullptr);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->element_bytes, 2);
 }
 
 TEST(StridedCopyPlan, KeepsPermutedDimsAndDropsOnes) {
@@ -54,7 +82,7 @@ TEST(StridedCopyPlan, OuterDimsMergeWhenOnlyTheInnerAreStrided) {
       planStridedCopy(4, {2, 16, 8, 32}, {4096, 32, 512, 1}, nullptr, {4096, 256, 32, 1}, nullptr);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->rank, 4);
-  EXPECT_EQ(c->count, 2 * 16 * 8 * 32);
+  EXPECT_EQ(c->count, 2 * 16 * 8 * 32 / 4);  // rows of 32 floats as 8 words of 16 bytes
 }
 
 TEST(StridedCopyPlan, EmptyAndScalar) {
