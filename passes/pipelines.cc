@@ -142,8 +142,14 @@ Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
 //    have the sum's full shape), so neither fusion takes the other's chain; fuse-conv-activation
 //    too, after the transposes are gone (a Transpose between a convolution and its ReLU hides
 //    the pair). dce removes what the fusions leave dead.
+//  - fuse-attention{nan-guard=true} before them: attention whose softmax has its NaNs made 0
+//    (torch's SDPA export, which -O2 leaves: standard Attention propagates those NaNs) becomes
+//    ai.onnxopt.SafeAttention on the 3-D projections, so the head splits, the K^T chain, the
+//    Softmax, IsNaN and Where and both products run as one tensor-core kernel (its Q scaling,
+//    which the transpose fixed point moved between Reshape and Transpose, joins the scale).
 constexpr const char* kCudaLevel3 =
     ",convert-nhwc,fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce),"
+    "fixpoint(fuse-attention{nan-guard=true},dce),"
     "fixpoint(fuse-conv-activation,fuse-matmul-epilogue,fuse-skip-layernorm,dce)";
 
 StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target,

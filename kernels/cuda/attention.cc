@@ -189,6 +189,7 @@ StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
   }
 
   d.causal = a.causal;
+  d.nan_guard = a.nan_guard;
   d.scale = a.has_scale ? a.scale : 1.0f / std::sqrt(static_cast<float>(q.size));
   d.softcap = a.softcap;
 
@@ -277,6 +278,27 @@ StatusOr<AttentionArgs> argsFromCall<AttentionArgs>(const CudaKernelCall& call) 
   a.scale = attrs.getFloat("scale", 1.0f);
   a.softcap = attrs.getFloat("softcap", 0.0f);
   a.qk_matmul_output_mode = attrs.getInt("qk_matmul_output_mode", 0);
+  if (call.op == "SafeAttention") {
+    // ai.onnxopt.SafeAttention<num_heads, scale>(Q, K, V, M): 3-D, a mask, one output, and the
+    // NaN guard (docs/target_ops.md).
+    if (call.inputs.size() != 4 || call.outputs.size() != 1 || !present(a.mask)) {
+      return invalidArgument("SafeAttention: takes Q, K, V and M, and has one output");
+    }
+    if (a.q.dims.size() != 3 || a.k.dims.size() != 3) {
+      return invalidArgument("SafeAttention: Q and K must be 3-D, not rank {} and {}",
+                             a.q.dims.size(), a.k.dims.size());
+    }
+    if (a.mask.dims.empty() || a.mask.dims.back() != a.k.dims[1]) {
+      return invalidArgument("SafeAttention: M's last dim must be the {} keys", a.k.dims[1]);
+    }
+    if (!attrs.has("num_heads") || !attrs.has("scale")) {
+      return invalidArgument("SafeAttention: num_heads and scale are required");
+    }
+    a.has_q_heads = a.has_kv_heads = true;
+    a.q_num_heads = a.kv_num_heads = attrs.getInt("num_heads", 0);
+    a.causal = false;
+    a.nan_guard = true;
+  }
   return a;
 }
 
@@ -491,12 +513,16 @@ Status launchGemmPath(const AttentionArgs& args, const AttentionDeviceArgs& d,
 
 size_t workspaceBytes(const AttentionArgs& args) {
   StatusOr<AttentionDeviceArgs> d = geometryOf(args);
-  return d.isOk() && gemmPath(*d) ? gemmWorkspace(*d) : 0;
+  return d.isOk() && !flashAttentionApplies(*d) && gemmPath(*d) ? gemmWorkspace(*d) : 0;
 }
 
 Status launch(const AttentionArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
   ASSIGN_OR_RETURN(AttentionDeviceArgs d, geometryOf(args));
+  if (flashAttentionApplies(d)) {
+    ONNXOPT_CUDA_CHECK(launchFlashAttention(d, streamOf(stream)), args.op);
+    return Status::ok();
+  }
   if (gemmPath(d)) return launchGemmPath(args, d, streamOf(stream));
   ONNXOPT_CUDA_CHECK(launchAttention(d, streamOf(stream)), args.op);
   return Status::ok();

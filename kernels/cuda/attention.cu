@@ -113,10 +113,12 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   const int warp = tid / 32, lane = tid % 32;
   float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][kChunks];
+  bool poisoned[kRowsPerWarp];  // nan_guard: a live score was NaN or +inf
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     m[r] = -INFINITY;
     l[r] = 0.0f;
+    poisoned[r] = false;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) acc[r][c] = 0.0f;
   }
@@ -144,15 +146,16 @@ __global__ void __launch_bounds__(kWarps * 32)
       const int64_t qi = q0 + row;
       if (qi >= a.q_seq) continue;  // uniform across the warp
       float s = -INFINITY;
-      bool live = false;
+      bool live = false, bad = false;
       if (j < key_end && !(a.causal && j > qi + offset)) {
         float bias = a.mask != nullptr
                          ? maskBias(a, b * a.mask_strides.batch + h * a.mask_strides.head +
                                            qi * a.mask_strides.seq + j)
                          : 0.0f;
-        // A key is masked when its bias is -inf, whatever its score (as the reference decides).
+        // A key is masked when its bias is -inf, whatever its score (as the reference decides);
+        // the guard still sees its score plus bias (NaN + -inf is NaN).
         live = bias != -INFINITY;
-        if (live) {
+        if (live || a.nan_guard) {
           const float* qr = q_s + row * dk;
           const float* kr = k_s + lane * k_stride;
           float dot = 0.0f;
@@ -160,10 +163,13 @@ __global__ void __launch_bounds__(kWarps * 32)
           s = dot * a.scale;
           if (a.softcap > 0.0f) s = a.softcap * tanhf(s / a.softcap);
           s += bias;
+          bad = isnan(s) || s == INFINITY;
+          if (!live) s = -INFINITY;
         }
       }
+      if (a.nan_guard && __any_sync(0xffffffffu, bad)) poisoned[r] = true;
       const float tile_max = warpMax(live ? s : -INFINITY);
-      if (tile_max == -INFINITY) continue;  // nothing to attend in this tile (uniform)
+      if (tile_max == -INFINITY || poisoned[r]) continue;  // nothing to attend (uniform)
       const float m_new = fmaxf(m[r], tile_max);
       const float p = live ? expf(s - m_new) : 0.0f;
       const float corr = expf(m[r] - m_new);  // 0 while m is -inf
@@ -190,8 +196,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int64_t qi = q0 + warp * kRowsPerWarp + r;
     if (qi >= a.q_seq) continue;
-    // A row that attends to nothing (every key masked) is 0, as the reference's.
-    const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+    // A row that attends to nothing (every key masked) is 0, as the reference's; so is a
+    // poisoned one.
+    const float inv = l[r] > 0.0f && !poisoned[r] ? 1.0f / l[r] : 0.0f;
     const int64_t base = b * a.y_strides.batch + h * a.y_strides.head + qi * a.y_strides.seq;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
@@ -312,15 +319,19 @@ __global__ void scoresSoftmaxKernel(AttentionDeviceArgs a, const float* scores, 
       return a.mask != nullptr ? maskBias(a, mask_row + j) : 0.0f;
     };
     float mx = -INFINITY;
-    bool any = false;
+    bool any = false, bad = false;
     for (int64_t j = lane; j < keys; j += 32) {
       const float bias = biasAt(j);
+      const float x = s[j] + bias;
+      bad = bad || (j < key_end && (isnan(x) || x == INFINITY));  // masked keys' too
       if (bias == -INFINITY) continue;  // masked whatever its score, as the fused kernel
-      mx = fmaxf(mx, s[j] + bias);
+      mx = fmaxf(mx, x);
       any = true;
     }
     mx = warpMax(mx);
     any = __any_sync(0xffffffffu, any);
+    // nan_guard: a row with a score plus bias NaN or +inf is 0.
+    const bool zero_row = a.nan_guard && __any_sync(0xffffffffu, bad);
     float sum = 0.0f;
     for (int64_t j = lane; j < keys; j += 32) {
       const float bias = biasAt(j);
@@ -330,7 +341,7 @@ __global__ void scoresSoftmaxKernel(AttentionDeviceArgs a, const float* scores, 
     const float inv = any && sum > 0.0f ? 1.0f / sum : 0.0f;
     for (int64_t j = lane; j < keys; j += 32) {
       const float bias = biasAt(j);
-      store(p, j, bias == -INFINITY ? 0.0f : expf(s[j] + bias - mx) * inv);
+      store(p, j, bias == -INFINITY || zero_row ? 0.0f : expf(s[j] + bias - mx) * inv);
     }
   }
 }

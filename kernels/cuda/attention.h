@@ -44,6 +44,7 @@ struct AttentionArgs {
   float scale = 1.0f;
   float softcap = 0.0f;
   int64_t qk_matmul_output_mode = 0;
+  bool nan_guard = false;     ///< ai.onnxopt.SafeAttention (attention_device.h)
   void* workspace = nullptr;  ///< the tensor-core path's scores, probabilities, cuBLASLt scratch
   size_t workspace_bytes = 0;
 };

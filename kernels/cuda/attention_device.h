@@ -49,7 +49,18 @@ struct AttentionDeviceArgs {
   /// the mask's bias, 3 the softmax probabilities.
   void* qk_output;
   int qk_mode;
+  /// ai.onnxopt.SafeAttention: a row is 0 when a score plus its bias is NaN or +inf, masked keys
+  /// included (softmax with its NaNs made 0, as torch exports it), where Attention's is NaN.
+  bool nan_guard;
 };
+
+/// Whether the tensor-core kernel (attention_flash.cu) runs these arguments: fp16 or bf16, head
+/// sizes 64 or 128 (Q, K and V alike), no past or present, no qk_matmul_output, no
+/// nonpad_kv_seqlen, no softcap.
+bool flashAttentionApplies(const AttentionDeviceArgs& args);
+
+/// The tensor-core kernel: Y on `stream` (cudaErrorInvalidValue where it does not apply).
+cudaError_t launchFlashAttention(const AttentionDeviceArgs& args, cudaStream_t stream);
 
 /// Whether attention.cu instantiates the kernel for these element types.
 bool attentionKernelExists(DataType dtype, DataType mask_dtype);

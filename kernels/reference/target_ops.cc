@@ -12,6 +12,10 @@
 //   NhwcConvRelu(X, W, B)      = Relu(NhwcConv(X, W, B))
 //   NhwcConvAddRelu(X, W, B, Z) = Relu(Add(NhwcConv(X, W, B), Z))
 //   NhwcMaxPool(X), NhwcAveragePool(X) = T<q>(MaxPool / AveragePool(T<p>(X)))
+//   SafeAttention<num_heads, scale>(Q, K, V, M) = merge(MatMul(Where(IsNaN(P), 0, P), split(V))),
+//     P = Softmax<-1>(Add(Mul(MatMul(split(Q), T<0,2,3,1>(R(K))), CastLike(scale)), M)),
+//     split(x) = T<0,2,1,3>(R(x)), R(x) = Reshape(x, [0, 0, num_heads, -1]),
+//     merge(y) = Reshape(T<0,2,1,3>(y), [0, 0, -1])
 #include "common.h"
 #include "onnxopt/kernels/reference.h"
 #include "ops.h"
@@ -142,6 +146,55 @@ StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx) {
   Outputs out;
   out.push_back(std::move(y));
   if (ctx.num_outputs > 1) out.push_back(std::move(sum));
+  return out;
+}
+
+StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx) {
+  if (ctx.numInputs() != 4 || ctx.input(3) == nullptr) {
+    return invalidArgument("{}: takes Q, K, V and M", ctx.op);
+  }
+  const HostTensor& q = *ctx.input(0);
+  if (!isFloat(q.dtype)) return unsupportedType(ctx, q.dtype);
+  auto heads = ctx.attrs.ints.find("num_heads");
+  auto scale = ctx.attrs.floats.find("scale");
+  if (heads == ctx.attrs.ints.end() || heads->second < 1 || scale == ctx.attrs.floats.end()) {
+    return invalidArgument("{}: needs num_heads (positive) and scale", ctx.op);
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    if (ctx.input(i)->dims.size() != 3) {
+      return invalidArgument("{}: input {} must be 3-D [batch, seq, heads * size]", ctx.op, i);
+    }
+  }
+  auto ints = [](const std::vector<int64_t>& v) {
+    HostTensor t = HostTensor::zeros(DataType::kInt64, {static_cast<int64_t>(v.size())});
+    for (size_t i = 0; i < v.size(); ++i) t.set<int64_t>(static_cast<int64_t>(i), v[i]);
+    return t;
+  };
+  const HostTensor split_shape = ints({0, 0, heads->second, -1}), merge_shape = ints({0, 0, -1});
+  auto split = [&](const HostTensor& x, const std::vector<int64_t>& perm) -> StatusOr<HostTensor> {
+    ASSIGN_OR_RETURN(HostTensor r, call(ctx, "Reshape", {&x, &split_shape}));
+    return transposed(ctx, r, perm);
+  };
+  ASSIGN_OR_RETURN(HostTensor q4, split(q, {0, 2, 1, 3}));
+  ASSIGN_OR_RETURN(HostTensor kt, split(*ctx.input(1), {0, 2, 3, 1}));
+  ASSIGN_OR_RETURN(HostTensor v4, split(*ctx.input(2), {0, 2, 1, 3}));
+  ASSIGN_OR_RETURN(HostTensor s, call(ctx, "MatMul", {&q4, &kt}));
+  HostTensor c = HostTensor::zeros(DataType::kFloat, {});
+  c.set<float>(0, scale->second);
+  ASSIGN_OR_RETURN(HostTensor cs, call(ctx, "CastLike", {&c, &s}));
+  ASSIGN_OR_RETURN(s, call(ctx, "Mul", {&s, &cs}));
+  ASSIGN_OR_RETURN(s, call(ctx, "Add", {&s, ctx.input(3)}));
+  KernelAttrs axis;
+  axis.ints["axis"] = -1;
+  ASSIGN_OR_RETURN(HostTensor p, call(ctx, "Softmax", {&s}, axis));
+  ASSIGN_OR_RETURN(HostTensor nan, call(ctx, "IsNaN", {&p}));
+  HostTensor zero = HostTensor::zeros(p.dtype, {});
+  ASSIGN_OR_RETURN(p, call(ctx, "Where", {&nan, &zero, &p}));
+  ASSIGN_OR_RETURN(HostTensor y4, call(ctx, "MatMul", {&p, &v4}));
+  ASSIGN_OR_RETURN(HostTensor y3, transposed(ctx, y4, {0, 2, 1, 3}));
+  ASSIGN_OR_RETURN(HostTensor y, call(ctx, "Reshape", {&y3, &merge_shape}));
+  Outputs out;
+  out.push_back(std::move(y));
   return out;
 }
 

@@ -20,6 +20,7 @@
 // The mask M must be float like Q, with its last two dims equal to the scores' (onnxruntime does
 // not broadcast those) and the rest 1 or equal. Scales are scalar constants. Float, float16 and
 // bfloat16. Every intermediate must have no other user.
+#include "../target/cuda/target_pattern_pass.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/pass/pattern_match.h"
@@ -83,16 +84,77 @@ bool mergesHeads(const Dims* merged, const Dims* split) {
          R[3].isKnown() && X[2].value == R[2].value * R[3].value;
 }
 
-/// x when `v4` = Transpose<perm>(Reshape(x: [B,S,H*D]) -> [B,S,H,D]); else nullptr.
-ir::Value* headsFrom3d(ir::Value* v4, const std::vector<int64_t>& perm) {
-  static const Matcher kHeads = op("Transpose", bind("r", op("Reshape", bind("x"), anyOrAbsent())));
+/// x when `v4` = Transpose<perm>(Reshape(x: [B,S,H*D]) -> [B,S,H,D]); else nullptr. With
+/// `factor`, also Transpose<perm>(Mul(Reshape(x), c)) for a scalar constant c (the transpose
+/// optimizer moves Q's scaling there), c stored in *factor (1 without one).
+ir::Value* headsFrom3d(ir::Value* v4, const std::vector<int64_t>& perm, double* factor = nullptr) {
+  static const Matcher kHeads = op(
+      "Transpose", oneOf({bind("mul", singleUse(commutative(
+                                          "Mul", bind("r", op("Reshape", bind("x"), anyOrAbsent())),
+                                          bind("c", scalar())))),
+                          bind("r", op("Reshape", bind("x"), anyOrAbsent()))}));
+  if (factor != nullptr) *factor = 1.0;
   Match m = kHeads.match(v4);
   if (!m || pass::attrInts(*v4->producer(), "perm") != perm) return nullptr;
+  if (m["mul"] != nullptr) {
+    if (factor == nullptr || !pass::hasSingleUse(m["r"])) return nullptr;
+    *factor = m.scalar("c").value_or(1.0);
+  }
   return mergesHeads(shapeOf(m["x"]), shapeOf(m["r"])) ? m["x"] : nullptr;
 }
 
-/// Y's Transpose<0,2,1,3> and the Reshape merging its heads back to [B,S,Hq*Dv], when they follow.
-std::pair<ir::Node*, ir::Node*> headsMergedAfter(const ir::Node& node) {
+/// t when `kt` = Reshape(Transpose<0,2,1>(Reshape(t: [B,H,L,D]) -> [B*H,L,D])) -> [B,H,D,L], i.e.
+/// Transpose<0,1,3,2>(t) through a batch of 3-D matrices (torch's export of k.transpose(-2, -1)
+/// inside SDPA's decomposition); the three nodes in *nodes. Else nullptr.
+ir::Value* batchedTranspose(ir::Value* kt, std::vector<ir::Node*>* nodes) {
+  static const Matcher kBatched =
+      op("Reshape",
+         bind("tr", singleUse(op("Transpose",
+                                 bind("r", singleUse(op("Reshape", bind("t"), anyOrAbsent())))))),
+         anyOrAbsent());
+  Match m = kBatched.match(kt);
+  if (!m || pass::attrInts(*m.node("tr"), "perm") != std::vector<int64_t>{0, 2, 1}) {
+    return nullptr;
+  }
+  const Dims* t = shapeOf(m["t"]);
+  const Dims* r = shapeOf(m["r"]);
+  const Dims* out = shapeOf(kt);
+  if (t == nullptr || r == nullptr || out == nullptr || t->size() != 4 || r->size() != 3 ||
+      out->size() != 4) {
+    return nullptr;
+  }
+  const Dims& T = *t;
+  const Dims& R = *r;
+  const Dims& O = *out;
+  for (const ir::Dim* d : {&T[0], &T[1], &R[0]}) {
+    if (!d->isKnown()) return nullptr;
+  }
+  if (R[0].value != T[0].value * T[1].value || !sameDim(R[1], T[2]) || !sameDim(R[2], T[3]) ||
+      !sameDim(O[0], T[0]) || !sameDim(O[1], T[1]) || !sameDim(O[2], T[3]) ||
+      !sameDim(O[3], T[2])) {
+    return nullptr;
+  }
+  *nodes = {kt->producer(), m.node("tr"), m.node("r")};
+  return m["t"];
+}
+
+/// True when `flat` ([B*S,H*D], static) is `split` ([B,S,H,D]) with its first two and last two
+/// dims merged (the head merge straight into a 2-D Gemm, as GPT-2's export writes it).
+bool mergesHeadsFlat(const Dims* flat, const Dims* split) {
+  if (flat == nullptr || split == nullptr || flat->size() != 2 || split->size() != 4) return false;
+  for (const ir::Dim& d : *split) {
+    if (!d.isKnown()) return false;
+  }
+  const Dims& F = *flat;
+  const Dims& R = *split;
+  return F[0].isKnown() && F[1].isKnown() && F[0].value == R[0].value * R[1].value &&
+         F[1].value == R[2].value * R[3].value;
+}
+
+/// Y's Transpose<0,2,1,3> and the Reshape merging its heads back to [B,S,Hq*Dv] (or, *flat set,
+/// to [B*S,Hq*Dv]), when they follow.
+std::pair<ir::Node*, ir::Node*> headsMergedAfter(const ir::Node& node, bool* flat) {
+  *flat = false;
   if (!pass::hasSingleUse(node.output(0))) return {nullptr, nullptr};
   ir::Node* tr = node.output(0)->uses()[0].user;
   if (tr->opType() != "Transpose" ||
@@ -101,10 +163,12 @@ std::pair<ir::Node*, ir::Node*> headsMergedAfter(const ir::Node& node) {
     return {nullptr, nullptr};
   }
   ir::Node* reshape = tr->output(0)->uses()[0].user;
-  if (reshape->opType() != "Reshape" ||
-      !mergesHeads(shapeOf(reshape->output(0)), shapeOf(tr->output(0)))) {
-    return {nullptr, nullptr};
+  if (reshape->opType() != "Reshape") return {nullptr, nullptr};
+  if (mergesHeadsFlat(shapeOf(reshape->output(0)), shapeOf(tr->output(0)))) {
+    *flat = true;
+    return {tr, reshape};
   }
+  if (!mergesHeads(shapeOf(reshape->output(0)), shapeOf(tr->output(0)))) return {nullptr, nullptr};
   return {tr, reshape};
 }
 
@@ -129,13 +193,19 @@ struct AttentionMatch {
   ir::Value* v3 = nullptr;
   ir::Node* out_tr = nullptr;
   ir::Node* out_reshape = nullptr;
+  bool out_flat = false;         ///< out_reshape merges to [B*S, Hq*Dv]: it stays, reading Y
+  bool guarded = false;          ///< P = Where(IsNaN(P0), 0, P0): ai.onnxopt.SafeAttention
   std::vector<ir::Node*> chain;  ///< users first
   bool threeD() const { return q3 && k3 && v3 && out_reshape; }
 };
 
 class AttentionPattern final : public rewrite::Pattern {
  public:
-  AttentionPattern() : Pattern("fuse-attention", "MatMul", "", 4, 23), rule_(rule()) {}
+  explicit AttentionPattern(bool nan_guard)
+      : Pattern("fuse-attention", "MatMul", "", 4, 23),
+        nan_guard_(nan_guard),
+        rule_(rule(false)),
+        guarded_rule_(rule(true)) {}
 
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
     auto a = matchAt(node, ctx);
@@ -145,8 +215,9 @@ class AttentionPattern final : public rewrite::Pattern {
   }
 
  private:
-  /// Y = MatMul(Softmax([Add](S [* c | / c], M)), V),  S = MatMul(Q [* cq], K^T [* ck]).
-  static Matcher rule() {
+  /// Y = MatMul(Softmax([Add](S [* c | / c], M)), V),  S = MatMul(Q [* cq], K^T [* ck]); guarded:
+  /// Y = MatMul(Where(IsNaN(P), z, P), V), P = Softmax(...) (z and P checked in matchAt).
+  static Matcher rule(bool guarded) {
     auto scaled = [](const std::string& x) {
       return oneOf(
           {bind(x + "_mul", singleUse(commutative("Mul", bind(x), bind(x + "_c", scalar())))),
@@ -162,6 +233,14 @@ class AttentionPattern final : public rewrite::Pattern {
     Matcher masked = oneOf({bind("add", singleUse(commutative("Add", scores, bind("mask"))))
                                 .orFail("Add is not scores plus a mask"),
                             scores});
+    if (guarded) {
+      Matcher probs =
+          bind("guard",
+               singleUse(op("Where", bind("isnan", singleUse(op("IsNaN", bind("p", any())))),
+                            bind("zero", scalar()), bind("softmax", op("Softmax", masked)))))
+              .orFail("no NaN-guarded Softmax probabilities");
+      return op("MatMul", probs, bind("v"));
+    }
     Matcher probs =
         bind("softmax", singleUse(op("Softmax", masked))).orFail("no Softmax probabilities");
     return op("MatMul", probs, bind("v"));
@@ -169,8 +248,19 @@ class AttentionPattern final : public rewrite::Pattern {
 
   std::optional<AttentionMatch> matchAt(ir::Node* node, PatternContext& ctx) const {
     Match m = rule_.match(node);
+    bool guarded = false;
+    if (!m && nan_guard_) {
+      if (Match g = guarded_rule_.match(node)) {
+        m = std::move(g);
+        guarded = true;
+      }
+    }
     if (!m) return ctx.fail("{}", m.why()), std::nullopt;
     ir::Node* softmax = m.node("softmax");
+    if (guarded && (m["p"] != softmax->output(0) || softmax->output(0)->uses().size() != 2 ||
+                    m.scalar("zero").value_or(1.0) != 0.0)) {
+      return ctx.fail("the NaN guard is not Where(IsNaN(P), 0, P)"), std::nullopt;
+    }
     const Dims* ps = shapeOf(softmax->output(0));
     if (ps == nullptr || ps->size() != 4) return ctx.fail("scores not rank 4"), std::nullopt;
     int64_t axis = pass::attrInt(*softmax, "axis", -1);
@@ -188,8 +278,9 @@ class AttentionPattern final : public rewrite::Pattern {
     a.q = m["q"];
     a.kt = m["kt"];
     a.mask = m["mask"];
-    a.chain = {node,          softmax,      m.node("add"),   m.node("div"),
-               m.node("mul"), m.node("qk"), m.node("q_mul"), m.node("kt_mul")};
+    a.guarded = guarded;
+    a.chain = {node,          m.node("guard"), m.node("isnan"), softmax,         m.node("add"),
+               m.node("div"), m.node("mul"),   m.node("qk"),    m.node("q_mul"), m.node("kt_mul")};
     // K^T = Transpose<perm>(K0), or K^T itself (K0 = K^T, perm = identity).
     a.ktr = a.kt->producer();
     if (a.ktr != nullptr && (a.ktr->opType() != "Transpose" || !a.ktr->domain().empty())) {
@@ -201,8 +292,27 @@ class AttentionPattern final : public rewrite::Pattern {
     a.perm = *perm;
     a.kperm = {a.perm[0], a.perm[1], a.perm[3], a.perm[2]};
     a.k0 = a.ktr != nullptr ? a.ktr->input(0) : a.kt;
+    if (a.ktr == nullptr) {
+      std::vector<ir::Node*> nodes;
+      if (ir::Value* t = batchedTranspose(a.kt, &nodes)) {
+        // K^T = Transpose<0,1,3,2>(t) through Reshapes: K is t itself.
+        a.k0 = t;
+        a.perm = {0, 1, 3, 2};
+        a.kperm = {0, 1, 2, 3};
+        a.chain.insert(a.chain.end(), nodes.begin(), nodes.end());
+      }
+    }
     if (!checkOperands(*ps, node->input(1), a, ctx) || !matchHeads(*node, a, ctx)) {
       return std::nullopt;
+    }
+    if (guarded) {
+      if (!a.threeD() || a.mask == nullptr || a.q_heads != a.kv_heads) {
+        return ctx.fail("a NaN-guarded softmax fuses only 3-D, with a mask, without grouped heads"),
+               std::nullopt;
+      }
+      if (kernels::Support s = cudaClaims("SafeAttention", {a.q3, a.k3, a.v3, a.mask}); !s) {
+        return ctx.fail("no CUDA kernel for SafeAttention: {}", s.reason), std::nullopt;
+      }
     }
     return a;
   }
@@ -241,12 +351,15 @@ class AttentionPattern final : public rewrite::Pattern {
   /// The 3-D form (every input split into heads from rank 3, and the output merged back), and the
   /// head counts: Q [B,Hq,S,D], K [B,Hkv,L,D], V [B,Hkv,L,Dv] with Hq a multiple of Hkv.
   static bool matchHeads(const ir::Node& node, AttentionMatch& a, PatternContext& ctx) {
-    a.q3 = headsFrom3d(a.q, {0, 2, 1, 3});
+    double q_factor = 1.0, k_factor = 1.0;
+    a.q3 = headsFrom3d(a.q, {0, 2, 1, 3}, &q_factor);
     a.k3 = (a.ktr != nullptr && a.perm == std::vector<int64_t>{0, 2, 3, 1})
-               ? headsFrom3d(a.kt, {0, 2, 3, 1})
-               : headsFrom3d(a.k, {0, 2, 1, 3});
+               ? headsFrom3d(a.kt, {0, 2, 3, 1}, &k_factor)
+               : headsFrom3d(a.k, {0, 2, 1, 3}, &k_factor);
     a.v3 = headsFrom3d(a.v, {0, 2, 1, 3});
-    std::tie(a.out_tr, a.out_reshape) = headsMergedAfter(node);
+    std::tie(a.out_tr, a.out_reshape) = headsMergedAfter(node, &a.out_flat);
+    // The 3-D form reads Q and K before their head split's scalings: they join the scale.
+    if (a.threeD()) a.scale *= q_factor * k_factor;
     const Dims* kvs = a.k != nullptr ? shapeOf(a.k) : nullptr;
     const Dims* vs = shapeOf(a.v);
     if (vs == nullptr || vs->size() != 4) return ctx.fail("V not rank 4");
@@ -283,22 +396,39 @@ class AttentionPattern final : public rewrite::Pattern {
       inputs = {a.q, k, a.v};
     }
     if (a.mask != nullptr) inputs.push_back(a.mask);
-    ir::Node* attn = rw.createNode("Attention", "", inputs, 1);
+    ir::Node* attn = rw.createNode(a.guarded ? "SafeAttention" : "Attention",
+                                   a.guarded ? kTargetDomain : "", inputs, 1);
     rw.setAttribute(attn, floatAttr("scale", static_cast<float>(a.scale)));
     ir::Value* out = node->output(0);
-    if (three_d) {
+    if (a.guarded) {
+      rw.setAttribute(attn, intAttr("num_heads", a.q_heads));
+    } else if (three_d) {
       rw.setAttribute(attn, intAttr("q_num_heads", a.q_heads));
       rw.setAttribute(attn, intAttr("kv_num_heads", a.kv_heads));
-      out = a.out_reshape->output(0);
-      a.chain.insert(a.chain.begin(), {a.out_reshape, a.out_tr});
     }
-    rw.setType(attn->output(0), out->type());
-    rw.replaceAllUsesWith(out, attn->output(0));
+    if (three_d && a.out_flat) {
+      // Y [B, S, Hq*Dv] into the Reshape that flattened the merged heads, which stays.
+      const Dims& t = *shapeOf(a.out_tr->output(0));
+      ir::Type y = a.out_tr->output(0)->type();
+      y.shape = Dims{t[0], t[1], ir::Dim::known(t[2].value * t[3].value)};
+      rw.setType(attn->output(0), y);
+      rw.setInput(a.out_reshape, 0, attn->output(0));
+      a.chain.insert(a.chain.begin(), a.out_tr);
+    } else {
+      if (three_d) {
+        out = a.out_reshape->output(0);
+        a.chain.insert(a.chain.begin(), {a.out_reshape, a.out_tr});
+      }
+      rw.setType(attn->output(0), out->type());
+      rw.replaceAllUsesWith(out, attn->output(0));
+    }
     a.chain.push_back(a.ktr);
     rw.eraseDeadNodes(a.chain);
   }
 
+  const bool nan_guard_;
   const Matcher rule_;
+  const Matcher guarded_rule_;
 };
 
 class FuseAttentionPass final : public pass::PatternPass {
@@ -308,13 +438,34 @@ class FuseAttentionPass final : public pass::PatternPass {
     return "Fuse scaled dot-product attention (MatMul, scale, mask, Softmax, MatMul) into "
            "Attention (opset 23+)";
   }
+  std::vector<pass::PassOption> options() const override {
+    return {{"nan-guard", "bool", "false",
+             "also fuse attention whose softmax has its NaNs made 0 (Where(IsNaN(P), 0, P), as "
+             "torch exports SDPA) into ai.onnxopt.SafeAttention, where the CUDA kernel table "
+             "claims it (the CUDA target's pipeline sets it)"}};
+  }
+  Status setOption(const std::string& name, const std::string& value) override {
+    if (name != "nan-guard") return Pass::setOption(name, value);
+    ASSIGN_OR_RETURN(nan_guard_, parseBool(name, value));
+    return Status::ok();
+  }
+  StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
+    ASSIGN_OR_RETURN(bool changed, PatternPass::run(model, ctx));
+    if (!nan_guard_) return changed;
+    // SafeAttention calls get their decomposition as a model-local function.
+    ASSIGN_OR_RETURN(int64_t added, attachTargetFunctions(model));
+    return changed || added > 0;
+  }
 
  protected:
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
-    list.push_back(std::make_unique<AttentionPattern>());
+    list.push_back(std::make_unique<AttentionPattern>(nan_guard_));
     return list;
   }
+
+ private:
+  bool nan_guard_ = false;
 };
 
 }  // namespace

@@ -16,6 +16,12 @@
 //   NhwcConvAddRelu<attrs>(X, W, B, Z) => (Y)  { Y = Relu(Add(NhwcConv's Y, Z)) }
 //   NhwcMaxPool<attrs>(X) => (Y)               { Y = T<q>(MaxPool<@attrs>(T<p>(X))) }
 //   NhwcAveragePool<attrs>(X) => (Y)           { Y = T<q>(AveragePool<@attrs>(T<p>(X))) }
+//
+// Attention with the softmax's NaNs made 0 (torch's export of scaled_dot_product_attention),
+// 3-D Q, K, V ([B, S, num_heads * D]); split(x) = Reshape(x, [0, 0, @num_heads, -1]):
+//   SafeAttention<num_heads, scale>(Q, K, V, M) => (Y)
+//     { P = Softmax<-1>(MatMul(T<0,2,1,3>(split(Q)), T<0,2,3,1>(split(K))) * @scale + M);
+//       Y = Reshape(T<0,2,1,3>(MatMul(Where(IsNaN(P), 0, P), T<0,2,1,3>(split(V)))), [0, 0, -1]) }
 #include "onnxopt/passes/target_ops.h"
 
 #include <fmt/format.h>
@@ -36,9 +42,11 @@ struct OpInfo {
 };
 
 constexpr OpInfo kOps[] = {
-    {"MatMulBias", 1},      {"MatMulBiasGelu", 20}, {"MatMulBiasRelu", 1},
-    {"NhwcAveragePool", 7}, {"NhwcConv", 1},        {"NhwcConvAddRelu", 1},
-    {"NhwcConvRelu", 1},    {"NhwcMaxPool", 8},     {"SkipLayerNormalization", 17},
+    {"MatMulBias", 1},     {"MatMulBiasGelu", 20},
+    {"MatMulBiasRelu", 1}, {"NhwcAveragePool", 7},
+    {"NhwcConv", 1},       {"NhwcConvAddRelu", 1},
+    {"NhwcConvRelu", 1},   {"NhwcMaxPool", 8},
+    {"SafeAttention", 15}, {"SkipLayerNormalization", 17},
 };
 
 using AttrRefs = std::vector<std::pair<std::string, ir::Attribute::Kind>>;
@@ -95,6 +103,42 @@ class Body {
     return t;
   }
 
+  /// Sets a literal attribute on `v`'s producer.
+  void set(ir::Value* v, ir::Attribute a) { rw_.setAttribute(v->producer(), std::move(a)); }
+
+  /// Constant<value_ints = values>.
+  ir::Value* ints(const std::vector<int64_t>& values, const std::string& out) {
+    ir::Value* c = node("Constant", {}, out);
+    ir::Attribute a;
+    a.name = "value_ints";
+    a.kind = ir::Attribute::Kind::kInts;
+    a.ints = values;
+    set(c, std::move(a));
+    return c;
+  }
+
+  /// Constant<`attr` = @ref> (value_int or value_float taken from the call's `ref`).
+  ir::Value* constantRef(const std::string& attr, const std::string& ref, ir::Attribute::Kind kind,
+                         const std::string& out) {
+    ir::Value* c = node("Constant", {}, out);
+    ir::Attribute a;
+    a.name = attr;
+    a.kind = kind;
+    a.ref_attr_name = ref;
+    set(c, std::move(a));
+    return c;
+  }
+
+  /// `v` with an int attribute `name` = `value` set on its producer.
+  ir::Value* withInt(ir::Value* v, const std::string& name, int64_t value) {
+    ir::Attribute a;
+    a.name = name;
+    a.kind = ir::Attribute::Kind::kInt;
+    a.i = value;
+    set(v, std::move(a));
+    return v;
+  }
+
   void output(ir::Value* v) { rw_.addGraphOutput(*fn_.body, v); }
 
  private:
@@ -122,6 +166,49 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
                   {{"axis", ir::Attribute::Kind::kInt}, {"epsilon", ir::Attribute::Kind::kFloat}});
     body.output(y);
     body.output(sum);
+    return fn;
+  }
+  if (op == "SafeAttention") {
+    using K = ir::Attribute::Kind;
+    fn->attribute_names = {"num_heads", "scale"};
+    fn->doc_string =
+        "Y = merge(MatMul(Where(IsNaN(P), 0, P), split(V))), P = Softmax(split(Q) split(K)^T * "
+        "scale + M): 3-D [B, S, num_heads * D] inputs, the softmax's NaNs made 0";
+    ir::Value* q = body.input("Q");
+    ir::Value* k = body.input("K");
+    ir::Value* v = body.input("V");
+    ir::Value* m = body.input("M");
+    ir::Value* heads = body.node(
+        "Unsqueeze",
+        {body.constantRef("value_int", "num_heads", K::kInt, "heads"), body.ints({0}, "axes")},
+        "heads_1d");
+    ir::Value* split_shape = body.withInt(
+        body.node("Concat", {body.ints({0, 0}, "lead"), heads, body.ints({-1}, "rest")},
+                  "split_shape"),
+        "axis", 0);
+    auto split = [&](ir::Value* x, const std::vector<int64_t>& perm, const std::string& name) {
+      return body.transpose(body.node("Reshape", {x, split_shape}, name + "_heads"), perm, name);
+    };
+    ir::Value* q4 = split(q, {0, 2, 1, 3}, "q4");
+    ir::Value* kt = split(k, {0, 2, 3, 1}, "kt");
+    ir::Value* v4 = split(v, {0, 2, 1, 3}, "v4");
+    ir::Value* s0 = body.node("MatMul", {q4, kt}, "qk");
+    ir::Value* c = body.node(
+        "CastLike", {body.constantRef("value_float", "scale", K::kFloat, "scale_f"), s0}, "c");
+    ir::Value* s1 = body.node("Add", {body.node("Mul", {s0, c}, "scaled"), m}, "scores");
+    ir::Value* p = body.withInt(body.node("Softmax", {s1}, "probs"), "axis", -1);
+    ir::Value* zero_f = body.node("Constant", {}, "zero_f");
+    ir::Attribute zf;
+    zf.name = "value_float";
+    zf.kind = K::kFloat;
+    zf.f = 0.0f;
+    body.set(zero_f, std::move(zf));
+    ir::Value* zero = body.node("CastLike", {zero_f, p}, "zero");
+    ir::Value* safe = body.node("Where", {body.node("IsNaN", {p}, "nan"), zero, p}, "safe_probs");
+    ir::Value* y4 = body.node("MatMul", {safe, v4}, "y4");
+    body.output(body.node(
+        "Reshape",
+        {body.transpose(y4, {0, 2, 1, 3}, "y_heads"), body.ints({0, 0, -1}, "merge_shape")}, "Y"));
     return fn;
   }
   if (op.rfind("Nhwc", 0) == 0) {

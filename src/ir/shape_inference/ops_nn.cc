@@ -506,6 +506,18 @@ void skipLayerNorm(InferenceContext& ctx) {
   }
 }
 
+/// ai.onnxopt.SafeAttention: Y is [B, Sq, num_heads * Dv] of Q's type, Dv = V's last dim / heads.
+void safeAttention(InferenceContext& ctx) {
+  auto q = ctx.inputShape(0);
+  auto v = ctx.inputShape(2);
+  int64_t heads = ctx.attrInt("num_heads", 0);
+  if (!q || !v || q->size() != 3 || v->size() != 3 || heads < 1) {
+    ctx.setOutput(0, elemOr(ctx, 0), std::nullopt);
+    return;
+  }
+  ctx.setOutput(0, elemOr(ctx, 0), std::vector<Dim>{(*q)[0], (*q)[1], (*v)[2]});
+}
+
 void registerNnOps(std::vector<OpInference>& t) {
   t.push_back({"", "Conv", 1, &conv});
   t.push_back({"", "ConvInteger", 1, &convInteger});
@@ -527,6 +539,7 @@ void registerNnOps(std::vector<OpInference>& t) {
     t.push_back({"ai.onnxopt", op, 1, &matmul});
   }
   t.push_back({"ai.onnxopt", "SkipLayerNormalization", 1, &skipLayerNorm});
+  t.push_back({"ai.onnxopt", "SafeAttention", 1, &safeAttention});
   for (const char* op : {"NhwcConv", "NhwcConvRelu", "NhwcConvAddRelu"}) {
     t.push_back({"ai.onnxopt", op, 1, &nhwcConv});
   }

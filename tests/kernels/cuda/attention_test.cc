@@ -131,6 +131,14 @@ std::vector<AttnCase> attentionCases() {
     c.causal = c.presents = true;
   });
   add(shape(2, 3, 3, 5, 9, 8, 16), three_d);
+  // The tensor-core (flash) kernel's sizes: BERT's heads (12 x 64, 128 tokens, 3-D, a padding
+  // mask), a tile and a half of queries and keys at D 128 with is_causal, GQA 4:2 at D 64.
+  add(shape(2, 12, 12, 128, 128, 64), [](AttnCase& c) {
+    c.three_d = true;
+    c.mask = MaskKind::kPadding4d;
+  });
+  add(shape(1, 2, 2, 100, 100, 128), [](AttnCase& c) { c.causal = true; });
+  add(shape(2, 4, 2, 97, 70, 64), [](AttnCase& c) { c.mask = MaskKind::kFloat4d; });
   // Masks.
   add(small, [](AttnCase& c) { c.mask = MaskKind::kBool2d; });
   add(gqa, [](AttnCase& c) {
@@ -315,11 +323,14 @@ AttnNode buildNode(const AttnCase& c, std::mt19937& rng) {
 /// Runs the node's CUDA kernel with every output poisoned first (0xA5 bytes), the inputs also
 /// given as host constants, as test::runOnDevice does for one output.
 StatusOr<std::vector<HostTensor>> runAttention(const AttnNode& node,
-                                               const std::vector<HostTensor>& expected) {
+                                               const std::vector<HostTensor>& expected,
+                                               const std::string& op = "Attention",
+                                               const std::string& domain = "") {
   ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create());
   std::vector<test::DeviceTensor> inputs;
   CudaKernelCall call;
-  call.op = "Attention";
+  call.op = op;
+  call.domain = domain;
   call.opset = node.opset;
   call.attrs = &node.attrs;
   for (const HostTensor& t : node.inputs) {
@@ -413,6 +424,55 @@ TEST_P(AttentionTest, MatchesReference) {
     if (got->at(i).dtype == DataType::kUndefined) continue;
     SCOPED_TRACE(fmt::format("output {}", i));
     expectCloseOrEqual(expected->at(i), got->at(i), attentionTolerance(c.dtype));
+  }
+}
+
+// ai.onnxopt.SafeAttention against its reference (its function body): BERT-like 3-D fp16 and
+// bf16 with an additive mask where batch 1's last 28 keys are masked and row 5 of batch 0 has
+// every key masked (0, not NaN), a NaN in one query (that head's row 0: the guard) and an
+// infinite key element at a masked key of batch 1 (a score of +inf + -inf = NaN zeroes the rows
+// it meets, as the body decides; -inf ones do not). fp32 takes the cuBLASLt path.
+TEST_F(AttentionTest, SafeAttentionMatchesItsBody) {
+  for (DataType t : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat}) {
+    SCOPED_TRACE(dataTypeName(t));
+    std::mt19937 rng(7);
+    const int64_t b = 2, s = 80, h = 4, d = 64;
+    AttnNode node;
+    node.inputs.push_back(randomTensor(t, {b, s, h * d}, rng));
+    node.inputs.push_back(randomTensor(t, {b, s, h * d}, rng));
+    node.inputs.push_back(randomTensor(t, {b, s, h * d}, rng));
+    std::vector<double> bias(static_cast<size_t>(b * s * s), 0.0);
+    const double inf = std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < s; ++i) {
+      for (int64_t j = 0; j < s; ++j) {
+        if (j >= s - 28) bias[static_cast<size_t>((s + i) * s + j)] = -inf;  // batch 1 padding
+        if (i == 5) bias[static_cast<size_t>(i * s + j)] = -inf;             // batch 0 row 5
+      }
+    }
+    node.inputs.push_back(test::tensorOf(t, {b, 1, s, s}, bias));
+    auto setAt = [](HostTensor& x, int64_t i, double v) {
+      HostTensor one = test::tensorOf(x.dtype, {1}, {v});
+      std::copy(one.bytes.begin(), one.bytes.end(),
+                x.bytes.begin() + i * static_cast<int64_t>(one.bytes.size()));
+    };
+    setAt(node.inputs[0], (0 * s + 9) * h * d + 3, std::nan(""));  // batch 0, query 9, head 0
+    setAt(node.inputs[1], (1 * s + s - 1) * h * d + 64 + 1, inf);  // batch 1, masked key, head 1
+    node.attrs.ints["num_heads"] = h;
+    node.attrs.floats["scale"] = 0.125f;
+    std::vector<const HostTensor*> ptrs;
+    for (const HostTensor& x : node.inputs) ptrs.push_back(&x);
+    auto expected = runReferenceKernel("ai.onnxopt.SafeAttention", 1, ptrs, node.attrs, 1);
+    ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+    auto got = runAttention(node, *expected, "SafeAttention", "ai.onnxopt");
+    ASSERT_TRUE(got.isOk()) << got.status().toString();
+    expectCloseOrEqual(expected->at(0), got->at(0), attentionTolerance(t));
+    // The fully masked row and the NaN query's head are 0, not NaN; its other heads are not.
+    auto at = [&](int64_t bb, int64_t i, int64_t e) {
+      return test::valueAt(got->at(0), (bb * s + i) * h * d + e);
+    };
+    EXPECT_EQ(at(0, 5, 0), 0.0);
+    EXPECT_EQ(at(0, 9, 0), 0.0);
+    EXPECT_TRUE(std::isfinite(at(0, 9, 64)) && at(0, 9, 64) != 0.0);
   }
 }
 
