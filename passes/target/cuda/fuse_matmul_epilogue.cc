@@ -9,6 +9,9 @@
 //   Relu(ai.onnxopt.MatMulBias(A, W, c))            ==>  ai.onnxopt.MatMulBiasRelu(A, W, c)
 //   Gelu<approximate>(ai.onnxopt.MatMulBias(A, W, c))
 //                                     ==>  ai.onnxopt.MatMulBiasGelu<approximate>(A, W, c)
+//   Relu / Gelu(MatMul(A, W))         ==>  ai.onnxopt.MatMulBiasRelu / Gelu(A, W, 0)  no bias
+//   Gelu(Reshape(Gemm(A, W), s))      ==>  Reshape(ai.onnxopt.MatMulBiasGelu(A, W, 0), s)
+//                                          (Gemm without C, transposes or alpha; GPT-2's export)
 //
 // where A has rank >= 2 (its leading dims fold into the rows), W is [K, N] (rank 2), c is [N]
 // (one bias per output column: it broadcasts over the product without growing it), the
@@ -140,6 +143,61 @@ class MatMulBiasActivationPattern final : public rewrite::Pattern {
   std::string fused_;
 };
 
+/// Relu or Gelu of a bias-free product (a MatMul, or a Gemm without C, transposes or scaling,
+/// possibly behind a Reshape, which commutes with the activation) -> the fused op with a zero bias
+/// (cuBLASLt's activation epilogues come with the bias): models whose zero biases eliminate-noop
+/// removed, and MLPs without bias.
+class ProductActivationPattern final : public rewrite::Pattern {
+ public:
+  ProductActivationPattern(const char* activation, const char* fused, int64_t min_opset)
+      : Pattern(std::string("fuse-matmul-") + activation, activation, "", 1, min_opset),
+        fused_(fused) {}
+  bool matchAndRewrite(ir::Node* act, PatternContext& ctx) const override {
+    ir::Value* in = act->input(0);
+    ir::Node* reshape = pass::singleUseProducer(in, "Reshape");
+    ir::Value* product = reshape != nullptr ? reshape->input(0) : in;
+    ir::Node* mm = pass::singleUseProducer(product, "MatMul");
+    if (mm == nullptr) {
+      mm = pass::singleUseProducer(product, "Gemm");
+      if (mm != nullptr &&
+          ((mm->numInputs() > 2 && mm->input(2) != nullptr) ||
+           pass::attrInt(*mm, "transA", 0) != 0 || pass::attrInt(*mm, "transB", 0) != 0 ||
+           pass::attrFloat(*mm, "alpha", 1.0f) != 1.0f)) {
+        return ctx.fail("a Gemm with C, a transpose or alpha");
+      }
+    }
+    if (mm == nullptr) return ctx.fail("not the only user of a MatMul or Gemm (behind a Reshape)");
+    ir::Value* a = mm->input(0);
+    ir::Value* w = mm->input(1);
+    auto ra = pass::rankOf(a);
+    auto ws = pass::staticShape(w);
+    auto ta = pass::elemTypeOf(a);
+    if (!ra || *ra < 2 || !ws || ws->size() != 2) return ctx.fail("A or W is not of known rank");
+    if (!ta || ta != pass::elemTypeOf(w) || !pass::isFloatType(*ta)) {
+      return ctx.fail("A and W do not share one float type");
+    }
+    auto& rw = ctx.rewriter();
+    if (!cudaClaims(fused_, {a, w, w})) return ctx.fail("no CUDA kernel for {}", fused_);
+    ir::Value* zero = rw.createInitializer(
+        *act->owningGraph(), w->name() + "_zero_bias",
+        pass::makeFloatTensor(*ta, {(*ws)[1]}, std::vector<double>(static_cast<size_t>((*ws)[1]))));
+    rw.setInsertionPoint(mm);
+    ir::Node* fused = rw.createNode(fused_, kTargetDomain, {a, w, zero}, {product->type()});
+    rw.copyAttribute(*act, fused, "approximate");
+    if (reshape != nullptr) {
+      rw.setInput(reshape, 0, fused->output(0));
+      rw.replaceAllUsesWith(act->output(0), reshape->output(0));
+    } else {
+      rw.replaceAllUsesWith(act->output(0), fused->output(0));
+    }
+    rw.eraseDeadNodes({act, mm});
+    return true;
+  }
+
+ private:
+  std::string fused_;
+};
+
 class FuseMatMulEpiloguePass final : public TargetPatternPass {
  public:
   std::string id() const override { return "fuse-matmul-epilogue"; }
@@ -155,6 +213,8 @@ class FuseMatMulEpiloguePass final : public TargetPatternPass {
     list.push_back(std::make_unique<GemmBiasPattern>());
     list.push_back(std::make_unique<MatMulBiasActivationPattern>("Relu", "MatMulBiasRelu", 1));
     list.push_back(std::make_unique<MatMulBiasActivationPattern>("Gelu", "MatMulBiasGelu", 20));
+    list.push_back(std::make_unique<ProductActivationPattern>("Relu", "MatMulBiasRelu", 1));
+    list.push_back(std::make_unique<ProductActivationPattern>("Gelu", "MatMulBiasGelu", 20));
     return list;
   }
 };
