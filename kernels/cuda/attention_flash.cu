@@ -2,7 +2,8 @@
 // on the warp matrix units, fp16 or bf16 in, float accumulation and statistics.
 //
 //   one block = 4 warps = 64 query rows of one (batch, head); per tile of 64 keys:
-//     K, V tile -> shared memory (16-byte loads where the strides allow)
+//     K, V tile -> shared memory (16-byte loads where the strides allow, fetched into registers
+//                  during the previous tile's work)
 //     S = Q K^T          each warp its 16 rows x 64 keys, wmma 16x16x16, float
 //     online softmax     lanes 2r, 2r+1 own row r: scale, mask, running max m and sum l,
 //                        O *= exp(m_old - m_new), P = exp(S - m_new) stored as T
@@ -71,6 +72,37 @@ __device__ __forceinline__ void loadRows(T* dst, const T* src, int64_t seq_strid
   }
 }
 
+/// The 16-byte words of a 64-row tile each thread moves (threads 128): D / 16.
+template <int D>
+inline constexpr int kTileWords = kFlashKeys * D / 8 / (kFlashWarps * 32);
+
+/// This thread's words of rows [row0, row0 + 64) into registers (0 past `valid`): the next tile's
+/// K or V, fetched before the current tile's products so that its latency hides behind them.
+template <typename T, int D>
+__device__ __forceinline__ void fetchTile(uint4 (&reg)[kTileWords<D>], const T* src,
+                                          int64_t seq_stride, int64_t row0, int64_t valid) {
+  constexpr int kChunks = D / 8;
+#pragma unroll
+  for (int n = 0; n < kTileWords<D>; ++n) {
+    const int idx = static_cast<int>(threadIdx.x) + n * kFlashWarps * 32;
+    const int r = idx / kChunks, c = idx % kChunks;
+    reg[n] = row0 + r < valid
+                 ? *reinterpret_cast<const uint4*>(src + (row0 + r) * seq_stride + c * 8)
+                 : make_uint4(0, 0, 0, 0);
+  }
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void storeTile(T* dst, const uint4 (&reg)[kTileWords<D>]) {
+  constexpr int kChunks = D / 8;
+#pragma unroll
+  for (int n = 0; n < kTileWords<D>; ++n) {
+    const int idx = static_cast<int>(threadIdx.x) + n * kFlashWarps * 32;
+    const int r = idx / kChunks, c = idx % kChunks;
+    *reinterpret_cast<uint4*>(dst + r * FlashLayout<D>::kLd + c * 8) = reg[n];
+  }
+}
+
 /// The mask's additive bias at element `off` (bool false is -inf).
 __device__ __forceinline__ float flashMaskBias(const AttentionDeviceArgs& a, int64_t off) {
   switch (a.mask_dtype) {
@@ -126,11 +158,25 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
   float m = -INFINITY, l = 0.0f;
   bool poisoned = false;
 
+  uint4 k_next[kTileWords<D>], v_next[kTileWords<D>];
+  if (vec && key_end > 0) {
+    fetchTile<T, D>(k_next, k, a.k_strides.seq, 0, key_end);
+    fetchTile<T, D>(v_next, v, a.v_strides.seq, 0, key_end);
+  }
   for (int64_t kt = 0; kt < key_end; kt += kFlashKeys) {
     __syncthreads();  // the previous tile is consumed (and, the first time, Q is stored)
-    loadRows<T, D>(k_s, k, a.k_strides.seq, kt, kFlashKeys, key_end, vec);
-    loadRows<T, D>(v_s, v, a.v_strides.seq, kt, kFlashKeys, key_end, vec);
+    if (vec) {
+      storeTile<T, D>(k_s, k_next);
+      storeTile<T, D>(v_s, v_next);
+    } else {
+      loadRows<T, D>(k_s, k, a.k_strides.seq, kt, kFlashKeys, key_end, false);
+      loadRows<T, D>(v_s, v, a.v_strides.seq, kt, kFlashKeys, key_end, false);
+    }
     __syncthreads();
+    if (vec && kt + kFlashKeys < key_end) {  // the next tile's loads fly during this one's work
+      fetchTile<T, D>(k_next, k, a.k_strides.seq, kt + kFlashKeys, key_end);
+      fetchTile<T, D>(v_next, v, a.v_strides.seq, kt + kFlashKeys, key_end);
+    }
 
     // S = Q K^T for the warp's 16 rows.
 #pragma unroll

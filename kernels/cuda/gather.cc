@@ -127,6 +127,21 @@ size_t workspaceBytes(const GatherArgs&) {
 Status launch(const GatherArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
   auto axis = static_cast<size_t>(args.axis);
+  // One constant index (a scalar or [1]: ViT's q/k/v selects) is a slice: a strided copy, moved
+  // 16 bytes at a time or by cudaMemcpyAsync, instead of the per-element gather.
+  if (args.index_values && args.index_values->size() == 1) {
+    const int64_t dim = args.data.dims[axis];
+    int64_t i = (*args.index_values)[0];
+    if (i < 0) i += dim;
+    if (i >= 0 && i < dim) {
+      ConstTensorView src = narrowed(args.data, args.axis, i, 1);
+      std::vector<int64_t> strides(src.dims.size(), 1);
+      for (size_t d = src.dims.size(); d-- > 1;) strides[d - 1] = strides[d] * src.dims[d];
+      TensorView dst(args.out.dtype, src.dims, std::move(strides), args.out.data,
+                     args.out.memory);
+      return copyView(args.op, src, dst, stream);
+    }
+  }
   GatherDeviceArgs d;
   d.element_bytes = movableElementBytes(args.data.dtype);
   d.int64_indices = args.indices.dtype == DataType::kInt64;

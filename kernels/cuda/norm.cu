@@ -82,6 +82,97 @@ __global__ void normRowsKernel(NormDeviceArgs a) {
   }
 }
 
+/// The register-cached form of normRowsKernel for rows of at most 32 * kChunks vectors of 16
+/// bytes (LayerNormalization and SkipLayerNormalization over a hidden size up to 2048 fp16
+/// elements): one warp per row reads x (and skip) once, 16 bytes per lane and load, keeps the
+/// row in registers through the mean, variance and normalization passes, and writes y (and the
+/// sum) 16 bytes at a time, where the three-pass kernel reads the row three times element by
+/// element. Same arithmetic in the same order per element as normRowsKernel's; the reductions'
+/// order differs (last-place differences only).
+template <typename T, int kChunks>
+__global__ void normRowsVecKernel(NormDeviceArgs a) {
+  constexpr int kV = kVecElements<T>;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  const int64_t vectors = a.size / kV;
+  const float count = static_cast<float>(a.size);
+  const auto* scale = static_cast<const Vec16<T>*>(a.scale);
+  const auto* bias = static_cast<const Vec16<T>*>(a.bias);
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+       row < a.rows; row += warps) {
+    const auto* xr = static_cast<const Vec16<T>*>(a.x) + row * vectors;
+    const auto* sr = a.skip == nullptr ? nullptr : static_cast<const Vec16<T>*>(a.skip) + row * vectors;
+    float v[kChunks][kV];
+    float sum = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int64_t i = lane + 32 * c;
+      if (i >= vectors) break;
+      Vec16<T> xv = xr[i];
+      if (sr != nullptr) {
+        Vec16<T> sv = sr[i];
+#pragma unroll
+        for (int k = 0; k < kV; ++k) store(xv.v, k, load(xv.v, k) + load(sv.v, k));  // rounded
+        if (a.sum != nullptr) static_cast<Vec16<T>*>(a.sum)[row * vectors + i] = xv;
+      }
+#pragma unroll
+      for (int k = 0; k < kV; ++k) {
+        v[c][k] = load(xv.v, k);
+        sum += v[c][k];
+      }
+    }
+    const float mean = a.rms ? 0.0f : warpReduce(sum, SumOp{}) / count;
+    float sq = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      if (lane + 32 * c >= vectors) break;
+#pragma unroll
+      for (int k = 0; k < kV; ++k) {
+        const float d = v[c][k] - mean;
+        sq += d * d;
+      }
+    }
+    const float var = warpReduce(sq, SumOp{}) / count;
+    const float inv_std = 1.0f / sqrtf(var + a.epsilon);
+    if (lane == 0) {
+      if (a.mean != nullptr) a.mean[row] = mean;
+      if (a.inv_std != nullptr) a.inv_std[row] = inv_std;
+    }
+    auto* yr = static_cast<Vec16<T>*>(a.y) + row * vectors;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int64_t i = lane + 32 * c;
+      if (i >= vectors) break;
+      const Vec16<T> sc = scale[i];
+      Vec16<T> out;
+      if (bias != nullptr) {
+        const Vec16<T> bv = bias[i];
+#pragma unroll
+        for (int k = 0; k < kV; ++k) {
+          store(out.v, k, (v[c][k] - mean) * inv_std * load(sc.v, k) + load(bv.v, k));
+        }
+      } else {
+#pragma unroll
+        for (int k = 0; k < kV; ++k) store(out.v, k, (v[c][k] - mean) * inv_std * load(sc.v, k));
+      }
+      yr[i] = out;
+    }
+  }
+}
+
+/// Whether normRowsVecKernel<T, ...> takes the rows: per-column parameters read linearly, a row
+/// of whole 16-byte vectors (at most 32 * 8 of them), every pointer 16-byte aligned.
+template <typename T>
+bool vecRows(const NormDeviceArgs& a) {
+  if (a.index != NormParamIndex::kColumn || !a.params.linear) return false;
+  if (a.size % kVecElements<T> != 0 || a.size / kVecElements<T> > 32 * 8) return false;
+  for (const void* p : {a.x, static_cast<const void*>(a.y), a.scale, a.bias, a.skip,
+                        static_cast<const void*>(a.sum)}) {
+    if (p != nullptr && !aligned16(p)) return false;
+  }
+  return true;
+}
+
 /// Element i of a float-type parameter whose type is known at run time only.
 __device__ __forceinline__ float loadParam(const void* p, DataType dtype, int64_t i) {
   switch (dtype) {
@@ -134,7 +225,19 @@ cudaError_t launchNorm(const NormDeviceArgs& args, cudaStream_t stream) {
   visitCudaType(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kIsFloating<T>) {
-      if (args.size <= kWarpRowMax) {
+      if (vecRows<T>(args)) {
+        const int64_t per_lane = (args.size / kVecElements<T> + 31) / 32;
+        const unsigned blocks = rowBlocks(args.rows, true);
+        if (per_lane <= 1) {
+          normRowsVecKernel<T, 1><<<blocks, kRowThreads, 0, stream>>>(args);
+        } else if (per_lane <= 2) {
+          normRowsVecKernel<T, 2><<<blocks, kRowThreads, 0, stream>>>(args);
+        } else if (per_lane <= 4) {
+          normRowsVecKernel<T, 4><<<blocks, kRowThreads, 0, stream>>>(args);
+        } else {
+          normRowsVecKernel<T, 8><<<blocks, kRowThreads, 0, stream>>>(args);
+        }
+      } else if (args.size <= kWarpRowMax) {
         normRowsKernel<T, true><<<rowBlocks(args.rows, true), kRowThreads, 0, stream>>>(args);
       } else {
         normRowsKernel<T, false><<<rowBlocks(args.rows, false), kRowThreads, 0, stream>>>(args);
