@@ -101,7 +101,8 @@ __global__ void normRowsVecKernel(NormDeviceArgs a) {
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
        row < a.rows; row += warps) {
     const auto* xr = static_cast<const Vec16<T>*>(a.x) + row * vectors;
-    const auto* sr = a.skip == nullptr ? nullptr : static_cast<const Vec16<T>*>(a.skip) + row * vectors;
+    const auto* sr =
+        a.skip == nullptr ? nullptr : static_cast<const Vec16<T>*>(a.skip) + row * vectors;
     float v[kChunks][kV];
     float sum = 0.0f;
 #pragma unroll
@@ -165,7 +166,7 @@ __global__ void normRowsVecKernel(NormDeviceArgs a) {
 template <typename T>
 bool vecRows(const NormDeviceArgs& a) {
   if (a.index != NormParamIndex::kColumn || !a.params.linear) return false;
-  if (a.size % kVecElements<T> != 0 || a.size / kVecElements<T> > 32 * 8) return false;
+  if (a.size % kVecElements<T> != 0 || a.size / kVecElements < T >> 32 * 8) return false;
   for (const void* p : {a.x, static_cast<const void*>(a.y), a.scale, a.bias, a.skip,
                         static_cast<const void*>(a.sum)}) {
     if (p != nullptr && !aligned16(p)) return false;

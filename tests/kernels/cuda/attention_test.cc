@@ -1,12 +1,15 @@
-// The fused CUDA Attention kernel (kernels/cuda/attention.cu) against the reference kernel, for
-// float, float16 and bfloat16: 3-D and 4-D inputs, grouped-query attention (4:2, 4:1), decoding
-// (Sq 1), key counts that are not a multiple of the tile, head sizes 8 to 256 and a V head size
-// that differs, bool and float masks broadcast from [Sq, T], [B, 1, Sq, T], [B, 1, 1, T] and [Hq, Sq, T], a mask
-// shorter than the keys, is_causal with and without past, softcap, scale, the present outputs and
-// nonpad_kv_seqlen (opset 24), rows with every key masked, qk_matmul_output in its four modes.
-// The cases with as many key/value heads as query heads and no past, softcap, nonpad_kv_seqlen or
-// qk_matmul_output take the tensor-core path (cuBLASLt products around a softmax kernel); the
-// others the fused kernel. Label gpu.
+// The CUDA Attention kernels (kernels/cuda/attention.cu, attention_flash.cu, attention.cc) against
+// the reference kernel, for float, float16 and bfloat16: 3-D and 4-D inputs, grouped-query
+// attention (4:2, 4:1, 12:4), decoding (Sq 1), key counts that are not a multiple of the tile,
+// head sizes 8 to 256 and a V head size that differs, bool and float masks broadcast from
+// [Sq, T], [B, 1, Sq, T], [B, 1, 1, T] and [Hq, Sq, T], a mask shorter than the keys, is_causal
+// with and without past, softcap, scale, the present outputs and nonpad_kv_seqlen (opset 24), rows
+// with every key masked, qk_matmul_output in its four modes; and ai.onnxopt.SafeAttention (its
+// NaN guard) against its function body. Which path a case takes: fp16/bf16 with head sizes 64 or
+// 128 and no past, present, softcap, nonpad_kv_seqlen or qk_matmul_output the tensor-core flash
+// kernel (one-warp blocks, and 4-warp blocks with a K/V prefetch for the two largest cases); other
+// cases with as many key/value heads as query heads and none of those the cuBLASLt products
+// around a softmax kernel (fp32 among them); the rest the fused kernel. Label gpu.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -139,6 +142,13 @@ std::vector<AttnCase> attentionCases() {
   });
   add(shape(1, 2, 2, 100, 100, 128), [](AttnCase& c) { c.causal = true; });
   add(shape(2, 4, 2, 97, 70, 64), [](AttnCase& c) { c.mask = MaskKind::kFloat4d; });
+  // Enough blocks (at least two per SM of an H200) for its 4-warp blocks and their K/V prefetch;
+  // the cases above take one-warp blocks.
+  add(shape(8, 12, 12, 130, 130, 64), [](AttnCase& c) {
+    c.three_d = true;
+    c.mask = MaskKind::kPadding4d;
+  });
+  add(shape(12, 12, 4, 100, 100, 128), [](AttnCase& c) { c.causal = true; });
   // Masks.
   add(small, [](AttnCase& c) { c.mask = MaskKind::kBool2d; });
   add(gqa, [](AttnCase& c) {

@@ -93,7 +93,7 @@ std::vector<MoveCase> gatherCases() {
   return axisIndexCases("Gather", {
                                       {{50, 16}, {4, 7}, 0},  // an embedding lookup
                                       {{5, 6, 7}, {3}, 1},
-                                      {{5, 6, 7}, {}, -1},  // a scalar index: the axis goes
+                                      {{5, 6, 7}, {}, -1},     // a scalar index: the axis goes
                                       {{3, 4, 2, 16}, {}, 0},  // ViT's q/k/v select: a slab
                                       {{3, 5, 8}, {1}, 1},     // one index kept as a dim
                                       {{4, 3, 2, 5}, {2, 2}, -3},
