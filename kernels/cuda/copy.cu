@@ -30,10 +30,82 @@ __global__ void stridedCopyKernel(StridedCopy copy) {
   }
 }
 
+/// A true transpose (the destination's innermost dim strided in the source, another dim `a`
+/// contiguous in it) through 32 x 32 tiles in shared memory: a warp reads 32 source-contiguous
+/// elements and writes 32 destination-contiguous ones, where the element-wise kernel's reads
+/// (or writes) would each touch another sector. Block (32, 8); blockIdx.x walks (tile of dim a,
+/// tile of the last dim b, the other dims' index), `rest` of them.
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;
+
+template <typename Word>
+__global__ void tiledTransposeKernel(StridedCopy copy, int a, int64_t tiles_a, int64_t tiles_b) {
+  __shared__ Word tile[kTile][kTile + 1];
+  const int b = copy.rank - 1;
+  int64_t block = blockIdx.x;
+  const int64_t ta = block % tiles_a;
+  block /= tiles_a;
+  const int64_t tb = block % tiles_b;
+  block /= tiles_b;
+  int64_t src = 0, dst = 0;  // the other dims' offsets, innermost first
+  for (int k = copy.rank - 2; k >= 0; --k) {
+    if (k == a) continue;
+    const int64_t c = block % copy.dims[k];
+    block /= copy.dims[k];
+    src += c * copy.src_strides[k];
+    dst += c * copy.dst_strides[k];
+  }
+  const Word* in = static_cast<const Word*>(copy.src) + src;
+  Word* out = static_cast<Word*>(copy.dst) + dst;
+  const int64_t na = copy.dims[a], nb = copy.dims[b];
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int64_t ia = ta * kTile + tx;  // reads: x along a (source-contiguous)
+#pragma unroll
+  for (int k = 0; k < kTile; k += kTileRows) {
+    const int64_t ib = tb * kTile + ty + k;
+    if (ia < na && ib < nb) tile[ty + k][tx] = in[ia + ib * copy.src_strides[b]];
+  }
+  __syncthreads();
+  const int64_t ob = tb * kTile + tx;  // writes: x along b (destination-contiguous)
+#pragma unroll
+  for (int k = 0; k < kTile; k += kTileRows) {
+    const int64_t oa = ta * kTile + ty + k;
+    if (oa < na && ob < nb) out[oa * copy.dst_strides[a] + ob] = tile[tx][ty + k];
+  }
+}
+
+/// The dim a tiled transpose reads contiguously: the destination's innermost dim is strided in
+/// the source and another dim is contiguous there; -1 otherwise (or when the grid would
+/// overflow).
+int tiledDim(const StridedCopy& copy, int64_t* tiles_a, int64_t* tiles_b, int64_t* blocks) {
+  const int b = copy.rank - 1;
+  if (copy.rank < 2 || copy.dst_strides[b] != 1 || copy.src_strides[b] == 1) return -1;
+  for (int a = 0; a < b; ++a) {
+    if (copy.src_strides[a] != 1) continue;
+    *tiles_a = (copy.dims[a] + kTile - 1) / kTile;
+    *tiles_b = (copy.dims[b] + kTile - 1) / kTile;
+    *blocks = *tiles_a * *tiles_b;
+    for (int k = 0; k < b; ++k) {
+      if (k != a) *blocks *= copy.dims[k];
+    }
+    return *blocks <= INT32_MAX ? a : -1;
+  }
+  return -1;
+}
+
 }  // namespace
 
 cudaError_t launchStridedCopy(const StridedCopy& copy, cudaStream_t stream) {
   if (copy.count == 0) return cudaSuccess;
+  int64_t tiles_a = 0, tiles_b = 0, tiled_blocks = 0;
+  if (const int a = tiledDim(copy, &tiles_a, &tiles_b, &tiled_blocks); a >= 0) {
+    const dim3 threads(kTile, kTileRows);
+    const auto grid = static_cast<unsigned>(tiled_blocks);
+    return dispatchWord(copy.element_bytes, [&](auto tag) {
+      using Word = typename decltype(tag)::type;
+      tiledTransposeKernel<Word><<<grid, threads, 0, stream>>>(copy, a, tiles_a, tiles_b);
+    });
+  }
   if (copy.rank == 0 || (copy.rank == 1 && copy.src_strides[0] == 1 && copy.dst_strides[0] == 1)) {
     return cudaMemcpyAsync(
         copy.dst, copy.src,

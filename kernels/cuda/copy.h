@@ -5,7 +5,10 @@
 // of 1, 2, 4 or 8 bytes are moved as raw bits, so one kernel serves every such element type (bool
 // too); strings and sub-byte types are not movable. Host planning (copy.cc) merges the dims that
 // both views walk contiguously and turns a plain contiguous copy into one cudaMemcpyAsync; the
-// kernel (copy.cu) is a grid-stride loop with 32-bit index math where the sizes allow it.
+// kernels (copy.cu): a grid-stride loop with 32-bit index math where the sizes allow it, moving
+// up to 16 bytes per element where the innermost dim is contiguous on both sides, and a 32 x 32
+// shared-memory tile for a true transpose (the destination's innermost dim strided in the
+// source, another dim contiguous there).
 #pragma once
 
 #include <cuda_runtime.h>
