@@ -30,30 +30,30 @@ namespace {
 
 namespace wmma = nvcuda::wmma;
 
-// Warps per block, W (16 query rows each): 4, or 1 where 4 would leave SMs idle (batch 1).
-constexpr int kFlashKeys = 64;  // keys per tile
-constexpr int kPad = 8;         // T elements past each shared row (banks)
+constexpr int kFlashWarps = 4;
+constexpr int kFlashRows = 16 * kFlashWarps;  // query rows per block
+constexpr int kFlashKeys = 64;                // keys per tile
+constexpr int kPad = 8;                       // T elements past each shared row (banks)
 
-template <int D, int W>
+template <int D>
 struct FlashLayout {
-  static constexpr int kRows = 16 * W;                                      // query rows per block
   static constexpr int kLd = D + kPad;                                      // Q, K, V rows
   static constexpr int kScratchLd = (D > kFlashKeys ? D : kFlashKeys) + 4;  // floats
   static constexpr int kPLd = kFlashKeys + kPad;
   static constexpr size_t kQ = 0;
-  static constexpr size_t kK = kQ + size_t{kRows} * kLd * 2;
+  static constexpr size_t kK = kQ + size_t{kFlashRows} * kLd * 2;
   static constexpr size_t kV = kK + size_t{kFlashKeys} * kLd * 2;
   static constexpr size_t kScratch = kV + size_t{kFlashKeys} * kLd * 2;
-  static constexpr size_t kP = kScratch + size_t{kRows} * kScratchLd * 4;
-  static constexpr size_t kBytes = kP + size_t{kRows} * kPLd * 2;
+  static constexpr size_t kP = kScratch + size_t{kFlashRows} * kScratchLd * 4;
+  static constexpr size_t kBytes = kP + size_t{kFlashRows} * kPLd * 2;
 };
 
 /// Rows [row0, row0 + rows) of one head, D elements each, into shared `dst` (row stride kLd);
 /// rows past `valid` are 0. `vec`: every row start is 16-byte aligned.
-template <typename T, int D, int W>
+template <typename T, int D>
 __device__ __forceinline__ void loadRows(T* dst, const T* src, int64_t seq_stride, int64_t row0,
                                          int rows, int64_t valid, bool vec) {
-  constexpr int kLd = FlashLayout<D, W>::kLd;
+  constexpr int kLd = FlashLayout<D>::kLd;
   if (vec) {
     constexpr int kChunks = D / 8;  // 16 bytes = 8 halves
     for (int idx = threadIdx.x; idx < rows * kChunks; idx += blockDim.x) {
@@ -73,18 +73,18 @@ __device__ __forceinline__ void loadRows(T* dst, const T* src, int64_t seq_strid
 }
 
 /// The 16-byte words of a 64-row tile each thread moves (threads 128): D / 16.
-template <int D, int W>
-inline constexpr int kTileWords = kFlashKeys* D / 8 / (W * 32);
+template <int D>
+inline constexpr int kTileWords = kFlashKeys* D / 8 / (kFlashWarps * 32);
 
 /// This thread's words of rows [row0, row0 + 64) into registers (0 past `valid`): the next tile's
 /// K or V, fetched before the current tile's products so that its latency hides behind them.
-template <typename T, int D, int W>
-__device__ __forceinline__ void fetchTile(uint4 (&reg)[kTileWords<D, W>], const T* src,
+template <typename T, int D>
+__device__ __forceinline__ void fetchTile(uint4 (&reg)[kTileWords<D>], const T* src,
                                           int64_t seq_stride, int64_t row0, int64_t valid) {
   constexpr int kChunks = D / 8;
 #pragma unroll
-  for (int n = 0; n < kTileWords<D, W>; ++n) {
-    const int idx = static_cast<int>(threadIdx.x) + n * W * 32;
+  for (int n = 0; n < kTileWords<D>; ++n) {
+    const int idx = static_cast<int>(threadIdx.x) + n * kFlashWarps * 32;
     const int r = idx / kChunks, c = idx % kChunks;
     reg[n] = row0 + r < valid
                  ? *reinterpret_cast<const uint4*>(src + (row0 + r) * seq_stride + c * 8)
@@ -92,14 +92,14 @@ __device__ __forceinline__ void fetchTile(uint4 (&reg)[kTileWords<D, W>], const 
   }
 }
 
-template <typename T, int D, int W>
-__device__ __forceinline__ void storeTile(T* dst, const uint4 (&reg)[kTileWords<D, W>]) {
+template <typename T, int D>
+__device__ __forceinline__ void storeTile(T* dst, const uint4 (&reg)[kTileWords<D>]) {
   constexpr int kChunks = D / 8;
 #pragma unroll
-  for (int n = 0; n < kTileWords<D, W>; ++n) {
-    const int idx = static_cast<int>(threadIdx.x) + n * W * 32;
+  for (int n = 0; n < kTileWords<D>; ++n) {
+    const int idx = static_cast<int>(threadIdx.x) + n * kFlashWarps * 32;
     const int r = idx / kChunks, c = idx % kChunks;
-    *reinterpret_cast<uint4*>(dst + r * FlashLayout<D, W>::kLd + c * 8) = reg[n];
+    *reinterpret_cast<uint4*>(dst + r * FlashLayout<D>::kLd + c * 8) = reg[n];
   }
 }
 
@@ -117,10 +117,10 @@ __device__ __forceinline__ float flashMaskBias(const AttentionDeviceArgs& a, int
   }
 }
 
-template <typename T, int D, int W>
-__global__ void __launch_bounds__(W * 32)
+template <typename T, int D>
+__global__ void __launch_bounds__(kFlashWarps * 32)
     flashAttentionKernel(AttentionDeviceArgs a, int q_blocks, bool vec) {
-  using L = FlashLayout<D, W>;
+  using L = FlashLayout<D>;
   extern __shared__ __align__(128) unsigned char smem[];
   T* q_s = reinterpret_cast<T*>(smem + L::kQ);
   T* k_s = reinterpret_cast<T*>(smem + L::kK);
@@ -132,8 +132,8 @@ __global__ void __launch_bounds__(W * 32)
   const int64_t h = (blockIdx.x / q_blocks) % a.q_heads;
   const int64_t b = blockIdx.x / q_blocks / a.q_heads;
   const int64_t hk = h / (a.q_heads / a.kv_heads);
-  const int64_t q0 = int64_t{qb} * L::kRows;
-  const int64_t q_last = min(q0 + L::kRows, a.q_seq) - 1;
+  const int64_t q0 = int64_t{qb} * kFlashRows;
+  const int64_t q_last = min(q0 + kFlashRows, a.q_seq) - 1;
   int64_t key_end = a.kv_seq;
   if (a.mask != nullptr) key_end = min(key_end, a.mask_len);
   if (a.causal) key_end = min(key_end, q_last + 1);
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(W * 32)
   const T* q = static_cast<const T*>(a.q) + b * a.q_strides.batch + h * a.q_strides.head;
   const T* k = static_cast<const T*>(a.k) + b * a.k_strides.batch + hk * a.k_strides.head;
   const T* v = static_cast<const T*>(a.v) + b * a.v_strides.batch + hk * a.v_strides.head;
-  loadRows<T, D, W>(q_s, q, a.q_strides.seq, q0, L::kRows, a.q_seq, vec);
+  loadRows<T, D>(q_s, q, a.q_strides.seq, q0, kFlashRows, a.q_seq, vec);
 
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   float* scratch = scratch_all + warp * 16 * L::kScratchLd;
@@ -158,35 +158,24 @@ __global__ void __launch_bounds__(W * 32)
   float m = -INFINITY, l = 0.0f;
   bool poisoned = false;
 
-  // The prefetch holds a whole tile per thread: 4-warp blocks only (one warp would need 4x the
-  // registers and spill).
-  constexpr bool kPrefetch = W == 4;
-  const bool prefetch = kPrefetch && vec;
-  uint4 k_next[kPrefetch ? kTileWords<D, W> : 1], v_next[kPrefetch ? kTileWords<D, W> : 1];
-  if constexpr (kPrefetch) {
-    if (prefetch && key_end > 0) {
-      fetchTile<T, D, W>(k_next, k, a.k_strides.seq, 0, key_end);
-      fetchTile<T, D, W>(v_next, v, a.v_strides.seq, 0, key_end);
-    }
+  uint4 k_next[kTileWords<D>], v_next[kTileWords<D>];
+  if (vec && key_end > 0) {
+    fetchTile<T, D>(k_next, k, a.k_strides.seq, 0, key_end);
+    fetchTile<T, D>(v_next, v, a.v_strides.seq, 0, key_end);
   }
   for (int64_t kt = 0; kt < key_end; kt += kFlashKeys) {
     __syncthreads();  // the previous tile is consumed (and, the first time, Q is stored)
-    if constexpr (kPrefetch) {
-      if (prefetch) {
-        storeTile<T, D, W>(k_s, k_next);
-        storeTile<T, D, W>(v_s, v_next);
-      }
-    }
-    if (!prefetch) {
-      loadRows<T, D, W>(k_s, k, a.k_strides.seq, kt, kFlashKeys, key_end, vec);
-      loadRows<T, D, W>(v_s, v, a.v_strides.seq, kt, kFlashKeys, key_end, vec);
+    if (vec) {
+      storeTile<T, D>(k_s, k_next);
+      storeTile<T, D>(v_s, v_next);
+    } else {
+      loadRows<T, D>(k_s, k, a.k_strides.seq, kt, kFlashKeys, key_end, false);
+      loadRows<T, D>(v_s, v, a.v_strides.seq, kt, kFlashKeys, key_end, false);
     }
     __syncthreads();
-    if constexpr (kPrefetch) {
-      if (prefetch && kt + kFlashKeys < key_end) {  // the next tile flies during this one's work
-        fetchTile<T, D, W>(k_next, k, a.k_strides.seq, kt + kFlashKeys, key_end);
-        fetchTile<T, D, W>(v_next, v, a.v_strides.seq, kt + kFlashKeys, key_end);
-      }
+    if (vec && kt + kFlashKeys < key_end) {  // the next tile's loads fly during this one's work
+      fetchTile<T, D>(k_next, k, a.k_strides.seq, kt + kFlashKeys, key_end);
+      fetchTile<T, D>(v_next, v, a.v_strides.seq, kt + kFlashKeys, key_end);
     }
 
     // S = Q K^T for the warp's 16 rows.
@@ -298,43 +287,21 @@ bool aligned16Elements(const void* p, const HeadStrides& s) {
          s.seq % 8 == 0;
 }
 
-template <typename T, int D, int W>
-cudaError_t launchFlashWarps(const AttentionDeviceArgs& a, bool vec, cudaStream_t stream) {
-  using L = FlashLayout<D, W>;
-  const int q_blocks = static_cast<int>((a.q_seq + L::kRows - 1) / L::kRows);
-  const auto blocks = static_cast<unsigned>(a.batch * a.q_heads * q_blocks);
-  auto kernel = flashAttentionKernel<T, D, W>;
-  if (L::kBytes > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(L::kBytes));
-    if (e != cudaSuccess) return e;
-  }
-  kernel<<<blocks, W * 32, L::kBytes, stream>>>(a, q_blocks, vec);
-  return cudaGetLastError();
-}
-
 template <typename T, int D>
 cudaError_t launchFlashTyped(const AttentionDeviceArgs& a, cudaStream_t stream) {
+  const int q_blocks = static_cast<int>((a.q_seq + kFlashRows - 1) / kFlashRows);
+  const auto blocks = static_cast<unsigned>(a.batch * a.q_heads * q_blocks);
   const bool vec = aligned16Elements(a.q, a.q_strides) && aligned16Elements(a.k, a.k_strides) &&
                    aligned16Elements(a.v, a.v_strides) && aligned16Elements(a.y, a.y_strides);
-  // 4-warp blocks share each K/V tile among 64 query rows; where they would number fewer than
-  // two per SM (BERT at batch 1: 12 heads x 2 blocks), one-warp blocks spread the same work over
-  // four times as many SMs.
-  static const int64_t kSms = [] {
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        sms <= 0) {
-      (void)cudaGetLastError();
-      sms = 132;  // an H100/H200's
-    }
-    return int64_t{sms};
-  }();
-  const int64_t wide_blocks = a.batch * a.q_heads * ((a.q_seq + 63) / 64);
-  if (wide_blocks < 2 * kSms) {
-    return launchFlashWarps<T, D, 1>(a, vec, stream);
+  constexpr size_t kSmem = FlashLayout<D>::kBytes;
+  auto kernel = flashAttentionKernel<T, D>;
+  if (kSmem > 48 * 1024) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kSmem));
+    if (e != cudaSuccess) return e;
   }
-  return launchFlashWarps<T, D, 4>(a, vec, stream);
+  kernel<<<blocks, kFlashWarps * 32, kSmem, stream>>>(a, q_blocks, vec);
+  return cudaGetLastError();
 }
 
 template <typename T>

@@ -7,9 +7,8 @@
 // with every key masked, qk_matmul_output in its four modes; and ai.onnxopt.SafeAttention (its
 // NaN guard) against its function body. Which path a case takes: fp16/bf16 with head sizes 64 or
 // 128 and no past, present, softcap, nonpad_kv_seqlen or qk_matmul_output the tensor-core flash
-// kernel (one-warp blocks, and 4-warp blocks with a K/V prefetch for the two largest cases); other
-// cases with as many key/value heads as query heads and none of those the cuBLASLt products
-// around a softmax kernel (fp32 among them); the rest the fused kernel. Label gpu.
+// kernel; other cases with as many key/value heads as query heads and none of those the cuBLASLt
+// products around a softmax kernel (fp32 among them); the rest the fused kernel. Label gpu.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -142,8 +141,6 @@ std::vector<AttnCase> attentionCases() {
   });
   add(shape(1, 2, 2, 100, 100, 128), [](AttnCase& c) { c.causal = true; });
   add(shape(2, 4, 2, 97, 70, 64), [](AttnCase& c) { c.mask = MaskKind::kFloat4d; });
-  // Enough blocks (at least two per SM of an H200) for its 4-warp blocks and their K/V prefetch;
-  // the cases above take one-warp blocks.
   add(shape(8, 12, 12, 130, 130, 64), [](AttnCase& c) {
     c.three_d = true;
     c.mask = MaskKind::kPadding4d;
