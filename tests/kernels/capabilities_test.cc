@@ -235,6 +235,20 @@ std::vector<Case> cases() {
                  {{0, {1, 2}, {1, 2}}, {0, {1, 2}, {0, 1}}, {0, {2}, {1, 1}}, {0, {2}, {0, 0}}},
                  [](const Roles&) { return KernelAttrs{}; },
                  2});
+  // SafeAttention: Q, K, V [1, 1, 2] (one head of 2), M [1, 1, 1, 1].
+  out.push_back({"ai.onnxopt.SafeAttention",
+                 1,
+                 {kF},
+                 {{0, {1, 1, 2}, {1, 2}},
+                  {0, {1, 1, 2}, {0, 1}},
+                  {0, {1, 1, 2}, {1, 1}},
+                  {0, {1, 1, 1, 1}, {0}}},
+                 [](const Roles&) {
+                   KernelAttrs a;
+                   a.ints["num_heads"] = 1;
+                   a.floats["scale"] = 1.0f;
+                   return a;
+                 }});
   // The channels-last forms: X [1, 2, 2, 1] (NHWC), W [1, 1, 1, 1], B, Z.
   const Dims nhwc = {1, 2, 2, 1};
   for (const char* op : {"NhwcConv", "NhwcConvRelu"}) {
