@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "attention_device.h"
+#include "attention_mask.cuh"
 #include "element_types.cuh"
 
 namespace onnxopt::kernels::cuda {
@@ -42,20 +43,6 @@ __device__ __forceinline__ float warpSum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
-}
-
-/// The mask's additive bias at element `off`: bool false is -inf.
-__device__ __forceinline__ float maskBias(const AttentionDeviceArgs& a, int64_t off) {
-  switch (a.mask_dtype) {
-    case DataType::kBool:
-      return static_cast<const uint8_t*>(a.mask)[off] != 0 ? 0.0f : -INFINITY;
-    case DataType::kFloat16:
-      return load(static_cast<const __half*>(a.mask), off);
-    case DataType::kBfloat16:
-      return load(static_cast<const __nv_bfloat16*>(a.mask), off);
-    default:
-      return static_cast<const float*>(a.mask)[off];
-  }
 }
 
 /// Row `j` of the concatenated (past ++ current) keys or values of (b, kv head hk), element d.

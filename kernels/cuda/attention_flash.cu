@@ -13,8 +13,9 @@
 // A key is masked, whatever its score, when the mask's bias is -inf, it is past the mask's
 // length or (is_causal) after the row's diagonal, as the other two Attention paths decide. With
 // nan_guard (ai.onnxopt.SafeAttention: softmax with its NaNs made 0, as torch exports it) a row
-// is 0 when a score plus its bias is NaN or +inf, masked keys included (NaN + -inf is NaN). Nothing of size Sq x Skv reaches global memory, and any
-// element strides of [batch, head, seq, dim] work, so 3-D [B, S, H * D] inputs need no transpose.
+// is 0 when a score plus its bias is NaN or +inf, masked keys included (NaN + -inf is NaN).
+// Nothing of size Sq x Skv reaches global memory, and any element strides of [batch, head, seq,
+// dim] work, so 3-D [B, S, H * D] inputs need no transpose.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
@@ -22,6 +23,7 @@
 #include <cmath>
 
 #include "attention_device.h"
+#include "attention_mask.cuh"
 #include "element_types.cuh"
 
 namespace onnxopt::kernels::cuda {
@@ -100,20 +102,6 @@ __device__ __forceinline__ void storeTile(T* dst, const uint4 (&reg)[kTileWords<
     const int idx = static_cast<int>(threadIdx.x) + n * kFlashWarps * 32;
     const int r = idx / kChunks, c = idx % kChunks;
     *reinterpret_cast<uint4*>(dst + r * FlashLayout<D>::kLd + c * 8) = reg[n];
-  }
-}
-
-/// The mask's additive bias at element `off` (bool false is -inf).
-__device__ __forceinline__ float flashMaskBias(const AttentionDeviceArgs& a, int64_t off) {
-  switch (a.mask_dtype) {
-    case DataType::kBool:
-      return static_cast<const uint8_t*>(a.mask)[off] != 0 ? 0.0f : -INFINITY;
-    case DataType::kFloat16:
-      return __half2float(static_cast<const __half*>(a.mask)[off]);
-    case DataType::kBfloat16:
-      return __bfloat162float(static_cast<const __nv_bfloat16*>(a.mask)[off]);
-    default:
-      return static_cast<const float*>(a.mask)[off];
   }
 }
 
@@ -206,7 +194,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
       const int64_t j = kt + col;
       float x = -INFINITY;
       if (j < key_end && !(a.causal && j > qi)) {
-        const float bias = a.mask != nullptr ? flashMaskBias(a, mask_row + j) : 0.0f;
+        const float bias = a.mask != nullptr ? maskBias(a, mask_row + j) : 0.0f;
         const float full = scratch[r * L::kScratchLd + col] * a.scale + bias;
         if (bias != -INFINITY) x = full;
         // The guard sees every key's score as the decomposition does (NaN + -inf is NaN);

@@ -135,9 +135,8 @@ Status launch(const GatherArgs& args, CudaStream stream) {
     if (i < 0) i += dim;
     if (i >= 0 && i < dim) {
       ConstTensorView src = narrowed(args.data, args.axis, i, 1);
-      std::vector<int64_t> strides(src.dims.size(), 1);
-      for (size_t d = src.dims.size(); d-- > 1;) strides[d - 1] = strides[d] * src.dims[d];
-      TensorView dst(args.out.dtype, src.dims, std::move(strides), args.out.data, args.out.memory);
+      TensorView dst(args.out.dtype, src.dims, contiguousStrides(src.dims), args.out.data,
+                     args.out.memory);
       return copyView(args.op, src, dst, stream);
     }
   }

@@ -1,0 +1,27 @@
+// The mask's additive bias as every Attention kernel reads it (attention.cu's fused kernel and
+// scores softmax, attention_flash.cu's tensor-core kernel): bool false is -inf, a float mask of
+// any float type its value.
+#pragma once
+
+#include <cmath>
+
+#include "attention_device.h"
+#include "element_types.cuh"
+
+namespace onnxopt::kernels::cuda {
+
+/// The bias of element `off` of args.mask.
+__device__ __forceinline__ float maskBias(const AttentionDeviceArgs& a, int64_t off) {
+  switch (a.mask_dtype) {
+    case DataType::kBool:
+      return static_cast<const uint8_t*>(a.mask)[off] != 0 ? 0.0f : -INFINITY;
+    case DataType::kFloat16:
+      return load(static_cast<const __half*>(a.mask), off);
+    case DataType::kBfloat16:
+      return load(static_cast<const __nv_bfloat16*>(a.mask), off);
+    default:
+      return static_cast<const float*>(a.mask)[off];
+  }
+}
+
+}  // namespace onnxopt::kernels::cuda
