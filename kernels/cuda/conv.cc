@@ -10,8 +10,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "conv_device.h"
+#include "conv_graph.h"
 #include "cudnn.h"
 #include "matmul.h"
 
@@ -177,11 +179,15 @@ StatusOr<Geometry> geometryOf(const ConvArgs& args, bool transpose) {
   return convGeometry(args);
 }
 
-/// The algorithm chosen for one geometry, its math type and workspace.
+/// The algorithm chosen for one geometry, its math type and workspace, and whether a cuDNN graph
+/// plan (conv_graph.h) won over it.
 struct AlgoChoice {
   int algo = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t bytes = 0;
+  int graph = -1;              ///< the winning plan's index among convGraphPlans'; -1: none
+  bool graph_reduced = false;  ///< that plan is of reducedSpec (Z and ReLU in our epilogue)
+  size_t graph_bytes = 0;      ///< that plan's workspace
 };
 
 /// The descriptors of one geometry.
@@ -214,6 +220,68 @@ StatusOr<Descriptors> descriptorsOf(const ConvArgs& args, const Geometry& g) {
   return d;
 }
 
+/// The graph path's spec for a channels-last forward convolution (none for the rest, or where
+/// convGraphApplies refuses it).
+std::optional<ConvGraphSpec> graphSpecOf(const ConvArgs& args, const Geometry& g, bool transpose) {
+  if (!args.channels_last || transpose || g.staged_x || args.group != 1) return std::nullopt;
+  ConvGraphSpec s;
+  s.op = args.op;
+  s.dtype = args.x.dtype;
+  s.x_dims = g.x;
+  s.x_strides = args.x.strides;
+  s.w_dims = g.w;
+  s.w_strides = args.w.strides;
+  s.y_dims = g.y;
+  s.y_strides = args.y.strides;
+  s.pad_begin = g.pads;
+  s.pad_end = g.pads;
+  s.strides = g.strides;
+  s.dilations = g.dilations;
+  s.bias = args.b.dtype != DataType::kUndefined;
+  s.z = args.z.dtype != DataType::kUndefined;
+  s.relu = args.relu;
+  if (!convGraphApplies(s)) return std::nullopt;
+  return s;
+}
+
+/// The spec less Z and the ReLU (conv + B alone, our epilogue kernel then adding Z and applying
+/// the ReLU): cuDNN 9.19's heuristics offer no precompiled engine for conv + B + Z + ReLU on the
+/// H200 (every one listed compiles at run time), for conv + B they do.
+ConvGraphSpec reducedSpec(ConvGraphSpec spec) {
+  spec.z = false;
+  spec.relu = false;
+  return spec;
+}
+
+/// Our epilogue kernel's arguments over a channels-last Y of `args`' shape: + bias (null: none),
+/// + z (null: none), then the ReLU where `args` has one.
+ConvEpilogueArgs epilogueOf(const ConvArgs& args, const void* bias, const void* z, void* y) {
+  ConvEpilogueArgs e;
+  e.dtype = args.y.dtype;
+  e.count = args.y.numElements();
+  e.channels = args.out_channels;
+  e.inner = 1;  // channels-last: the channel is the fastest dim
+  e.bias = bias;
+  e.z = z;
+  e.y = y;
+  e.relu = args.relu;
+  return e;
+}
+
+/// The epilogue on args' own Y and Z (where it has one), with `bias` (null: B is in Y already).
+Status launchEpilogue(const ConvArgs& args, const void* bias, CudaStream stream) {
+  const void* z = args.z.dtype != DataType::kUndefined ? args.z.data : nullptr;
+  ONNXOPT_CUDA_CHECK(launchConvEpilogue(epilogueOf(args, bias, z, args.y.data), streamOf(stream)),
+                     args.op);
+  return Status::ok();
+}
+
+/// Whether a launch of `plan` leaves Z or the ReLU to our epilogue kernel.
+bool needsEpilogue(const ConvArgs& args, const ConvGraphPlan& plan) {
+  return (args.z.dtype != DataType::kUndefined && !plan.fusesZ()) ||
+         (args.relu && !plan.fusesRelu());
+}
+
 /// Whether a perf result's math type is allowed for `t` (no tensor-core math for float).
 bool mathAllowed(DataType t, cudnnMathType_t math) {
   return t != DataType::kFloat || math == CUDNN_FMA_MATH || math == CUDNN_DEFAULT_MATH;
@@ -228,6 +296,17 @@ struct DeviceBuffer {
   ~DeviceBuffer() {
     if (ptr != nullptr) (void)cudaFree(ptr);
   }
+  /// False when the memory is not available; filled with a finite pattern (0x3c bytes: fp16
+  /// 1.06, bf16 and float 0.0115).
+  bool allocate(size_t n) {
+    if (n == 0) return true;
+    if (cudaMalloc(&ptr, n) != cudaSuccess) {
+      (void)cudaGetLastError();
+      ptr = nullptr;
+      return false;
+    }
+    return cudaMemset(ptr, 0x3c, n) == cudaSuccess;
+  }
 };
 
 /// Whether ONNXOPT_CONV_TRACE is set: each geometry's candidates and their times go to stderr.
@@ -239,99 +318,79 @@ bool traceAlgos() {
   return on;
 }
 
+/// ONNXOPT_CONV_PATH: "graph" takes a graph plan wherever one finalizes, "legacy" never; unset
+/// (or anything else), the timing decides. For tests of each path and for diagnosis.
+enum class ForcedPath { kNone, kGraph, kLegacy };
+ForcedPath forcedPath() {
+  static const ForcedPath path = [] {
+    const char* v = std::getenv("ONNXOPT_CONV_PATH");
+    std::string s = v != nullptr ? v : "";
+    return s == "graph"    ? ForcedPath::kGraph
+           : s == "legacy" ? ForcedPath::kLegacy
+                           : ForcedPath::kNone;
+  }();
+  return path;
+}
+
+/// CUDA events on one stream around launches made the way the plan makes them.
+class LaunchTimer {
+ public:
+  explicit LaunchTimer(cudaStream_t stream) : stream_(stream) {
+    ok_ = cudaEventCreate(&start_) == cudaSuccess && cudaEventCreate(&stop_) == cudaSuccess;
+    if (!ok_) (void)cudaGetLastError();
+  }
+  LaunchTimer(const LaunchTimer&) = delete;
+  LaunchTimer& operator=(const LaunchTimer&) = delete;
+  ~LaunchTimer() {
+    if (start_ != nullptr) (void)cudaEventDestroy(start_);
+    if (stop_ != nullptr) (void)cudaEventDestroy(stop_);
+    (void)cudaGetLastError();
+  }
+  bool ok() const { return ok_; }
+
+  /// The median of kTimedRuns launches of `launch` (returning whether it launched) after a
+  /// timed warm-up; the warm-up's time alone where it is over 4x `bound` (when bound > 0: the
+  /// fallback kernels take milliseconds at large batches); negative where a launch failed.
+  template <typename F>
+  float median(F&& launch, float bound) {
+    constexpr int kTimedRuns = 5;
+    float warm = once(launch);
+    if (warm < 0.0f || (bound > 0.0f && warm > 4.0f * bound)) return warm;
+    std::vector<float> times;
+    for (int i = 0; i < kTimedRuns; ++i) {
+      float ms = once(launch);
+      if (ms < 0.0f) return ms;
+      times.push_back(ms);
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+  }
+
+ private:
+  template <typename F>
+  float once(F& launch) {
+    (void)cudaEventRecord(start_, stream_);
+    bool launched = launch();
+    (void)cudaEventRecord(stop_, stream_);
+    float ms = 0.0f;
+    if (!launched || cudaEventSynchronize(stop_) != cudaSuccess ||
+        cudaEventElapsedTime(&ms, start_, stop_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return -1.0f;
+    }
+    return ms;
+  }
+
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  bool ok_ = false;
+};
+
 /// One candidate: the algorithm, its math type and workspace, and our time of it.
 struct Candidate {
   AlgoChoice choice;
   float ms = -1.0f;  ///< median of our timed launches; negative where a launch failed
 };
-
-/// Times each candidate the way the plan will launch it: cudnnConvolutionForward (or
-/// BackwardData) with the candidate's math type set, on buffers of the geometry's sizes (filled
-/// with a finite pattern), CUDA events around each of kTimedRuns launches after a warm-up, the
-/// median kept. cudnnFind's choice left resnet50 fp16 at batch 32 on the H200 at 3.97 ms; this
-/// choice makes it 1.77 ms (session 13).
-/// Returns false when memory for the buffers is not available.
-bool timeCandidates(const ConvArgs& args, const Geometry& g, Descriptors& d, cudnnHandle_t handle,
-                    std::vector<Candidate>& cands) {
-  constexpr int kTimedRuns = 5;
-  size_t bytes = elementBytes(args.x.dtype);
-  size_t ws_bytes = 0;
-  for (const Candidate& c : cands) ws_bytes = std::max(ws_bytes, c.choice.bytes);
-  // The forward reads X (g.x) and W and writes Y (g.y); the adjoint reads X and W, writes Y.
-  size_t x_bytes = static_cast<size_t>(product(g.x)) * bytes;
-  size_t w_bytes = static_cast<size_t>(product(g.w)) * bytes;
-  size_t y_bytes = static_cast<size_t>(product(g.y)) * bytes;
-  DeviceBuffer x, w, y, ws;
-  for (auto [buf, n] : {std::pair{&x, x_bytes}, std::pair{&w, w_bytes}, std::pair{&y, y_bytes},
-                        std::pair{&ws, ws_bytes}}) {
-    if (n == 0) continue;
-    if (cudaMalloc(&buf->ptr, n) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    (void)cudaMemset(buf->ptr, 0x3c, n);  // fp16 1.06, bf16 0.0115, float 0.0115
-  }
-  cudaStream_t stream = nullptr;
-  if (cudnnGetStream(handle, &stream) != CUDNN_STATUS_SUCCESS) return false;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
-    (void)cudaGetLastError();
-    if (start != nullptr) (void)cudaEventDestroy(start);
-    return false;
-  }
-  const float one = 1.0f, zero = 0.0f;
-  float best_ms = -1.0f;
-  for (Candidate& c : cands) {
-    if (cudnnSetConvolutionMathType(d.conv.get(), c.choice.math) != CUDNN_STATUS_SUCCESS) continue;
-    auto once = [&] {
-      if (g.transpose) {
-        return cudnnConvolutionBackwardData(
-            handle, &one, d.w.get(), w.ptr, d.x.get(), x.ptr, d.conv.get(),
-            static_cast<cudnnConvolutionBwdDataAlgo_t>(c.choice.algo), ws.ptr, c.choice.bytes,
-            &zero, d.y.get(), y.ptr);
-      }
-      return cudnnConvolutionForward(handle, &one, d.x.get(), x.ptr, d.w.get(), w.ptr, d.conv.get(),
-                                     static_cast<cudnnConvolutionFwdAlgo_t>(c.choice.algo), ws.ptr,
-                                     c.choice.bytes, &zero, d.y.get(), y.ptr);
-    };
-    // The warm-up launch, timed: one over 4x the best median so far is not timed further (the
-    // fallback kernels take milliseconds at large batches).
-    float warm_ms = 0.0f;
-    (void)cudaEventRecord(start, stream);
-    cudnnStatus_t warm = once();
-    (void)cudaEventRecord(stop, stream);
-    if (warm != CUDNN_STATUS_SUCCESS || cudaEventSynchronize(stop) != cudaSuccess ||
-        cudaEventElapsedTime(&warm_ms, start, stop) != cudaSuccess) {
-      (void)cudaGetLastError();
-      continue;
-    }
-    if (best_ms >= 0.0f && warm_ms > 4.0f * best_ms) {
-      c.ms = warm_ms;
-      continue;
-    }
-    std::vector<float> times;
-    for (int i = 0; i < kTimedRuns; ++i) {
-      (void)cudaEventRecord(start, stream);
-      cudnnStatus_t st = once();
-      (void)cudaEventRecord(stop, stream);
-      float ms = 0.0f;
-      if (st != CUDNN_STATUS_SUCCESS || cudaEventSynchronize(stop) != cudaSuccess ||
-          cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) {
-        times.clear();
-        break;
-      }
-      times.push_back(ms);
-    }
-    if (times.empty()) continue;
-    std::sort(times.begin(), times.end());
-    c.ms = times[times.size() / 2];
-    if (best_ms < 0.0f || c.ms < best_ms) best_ms = c.ms;
-  }
-  (void)cudaEventDestroy(start);
-  (void)cudaEventDestroy(stop);
-  (void)cudaGetLastError();
-  return true;
-}
 
 /// The candidates for this geometry: cuDNN's heuristic list first (in its order, the choice
 /// where nothing can be timed), then every other algorithm id under each math type allowed for
@@ -384,54 +443,9 @@ std::vector<Candidate> candidatesOf(const ConvArgs& args, const Geometry& g, Des
   return out;
 }
 
-/// The choice among `cands`: the fastest by our timing where it ran, else the list's first.
-StatusOr<AlgoChoice> chooseAlgo(const ConvArgs& args, const Geometry& g, Descriptors& d,
-                                cudnnHandle_t handle, std::vector<Candidate> cands,
-                                const std::string& key) {
-  if (cands.empty()) {
-    return makeError(StatusCode::kUnimplemented,
-                     "{}: cuDNN has no algorithm for X {}, W {}, Y {} in {}", args.op,
-                     dimsText(g.x), dimsText(g.w), dimsText(g.y), dataTypeName(args.x.dtype));
-  }
-  const Candidate* best = &cands.front();
-  if (cands.size() > 1 && timeCandidates(args, g, d, handle, cands)) {
-    for (const Candidate& c : cands) {
-      if (c.ms >= 0.0f && (best->ms < 0.0f || c.ms < best->ms)) best = &c;
-    }
-  }
-  if (traceAlgos()) {
-    std::string lines;
-    for (const Candidate& c : cands) {
-      lines += fmt::format("  algo {} math {} workspace {} B: {:.4f} ms{}\n", c.choice.algo,
-                           static_cast<int>(c.choice.math), c.choice.bytes, c.ms,
-                           &c == best ? "  <- chosen" : "");
-    }
-    fmt::print(stderr, "onnxopt conv algos {}: {}\n{}", args.op, key, lines);
-  }
-  ONNXOPT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv.get(), best->choice.math), args.op);
-  return best->choice;
-}
-
-/// The algorithm for this geometry: on first use (planning: workspaceOf, never inside a CUDA
-/// graph capture) every algorithm and math type cuDNN accepts for it is timed as the launch will
-/// run it (candidatesOf, timeCandidates: not cudnnFind*, whose choice was slower, see there), and
-/// the fastest is cached for the process (the plan asks for the same shapes on every run).
-StatusOr<AlgoChoice> algoFor(const ConvArgs& args, const Geometry& g, Descriptors& d,
-                             cudnnHandle_t handle) {
-  static std::mutex mutex;
-  static std::map<std::string, AlgoChoice> cache;
-  int device = 0;
-  ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), args.op);
-  std::string key = fmt::format("{}|dev{}", g.key(args.x.dtype, args.group), device);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
-    if (it != cache.end()) {
-      ONNXOPT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv.get(), it->second.math), args.op);
-      return it->second;
-    }
-  }
-  AlgoChoice choice;
+/// The legacy API's candidates for this geometry (candidatesOf over cuDNN's heuristic list).
+StatusOr<std::vector<Candidate>> legacyCandidates(const ConvArgs& args, const Geometry& g,
+                                                  Descriptors& d, cudnnHandle_t handle) {
   if (g.transpose) {
     cudnnConvolutionBwdDataAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int count = 0;
@@ -439,51 +453,234 @@ StatusOr<AlgoChoice> algoFor(const ConvArgs& args, const Geometry& g, Descriptor
                            handle, d.w.get(), d.x.get(), d.conv.get(), d.y.get(),
                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs),
                        args.op);
-    ASSIGN_OR_RETURN(choice, chooseAlgo(args, g, d, handle,
-                                        candidatesOf(args, g, d, handle, perfs, count,
-                                                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT),
-                                        key));
-  } else {
-    cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int count = 0;
-    ONNXOPT_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-                           handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
-                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs),
-                       args.op);
-    ASSIGN_OR_RETURN(choice, chooseAlgo(args, g, d, handle,
-                                        candidatesOf(args, g, d, handle, perfs, count,
-                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT),
-                                        key));
+    return candidatesOf(args, g, d, handle, perfs, count, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
   }
+  cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int count = 0;
+  ONNXOPT_CUDA_CHECK(
+      cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs),
+      args.op);
+  return candidatesOf(args, g, d, handle, perfs, count, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+}
+
+/// At most this many graph plans are finalized and timed per geometry (cuDNN's heuristic order).
+constexpr size_t kMaxGraphPlans = 8;
+
+/// A geometry's choice, with the winning graph plan where it was built now.
+struct Decision {
+  AlgoChoice choice;
+  std::unique_ptr<ConvGraphPlan> plan;
+};
+
+/// Times every candidate the way the plan will launch it, on buffers of the geometry's sizes:
+/// each legacy algorithm (cudnnConvolutionForward or BackwardData with its math type set; for
+/// channels-last plus our epilogue kernel's time when there is an epilogue) and each graph plan
+/// (which has its epilogue inside). cudnnFind's choice left resnet50 fp16 at batch 32 on the
+/// H200 at 3.97 ms; timing the legacy algorithms so made it 1.77 ms (session 13). Leaves the
+/// times in `cands` and `plan_ms` (negative where a launch failed or nothing was timed) and the
+/// epilogue's in `epilogue_ms`.
+void timeAll(const ConvArgs& args, const Geometry& g, Descriptors& d, cudnnHandle_t handle,
+             std::vector<Candidate>& cands,
+             const std::vector<std::unique_ptr<ConvGraphPlan>>& plans, std::vector<float>& plan_ms,
+             float& epilogue_ms) {
+  plan_ms.assign(plans.size(), -1.0f);
+  epilogue_ms = 0.0f;
+  if (cands.size() + plans.size() < 2) return;
+  size_t bytes = elementBytes(args.x.dtype);
+  size_t ws_bytes = 0;
+  for (const Candidate& c : cands) ws_bytes = std::max(ws_bytes, c.choice.bytes);
+  for (const auto& p : plans) ws_bytes = std::max(ws_bytes, p->workspaceBytes());
+  bool has_b = args.b.dtype != DataType::kUndefined;
+  bool has_z = args.z.dtype != DataType::kUndefined;
+  size_t y_bytes = static_cast<size_t>(product(g.y)) * bytes;
+  DeviceBuffer x, w, y, b, z, ws;
+  if (!x.allocate(static_cast<size_t>(product(g.x)) * bytes) ||
+      !w.allocate(static_cast<size_t>(product(g.w)) * bytes) || !y.allocate(y_bytes) ||
+      !b.allocate(has_b ? static_cast<size_t>(args.out_channels) * bytes : 0) ||
+      !z.allocate(has_z ? y_bytes : 0) || !ws.allocate(ws_bytes)) {
+    return;
+  }
+  cudaStream_t stream = nullptr;
+  if (cudnnGetStream(handle, &stream) != CUDNN_STATUS_SUCCESS) return;
+  LaunchTimer timer(stream);
+  if (!timer.ok()) return;
+  const float one = 1.0f, zero = 0.0f;
+  float best = -1.0f;
+  auto keep = [&best](float ms) {
+    if (ms >= 0.0f && (best < 0.0f || ms < best)) best = ms;
+    return ms;
+  };
+  for (Candidate& c : cands) {
+    if (cudnnSetConvolutionMathType(d.conv.get(), c.choice.math) != CUDNN_STATUS_SUCCESS) continue;
+    c.ms = keep(timer.median(
+        [&] {
+          if (g.transpose) {
+            return cudnnConvolutionBackwardData(
+                       handle, &one, d.w.get(), w.ptr, d.x.get(), x.ptr, d.conv.get(),
+                       static_cast<cudnnConvolutionBwdDataAlgo_t>(c.choice.algo), ws.ptr,
+                       c.choice.bytes, &zero, d.y.get(), y.ptr) == CUDNN_STATUS_SUCCESS;
+          }
+          return cudnnConvolutionForward(
+                     handle, &one, d.x.get(), x.ptr, d.w.get(), w.ptr, d.conv.get(),
+                     static_cast<cudnnConvolutionFwdAlgo_t>(c.choice.algo), ws.ptr, c.choice.bytes,
+                     &zero, d.y.get(), y.ptr) == CUDNN_STATUS_SUCCESS;
+        },
+        best));
+  }
+  if (args.channels_last && (has_b || has_z || args.relu)) {
+    ConvEpilogueArgs e = epilogueOf(args, b.ptr, z.ptr, y.ptr);
+    epilogue_ms = std::max(
+        0.0f, timer.median([&] { return launchConvEpilogue(e, stream) == cudaSuccess; }, -1.0f));
+    if (best >= 0.0f) best += epilogue_ms;
+  }
+  for (size_t i = 0; i < plans.size(); ++i) {
+    // A reduced plan's time with the epilogue's (our kernel adding Z and the ReLU after it).
+    float extra = needsEpilogue(args, *plans[i]) ? epilogue_ms : 0.0f;
+    float ms = timer.median(
+        [&] { return plans[i]->execute(handle, x.ptr, w.ptr, b.ptr, z.ptr, y.ptr, ws.ptr).isOk(); },
+        best - extra);
+    plan_ms[i] = keep(ms < 0.0f ? ms : ms + extra);
+  }
+}
+
+/// The choice among the legacy candidates and the graph plans: the fastest by our timing (a
+/// legacy algorithm's time with its epilogue), else the legacy list's first.
+StatusOr<Decision> decide(const ConvArgs& args, const Geometry& g, Descriptors& d,
+                          cudnnHandle_t handle, bool transpose, const std::string& key) {
+  ASSIGN_OR_RETURN(std::vector<Candidate> cands, legacyCandidates(args, g, d, handle));
+  if (cands.empty()) {
+    return makeError(StatusCode::kUnimplemented,
+                     "{}: cuDNN has no algorithm for X {}, W {}, Y {} in {}", args.op,
+                     dimsText(g.x), dimsText(g.w), dimsText(g.y), dataTypeName(args.x.dtype));
+  }
+  // The graph plans: of the whole spec, then (with Z) of the reduced one.
+  std::vector<std::unique_ptr<ConvGraphPlan>> plans;
+  size_t full_count = 0;
+  std::optional<ConvGraphSpec> spec = graphSpecOf(args, g, transpose);
+  if (spec && forcedPath() != ForcedPath::kLegacy) {
+    ASSIGN_OR_RETURN(plans, convGraphPlans(*spec, handle, kMaxAlgoWorkspace, kMaxGraphPlans));
+    full_count = plans.size();
+    if (spec->z) {
+      ASSIGN_OR_RETURN(auto reduced, convGraphPlans(reducedSpec(*spec), handle, kMaxAlgoWorkspace,
+                                                    kMaxGraphPlans));
+      for (auto& p : reduced) plans.push_back(std::move(p));
+    }
+  }
+  std::vector<float> plan_ms;
+  float epilogue_ms = 0.0f;
+  timeAll(args, g, d, handle, cands, plans, plan_ms, epilogue_ms);
+  const Candidate* best = &cands.front();
+  for (const Candidate& c : cands) {
+    if (c.ms >= 0.0f && (best->ms < 0.0f || c.ms < best->ms)) best = &c;
+  }
+  Decision out;
+  out.choice = best->choice;
+  int graph = -1;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    bool beats_legacy = best->ms < 0.0f || plan_ms[i] < best->ms + epilogue_ms ||
+                        forcedPath() == ForcedPath::kGraph;
+    if (plan_ms[i] >= 0.0f && beats_legacy && (graph < 0 || plan_ms[i] < plan_ms[graph])) {
+      graph = static_cast<int>(i);
+    }
+  }
+  if (traceAlgos()) {
+    std::string lines;
+    for (const Candidate& c : cands) {
+      lines += fmt::format("  algo {} math {} workspace {} B: {:.4f} ms{}\n", c.choice.algo,
+                           static_cast<int>(c.choice.math), c.choice.bytes, c.ms,
+                           &c == best && graph < 0 ? "  <- chosen" : "");
+    }
+    if (epilogue_ms > 0.0f) lines += fmt::format("  + epilogue kernel: {:.4f} ms\n", epilogue_ms);
+    for (size_t i = 0; i < plans.size(); ++i) {
+      lines += fmt::format("  graph{} {} workspace {} B: {:.4f} ms{}\n",
+                           needsEpilogue(args, *plans[i]) ? " + epilogue" : "", plans[i]->name(),
+                           plans[i]->workspaceBytes(), plan_ms[i],
+                           static_cast<int>(i) == graph ? "  <- chosen" : "");
+    }
+    fmt::print(stderr, "onnxopt conv algos {}: {}\n{}", args.op, key, lines);
+  }
+  if (graph >= 0) {
+    bool reduced = static_cast<size_t>(graph) >= full_count;
+    out.choice.graph = reduced ? graph - static_cast<int>(full_count) : graph;
+    out.choice.graph_reduced = reduced;
+    out.choice.graph_bytes = plans[graph]->workspaceBytes();
+    out.plan = std::move(plans[graph]);
+  }
+  ONNXOPT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv.get(), out.choice.math), args.op);
+  return out;
+}
+
+/// The choice for this geometry and epilogue: on first use (planning: workspaceOf, never inside
+/// a CUDA graph capture) every legacy algorithm and math type cuDNN accepts for it, and each
+/// graph plan, is timed as the launch will run it (decide, timeAll: not cudnnFind*, whose
+/// choice was slower, see there), and the fastest is cached for the process (the plan asks for
+/// the same shapes on every run).
+StatusOr<Decision> algoFor(const ConvArgs& args, const Geometry& g, Descriptors& d,
+                           cudnnHandle_t handle, bool transpose) {
+  static std::mutex mutex;
+  static std::map<std::string, AlgoChoice> cache;
+  int device = 0;
+  ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), args.op);
+  std::string key = fmt::format("{}|dev{}|b{}z{}r{}", g.key(args.x.dtype, args.group), device,
+                                args.b.dtype != DataType::kUndefined,
+                                args.z.dtype != DataType::kUndefined, args.relu);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+      ONNXOPT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv.get(), it->second.math), args.op);
+      return Decision{it->second, nullptr};
+    }
+  }
+  ASSIGN_OR_RETURN(Decision decision, decide(args, g, d, handle, transpose, key));
   std::lock_guard<std::mutex> lock(mutex);
-  cache.emplace(key, choice);
-  return choice;
+  cache.emplace(key, decision.choice);
+  return decision;
 }
 
 /// What a launch of one geometry needs from cuDNN besides the data: its descriptors (the chosen
-/// algorithm's math type set), the algorithm, and B's descriptor.
+/// algorithm's math type set), the algorithm, B's descriptor, and the graph plan where one won
+/// (the legacy algorithm then stays as the fallback for unaligned data).
 struct Prepared {
   Descriptors d;
   AlgoChoice choice;
   TensorDesc bias;  ///< null without B
+  std::unique_ptr<ConvGraphPlan> graph;
 };
 
 StatusOr<TensorDesc> biasDesc(const ConvArgs& args, const Geometry& g);
 
 /// The Prepared of this geometry, built once per thread (descriptors are not shared between
-/// threads): a repeated launch makes no descriptor or algorithm calls.
-StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g,
-                                      cudnnHandle_t handle) {
+/// threads): a repeated launch makes no descriptor or algorithm calls. A thread other than the
+/// one that chose builds the chosen graph plan again (the heuristics list it in the same place).
+StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g, cudnnHandle_t handle,
+                                      bool transpose) {
   thread_local std::map<std::string, std::unique_ptr<Prepared>> cache;
   int device = 0;
   ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), args.op);
   bool has_b = args.b.dtype != DataType::kUndefined;
-  std::string key = fmt::format("{}|dev{}|b{}", g.key(args.x.dtype, args.group), device, has_b);
+  std::string key = fmt::format("{}|dev{}|b{}z{}r{}", g.key(args.x.dtype, args.group), device,
+                                has_b, args.z.dtype != DataType::kUndefined, args.relu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second.get();
   auto p = std::make_unique<Prepared>();
   ASSIGN_OR_RETURN(p->d, descriptorsOf(args, g));
-  ASSIGN_OR_RETURN(p->choice, algoFor(args, g, p->d, handle));
+  ASSIGN_OR_RETURN(Decision decision, algoFor(args, g, p->d, handle, transpose));
+  p->choice = decision.choice;
+  p->graph = std::move(decision.plan);
+  if (p->choice.graph >= 0 && p->graph == nullptr) {
+    std::optional<ConvGraphSpec> spec = graphSpecOf(args, g, transpose);
+    if (spec) {
+      ASSIGN_OR_RETURN(auto plans,
+                       convGraphPlans(p->choice.graph_reduced ? reducedSpec(*spec) : *spec, handle,
+                                      kMaxAlgoWorkspace, static_cast<size_t>(p->choice.graph) + 1));
+      if (plans.size() == static_cast<size_t>(p->choice.graph) + 1 &&
+          plans.back()->workspaceBytes() <= p->choice.graph_bytes) {
+        p->graph = std::move(plans.back());
+      }
+    }
+  }
   if (has_b) {
     ASSIGN_OR_RETURN(p->bias, biasDesc(args, g));
   }
@@ -597,8 +794,13 @@ MatMulArgs productArgs(const ConvArgs& args) {
   bool has_b = args.b.dtype != DataType::kUndefined;
   bool has_z = args.z.dtype != DataType::kUndefined;
   if (has_b) {
+    // With B, Z is cuBLASLt's C: Y = ReLU(X W^T + Z + B) in the one call.
     mm.bias = args.b;
-    mm.epilogue = args.relu && !has_z ? Epilogue::kBiasRelu : Epilogue::kBias;
+    mm.epilogue = args.relu ? Epilogue::kBiasRelu : Epilogue::kBias;
+    if (has_z) {
+      mm.c = ConstTensorView(args.z.dtype, {p, m}, {m, 1}, args.z.data, args.z.memory);
+      mm.beta = 1.0f;
+    }
   }
   mm.workspace = args.workspace;
   mm.workspace_bytes = args.workspace_bytes;
@@ -616,8 +818,8 @@ StatusOr<size_t> workspaceOf(const ConvArgs& args, bool transpose) {
     return workspaceBytes(mm);
   }
   ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(nullptr, args.op));
-  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, handle));
-  return alignUp(p->choice.bytes) + g.stage_bytes;
+  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, handle, transpose));
+  return alignUp(std::max(p->choice.bytes, p->choice.graph_bytes)) + g.stage_bytes;
 }
 
 /// B as a [1, M, 1, ...] tensor of Y's rank (as cuDNN sees Y).
@@ -662,24 +864,15 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
     RETURN_IF_ERROR(launch(productArgs(args), stream));
     bool has_b = args.b.dtype != DataType::kUndefined;
     bool has_z = args.z.dtype != DataType::kUndefined;
-    if (!has_z && (has_b || !args.relu)) return Status::ok();  // the epilogue did it all
-    ConvEpilogueArgs e;  // Z and the ReLU (the bias is in Y already)
-    e.dtype = args.y.dtype;
-    e.count = args.y.numElements();
-    e.channels = args.out_channels;
-    e.inner = 1;
-    e.z = has_z ? args.z.data : nullptr;
-    e.y = args.y.data;
-    e.relu = args.relu;
-    ONNXOPT_CUDA_CHECK(launchConvEpilogue(e, streamOf(stream)), args.op);
-    return Status::ok();
+    if (has_b || (!has_z && !args.relu)) return Status::ok();  // cuBLASLt did it all
+    return launchEpilogue(args, nullptr, stream);              // no B: Z and the ReLU after
   }
   ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(stream, args.op));
   if (g.bias_only) return fillBias(args, g, handle, stream);
-  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, handle));
+  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, handle, transpose));
   const Descriptors& d = p->d;
   const AlgoChoice& choice = p->choice;
-  size_t algo_bytes = alignUp(choice.bytes);
+  size_t algo_bytes = alignUp(std::max(choice.bytes, choice.graph_bytes));
   if (args.workspace_bytes < algo_bytes + g.stage_bytes ||
       (args.workspace == nullptr && algo_bytes + g.stage_bytes > 0)) {
     return makeError(StatusCode::kInvalidArgument, "{}: the workspace has {} bytes, {} needed",
@@ -703,6 +896,15 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
   void* target = g.staged_y ? static_cast<void*>(stage) : args.y.data;
   bool has_b = args.b.dtype != DataType::kUndefined;
   if (g.partial) RETURN_IF_ERROR(fillBias(args, g, handle, stream));
+  if (p->graph != nullptr &&
+      convGraphAligned({x, args.w.data, args.b.data, args.z.data, args.y.data, args.workspace})) {
+    // The cuDNN graph plan that won the timing: the convolution with B inside, and Z and the
+    // ReLU unless it is a reduced plan (then our epilogue after it).
+    RETURN_IF_ERROR(p->graph->execute(handle, x, args.w.data, args.b.data, args.z.data, args.y.data,
+                                      args.workspace));
+    if (!needsEpilogue(args, *p->graph)) return Status::ok();
+    return launchEpilogue(args, nullptr, stream);  // Z and the ReLU after a reduced plan
+  }
   if (args.channels_last) {
     // The convolution alone (beta 0: the algorithm cudnnFind timed), then B, Z and the ReLU in
     // one pass of our own over Y (conv_epilogue.cu). The bias-first form below (then the ReLU
@@ -716,17 +918,7 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
         args.op);
     bool has_z = args.z.dtype != DataType::kUndefined;
     if (!has_b && !has_z && !args.relu) return Status::ok();
-    ConvEpilogueArgs e;
-    e.dtype = args.y.dtype;
-    e.count = args.y.numElements();
-    e.channels = args.out_channels;
-    e.inner = 1;  // channels-last: the channel is the fastest dim
-    e.bias = has_b ? args.b.data : nullptr;
-    e.z = has_z ? args.z.data : nullptr;
-    e.y = args.y.data;
-    e.relu = args.relu;
-    ONNXOPT_CUDA_CHECK(launchConvEpilogue(e, streamOf(stream)), args.op);
-    return Status::ok();
+    return launchEpilogue(args, has_b ? args.b.data : nullptr, stream);
   }
   float beta = 0.0f;
   if (has_b) {

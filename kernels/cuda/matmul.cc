@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "binary.h"
 #include "cublas_lt.h"
 #include "device.h"
 #include "elementwise_device.h"
@@ -275,8 +276,14 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
   ASSIGN_OR_RETURN(Product p, productOf(args));
   if (args.y.numElements() == 0) return Status::ok();
   float beta = 0.0f;
+  // C of the output's own shape, both contiguous: cuBLASLt reads it as its C (D = act(alpha AB +
+  // beta C + bias)), not copied into the output first (the conv family's residual: one pass over
+  // Y fewer). Otherwise C is broadcast into the output, which the product accumulates into.
+  const bool direct_c = args.c.dtype != DataType::kUndefined && args.beta != 0.0f && p.k > 0 &&
+                        args.c.dims == args.y.dims && args.c.isContiguous() &&
+                        args.y.isContiguous();
   if (args.c.dtype != DataType::kUndefined && args.beta != 0.0f) {
-    RETURN_IF_ERROR(copyBroadcastC(args, stream));
+    if (!direct_c) RETURN_IF_ERROR(copyBroadcastC(args, stream));
     beta = args.beta;
   }
   const bool with_bias = args.epilogue != Epilogue::kNone;
@@ -384,7 +391,7 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
                   fmt::format("{}: cuBLASLt has no algorithm for {} x {} x {} in {}", args.op, m,
                               p.k, p.n, dataTypeName(args.a.dtype)));
   }
-  if (with_bias && !lt_epilogue) {
+  if (with_bias && !lt_epilogue && !direct_c) {
     RETURN_IF_ERROR(copyBroadcastBias(args, stream));
     beta = 1.0f;
   }
@@ -392,15 +399,28 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
   const auto* a = static_cast<const char*>(args.a.data);
   const auto* b = static_cast<const char*>(args.b.data);
   auto* y = static_cast<char*>(args.y.data);
+  const auto* c = static_cast<const char*>(direct_c ? args.c.data : args.y.data);
   for (int64_t i = 0; i < calls; ++i) {
     const void* ai = a + p.a_offsets[static_cast<size_t>(i)] * bytes;
     const void* bi = b + p.b_offsets[static_cast<size_t>(i)] * bytes;
     void* yi = y + i * p.m * p.n * bytes;
+    const void* ci = c + i * p.m * p.n * bytes;  // C has the output's layout
     ONNXOPT_CUDA_CHECK(
         cublasLtMatmul(handle, raw_desc, &args.alpha, bi, lb_slot.get(), ai, la_slot.get(), &beta,
-                       yi, ld_slot.get(), yi, ld_slot.get(), &heuristic.algo, args.workspace,
+                       ci, ld_slot.get(), yi, ld_slot.get(), &heuristic.algo, args.workspace,
                        workspace_bytes, streamOf(stream)),
         args.op);
+  }
+  if (with_bias && !lt_epilogue && direct_c) {
+    // No cuBLASLt algorithm with the bias epilogue: the bias added in place after the product.
+    BinaryArgs add;
+    add.op = args.op;
+    add.kind = BinaryOp::kAdd;
+    add.a = ConstTensorView(args.y.dtype, args.y.dims, args.y.strides, args.y.data,
+                            MemoryKind::kDevice);
+    add.b = args.bias;
+    add.y = args.y;
+    RETURN_IF_ERROR(launch(add, stream));
   }
   // GELU's erf form always, ReLU and GELU's tanh form when cuBLASLt did not apply them.
   if (hasActivation(args.epilogue) && (!lt_epilogue || args.epilogue == Epilogue::kBiasGelu)) {

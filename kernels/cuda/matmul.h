@@ -1,8 +1,10 @@
 // MatMul and Gemm on CUDA through cuBLASLt, for float, float16 and bfloat16 (float accumulation,
 // no TF32): MatMul with ONNX's 1-D promotion and broadcast batch dims (one strided-batched call
 // where the batch offsets allow it, a batch folded into M when B is shared, else one call per
-// batch), Gemm with transA/transB, alpha, beta and a C broadcast to [M, N] (copied into the output
-// first, then accumulated into by cuBLASLt). Host code only (cuBLASLt is a host API).
+// batch), Gemm with transA/transB, alpha, beta and a C broadcast to [M, N] (read by cuBLASLt as
+// its C where it has the output's shape, else copied into the output first and accumulated into).
+// A C with a bias epilogue gives Y = act(alpha A B + beta C + bias) in one call (the conv family's
+// residual). Host code only (cuBLASLt is a host API).
 #pragma once
 
 #include <string>
