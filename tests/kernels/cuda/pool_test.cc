@@ -2,7 +2,8 @@
 // int8, uint8; strides, pads, asymmetric pads, dilations, ceil_mode, auto_pad, 1-D to 3-D, the
 // Indices output in both storage orders), AveragePool (count_include_pad both ways, ceil_mode,
 // dilations at opset 19), LpPool, GlobalAveragePool and GlobalMaxPool (channels longer than a
-// block); ai.onnxopt.NhwcMaxPool and NhwcAveragePool on channels-last X. Label gpu.
+// block); ai.onnxopt.NhwcMaxPool and NhwcAveragePool on channels-last X (3 channels, and 16:
+// MaxPool's vector kernel). Label gpu.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -221,6 +222,10 @@ std::vector<PoolCase> nhwcPoolCases() {
         std::vector<int64_t> x = {g.x[0], g.x[2], g.x[3], g.x[1]};
         out.push_back(
             {op, t, x, g.attrs, false, fmt::format("{}_{}_{}", op, dataTypeName(t), g.what)});
+        // 16 channels: MaxPool's vector kernel (16-byte loads: 4 or 8 channels per thread).
+        x[3] = 16;
+        out.push_back(
+            {op, t, x, g.attrs, false, fmt::format("{}_{}_{}_c16", op, dataTypeName(t), g.what)});
       }
     }
   }
