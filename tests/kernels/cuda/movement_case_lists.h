@@ -45,6 +45,8 @@ inline std::vector<MoveCase> transposeCases() {
       {{2, 3, 4}, {2, 0, 1}},
       {{4, 1, 5, 6}, {0, 2, 1, 3}},    // a size-1 dim moves: one copy run
       {{2, 8, 16, 32}, {0, 2, 1, 3}},  // the attention head split
+      {{2, 3, 20, 20}, {0, 2, 3, 1}},  // NCHW -> NHWC of an image: a short innermost dim
+      {{2, 5, 300}, {0, 2, 1}},        // a short innermost dim over more than one block
       {{3, 2, 4, 2, 5}, {4, 2, 0, 3, 1}},
       {{2, 3, 2, 3, 2, 3}, {5, 4, 3, 2, 1, 0}},
       {{2, 3, 4}, {0, 1, 2}},  // the identity: one memcpy
