@@ -72,6 +72,46 @@ StatusOr<std::string> pipelineForLevel(int level) {
   }
 }
 
+StatusOr<std::string> withPrecision(const std::string& pipeline, const std::string& precision,
+                                    bool keep_io_types, const std::vector<std::string>& keep_ops,
+                                    const std::vector<std::string>& keep_nodes) {
+  if (precision != "fp16" && precision != "bf16") {
+    return invalidArgument("unknown precision '{}' (fp16 or bf16)", precision);
+  }
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v) s += (s.empty() ? "" : ",") + x;
+    return "\"" + s + "\"";
+  };
+  for (const auto& list : {keep_ops, keep_nodes}) {
+    for (const std::string& x : list) {
+      if (x.find_first_of(",\"") != std::string::npos || x.empty()) {
+        return invalidArgument(
+            "--keep-op/--keep-node '{}': an empty name, or one with ',' or "
+            "'\"', cannot be passed to the pass",
+            x);
+      }
+    }
+  }
+  std::string step = "convert-precision{to=" + precision;
+  if (!keep_io_types) step += ",keep-io-types=false";
+  // Lists joined with ',' in quotes (a quoted value may hold any character but '"').
+  if (!keep_ops.empty()) step += ",keep-ops=" + joined(keep_ops);
+  if (!keep_nodes.empty()) step += ",keep-nodes=" + joined(keep_nodes);
+  step += "},fixpoint(merge-consecutive,cse,dce)";
+  const std::string level1(kLevel1);
+  if (pipeline.rfind(level1, 0) == 0) {
+    // Weight absorption first where the pipeline fuses: a BatchNormalization folds into its
+    // Conv in float32, rounded once after, and a Conv kept in float32 (bfloat16 below opset 22)
+    // would otherwise be cut from its BatchNormalization by a Cast.
+    std::string absorb = pipeline.find("fuse-conv-affine") != std::string::npos
+                             ? "fixpoint(fuse-pad,fuse-conv-affine,fold-constants,dce),"
+                             : "";
+    return level1 + "," + absorb + step + pipeline.substr(level1.size());
+  }
+  return "infer-shapes," + step + (pipeline.empty() ? "" : "," + pipeline);
+}
+
 std::string withTargetOpset(const std::string& pipeline, int target_opset) {
   if (target_opset <= 0) return pipeline;
   return fmt::format("infer-shapes,upgrade-opset{{target={}}}{}{}", target_opset,

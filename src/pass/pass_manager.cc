@@ -78,7 +78,17 @@ class Parser {
         std::string key = word();
         if (key.empty()) return error("expected an option name");
         std::string value;
-        if (eat('=')) value = word();
+        if (eat('=')) {
+          // A value of word characters, or one in double quotes (names with '/', ',' or ':').
+          if (eat('"')) {
+            size_t end = text_.find('"', pos_);
+            if (end == std::string::npos) return error("expected '\"' to close a quoted value");
+            value = text_.substr(pos_, end - pos_);
+            pos_ = end + 1;
+          } else {
+            value = word();
+          }
+        }
         RETURN_IF_ERROR(e.pass->setOption(key, value));
         e.options.emplace_back(key, value);
       } while (eat(','));
@@ -105,7 +115,11 @@ void appendPipeline(const std::vector<PipelineEntry>& entries, std::string& out)
       for (size_t k = 0; k < options.size(); ++k) {
         out += k == 0 ? "{" : ",";
         out += options[k].first;
-        if (!options[k].second.empty()) out += "=" + options[k].second;
+        const std::string& value = options[k].second;
+        bool plain = std::all_of(value.begin(), value.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+        });
+        if (!value.empty()) out += "=" + (plain ? value : "\"" + value + "\"");
       }
       if (!options.empty()) out += "}";
     }

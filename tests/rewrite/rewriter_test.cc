@@ -286,6 +286,41 @@ TEST(PipelineTest, EveryLevelParses) {
   EXPECT_FALSE(passes::pipelineForLevel(4).isOk());
 }
 
+// A quoted option value holds any character but '"' and prints back quoted; an unclosed quote is
+// an error.
+TEST(PipelineTest, QuotedOptionValuesRoundTrip) {
+  auto pipeline = pass::parsePipeline(
+      R"(convert-precision{to=fp16,keep-nodes="/block.0/Add,/block.1/MatMul:0"},dce)",
+      &passes::createPass);
+  ASSERT_TRUE(pipeline.isOk()) << pipeline.status().message();
+  EXPECT_EQ(pass::pipelineToString(*pipeline),
+            R"(convert-precision{to=fp16,keep-nodes="/block.0/Add,/block.1/MatMul:0"},dce)");
+  EXPECT_FALSE(
+      pass::parsePipeline(R"(convert-precision{keep-nodes="/a)", &passes::createPass).isOk());
+}
+
+// --precision puts convert-precision after -O1's cleanup and the weight absorption (float32),
+// before the other fusions; a --passes pipeline
+// (or -O0) gets it first, after infer-shapes.
+TEST(PipelineTest, PrecisionGoesAfterCleanup) {
+  auto o2 = passes::pipelineFor(2, 0, "");
+  ASSERT_TRUE(o2.isOk());
+  auto with = passes::withPrecision(*o2, "bf16", false, {"Softmax"}, {"/a/b"});
+  ASSERT_TRUE(with.isOk()) << with.status().message();
+  size_t convert = with->find("convert-precision{to=bf16,keep-io-types=false,keep-ops=\"Softmax\"");
+  ASSERT_NE(convert, std::string::npos) << *with;
+  EXPECT_LT(with->find("fold-constant-if,fixpoint(fold-constants"), convert) << *with;
+  // Weight absorption in float32 before it, the other fusions after.
+  EXPECT_LT(with->find("fuse-conv-affine"), convert) << *with;
+  EXPECT_GT(with->find("fuse-gelu"), convert) << *with;
+  EXPECT_TRUE(pass::parsePipeline(*with, &passes::createPass).isOk()) << *with;
+  auto custom = passes::withPrecision("cse", "fp16", true, {}, {});
+  ASSERT_TRUE(custom.isOk());
+  EXPECT_EQ(custom->rfind("infer-shapes,convert-precision{to=fp16}", 0), 0u) << *custom;
+  EXPECT_FALSE(passes::withPrecision("cse", "fp8", true, {}, {}).isOk());
+  EXPECT_FALSE(passes::withPrecision("cse", "fp16", true, {}, {"a,b"}).isOk());
+}
+
 // --target cuda adds its rewrites at -O3 only; other targets are refused by name.
 TEST(PipelineTest, CudaTargetAddsItsFusionsAtO3Only) {
   auto o3 = passes::pipelineFor(3, 0, "cuda");

@@ -44,6 +44,10 @@ struct OptimizeCommandOptions {
   bool infer_shapes = false;
   bool fold_qdq = false;
   int target_opset = 0;
+  std::string precision;                ///< --precision: "" (none), fp16 or bf16
+  bool keep_io_types = true;            ///< --keep-io-types
+  std::vector<std::string> keep_ops;    ///< --keep-op
+  std::vector<std::string> keep_nodes;  ///< --keep-node
   int64_t fold_size_limit = int64_t{1} << 20;
   bool fold_size_limit_given = false;
   bool keep_initializer_inputs = false;

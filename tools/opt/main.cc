@@ -109,6 +109,18 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
                  "Raise the ai.onnx opset to N first (ops whose signature changed are converted; "
                  "if one cannot be, the model keeps its opset and a warning says why)")
       ->check(CLI::Range(7, 23));
+  app.add_option("--precision", opts.precision,
+                 "Convert float32 compute to fp16 or bf16 (convert-precision, after -O1's "
+                 "cleanup and before the fusions), keeping in float32 what is unsafe or not "
+                 "allowed at the model's opset")
+      ->check(CLI::IsMember({"fp16", "bf16"}));
+  app.add_option("--keep-io-types", opts.keep_io_types,
+                 "With --precision: keep the graph's float inputs and outputs float32 (default "
+                 "true; false converts them too)");
+  app.add_option("--keep-op", opts.keep_ops,
+                 "With --precision: keep this op type in float32 (repeatable)");
+  app.add_option("--keep-node", opts.keep_nodes,
+                 "With --precision: keep the node of this name in float32 (repeatable)");
   app.add_flag("--include-functions", opts.include_functions,
                "Also optimize the bodies of model-local functions");
   app.add_flag("--time-passes", opts.time_passes, "Print a table of time and node counts per pass");

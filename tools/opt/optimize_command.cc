@@ -162,6 +162,10 @@ OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSi
   options.pipeline = opts.passes_given ? opts.passes : "";
   if (opts.passes_given && opts.passes.empty()) options.level = 0;
   options.target_opset = opts.target_opset;
+  options.precision = opts.precision;
+  options.keep_io_types = opts.keep_io_types;
+  options.keep_ops = opts.keep_ops;
+  options.keep_nodes = opts.keep_nodes;
   options.pass_options = flagPassOptions(opts);
   options.disabled_passes = opts.disabled_passes;
   pass::PassContext& ctx = options.context;

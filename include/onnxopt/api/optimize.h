@@ -29,6 +29,12 @@ struct OptimizeOptions {
   std::string pipeline;
   /// Raise the default-domain opset to this version first (0: keep the model's).
   int target_opset = 0;
+  /// "fp16" or "bf16": convert-precision runs after -O1's cleanup (passes::withPrecision);
+  /// "" converts nothing. keep_io_types, keep_ops and keep_nodes are its options.
+  std::string precision;
+  bool keep_io_types = true;
+  std::vector<std::string> keep_ops;
+  std::vector<std::string> keep_nodes;
   /// The execution target whose rewrites -O3 adds: "" is portable ONNX, "cuda" adds the fusions
   /// to ai.onnxopt ops the CUDA runtime has kernels for (passes/pipelines.cc).
   std::string target;

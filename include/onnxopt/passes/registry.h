@@ -53,6 +53,15 @@ Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
 StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target,
                                   const std::vector<PassOptionSetting>& settings = {});
 
+/// `pipeline` with convert-precision{to=precision, ...} where its types must be final: after
+/// -O1's cleanup when the pipeline starts with it (so the fusions see the converted types; at -O2
+/// and up after the weight absorption of fuse-pad and fuse-conv-affine, done in float32), else
+/// first, after infer-shapes (a --passes pipeline, -O0); then a fixed point of
+/// merge-consecutive, cse and dce (Cast pairs, the float32 initializers no longer read).
+StatusOr<std::string> withPrecision(const std::string& pipeline, const std::string& precision,
+                                    bool keep_io_types, const std::vector<std::string>& keep_ops,
+                                    const std::vector<std::string>& keep_nodes);
+
 /// `pipeline` with the opset upgrade in front when `target_opset` is positive. The upgrade comes
 /// first (after shape inference, which its Softmax rule reads), so every later pass sees the new
 /// opset.

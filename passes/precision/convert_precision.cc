@@ -1,0 +1,383 @@
+// convert-precision: float32 compute becomes float16 or bfloat16, with float32 islands where the
+// conversion is unsafe or not allowed, and Cast nodes only at the islands' borders.
+//
+//   %y = Op(%x: float, %w: float init)        ==>   %x16 = Cast<to=T>(%x)      (graph input kept)
+//   (Op converted)                                  %y16 = Op(%x16, %w16: T init)
+//                                                   %y = Cast<to=FLOAT>(%y16)  (graph output kept)
+//
+//   %s = ReduceSum(%e)  (kept in float32)     ==>   %e32 = Cast<to=FLOAT>(%e16)  one per value,
+//                                                   %s = ReduceSum(%e32)         shared by users
+//
+// A node is converted when its op allows T at the model's opset wherever it allows float (the
+// table tools/gen_precision_ops.py writes from onnx's schemas), it has no subgraph, none of its
+// outputs is captured by a subgraph, its float initializers fit T, and it is not kept: by
+// default the accumulation-sensitive ops (the Reduce* family, CumSum, Range, Instance/Group
+// normalization's statistics), an Exp, Pow or Log feeding one of them, and what keep-ops /
+// keep-nodes name. Values between converted nodes are retyped in place; an initializer read only
+// by converted nodes is replaced by its T copy, one read by both sides exists once per type.
+// keep-io-types (default true) leaves the graph's float inputs and outputs float32 (Casts at the
+// border); false retypes them. Cast<to=FLOAT> nodes that are converted cast to T instead. Integer
+// and bool tensors are never touched. Main graph only: nodes with subgraphs stay float32.
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "onnxopt/pass/matchers.h"
+#include "onnxopt/pass/pass.h"
+#include "onnxopt/support/half.h"
+
+namespace onnxopt::passes {
+namespace {
+
+/// What onnx's schemas allow per op (tools/gen_precision_ops.py).
+struct OpPrecision {
+  int64_t fp16_since = 0;
+  int64_t fp16_restricted = 0;  ///< outputs (bit i) that stay float32 under float16
+  int64_t bf16_since = 0;
+  int64_t bf16_restricted = 0;
+};
+
+const std::map<std::string, OpPrecision>& precisionTable() {
+  static const std::map<std::string, OpPrecision> table = {
+#define PRECISION_OP(op, h, hr, b, br) {#op, {h, hr, b, br}},
+#include "precision_ops.inc"
+#undef PRECISION_OP
+  };
+  return table;
+}
+
+/// The ops kept in float32 by default: accumulations over many elements without a float32
+/// accumulator in their definition.
+const std::set<std::string>& defaultKept() {
+  static const std::set<std::string> ops = {"ReduceSum",
+                                            "ReduceMean",
+                                            "ReduceProd",
+                                            "ReduceSumSquare",
+                                            "ReduceL1",
+                                            "ReduceL2",
+                                            "ReduceLogSum",
+                                            "ReduceLogSumExp",
+                                            "CumSum",
+                                            "Range",
+                                            "InstanceNormalization",
+                                            "GroupNormalization"};
+  return ops;
+}
+
+std::set<std::string> splitList(const std::string& text) {
+  std::set<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.insert(item);
+  }
+  return out;
+}
+
+bool isFloatTensor(const ir::Value* v) {
+  return v != nullptr && v->type().isTensor() && v->type().elem_type == DataType::kFloat;
+}
+
+/// Largest finite magnitude of the target type (bfloat16 spans float32's range).
+float maxFinite(DataType t) {
+  return t == DataType::kFloat16 ? 65504.0f : 3.3895314e38f;
+}
+
+/// `t` (float32) converted to `to`, rounded to nearest even.
+ir::Tensor convertedTensor(const ir::Tensor& t, DataType to) {
+  size_t n = t.byteSize() / sizeof(float);
+  std::string bytes(n * 2, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    float f = 0.0f;
+    std::memcpy(&f, t.data() + i * sizeof(float), sizeof f);
+    uint16_t h = to == DataType::kFloat16 ? floatToHalf(f) : floatToBfloat16(f);
+    std::memcpy(&bytes[i * 2], &h, 2);
+  }
+  ir::Tensor out(to, t.dims());
+  out.setBytes(std::move(bytes));
+  return out;
+}
+
+/// Whether every value of `t` (float32) is finite in `to`, or infinite / NaN already.
+bool fits(const ir::Tensor& t, DataType to) {
+  size_t n = t.byteSize() / sizeof(float);
+  float limit = maxFinite(to);
+  for (size_t i = 0; i < n; ++i) {
+    float f = 0.0f;
+    std::memcpy(&f, t.data() + i * sizeof(float), sizeof f);
+    if (std::isfinite(f) && std::fabs(f) > limit) return false;
+  }
+  return true;
+}
+
+class ConvertPrecisionPass final : public pass::Pass {
+ public:
+  std::string id() const override { return "convert-precision"; }
+  std::string summary() const override {
+    return "Convert float32 compute to float16 or bfloat16 (to=), float32 islands where unsafe or "
+           "not allowed, Casts only at their borders";
+  }
+  std::vector<pass::PassOption> options() const override {
+    return {{"to", "string", "", "the target type: fp16 or bf16 (required)"},
+            {"keep-io-types", "bool", "true",
+             "keep the graph's float inputs and outputs float32 (Casts at the border)"},
+            {"keep-ops", "string", "", "op types kept in float32, comma-separated (quoted)"},
+            {"keep-nodes", "string", "", "node names kept in float32, comma-separated (quoted)"}};
+  }
+  Status setOption(const std::string& name, const std::string& value) override {
+    if (name == "to") {
+      if (value == "fp16" || value == "float16") {
+        target_ = DataType::kFloat16;
+      } else if (value == "bf16" || value == "bfloat16") {
+        target_ = DataType::kBfloat16;
+      } else {
+        return makeError(StatusCode::kInvalidArgument,
+                         "convert-precision: to must be fp16 or bf16, not '{}'", value);
+      }
+      return Status::ok();
+    }
+    if (name == "keep-io-types") {
+      ASSIGN_OR_RETURN(keep_io_, parseBool(name, value));
+      return Status::ok();
+    }
+    if (name == "keep-ops") {
+      keep_ops_ = splitList(value);
+      for (const std::string& op : keep_ops_) {
+        if (precisionTable().count(op) == 0) {
+          return makeError(StatusCode::kInvalidArgument,
+                           "convert-precision: keep-ops names '{}', which is no ONNX op with a "
+                           "float input or output",
+                           op);
+        }
+      }
+      return Status::ok();
+    }
+    if (name == "keep-nodes") {
+      keep_nodes_ = splitList(value);
+      return Status::ok();
+    }
+    return Pass::setOption(name, value);
+  }
+
+  StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
+    if (target_ == DataType::kUndefined) {
+      return makeError(StatusCode::kInvalidArgument,
+                       "convert-precision: the target type is not set (to=fp16 or to=bf16)");
+    }
+    ir::Graph& g = *model.graph;
+    opset_ = model.opsetVersion("").value_or(1);
+    rewrite::Rewriter rw;
+    retyped_.clear();
+    to_target_.clear();
+    to_float_.clear();
+    init_copies_.clear();
+    converted_ = 0;
+    casts_ = 0;
+    captured_ = capturedValues(g);
+
+    if (!keep_io_) {
+      for (ir::Value* in : g.inputs()) {
+        if (isFloatTensor(in) && in->initializer() == nullptr) retype(rw, in);
+      }
+    }
+    std::vector<ir::Node*> nodes;
+    for (ir::Node* n : g) nodes.push_back(n);
+    std::map<std::string, int64_t> kept_why;
+    for (ir::Node* n : nodes) {
+      std::string why = keptBecause(*n);
+      if (why.empty()) {
+        convertNode(rw, n);
+      } else {
+        if (touchesFloat(*n)) ++kept_why[why];
+        feedFloat(rw, n);
+      }
+    }
+    if (keep_io_) restoreOutputs(rw, g);
+    for (const auto& [why, count] : kept_why) bump("kept: " + why, count);
+    bump("converted", converted_);
+    bump("casts", casts_);
+    std::string list;
+    for (const auto& [why, count] : kept_why) {
+      list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", why, count);
+    }
+    report(ctx.diagnostics,
+           {Severity::kNote, "",
+            fmt::format("convert-precision: {} nodes converted to {}, {} Casts added{}{}",
+                        converted_, dataTypeName(target_), casts_,
+                        list.empty() ? "" : "; kept in float32: ", list)});
+    return rw.changed();
+  }
+
+ private:
+  /// Values of `g` that a subgraph of one of its nodes reads (they keep their type).
+  static std::set<const ir::Value*> capturedValues(ir::Graph& g) {
+    std::set<const ir::Value*> out;
+    for (ir::Node* n : g) {
+      for (ir::Graph* sub : n->subgraphs()) {
+        for (ir::Node* inner : sub->allNodesRecursive()) {
+          for (ir::Value* v : inner->inputs()) {
+            if (v != nullptr && v->owningGraph() == &g) out.insert(v);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /// Whether `n` reads or writes a float32 tensor (or one already retyped from float32).
+  bool touchesFloat(const ir::Node& n) const {
+    auto floating = [this](ir::Value* v) { return isFloatTensor(v) || retyped_.count(v) > 0; };
+    for (ir::Value* v : n.inputs()) {
+      if (floating(v)) return true;
+    }
+    for (ir::Value* v : n.outputs()) {
+      if (floating(v)) return true;
+    }
+    return false;
+  }
+
+  /// Why `n` stays float32 (empty: it is converted).
+  std::string keptBecause(const ir::Node& n) const {
+    if (!touchesFloat(n)) return "no float tensor";
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return "not a default-domain op";
+    if (!n.subgraphs().empty()) return "has a subgraph";
+    if (keep_nodes_.count(n.name()) > 0) return "keep-nodes";
+    if (keep_ops_.count(n.opType()) > 0) return "keep-ops";
+    if (defaultKept().count(n.opType()) > 0) return "accumulation-sensitive";
+    auto it = precisionTable().find(n.opType());
+    if (it == precisionTable().end()) return "unknown op";
+    bool half = target_ == DataType::kFloat16;
+    int64_t since = half ? it->second.fp16_since : it->second.bf16_since;
+    int64_t restricted = half ? it->second.fp16_restricted : it->second.bf16_restricted;
+    if (since == 0 || opset_ < since) return "type not allowed at this opset";
+    for (size_t i = 0; i < n.numOutputs(); ++i) {
+      ir::Value* o = n.output(i);
+      if (o == nullptr) continue;
+      if (i < 63 && (restricted >> i & 1) != 0 && (o->hasUses() || o->isGraphOutput())) {
+        return "an output stays float32";
+      }
+      if (captured_.count(o) > 0) return "read by a subgraph";
+    }
+    for (ir::Value* v : n.inputs()) {
+      if (!isFloatTensor(v) || v->initializer() == nullptr) continue;
+      if (!fits(*v->initializer(), target_)) return "a constant beyond the type's range";
+    }
+    if (n.opType() == "Exp" || n.opType() == "Pow" || n.opType() == "Log") {
+      // A chain into a reduction kept in float32: its values are computed in float32 too.
+      for (const ir::Use& u : n.output(0)->uses()) {
+        if (defaultKept().count(u.user->opType()) > 0) return "feeds an accumulation";
+      }
+    }
+    return "";
+  }
+
+  void retype(rewrite::Rewriter& rw, ir::Value* v) {
+    ir::Type t = v->type();
+    t.elem_type = target_;
+    rw.setType(v, t);
+    retyped_.insert(v);
+  }
+
+  /// `v` (float32) as the target type for a converted node before `before`.
+  ir::Value* asTarget(rewrite::Rewriter& rw, ir::Value* v, ir::Node* before) {
+    if (retyped_.count(v) > 0) return v;
+    if (const ir::Tensor* init = v->initializer()) {
+      auto it = init_copies_.find(v);
+      if (it != init_copies_.end()) return it->second;
+      ir::Value* copy = rw.createInitializer(
+          *v->owningGraph(), v->name() + "_" + (target_ == DataType::kFloat16 ? "fp16" : "bf16"),
+          convertedTensor(*init, target_));
+      init_copies_[v] = copy;
+      return copy;
+    }
+    return castOf(rw, v, target_, before, to_target_);
+  }
+
+  /// A Cast of `v` to `to` inserted before `before`, one per value.
+  ir::Value* castOf(rewrite::Rewriter& rw, ir::Value* v, DataType to, ir::Node* before,
+                    std::map<ir::Value*, ir::Value*>& cache) {
+    auto it = cache.find(v);
+    if (it != cache.end()) return it->second;
+    ir::Type t = v->type();
+    t.elem_type = to;
+    rw.setInsertionPoint(before);
+    ir::Node* cast = rw.createNode("Cast", "", {v}, std::vector<ir::Type>{t});
+    rw.setAttribute(cast, pass::intAttr("to", static_cast<int64_t>(to)));
+    ++casts_;
+    cache[v] = cast->output(0);
+    return cast->output(0);
+  }
+
+  void convertNode(rewrite::Rewriter& rw, ir::Node* n) {
+    for (size_t i = 0; i < n->numInputs(); ++i) {
+      ir::Value* v = n->input(i);
+      if (isFloatTensor(v)) rw.setInput(n, i, asTarget(rw, v, n));
+    }
+    for (ir::Value* o : n->outputs()) {
+      if (isFloatTensor(o)) retype(rw, o);
+    }
+    if (n->opType() == "Cast") {
+      const ir::Attribute* to = n->findAttribute("to");
+      if (to != nullptr && to->i == static_cast<int64_t>(DataType::kFloat)) {
+        rw.setAttribute(n, pass::intAttr("to", static_cast<int64_t>(target_)));
+      }
+    }
+    ++converted_;
+  }
+
+  /// A kept node's inputs that were retyped get a Cast back to float32.
+  void feedFloat(rewrite::Rewriter& rw, ir::Node* n) {
+    for (size_t i = 0; i < n->numInputs(); ++i) {
+      ir::Value* v = n->input(i);
+      if (v != nullptr && retyped_.count(v) > 0) {
+        rw.setInput(n, i, castOf(rw, v, DataType::kFloat, n, to_float_));
+      }
+    }
+  }
+
+  /// keep-io-types: each graph output that was retyped is a Cast back to float32, named as it.
+  void restoreOutputs(rewrite::Rewriter& rw, ir::Graph& g) {
+    for (ir::Value* o : g.outputs()) {
+      if (retyped_.count(o) == 0) continue;
+      if (auto it = to_float_.find(o); it != to_float_.end()) {
+        // An existing Cast back serves the output too (its own input set back after).
+        ir::Node* cast = it->second->producer();
+        ir::Type t = it->second->type();
+        rw.replaceAllUsesWith(o, it->second);
+        rw.setInput(cast, 0, o);
+        rw.setType(it->second, t);
+        continue;
+      }
+      rw.setInsertionPointToEnd(g);
+      ir::Type t = o->type();
+      t.elem_type = DataType::kFloat;
+      ir::Node* cast = rw.createNode("Cast", "", {o}, std::vector<ir::Type>{t});
+      rw.setAttribute(cast, pass::intAttr("to", static_cast<int64_t>(DataType::kFloat)));
+      ++casts_;
+      ir::Value* out = cast->output(0);
+      rw.replaceAllUsesWith(o, out);  // the Cast's own input too: set back below
+      rw.setInput(cast, 0, o);
+      rw.setType(out, t);  // the output's declared type passed to its new value: float32 again
+      to_float_[o] = out;
+    }
+  }
+
+  DataType target_ = DataType::kUndefined;
+  bool keep_io_ = true;
+  std::set<std::string> keep_ops_, keep_nodes_;
+  int64_t opset_ = 1;
+  std::set<const ir::Value*> captured_;
+  std::set<ir::Value*> retyped_;
+  std::map<ir::Value*, ir::Value*> to_target_, to_float_, init_copies_;
+  int64_t converted_ = 0, casts_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<pass::Pass> createConvertPrecisionPass() {
+  return std::make_unique<ConvertPrecisionPass>();
+}
+
+}  // namespace onnxopt::passes
