@@ -74,7 +74,8 @@ StatusOr<std::string> pipelineForLevel(int level) {
 
 StatusOr<std::string> withPrecision(const std::string& pipeline, const std::string& precision,
                                     bool keep_io_types, const std::vector<std::string>& keep_ops,
-                                    const std::vector<std::string>& keep_nodes) {
+                                    const std::vector<std::string>& keep_nodes,
+                                    const std::vector<std::string>& keep_values) {
   if (precision != "fp16" && precision != "bf16") {
     return invalidArgument("unknown precision '{}' (fp16 or bf16)", precision);
   }
@@ -83,7 +84,7 @@ StatusOr<std::string> withPrecision(const std::string& pipeline, const std::stri
     for (const std::string& x : v) s += (s.empty() ? "" : ",") + x;
     return "\"" + s + "\"";
   };
-  for (const auto& list : {keep_ops, keep_nodes}) {
+  for (const auto& list : {keep_ops, keep_nodes, keep_values}) {
     for (const std::string& x : list) {
       if (x.find_first_of(",\"") != std::string::npos || x.empty()) {
         return invalidArgument(
@@ -98,6 +99,7 @@ StatusOr<std::string> withPrecision(const std::string& pipeline, const std::stri
   // Lists joined with ',' in quotes (a quoted value may hold any character but '"').
   if (!keep_ops.empty()) step += ",keep-ops=" + joined(keep_ops);
   if (!keep_nodes.empty()) step += ",keep-nodes=" + joined(keep_nodes);
+  if (!keep_values.empty()) step += ",keep-values=" + joined(keep_values);
   step += "},fixpoint(merge-consecutive,cse,dce)";
   const std::string level1(kLevel1);
   if (pipeline.rfind(level1, 0) == 0) {

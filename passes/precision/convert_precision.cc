@@ -124,7 +124,9 @@ class ConvertPrecisionPass final : public pass::Pass {
             {"keep-io-types", "bool", "true",
              "keep the graph's float inputs and outputs float32 (Casts at the border)"},
             {"keep-ops", "string", "", "op types kept in float32, comma-separated (quoted)"},
-            {"keep-nodes", "string", "", "node names kept in float32, comma-separated (quoted)"}};
+            {"keep-nodes", "string", "", "node names kept in float32, comma-separated (quoted)"},
+            {"keep-values", "string", "",
+             "value names whose producers and readers stay float32 (opt's range analysis)"}};
   }
   Status setOption(const std::string& name, const std::string& value) override {
     if (name == "to") {
@@ -156,6 +158,10 @@ class ConvertPrecisionPass final : public pass::Pass {
     }
     if (name == "keep-nodes") {
       keep_nodes_ = splitList(value);
+      return Status::ok();
+    }
+    if (name == "keep-values") {
+      keep_values_ = splitList(value);
       return Status::ok();
     }
     return Pass::setOption(name, value);
@@ -245,6 +251,12 @@ class ConvertPrecisionPass final : public pass::Pass {
     if (!n.subgraphs().empty()) return "has a subgraph";
     if (keep_nodes_.count(n.name()) > 0) return "keep-nodes";
     if (keep_ops_.count(n.opType()) > 0) return "keep-ops";
+    for (ir::Value* o : n.outputs()) {
+      if (o != nullptr && keep_values_.count(o->name()) > 0) return "range: writes a value past it";
+    }
+    for (ir::Value* v : n.inputs()) {
+      if (v != nullptr && keep_values_.count(v->name()) > 0) return "range: reads a value past it";
+    }
     if (defaultKept().count(n.opType()) > 0) return "accumulation-sensitive";
     auto it = precisionTable().find(n.opType());
     if (it == precisionTable().end()) return "unknown op";
@@ -366,7 +378,7 @@ class ConvertPrecisionPass final : public pass::Pass {
 
   DataType target_ = DataType::kUndefined;
   bool keep_io_ = true;
-  std::set<std::string> keep_ops_, keep_nodes_;
+  std::set<std::string> keep_ops_, keep_nodes_, keep_values_;
   int64_t opset_ = 1;
   std::set<const ir::Value*> captured_;
   std::set<ir::Value*> retyped_;

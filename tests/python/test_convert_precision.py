@@ -136,3 +136,64 @@ def test_bad_options_fail_with_a_message(args, message, run_opt, work_dir):
     assert r.returncode != 0
     assert message in r.stderr
     assert not out.exists(), "a half-written output"
+
+
+def _overflow_model() -> onnx.ModelProto:
+    """Activations past float16's range before a LayerNormalization, as some LLMs have them: the
+    MatMul's outputs reach about 1e5 for standard-normal x, the LayerNormalization brings them back
+    to about 1. Converted naively, the MatMul overflows to inf and the output is NaN."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 64])
+    rng = np.random.default_rng(1)
+    w = numpy_helper.from_array((5000.0 * np.sign(rng.standard_normal([64, 64]))).astype(np.float32), "w")
+    scale = numpy_helper.from_array(np.ones([64], np.float32), "scale")
+    bias = numpy_helper.from_array(np.zeros([64], np.float32), "bias")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="up"),
+             helper.make_node("Add", ["h", "x"], ["r"], name="residual"),
+             helper.make_node("LayerNormalization", ["r", "scale", "bias"], ["n"], name="norm", axis=-1),
+             helper.make_node("Relu", ["n"], ["y"], name="act")]
+    g = helper.make_graph(nodes, "g", [x], [y], [w, scale, bias])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_range_analysis_keeps_the_overflowing_nodes(run_opt, work_dir):
+    src = work_dir / "overflow.onnx"
+    onnx.save(_overflow_model(), str(src))
+    naive = work_dir / "naive.onnx"
+    r = run_opt(str(src), "-O0", "--precision", "fp16", "--range-analysis", "false", "-o", str(naive))
+    assert r.returncode == 0, r.stderr
+    r = run_opt("check", str(src), str(naive), "--atol", "0.05", "--rtol", "0.05")
+    assert r.returncode == 3, "the naive conversion was expected to overflow\n" + r.stdout
+    safe = work_dir / "safe.onnx"
+    r = run_opt(str(src), "-O0", "--precision", "fp16", "-o", str(safe))
+    assert r.returncode == 0, r.stderr
+    assert "range analysis" in r.stderr and "h (MatMul" in r.stderr, r.stderr
+    nodes = {n.name: n for n in onnx.load(str(safe)).graph.node}
+    elem = {v.name: v.type.tensor_type.elem_type for v in onnx.shape_inference.infer_shapes(onnx.load(str(safe))).graph.value_info}
+    assert elem.get("h") == TensorProto.FLOAT and elem.get("r") == TensorProto.FLOAT
+    assert "act" in nodes
+    r = run_opt("check", str(src), str(safe), "--atol", "0.05", "--rtol", "0.05")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_calibration_inputs(run_opt, work_dir):
+    src = work_dir / "overflow.onnx"
+    onnx.save(_overflow_model(), str(src))
+    # Small calibration inputs: nothing goes past the limit, so nothing is kept for range.
+    small = work_dir / "small.npy"
+    np.save(small, np.full([4, 64], 1e-3, np.float32))
+    out = work_dir / "out.onnx"
+    r = run_opt(str(src), "-O0", "--precision", "fp16", "--calibration-input", f"x={small}", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "range analysis" not in r.stderr
+    bad_shape = work_dir / "bad.npy"
+    np.save(bad_shape, np.zeros([3, 64], np.float32))
+    for args, message in [
+        ([f"x={bad_shape}"], "x"),
+        ([f"nosuch={small}"], "nosuch"),
+    ]:
+        r = run_opt(str(src), "--precision", "fp16", "--calibration-input", *args, "-o", str(out) + ".bad")
+        assert r.returncode != 0 and message in r.stderr, r.stderr
+        assert not Path(str(out) + ".bad").exists()
+    r = run_opt(str(src), "--calibration-input", f"x={small}", "-o", str(out) + ".bad")
+    assert r.returncode == 2 and "--calibration-input needs --precision fp16" in r.stderr, r.stderr

@@ -44,10 +44,13 @@ struct OptimizeCommandOptions {
   bool infer_shapes = false;
   bool fold_qdq = false;
   int target_opset = 0;
-  std::string precision;                ///< --precision: "" (none), fp16 or bf16
-  bool keep_io_types = true;            ///< --keep-io-types
-  std::vector<std::string> keep_ops;    ///< --keep-op
-  std::vector<std::string> keep_nodes;  ///< --keep-node
+  std::string precision;                        ///< --precision: "" (none), fp16 or bf16
+  bool keep_io_types = true;                    ///< --keep-io-types
+  std::vector<std::string> keep_ops;            ///< --keep-op
+  std::vector<std::string> keep_nodes;          ///< --keep-node
+  std::vector<std::string> calibration_inputs;  ///< --calibration-input NAME=FILE.npy
+  bool range_analysis = true;                   ///< --range-analysis
+  std::vector<std::string> keep_values;         ///< the range analysis' findings (not a flag)
   int64_t fold_size_limit = int64_t{1} << 20;
   bool fold_size_limit_given = false;
   bool keep_initializer_inputs = false;

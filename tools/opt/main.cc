@@ -121,6 +121,13 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
                  "With --precision: keep this op type in float32 (repeatable)");
   app.add_option("--keep-node", opts.keep_nodes,
                  "With --precision: keep the node of this name in float32 (repeatable)");
+  app.add_option("--calibration-input", opts.calibration_inputs,
+                 "With --precision fp16: NAME=FILE.npy, an input for the range analysis "
+                 "(repeatable; inputs not given are seeded random, as opt check makes them)");
+  app.add_option("--range-analysis", opts.range_analysis,
+                 "With --precision fp16: run the float32 model on the reference kernels first and "
+                 "keep in float32 every value (its producer and its readers) past half of "
+                 "float16's largest finite value (default true)");
   app.add_flag("--include-functions", opts.include_functions,
                "Also optimize the bodies of model-local functions");
   app.add_flag("--time-passes", opts.time_passes, "Print a table of time and node counts per pass");

@@ -1,5 +1,7 @@
 // `opt IN [-o OUT]`: read a model, optimize it (onnxopt::optimize), write it, optionally check
 // the result against the input and write a report. Nothing is written unless every step succeeds.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -18,6 +20,7 @@
 #include "onnxopt/ir/stats.h"
 #include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/passes/registry.h"
+#include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/diagnostics.h"
 #include "report.h"
 
@@ -166,6 +169,7 @@ OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSi
   options.keep_io_types = opts.keep_io_types;
   options.keep_ops = opts.keep_ops;
   options.keep_nodes = opts.keep_nodes;
+  options.keep_values = opts.keep_values;
   options.pass_options = flagPassOptions(opts);
   options.disabled_passes = opts.disabled_passes;
   pass::PassContext& ctx = options.context;
@@ -323,6 +327,70 @@ int writeOutputs(const OptimizeCommandOptions& opts, const ir::Model& model,
 
 }  // namespace
 
+/// Half of float16's largest finite value: a value observed past it stays float32 (the margin
+/// covers inputs larger than the calibration's).
+constexpr double kRangeLimit = 65504.0 / 2;
+
+/// The largest finite magnitude in a float tensor, and whether it holds an infinity.
+std::pair<double, bool> magnitudeOf(const kernels::HostTensor& t) {
+  double most = 0;
+  bool inf = false;
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    double v = 0;
+    if (t.dtype == DataType::kFloat) {
+      v = t.get<float>(i);
+    } else if (t.dtype == DataType::kDouble) {
+      v = t.get<double>(i);
+    } else {
+      return {0, false};
+    }
+    if (std::isinf(v)) inf = true;
+    if (std::isfinite(v)) most = std::max(most, std::fabs(v));
+  }
+  return {most, inf};
+}
+
+/// --precision fp16's range analysis: runs the float32 model (before any pass) on the reference
+/// kernels with the calibration inputs (the rest seeded random) and names each value past
+/// kRangeLimit, or infinite where the inputs were finite; convert-precision keeps their producers
+/// and readers float32. 0, or the exit status of the error it printed.
+int rangeAnalysis(const OptimizeCommandOptions& opts, const ir::Model& model,
+                  std::vector<std::string>* keep) {
+  runtime::Feeds feeds;
+  if (int status = prepareFeeds(model, opts.input, opts.calibration_inputs, {}, 0, false, &feeds);
+      status != 0) {
+    return status;
+  }
+  auto runner = runtime::createExecutor("reference", {&model, opts.input});
+  if (!runner.isOk()) return fail(runner.status().withContext(opts.input));
+  runtime::ExecutionOptions run_opts;
+  run_opts.record_intermediates = true;
+  auto ran = (*runner)->run(feeds, run_opts);
+  if (!ran.isOk()) {
+    return fail(
+        ran.status().withContext(fmt::format("{}: the range analysis' float32 run (give "
+                                             "--range-analysis false to skip it)",
+                                             opts.input)));
+  }
+  std::vector<std::string> shown;
+  for (const runtime::RecordedValue& r : ran->intermediates) {
+    auto [most, inf] = magnitudeOf(r.value);
+    if (most <= kRangeLimit && !inf) continue;
+    keep->push_back(r.name);
+    if (shown.size() < 5)
+      shown.push_back(
+          fmt::format("{} ({}, |x| up to {:.3g}{})", r.name, r.op, most, inf ? ", inf" : ""));
+  }
+  if (!keep->empty()) {
+    fmt::print(stderr,
+               "opt: note: range analysis: {} values past {:.0f} (half of float16's largest) stay "
+               "float32 with their producers and readers: {}{}\n",
+               keep->size(), kRangeLimit, fmt::join(shown, ", "),
+               keep->size() > shown.size() ? ", ..." : "");
+  }
+  return 0;
+}
+
 int optimizeCommand(const OptimizeCommandOptions& opts) {
   // Warnings quote names from the model: the sink escapes their control characters.
   StreamDiagnosticSink diagnostics(std::cerr);
@@ -339,9 +407,21 @@ int optimizeCommand(const OptimizeCommandOptions& opts) {
         checkSpecNames(**model, opts.check_opts.inputs, "--check-input", opts.check_opts.shapes);
     if (!st.isOk()) return usage(st.withContext(opts.input));
   }
+  if (!opts.calibration_inputs.empty() && (opts.precision != "fp16" || !opts.range_analysis)) {
+    return usage(Status(StatusCode::kInvalidArgument,
+                        "--calibration-input needs --precision fp16 with the range analysis on"));
+  }
+  OptimizeCommandOptions run_opts = opts;
+  if (opts.precision == "fp16" && opts.range_analysis) {
+    if (int status = rangeAnalysis(opts, **model, &run_opts.keep_values); status != 0) {
+      return status;
+    }
+  }
   ir::ModelStats before = ir::computeStats(**model);
   OptimizeResult optimized;
-  if (int status = runPipeline(opts, **model, diagnostics, optimized); status != 0) return status;
+  if (int status = runPipeline(run_opts, **model, diagnostics, optimized); status != 0) {
+    return status;
+  }
   printSummaries(opts, **model, before, optimized);
   return writeOutputs(opts, **model, before, optimized);
 }

@@ -35,6 +35,8 @@ struct OptimizeOptions {
   bool keep_io_types = true;
   std::vector<std::string> keep_ops;
   std::vector<std::string> keep_nodes;
+  /// Values whose producers and readers stay float32 (the range analysis' findings).
+  std::vector<std::string> keep_values;
   /// The execution target whose rewrites -O3 adds: "" is portable ONNX, "cuda" adds the fusions
   /// to ai.onnxopt ops the CUDA runtime has kernels for (passes/pipelines.cc).
   std::string target;

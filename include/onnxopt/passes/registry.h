@@ -60,7 +60,8 @@ StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string
 /// merge-consecutive, cse and dce (Cast pairs, the float32 initializers no longer read).
 StatusOr<std::string> withPrecision(const std::string& pipeline, const std::string& precision,
                                     bool keep_io_types, const std::vector<std::string>& keep_ops,
-                                    const std::vector<std::string>& keep_nodes);
+                                    const std::vector<std::string>& keep_nodes,
+                                    const std::vector<std::string>& keep_values = {});
 
 /// `pipeline` with the opset upgrade in front when `target_opset` is positive. The upgrade comes
 /// first (after shape inference, which its Softmax rule reads), so every later pass sees the new
