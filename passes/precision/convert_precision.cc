@@ -31,21 +31,43 @@
 namespace onnxopt::passes {
 namespace {
 
-/// What onnx's schemas allow per op (tools/gen_precision_ops.py).
+/// What onnx's schemas allow for one version of an op (tools/gen_precision_ops.py).
 struct OpPrecision {
-  int64_t fp16_since = 0;
+  int64_t since = 0;
+  bool fp16 = false;
   int64_t fp16_restricted = 0;  ///< outputs (bit i) that stay float32 under float16
-  int64_t bf16_since = 0;
+  bool bf16 = false;
   int64_t bf16_restricted = 0;
+  int64_t float_inputs = 0;   ///< inputs (bit i) declared tensor(float) itself
+  int64_t float_outputs = 0;  ///< outputs likewise
 };
 
-const std::map<std::string, OpPrecision>& precisionTable() {
-  static const std::map<std::string, OpPrecision> table = {
-#define PRECISION_OP(op, h, hr, b, br) {#op, {h, hr, b, br}},
+/// Every version's row per op, oldest first.
+const std::map<std::string, std::vector<OpPrecision>>& precisionTable() {
+  static const auto* table = [] {
+    auto* t = new std::map<std::string, std::vector<OpPrecision>>();
+#define PRECISION_OP(op, since, h, hr, b, br, fi, fo) \
+  (*t)[#op].push_back({since, h != 0, hr, b != 0, br, fi, fo});
 #include "precision_ops.inc"
 #undef PRECISION_OP
-  };
-  return table;
+    return t;
+  }();
+  return *table;
+}
+
+/// The row of `op` in force at `opset` (the newest version at or below it), or nullptr.
+const OpPrecision* precisionOf(const std::string& op, int64_t opset) {
+  auto it = precisionTable().find(op);
+  if (it == precisionTable().end()) return nullptr;
+  const OpPrecision* row = nullptr;
+  for (const OpPrecision& r : it->second) {
+    if (r.since <= opset) row = &r;
+  }
+  return row;
+}
+
+bool bitSet(int64_t mask, size_t i) {
+  return i < 62 && ((mask >> i) & 1) != 0;
 }
 
 /// The ops kept in float32 by default: accumulations over many elements without a float32
@@ -111,6 +133,8 @@ bool fits(const ir::Tensor& t, DataType to) {
   }
   return true;
 }
+
+constexpr const char* kBeyondRange = "a constant beyond the type's range";
 
 class ConvertPrecisionPass final : public pass::Pass {
  public:
@@ -181,6 +205,8 @@ class ConvertPrecisionPass final : public pass::Pass {
     init_copies_.clear();
     converted_ = 0;
     casts_ = 0;
+    clips_ = 0;
+    saturated_.clear();
     captured_ = capturedValues(g);
 
     if (!keep_io_) {
@@ -197,6 +223,11 @@ class ConvertPrecisionPass final : public pass::Pass {
         convertNode(rw, n);
       } else {
         if (touchesFloat(*n)) ++kept_why[why];
+        if (why == kBeyondRange) {
+          for (ir::Value* o : n->outputs()) {
+            if (isFloatTensor(o)) saturated_.insert(o);
+          }
+        }
         feedFloat(rw, n);
       }
     }
@@ -204,6 +235,7 @@ class ConvertPrecisionPass final : public pass::Pass {
     for (const auto& [why, count] : kept_why) bump("kept: " + why, count);
     bump("converted", converted_);
     bump("casts", casts_);
+    bump("clips", clips_);
     std::string list;
     for (const auto& [why, count] : kept_why) {
       list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", why, count);
@@ -258,23 +290,22 @@ class ConvertPrecisionPass final : public pass::Pass {
       if (v != nullptr && keep_values_.count(v->name()) > 0) return "range: reads a value past it";
     }
     if (defaultKept().count(n.opType()) > 0) return "accumulation-sensitive";
-    auto it = precisionTable().find(n.opType());
-    if (it == precisionTable().end()) return "unknown op";
+    if (precisionTable().count(n.opType()) == 0) return "unknown op";
+    const OpPrecision* row = precisionOf(n.opType(), opset_);
     bool half = target_ == DataType::kFloat16;
-    int64_t since = half ? it->second.fp16_since : it->second.bf16_since;
-    int64_t restricted = half ? it->second.fp16_restricted : it->second.bf16_restricted;
-    if (since == 0 || opset_ < since) return "type not allowed at this opset";
+    if (row == nullptr || !(half ? row->fp16 : row->bf16)) return "type not allowed at this opset";
+    int64_t restricted = half ? row->fp16_restricted : row->bf16_restricted;
     for (size_t i = 0; i < n.numOutputs(); ++i) {
       ir::Value* o = n.output(i);
       if (o == nullptr) continue;
-      if (i < 63 && (restricted >> i & 1) != 0 && (o->hasUses() || o->isGraphOutput())) {
+      if (bitSet(restricted, i) && (o->hasUses() || o->isGraphOutput())) {
         return "an output stays float32";
       }
       if (captured_.count(o) > 0) return "read by a subgraph";
     }
     for (ir::Value* v : n.inputs()) {
       if (!isFloatTensor(v) || v->initializer() == nullptr) continue;
-      if (!fits(*v->initializer(), target_)) return "a constant beyond the type's range";
+      if (!fits(*v->initializer(), target_)) return kBeyondRange;
     }
     if (n.opType() == "Exp" || n.opType() == "Pow" || n.opType() == "Log") {
       // A chain into a reduction kept in float32: its values are computed in float32 too.
@@ -315,7 +346,26 @@ class ConvertPrecisionPass final : public pass::Pass {
     ir::Type t = v->type();
     t.elem_type = to;
     rw.setInsertionPoint(before);
-    ir::Node* cast = rw.createNode("Cast", "", {v}, std::vector<ir::Type>{t});
+    ir::Value* in = v;
+    if (to != DataType::kFloat && saturated_.count(v) > 0 && opset_ >= 12) {
+      // The output of a node kept for a constant past the type's range (an attention mask of
+      // float32's lowest value): clipped to the type's finite range before the Cast, which would
+      // make it -inf (a row masked everywhere would then give NaN, where float32 gives a uniform
+      // softmax).
+      ir::Graph& g = *v->owningGraph();
+      std::string prefix = to == DataType::kFloat16 ? "fp16" : "bf16";
+      ir::Tensor lo(DataType::kFloat, {}), hi(DataType::kFloat, {});
+      float lo_v = -maxFinite(to), hi_v = maxFinite(to);
+      lo.setBytes(std::string(reinterpret_cast<const char*>(&lo_v), sizeof lo_v));
+      hi.setBytes(std::string(reinterpret_cast<const char*>(&hi_v), sizeof hi_v));
+      ir::Node* clip = rw.createNode("Clip", "",
+                                     {v, rw.createInitializer(g, prefix + "_lowest", std::move(lo)),
+                                      rw.createInitializer(g, prefix + "_max", std::move(hi))},
+                                     std::vector<ir::Type>{v->type()});
+      in = clip->output(0);
+      ++clips_;
+    }
+    ir::Node* cast = rw.createNode("Cast", "", {in}, std::vector<ir::Type>{t});
     rw.setAttribute(cast, pass::intAttr("to", static_cast<int64_t>(to)));
     ++casts_;
     cache[v] = cast->output(0);
@@ -323,12 +373,20 @@ class ConvertPrecisionPass final : public pass::Pass {
   }
 
   void convertNode(rewrite::Rewriter& rw, ir::Node* n) {
+    const OpPrecision* row = precisionOf(n->opType(), opset_);
     for (size_t i = 0; i < n->numInputs(); ++i) {
       ir::Value* v = n->input(i);
+      if (bitSet(row->float_inputs, i)) {  // declared tensor(float): stays float32
+        if (v != nullptr && retyped_.count(v) > 0) {
+          rw.setInput(n, i, castOf(rw, v, DataType::kFloat, n, to_float_));
+        }
+        continue;
+      }
       if (isFloatTensor(v)) rw.setInput(n, i, asTarget(rw, v, n));
     }
-    for (ir::Value* o : n->outputs()) {
-      if (isFloatTensor(o)) retype(rw, o);
+    for (size_t i = 0; i < n->numOutputs(); ++i) {
+      ir::Value* o = n->output(i);
+      if (isFloatTensor(o) && !bitSet(row->float_outputs, i)) retype(rw, o);
     }
     if (n->opType() == "Cast") {
       const ir::Attribute* to = n->findAttribute("to");
@@ -382,8 +440,9 @@ class ConvertPrecisionPass final : public pass::Pass {
   int64_t opset_ = 1;
   std::set<const ir::Value*> captured_;
   std::set<ir::Value*> retyped_;
+  std::set<ir::Value*> saturated_;  ///< outputs of nodes kept for kBeyondRange
   std::map<ir::Value*, ir::Value*> to_target_, to_float_, init_copies_;
-  int64_t converted_ = 0, casts_ = 0;
+  int64_t converted_ = 0, casts_ = 0, clips_ = 0;
 };
 
 }  // namespace

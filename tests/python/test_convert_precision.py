@@ -1,8 +1,10 @@
 """--precision fp16|bf16 (convert-precision): converted models are valid ONNX (the full checker),
-run on the reference executor within the target type's tolerance of the float32 original, place
-Casts only at island borders, and refuse bad options with a message. On the bundled CNN and BERT
-(whose attention mask holds float32's lowest value, which float16 cannot: that node stays float32)
-and two of ../shared/models/real."""
+load in onnxruntime (fp16), run on the reference executor within the target type's tolerance of
+the float32 original, place Casts only at island borders, and refuse bad options with a message.
+On the bundled CNN, U-Net (Resize's scales stay float32: declared tensor(float)), BERT, GPT-2 and
+Llama (whose attention masks hold float32's lowest value, which float16 cannot: those nodes stay
+float32 and their outputs are clipped to float16's range where they enter it, or a fully masked
+row would be NaN) and two of ../shared/models/real."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-MODELS = ["models/tiny_cnn/model.onnx", "models/transformers/bert_dynamo/model.onnx"]
+MODELS = ["models/tiny_cnn/model.onnx", "models/transformers/bert_dynamo/model.onnx",
+          "models/tiny_unet/model.onnx", "models/transformers/gpt2_dynamo/model.onnx",
+          "models/transformers/llama_dynamo/model.onnx"]
 REAL = ["mnist_opset7.onnx", "ultraface_slim_320.onnx"]
 # What `opt check` is given: the target types' rounding over a whole network, not one op's.
 TOLERANCE = {"fp16": "0.05", "bf16": "0.2"}
@@ -61,6 +65,8 @@ def test_converted_model_is_valid_and_close(precision, index, repo_root, shared_
     src_model = onnx.load(str(src))
     for a, b in zip(src_model.graph.output, model.graph.output):
         assert a.type.tensor_type.elem_type == b.type.tensor_type.elem_type
+    if precision == "fp16":
+        ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     tol = TOLERANCE[precision]
     r = run_opt("check", str(src), str(out), "--atol", tol, "--rtol", tol)
     assert r.returncode == 0, r.stdout + r.stderr
