@@ -10,8 +10,26 @@
 namespace onnxopt::runtime {
 namespace {
 
-Tolerance toleranceFor(DataType dtype, const CompareOptions& options) {
-  Tolerance t = defaultTolerance(dtype);
+bool isFloat(DataType t) {
+  return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16;
+}
+
+/// Rank of a float type by the width of its default tolerance: float < float16 < bfloat16.
+int looseness(DataType t) {
+  return t == DataType::kBfloat16 ? 3 : t == DataType::kFloat16 ? 2 : t == DataType::kFloat ? 1 : 0;
+}
+
+Tolerance toleranceFor(DataType dtype, const CompareOptions& options, DataType other = {}) {
+  // Float values compare at the loosest of their types and the compute type: a float32 output of
+  // a model computed in float16 is held to float16's tolerance, as is a value float32 in one run
+  // and float16 in the other (--per-layer across a conversion).
+  DataType use = dtype;
+  if (isFloat(dtype)) {
+    for (DataType t : {other, options.compute_type}) {
+      if (isFloat(t) && looseness(t) > looseness(use)) use = t;
+    }
+  }
+  Tolerance t = defaultTolerance(use);
   if (options.atol) t.atol = *options.atol;
   if (options.rtol) t.rtol = *options.rtol;
   return t;
@@ -38,6 +56,20 @@ void restoreInputs(std::vector<InputValue>& inputs, Feeds& feeds) {
 
 }  // namespace
 
+DataType narrowestFloatType(const ir::Model& model) {
+  DataType out = DataType::kUndefined;
+  auto see = [&out](const ir::Value* v) {
+    if (v == nullptr || !v->type().isTensor()) return;
+    DataType t = v->type().elem_type;
+    if (isFloat(t) && looseness(t) > looseness(out)) out = t;
+  };
+  for (const ir::Value* v : model.graph->initializers()) see(v);
+  for (const ir::Node* n : *model.graph) {
+    for (const ir::Value* v : n->outputs()) see(v);
+  }
+  return out;
+}
+
 ModelComparison compareRuns(const ExecutionResult& expected, const ExecutionResult& actual,
                             const CompareOptions& options) {
   ModelComparison result;
@@ -54,7 +86,7 @@ ModelComparison compareRuns(const ExecutionResult& expected, const ExecutionResu
       c.problem = "missing from the optimized model";
     } else {
       c = compareTensors(name, expected.outputs[i], actual.outputs[j],
-                         toleranceFor(expected.outputs[i].dtype, options));
+                         toleranceFor(expected.outputs[i].dtype, options, actual.outputs[j].dtype));
     }
     result.passed &= c.passed;
     result.outputs.push_back(std::move(c));
@@ -65,8 +97,8 @@ ModelComparison compareRuns(const ExecutionResult& expected, const ExecutionResu
   for (const RecordedValue& v : actual.intermediates) {
     auto it = before.find(v.name);
     if (it == before.end()) continue;
-    TensorComparison c =
-        compareTensors(v.name, *it->second, v.value, toleranceFor(it->second->dtype, options));
+    TensorComparison c = compareTensors(v.name, *it->second, v.value,
+                                        toleranceFor(it->second->dtype, options, v.value.dtype));
     if (!c.passed && result.first_failing_layer.empty()) {
       result.first_failing_layer = v.name;
       result.first_failing_op = v.op;
@@ -199,7 +231,11 @@ StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& op
   if (!actual.isOk()) {
     return runFailure(actual.status(), optimized_label, options.failure_note);
   }
-  static_cast<ModelComparison&>(result) = compareRuns(*expected, *actual, options.compare);
+  CompareOptions compare = options.compare;
+  if (compare.compute_type == DataType::kUndefined) {
+    compare.compute_type = narrowestFloatType(optimized);
+  }
+  static_cast<ModelComparison&>(result) = compareRuns(*expected, *actual, compare);
   restoreInputs(result.inputs, feeds);
   return result;
 }

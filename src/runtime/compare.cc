@@ -88,7 +88,13 @@ TensorComparison compareTensors(const std::string& name, const kernels::HostTens
   c.dtype = expected.dtype;
   c.dims = expected.dims;
   c.tolerance = tolerance;
-  if (expected.dtype != actual.dtype) {
+  auto floating = [](DataType t) {
+    return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16 ||
+           t == DataType::kDouble;
+  };
+  // Float types compare as numbers across types (a value converted by --precision); others must
+  // match.
+  if (expected.dtype != actual.dtype && !(floating(expected.dtype) && floating(actual.dtype))) {
     c.problem = fmt::format("element type {} != {}", dataTypeName(actual.dtype),
                             dataTypeName(expected.dtype));
     return c;

@@ -203,3 +203,20 @@ def test_calibration_inputs(run_opt, work_dir):
         assert not Path(str(out) + ".bad").exists()
     r = run_opt(str(src), "--calibration-input", f"x={small}", "-o", str(out) + ".bad")
     assert r.returncode == 2 and "--calibration-input needs --precision fp16" in r.stderr, r.stderr
+
+
+def test_check_holds_a_converted_model_to_its_compute_type(repo_root, run_opt, work_dir):
+    """opt check without --atol/--rtol: a float16 model with float32 outputs passes at float16's
+    tolerance (it would fail float32's 1e-5), and --per-layer compares values across types."""
+    src = repo_root / MODELS[0]
+    out = work_dir / "cnn16.onnx"
+    r = run_opt(str(src), "--precision", "fp16", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    r = run_opt("check", str(src), str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1e-03/1e-02" in r.stdout, r.stdout
+    r = run_opt("check", str(src), str(out), "--per-layer")
+    assert "element type" not in r.stdout, r.stdout
+    # The untouched model still gets float32's tolerance.
+    r = run_opt("check", str(src), str(src))
+    assert "1e-05/1e-04" in r.stdout, r.stdout

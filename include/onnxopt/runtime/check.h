@@ -23,7 +23,16 @@ struct CompareOptions {
       atol;  ///< overrides the per-type default (defaultTolerance) for every value
   std::optional<double> rtol;
   bool per_layer = false;  ///< also compare every value both runs recorded under the same name
+  /// The narrowest float type the actual model computes in (float16 or bfloat16 for a
+  /// --precision conversion, whose outputs may still be float32): float values are held to that
+  /// type's default tolerance. kUndefined: each value's own type. checkModels sets it.
+  DataType compute_type = DataType::kUndefined;
 };
+
+/// The narrowest of float16, bfloat16 and float that `model`'s main graph holds in an
+/// initializer or a node output (bfloat16 counts as narrower: its tolerance is the wider);
+/// kUndefined when none.
+DataType narrowestFloatType(const ir::Model& model);
 
 /// How the run of one model compares with the run of another on the same inputs.
 struct ModelComparison {

@@ -39,7 +39,8 @@ struct TensorComparison {
 };
 
 /// Compares `actual` against `expected`. NaNs at the same place and equal infinities count as
-/// equal; a NaN or infinity against anything else is a mismatch with infinite error.
+/// equal; a NaN or infinity against anything else is a mismatch with infinite error. Float types
+/// (float, float16, bfloat16, double) compare as numbers across types; other types must match.
 TensorComparison compareTensors(const std::string& name, const kernels::HostTensor& expected,
                                 const kernels::HostTensor& actual, Tolerance tolerance);
 
