@@ -311,10 +311,7 @@ struct DeviceBuffer {
 
 /// Whether ONNXOPT_CONV_TRACE is set: each geometry's candidates and their times go to stderr.
 bool traceAlgos() {
-  static const bool on = [] {
-    const char* v = std::getenv("ONNXOPT_CONV_TRACE");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
+  static const bool on = convEnvFlag("ONNXOPT_CONV_TRACE");
   return on;
 }
 
@@ -611,6 +608,13 @@ StatusOr<Decision> decide(const ConvArgs& args, const Geometry& g, Descriptors& 
   return out;
 }
 
+/// The key of one geometry and epilogue on one device (the graph plans differ by B, Z and ReLU).
+std::string decisionKey(const ConvArgs& args, const Geometry& g, int device) {
+  return fmt::format("{}|dev{}|b{}z{}r{}", g.key(args.x.dtype, args.group), device,
+                     args.b.dtype != DataType::kUndefined, args.z.dtype != DataType::kUndefined,
+                     args.relu);
+}
+
 /// The choice for this geometry and epilogue: on first use (planning: workspaceOf, never inside
 /// a CUDA graph capture) every legacy algorithm and math type cuDNN accepts for it, and each
 /// graph plan, is timed as the launch will run it (decide, timeAll: not cudnnFind*, whose
@@ -622,9 +626,7 @@ StatusOr<Decision> algoFor(const ConvArgs& args, const Geometry& g, Descriptors&
   static std::map<std::string, AlgoChoice> cache;
   int device = 0;
   ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), args.op);
-  std::string key = fmt::format("{}|dev{}|b{}z{}r{}", g.key(args.x.dtype, args.group), device,
-                                args.b.dtype != DataType::kUndefined,
-                                args.z.dtype != DataType::kUndefined, args.relu);
+  std::string key = decisionKey(args, g, device);
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
@@ -660,8 +662,7 @@ StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g, c
   int device = 0;
   ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), args.op);
   bool has_b = args.b.dtype != DataType::kUndefined;
-  std::string key = fmt::format("{}|dev{}|b{}z{}r{}", g.key(args.x.dtype, args.group), device,
-                                has_b, args.z.dtype != DataType::kUndefined, args.relu);
+  std::string key = decisionKey(args, g, device);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second.get();
   auto p = std::make_unique<Prepared>();

@@ -203,20 +203,14 @@ StatusOr<cudnnBackendDescriptor_t> graphOf(Owned& owned, const ConvGraphSpec& sp
 
 /// Whether ONNXOPT_CONV_TRACE is set (conv.cc prints the timings; here, the engines left out).
 bool tracing() {
-  static const bool on = [] {
-    const char* v = std::getenv("ONNXOPT_CONV_TRACE");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
+  static const bool on = convEnvFlag("ONNXOPT_CONV_TRACE");
   return on;
 }
 
 /// Whether ONNXOPT_CONV_GRAPH_RTC is set: engines that compile at run time are kept (for
 /// diagnosis: NVRTC at planning costs time per geometry).
 bool runtimeCompilationAllowed() {
-  static const bool on = [] {
-    const char* v = std::getenv("ONNXOPT_CONV_GRAPH_RTC");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
+  static const bool on = convEnvFlag("ONNXOPT_CONV_GRAPH_RTC");
   return on;
 }
 
@@ -264,6 +258,11 @@ bool convGraphApplies(const ConvGraphSpec& spec) {
   return (spec.dtype == DataType::kFloat16 || spec.dtype == DataType::kBfloat16) &&
          spec.x_dims.size() == 4 && spec.w_dims.size() == 4 && spec.y_dims.size() == 4 &&
          spec.w_dims[1] == spec.x_dims[1] && spec.strides.size() == 2;
+}
+
+bool convEnvFlag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
 }
 
 bool convGraphAligned(std::initializer_list<const void*> pointers) {

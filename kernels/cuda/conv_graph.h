@@ -82,6 +82,10 @@ StatusOr<std::vector<std::unique_ptr<ConvGraphPlan>>> convGraphPlans(const ConvG
                                                                      size_t max_workspace,
                                                                      size_t max_plans);
 
+/// Whether environment variable `name` is set to something other than "" or "0" (read once per
+/// name by the callers' statics): ONNXOPT_CONV_TRACE, ONNXOPT_CONV_GRAPH_RTC.
+bool convEnvFlag(const char* name);
+
 /// Whether every non-null pointer is 16-byte aligned (the plans' declared tensor alignment).
 bool convGraphAligned(std::initializer_list<const void*> pointers);
 

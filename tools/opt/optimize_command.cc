@@ -20,6 +20,7 @@
 #include "onnxopt/ir/stats.h"
 #include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/passes/registry.h"
+#include "onnxopt/runtime/compare.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/diagnostics.h"
 #include "report.h"
@@ -331,19 +332,13 @@ int writeOutputs(const OptimizeCommandOptions& opts, const ir::Model& model,
 /// covers inputs larger than the calibration's).
 constexpr double kRangeLimit = 65504.0 / 2;
 
-/// The largest finite magnitude in a float tensor, and whether it holds an infinity.
+/// The largest finite magnitude in a float32 or float64 tensor, and whether it holds an
+/// infinity ({0, false} for other types: the conversion leaves them alone).
 std::pair<double, bool> magnitudeOf(const kernels::HostTensor& t) {
+  if (t.dtype != DataType::kFloat && t.dtype != DataType::kDouble) return {0, false};
   double most = 0;
   bool inf = false;
-  for (int64_t i = 0; i < t.numElements(); ++i) {
-    double v = 0;
-    if (t.dtype == DataType::kFloat) {
-      v = t.get<float>(i);
-    } else if (t.dtype == DataType::kDouble) {
-      v = t.get<double>(i);
-    } else {
-      return {0, false};
-    }
+  for (double v : runtime::tensorAsDoubles(t).value_or(std::vector<double>{})) {
     if (std::isinf(v)) inf = true;
     if (std::isfinite(v)) most = std::max(most, std::fabs(v));
   }
