@@ -75,7 +75,8 @@ StatusOr<std::string> pipelineForLevel(int level) {
 StatusOr<std::string> withPrecision(const std::string& pipeline, const std::string& precision,
                                     bool keep_io_types, const std::vector<std::string>& keep_ops,
                                     const std::vector<std::string>& keep_nodes,
-                                    const std::vector<std::string>& keep_values) {
+                                    const std::vector<std::string>& keep_values,
+                                    const std::vector<std::string>& safe_values) {
   if (precision != "fp16" && precision != "bf16") {
     return invalidArgument("unknown precision '{}' (fp16 or bf16)", precision);
   }
@@ -84,7 +85,7 @@ StatusOr<std::string> withPrecision(const std::string& pipeline, const std::stri
     for (const std::string& x : v) s += (s.empty() ? "" : ",") + x;
     return "\"" + s + "\"";
   };
-  for (const auto& list : {keep_ops, keep_nodes, keep_values}) {
+  for (const auto& list : {keep_ops, keep_nodes, keep_values, safe_values}) {
     for (const std::string& x : list) {
       if (x.find_first_of(",\"") != std::string::npos || x.empty()) {
         return invalidArgument(
@@ -100,6 +101,7 @@ StatusOr<std::string> withPrecision(const std::string& pipeline, const std::stri
   if (!keep_ops.empty()) step += ",keep-ops=" + joined(keep_ops);
   if (!keep_nodes.empty()) step += ",keep-nodes=" + joined(keep_nodes);
   if (!keep_values.empty()) step += ",keep-values=" + joined(keep_values);
+  if (!safe_values.empty()) step += ",safe-values=" + joined(safe_values);
   step += "},fixpoint(merge-consecutive,cse,dce)";
   const std::string level1(kLevel1);
   if (pipeline.rfind(level1, 0) == 0) {

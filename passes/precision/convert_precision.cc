@@ -13,11 +13,14 @@
 // outputs is captured by a subgraph, its float initializers fit T, and it is not kept: by
 // default the accumulation-sensitive ops (the Reduce* family, CumSum, Range, Instance/Group
 // normalization's statistics), an Exp, Pow or Log feeding one of them, and what keep-ops /
-// keep-nodes name. Values between converted nodes are retyped in place; an initializer read only
+// keep-nodes name. safe-values (opt's precision analysis, runtime/precision_analysis.h) names the
+// nodes of the first two kinds measured safe in the target type, and nodes whose constant past
+// the range saturates without changing their output: those convert. Values between converted nodes are retyped in place; an initializer read only
 // by converted nodes is replaced by its T copy, one read by both sides exists once per type.
 // keep-io-types (default true) leaves the graph's float inputs and outputs float32 (Casts at the
 // border); false retypes them. Cast<to=FLOAT> nodes that are converted cast to T instead. Integer
 // and bool tensors are never touched. Main graph only: nodes with subgraphs stay float32.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -26,6 +29,7 @@
 
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
+#include "onnxopt/passes/registry.h"
 #include "onnxopt/support/half.h"
 
 namespace onnxopt::passes {
@@ -107,13 +111,16 @@ float maxFinite(DataType t) {
   return t == DataType::kFloat16 ? 65504.0f : 3.3895314e38f;
 }
 
-/// `t` (float32) converted to `to`, rounded to nearest even.
+/// `t` (float32) converted to `to`, rounded to nearest even; a finite value past the type's range
+/// saturates to its largest finite value (only the readers measured safe that way convert).
 ir::Tensor convertedTensor(const ir::Tensor& t, DataType to) {
   size_t n = t.byteSize() / sizeof(float);
   std::string bytes(n * 2, '\0');
+  const float limit = maxFinite(to);
   for (size_t i = 0; i < n; ++i) {
     float f = 0.0f;
     std::memcpy(&f, t.data() + i * sizeof(float), sizeof f);
+    if (std::isfinite(f)) f = std::clamp(f, -limit, limit);
     uint16_t h = to == DataType::kFloat16 ? floatToHalf(f) : floatToBfloat16(f);
     std::memcpy(&bytes[i * 2], &h, 2);
   }
@@ -150,7 +157,10 @@ class ConvertPrecisionPass final : public pass::Pass {
             {"keep-ops", "string", "", "op types kept in float32, comma-separated (quoted)"},
             {"keep-nodes", "string", "", "node names kept in float32, comma-separated (quoted)"},
             {"keep-values", "string", "",
-             "value names whose producers and readers stay float32 (opt's range analysis)"}};
+             "value names whose producers and readers stay float32 (opt's precision analysis)"},
+            {"safe-values", "string", "",
+             "nodes (by first output) that convert though kept by default: measured safe by "
+             "opt's precision analysis (constants past the range saturate)"}};
   }
   Status setOption(const std::string& name, const std::string& value) override {
     if (name == "to") {
@@ -186,6 +196,10 @@ class ConvertPrecisionPass final : public pass::Pass {
     }
     if (name == "keep-values") {
       keep_values_ = splitList(value);
+      return Status::ok();
+    }
+    if (name == "safe-values") {
+      safe_values_ = splitList(value);
       return Status::ok();
     }
     return Pass::setOption(name, value);
@@ -284,12 +298,15 @@ class ConvertPrecisionPass final : public pass::Pass {
     if (keep_nodes_.count(n.name()) > 0) return "keep-nodes";
     if (keep_ops_.count(n.opType()) > 0) return "keep-ops";
     for (ir::Value* o : n.outputs()) {
-      if (o != nullptr && keep_values_.count(o->name()) > 0) return "range: writes a value past it";
+      if (o != nullptr && keep_values_.count(o->name()) > 0)
+        return "analysis: writes a value kept float32";
     }
     for (ir::Value* v : n.inputs()) {
-      if (v != nullptr && keep_values_.count(v->name()) > 0) return "range: reads a value past it";
+      if (v != nullptr && keep_values_.count(v->name()) > 0)
+        return "analysis: reads a value kept float32";
     }
-    if (defaultKept().count(n.opType()) > 0) return "accumulation-sensitive";
+    const bool safe = measuredSafe(n);
+    if (!safe && defaultKept().count(n.opType()) > 0) return "accumulation-sensitive";
     if (precisionTable().count(n.opType()) == 0) return "unknown op";
     const OpPrecision* row = precisionOf(n.opType(), opset_);
     bool half = target_ == DataType::kFloat16;
@@ -305,15 +322,24 @@ class ConvertPrecisionPass final : public pass::Pass {
     }
     for (ir::Value* v : n.inputs()) {
       if (!isFloatTensor(v) || v->initializer() == nullptr) continue;
-      if (!fits(*v->initializer(), target_)) return kBeyondRange;
+      // Measured safe: the constant saturates to the type's largest finite value.
+      if (!safe && !fits(*v->initializer(), target_)) return kBeyondRange;
     }
     if (n.opType() == "Exp" || n.opType() == "Pow" || n.opType() == "Log") {
       // A chain into a reduction kept in float32: its values are computed in float32 too.
       for (const ir::Use& u : n.output(0)->uses()) {
-        if (defaultKept().count(u.user->opType()) > 0) return "feeds an accumulation";
+        if (defaultKept().count(u.user->opType()) > 0 && !measuredSafe(*u.user)) {
+          return "feeds an accumulation";
+        }
       }
     }
     return "";
+  }
+
+  /// Whether the precision analysis measured `n` safe in the target type (safe-values).
+  bool measuredSafe(const ir::Node& n) const {
+    return n.numOutputs() > 0 && n.output(0) != nullptr &&
+           safe_values_.count(n.output(0)->name()) > 0;
   }
 
   void retype(rewrite::Rewriter& rw, ir::Value* v) {
@@ -388,6 +414,7 @@ class ConvertPrecisionPass final : public pass::Pass {
       ir::Value* o = n->output(i);
       if (isFloatTensor(o) && !bitSet(row->float_outputs, i)) retype(rw, o);
     }
+    if (n->opType() == "Constant") convertConstant(rw, n);
     if (n->opType() == "Cast") {
       const ir::Attribute* to = n->findAttribute("to");
       if (to != nullptr && to->i == static_cast<int64_t>(DataType::kFloat)) {
@@ -395,6 +422,39 @@ class ConvertPrecisionPass final : public pass::Pass {
       }
     }
     ++converted_;
+  }
+
+  /// A converted Constant holds its value in the target type (value_float / value_floats become
+  /// a value tensor of it).
+  void convertConstant(rewrite::Rewriter& rw, ir::Node* n) {
+    for (const ir::Attribute& a : n->attributes()) {
+      if (a.name == "value" && a.kind == ir::Attribute::Kind::kTensor && !a.tensors.empty() &&
+          a.tensors[0].dtype() == DataType::kFloat) {
+        ir::Attribute value;
+        value.name = "value";
+        value.kind = ir::Attribute::Kind::kTensor;
+        value.tensors.push_back(convertedTensor(a.tensors[0], target_));
+        rw.setAttribute(n, std::move(value));
+        return;
+      }
+      if (a.name == "value_float" || a.name == "value_floats") {
+        std::vector<float> values = a.name == "value_float" ? std::vector<float>{a.f} : a.floats;
+        ir::Tensor t(DataType::kFloat,
+                     a.name == "value_float"
+                         ? std::vector<int64_t>{}
+                         : std::vector<int64_t>{static_cast<int64_t>(values.size())});
+        t.setBytes(std::string(reinterpret_cast<const char*>(values.data()),
+                               values.size() * sizeof(float)));
+        ir::Attribute value;
+        value.name = "value";
+        value.kind = ir::Attribute::Kind::kTensor;
+        value.tensors.push_back(convertedTensor(t, target_));
+        std::string old = a.name;
+        rw.removeAttribute(n, old);
+        rw.setAttribute(n, std::move(value));
+        return;
+      }
+    }
   }
 
   /// A kept node's inputs that were retyped get a Cast back to float32.
@@ -436,7 +496,7 @@ class ConvertPrecisionPass final : public pass::Pass {
 
   DataType target_ = DataType::kUndefined;
   bool keep_io_ = true;
-  std::set<std::string> keep_ops_, keep_nodes_, keep_values_;
+  std::set<std::string> keep_ops_, keep_nodes_, keep_values_, safe_values_;
   int64_t opset_ = 1;
   std::set<const ir::Value*> captured_;
   std::set<ir::Value*> retyped_;
@@ -446,6 +506,12 @@ class ConvertPrecisionPass final : public pass::Pass {
 };
 
 }  // namespace
+
+bool precisionMeasurable(const ir::Node& node) {
+  const std::string& op = node.opType();
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
+  return defaultKept().count(op) > 0;
+}
 
 std::unique_ptr<pass::Pass> createConvertPrecisionPass() {
   return std::make_unique<ConvertPrecisionPass>();

@@ -14,9 +14,9 @@ Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult
     ASSIGN_OR_RETURN(text, passes::pipelineFor(options.level, 0, options.target));
   }
   if (!options.precision.empty()) {
-    ASSIGN_OR_RETURN(
-        text, passes::withPrecision(text, options.precision, options.keep_io_types,
-                                    options.keep_ops, options.keep_nodes, options.keep_values));
+    ASSIGN_OR_RETURN(text, passes::withPrecision(text, options.precision, options.keep_io_types,
+                                                 options.keep_ops, options.keep_nodes,
+                                                 options.keep_values, options.safe_values));
   }
   text = passes::withTargetOpset(text, options.target_opset);
   ASSIGN_OR_RETURN(auto pipeline, pass::parsePipeline(text, &passes::createPass));

@@ -173,7 +173,7 @@ def test_range_analysis_keeps_the_overflowing_nodes(run_opt, work_dir):
     safe = work_dir / "safe.onnx"
     r = run_opt(str(src), "-O0", "--precision", "fp16", "-o", str(safe))
     assert r.returncode == 0, r.stderr
-    assert "range analysis" in r.stderr and "h (MatMul" in r.stderr, r.stderr
+    assert "past half" in r.stderr and "h (MatMul" in r.stderr, r.stderr
     nodes = {n.name: n for n in onnx.load(str(safe)).graph.node}
     elem = {v.name: v.type.tensor_type.elem_type for v in onnx.shape_inference.infer_shapes(onnx.load(str(safe))).graph.value_info}
     assert elem.get("h") == TensorProto.FLOAT and elem.get("r") == TensorProto.FLOAT
@@ -191,7 +191,7 @@ def test_calibration_inputs(run_opt, work_dir):
     out = work_dir / "out.onnx"
     r = run_opt(str(src), "-O0", "--precision", "fp16", "--calibration-input", f"x={small}", "-o", str(out))
     assert r.returncode == 0, r.stderr
-    assert "range analysis" not in r.stderr
+    assert "past half" not in r.stderr
     bad_shape = work_dir / "bad.npy"
     np.save(bad_shape, np.zeros([3, 64], np.float32))
     for args, message in [
@@ -202,7 +202,7 @@ def test_calibration_inputs(run_opt, work_dir):
         assert r.returncode != 0 and message in r.stderr, r.stderr
         assert not Path(str(out) + ".bad").exists()
     r = run_opt(str(src), "--calibration-input", f"x={small}", "-o", str(out) + ".bad")
-    assert r.returncode == 2 and "--calibration-input needs --precision fp16" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--calibration-input needs --precision" in r.stderr, r.stderr
 
 
 def test_check_holds_a_converted_model_to_its_compute_type(repo_root, run_opt, work_dir):
@@ -220,3 +220,180 @@ def test_check_holds_a_converted_model_to_its_compute_type(repo_root, run_opt, w
     # The untouched model still gets float32's tolerance.
     r = run_opt("check", str(src), str(src))
     assert "1e-05/1e-04" in r.stdout, r.stdout
+
+
+def _types_of(path: Path) -> dict[str, int]:
+    """Element type of every value of the model, by name (shape inference for the untyped)."""
+    m = onnx.shape_inference.infer_shapes(onnx.load(str(path)))
+    out = {v.name: v.type.tensor_type.elem_type for v in list(m.graph.value_info) + list(m.graph.output)}
+    out.update({i.name: i.data_type for i in m.graph.initializer})
+    return out
+
+
+def _rms_norm_model(scale: float) -> onnx.ModelProto:
+    """x * scale -> RMSNorm (Pow 2, ReduceMean, Add eps, Sqrt, Div) -> MatMul: Llama's norm as the
+    torch exporter writes it."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 64])
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array(np.array([scale], np.float32), "scale"),
+             numpy_helper.from_array(np.array([2.0], np.float32), "two"),
+             numpy_helper.from_array(np.array([1], np.int64), "axes"),
+             numpy_helper.from_array(np.array([1e-6], np.float32), "eps"),
+             numpy_helper.from_array((rng.standard_normal([64, 64]) / 8).astype(np.float32), "w")]
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["h"], name="scale"),
+             helper.make_node("Pow", ["h", "two"], ["sq"], name="square"),
+             helper.make_node("ReduceMean", ["sq", "axes"], ["ms"], name="mean", keepdims=1),
+             helper.make_node("Add", ["ms", "eps"], ["v"], name="add_eps"),
+             helper.make_node("Sqrt", ["v"], ["rms"], name="sqrt"),
+             helper.make_node("Div", ["h", "rms"], ["n"], name="normalize"),
+             helper.make_node("MatMul", ["n", "w"], ["y"], name="proj")]
+    g = helper.make_graph(nodes, "g", [x], [y], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_precision_analysis_converts_a_reduction_measured_safe(run_opt, work_dir):
+    """The RMSNorm's ReduceMean of x^2 is accumulation-sensitive (float32 by default, two Casts
+    around it); measured on the float32 run, x^2 fits float16 and the mean keeps its precision,
+    so the whole chain converts: no Cast but the graph's two. Scaled so x^2 passes float16's
+    range, the Pow, the mean and their neighbours stay float32 instead."""
+    src = work_dir / "rms.onnx"
+    onnx.save(_rms_norm_model(1.0), str(src))
+    default = work_dir / "default.onnx"
+    r = run_opt(str(src), "-O0", "--precision", "fp16", "--range-analysis", "false", "-o", str(default))
+    assert r.returncode == 0, r.stderr
+    t = _types_of(default)
+    assert t["ms"] == TensorProto.FLOAT and t["sq"] == TensorProto.FLOAT
+    assert sum(n.op_type == "Cast" for n in onnx.load(str(default)).graph.node) == 4
+    measured = work_dir / "measured.onnx"
+    r = run_opt(str(src), "-O0", "--precision", "fp16", "-o", str(measured))
+    assert r.returncode == 0, r.stderr
+    assert "measured safe" in r.stderr and "ms (ReduceMean" in r.stderr, r.stderr
+    t = _types_of(measured)
+    assert t["ms"] == TensorProto.FLOAT16 and t["sq"] == TensorProto.FLOAT16
+    model = onnx.load(str(measured))
+    onnx.checker.check_model(model, full_check=True)
+    assert sum(n.op_type == "Cast" for n in model.graph.node) == 2
+    r = run_opt("check", str(src), str(measured))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    big = work_dir / "big.onnx"
+    onnx.save(_rms_norm_model(400.0), str(big))  # |h| up to ~1600: h^2 past 65504
+    out = work_dir / "big16.onnx"
+    r = run_opt(str(big), "-O0", "--precision", "fp16", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    t = _types_of(out)
+    assert t["sq"] == TensorProto.FLOAT and t["ms"] == TensorProto.FLOAT, r.stderr
+    r = run_opt("check", str(big), str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _rotary_model() -> onnx.ModelProto:
+    """cos(pos * f): rotary angles up to ~2000 radians. float16 rounds 2000 to a multiple of 1, so
+    the cosine of the rounded angle is noise; float32 keeps it."""
+    pos = helper.make_tensor_value_info("pos", TensorProto.FLOAT, [64, 1])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 8])
+    freq = numpy_helper.from_array((32.0 / 10000.0 ** (np.arange(8) / 8)).astype(np.float32), "freq")
+    nodes = [helper.make_node("Mul", ["pos", "freq"], ["angle"], name="angles"),
+             helper.make_node("Cos", ["angle"], ["c"], name="cos"),
+             helper.make_node("Relu", ["c"], ["y"], name="act")]
+    g = helper.make_graph(nodes, "g", [pos], [y], [freq])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_precision_analysis_keeps_what_loses_precision(run_opt, work_dir):
+    """With calibration positions 0..63, the Cos of float16-rounded angles is off by up to ~0.03
+    (past 16 units of float16's rounding of its largest output): the analysis keeps the Cos and
+    its input's producer float32, and the converted model matches where the naive one does
+    not."""
+    src = work_dir / "rotary.onnx"
+    onnx.save(_rotary_model(), str(src))
+    pos = work_dir / "pos.npy"
+    np.save(pos, np.arange(64, dtype=np.float32).reshape(64, 1))
+    naive = work_dir / "naive.onnx"
+    r = run_opt(str(src), "-O0", "--precision", "fp16", "--range-analysis", "false", "-o", str(naive))
+    assert r.returncode == 0, r.stderr
+    kept = work_dir / "kept.onnx"
+    r = run_opt(str(src), "-O0", "--precision", "fp16", "--calibration-input", f"pos={pos}", "-o", str(kept))
+    assert r.returncode == 0, r.stderr
+    assert "c (Cos" in r.stderr and "lose more than" in r.stderr, r.stderr
+    t = _types_of(kept)
+    assert t["angle"] == TensorProto.FLOAT and t["c"] == TensorProto.FLOAT
+    check = ["--input", f"pos={pos}", "--atol", "0.01", "--rtol", "0.01"]
+    r = run_opt("check", str(src), str(naive), *check)
+    assert r.returncode == 3, "the naive conversion was expected to lose the cosine\n" + r.stdout
+    r = run_opt("check", str(src), str(kept), *check)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _mask_model(mask_op: str) -> onnx.ModelProto:
+    """scores + mask -> Softmax, the mask float32's lowest where masked: Where(keep, 0, lowest)
+    (its output is exactly 0 or lowest), or Mul(m, lowest) for a soft m in [0, 1]."""
+    s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [4, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])
+    lowest = numpy_helper.from_array(np.array([np.finfo(np.float32).min], np.float32), "lowest")
+    inits = [lowest]
+    if mask_op == "Where":
+        keep = np.ones([4, 8], bool)
+        keep[:, 6:] = False
+        inits += [numpy_helper.from_array(keep, "keep"), numpy_helper.from_array(np.zeros([1], np.float32), "zero")]
+        mask = helper.make_node("Where", ["keep", "zero", "lowest"], ["m"], name="mask")
+    else:
+        soft = np.random.default_rng(3).uniform(0, 1, [4, 8]).astype(np.float32)
+        inits += [numpy_helper.from_array(soft, "soft")]
+        mask = helper.make_node("Mul", ["soft", "lowest"], ["m"], name="mask")
+    nodes = [mask, helper.make_node("Add", ["s", "m"], ["a"], name="add"),
+             helper.make_node("Softmax", ["a"], ["y"], name="softmax", axis=-1)]
+    g = helper.make_graph(nodes, "g", [s], [y], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("mask_op", ["Where", "Mul"])
+def test_precision_analysis_saturates_a_mask_constant(mask_op, run_opt, work_dir):
+    """Where(keep, 0, lowest) with lowest saturated to -65504 gives the float32 output clipped to
+    float16's range exactly: it converts, with no Clip or Cast for the mask. Mul(soft, lowest)
+    does not (0.5 * -65504 is not the clipped -1.7e38): it stays float32, and so do its readers
+    (its values are past the range)."""
+    src = work_dir / "mask.onnx"
+    onnx.save(_mask_model(mask_op), str(src))
+    out = work_dir / "mask16.onnx"
+    r = run_opt(str(src), "-O0", "--precision", "fp16", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    model = onnx.load(str(out))
+    onnx.checker.check_model(model, full_check=True)
+    ops = [n.op_type for n in model.graph.node]
+    t = _types_of(out)
+    if mask_op == "Where":
+        assert "Clip" not in ops and ops.count("Cast") == 2, ops
+        assert t["m"] == TensorProto.FLOAT16
+        low = [i for i in model.graph.initializer if i.data_type == TensorProto.FLOAT16 and "lowest" in i.name]
+        assert low and numpy_helper.to_array(low[0]).min() == np.float16(-65504)
+    else:
+        # Its output (up to 1.7e38) is past the range: the Mul and its readers stay float32.
+        assert t["m"] == TensorProto.FLOAT and "Cast" not in ops, ops
+    r = run_opt("check", str(src), str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_padding_mask_does_not_keep_the_attention_float32(repo_root, run_opt, work_dir):
+    """BERT calibrated with a padding mask (the last 28 of 128 positions masked): the scores the
+    mask's Add makes are float32's lowest there, past float16's range, but they are masks (the
+    Where saturates to -65504, and they read as -inf downstream): no softmax stays float32, and
+    the Casts are the model's own one and the output's."""
+    src = repo_root / MODELS[1]
+    mask = np.ones([1, 128], np.int64)
+    mask[:, 100:] = 0
+    ids = np.random.default_rng(0).integers(0, 1000, [1, 128]).astype(np.int64)
+    np.save(work_dir / "mask.npy", mask)
+    np.save(work_dir / "ids.npy", ids)
+    out = work_dir / "bert16.onnx"
+    r = run_opt(str(src), "--precision", "fp16", "-o", str(out),
+                "--calibration-input", f"attention_mask={work_dir / 'mask.npy'}",
+                "--calibration-input", f"input_ids={work_dir / 'ids.npy'}")
+    assert r.returncode == 0, r.stderr
+    assert "past half" not in r.stderr, r.stderr
+    g = onnx.load(str(out)).graph
+    assert [n.op_type for n in g.node].count("Cast") == 2
+    r = run_opt("check", str(src), str(out), "--input", f"attention_mask={work_dir / 'mask.npy'}",
+                "--input", f"input_ids={work_dir / 'ids.npy'}", "--atol", "0.05", "--rtol", "0.05")
+    assert r.returncode == 0, r.stdout + r.stderr

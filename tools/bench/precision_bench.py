@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """float16 conversion: `opt --precision fp16` (-O2, range analysis on) against onnxconverter-common's
 convert_float_to_float16(model, keep_io_types=True), on the same models: Cast nodes in each
-output, and each output's largest error against the float32 original, both run by `opt check`
+output, and each output's largest error (and cosine similarity) against the float32 original, both run by `opt check`
 on the reference kernels with the same seeded inputs (so one runner judges both). Also whether
 onnxruntime loads each result (onnxconverter-common's target). Prints a markdown table
 (docs/precision.md).
@@ -46,24 +46,31 @@ def casts(path: Path) -> int:
     return sum(n.op_type == "Cast" for n in m.graph.node)
 
 
-def max_error(opt: str, original: Path, converted: Path) -> str:
-    """The largest max-abs error over the outputs, as `opt check` reports it (or why it failed)."""
+def max_error(opt: str, original: Path, converted: Path) -> tuple[str, str]:
+    """The largest max-abs error and the smallest cosine similarity over the outputs, as `opt
+    check` reports them (or why it failed). The cosine shows an output that is all wrong though
+    small (activations under float16's smallest normal)."""
     r = subprocess.run([opt, "check", str(original), str(converted), "--atol", "1e30", "--rtol", "1e30"],
                        capture_output=True, text=True, timeout=900)
-    errs = []
+    errs, cosines = [], []
     for line in r.stdout.splitlines():
-        m = re.match(r"\s+(\S+)\s+(float\S*|double)\s+(\S+)\s", line)
+        m = re.match(r"\s+(\S+)\s+(float\S*|double)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s", line)
         if m:
             errs.append(m.group(3))
+            cosines.append(m.group(6))
     if r.returncode != 0 and not errs:
-        return "fails: " + (r.stderr.strip().splitlines() or ["?"])[-1][:60]
+        return "fails: " + (r.stderr.strip().splitlines() or ["?"])[-1][:60], "-"
     vals = []
     for e in errs:
         try:
             vals.append(float(e))
         except ValueError:
-            return e  # nan / inf
-    return f"{max(vals):.3g}" if vals else "-"
+            return e, "-"  # nan / inf
+    try:
+        cos = f"{min(float(c) for c in cosines):.4f}" if cosines else "-"
+    except ValueError:
+        cos = "-"
+    return (f"{max(vals):.3g}" if vals else "-"), cos
 
 
 def ort_loads(path: Path) -> str:
@@ -97,15 +104,16 @@ def main(argv: list[str]) -> int:
                 theirs_ok, why = False, str(e).splitlines()[0][:50]
             label = f"{src.parent.name}/{src.name}" if src.name == "model.onnx" else src.name
             row = [label, str(casts(src))]
-            row += [str(casts(ours)), max_error(a.opt, src, ours), ort_loads(ours)] if ours_ok else \
-                   ["-", "fails: " + r.stderr.strip().splitlines()[-1][:60], "-"]
-            row += [str(casts(theirs)), max_error(a.opt, src, theirs), ort_loads(theirs)] if theirs_ok else \
-                   ["-", "fails: " + why, "-"]
+            row += [str(casts(ours)), *max_error(a.opt, src, ours), ort_loads(ours)] if ours_ok else \
+                   ["-", "fails: " + r.stderr.strip().splitlines()[-1][:60], "-", "-"]
+            row += [str(casts(theirs)), *max_error(a.opt, src, theirs), ort_loads(theirs)] if theirs_ok else \
+                   ["-", "fails: " + why, "-", "-"]
             rows.append(row)
             print(" | ".join(row), file=sys.stderr, flush=True)
-    print("| model | Casts before | ours: Casts | ours: max abs error | ours: onnxruntime loads | "
-          "onnxconverter-common: Casts | its max abs error | it: onnxruntime loads |")
-    print("|---|---:|---:|---:|---|---:|---:|---|")
+    print("| model | Casts before | ours: Casts | ours: max abs error | ours: min cosine | "
+          "ours: onnxruntime loads | onnxconverter-common: Casts | its max abs error | its min cosine | "
+          "it: onnxruntime loads |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|---:|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
     return 0

@@ -13,6 +13,11 @@ Plain python3 + numpy + onnx (no pytest); tools/gpu/test.sh's `models` group cal
     python3 tools/gpu/models_cuda.py --runner cuda --against reference --jobs 12 --json models.json
     .venv/bin/python tools/gpu/models_cuda.py --runner reference --against reference --jobs 2
 
+With --precision fp16|bf16 (issue 19's acceptance on the GPU): each model is converted too (`opt MODEL -o
+OUT -O2 --precision P`), and `opt check MODEL OUT --runner cuda --against reference` holds the converted
+model on the CUDA runtime to the float32 original on the reference kernels, at --atol/--rtol (default 0.05
+for fp16, 0.2 for bf16: a network's worth of the type's rounding, as tests/python/test_convert_precision.py).
+
 One line per model (PASS / FAIL / EXPECTED-ERROR / NOT-RUN, max abs error, fallback count, seconds),
 then a `total:` line; the JSON has each model's record. Exit status 1 when any model fails or was not
 run (--time-limit: models not started by then are recorded as not-run, and the JSON is still written).
@@ -54,8 +59,12 @@ def _tail(proc: subprocess.CompletedProcess, width: int = 500) -> str:
     return " | ".join(text[-4:])[:width]
 
 
-def run_model(case_id: str, path: Path, opt: Path, runner: str, against: str) -> dict:
-    """One model: optimized, checked on `runner` against `against`, its fallbacks on `runner`."""
+PRECISION_TOLERANCE = {"fp16": "0.05", "bf16": "0.2"}
+
+
+def run_model(case_id: str, path: Path, opt: Path, runner: str, against: str, precision: str = "") -> dict:
+    """One model: optimized (converted to `precision` when set), checked on `runner` against
+    `against` (against the original when converted), its fallbacks on `runner`."""
     start = time.monotonic()
     record = {"model": case_id, "path": str(path), "status": "fail", "detail": "", "max_abs_error": None,
               "fallbacks": None, "outputs": 0}
@@ -84,12 +93,15 @@ def run_model(case_id: str, path: Path, opt: Path, runner: str, against: str) ->
         args = model_corpus.input_args(model, path, work)
         record["args"] = args
         optimized = work / "optimized.onnx"
-        proc = _opt(opt, path, "-o", optimized, "-O2")
+        convert = ["--precision", precision] if precision else []
+        proc = _opt(opt, path, "-o", optimized, "-O2", *convert)
         if proc.returncode != 0:
-            return done("fail", f"opt -O2 exit {proc.returncode}: {_tail(proc)}")
+            return done("fail", f"opt -O2 {' '.join(convert)} exit {proc.returncode}: {_tail(proc)}")
         report = work / "check.json"
-        proc = _opt(opt, "check", optimized, "--runner", runner, "--against", against, "--seed", "0", *args,
-                    "--report", report)
+        pair = [path, optimized] if precision else [optimized]
+        tol = ["--atol", PRECISION_TOLERANCE[precision], "--rtol", PRECISION_TOLERANCE[precision]] if precision else []
+        proc = _opt(opt, "check", *pair, "--runner", runner, "--against", against, "--seed", "0", *args,
+                    *tol, "--report", report)
         check_out = proc
         if report.is_file():
             outputs = json.loads(report.read_text()).get("check", {}).get("outputs", [])
@@ -113,13 +125,13 @@ def run_model(case_id: str, path: Path, opt: Path, runner: str, against: str) ->
     return done("pass")
 
 
-def _run_one(job: tuple[str, str, str, str, str, float]) -> dict:
-    case_id, path, opt, runner, against, deadline = job
+def _run_one(job: tuple[str, str, str, str, str, float, str]) -> dict:
+    case_id, path, opt, runner, against, deadline, precision = job
     if time.time() > deadline:
         return {"model": case_id, "path": path, "status": "not-run", "max_abs_error": None, "fallbacks": None,
                 "outputs": 0, "seconds": 0.0, "detail": "not run: past --time-limit"}
     try:
-        return run_model(case_id, Path(path), Path(opt), runner, against)
+        return run_model(case_id, Path(path), Path(opt), runner, against, precision)
     except Exception as e:  # noqa: BLE001 - a harness error is that model's failure, not the run's
         return {"model": case_id, "path": path, "status": "fail", "max_abs_error": None, "fallbacks": None,
                 "outputs": 0, "seconds": 0.0, "detail": f"harness: {type(e).__name__}: {e}"[:500]}
@@ -159,6 +171,8 @@ def main() -> int:
     parser.add_argument("--json", help="where to write the results")
     parser.add_argument("--models", default="", help="only the models whose id matches this regular expression")
     parser.add_argument("--opt", help="the opt binary (default: ONNXOPT_OPT, else build/bin/opt)")
+    parser.add_argument("--precision", default="", choices=["", "fp16", "bf16"],
+                        help="convert each model and check it against its float32 original")
     parser.add_argument("--time-limit", type=float, default=0,
                         help="seconds: models not started by then are recorded as not-run (0: no limit)")
     args = parser.parse_args()
@@ -174,7 +188,8 @@ def main() -> int:
     start = time.monotonic()
     # The largest first, so that the slowest models do not start last.
     order = sorted(range(len(cases)), key=lambda k: -cases[k][1].stat().st_size)
-    jobs = {k: (cases[k][0], str(cases[k][1]), str(opt), args.runner, args.against, deadline) for k in order}
+    jobs = {k: (cases[k][0], str(cases[k][1]), str(opt), args.runner, args.against, deadline, args.precision)
+            for k in order}
     records: dict[int, dict] = {}
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(_run_one, jobs[k]): k for k in order}
@@ -192,9 +207,11 @@ def main() -> int:
     print(f"total: pass {counts['pass']}, fail {counts['fail']}, expected error {counts['expected-error']}{not_run} "
           f"({len(results)} models, {with_fallbacks} with fallbacks, {fallbacks} fallback nodes, "
           f"{whole} run wholly on the CPU; "
-          f"runner {args.runner} against {args.against}; {seconds:.0f} s)")
+          f"runner {args.runner} against {args.against}{'; ' + args.precision if args.precision else ''}; "
+          f"{seconds:.0f} s)")
     if args.json:
-        data = {"runner": args.runner, "against": args.against, "onnx": onnx.__version__,
+        data = {"runner": args.runner, "against": args.against, "precision": args.precision,
+                "onnx": onnx.__version__,
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "seconds": round(seconds, 1), "jobs": args.jobs, "totals": counts, "models": results}
         Path(args.json).write_text(json.dumps(data, indent=1) + "\n")

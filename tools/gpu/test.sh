@@ -12,6 +12,10 @@
 #   conformance  every ONNX node test case through `opt run --device cuda` (conformance_cuda.py).
 #   models       every model of the corpus at -O2, `opt check --runner cuda --against reference`
 #                (models_cuda.py).
+#   precision    the models group's models converted with --precision fp16, then bf16, each
+#                checked on the CUDA runtime against its float32 original on the reference kernels
+#                (models_cuda.py --precision; issue 19); precision_fp16.json and precision_bf16.json.
+#                Not part of all.
 #   bench        `opt bench` on the bundled transformer and CNN models, with and without CUDA graphs
 #                (bench_cuda.py); skipped with a message while opt has no bench command.
 #   all          all of the above.
@@ -49,11 +53,11 @@ groups=("$@")
 [ "${#groups[@]}" -gt 0 ] || groups=(build unit)
 for g in "${groups[@]}"; do
   case $g in
-    build | unit | conformance | models | bench | pytest | gpubench) ;;
+    build | unit | conformance | models | precision | bench | pytest | gpubench) ;;
     all) groups=(build unit conformance models bench) && break ;;
     *)
-      echo "test.sh: unknown group '$g' (build, unit, conformance, models, bench, all, pytest," \
-        "gpubench)" >&2
+      echo "test.sh: unknown group '$g' (build, unit, conformance, models, precision, bench, all," \
+        "pytest, gpubench)" >&2
       exit 2
       ;;
   esac
@@ -208,6 +212,14 @@ models() {
     --json "$out/models.json" --time-limit "$(time_limit 60)"
 }
 
+precision() {
+  local p
+  for p in fp16 bf16; do
+    python3 tools/gpu/models_cuda.py --runner "$device" --against reference --jobs "$py_jobs" \
+      --precision "$p" --json "$out/precision_$p.json" --time-limit "$(time_limit 60)"
+  done
+}
+
 bench() {
   python3 tools/gpu/bench_cuda.py --device "$device" --time-limit "$(time_limit 20)"
 }
@@ -225,7 +237,7 @@ gpu_pytest() {
 }
 
 export -f gpu_info unpack_deps configure build gpu_ctest gpu_binaries memcheck unpack_data \
-  time_limit conformance models bench gpubench gpu_pytest
+  time_limit conformance models precision bench gpubench gpu_pytest
 # GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
 device=${GPU_TEST_DEVICE:-cuda}
 # Cases and models run at once by the python steps (each opt process makes its own CUDA context).
@@ -257,7 +269,7 @@ else
     section unit memcheck | grep -E "ERROR SUMMARY" | sed 's/^/memcheck: /' |
       tee -a "$summary" || true
   fi
-  if wants conformance || wants models || wants pytest; then
+  if wants conformance || wants models || wants precision || wants pytest; then
     step build data 60 unpack_data
   fi
   if wants conformance; then
@@ -268,6 +280,11 @@ else
   if wants models; then
     step models models 240 models
     section models models | grep -E "^total: " | sed 's/^total/models/' | tee -a "$summary" || true
+  fi
+  if wants precision; then
+    step precision precision 300 precision
+    section precision precision | grep -E "^total: " | sed 's/^total/precision/' |
+      tee -a "$summary" || true
   fi
   if wants gpubench; then
     step gpubench gpubench 590 gpubench

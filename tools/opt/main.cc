@@ -122,12 +122,15 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
   app.add_option("--keep-node", opts.keep_nodes,
                  "With --precision: keep the node of this name in float32 (repeatable)");
   app.add_option("--calibration-input", opts.calibration_inputs,
-                 "With --precision fp16: NAME=FILE.npy, an input for the range analysis "
+                 "With --precision: NAME=FILE.npy, an input for the range analysis "
                  "(repeatable; inputs not given are seeded random, as opt check makes them)");
   app.add_option("--range-analysis", opts.range_analysis,
-                 "With --precision fp16: run the float32 model on the reference kernels first and "
-                 "keep in float32 every value (its producer and its readers) past half of "
-                 "float16's largest finite value (default true)");
+                 "With --precision: run the float32 model on the reference kernels first and "
+                 "measure each node in the type: values past half of its largest finite value, "
+                 "and the inputs and outputs of nodes losing more than 16 units of its rounding, "
+                 "stay float32 (with producers and readers); reductions, and nodes with a "
+                 "constant past the range (saturated), convert where within it (default true; "
+                 "false: none of this, reductions stay float32)");
   app.add_flag("--include-functions", opts.include_functions,
                "Also optimize the bodies of model-local functions");
   app.add_flag("--time-passes", opts.time_passes, "Print a table of time and node counts per pass");

@@ -22,6 +22,7 @@
 #include "onnxopt/passes/registry.h"
 #include "onnxopt/runtime/compare.h"
 #include "onnxopt/runtime/executor.h"
+#include "onnxopt/runtime/precision_analysis.h"
 #include "onnxopt/support/diagnostics.h"
 #include "report.h"
 
@@ -171,6 +172,7 @@ OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSi
   options.keep_ops = opts.keep_ops;
   options.keep_nodes = opts.keep_nodes;
   options.keep_values = opts.keep_values;
+  options.safe_values = opts.safe_values;
   options.pass_options = flagPassOptions(opts);
   options.disabled_passes = opts.disabled_passes;
   pass::PassContext& ctx = options.context;
@@ -328,65 +330,68 @@ int writeOutputs(const OptimizeCommandOptions& opts, const ir::Model& model,
 
 }  // namespace
 
-/// Half of float16's largest finite value: a value observed past it stays float32 (the margin
-/// covers inputs larger than the calibration's).
-constexpr double kRangeLimit = 65504.0 / 2;
-
-/// The largest finite magnitude in a float32 or float64 tensor, and whether it holds an
-/// infinity ({0, false} for other types: the conversion leaves them alone).
-std::pair<double, bool> magnitudeOf(const kernels::HostTensor& t) {
-  if (t.dtype != DataType::kFloat && t.dtype != DataType::kDouble) return {0, false};
-  double most = 0;
-  bool inf = false;
-  for (double v : runtime::tensorAsDoubles(t).value_or(std::vector<double>{})) {
-    if (std::isinf(v)) inf = true;
-    if (std::isfinite(v)) most = std::max(most, std::fabs(v));
-  }
-  return {most, inf};
-}
-
-/// --precision fp16's range analysis: runs the float32 model (before any pass) on the reference
-/// kernels with the calibration inputs (the rest seeded random) and names each value past
-/// kRangeLimit, or infinite; convert-precision keeps their producers and readers float32. 0, or
-/// the exit status of the error it printed (a bad calibration file; a failed run only warns).
-int rangeAnalysis(const OptimizeCommandOptions& opts, const ir::Model& model,
-                  std::vector<std::string>* keep) {
+/// --precision's analysis (runtime/precision_analysis.h): runs the float32 model (before any
+/// pass) on the reference kernels with the calibration inputs (the rest seeded random). Values
+/// past half of float16's range keep their producers and readers float32 (keep-values); the
+/// nodes convert-precision keeps by default for a reason a measurement lifts, and those reading
+/// a constant past the range, convert where measured safe (safe-values). Notes say what it found.
+/// 0, or the exit status of the error it printed (a bad calibration file; a failed run only
+/// warns).
+int precisionAnalysis(const OptimizeCommandOptions& opts, const ir::Model& model,
+                      std::vector<std::string>* keep, std::vector<std::string>* safe) {
   runtime::Feeds feeds;
   if (int status = prepareFeeds(model, opts.input, opts.calibration_inputs, {}, 0, false, &feeds);
       status != 0) {
     return status;
   }
-  // A model the reference kernels cannot run (an op they lack, inputs the seeded ones do not
-  // fit) is still converted, without the analysis: a warning says so.
-  auto skipped = [&](const Status& why) {
+  runtime::PrecisionAnalysisOptions options;
+  options.target = opts.precision == "fp16" ? DataType::kFloat16 : DataType::kBfloat16;
+  options.measurable = [](const ir::Node& n) { return passes::precisionMeasurable(n); };
+  auto found = runtime::analyzePrecision(model, opts.input, feeds, options);
+  if (!found.isOk()) {
+    // A model the reference kernels cannot run (an op they lack, inputs the seeded ones do not
+    // fit) is still converted, without the analysis: a warning says so.
     fmt::print(stderr,
-               "opt: warning: {}: range analysis skipped (the float32 run failed: {}); values "
-               "past float16's range are not detected\n",
-               opts.input, why.message());
+               "opt: warning: {}: precision analysis skipped (the float32 run failed: {}); values "
+               "past {}'s range are not detected and the accumulation-sensitive ops stay "
+               "float32\n",
+               opts.input, found.status().message(), dataTypeName(options.target));
     return 0;
+  }
+  for (const auto& f : found->past_range) keep->push_back(f.value);
+  for (const auto& f : found->safe) safe->push_back(f.value);
+  for (const auto& f : found->imprecise)
+    keep->insert(keep->end(), f.values.begin(), f.values.end());
+  // One note per finding kind: how many, what it means, the first five.
+  const std::string type = dataTypeName(options.target);
+  auto note = [](const std::vector<runtime::PrecisionFinding>& list, const std::string& what,
+                 auto&& item) {
+    if (list.empty()) return;
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < list.size() && i < 5; ++i) shown.push_back(item(list[i]));
+    fmt::print(stderr, "opt: note: precision analysis: {} {}: {}{}\n", list.size(), what,
+               fmt::join(shown, ", "), list.size() > shown.size() ? ", ..." : "");
   };
-  auto runner = runtime::createExecutor("reference", {&model, opts.input});
-  if (!runner.isOk()) return skipped(runner.status());
-  runtime::ExecutionOptions run_opts;
-  run_opts.record_intermediates = true;
-  auto ran = (*runner)->run(feeds, run_opts);
-  if (!ran.isOk()) return skipped(ran.status());
-  std::vector<std::string> shown;
-  for (const runtime::RecordedValue& r : ran->intermediates) {
-    auto [most, inf] = magnitudeOf(r.value);
-    if (most <= kRangeLimit && !inf) continue;
-    keep->push_back(r.name);
-    if (shown.size() < 5)
-      shown.push_back(
-          fmt::format("{} ({}, |x| up to {:.3g}{})", r.name, r.op, most, inf ? ", inf" : ""));
-  }
-  if (!keep->empty()) {
-    fmt::print(stderr,
-               "opt: note: range analysis: {} values past {:.0f} (half of float16's largest) stay "
-               "float32 with their producers and readers: {}{}\n",
-               keep->size(), kRangeLimit, fmt::join(shown, ", "),
-               keep->size() > shown.size() ? ", ..." : "");
-  }
+  note(found->past_range,
+       "values past half of " + type + "'s largest stay float32 with their producers and readers",
+       [](const runtime::PrecisionFinding& f) {
+         return fmt::format("{} ({}, |x| up to {:.3g})", f.value, f.op, f.magnitude);
+       });
+  note(found->safe,
+       "nodes kept float32 by default were measured safe in " + type + " (they convert)",
+       [](const runtime::PrecisionFinding& f) {
+         return fmt::format("{} ({}, error {:.2g})", f.value, f.op, f.error);
+       });
+  note(found->imprecise,
+       "nodes lose more than 16 units of " + type +
+           "'s rounding and stay float32 with their inputs' producers and outputs' readers",
+       [](const runtime::PrecisionFinding& f) {
+         return fmt::format("{} ({}, {})", f.value, f.op, f.reason);
+       });
+  note(found->unsafe, "nodes kept float32 by default stay so",
+       [](const runtime::PrecisionFinding& f) {
+         return fmt::format("{} ({}: {})", f.value, f.op, f.reason);
+       });
   return 0;
 }
 
@@ -406,13 +411,14 @@ int optimizeCommand(const OptimizeCommandOptions& opts) {
         checkSpecNames(**model, opts.check_opts.inputs, "--check-input", opts.check_opts.shapes);
     if (!st.isOk()) return usage(st.withContext(opts.input));
   }
-  if (!opts.calibration_inputs.empty() && (opts.precision != "fp16" || !opts.range_analysis)) {
+  if (!opts.calibration_inputs.empty() && (opts.precision.empty() || !opts.range_analysis)) {
     return usage(Status(StatusCode::kInvalidArgument,
-                        "--calibration-input needs --precision fp16 with the range analysis on"));
+                        "--calibration-input needs --precision with the range analysis on"));
   }
   OptimizeCommandOptions run_opts = opts;
-  if (opts.precision == "fp16" && opts.range_analysis) {
-    if (int status = rangeAnalysis(opts, **model, &run_opts.keep_values); status != 0) {
+  if (!opts.precision.empty() && opts.range_analysis) {
+    if (int status = precisionAnalysis(opts, **model, &run_opts.keep_values, &run_opts.safe_values);
+        status != 0) {
       return status;
     }
   }

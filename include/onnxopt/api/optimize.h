@@ -37,6 +37,10 @@ struct OptimizeOptions {
   std::vector<std::string> keep_nodes;
   /// Values whose producers and readers stay float32 (the range analysis' findings).
   std::vector<std::string> keep_values;
+  /// Nodes (by first output) kept float32 by default that convert: measured within precision
+  /// by the analysis (runtime::analyzePrecision), or reading a constant past the type's range
+  /// that saturates without changing the output.
+  std::vector<std::string> safe_values;
   /// The execution target whose rewrites -O3 adds: "" is portable ONNX, "cuda" adds the fusions
   /// to ai.onnxopt ops the CUDA runtime has kernels for (passes/pipelines.cc).
   std::string target;

@@ -61,7 +61,13 @@ StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string
 StatusOr<std::string> withPrecision(const std::string& pipeline, const std::string& precision,
                                     bool keep_io_types, const std::vector<std::string>& keep_ops,
                                     const std::vector<std::string>& keep_nodes,
-                                    const std::vector<std::string>& keep_values = {});
+                                    const std::vector<std::string>& keep_values = {},
+                                    const std::vector<std::string>& safe_values = {});
+
+/// Whether convert-precision keeps `node` float32 by default only for a reason a measurement can
+/// lift (an accumulation-sensitive op; the Exp/Pow/Log feeding one follows it): opt's precision
+/// analysis measures these and passes the safe ones as safe-values.
+bool precisionMeasurable(const ir::Node& node);
 
 /// `pipeline` with the opset upgrade in front when `target_opset` is positive. The upgrade comes
 /// first (after shape inference, which its Softmax rule reads), so every later pass sees the new

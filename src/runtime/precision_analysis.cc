@@ -1,0 +1,290 @@
+#include "onnxopt/runtime/precision_analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "onnxopt/bridge/kernel_bridge.h"
+#include "onnxopt/kernels/reference.h"
+#include "onnxopt/runtime/compare.h"
+#include "onnxopt/support/half.h"
+
+namespace onnxopt::runtime {
+namespace {
+
+double maxFinite(DataType t) {
+  return t == DataType::kFloat16 ? 65504.0 : 3.3895313892515355e38;
+}
+
+/// `f` stored as `t` and read back; `saturate` clamps finite values past the range first.
+float roundTo(float f, DataType t, bool saturate) {
+  if (saturate && std::isfinite(f)) {
+    float limit = static_cast<float>(maxFinite(t));
+    f = std::clamp(f, -limit, limit);
+  }
+  return t == DataType::kFloat16 ? halfToFloat(floatToHalf(f))
+                                 : bfloat16ToFloat(floatToBfloat16(f));
+}
+
+/// A float32 tensor with every element stored as `t` and read back (others unchanged).
+kernels::HostTensor rounded(const kernels::HostTensor& x, DataType t, bool saturate) {
+  kernels::HostTensor out = x;
+  if (x.dtype != DataType::kFloat) return out;
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    out.set<float>(i, roundTo(x.get<float>(i), t, saturate));
+  return out;
+}
+
+/// Largest finite magnitude of a float tensor, and whether it holds an infinity ({0, false} for
+/// other types: the conversion leaves them alone).
+std::pair<double, bool> magnitudeOf(const kernels::HostTensor& t) {
+  if (t.dtype != DataType::kFloat && t.dtype != DataType::kDouble) return {0, false};
+  double most = 0;
+  bool inf = false;
+  for (double v : tensorAsDoubles(t).value_or(std::vector<double>{})) {
+    if (std::isinf(v)) inf = true;
+    if (std::isfinite(v)) most = std::max(most, std::fabs(v));
+  }
+  return {most, inf};
+}
+
+/// Runs `n`'s reference kernel on `inputs` (nullptr for omitted ones), float32 compute.
+StatusOr<std::vector<kernels::HostTensor>> evaluate(
+    const ir::Model& model, const ir::Node& n,
+    const std::vector<const kernels::HostTensor*>& inputs) {
+  int64_t opset = model.opsetVersion(n.domain()).value_or(1);
+  return kernels::runReferenceKernel(kernels::referenceOpName(n.domain(), n.opType()), opset,
+                                     inputs, bridge::toKernelAttrs(n), n.numOutputs());
+}
+
+bool sameBits(const kernels::HostTensor& a, const kernels::HostTensor& b) {
+  return a.dtype == b.dtype && a.dims == b.dims && a.bytes == b.bytes;
+}
+
+}  // namespace
+
+StatusOr<PrecisionAnalysis> analyzePrecision(const ir::Model& model, const std::string& source,
+                                             const Feeds& feeds,
+                                             const PrecisionAnalysisOptions& options) {
+  if (options.target != DataType::kFloat16 && options.target != DataType::kBfloat16) {
+    return makeError(StatusCode::kInvalidArgument,
+                     "precision analysis: the target must be float16 or bfloat16");
+  }
+  const DataType target = options.target;
+  const double lim = maxFinite(target);
+  const double limit = options.range_fraction * lim;
+  const double tolerance =
+      options.tolerance > 0 ? options.tolerance : (target == DataType::kFloat16 ? 0x1p-7 : 0x1p-4);
+
+  ASSIGN_OR_RETURN(auto runner, createExecutor("reference", {&model, source}));
+  ExecutionOptions run_opts;
+  run_opts.record_intermediates = true;
+  ASSIGN_OR_RETURN(ExecutionResult ran, runner->run(feeds, run_opts));
+
+  // The float32 run's values by name; `masked` overrides some (below).
+  std::map<std::string, const kernels::HostTensor*> recorded;
+  for (const RecordedValue& r : ran.intermediates) {
+    recorded[r.name] = &r.value;
+  }
+  for (const auto& [name, t] : feeds) recorded.emplace(name, &t);
+  std::map<const ir::Value*, kernels::HostTensor> initializers;  // converted on first use
+  std::map<std::string, kernels::HostTensor> masked;
+  auto valueOf = [&](const ir::Value* v, bool with_masks) -> const kernels::HostTensor* {
+    if (with_masks) {
+      if (auto it = masked.find(v->name()); it != masked.end()) return &it->second;
+    }
+    if (auto it = recorded.find(v->name()); it != recorded.end()) return it->second;
+    if (v->initializer() == nullptr) return nullptr;
+    auto [it, fresh] = initializers.try_emplace(v);
+    if (fresh) it->second = bridge::toHost(*v->initializer());
+    return &it->second;
+  };
+  // By the recorded value (a model's intermediate types may be undeclared before shape
+  // inference).
+  auto isFloat = [&](const ir::Value* v) {
+    if (v == nullptr) return false;
+    const kernels::HostTensor* t = valueOf(v, false);
+    return t != nullptr ? t->dtype == DataType::kFloat
+                        : v->type().isTensor() && v->type().elem_type == DataType::kFloat;
+  };
+  // A constant (initializer or Constant output) with a finite float past the type's range.
+  auto beyondRange = [&](const ir::Value* v) {
+    if (v == nullptr) return false;
+    bool constant = v->initializer() != nullptr ||
+                    (v->producer() != nullptr && v->producer()->opType() == "Constant");
+    if (!constant) return false;
+    const kernels::HostTensor* t = valueOf(v, false);
+    return t != nullptr && magnitudeOf(*t).first > lim;
+  };
+  auto measured = [&](const ir::Node& n) {
+    if (n.numOutputs() == 0 || n.output(0) == nullptr || !n.subgraphs().empty()) return false;
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+    return std::any_of(n.outputs().begin(), n.outputs().end(), isFloat);
+  };
+
+  // One node on its own recorded inputs rounded to the type (constants saturated): the largest
+  // error of its float outputs against the recorded ones clipped to the type's range, relative
+  // to their largest magnitude; infinity where the type's result is not finite and float32's is.
+  // Elements infinite or NaN in float32 are left out. A string: why it was not evaluated.
+  struct Measure {
+    double error = 0;
+    double magnitude = 0;
+    std::string failed;
+  };
+  auto measure = [&](const ir::Node& n, bool with_masks) {
+    Measure m;
+    std::vector<kernels::HostTensor> inputs;
+    inputs.reserve(n.numInputs());
+    for (const ir::Value* v : n.inputs()) {
+      if (v == nullptr) continue;
+      const kernels::HostTensor* t = valueOf(v, with_masks);
+      if (t == nullptr) {
+        m.failed = "an input was not recorded";
+        return m;
+      }
+      inputs.push_back(rounded(*t, target, true));
+    }
+    std::vector<const kernels::HostTensor*> ptrs;  // nullptr for omitted inputs
+    size_t next = 0;
+    for (const ir::Value* v : n.inputs()) ptrs.push_back(v == nullptr ? nullptr : &inputs[next++]);
+    auto result = evaluate(model, n, ptrs);
+    if (!result.isOk()) {
+      m.failed = "not evaluated: " + result.status().message();
+      return m;
+    }
+    for (size_t i = 0; i < n.numOutputs(); ++i) {
+      const ir::Value* o = n.output(i);
+      if (o == nullptr || (*result)[i].dtype != DataType::kFloat) continue;
+      const kernels::HostTensor* ref = valueOf(o, with_masks);
+      if (ref == nullptr || ref->dtype != DataType::kFloat ||
+          ref->numElements() != (*result)[i].numElements()) {
+        m.failed = "its float32 output was not recorded";
+        return m;
+      }
+      double scale = 0, err = 0;
+      for (int64_t k = 0; k < ref->numElements(); ++k) {
+        double y = ref->get<float>(k);
+        if (std::isfinite(y)) scale = std::max(scale, std::min(std::fabs(y), lim));
+      }
+      for (int64_t k = 0; k < ref->numElements() && !std::isinf(err); ++k) {
+        double y = ref->get<float>(k);
+        if (!std::isfinite(y)) continue;
+        double got = roundTo((*result)[i].get<float>(k), target, false);
+        err = std::isfinite(got) ? std::max(err, std::fabs(got - std::clamp(y, -lim, lim)))
+                                 : INFINITY;
+      }
+      m.magnitude = std::max(m.magnitude, scale);
+      m.error = std::max(m.error, scale > 0 ? err / scale : (err > 0 ? INFINITY : 0));
+    }
+    return m;
+  };
+  auto describe = [&](double error) {
+    return std::isinf(error) ? std::string("not finite in the type")
+                             : fmt::format("error {:.2g} past {:.2g}", error, tolerance);
+  };
+
+  PrecisionAnalysis out;
+  // 1. Nodes reading a constant past the range, on the float32 run: with the constant saturated,
+  // is the output the float32 one clipped to the type's range?
+  std::set<const ir::Node*> saturating;
+  for (const ir::Node* n : *model.graph) {
+    if (!measured(*n) || std::none_of(n->inputs().begin(), n->inputs().end(), beyondRange))
+      continue;
+    saturating.insert(n);
+    Measure m = measure(*n, false);
+    PrecisionFinding f{n->output(0)->name(), n->opType(), m.magnitude, false, m.error, "", {}};
+    if (m.failed.empty() && m.error <= tolerance) {
+      out.safe.push_back(f);
+      // Where the float32 output is past the range it is a mask: -inf (or inf) there from now
+      // on, so what it reaches downstream reads as masked, not as a value past the range.
+      for (size_t i = 0; i < n->numOutputs(); ++i) {
+        const ir::Value* o = n->output(i);
+        const kernels::HostTensor* t = o != nullptr ? valueOf(o, false) : nullptr;
+        if (t == nullptr || t->dtype != DataType::kFloat) continue;
+        kernels::HostTensor mask = *t;
+        for (int64_t k = 0; k < mask.numElements(); ++k) {
+          float y = mask.get<float>(k);
+          if (std::isfinite(y) && std::fabs(y) > lim)
+            mask.set<float>(k, std::copysign(INFINITY, y));
+        }
+        masked[o->name()] = std::move(mask);
+      }
+    } else {
+      f.reason =
+          m.failed.empty() ? "its constant does not saturate: " + describe(m.error) : m.failed;
+      out.unsafe.push_back(f);
+    }
+  }
+  // 2. The masked values carried downstream: each node reading one again on the float32 kernels,
+  // until its output is the recorded one (a Softmax's exp(lowest) and exp(-inf) are both 0).
+  if (!masked.empty()) {
+    for (const ir::Node* n : *model.graph) {
+      if (saturating.count(n) > 0 || !n->subgraphs().empty()) continue;
+      bool reads = std::any_of(n->inputs().begin(), n->inputs().end(), [&](const ir::Value* v) {
+        return v != nullptr && masked.count(v->name()) > 0;
+      });
+      if (!reads) continue;
+      std::vector<const kernels::HostTensor*> ptrs;
+      bool missing = false;
+      for (const ir::Value* v : n->inputs()) {
+        ptrs.push_back(v == nullptr ? nullptr : valueOf(v, true));
+        missing |= v != nullptr && ptrs.back() == nullptr;
+      }
+      if (missing) continue;
+      auto result = evaluate(model, *n, ptrs);
+      if (!result.isOk()) continue;  // its recorded value stands
+      for (size_t i = 0; i < n->numOutputs(); ++i) {
+        const ir::Value* o = n->output(i);
+        if (o == nullptr) continue;
+        const kernels::HostTensor* before = valueOf(o, false);
+        if (before == nullptr || !sameBits(*before, (*result)[i])) masked[o->name()] = (*result)[i];
+      }
+    }
+  }
+  // 3. Values past the range (finite ones: an infinity of the float32 run stays one in the type).
+  std::set<std::string> past;
+  for (const RecordedValue& r : ran.intermediates) {
+    auto it = masked.find(r.name);
+    auto [most, inf] = magnitudeOf(it != masked.end() ? it->second : r.value);
+    if (most <= limit) continue;
+    out.past_range.push_back({r.name, r.op, most, inf, 0, "", {}});
+    past.insert(r.name);
+  }
+  // 4. Every other node with a float output, on its own (masked) inputs.
+  auto isPast = [&](const ir::Value* v) { return v != nullptr && past.count(v->name()) > 0; };
+  for (const ir::Node* n : *model.graph) {
+    if (saturating.count(n) > 0 || !measured(*n)) continue;
+    // A node reading or writing a value past the range stays float32 for that already.
+    if (std::any_of(n->inputs().begin(), n->inputs().end(), isPast) ||
+        std::any_of(n->outputs().begin(), n->outputs().end(), isPast)) {
+      continue;
+    }
+    const bool measurable = options.measurable && options.measurable(*n);
+    Measure m = measure(*n, true);
+    PrecisionFinding f{n->output(0)->name(), n->opType(), m.magnitude, false, m.error, "", {}};
+    if (!m.failed.empty()) {
+      f.reason = m.failed;
+      if (measurable) out.unsafe.push_back(f);
+      continue;
+    }
+    if (m.error <= tolerance) {
+      if (measurable) out.safe.push_back(f);
+      continue;
+    }
+    f.reason = describe(m.error);
+    for (const ir::Value* v : n->inputs()) {
+      if (isFloat(v) && v->initializer() == nullptr) f.values.push_back(v->name());
+    }
+    for (const ir::Value* v : n->outputs()) {
+      if (isFloat(v)) f.values.push_back(v->name());
+    }
+    out.imprecise.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace onnxopt::runtime
