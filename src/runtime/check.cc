@@ -66,6 +66,13 @@ DataType narrowestFloatType(const ir::Model& model) {
   for (const ir::Value* v : model.graph->initializers()) see(v);
   for (const ir::Node* n : *model.graph) {
     for (const ir::Value* v : n->outputs()) see(v);
+    // A model saved without value types (convert-precision at -O0) still says so in its Casts.
+    if (n->opType() == "Cast" && (n->domain().empty() || n->domain() == "ai.onnx")) {
+      if (const ir::Attribute* to = n->findAttribute("to")) {
+        auto t = static_cast<DataType>(to->i);
+        if (isFloat(t) && looseness(t) > looseness(out)) out = t;
+      }
+    }
   }
   return out;
 }

@@ -245,12 +245,17 @@ StatusOr<PrecisionAnalysis> analyzePrecision(const ir::Model& model, const std::
       }
     }
   }
-  // 3. Values past the range (finite ones: an infinity of the float32 run stays one in the type).
+  // 3. Values past the range (finite ones: an infinity of the float32 run stays one in the type),
+  // and float16 values wholly under its smallest normal (not all zero): subnormal there, they
+  // keep few bits or none (bfloat16 has float32's exponent range).
+  const double tiny = target == DataType::kFloat16 ? 0x1p-14 : 0.0;
   std::set<std::string> past;
   for (const RecordedValue& r : ran.intermediates) {
     auto it = masked.find(r.name);
-    auto [most, inf] = magnitudeOf(it != masked.end() ? it->second : r.value);
-    if (most <= limit) continue;
+    const kernels::HostTensor& v = it != masked.end() ? it->second : r.value;
+    auto [most, inf] = magnitudeOf(v);
+    const bool under = v.dtype == DataType::kFloat && most > 0 && most < tiny;
+    if (most <= limit && !under) continue;
     out.past_range.push_back({r.name, r.op, most, inf, 0, "", {}});
     past.insert(r.name);
   }

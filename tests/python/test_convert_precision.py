@@ -397,3 +397,30 @@ def test_a_padding_mask_does_not_keep_the_attention_float32(repo_root, run_opt, 
     r = run_opt("check", str(src), str(out), "--input", f"attention_mask={work_dir / 'mask.npy'}",
                 "--input", f"input_ids={work_dir / 'ids.npy'}", "--atol", "0.05", "--rtol", "0.05")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_precision_analysis_keeps_values_under_the_smallest_normal(run_opt, work_dir):
+    """x * 1e-7 * 1e7: the middle value is wholly under float16's smallest normal (6.1e-5), where
+    it keeps a bit or two. Its producer and reader stay float32 (the check passes at float16's own
+    tolerance); converted naively, the output is off by tens of percent."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])
+    inits = [numpy_helper.from_array(np.array([1e-7], np.float32), "down"),
+             numpy_helper.from_array(np.array([1e7], np.float32), "up")]
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Mul", ["r", "down"], ["t"], name="shrink"),
+             helper.make_node("Mul", ["t", "up"], ["y"], name="grow")]
+    src = work_dir / "tiny.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits),
+                                opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    naive, kept = work_dir / "naive.onnx", work_dir / "kept.onnx"
+    r = run_opt(str(src), "-O0", "--precision", "fp16", "--range-analysis", "false", "-o", str(naive))
+    assert r.returncode == 0, r.stderr
+    r = run_opt(str(src), "-O0", "--precision", "fp16", "-o", str(kept))
+    assert r.returncode == 0, r.stderr
+    assert "t (Mul" in r.stderr and "smallest normal" in r.stderr, r.stderr
+    t = _types_of(kept)
+    assert t["t"] == TensorProto.FLOAT and t["r"] == TensorProto.FLOAT16
+    assert run_opt("check", str(src), str(naive), "--atol", "0.05", "--rtol", "0.05").returncode == 3
+    r = run_opt("check", str(src), str(kept))
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -373,7 +373,9 @@ int precisionAnalysis(const OptimizeCommandOptions& opts, const ir::Model& model
                fmt::join(shown, ", "), list.size() > shown.size() ? ", ..." : "");
   };
   note(found->past_range,
-       "values past half of " + type + "'s largest stay float32 with their producers and readers",
+       "values outside " + type +
+           "'s range (past half of its largest, or wholly under its smallest normal) stay "
+           "float32 with their producers and readers",
        [](const runtime::PrecisionFinding& f) {
          return fmt::format("{} ({}, |x| up to {:.3g})", f.value, f.op, f.magnitude);
        });

@@ -30,8 +30,8 @@ struct CompareOptions {
 };
 
 /// The narrowest of float16, bfloat16 and float that `model`'s main graph holds in an
-/// initializer or a node output (bfloat16 counts as narrower: its tolerance is the wider);
-/// kUndefined when none.
+/// initializer or a node output, or casts to (bfloat16 counts as narrower: its tolerance is the
+/// wider); kUndefined when none.
 DataType narrowestFloatType(const ir::Model& model);
 
 /// How the run of one model compares with the run of another on the same inputs.

@@ -2,6 +2,7 @@
 // kernels, every value recorded, and two questions are answered from what was observed.
 //
 //   range:      |v| > fraction * max_finite(T), v finite  ==> v's producer and readers stay float32
+//               0 < max|v| < min_normal(float16)          ==> likewise (T = float16: underflow)
 //   precision:  y  = node(x)               (float32, recorded)
 //               y' = round_T(node(round_T(x)))            (T storage, float32 compute)
 //               max|y' - clip_T(y)| <= tol * max|clip_T(y)|   ==> the node may convert
@@ -63,7 +64,8 @@ struct PrecisionFinding {
 };
 
 struct PrecisionAnalysis {
-  /// Values past the range: convert-precision's keep-values.
+  /// Values past the range (or, for float16, wholly under its smallest normal):
+  /// convert-precision's keep-values.
   std::vector<PrecisionFinding> past_range;
   /// Measured nodes within the tolerance: convert-precision's safe-values (by first output).
   std::vector<PrecisionFinding> safe;
