@@ -237,7 +237,7 @@ class ConvertPrecisionPass final : public pass::Pass {
         convertNode(rw, n);
       } else {
         if (touchesFloat(*n)) ++kept_why[why];
-        if (why == kBeyondRange) {
+        if (why == kBeyondRange || readsBeyondRange(*n)) {
           for (ir::Value* o : n->outputs()) {
             if (isFloatTensor(o)) saturated_.insert(o);
           }
@@ -320,11 +320,8 @@ class ConvertPrecisionPass final : public pass::Pass {
       }
       if (captured_.count(o) > 0) return "read by a subgraph";
     }
-    for (ir::Value* v : n.inputs()) {
-      if (!isFloatTensor(v) || v->initializer() == nullptr) continue;
-      // Measured safe: the constant saturates to the type's largest finite value.
-      if (!safe && !fits(*v->initializer(), target_)) return kBeyondRange;
-    }
+    // Measured safe: the constant saturates to the type's largest finite value.
+    if (!safe && readsBeyondRange(n)) return kBeyondRange;
     if (n.opType() == "Exp" || n.opType() == "Pow" || n.opType() == "Log") {
       // A chain into a reduction kept in float32: its values are computed in float32 too.
       for (const ir::Use& u : n.output(0)->uses()) {
@@ -334,6 +331,40 @@ class ConvertPrecisionPass final : public pass::Pass {
       }
     }
     return "";
+  }
+
+  /// Whether `n` is a Constant whose float value does not fit the target type, or reads a float
+  /// initializer or Constant output that does not: its outputs are clipped into the type's range
+  /// where they enter the converted region, if it stays float32.
+  bool readsBeyondRange(const ir::Node& n) const {
+    if (n.opType() == "Constant") return !constantFits(n);
+    for (ir::Value* v : n.inputs()) {
+      if (!isFloatTensor(v)) continue;
+      if (v->initializer() != nullptr && !fits(*v->initializer(), target_)) return true;
+      if (v->producer() != nullptr && v->producer()->opType() == "Constant" &&
+          !constantFits(*v->producer())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Whether a Constant node's float value fits the target type (value, value_float(s)).
+  bool constantFits(const ir::Node& n) const {
+    const float limit = maxFinite(target_);
+    for (const ir::Attribute& a : n.attributes()) {
+      if (a.name == "value" && a.kind == ir::Attribute::Kind::kTensor && !a.tensors.empty() &&
+          a.tensors[0].dtype() == DataType::kFloat) {
+        return fits(a.tensors[0], target_);
+      }
+      if (a.name == "value_float") return !std::isfinite(a.f) || std::fabs(a.f) <= limit;
+      if (a.name == "value_floats") {
+        for (float f : a.floats) {
+          if (std::isfinite(f) && std::fabs(f) > limit) return false;
+        }
+      }
+    }
+    return true;
   }
 
   /// Whether the precision analysis measured `n` safe in the target type (safe-values).

@@ -251,6 +251,10 @@ StatusOr<PrecisionAnalysis> analyzePrecision(const ir::Model& model, const std::
   const double tiny = target == DataType::kFloat16 ? 0x1p-14 : 0.0;
   std::set<std::string> past;
   for (const RecordedValue& r : ran.intermediates) {
+    // Constants are convert-precision's to judge (a constant past the range keeps its readers
+    // float32 unless measured to saturate, above; a small one, an epsilon under float16's
+    // smallest normal, is its readers' precision to measure, below).
+    if (r.op == "Constant") continue;
     auto it = masked.find(r.name);
     const kernels::HostTensor& v = it != masked.end() ? it->second : r.value;
     auto [most, inf] = magnitudeOf(v);

@@ -19,7 +19,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 MODELS = ["models/tiny_cnn/model.onnx", "models/transformers/bert_dynamo/model.onnx",
           "models/tiny_unet/model.onnx", "models/transformers/gpt2_dynamo/model.onnx",
-          "models/transformers/llama_dynamo/model.onnx"]
+          "models/transformers/llama_dynamo/model.onnx", "models/transformers/gpt2_legacy/model.onnx",
+          "models/transformers/llama_legacy/model.onnx"]
 REAL = ["mnist_opset7.onnx", "ultraface_slim_320.onnx"]
 # What `opt check` is given: the target types' rounding over a whole network, not one op's.
 TOLERANCE = {"fp16": "0.05", "bf16": "0.2"}

@@ -213,11 +213,12 @@ models() {
 }
 
 precision() {
-  local p
+  local p status=0
   for p in fp16 bf16; do
     python3 tools/gpu/models_cuda.py --runner "$device" --against reference --jobs "$py_jobs" \
-      --precision "$p" --json "$out/precision_$p.json" --time-limit "$(time_limit 60)"
+      --precision "$p" --json "$out/precision_$p.json" --time-limit "$(time_limit 60)" || status=1
   done
+  return "$status"
 }
 
 bench() {
