@@ -19,7 +19,9 @@
 // by converted nodes is replaced by its T copy, one read by both sides exists once per type.
 // keep-io-types (default true) leaves the graph's float inputs and outputs float32 (Casts at the
 // border); false retypes them. Cast<to=FLOAT> nodes that are converted cast to T instead. Integer
-// and bool tensors are never touched. Main graph only: nodes with subgraphs stay float32.
+// and bool tensors are never touched. A node with subgraphs stays float32 and its subgraphs
+// convert inside, with a float32 interface (Casts at their border, inside them), when they hold
+// a product or convolution to speed up.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -109,6 +111,13 @@ bool isFloatTensor(const ir::Value* v) {
 /// Largest finite magnitude of the target type (bfloat16 spans float32's range).
 float maxFinite(DataType t) {
   return t == DataType::kFloat16 ? 65504.0f : 3.3895314e38f;
+}
+
+/// The ops whose compute the target type speeds up (tensor cores, half the bytes per product).
+bool computeHeavy(const std::string& op) {
+  static const std::set<std::string> ops = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum",
+                                            "LSTM",   "GRU",  "RNN",  "Attention"};
+  return ops.count(op) > 0;
 }
 
 /// `t` (float32) converted to `to`, rounded to nearest even; a finite value past the type's range
@@ -221,31 +230,14 @@ class ConvertPrecisionPass final : public pass::Pass {
     casts_ = 0;
     clips_ = 0;
     saturated_.clear();
-    captured_ = capturedValues(g);
 
     if (!keep_io_) {
       for (ir::Value* in : g.inputs()) {
         if (isFloatTensor(in) && in->initializer() == nullptr) retype(rw, in);
       }
     }
-    std::vector<ir::Node*> nodes;
-    for (ir::Node* n : g) nodes.push_back(n);
     std::map<std::string, int64_t> kept_why;
-    for (ir::Node* n : nodes) {
-      std::string why = keptBecause(*n);
-      if (why.empty()) {
-        convertNode(rw, n);
-      } else {
-        if (touchesFloat(*n)) ++kept_why[why];
-        if (why == kBeyondRange || readsBeyondRange(*n)) {
-          for (ir::Value* o : n->outputs()) {
-            if (isFloatTensor(o)) saturated_.insert(o);
-          }
-        }
-        feedFloat(rw, n);
-      }
-    }
-    if (keep_io_) restoreOutputs(rw, g);
+    convertGraph(rw, g, /*top=*/true, kept_why);
     for (const auto& [why, count] : kept_why) bump("kept: " + why, count);
     bump("converted", converted_);
     bump("casts", casts_);
@@ -263,6 +255,44 @@ class ConvertPrecisionPass final : public pass::Pass {
   }
 
  private:
+  /// Converts `g`'s nodes, then each subgraph's. A subgraph (If/Loop/Scan body) converts on its
+  /// own with its interface float32, as keep-io-types does for the main graph: its formal inputs,
+  /// its outputs and the outer values it reads (the node owning it stays float32, and so do the
+  /// producers of values it captures), so Casts sit inside it, at its border.
+  void convertGraph(rewrite::Rewriter& rw, ir::Graph& g, bool top,
+                    std::map<std::string, int64_t>& kept_why) {
+    // A Cast lives in one graph: the caches start empty in each.
+    to_target_.clear();
+    to_float_.clear();
+    captured_ = capturedValues(g);
+    std::vector<ir::Node*> nodes;
+    for (ir::Node* n : g) nodes.push_back(n);
+    // A subgraph without a product or a convolution to speed up (a branch picking a padding, a
+    // loop counter) stays float32: the Casts at its border would cost more than it saves.
+    const bool worth = top || std::any_of(nodes.begin(), nodes.end(), [this](ir::Node* n) {
+                         return computeHeavy(n->opType()) && keptBecause(*n).empty();
+                       });
+    for (ir::Node* n : worth ? nodes : std::vector<ir::Node*>{}) {
+      std::string why = keptBecause(*n);
+      if (why.empty()) {
+        convertNode(rw, n);
+      } else {
+        if (touchesFloat(*n)) ++kept_why[why];
+        if (why == kBeyondRange || readsBeyondRange(*n)) {
+          for (ir::Value* o : n->outputs()) {
+            if (isFloatTensor(o)) saturated_.insert(o);
+          }
+        }
+        feedFloat(rw, n);
+      }
+    }
+    if (worth && (keep_io_ || !top)) restoreOutputs(rw, g);
+    if (!worth) ++kept_why["a subgraph without products or convolutions"];
+    for (ir::Node* n : nodes) {
+      for (ir::Graph* sub : n->subgraphs()) convertGraph(rw, *sub, /*top=*/false, kept_why);
+    }
+  }
+
   /// Values of `g` that a subgraph of one of its nodes reads (they keep their type).
   static std::set<const ir::Value*> capturedValues(ir::Graph& g) {
     std::set<const ir::Value*> out;

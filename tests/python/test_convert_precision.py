@@ -425,3 +425,33 @@ def test_precision_analysis_keeps_values_under_the_smallest_normal(run_opt, work
     assert run_opt("check", str(src), str(naive), "--atol", "0.05", "--rtol", "0.05").returncode == 3
     r = run_opt("check", str(src), str(kept))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_subgraphs_convert_inside_with_a_float32_interface(shared_dir, run_opt, work_dir):
+    """silero_vad: an If at the top whose branches hold the convolutions and the LSTM (and
+    Ifs and Loops of their own). The branches convert inside, their interface float32; bodies
+    with nothing to speed up stay float32. onnxruntime runs the result (the reference kernels
+    cannot run this model on seeded inputs) and matches the float32 original."""
+    src = shared_dir / "models" / "real" / "silero_vad.onnx"
+    if not src.exists():
+        pytest.fail(f"{src} missing from ../shared/models/real")
+    out = work_dir / "silero16.onnx"
+    r = run_opt(str(src), "--precision", "fp16", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "a subgraph without products or convolutions" in r.stderr, r.stderr
+    model = onnx.load(str(out))
+    onnx.checker.check_model(model, full_check=True)
+    branch_types = set()
+    for n in model.graph.node:
+        for a in n.attribute:
+            branch_types |= {i.data_type for i in a.g.initializer}
+            branch_types |= {v.type.tensor_type.elem_type for v in a.g.value_info}
+    assert TensorProto.FLOAT16 in branch_types, "nothing converted inside the branches"
+    rng = np.random.default_rng(0)
+    feeds = {"input": (0.1 * rng.standard_normal([1, 512])).astype(np.float32),
+             "state": np.zeros([2, 1, 128], np.float32), "sr": np.array(16000, np.int64)}
+    want = ort.InferenceSession(str(src)).run(None, feeds)
+    got = ort.InferenceSession(str(out)).run(None, feeds)
+    for w, g in zip(want, got):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, w, atol=0.02, rtol=0.02)
