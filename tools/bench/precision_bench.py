@@ -42,8 +42,11 @@ def default_models() -> list[Path]:
 
 
 def casts(path: Path) -> int:
-    m = onnx.load(str(path), load_external_data=False)
-    return sum(n.op_type == "Cast" for n in m.graph.node)
+    """Cast nodes in the model, subgraphs (If/Loop/Scan bodies) included."""
+    def count(g: onnx.GraphProto) -> int:
+        return sum((n.op_type == "Cast") + sum(count(a.g) for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
+                   + sum(count(x) for a in n.attribute for x in a.graphs) for n in g.node)
+    return count(onnx.load(str(path), load_external_data=False).graph)
 
 
 def max_error(opt: str, original: Path, converted: Path) -> tuple[str, str]:
