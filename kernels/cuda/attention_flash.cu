@@ -21,6 +21,7 @@
 #include <mma.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "attention_device.h"
 #include "attention_mask.cuh"
@@ -105,6 +106,171 @@ __device__ __forceinline__ void storeTile(T* dst, const uint4 (&reg)[kTileWords<
   }
 }
 
+/// What a block of `rows` query rows of one (batch, head) works on: its place, the keys it reads
+/// (past the mask's length and, with is_causal, its last row's diagonal are masked) and the
+/// head's Q, K and V (GQA: the query head's group).
+template <typename T>
+struct HeadBlock {
+  int64_t b, h, q0, key_end;
+  const T *q, *k, *v;
+};
+
+template <typename T>
+__device__ __forceinline__ HeadBlock<T> headBlock(const AttentionDeviceArgs& a, int q_blocks,
+                                                  int rows) {
+  HeadBlock<T> hb;
+  const int qb = static_cast<int>(blockIdx.x % q_blocks);
+  hb.h = (blockIdx.x / q_blocks) % a.q_heads;
+  hb.b = blockIdx.x / q_blocks / a.q_heads;
+  const int64_t hk = hb.h / (a.q_heads / a.kv_heads);
+  hb.q0 = int64_t{qb} * rows;
+  const int64_t q_last = min(hb.q0 + rows, a.q_seq) - 1;
+  hb.key_end = a.kv_seq;
+  if (a.mask != nullptr) hb.key_end = min(hb.key_end, a.mask_len);
+  if (a.causal) hb.key_end = min(hb.key_end, q_last + 1);
+  hb.q = static_cast<const T*>(a.q) + hb.b * a.q_strides.batch + hb.h * a.q_strides.head;
+  hb.k = static_cast<const T*>(a.k) + hb.b * a.k_strides.batch + hk * a.k_strides.head;
+  hb.v = static_cast<const T*>(a.v) + hb.b * a.v_strides.batch + hk * a.v_strides.head;
+  return hb;
+}
+
+/// Where row qi's mask biases start (the last row's for rows past the queries).
+__device__ __forceinline__ int64_t maskRow(const AttentionDeviceArgs& a, int64_t b, int64_t h,
+                                           int64_t qi) {
+  return b * a.mask_strides.batch + h * a.mask_strides.head +
+         min(qi, a.q_seq - 1) * a.mask_strides.seq;
+}
+
+/// A lane's running state for its row: half its output dims, the max m and sum l so far, and
+/// whether the NaN guard poisoned it.
+template <int kOut>
+struct RowState {
+  float o[kOut];
+  float m = -INFINITY, l = 0.0f;
+  bool poisoned = false;
+  __device__ RowState() {
+#pragma unroll
+    for (int i = 0; i < kOut; ++i) o[i] = 0.0f;
+  }
+};
+
+/// One warp's 16 x kN product of A (16 x kK, row-major, row stride a_ld) and B (kK x kN, tile
+/// (kk, n) at b + n * b_n + kk * b_k, row stride b_ld, BLayout), into `scratch` (float, row
+/// stride sld): S = Q K^T (B = K col-major) and P V (B = V row-major).
+template <typename T, int kN, int kK, typename BLayout>
+__device__ __forceinline__ void warpProduct(const T* a, int a_ld, const T* b, int b_ld, int b_n,
+                                            int b_k, float* scratch, int sld) {
+#pragma unroll
+  for (int n = 0; n < kN / 16; ++n) {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+#pragma unroll
+    for (int kk = 0; kk < kK / 16; ++kk) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, BLayout> fb;
+      wmma::load_matrix_sync(fa, a + kk * 16, a_ld);
+      wmma::load_matrix_sync(fb, b + n * b_n + kk * b_k, b_ld);
+      wmma::mma_sync(acc, fa, fb, acc);
+    }
+    wmma::store_matrix_sync(scratch + n * 16, acc, sld, wmma::mem_row_major);
+  }
+  __syncwarp();
+}
+
+/// S = Q K^T for one warp's 16 query rows (`q`) and kKeys keys (`k`), both of row stride ld.
+template <typename T, int D, int kKeys>
+__device__ __forceinline__ void warpScores(const T* q, int ld, const T* k, float* scratch,
+                                           int sld) {
+  warpProduct<T, kKeys, D, wmma::col_major>(q, ld, k, ld, 16 * ld, 16, scratch, sld);
+}
+
+/// The online softmax of row r (lanes 2r and 2r + 1, half `part` of the keys each) over one tile
+/// of kKeys keys from kt, its scores in `scratch`: scale, mask, running max m and sum l (NaN
+/// where a score is, without the guard; `poisoned` with it), P = exp(S - m) stored as T in `p`.
+/// Returns the factor O is rescaled by.
+template <typename T, int kKeys>
+__device__ __forceinline__ float onlineSoftmax(const AttentionDeviceArgs& a, const float* scratch,
+                                               int sld, T* p, int p_ld, int64_t kt, int64_t key_end,
+                                               int64_t qi, int64_t mask_row, int r, int part,
+                                               float& m, float& l, bool& poisoned) {
+  constexpr int kHalf = kKeys / 2;
+  float s[kHalf];
+  float tile_max = -INFINITY;
+  bool bad = false;
+#pragma unroll
+  for (int c = 0; c < kHalf; ++c) {
+    const int col = part * kHalf + c;
+    const int64_t j = kt + col;
+    float x = -INFINITY;
+    if (j < key_end && !(a.causal && j > qi)) {
+      const float bias = a.mask != nullptr ? maskBias(a, mask_row + j) : 0.0f;
+      const float full = scratch[r * sld + col] * a.scale + bias;
+      if (bias != -INFINITY) x = full;
+      // The guard sees every key's score as the decomposition does (NaN + -inf is NaN);
+      // otherwise only the live ones propagate.
+      bad = bad || isnan(a.nan_guard ? full : x) || full == INFINITY;
+    }
+    s[c] = x;
+    tile_max = fmaxf(tile_max, x);
+  }
+  tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+  if (a.nan_guard) {
+    bad = __shfl_xor_sync(0xffffffffu, static_cast<int>(bad), 1) != 0 || bad;
+    poisoned = poisoned || bad;
+  }
+  const float m_new = fmaxf(m, tile_max);
+  // A row with nothing live yet (m_new -inf) or poisoned takes P = 0 and keeps O.
+  const bool skip = m_new == -INFINITY || poisoned;
+  const float corr = skip ? 1.0f : expf(m - m_new);  // 0 while m is -inf
+  float sum = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kHalf; ++c) {
+    const float e = skip || s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new);
+    sum += e;
+    p[r * p_ld + part * kHalf + c] = T(e);
+  }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  if (!skip) {
+    l = l * corr + sum;
+    m = m_new;
+  }
+  // Without the guard a NaN score makes the row NaN, as softmax does (fmaxf skipped it).
+  if (bad && !a.nan_guard) l = NAN;
+  __syncwarp();  // P is stored; the scratch's scores are read
+  return corr;
+}
+
+/// P(16 x kKeys, `p`) V(kKeys x D, `v`, row stride ld) for one warp, into `scratch` (the caller
+/// adds it to O).
+template <typename T, int D, int kKeys>
+__device__ __forceinline__ void warpPv(const T* p, int p_ld, const T* v, int ld, float* scratch,
+                                       int sld) {
+  warpProduct<T, D, kKeys, wmma::row_major>(p, p_ld, v, ld, 16, 16 * ld, scratch, sld);
+}
+
+/// Where one warp's tile stands: its first key, the keys' end, and lane's row (qi, its mask row,
+/// r of the warp's 16, half `part`).
+struct TileRows {
+  int64_t kt, key_end, qi, mask_row;
+  int r, part;
+};
+
+/// One warp's step over a tile of kKeys keys: S = Q K^T, the online softmax, O = O * corr + P V.
+/// K, V and Q share row stride ld; scratch (float, sld) and P (T, p_ld) are the warp's own.
+template <typename T, int D, int kKeys>
+__device__ __forceinline__ void warpTile(const AttentionDeviceArgs& a, const T* q, const T* k,
+                                         const T* v, int ld, float* scratch, int sld, T* p,
+                                         int p_ld, const TileRows& t, RowState<D / 2>& st) {
+  constexpr int kOut = D / 2;
+  warpScores<T, D, kKeys>(q, ld, k, scratch, sld);
+  const float corr = onlineSoftmax<T, kKeys>(a, scratch, sld, p, p_ld, t.kt, t.key_end, t.qi,
+                                             t.mask_row, t.r, t.part, st.m, st.l, st.poisoned);
+  warpPv<T, D, kKeys>(p, p_ld, v, ld, scratch, sld);
+#pragma unroll
+  for (int i = 0; i < kOut; ++i) st.o[i] = st.o[i] * corr + scratch[t.r * sld + t.part * kOut + i];
+  __syncwarp();  // the scratch is free for the next tile
+}
+
 template <typename T, int D>
 __global__ void __launch_bounds__(kFlashWarps * 32)
     flashAttentionKernel(AttentionDeviceArgs a, int q_blocks, bool vec) {
@@ -116,19 +282,9 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
   float* scratch_all = reinterpret_cast<float*>(smem + L::kScratch);
   T* p_all = reinterpret_cast<T*>(smem + L::kP);
 
-  const int qb = static_cast<int>(blockIdx.x % q_blocks);
-  const int64_t h = (blockIdx.x / q_blocks) % a.q_heads;
-  const int64_t b = blockIdx.x / q_blocks / a.q_heads;
-  const int64_t hk = h / (a.q_heads / a.kv_heads);
-  const int64_t q0 = int64_t{qb} * kFlashRows;
-  const int64_t q_last = min(q0 + kFlashRows, a.q_seq) - 1;
-  int64_t key_end = a.kv_seq;
-  if (a.mask != nullptr) key_end = min(key_end, a.mask_len);
-  if (a.causal) key_end = min(key_end, q_last + 1);
-
-  const T* q = static_cast<const T*>(a.q) + b * a.q_strides.batch + h * a.q_strides.head;
-  const T* k = static_cast<const T*>(a.k) + b * a.k_strides.batch + hk * a.k_strides.head;
-  const T* v = static_cast<const T*>(a.v) + b * a.v_strides.batch + hk * a.v_strides.head;
+  const HeadBlock<T> hb = headBlock<T>(a, q_blocks, kFlashRows);
+  const int64_t b = hb.b, h = hb.h, q0 = hb.q0, key_end = hb.key_end;
+  const T *q = hb.q, *k = hb.k, *v = hb.v;
   loadRows<T, D>(q_s, q, a.q_strides.seq, q0, kFlashRows, a.q_seq, vec);
 
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
@@ -137,14 +293,9 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
   // Lanes 2r and 2r + 1 own row r of the warp's 16: half `part` of its keys and output dims.
   const int r = lane / 2, part = lane % 2;
   const int64_t qi = q0 + warp * 16 + r;
-  const int64_t mask_row = b * a.mask_strides.batch + h * a.mask_strides.head +
-                           min(qi, a.q_seq - 1) * a.mask_strides.seq;
+  const int64_t mask_row = maskRow(a, b, h, qi);
   constexpr int kOut = D / 2;
-  float o[kOut];
-#pragma unroll
-  for (int i = 0; i < kOut; ++i) o[i] = 0.0f;
-  float m = -INFINITY, l = 0.0f;
-  bool poisoned = false;
+  RowState<kOut> st;
 
   uint4 k_next[kTileWords<D>], v_next[kTileWords<D>];
   if (vec && key_end > 0) {
@@ -166,94 +317,15 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
       fetchTile<T, D>(v_next, v, a.v_strides.seq, kt + kFlashKeys, key_end);
     }
 
-    // S = Q K^T for the warp's 16 rows.
-#pragma unroll
-    for (int n = 0; n < kFlashKeys / 16; ++n) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.0f);
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> fb;
-        wmma::load_matrix_sync(fa, q_s + warp * 16 * L::kLd + kk * 16, L::kLd);
-        wmma::load_matrix_sync(fb, k_s + n * 16 * L::kLd + kk * 16, L::kLd);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(scratch + n * 16, acc, L::kScratchLd, wmma::mem_row_major);
-    }
-    __syncwarp();
-
-    // The online softmax of row r over this tile's keys [kt, kt + 64).
-    constexpr int kHalf = kFlashKeys / 2;
-    float s[kHalf];
-    float tile_max = -INFINITY;
-    bool bad = false;
-#pragma unroll
-    for (int c = 0; c < kHalf; ++c) {
-      const int col = part * kHalf + c;
-      const int64_t j = kt + col;
-      float x = -INFINITY;
-      if (j < key_end && !(a.causal && j > qi)) {
-        const float bias = a.mask != nullptr ? maskBias(a, mask_row + j) : 0.0f;
-        const float full = scratch[r * L::kScratchLd + col] * a.scale + bias;
-        if (bias != -INFINITY) x = full;
-        // The guard sees every key's score as the decomposition does (NaN + -inf is NaN);
-        // otherwise only the live ones propagate.
-        bad = bad || isnan(a.nan_guard ? full : x) || full == INFINITY;
-      }
-      s[c] = x;
-      tile_max = fmaxf(tile_max, x);
-    }
-    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-    if (a.nan_guard) {
-      bad = __shfl_xor_sync(0xffffffffu, static_cast<int>(bad), 1) != 0 || bad;
-      poisoned = poisoned || bad;
-    }
-    const float m_new = fmaxf(m, tile_max);
-    // A row with nothing live yet (m_new -inf) or poisoned takes P = 0 and keeps O.
-    const bool skip = m_new == -INFINITY || poisoned;
-    const float corr = skip ? 1.0f : expf(m - m_new);  // 0 while m is -inf
-    float sum = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kHalf; ++c) {
-      const float p = skip || s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new);
-      sum += p;
-      p_s[r * L::kPLd + part * kHalf + c] = T(p);
-    }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    if (!skip) {
-      l = l * corr + sum;
-      m = m_new;
-    }
-    // Without the guard a NaN score makes the row NaN, as softmax does (fmaxf skipped it).
-    if (bad && !a.nan_guard) l = NAN;
-    __syncwarp();  // P is stored; the scratch's scores are read
-
-    // O(16 x D) += P(16 x 64) V(64 x D), through the scratch.
-#pragma unroll
-    for (int n = 0; n < D / 16; ++n) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-      wmma::fill_fragment(acc, 0.0f);
-#pragma unroll
-      for (int kk = 0; kk < kFlashKeys / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> fa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> fb;
-        wmma::load_matrix_sync(fa, p_s + kk * 16, L::kPLd);
-        wmma::load_matrix_sync(fb, v_s + kk * 16 * L::kLd + n * 16, L::kLd);
-        wmma::mma_sync(acc, fa, fb, acc);
-      }
-      wmma::store_matrix_sync(scratch + n * 16, acc, L::kScratchLd, wmma::mem_row_major);
-    }
-    __syncwarp();
-#pragma unroll
-    for (int i = 0; i < kOut; ++i)
-      o[i] = o[i] * corr + scratch[r * L::kScratchLd + part * kOut + i];
-    __syncwarp();  // the scratch is free for the next tile's scores
+    warpTile<T, D, kFlashKeys>(a, q_s + warp * 16 * L::kLd, k_s, v_s, L::kLd, scratch,
+                               L::kScratchLd, p_s, L::kPLd,
+                               TileRows{kt, key_end, qi, mask_row, r, part},
+                               st);  // then the scratch is free for the next tile's scores
   }
 
   if (qi >= a.q_seq) return;
   // A row that attends to nothing (every key masked), or a poisoned one, is 0.
-  const float inv = poisoned ? 0.0f : isnan(l) ? NAN : l > 0.0f ? 1.0f / l : 0.0f;
+  const float inv = st.poisoned ? 0.0f : isnan(st.l) ? NAN : st.l > 0.0f ? 1.0f / st.l : 0.0f;
   T* y = static_cast<T*>(a.y) + b * a.y_strides.batch + h * a.y_strides.head +
          qi * a.y_strides.seq + part * kOut;
   if (vec) {
@@ -261,12 +333,141 @@ __global__ void __launch_bounds__(kFlashWarps * 32)
     for (int i = 0; i < kOut; i += 8) {
       alignas(16) T w[8];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) w[e] = T(o[i + e] * inv);
+      for (int e = 0; e < 8; ++e) w[e] = T(st.o[i + e] * inv);
       *reinterpret_cast<uint4*>(y + i) = *reinterpret_cast<const uint4*>(w);
     }
   } else {
 #pragma unroll
-    for (int i = 0; i < kOut; ++i) y[i] = T(o[i] * inv);
+    for (int i = 0; i < kOut; ++i) y[i] = T(st.o[i] * inv);
+  }
+}
+
+// The split-key variant, for grids too small to fill the GPU (batch 1, short sequences: 24
+// blocks of the kernel above for BERT's 12 heads at 128 tokens, on 132 SMs):
+//
+//   one block = 4 warps = 16 query rows; warp w takes the key tiles w, w + 4, ... of 32 keys
+//     K, V tile -> the warp's own shared memory
+//     S = Q K^T, the online softmax and O += P V as above, on the warp's keys only
+//   then the warps' (m, l, O) combine: M = max m_w, O = sum exp(m_w - M) O_w, L likewise,
+//   Y = O / L
+//
+// Four times the blocks and a quarter of the serial tile chain per warp. Masks, the causal
+// diagonal, the NaN guard and rows attending to nothing follow the kernel above.
+constexpr int kSplitWarps = 4;
+constexpr int kSplitRows = 16;
+constexpr int kSplitKeys = 32;
+
+template <int D>
+struct SplitLayout {
+  static constexpr int kLd = D + kPad;
+  static constexpr int kScratchLd = (D > kSplitKeys ? D : kSplitKeys) + 4;  // floats
+  static constexpr int kPLd = kSplitKeys + kPad;
+  static constexpr size_t kWarpBytes = size_t{kSplitKeys} * kLd * 2 * 2 +
+                                       size_t{kSplitRows} * kScratchLd * 4 +
+                                       size_t{kSplitRows} * kPLd * 2;
+  static constexpr size_t kQ = 0;
+  static constexpr size_t kWarps = size_t{kSplitRows} * kLd * 2;
+  static constexpr size_t kStats = kWarps + kSplitWarps * kWarpBytes;  // m, l per warp and row
+  static constexpr size_t kBytes = kStats + size_t{kSplitWarps} * kSplitRows * 2 * 4 + 64;
+};
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kSplitWarps * 32)
+    flashAttentionSplitKernel(AttentionDeviceArgs a, int q_blocks, bool vec) {
+  using L = SplitLayout<D>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  T* q_s = reinterpret_cast<T*>(smem + L::kQ);
+  unsigned char* mine = smem + L::kWarps + warp * L::kWarpBytes;
+  T* k_s = reinterpret_cast<T*>(mine);
+  T* v_s = k_s + kSplitKeys * L::kLd;
+  float* scratch = reinterpret_cast<float*>(v_s + kSplitKeys * L::kLd);
+  T* p_s = reinterpret_cast<T*>(scratch + kSplitRows * L::kScratchLd);
+  float* stats = reinterpret_cast<float*>(smem + L::kStats);  // [warp][row]: m, then l
+  int* poison = reinterpret_cast<int*>(stats + kSplitWarps * kSplitRows * 2);  // [row]
+
+  const HeadBlock<T> hb = headBlock<T>(a, q_blocks, kSplitRows);
+  const int64_t b = hb.b, h = hb.h, q0 = hb.q0, key_end = hb.key_end;
+  const T *q = hb.q, *k = hb.k, *v = hb.v;
+  loadRows<T, D>(q_s, q, a.q_strides.seq, q0, kSplitRows, a.q_seq, vec);
+  if (threadIdx.x < kSplitRows) poison[threadIdx.x] = 0;
+  __syncthreads();
+
+  const int r = lane / 2, part = lane % 2;
+  const int64_t qi = q0 + r;
+  const int64_t mask_row = maskRow(a, b, h, qi);
+  constexpr int kOut = D / 2;
+  RowState<kOut> st;
+
+  for (int64_t kt = int64_t{warp} * kSplitKeys; kt < key_end;
+       kt += int64_t{kSplitWarps} * kSplitKeys) {
+    // The warp's tile of K and V (its lanes only: no block barrier).
+    if (vec) {
+      constexpr int kChunks = D / 8;
+      for (int idx = lane; idx < kSplitKeys * kChunks; idx += 32) {
+        const int row = idx / kChunks, c = idx % kChunks;
+        uint4 kw = make_uint4(0, 0, 0, 0), vw = make_uint4(0, 0, 0, 0);
+        if (kt + row < key_end) {
+          kw = *reinterpret_cast<const uint4*>(k + (kt + row) * a.k_strides.seq + c * 8);
+          vw = *reinterpret_cast<const uint4*>(v + (kt + row) * a.v_strides.seq + c * 8);
+        }
+        *reinterpret_cast<uint4*>(k_s + row * L::kLd + c * 8) = kw;
+        *reinterpret_cast<uint4*>(v_s + row * L::kLd + c * 8) = vw;
+      }
+    } else {
+      for (int idx = lane; idx < kSplitKeys * D; idx += 32) {
+        const int row = idx / D, c = idx % D;
+        const bool live = kt + row < key_end;
+        k_s[row * L::kLd + c] = live ? k[(kt + row) * a.k_strides.seq + c] : T(0.0f);
+        v_s[row * L::kLd + c] = live ? v[(kt + row) * a.v_strides.seq + c] : T(0.0f);
+      }
+    }
+    __syncwarp();
+
+    warpTile<T, D, kSplitKeys>(
+        a, q_s, k_s, v_s, L::kLd, scratch, L::kScratchLd, p_s, L::kPLd,
+        TileRows{kt, key_end, qi, mask_row, r, part},
+        st);  // then the K, V tiles and the scratch are free for the next tile
+  }
+
+  // Combine the warps: each publishes m and l per row, and its O through its scratch.
+  if (part == 0) {
+    stats[warp * kSplitRows + r] = st.m;
+    stats[(kSplitWarps + warp) * kSplitRows + r] = st.l;
+    if (st.poisoned) atomicOr(&poison[r], 1);
+  }
+#pragma unroll
+  for (int i = 0; i < kOut; ++i) scratch[r * L::kScratchLd + part * kOut + i] = st.o[i];
+  __syncthreads();
+  // Thread t writes row t / 8, dims [(t % 8) * D / 8, ...): 128 threads, 16 rows.
+  const int row = static_cast<int>(threadIdx.x) / 8, seg = static_cast<int>(threadIdx.x) % 8;
+  const int64_t out_row = q0 + row;
+  if (out_row >= a.q_seq) return;
+  float big = -INFINITY;
+  for (int w = 0; w < kSplitWarps; ++w) big = fmaxf(big, stats[w * kSplitRows + row]);
+  float weight[kSplitWarps];
+  float total = 0.0f;
+  bool nan_row = false;
+  for (int w = 0; w < kSplitWarps; ++w) {
+    const float mw = stats[w * kSplitRows + row], lw = stats[(kSplitWarps + w) * kSplitRows + row];
+    nan_row = nan_row || isnan(lw);
+    weight[w] = mw == -INFINITY ? 0.0f : expf(mw - big);
+    total += weight[w] * (isnan(lw) ? 0.0f : lw);
+  }
+  const float inv = poison[row] != 0 ? 0.0f : nan_row ? NAN : total > 0.0f ? 1.0f / total : 0.0f;
+  constexpr int kSeg = D / 8;
+  T* y = static_cast<T*>(a.y) + b * a.y_strides.batch + h * a.y_strides.head +
+         out_row * a.y_strides.seq + seg * kSeg;
+  const float* base =
+      reinterpret_cast<const float*>(smem + L::kWarps + 2 * size_t{kSplitKeys} * L::kLd * 2);
+  for (int i = 0; i < kSeg; ++i) {
+    float acc = 0.0f;
+    for (int w = 0; w < kSplitWarps; ++w) {
+      const float* sw = reinterpret_cast<const float*>(
+          reinterpret_cast<const unsigned char*>(base) + w * L::kWarpBytes);
+      acc += weight[w] * sw[row * L::kScratchLd + seg * kSeg + i];
+    }
+    y[i] = T(acc * inv);
   }
 }
 
@@ -275,21 +476,57 @@ bool aligned16Elements(const void* p, const HeadStrides& s) {
          s.seq % 8 == 0;
 }
 
+/// The SMs of the current device (the split-key variant runs where the grid would fill fewer).
+int smCount() {
+  int device = 0, count = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    return 0;
+  }
+  return count;
+}
+
+/// ONNXOPT_FLASH_SPLIT=0 or 1 forces the choice (tests run both); otherwise the split-key
+/// variant runs where the kernel's grid fills fewer blocks than the GPU has SMs.
+bool splitKeys(int64_t blocks) {
+  static const int forced = [] {
+    const char* e = std::getenv("ONNXOPT_FLASH_SPLIT");
+    return e == nullptr || *e == '\0' ? -1 : (*e == '1' ? 1 : 0);
+  }();
+  if (forced >= 0) return forced == 1;
+  static const int sms = smCount();
+  return blocks < sms;
+}
+
+/// `kernel` over `blocks` blocks of `warps` warps with `smem` bytes of dynamic shared memory
+/// (raising the limit past the default 48 KiB where needed).
+template <typename Kernel>
+cudaError_t launchWithSmem(Kernel kernel, unsigned blocks, int warps, size_t smem,
+                           cudaStream_t stream, const AttentionDeviceArgs& a, int q_blocks,
+                           bool vec) {
+  if (smem > 48 * 1024) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem));
+    if (e != cudaSuccess) return e;
+  }
+  kernel<<<blocks, warps * 32, smem, stream>>>(a, q_blocks, vec);
+  return cudaGetLastError();
+}
+
 template <typename T, int D>
 cudaError_t launchFlashTyped(const AttentionDeviceArgs& a, cudaStream_t stream) {
   const int q_blocks = static_cast<int>((a.q_seq + kFlashRows - 1) / kFlashRows);
   const auto blocks = static_cast<unsigned>(a.batch * a.q_heads * q_blocks);
   const bool vec = aligned16Elements(a.q, a.q_strides) && aligned16Elements(a.k, a.k_strides) &&
                    aligned16Elements(a.v, a.v_strides) && aligned16Elements(a.y, a.y_strides);
-  constexpr size_t kSmem = FlashLayout<D>::kBytes;
-  auto kernel = flashAttentionKernel<T, D>;
-  if (kSmem > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kSmem));
-    if (e != cudaSuccess) return e;
+  if (splitKeys(blocks)) {
+    const int split_q = static_cast<int>((a.q_seq + kSplitRows - 1) / kSplitRows);
+    return launchWithSmem(flashAttentionSplitKernel<T, D>,
+                          static_cast<unsigned>(a.batch * a.q_heads * split_q), kSplitWarps,
+                          SplitLayout<D>::kBytes, stream, a, split_q, vec);
   }
-  kernel<<<blocks, kFlashWarps * 32, kSmem, stream>>>(a, q_blocks, vec);
-  return cudaGetLastError();
+  return launchWithSmem(flashAttentionKernel<T, D>, blocks, kFlashWarps, FlashLayout<D>::kBytes,
+                        stream, a, q_blocks, vec);
 }
 
 template <typename T>
@@ -311,7 +548,7 @@ bool flashAttentionApplies(const AttentionDeviceArgs& a) {
          (a.qk_size == 64 || a.qk_size == 128) && a.v_size == a.qk_size && a.past_key == nullptr &&
          a.present_key == nullptr && a.present_value == nullptr && a.qk_output == nullptr &&
          a.nonpad == nullptr && a.softcap == 0.0f && a.q_heads % a.kv_heads == 0 &&
-         a.batch * a.q_heads * ((a.q_seq + 63) / 64) <= INT32_MAX;
+         a.batch * a.q_heads * ((a.q_seq + 15) / 16) <= INT32_MAX;
 }
 
 cudaError_t launchFlashAttention(const AttentionDeviceArgs& a, cudaStream_t stream) {
