@@ -126,7 +126,8 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
                  "(repeatable; inputs not given are seeded random, as opt check makes them)");
   app.add_option("--range-analysis", opts.range_analysis,
                  "With --precision: run the float32 model on the reference kernels first and "
-                 "measure each node in the type: values past half of its largest finite value, "
+                 "measure each node in the type: values past half of its largest finite value "
+                 "(or, for float16, wholly under its smallest normal), "
                  "and the inputs and outputs of nodes losing more than 16 units of its rounding, "
                  "stay float32 (with producers and readers); reductions, and nodes with a "
                  "constant past the range (saturated), convert where within it (default true; "
