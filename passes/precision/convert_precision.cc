@@ -323,6 +323,17 @@ class ConvertPrecisionPass final : public pass::Pass {
   /// Why `n` stays float32 (empty: it is converted).
   std::string keptBecause(const ir::Node& n) const {
     if (!touchesFloat(n)) return "no float tensor";
+    // A value of unknown type beside float ones (shape inference did not run, or could not type
+    // it) may be float32: converting the node could mix it into float16 inputs.
+    auto unknown = [this](ir::Value* v) {
+      return v != nullptr && retyped_.count(v) == 0 &&
+             (v->type().kind == ir::Type::Kind::kUnknown ||
+              (v->type().isTensor() && v->type().elem_type == DataType::kUndefined));
+    };
+    if (std::any_of(n.inputs().begin(), n.inputs().end(), unknown) ||
+        std::any_of(n.outputs().begin(), n.outputs().end(), unknown)) {
+      return "a value of unknown type";
+    }
     if (!n.domain().empty() && n.domain() != "ai.onnx") return "not a default-domain op";
     if (!n.subgraphs().empty()) return "has a subgraph";
     if (keep_nodes_.count(n.name()) > 0) return "keep-nodes";
