@@ -15,8 +15,9 @@
 // normalization's statistics), an Exp, Pow or Log feeding one of them, and what keep-ops /
 // keep-nodes name. safe-values (opt's precision analysis, runtime/precision_analysis.h) names the
 // nodes of the first two kinds measured safe in the target type, and nodes whose constant past
-// the range saturates without changing their output: those convert. Values between converted nodes are retyped in place; an initializer read only
-// by converted nodes is replaced by its T copy, one read by both sides exists once per type.
+// the range saturates without changing their output: those convert. Values between converted
+// nodes are retyped in place; an initializer read only by converted nodes is replaced by its T
+// copy, one read by both sides exists once per type.
 // keep-io-types (default true) leaves the graph's float inputs and outputs float32 (Casts at the
 // border); false retypes them. Cast<to=FLOAT> nodes that are converted cast to T instead. Integer
 // and bool tensors are never touched. A node with subgraphs stays float32 and its subgraphs
@@ -29,6 +30,7 @@
 #include <set>
 #include <sstream>
 
+#include "onnxopt/ir/constants.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/passes/registry.h"
@@ -110,7 +112,7 @@ bool isFloatTensor(const ir::Value* v) {
 
 /// Largest finite magnitude of the target type (bfloat16 spans float32's range).
 float maxFinite(DataType t) {
-  return t == DataType::kFloat16 ? 65504.0f : 3.3895314e38f;
+  return largestFinite(t);
 }
 
 /// The ops whose compute the target type speeds up (tensor cores, half the bytes per product).
@@ -125,12 +127,10 @@ bool computeHeavy(const std::string& op) {
 ir::Tensor convertedTensor(const ir::Tensor& t, DataType to) {
   size_t n = t.byteSize() / sizeof(float);
   std::string bytes(n * 2, '\0');
-  const float limit = maxFinite(to);
   for (size_t i = 0; i < n; ++i) {
     float f = 0.0f;
     std::memcpy(&f, t.data() + i * sizeof(float), sizeof f);
-    if (std::isfinite(f)) f = std::clamp(f, -limit, limit);
-    uint16_t h = to == DataType::kFloat16 ? floatToHalf(f) : floatToBfloat16(f);
+    uint16_t h = toLowPrecision(f, to, /*saturate=*/true);
     std::memcpy(&bytes[i * 2], &h, 2);
   }
   ir::Tensor out(to, t.dims());
@@ -390,22 +390,10 @@ class ConvertPrecisionPass final : public pass::Pass {
     return false;
   }
 
-  /// Whether a Constant node's float value fits the target type (value, value_float(s)).
+  /// Whether a Constant node's float value fits the target type.
   bool constantFits(const ir::Node& n) const {
-    const float limit = maxFinite(target_);
-    for (const ir::Attribute& a : n.attributes()) {
-      if (a.name == "value" && a.kind == ir::Attribute::Kind::kTensor && !a.tensors.empty() &&
-          a.tensors[0].dtype() == DataType::kFloat) {
-        return fits(a.tensors[0], target_);
-      }
-      if (a.name == "value_float") return !std::isfinite(a.f) || std::fabs(a.f) <= limit;
-      if (a.name == "value_floats") {
-        for (float f : a.floats) {
-          if (std::isfinite(f) && std::fabs(f) > limit) return false;
-        }
-      }
-    }
-    return true;
+    std::optional<ir::Tensor> t = ir::constantNodeTensor(n);
+    return !t || t->dtype() != DataType::kFloat || fits(*t, target_);
   }
 
   /// Whether the precision analysis measured `n` safe in the target type (safe-values).
@@ -499,34 +487,16 @@ class ConvertPrecisionPass final : public pass::Pass {
   /// A converted Constant holds its value in the target type (value_float / value_floats become
   /// a value tensor of it).
   void convertConstant(rewrite::Rewriter& rw, ir::Node* n) {
-    for (const ir::Attribute& a : n->attributes()) {
-      if (a.name == "value" && a.kind == ir::Attribute::Kind::kTensor && !a.tensors.empty() &&
-          a.tensors[0].dtype() == DataType::kFloat) {
-        ir::Attribute value;
-        value.name = "value";
-        value.kind = ir::Attribute::Kind::kTensor;
-        value.tensors.push_back(convertedTensor(a.tensors[0], target_));
-        rw.setAttribute(n, std::move(value));
-        return;
-      }
-      if (a.name == "value_float" || a.name == "value_floats") {
-        std::vector<float> values = a.name == "value_float" ? std::vector<float>{a.f} : a.floats;
-        ir::Tensor t(DataType::kFloat,
-                     a.name == "value_float"
-                         ? std::vector<int64_t>{}
-                         : std::vector<int64_t>{static_cast<int64_t>(values.size())});
-        t.setBytes(std::string(reinterpret_cast<const char*>(values.data()),
-                               values.size() * sizeof(float)));
-        ir::Attribute value;
-        value.name = "value";
-        value.kind = ir::Attribute::Kind::kTensor;
-        value.tensors.push_back(convertedTensor(t, target_));
-        std::string old = a.name;
-        rw.removeAttribute(n, old);
-        rw.setAttribute(n, std::move(value));
-        return;
-      }
+    std::optional<ir::Tensor> t = ir::constantNodeTensor(*n);
+    if (!t || t->dtype() != DataType::kFloat) return;
+    for (const char* old : {"value_float", "value_floats"}) {
+      if (n->findAttribute(old) != nullptr) rw.removeAttribute(n, old);
     }
+    ir::Attribute value;
+    value.name = "value";
+    value.kind = ir::Attribute::Kind::kTensor;
+    value.tensors.push_back(convertedTensor(*t, target_));
+    rw.setAttribute(n, std::move(value));
   }
 
   /// A kept node's inputs that were retyped get a Cast back to float32.

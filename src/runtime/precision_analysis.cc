@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <set>
 
@@ -17,17 +16,12 @@ namespace onnxopt::runtime {
 namespace {
 
 double maxFinite(DataType t) {
-  return t == DataType::kFloat16 ? 65504.0 : 3.3895313892515355e38;
+  return largestFinite(t);
 }
 
 /// `f` stored as `t` and read back; `saturate` clamps finite values past the range first.
 float roundTo(float f, DataType t, bool saturate) {
-  if (saturate && std::isfinite(f)) {
-    float limit = static_cast<float>(maxFinite(t));
-    f = std::clamp(f, -limit, limit);
-  }
-  return t == DataType::kFloat16 ? halfToFloat(floatToHalf(f))
-                                 : bfloat16ToFloat(floatToBfloat16(f));
+  return fromLowPrecision(toLowPrecision(f, t, saturate), t);
 }
 
 /// A float32 tensor with every element stored as `t` and read back (others unchanged).
@@ -168,11 +162,8 @@ StatusOr<PrecisionAnalysis> analyzePrecision(const ir::Model& model, const std::
       double scale = 0, err = 0;
       for (int64_t k = 0; k < ref->numElements(); ++k) {
         double y = ref->get<float>(k);
-        if (std::isfinite(y)) scale = std::max(scale, std::min(std::fabs(y), lim));
-      }
-      for (int64_t k = 0; k < ref->numElements() && !std::isinf(err); ++k) {
-        double y = ref->get<float>(k);
         if (!std::isfinite(y)) continue;
+        scale = std::max(scale, std::min(std::fabs(y), lim));
         double got = roundTo((*result)[i].get<float>(k), target, false);
         err = std::isfinite(got) ? std::max(err, std::fabs(got - std::clamp(y, -lim, lim)))
                                  : INFINITY;

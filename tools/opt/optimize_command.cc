@@ -332,7 +332,8 @@ int writeOutputs(const OptimizeCommandOptions& opts, const ir::Model& model,
 
 /// --precision's analysis (runtime/precision_analysis.h): runs the float32 model (before any
 /// pass) on the reference kernels with the calibration inputs (the rest seeded random). Values
-/// past half of float16's range keep their producers and readers float32 (keep-values); the
+/// outside the type's range, and the values of nodes losing precision, keep their producers and
+/// readers float32 (keep-values); the
 /// nodes convert-precision keeps by default for a reason a measurement lifts, and those reading
 /// a constant past the range, convert where measured safe (safe-values). Notes say what it found.
 /// 0, or the exit status of the error it printed (a bad calibration file; a failed run only

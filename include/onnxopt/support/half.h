@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "onnxopt/support/data_type.h"
+
 namespace onnxopt {
 
 inline float halfToFloat(uint16_t h) {
@@ -75,6 +77,26 @@ inline uint16_t floatToBfloat16(float f) {
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
   uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>((x + rounding) >> 16);
+}
+
+/// The largest finite value of float16, or else bfloat16.
+inline float largestFinite(DataType t) {
+  return t == DataType::kFloat16 ? 65504.0f : 3.3895314e38f;
+}
+
+/// `f` as float16 (or else bfloat16) bits, round to nearest even; `saturate` clamps a finite value
+/// past the range to the largest finite one first (else it becomes infinite).
+inline uint16_t toLowPrecision(float f, DataType t, bool saturate) {
+  if (saturate && f == f && f - f == 0.0f) {  // finite
+    const float limit = largestFinite(t);
+    f = f > limit ? limit : (f < -limit ? -limit : f);
+  }
+  return t == DataType::kFloat16 ? floatToHalf(f) : floatToBfloat16(f);
+}
+
+/// float16 (or else bfloat16) bits as a float.
+inline float fromLowPrecision(uint16_t bits, DataType t) {
+  return t == DataType::kFloat16 ? halfToFloat(bits) : bfloat16ToFloat(bits);
 }
 
 }  // namespace onnxopt
