@@ -1,5 +1,6 @@
 // The optimization levels, in one place, with the reason for each ordering decision.
 #include "onnxopt/passes/registry.h"
+#include "onnxopt/passes/rewrite_rules.h"
 
 #include <algorithm>
 
@@ -112,6 +113,20 @@ StatusOr<std::string> withPrecision(const std::string& pipeline, const std::stri
                              ? "fixpoint(fuse-pad,fuse-conv-affine,fold-constants,dce),"
                              : "";
     return level1 + "," + absorb + step + pipeline.substr(level1.size());
+  }
+  return "infer-shapes," + step + (pipeline.empty() ? "" : "," + pipeline);
+}
+
+std::string withRewriteRules(const std::string& pipeline) {
+  if (pipeline.find("rewrite-rules") != std::string::npos) return pipeline;
+  // The user's rules see the graph after -O1's cleanup (folded constants, no Identity or Cast
+  // noise, inferred shapes), as the built-in fusions do, and before them: a rule says what the
+  // user wants done with a chain that a fusion could otherwise take first. cse and dce then drop
+  // constants and producers that only the replaced subgraphs read.
+  const std::string step = "rewrite-rules,fixpoint(cse,dce)";
+  const std::string level1(kLevel1);
+  if (pipeline.rfind(level1, 0) == 0) {
+    return level1 + "," + step + pipeline.substr(level1.size());
   }
   return "infer-shapes," + step + (pipeline.empty() ? "" : "," + pipeline);
 }

@@ -22,6 +22,7 @@
 
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
+#include "op_versions.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -42,34 +43,6 @@ constexpr OpsetChange kChanges[] = {
 };
 #undef SIGNATURE
 #undef DEPRECATED
-
-struct OpVersion {
-  const char* op;
-  int since;
-  bool runs_on_ort_cpu;
-};
-constexpr OpVersion kOpVersions[] = {
-#define ONNXOPT_OP_VERSION(op, since, runs) {op, since, runs},
-#include "op_versions.inc"
-#undef ONNXOPT_OP_VERSION
-};
-
-/// The version of `op` that a node resolves to at `opset` (the newest since_version <= opset), or
-/// nullptr for an op the table does not know.
-const OpVersion* resolveVersion(const std::string& op, int64_t opset) {
-  static const auto* by_op = [] {
-    auto* map = new std::unordered_map<std::string, std::vector<const OpVersion*>>();
-    for (const OpVersion& v : kOpVersions) (*map)[v.op].push_back(&v);  // ascending since
-    return map;
-  }();
-  auto it = by_op->find(op);
-  if (it == by_op->end()) return nullptr;
-  const OpVersion* found = nullptr;
-  for (const OpVersion* v : it->second) {
-    if (v->since <= opset) found = v;
-  }
-  return found;
-}
 
 /// Signature changes that keep behaviour: added attributes or optional inputs whose defaults are
 /// the old behaviour.
@@ -204,8 +177,8 @@ class UpgradeOpsetPass final : public pass::Pass {
           }
           conversions.emplace_back(n, c.version);
         }
-        const OpVersion* old_version = resolveVersion(n->opType(), from);
-        const OpVersion* new_version = resolveVersion(n->opType(), to);
+        const OpVersion* old_version = resolveOpVersion(n->opType(), from);
+        const OpVersion* new_version = resolveOpVersion(n->opType(), to);
         if (old_version != nullptr && new_version != old_version && old_version->runs_on_ort_cpu &&
             !new_version->runs_on_ort_cpu) {
           return fmt::format("{}-{} has no kernel in onnxruntime's CPU provider", n->opType(),
@@ -352,6 +325,26 @@ class UpgradeOpsetPass final : public pass::Pass {
 };
 
 }  // namespace
+
+const OpVersion* resolveOpVersion(const std::string& op, int64_t opset) {
+  static constexpr OpVersion kOpVersions[] = {
+#define ONNXOPT_OP_VERSION(op, since, runs) {op, since, runs},
+#include "op_versions.inc"
+#undef ONNXOPT_OP_VERSION
+  };
+  static const auto* by_op = [] {
+    auto* map = new std::unordered_map<std::string, std::vector<const OpVersion*>>();
+    for (const OpVersion& v : kOpVersions) (*map)[v.op].push_back(&v);  // ascending since
+    return map;
+  }();
+  auto it = by_op->find(op);
+  if (it == by_op->end()) return nullptr;
+  const OpVersion* found = nullptr;
+  for (const OpVersion* v : it->second) {
+    if (v->since <= opset) found = v;
+  }
+  return found;
+}
 
 std::unique_ptr<pass::Pass> createUpgradeOpsetPass() {
   return std::make_unique<UpgradeOpsetPass>();

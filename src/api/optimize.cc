@@ -18,10 +18,14 @@ Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult
                                                  options.keep_ops, options.keep_nodes,
                                                  options.keep_values, options.safe_values));
   }
+  if (!options.rewrite_rules.empty()) text = passes::withRewriteRules(text);
   text = passes::withTargetOpset(text, options.target_opset);
   ASSIGN_OR_RETURN(auto pipeline, pass::parsePipeline(text, &passes::createPass));
   RETURN_IF_ERROR(passes::removePasses(pipeline, options.disabled_passes));
-  RETURN_IF_ERROR(passes::applyPassOptions(pipeline, options.pass_options));
+  std::vector<passes::PassOptionSetting> settings = options.pass_options;
+  if (!options.function_bodies) settings.push_back({"rewrite-rules", "function-bodies", "false"});
+  RETURN_IF_ERROR(passes::applyPassOptions(pipeline, settings));
+  passes::setRewriteRules(pipeline, options.rewrite_rules);
   out.pipeline = pass::pipelineToString(pipeline);
   pass::PassManager manager(std::move(pipeline), options.context, options.instrumentation);
   auto start = std::chrono::steady_clock::now();

@@ -23,7 +23,10 @@ std::optional<Tensor> constantNodeTensor(const Node& node) {
   if (node.opType() != "Constant" || !node.domain().empty() || node.attributes().size() != 1) {
     return std::nullopt;
   }
-  const Attribute& a = node.attributes()[0];
+  return constantAttributeTensor(node.attributes()[0]);
+}
+
+std::optional<Tensor> constantAttributeTensor(const Attribute& a) {
   if (!a.ref_attr_name.empty()) return std::nullopt;
   if (a.name == "value" && a.tensors.size() == 1) return a.tensors[0];
   if (a.name == "value_float")

@@ -371,10 +371,7 @@ std::vector<ir::Value*> Rewriter::inlineBranch(ir::Node* node, ir::Graph& branch
   return results;
 }
 
-namespace {
-
-/// A copy of `a` under `name`; graph attributes are not copied (inlineFunctionCall's contract).
-ir::Attribute copyAttribute(const ir::Attribute& a, const std::string& name) {
+ir::Attribute copyPlainAttribute(const ir::Attribute& a, const std::string& name) {
   ONNXOPT_CHECK(a.graphs.empty(), "copying a graph attribute");
   ir::Attribute c;
   c.name = name;
@@ -393,12 +390,10 @@ ir::Attribute copyAttribute(const ir::Attribute& a, const std::string& name) {
   return c;
 }
 
-}  // namespace
-
 bool Rewriter::copyAttribute(const ir::Node& from, ir::Node* to, const std::string& name) {
   const ir::Attribute* a = from.findAttribute(name);
   if (a == nullptr) return false;
-  setAttribute(to, onnxopt::rewrite::copyAttribute(*a, a->name));
+  setAttribute(to, copyPlainAttribute(*a, a->name));
   return true;
 }
 
@@ -445,7 +440,7 @@ std::vector<ir::Value*> Rewriter::inlineFunctionCall(ir::Node* call, const ir::F
         value = call->findAttribute(a.ref_attr_name);
         if (value == nullptr) continue;  // the caller left it out: so is the body's
       }
-      setAttribute(copy, onnxopt::rewrite::copyAttribute(*value, a.name));
+      setAttribute(copy, copyPlainAttribute(*value, a.name));
     }
   }
   insert_graph_ = saved_graph;

@@ -2,7 +2,8 @@
 compiled once unoptimized (-O0) and once through the pipeline of its first RUN line; onnxruntime runs
 both on the same seeded random inputs and the outputs must agree within fp32 rounding.
 
-A test file opts out with a line `# NUMERIC: skip <reason>` (random ops, test-only domains); one whose
+A RUN line's `--rewrite-rules FILE` flags come along (the rules' function bodies are what
+onnxruntime runs). A test file opts out with a line `# NUMERIC: skip <reason>` (random ops, test-only domains); one whose
 pass changes precision on purpose (convert-precision) states its tolerance with
 `# NUMERIC: tolerance RTOL ATOL`."""
 
@@ -20,8 +21,10 @@ from roundtrip_check import REPO_ROOT
 
 # Files marked `# NUMERIC: skip <reason>` (random ops, test-only domains, models onnxruntime rejects)
 # are left out of the parametrization rather than skipped: they have no meaningful numeric check.
+# inputs/ folders hold what the tests read (rules files), as lit's config excludes them.
 PASS_TESTS = sorted(p for p in (REPO_ROOT / "tests" / "lit" / "passes").rglob("*.onnxtxt")
-                    if not re.search(r"^#\s*NUMERIC:\s*skip", p.read_text(), re.M))
+                    if "inputs" not in p.relative_to(REPO_ROOT).parts
+                    and not re.search(r"^#\s*NUMERIC:\s*skip", p.read_text(), re.M))
 
 
 def _pipeline(text: str) -> str | None:
@@ -30,6 +33,17 @@ def _pipeline(text: str) -> str | None:
         if m:
             return m.group(2) if m.group(2) is not None else m.group(3)
     return None
+
+
+def _rule_flags(text: str, case: Path) -> list[str]:
+    """The `--rewrite-rules FILE` flags of the first RUN line with --passes (%S: the test's folder)."""
+    for line in text.splitlines():
+        if re.match(r"#\s*RUN:.*?--passes=", line):
+            flags = []
+            for path in re.findall(r"--rewrite-rules[= ](\S+)", line):
+                flags += ["--rewrite-rules", path.replace("%S", str(case.parent))]
+            return flags
+    return []
 
 
 def _random_input(info: onnx.ValueInfoProto, rng: np.random.Generator) -> np.ndarray:
@@ -76,7 +90,8 @@ def test_pass_preserves_outputs(case: Path, run_opt, work_dir):
     original, optimized = work_dir / "original.onnx", work_dir / "optimized.onnx"
     proc = run_opt(case, "-O0", "-o", original)
     assert proc.returncode == 0, proc.stderr
-    proc = run_opt(case, f"--passes={pipeline}", "--verify-each", "-o", optimized)
+    proc = run_opt(case, f"--passes={pipeline}", *_rule_flags(text, case), "--verify-each", "-o",
+                   optimized)
     assert proc.returncode == 0, proc.stderr
     onnx.checker.check_model(str(optimized), full_check=True)
 

@@ -52,6 +52,8 @@ struct OptimizeCommandOptions {
   bool range_analysis = true;                   ///< --range-analysis
   std::vector<std::string> keep_values;         ///< the range analysis' findings (not a flag)
   std::vector<std::string> safe_values;         ///< the precision analysis' findings (not a flag)
+  std::vector<std::string> rewrite_rules;       ///< --rewrite-rules FILE
+  bool no_function_bodies = false;              ///< --no-function-bodies
   int64_t fold_size_limit = int64_t{1} << 20;
   bool fold_size_limit_given = false;
   bool keep_initializer_inputs = false;

@@ -40,6 +40,8 @@ Examples:
   opt big.onnx -o out.onnx --external-data=weights.bin
   opt model.onnx -O3 --target cuda -o out.onnx
                                              also fuse for the CUDA runtime (ai.onnxopt ops)
+  opt model.onnx -o out.onnx --rewrite-rules swiglu.onnxtxt
+                                             replace subgraphs by the rules of a file
   opt model.onnx --stats                     op histogram, node and initializer counts, opsets
   opt model.onnx -O0 --infer-shapes -o out.onnx
                                              add inferred (symbolic) shapes as value_info
@@ -132,6 +134,15 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
                  "stay float32 (with producers and readers); reductions, and nodes with a "
                  "constant past the range (saturated), convert where within it (default true; "
                  "false: none of this, reductions stay float32)");
+  app.add_option("--rewrite-rules", opts.rewrite_rules,
+                 "Apply the rewrite rules of this file (repeatable): pairs of a pattern and a "
+                 "replacement graph in ONNX textual syntax (docs/rewrite_rules.md); they run after "
+                 "-O1's cleanup, before the fusions")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--no-function-bodies", opts.no_function_bodies,
+               "With --rewrite-rules: do not write a model-local function for the ops of the "
+               "user's domains the rules create (the output then runs only where they have "
+               "kernels)");
   app.add_flag("--include-functions", opts.include_functions,
                "Also optimize the bodies of model-local functions");
   app.add_flag("--time-passes", opts.time_passes, "Print a table of time and node counts per pass");

@@ -159,8 +159,10 @@ std::vector<passes::PassOptionSetting> flagPassOptions(const OptimizeCommandOpti
 }
 
 /// What onnxopt::optimize gets from the command line.
-OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSink& diagnostics) {
+OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSink& diagnostics,
+                                const std::vector<std::shared_ptr<const passes::RuleSet>>& rules) {
   OptimizeOptions options;
+  options.rewrite_rules = rules;
   options.level = opts.level;
   options.target = opts.target;
   // An explicit empty --passes runs nothing, as -O0 does.
@@ -175,6 +177,7 @@ OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSi
   options.safe_values = opts.safe_values;
   options.pass_options = flagPassOptions(opts);
   options.disabled_passes = opts.disabled_passes;
+  options.function_bodies = !opts.no_function_bodies;
   pass::PassContext& ctx = options.context;
   ctx.driver.max_rounds = opts.max_rounds;
   ctx.driver.verify_convergence = opts.verify_convergence;
@@ -194,14 +197,17 @@ OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSi
 /// Runs the pipeline, then --infer-shapes. 0, or the exit status (a failing pass prints the
 /// one-line reproducer).
 int runPipeline(const OptimizeCommandOptions& opts, ir::Model& model, DiagnosticSink& diagnostics,
+                const std::vector<std::shared_ptr<const passes::RuleSet>>& rules,
                 OptimizeResult& optimized) {
-  Status ran = optimize(model, optimizeOptions(opts, diagnostics), &optimized);
+  Status ran = optimize(model, optimizeOptions(opts, diagnostics, rules), &optimized);
   if (!ran.isOk()) {
     // A pipeline that does not parse is a usage error, not the model's: no file context.
     if (optimized.pipeline.empty()) return fail(ran);
     fail(ran.withContext(opts.input));
-    fmt::print(stderr, "opt: note: reproduce with: opt {} --passes='{}'{}\n", opts.input,
-               optimized.pipeline, opts.verify_each ? " --verify-each" : "");
+    std::string rule_flags;
+    for (const std::string& r : opts.rewrite_rules) rule_flags += " --rewrite-rules " + r;
+    fmt::print(stderr, "opt: note: reproduce with: opt {} --passes='{}'{}{}\n", opts.input,
+               optimized.pipeline, rule_flags, opts.verify_each ? " --verify-each" : "");
     return kExitError;
   }
   if (opts.infer_shapes) {
@@ -404,6 +410,19 @@ int optimizeCommand(const OptimizeCommandOptions& opts) {
   for (const std::string& text : opts.pass_options) {
     if (auto s = parsePassOption(text); !s.isOk()) return usage(s.status());
   }
+  if (opts.no_function_bodies && opts.rewrite_rules.empty()) {
+    return usage(
+        Status(StatusCode::kInvalidArgument, "--no-function-bodies needs --rewrite-rules"));
+  }
+  // The rules first: a mistake in them is found before a large model is read.
+  std::vector<std::shared_ptr<const passes::RuleSet>> rules;
+  for (const std::string& path : opts.rewrite_rules) {
+    auto file = io::loadFunctionFile(path, passes::ruleFileExtraAttributes());
+    if (!file.isOk()) return fail(file.status());
+    auto compiled = passes::compileRewriteRules(std::move(file).value());
+    if (!compiled.isOk()) return fail(compiled.status());
+    rules.push_back(std::move(compiled).value());
+  }
   io::LoadLimits limits = opts.limits;
   limits.diagnostics = &diagnostics;
   auto model = io::loadModel(opts.input, limits);
@@ -427,7 +446,7 @@ int optimizeCommand(const OptimizeCommandOptions& opts) {
   }
   ir::ModelStats before = ir::computeStats(**model);
   OptimizeResult optimized;
-  if (int status = runPipeline(run_opts, **model, diagnostics, optimized); status != 0) {
+  if (int status = runPipeline(run_opts, **model, diagnostics, rules, optimized); status != 0) {
     return status;
   }
   printSummaries(opts, **model, before, optimized);

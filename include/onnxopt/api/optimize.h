@@ -10,6 +10,7 @@
 //   // result.pipeline is what ran (the text `opt --passes=` takes, to reproduce a failure)
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/pass/pass_manager.h"
 #include "onnxopt/passes/registry.h"
+#include "onnxopt/passes/rewrite_rules.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt {
@@ -44,6 +46,14 @@ struct OptimizeOptions {
   /// The execution target whose rewrites -O3 adds: "" is portable ONNX, "cuda" adds the fusions
   /// to ai.onnxopt ops the CUDA runtime has kernels for (passes/pipelines.cc).
   std::string target;
+  /// Declarative rewrite rules (`opt --rewrite-rules FILE`): read with io::loadFunctionFile
+  /// (passing passes::ruleFileExtraAttributes()) and passes::compileRewriteRules. The
+  /// rewrite-rules pass runs after -O1's cleanup (passes::withRewriteRules) and applies them all.
+  std::vector<std::shared_ptr<const passes::RuleSet>> rewrite_rules;
+  /// Write a model-local function for each op of a user's domain that the rules create, whose body
+  /// is the subgraph it replaced (false: `opt --no-function-bodies`; the output then runs only
+  /// where that op has a kernel).
+  bool function_bodies = true;
   /// Options for every entry of a pass in the pipeline (the level's or `pipeline`) that does not
   /// set them itself (passes::applyPassOptions), e.g. {"fold-constants", "fold-qdq", "true"};
   /// OptimizeResult::pipeline shows them.

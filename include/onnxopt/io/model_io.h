@@ -6,7 +6,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "onnxopt/ir/function_file.h"
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/support/diagnostics.h"
 #include "onnxopt/support/status.h"
@@ -38,6 +40,17 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path,
 StatusOr<std::unique_ptr<ir::Model>> parseModelText(std::string_view text,
                                                     const std::string& base_dir = ".",
                                                     const LoadLimits& limits = {});
+
+/// Parses a file of model-local functions in ONNX's textual syntax (one after another, each with
+/// its `<domain: ..., opset_import: [...]>` header), as a rewrite-rules file holds them. The
+/// functions are checked as the importer checks a model's (schemas, imported domains); errors
+/// name `path` and the line. `extra_attributes` lists "Op.attr" names accepted on nodes beyond
+/// their schema (a rule's `Constant <rtol = ...>`); they are kept on the nodes.
+StatusOr<ir::FunctionFile> parseFunctionFile(std::string_view text, const std::string& path,
+                                             const std::vector<std::string>& extra_attributes = {});
+/// Reads `path` and parses it with parseFunctionFile.
+StatusOr<ir::FunctionFile> loadFunctionFile(const std::string& path,
+                                            const std::vector<std::string>& extra_attributes = {});
 
 /// Parses a binary ModelProto held in memory.
 StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,

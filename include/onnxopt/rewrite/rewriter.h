@@ -176,6 +176,9 @@ class Rewriter {
 /// (the model's graph or a function body). Subgraph outputs bind by position and may be renamed.
 bool isNamedOutput(const ir::Value* value);
 
+/// A copy of attribute `a` under `name` (its ref_attr_name dropped). `a` must hold no graph.
+ir::Attribute copyPlainAttribute(const ir::Attribute& a, const std::string& name);
+
 /// A name not used by any value of `graph` (nor its enclosing graphs), derived from `base`.
 std::string uniqueValueName(const ir::Graph& graph, const std::string& base);
 
