@@ -71,7 +71,10 @@ class Worklist final : public RewriteListener {
       for (auto& f : model.functions) forEachNodePreOrder(*f->body, add);
     }
     forEachNodePreOrder(*model.graph, add);
+    seeded_ = queue_.size();
   }
+  /// How many nodes the last seed queued.
+  size_t seeded() const { return seeded_; }
 
   ir::Node* pop() {
     while (!queue_.empty()) {
@@ -117,6 +120,7 @@ class Worklist final : public RewriteListener {
   std::vector<std::string> roots_;
   std::deque<ir::Node*> queue_;
   ir::WorklistMarks marks_;
+  size_t seeded_ = 0;
 };
 
 /// The distinct root ops of `patterns`, or none when one of them anchors on any op.
@@ -160,13 +164,21 @@ StatusOr<DriverResult> applyPatternsGreedily(ir::Model& model,
     round_changed = false;
     std::map<std::string, int64_t> this_round;
     worklist.seed(model, config.include_functions);
-    while (ir::Node* node = worklist.pop()) {
+    // Nodes a rewrite creates are visited in the same round, so a pattern whose result it
+    // matches again (a user's rule, say) would never end a round: past this many rewrites the
+    // round ends, and the rounds cap bounds the rest.
+    const int64_t budget = 8 * static_cast<int64_t>(worklist.seeded()) + 1000;
+    int64_t rewrites = 0;
+    while (rewrites < budget) {
+      ir::Node* node = worklist.pop();
+      if (node == nullptr) break;
       for (const Pattern* p : ordered) {
         if (!p->anchorsOn(*node, ctx)) continue;
         ctx.setCurrent(p, node);
         rewriter.setInsertionPoint(node);
         if (!p->matchAndRewrite(node, ctx)) continue;
         round_changed = true;
+        ++rewrites;
         ++this_round[p->name()];
         ++result.applied[p->name()];
         if (config.debug != nullptr) {

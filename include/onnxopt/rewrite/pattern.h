@@ -112,7 +112,9 @@ struct DriverResult {
 /// Applies `patterns` to every node of the model's graphs (subgraphs included, and function bodies
 /// when configured) until a round changes nothing, for at most `max_rounds` rounds. Each round
 /// visits every live node once; nodes created or modified during a round are visited in it if not
-/// yet visited, else in the next round. Non-convergence is reported in the result (and is an error
+/// yet visited, else in the next round; a round ends after 8 rewrites per node it started with
+/// (plus 1000), so a pattern that matches its own result cannot hold one round forever.
+/// Non-convergence is reported in the result (and is an error
 /// under verify_convergence).
 StatusOr<DriverResult> applyPatternsGreedily(ir::Model& model,
                                              const std::vector<const Pattern*>& patterns,
