@@ -3,6 +3,7 @@
 #include "onnxopt/passes/rewrite_rules.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace onnxopt::passes {
 
@@ -117,13 +118,30 @@ StatusOr<std::string> withPrecision(const std::string& pipeline, const std::stri
   return "infer-shapes," + step + (pipeline.empty() ? "" : "," + pipeline);
 }
 
-std::string withRewriteRules(const std::string& pipeline) {
-  if (pipeline.find("rewrite-rules") != std::string::npos) return pipeline;
-  // The user's rules see the graph after -O1's cleanup (folded constants, no Identity or Cast
-  // noise, inferred shapes), as the built-in fusions do, and before them: a rule says what the
-  // user wants done with a chain that a fusion could otherwise take first. cse and dce then drop
-  // constants and producers that only the replaced subgraphs read.
-  const std::string step = "rewrite-rules,fixpoint(cse,dce)";
+std::string withUserRewrites(const std::string& pipeline, bool rules,
+                             const std::vector<std::string>& plugin_passes) {
+  // The user's rules and plugins' passes see the graph after -O1's cleanup (folded constants,
+  // no Identity or Cast noise, inferred shapes), as the built-in fusions do, and before them: a
+  // rule says what the user wants done with a chain that a fusion could otherwise take first.
+  // cse and dce then drop constants and producers that only the replaced subgraphs read.
+  auto named = [&](const std::string& id) {
+    auto entries = pass::parsePipeline(pipeline, &createPass);
+    if (!entries.isOk()) return pipeline.find(id) != std::string::npos;
+    std::function<bool(const std::vector<pass::PipelineEntry>&)> has = [&](const auto& list) {
+      for (const auto& e : list) {
+        if (e.isFixpoint() ? has(e.group) : e.pass->id() == id) return true;
+      }
+      return false;
+    };
+    return has(*entries);
+  };
+  std::string step;
+  if (rules && !named("rewrite-rules")) step = "rewrite-rules";
+  for (const std::string& id : plugin_passes) {
+    if (!named(id)) step += (step.empty() ? "" : ",") + id;
+  }
+  if (step.empty()) return pipeline;
+  step += ",fixpoint(cse,dce)";
   const std::string level1(kLevel1);
   if (pipeline.rfind(level1, 0) == 0) {
     return level1 + "," + step + pipeline.substr(level1.size());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
 
 namespace onnxopt::passes {
 
@@ -38,6 +39,76 @@ void registerPass(PassFactory factory) {
   std::lock_guard<std::mutex> lock(extraMutex());
   auto& extra = extraFactories();
   if (std::find(extra.begin(), extra.end(), factory) == extra.end()) extra.push_back(factory);
+}
+
+namespace {
+std::vector<std::string>& pipelineIds() {
+  static std::vector<std::string> ids;
+  return ids;
+}
+std::vector<std::shared_ptr<const ir::Function>>& opFunctions() {
+  static std::vector<std::shared_ptr<const ir::Function>> fns;
+  return fns;
+}
+}  // namespace
+
+void registerPipelinePass(const std::string& id) {
+  std::lock_guard<std::mutex> lock(extraMutex());
+  auto& ids = pipelineIds();
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+}
+
+std::vector<std::string> pipelinePasses() {
+  std::lock_guard<std::mutex> lock(extraMutex());
+  return pipelineIds();
+}
+
+Status registerOpFunction(std::shared_ptr<const ir::Function> fn) {
+  if (fn == nullptr || fn->body == nullptr) return invalidArgument("registerOpFunction: no body");
+  std::lock_guard<std::mutex> lock(extraMutex());
+  for (const auto& f : opFunctions()) {
+    if (f->domain == fn->domain && f->name == fn->name) {
+      return invalidArgument("the function of {}.{} is registered twice", fn->domain, fn->name);
+    }
+  }
+  opFunctions().push_back(std::move(fn));
+  return Status::ok();
+}
+
+StatusOr<int64_t> attachRegisteredFunctions(ir::Model& model) {
+  std::vector<std::shared_ptr<const ir::Function>> fns;
+  {
+    std::lock_guard<std::mutex> lock(extraMutex());
+    fns = opFunctions();
+  }
+  if (fns.empty()) return int64_t{0};
+  std::set<std::pair<std::string, std::string>> called;
+  for (ir::Graph* g : rewrite::allGraphs(model, /*include_functions=*/true)) {
+    for (const ir::Node* n : *g) called.insert({n->domain(), n->opType()});
+  }
+  rewrite::Rewriter rw;
+  int64_t added = 0;
+  int64_t opset = model.opsetVersion("").value_or(0);
+  for (const auto& fn : fns) {
+    if (called.count({fn->domain, fn->name}) == 0) continue;
+    bool present = std::any_of(model.functions.begin(), model.functions.end(), [&](const auto& f) {
+      return f->domain == fn->domain && f->name == fn->name;
+    });
+    if (present) continue;
+    std::vector<ir::Value*> outs = fn->body->outputs();
+    std::vector<ir::OpsetImport> imports = fn->opset_imports;
+    for (auto& imp : imports) {
+      if ((imp.domain.empty() || imp.domain == "ai.onnx") && opset > 0) imp.version = opset;
+    }
+    auto copy = rewrite::copyToFunction(*fn->body, fn->domain, fn->name,
+                                        {fn->body->inputs().begin(), fn->body->inputs().end()},
+                                        {outs.begin(), outs.end()}, fn->attribute_names, imports);
+    copy->doc_string = fn->doc_string;
+    if (!model.opsetVersion(fn->domain)) rw.addOpsetImport(model, fn->domain, 1);
+    rw.addFunction(model, std::move(copy));
+    ++added;
+  }
+  return added;
 }
 
 std::unique_ptr<pass::Pass> createPass(const std::string& id) {

@@ -28,8 +28,11 @@ ALLOWED: dict[str, set[str]] = {
     "passes": {"pass", "kernels", "bridge"},
     "runtime": {"ir", "kernels", "bridge"},
     "api": {"passes"},
+    "plugin": {"api", "io"},
+    # Plugins built beside the project (tools/plugins/): the plugin API only.
+    "plugins": {"plugin"},
     "test_passes": {"passes"},
-    "tools": {"io", "api", "runtime", "test_passes"},
+    "tools": {"io", "api", "runtime", "plugin", "test_passes"},
 }
 
 # ir::Builder (raw mutation) is for building and annotating IR outside passes: the importer, shape
@@ -60,7 +63,10 @@ FOLDERS = {
     "src/api/": "api",
     "include/onnxopt/runtime/": "runtime",
     "src/runtime/": "runtime",
+    "include/onnxopt/plugin/": "plugin",
+    "src/plugin/": "plugin",
     "tools/": "tools",
+    "tools/plugins/": "plugins",
 }
 
 # Where a quoted include is looked up, in order: the including file's folder, then these roots.
@@ -71,6 +77,8 @@ INCLUDE_ROOTS = ["include", "src", "passes"]
 # and the planner build without nvcc.
 CUDA_INCLUDE = re.compile(r'#\s*include\s*[<"](cuda|cublas|cudnn|curand|cufft|nvrtc|nvtx|thrust/|cub/)')
 CUDA_FOLDER = "kernels/cuda/"
+# A plugin is its own library, with its own CUDA kernels.
+PLUGIN_FOLDER = "tools/plugins/"
 
 PROTO_INCLUDE = re.compile(r'#\s*include\s*[<"](google/protobuf/|onnx/)')
 QUOTED_INCLUDE = re.compile(r'#\s*include\s*"([^"]+)"')
@@ -120,7 +128,7 @@ def check(root: Path) -> list[str]:
         if layer is None:
             continue
         for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-            if CUDA_INCLUDE.search(line) and not rel.startswith(CUDA_FOLDER):
+            if CUDA_INCLUDE.search(line) and not rel.startswith((CUDA_FOLDER, PLUGIN_FOLDER)):
                 problems.append(f"{rel}:{lineno}: layer '{layer}' includes a CUDA header (only "
                                 f"{CUDA_FOLDER} may; use include/onnxopt/kernels/cuda.h)")
                 continue

@@ -1,6 +1,9 @@
 // The CUDA kernels' capability table: kernels/cuda/ops.def expanded into host data and the
 // Capabilities that answers from it. Plain C++, built with or without nvcc (planning and the
 // CUDA target's passes run on machines without a GPU).
+#include <deque>
+#include <mutex>
+
 #include <fmt/format.h>
 
 #include "onnxopt/kernels/cuda.h"
@@ -51,6 +54,20 @@ class CudaCapabilities final : public Capabilities {
         opsets += (opsets.empty() ? "" : ", ") + opsetRange(row);
         continue;
       }
+      return check(row, q);
+    }
+    if (const CudaPluginKernel* plugin = findCudaPluginKernel(q.domain, q.op, q.opset)) {
+      CudaKernelInfo row{plugin->domain.c_str(),
+                         plugin->op.c_str(),
+                         plugin->since,
+                         plugin->until,
+                         "plugin",
+                         plugin->min_inputs,
+                         plugin->max_inputs,
+                         -1,
+                         plugin->inputs,
+                         plugin->outputs,
+                         Layout::kAny};
       return check(row, q);
     }
     if (!known_op) return Support::no(fmt::format("no CUDA kernel for {}", q.op));
@@ -118,6 +135,52 @@ const std::vector<CudaKernelInfo>& cudaKernelTable() {
 #undef NONE
 #undef TYPES
   return table;
+}
+
+namespace {
+
+std::mutex& pluginMutex() {
+  static std::mutex mu;
+  return mu;
+}
+/// Registered plugin kernels; a deque so that the pointers handed out stay valid.
+std::deque<CudaPluginKernel>& pluginKernels() {
+  static std::deque<CudaPluginKernel> kernels;
+  return kernels;
+}
+
+}  // namespace
+
+Status registerCudaKernel(CudaPluginKernel kernel) {
+  if (isDefaultDomain(kernel.domain) || kernel.domain == "ai.onnxopt") {
+    return invalidArgument("CUDA kernel {}.{}: a plugin registers ops of its own domain, not '{}'",
+                           kernel.domain, kernel.op, kernel.domain);
+  }
+  if (kernel.op.empty() || !kernel.launch || kernel.min_inputs < 0 ||
+      kernel.max_inputs < kernel.min_inputs || kernel.until < kernel.since) {
+    return invalidArgument(
+        "CUDA kernel {}.{}: needs an op name, a launch function and consistent input counts and "
+        "opsets",
+        kernel.domain, kernel.op);
+  }
+  std::lock_guard<std::mutex> lock(pluginMutex());
+  for (const CudaPluginKernel& k : pluginKernels()) {
+    if (k.domain == kernel.domain && k.op == kernel.op && k.since <= kernel.until &&
+        kernel.since <= k.until) {
+      return invalidArgument("CUDA kernel {}.{}: registered twice", kernel.domain, kernel.op);
+    }
+  }
+  pluginKernels().push_back(std::move(kernel));
+  return Status::ok();
+}
+
+const CudaPluginKernel* findCudaPluginKernel(const std::string& domain, const std::string& op,
+                                             int64_t opset) {
+  std::lock_guard<std::mutex> lock(pluginMutex());
+  for (const CudaPluginKernel& k : pluginKernels()) {
+    if (k.domain == domain && k.op == op && opset >= k.since && opset <= k.until) return &k;
+  }
+  return nullptr;
 }
 
 const Capabilities& cudaCapabilities() {

@@ -115,25 +115,35 @@ Support noKernel(const CudaKernelCall& call) {
 }  // namespace
 
 bool hasCudaLaunch(const std::string& domain, const std::string& op, int64_t opset) {
-  return findEntry(domain, op, opset) != nullptr;
+  return findEntry(domain, op, opset) != nullptr ||
+         findCudaPluginKernel(domain, op, opset) != nullptr;
 }
 
 Support cudaCanImplement(const CudaKernelCall& call) {
   const LaunchEntry* e = findEntry(call.domain, call.op, call.opset);
-  if (e == nullptr) return noKernel(call);
-  return e->check(call);
+  if (e != nullptr) return e->check(call);
+  const CudaPluginKernel* plugin = findCudaPluginKernel(call.domain, call.op, call.opset);
+  if (plugin == nullptr) return noKernel(call);
+  return plugin->can_implement ? plugin->can_implement(call) : Support::yes();
 }
 
 StatusOr<size_t> cudaWorkspaceBytes(const CudaKernelCall& call) {
   const LaunchEntry* e = findEntry(call.domain, call.op, call.opset);
-  if (e == nullptr) return cuda::refused(noKernel(call));
-  return e->workspace(call);
+  if (e != nullptr) return e->workspace(call);
+  const CudaPluginKernel* plugin = findCudaPluginKernel(call.domain, call.op, call.opset);
+  if (plugin == nullptr) return cuda::refused(noKernel(call));
+  return plugin->workspace_bytes ? plugin->workspace_bytes(call) : StatusOr<size_t>(size_t{0});
 }
 
 Status launchCudaKernel(const CudaKernelCall& call, CudaStream stream) {
   const LaunchEntry* e = findEntry(call.domain, call.op, call.opset);
-  if (e == nullptr) return cuda::refused(noKernel(call));
-  return e->launch(call, stream);
+  if (e != nullptr) return e->launch(call, stream);
+  const CudaPluginKernel* plugin = findCudaPluginKernel(call.domain, call.op, call.opset);
+  if (plugin == nullptr) return cuda::refused(noKernel(call));
+  if (Support s = plugin->can_implement ? plugin->can_implement(call) : Support::yes(); !s) {
+    return cuda::refused(s);
+  }
+  return plugin->launch(call, stream);
 }
 
 }  // namespace onnxopt::kernels

@@ -3,6 +3,8 @@
 // capabilities.h (referenceCapabilities), plus HostTensor::zeros.
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 
 #include <fmt/format.h>
@@ -510,14 +512,61 @@ std::string referenceOpName(const std::string& domain, const std::string& op) {
   return domain.empty() || domain == "ai.onnx" ? op : domain + "." + op;
 }
 
+namespace {
+
+/// Plugin kernels, by referenceOpName. Registered at start-up (plugin loading), read by every
+/// kernel call: a reader-writer lock would do, a mutex is simpler and uncontended in practice.
+std::mutex& pluginMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, std::shared_ptr<const ReferencePluginKernel>>& pluginKernels() {
+  static std::map<std::string, std::shared_ptr<const ReferencePluginKernel>> kernels;
+  return kernels;
+}
+
+std::shared_ptr<const ReferencePluginKernel> findPluginKernel(const std::string& name,
+                                                              int64_t opset) {
+  std::lock_guard<std::mutex> lock(pluginMutex());
+  auto it = pluginKernels().find(name);
+  if (it == pluginKernels().end() || opset < it->second->since) return nullptr;
+  return it->second;
+}
+
+}  // namespace
+
+Status registerReferenceKernel(ReferencePluginKernel kernel) {
+  if (kernel.domain.empty() || kernel.domain == "ai.onnx" || maxOpset(kernel.domain) > 0) {
+    return invalidArgument(
+        "reference kernel {}.{}: a plugin registers ops of its own domain, not "
+        "'{}'",
+        kernel.domain, kernel.op, kernel.domain);
+  }
+  if (kernel.op.empty() || !kernel.run) {
+    return invalidArgument("reference kernel {}.{}: needs an op name and a run function",
+                           kernel.domain, kernel.op);
+  }
+  std::string name = referenceOpName(kernel.domain, kernel.op);
+  std::lock_guard<std::mutex> lock(pluginMutex());
+  auto [it, inserted] =
+      pluginKernels().emplace(name, std::make_shared<const ReferencePluginKernel>(kernel));
+  if (!inserted) return invalidArgument("reference kernel {}: registered twice", name);
+  return Status::ok();
+}
+
 bool hasReferenceKernel(const std::string& op, int64_t opset) {
-  return findEntry(op, opset) != nullptr;
+  return findEntry(op, opset) != nullptr || findPluginKernel(op, opset) != nullptr;
 }
 
 std::vector<std::string> referenceKernelOps() {
   std::vector<std::string> ops;
   for (const auto& [name, entry] : registry()) ops.push_back(name);
-  return ops;  // std::map iterates in sorted order
+  {
+    std::lock_guard<std::mutex> lock(pluginMutex());
+    for (const auto& [name, kernel] : pluginKernels()) ops.push_back(name);
+  }
+  std::sort(ops.begin(), ops.end());
+  return ops;
 }
 
 namespace {
@@ -537,6 +586,16 @@ class ReferenceCapabilities final : public Capabilities {
   Support supports(const OpQuery& q) const override {
     const std::string name = referenceOpName(q.domain, q.op);
     const std::string domain = domainOf(name);
+    if (auto plugin = findPluginKernel(name, q.opset)) {
+      for (size_t i = 0; i < q.inputs.size() && !plugin->inputs.empty(); ++i) {
+        TypeSet allowed = plugin->inputs[std::min(i, plugin->inputs.size() - 1)];
+        if (q.inputs[i] != DataType::kUndefined && !allowed.contains(q.inputs[i])) {
+          return Support::no(fmt::format("{}: input {} is {}; the plugin's kernel takes {}", q.op,
+                                         i, dataTypeName(q.inputs[i]), allowed.toString()));
+        }
+      }
+      return Support::yes();
+    }
     if (maxOpset(domain) == 0) {
       return Support::no(fmt::format("domain '{}' has no reference kernels", domain));
     }
@@ -599,7 +658,9 @@ StatusOr<std::vector<HostTensor>> runReferenceKernel(const std::string& op, int6
                                                      const std::vector<const HostTensor*>& inputs,
                                                      const KernelAttrs& attrs, size_t num_outputs) {
   const Entry* entry = findEntry(op, opset);
-  if (entry == nullptr) {
+  std::shared_ptr<const ReferencePluginKernel> plugin =
+      entry == nullptr ? findPluginKernel(op, opset) : nullptr;
+  if (entry == nullptr && plugin == nullptr) {
     return makeError(StatusCode::kUnimplemented, "no reference kernel for {} at opset {}", op,
                      opset);
   }
@@ -607,8 +668,13 @@ StatusOr<std::vector<HostTensor>> runReferenceKernel(const std::string& op, int6
     if (inputs[i] != nullptr) RETURN_IF_ERROR(validateInput(op, i, *inputs[i]));
   }
   if (num_outputs == 0) return invalidArgument("{}: num_outputs is 0", op);
-  ref::KernelContext ctx{op, opset, inputs, attrs, num_outputs};
-  ASSIGN_OR_RETURN(std::vector<HostTensor> outputs, entry->fn(ctx));
+  std::vector<HostTensor> outputs;
+  if (plugin != nullptr) {
+    ASSIGN_OR_RETURN(outputs, plugin->run(inputs, attrs, num_outputs));
+  } else {
+    ref::KernelContext ctx{op, opset, inputs, attrs, num_outputs};
+    ASSIGN_OR_RETURN(outputs, entry->fn(ctx));
+  }
   if (outputs.size() != num_outputs) {
     return invalidArgument("{}: the op produces {} outputs, {} requested", op, outputs.size(),
                            num_outputs);

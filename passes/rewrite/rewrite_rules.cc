@@ -129,46 +129,23 @@ const std::vector<std::string>& ruleFileExtraAttributes() {
 
 namespace {
 
-/// Copies `src` (a pattern body) into a function `name` of `domain` whose inputs are `inputs`
-/// (pattern wildcards, in the call's order) and outputs `outputs`; attribute references are
-/// renamed by `attr_names` (pattern parameter -> the call's attribute); pattern-only attributes
-/// (a Constant's rtol/atol) are dropped.
+/// `src`'s body (a pattern) as function `domain`.`name` with formal inputs `inputs` (pattern
+/// wildcards, in the call's order) and outputs `outputs`; attribute references renamed by
+/// `attr_names` (pattern parameter -> the call's attribute); the pattern-only attributes (a
+/// Constant's rtol/atol) dropped.
 std::unique_ptr<ir::Function> copyAsFunction(const ir::Function& src, const std::string& domain,
                                              const std::string& name,
                                              const std::vector<const ir::Value*>& inputs,
                                              const std::vector<const ir::Value*>& outputs,
                                              const std::map<std::string, std::string>& attr_names) {
-  auto fn = std::make_unique<ir::Function>();
-  fn->name = name;
-  fn->domain = domain;
+  std::vector<std::string> attributes;
+  for (const auto& [param, attr] : attr_names) attributes.push_back(attr);
+  auto fn = rewrite::copyToFunction(
+      *src.body, domain, name, inputs, outputs, attributes, src.opset_imports, attr_names,
+      [](const ir::Node& n, const ir::Attribute& a) {
+        return n.opType() == "Constant" && (a.name == "rtol" || a.name == "atol");
+      });
   fn->doc_string = fmt::format("the subgraph that rewrite rule '{}' replaced", src.name);
-  fn->opset_imports = src.opset_imports;
-  for (const auto& [param, attr] : attr_names) fn->attribute_names.push_back(attr);
-  fn->body = std::make_unique<ir::Graph>();
-  rewrite::Rewriter rw;
-  rw.setInsertionPointToEnd(*fn->body);
-  std::unordered_map<const ir::Value*, ir::Value*> map;
-  for (const ir::Value* in : inputs) map[in] = rw.addGraphInput(*fn->body, in->name(), {});
-  for (const ir::Node* n : *src.body) {
-    std::vector<ir::Value*> ins;
-    for (const ir::Value* v : n->inputs()) ins.push_back(v == nullptr ? nullptr : map.at(v));
-    ir::Node* c = rw.createNode(n->opType(), n->domain(), ins, n->numOutputs());
-    for (const ir::Attribute& a : n->attributes()) {
-      if (n->opType() == "Constant" && (a.name == "rtol" || a.name == "atol")) continue;
-      ir::Attribute copy = rewrite::copyPlainAttribute(a, a.name);
-      if (!a.ref_attr_name.empty()) {
-        auto renamed = attr_names.find(a.ref_attr_name);
-        copy.ref_attr_name = renamed == attr_names.end() ? a.ref_attr_name : renamed->second;
-      }
-      rw.setAttribute(c, std::move(copy));
-    }
-    for (size_t j = 0; j < n->numOutputs(); ++j) {
-      if (n->output(j) == nullptr) continue;
-      rw.setName(c->output(j), n->output(j)->name());
-      map[n->output(j)] = c->output(j);
-    }
-  }
-  for (const ir::Value* out : outputs) rw.addGraphOutput(*fn->body, map.at(out));
   return fn;
 }
 

@@ -18,7 +18,10 @@ Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult
                                                  options.keep_ops, options.keep_nodes,
                                                  options.keep_values, options.safe_values));
   }
-  if (!options.rewrite_rules.empty()) text = passes::withRewriteRules(text);
+  // Plugins' passes join the level pipelines (-O1 and up); a --passes pipeline names them.
+  std::vector<std::string> plugin_passes;
+  if (options.pipeline.empty() && options.level >= 1) plugin_passes = passes::pipelinePasses();
+  text = passes::withUserRewrites(text, !options.rewrite_rules.empty(), plugin_passes);
   text = passes::withTargetOpset(text, options.target_opset);
   ASSIGN_OR_RETURN(auto pipeline, pass::parsePipeline(text, &passes::createPass));
   RETURN_IF_ERROR(passes::removePasses(pipeline, options.disabled_passes));
@@ -31,10 +34,15 @@ Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult
   auto start = std::chrono::steady_clock::now();
   auto ran = manager.run(model);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Status status = ran.status();
+  if (status.isOk() && options.function_bodies) {
+    // Ops of plugins' domains that any pass created carry their decompositions.
+    status = passes::attachRegisteredFunctions(model).status();
+  }
   out.records = manager.records();
   out.statistics = manager.statistics();
   if (options.instrumentation.time_passes) out.timing_report = manager.timingReport();
-  return ran.status();
+  return status;
 }
 
 }  // namespace onnxopt

@@ -390,6 +390,45 @@ ir::Attribute copyPlainAttribute(const ir::Attribute& a, const std::string& name
   return c;
 }
 
+std::unique_ptr<ir::Function> copyToFunction(
+    const ir::Graph& body, const std::string& domain, const std::string& name,
+    const std::vector<const ir::Value*>& inputs, const std::vector<const ir::Value*>& outputs,
+    std::vector<std::string> attribute_names, std::vector<ir::OpsetImport> imports,
+    const std::map<std::string, std::string>& rename,
+    const std::function<bool(const ir::Node&, const ir::Attribute&)>& drop) {
+  auto fn = std::make_unique<ir::Function>();
+  fn->name = name;
+  fn->domain = domain;
+  fn->attribute_names = std::move(attribute_names);
+  fn->opset_imports = std::move(imports);
+  fn->body = std::make_unique<ir::Graph>();
+  Rewriter rw;
+  rw.setInsertionPointToEnd(*fn->body);
+  std::unordered_map<const ir::Value*, ir::Value*> map;
+  for (const ir::Value* in : inputs) map[in] = rw.addGraphInput(*fn->body, in->name(), {});
+  for (const ir::Node* n : body) {
+    std::vector<ir::Value*> ins;
+    for (const ir::Value* v : n->inputs()) ins.push_back(v == nullptr ? nullptr : map.at(v));
+    ir::Node* c = rw.createNode(n->opType(), n->domain(), ins, n->numOutputs());
+    for (const ir::Attribute& a : n->attributes()) {
+      if (drop && drop(*n, a)) continue;
+      ir::Attribute copy = copyPlainAttribute(a, a.name);
+      if (!a.ref_attr_name.empty()) {
+        auto it = rename.find(a.ref_attr_name);
+        copy.ref_attr_name = it == rename.end() ? a.ref_attr_name : it->second;
+      }
+      rw.setAttribute(c, std::move(copy));
+    }
+    for (size_t j = 0; j < n->numOutputs(); ++j) {
+      if (n->output(j) == nullptr) continue;
+      rw.setName(c->output(j), n->output(j)->name());
+      map[n->output(j)] = c->output(j);
+    }
+  }
+  for (const ir::Value* out : outputs) rw.addGraphOutput(*fn->body, map.at(out));
+  return fn;
+}
+
 bool Rewriter::copyAttribute(const ir::Node& from, ir::Node* to, const std::string& name) {
   const ir::Attribute* a = from.findAttribute(name);
   if (a == nullptr) return false;

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "onnxopt/passes/registry.h"
+#include "onnxopt/plugin/plugin.h"
 #include "opt_main.h"
 #include "ort_executor.h"
 #include "run_batch.h"
@@ -42,6 +43,8 @@ Examples:
                                              also fuse for the CUDA runtime (ai.onnxopt ops)
   opt model.onnx -o out.onnx --rewrite-rules swiglu.onnxtxt
                                              replace subgraphs by the rules of a file
+  opt model.onnx -o out.onnx --plugin libswiglu.so
+                                             load a plugin: its passes join -O1 and up
   opt model.onnx --stats                     op histogram, node and initializer counts, opsets
   opt model.onnx -O0 --infer-shapes -o out.onnx
                                              add inferred (symbolic) shapes as value_info
@@ -140,9 +143,9 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
                  "-O1's cleanup, before the fusions")
       ->check(CLI::ExistingFile);
   app.add_flag("--no-function-bodies", opts.no_function_bodies,
-               "With --rewrite-rules: do not write a model-local function for the ops of the "
-               "user's domains the rules create (the output then runs only where they have "
-               "kernels)");
+               "With --rewrite-rules or --plugin: do not write a model-local function for the "
+               "ops of the user's or plugins' domains that the rules and plugin passes create "
+               "(the output then runs only where they have kernels)");
   app.add_flag("--include-functions", opts.include_functions,
                "Also optimize the bodies of model-local functions");
   app.add_flag("--time-passes", opts.time_passes, "Print a table of time and node counts per pass");
@@ -279,11 +282,33 @@ int optMain(int argc, char** argv) {
   CLI::App* run_cmd = addRunCommand(app, run_opts);
   BenchCommandOptions bench_opts;
   CLI::App* bench_cmd = addBenchCommand(app, bench_opts);
+  // --plugin on the command and on each subcommand (`opt run --plugin X.so m.onnx`).
+  std::vector<std::vector<std::string>> plugin_lists(4);
+  const char* plugin_help =
+      "Load this plugin (a shared library: passes, op schemas, reference and CUDA kernels; "
+      "docs/plugins.md) before anything else (repeatable)";
+  app.add_option("--plugin", plugin_lists[0], plugin_help);
+  check_cmd->add_option("--plugin", plugin_lists[1], plugin_help);
+  run_cmd->add_option("--plugin", plugin_lists[2], plugin_help);
+  bench_cmd->add_option("--plugin", plugin_lists[3], plugin_help);
+  // A repeatable option takes one value per occurrence: `--plugin a.so model.onnx` leaves the
+  // model to the positional argument.
+  for (CLI::App* a : {&app, check_cmd, run_cmd, bench_cmd}) {
+    for (CLI::Option* o : a->get_options()) {
+      if (!o->get_lnames().empty() && o->get_items_expected_max() > 1) o->allow_extra_args(false);
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : kExitUsage;
+  }
+  for (const auto& list : plugin_lists) {
+    for (const std::string& path : list) {
+      auto loaded = plugin::loadPlugin(path);
+      if (!loaded.isOk()) return fail(loaded.status());
+    }
   }
   if (*run_cmd && !run_opts.batch.empty()) return runBatchCommand(run_opts);
   if (*run_cmd && run_opts.model.empty()) {

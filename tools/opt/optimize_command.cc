@@ -20,6 +20,7 @@
 #include "onnxopt/ir/stats.h"
 #include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/passes/registry.h"
+#include "onnxopt/plugin/plugin.h"
 #include "onnxopt/runtime/compare.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/runtime/precision_analysis.h"
@@ -410,9 +411,9 @@ int optimizeCommand(const OptimizeCommandOptions& opts) {
   for (const std::string& text : opts.pass_options) {
     if (auto s = parsePassOption(text); !s.isOk()) return usage(s.status());
   }
-  if (opts.no_function_bodies && opts.rewrite_rules.empty()) {
-    return usage(
-        Status(StatusCode::kInvalidArgument, "--no-function-bodies needs --rewrite-rules"));
+  if (opts.no_function_bodies && opts.rewrite_rules.empty() && plugin::loadedPlugins().empty()) {
+    return usage(Status(StatusCode::kInvalidArgument,
+                        "--no-function-bodies needs --rewrite-rules or --plugin"));
   }
   // The rules first: a mistake in them is found before a large model is read.
   std::vector<std::shared_ptr<const passes::RuleSet>> rules;

@@ -15,6 +15,7 @@
 #include "inputs.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/shape_inference.h"
+#include "onnxopt/kernels/reference.h"
 #include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/executor.h"
@@ -85,12 +86,20 @@ StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
   limits.diagnostics = &diagnostics;
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, io::loadModel(path, limits));
   // The executors run standard ops: a call of a model-local function runs as its body, except a
-  // call of one of our own ops (ai.onnxopt, from -O3 --target cuda) the CUDA kernel table claims,
-  // which the CUDA runtime runs as its kernel.
+  // call of one of our own ops (ai.onnxopt, from -O3 --target cuda) or a plugin's that the CUDA
+  // kernel table claims, which the CUDA runtime runs as its kernel.
+  // Likewise the reference runner runs a call of a plugin's op as the plugin's reference kernel.
   passes::KeepCall keep;
+  const ir::Model* m = model.get();
   if (device == "cuda") {
-    const ir::Model* m = model.get();
     keep = [m](const ir::Node& call) { return runtime::cudaRunsTargetCall(*m, call); };
+  } else if (device == "reference") {
+    keep = [m](const ir::Node& call) {
+      if (call.domain().empty() || call.domain() == "ai.onnx") return false;
+      int64_t opset = m->opsetVersion(call.domain()).value_or(0);
+      return kernels::hasReferenceKernel(kernels::referenceOpName(call.domain(), call.opType()),
+                                         opset);
+    };
   }
   if (Status s = passes::inlineFunctionCalls(*model, keep).status(); !s.isOk()) {
     return s.withContext(path);

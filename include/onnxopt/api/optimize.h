@@ -51,8 +51,8 @@ struct OptimizeOptions {
   /// rewrite-rules pass runs after -O1's cleanup (passes::withRewriteRules) and applies them all.
   std::vector<std::shared_ptr<const passes::RuleSet>> rewrite_rules;
   /// Write a model-local function for each op of a user's domain that the rules create, whose body
-  /// is the subgraph it replaced (false: `opt --no-function-bodies`; the output then runs only
-  /// where that op has a kernel).
+  /// is the subgraph it replaced, and for each op of a plugin that has a registered function body
+  /// (false: `opt --no-function-bodies`; the output then runs only where that op has a kernel).
   bool function_bodies = true;
   /// Options for every entry of a pass in the pipeline (the level's or `pipeline`) that does not
   /// set them itself (passes::applyPassOptions), e.g. {"fold-constants", "fold-qdq", "true"};

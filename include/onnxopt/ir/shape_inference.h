@@ -107,6 +107,11 @@ struct ShapeInferenceStats {
 /// rests on a declared dim that inference contradicts.
 StatusOr<ShapeInferenceStats> inferShapes(Model& model, const ShapeInferenceOptions& options = {});
 
+/// Adds the inference function of an op of a plugin's own domain (include/onnxopt/plugin/
+/// plugin.h) for this process: every later inferShapes runs it for that op from `since` on. A
+/// domain of ONNX, or an op and version already registered, is kInvalidArgument.
+Status registerOpInference(const std::string& domain, const std::string& op, int since, InferFn fn);
+
 /// Multidirectional (numpy) broadcast of two shapes; nullopt when they cannot broadcast.
 std::optional<std::vector<Dim>> broadcastShapes(const std::vector<Dim>& a,
                                                 const std::vector<Dim>& b);

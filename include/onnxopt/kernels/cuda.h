@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -207,6 +208,37 @@ struct CudaKernelCall {
   void* workspace = nullptr;  ///< cudaWorkspaceBytes(call) bytes of device memory
   size_t workspace_bytes = 0;
 };
+
+/// A CUDA kernel of an op in a plugin's own domain (include/onnxopt/plugin/plugin.h), as the
+/// built-in families are: capability columns like a row of ops.def, a host-only check, the
+/// scratch it needs and the launch.
+struct CudaPluginKernel {
+  std::string domain;  ///< the plugin's domain: not ONNX's, nor ours
+  std::string op;
+  int64_t since = 1;
+  int64_t until = kCudaOpenOpset;
+  int min_inputs = 1;
+  int max_inputs = 1;
+  std::vector<TypeSet> inputs;   ///< per input position (the last repeats)
+  std::vector<TypeSet> outputs;  ///< per output position; empty: follow the inputs
+  /// Shapes, ranks, attributes: what the kernel cannot take (no device access; pointers are not
+  /// dereferenced). Empty: every call the capability columns admit.
+  std::function<Support(const CudaKernelCall& call)> can_implement;
+  /// Device scratch bytes (empty: none).
+  std::function<StatusOr<size_t>(const CudaKernelCall& call)> workspace_bytes;
+  /// Enqueues the kernel on `stream` (captured into CUDA graphs like the built-in ones: no
+  /// synchronization, no allocation).
+  std::function<Status(const CudaKernelCall& call, CudaStream stream)> launch;
+};
+
+/// Adds `kernel` for this process: cudaCapabilities(), cudaCanImplement and launchCudaKernel
+/// answer for it from then on (in a build without CUDA the launch functions still refuse). A
+/// domain of ONNX or ours, an op already registered, or a missing `launch` is kInvalidArgument.
+Status registerCudaKernel(CudaPluginKernel kernel);
+
+/// The registered plugin kernel for the op at this opset, or nullptr.
+const CudaPluginKernel* findCudaPluginKernel(const std::string& domain, const std::string& op,
+                                             int64_t opset);
 
 /// Whether the launch table has a kernel for the op at this opset (every row of ops.def has one;
 /// a build without CUDA has none).

@@ -2,8 +2,11 @@
 // constant folding and the reference executor, checked against ONNX's node conformance cases.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "onnxopt/kernels/capabilities.h"
 
 #include "onnxopt/kernels/host_tensor.h"
 #include "onnxopt/support/status.h"
@@ -30,5 +33,23 @@ std::vector<std::string> referenceKernelOps();
 StatusOr<std::vector<HostTensor>> runReferenceKernel(const std::string& op, int64_t opset,
                                                      const std::vector<const HostTensor*>& inputs,
                                                      const KernelAttrs& attrs, size_t num_outputs);
+
+/// A reference kernel of an op in a plugin's own domain (include/onnxopt/plugin/plugin.h).
+struct ReferencePluginKernel {
+  std::string domain;  ///< the plugin's domain: not ONNX's, nor one with built-in kernels
+  std::string op;
+  int64_t since = 1;  ///< the first version of `domain` it covers (every later one too)
+  /// Element types per input (the last repeats; empty: any) for referenceCapabilities().
+  std::vector<TypeSet> inputs;
+  /// Computes the outputs (exactly `num_outputs`); inputs may hold nullptr for omitted ones.
+  std::function<StatusOr<std::vector<HostTensor>>(const std::vector<const HostTensor*>& inputs,
+                                                  const KernelAttrs& attrs, size_t num_outputs)>
+      run;
+};
+
+/// Adds `kernel` for this process: runReferenceKernel, hasReferenceKernel and
+/// referenceCapabilities() answer for it from then on. A domain of ONNX or ours, an op already
+/// registered, or a missing `run` is kInvalidArgument.
+Status registerReferenceKernel(ReferencePluginKernel kernel);
 
 }  // namespace onnxopt::kernels

@@ -17,6 +17,21 @@ using PassFactory = std::unique_ptr<pass::Pass> (*)();
 /// their test-only passes so, and plugins will. Registering a factory twice has no effect.
 void registerPass(PassFactory factory);
 
+/// Marks the registered pass `id` to run in the -O1 and higher pipelines, after the cleanup where
+/// the rewrite rules run (a plugin's fusion; withRewriteRules places them). In registration order.
+void registerPipelinePass(const std::string& id);
+/// The ids registerPipelinePass marked.
+std::vector<std::string> pipelinePasses();
+
+/// Adds the function body of an op of a plugin's domain (its decomposition into standard ops) for
+/// this process: attachRegisteredFunctions writes it into models that call the op. An op that
+/// has one already is kInvalidArgument.
+Status registerOpFunction(std::shared_ptr<const ir::Function> fn);
+/// For each op with a registered function that a graph of `model` calls and that has no function
+/// in the model yet: adds the function (its "" import set to the model's opset) and imports the
+/// op's domain. Returns how many functions were added.
+StatusOr<int64_t> attachRegisteredFunctions(ir::Model& model);
+
 /// Creates the pass registered under `id`; nullptr when unknown.
 std::unique_ptr<pass::Pass> createPass(const std::string& id);
 

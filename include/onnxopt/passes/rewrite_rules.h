@@ -73,10 +73,12 @@ StatusOr<std::shared_ptr<const RuleSet>> compileRewriteRules(ir::FunctionFile fi
 void setRewriteRules(std::vector<pass::PipelineEntry>& pipeline,
                      const std::vector<std::shared_ptr<const RuleSet>>& rules);
 
-/// `pipeline` with the rewrite-rules pass where user rules should see the graph: after -O1's
-/// cleanup when the pipeline starts with it (so the rules match canonical chains, before the
-/// built-in fusions could take their nodes), else first after infer-shapes; then a fixed point of
-/// cse and dce. A pipeline that already names rewrite-rules is returned as is.
-std::string withRewriteRules(const std::string& pipeline);
+/// `pipeline` with the user's rewrites where they should see the graph: the rewrite-rules pass
+/// (when `rules`) and then the passes `plugin_passes`, after -O1's cleanup when the pipeline
+/// starts with it (so they match canonical chains, before the built-in fusions could take their
+/// nodes), else first after infer-shapes; then a fixed point of cse and dce. Entries the
+/// pipeline already names are not added again; with nothing to add, `pipeline` is returned.
+std::string withUserRewrites(const std::string& pipeline, bool rules,
+                             const std::vector<std::string>& plugin_passes = {});
 
 }  // namespace onnxopt::passes

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -178,6 +180,21 @@ bool isNamedOutput(const ir::Value* value);
 
 /// A copy of attribute `a` under `name` (its ref_attr_name dropped). `a` must hold no graph.
 ir::Attribute copyPlainAttribute(const ir::Attribute& a, const std::string& name);
+
+/// A model-local function `domain`.`name` whose body copies the nodes of `body` (which hold no
+/// graph attribute), in order, with formal inputs `inputs` and outputs `outputs` (values of
+/// `body`; values the body reads that are not among `inputs` must not exist). An attribute
+/// reference @r becomes @rename[r] where `rename` lists r; attributes for which `drop` is true
+/// are left out. The function's attribute names are `attribute_names`, its imports `imports`.
+/// Given:   body { %t = Exp(%x); %y = Neg(%t) }, inputs [%x], outputs [%y]
+/// Execute: copyToFunction(body, "example", "NegExp", ...)
+/// Result:  example.NegExp (x) => (y) { t = Exp(x); y = Neg(t) }
+std::unique_ptr<ir::Function> copyToFunction(
+    const ir::Graph& body, const std::string& domain, const std::string& name,
+    const std::vector<const ir::Value*>& inputs, const std::vector<const ir::Value*>& outputs,
+    std::vector<std::string> attribute_names, std::vector<ir::OpsetImport> imports,
+    const std::map<std::string, std::string>& rename = {},
+    const std::function<bool(const ir::Node&, const ir::Attribute&)>& drop = {});
 
 /// A name not used by any value of `graph` (nor its enclosing graphs), derived from `base`.
 std::string uniqueValueName(const ir::Graph& graph, const std::string& base);

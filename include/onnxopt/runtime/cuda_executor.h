@@ -130,8 +130,8 @@ class CudaExecutor : public Executor {
 };
 
 /// Whether the CUDA runtime runs `call` as its own kernel rather than as its function's body: a
-/// call of one of our own ops (domain ai.onnxopt, written by -O3 --target cuda) that the CUDA
-/// kernel table claims for its operands' types. The runners leave such calls when they inline a
+/// call of one of our own ops (domain ai.onnxopt, written by -O3 --target cuda) or of a plugin's
+/// that the CUDA kernel table (or a plugin's registered kernel) claims for its operands' types. The runners leave such calls when they inline a
 /// model's functions for the CUDA runner (docs/target_ops.md).
 bool cudaRunsTargetCall(const ir::Model& model, const ir::Node& call);
 

@@ -2,6 +2,7 @@
 // with declared types, and carries small integer values (shapes) between nodes.
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -30,7 +31,42 @@ std::string normDomain(const std::string& d) {
   return d == "ai.onnx" ? std::string() : d;
 }
 
+struct RegisteredInference {
+  std::string domain;
+  std::string op;
+  int since;
+  InferFn fn;
+};
+std::mutex& registeredMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<RegisteredInference>& registered() {
+  static std::vector<RegisteredInference> fns;
+  return fns;
+}
+
 }  // namespace
+
+Status registerOpInference(const std::string& domain, const std::string& op, int since,
+                           InferFn fn) {
+  if (normDomain(domain).empty()) {
+    return invalidArgument("inference for {}: a plugin registers ops of its own domain", op);
+  }
+  if (op.empty() || fn == nullptr || since < 1) {
+    return invalidArgument("inference for {}.{}: needs an op, a function and a version >= 1",
+                           domain, op);
+  }
+  std::lock_guard<std::mutex> lock(registeredMutex());
+  for (const auto& r : registered()) {
+    if (r.domain == domain && r.op == op && r.since == since) {
+      return invalidArgument("inference for {}.{} (version {}): registered twice", domain, op,
+                             since);
+    }
+  }
+  registered().push_back({domain, op, since, fn});
+  return Status::ok();
+}
 
 class ShapeInferenceEngine {
  public:
@@ -43,6 +79,10 @@ class ShapeInferenceEngine {
     detail::registerMiscOps(table);
     for (const auto& e : table) {
       fns_[std::string(e.domain) + ":" + e.op].push_back({e.since, e.fn});
+    }
+    {
+      std::lock_guard<std::mutex> lock(registeredMutex());
+      for (const auto& r : registered()) fns_[r.domain + ":" + r.op].push_back({r.since, r.fn});
     }
     for (auto& [key, list] : fns_) {
       std::sort(list.begin(), list.end(),

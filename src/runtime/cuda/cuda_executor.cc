@@ -1040,7 +1040,8 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
 }
 
 bool cudaRunsTargetCall(const ir::Model& model, const ir::Node& call) {
-  if (call.domain() != "ai.onnxopt") return false;
+  // Ours (ai.onnxopt) and plugins' ops: a standard op's call is always its body.
+  if (call.domain().empty() || call.domain() == "ai.onnx") return false;
   int64_t opset = model.opsetVersion(call.domain()).value_or(0);
   return static_cast<bool>(kernels::cudaCapabilities().supports(bridge::opQuery(call, opset)));
 }
