@@ -16,6 +16,11 @@
 #                checked on the CUDA runtime against its float32 original on the reference kernels
 #                (models_cuda.py --precision; issue 19); precision_fp16.json and precision_bf16.json.
 #                Not part of all.
+#   plugin       the example plugin (tools/plugins/swiglu) in the CUDA runtime: the Llama-style MLP
+#                (models/llama_mlp) fused by it, without function bodies, run with --device cuda
+#                (--stats: where each node ran) and checked against the original on the reference
+#                kernels, with and without CUDA graphs, and at -O3 --target cuda; plugin_tests.
+#                Not part of all (issue 20).
 #   bench        `opt bench` on the bundled transformer and CNN models, with and without CUDA graphs
 #                (bench_cuda.py); skipped with a message while opt has no bench command.
 #   all          all of the above.
@@ -53,10 +58,10 @@ groups=("$@")
 [ "${#groups[@]}" -gt 0 ] || groups=(build unit)
 for g in "${groups[@]}"; do
   case $g in
-    build | unit | conformance | models | precision | bench | pytest | gpubench) ;;
+    build | unit | conformance | models | precision | plugin | bench | pytest | gpubench) ;;
     all) groups=(build unit conformance models bench) && break ;;
     *)
-      echo "test.sh: unknown group '$g' (build, unit, conformance, models, precision, bench, all," \
+      echo "test.sh: unknown group '$g' (build, unit, conformance, models, precision, plugin, bench, all," \
         "pytest, gpubench)" >&2
       exit 2
       ;;
@@ -129,7 +134,23 @@ configure() {
 
 build() {
   cmake --build build-gpu -j"$jobs" --target cuda_host_tests cuda_kernel_tests \
-    cuda_executor_host_tests cuda_executor_tests opt
+    cuda_executor_host_tests cuda_executor_tests opt onnxopt_swiglu plugin_tests
+}
+
+# The swiglu plugin's CUDA kernel inside the CUDA runtime (issue 20).
+plugin_cuda() {
+  local p=build-gpu/plugins/libonnxopt_swiglu.so m=models/llama_mlp/model.onnx t
+  t=$(mktemp -d)
+  build-gpu/bin/opt "$m" --plugin "$p" --no-function-bodies -o "$t/bare.onnx" --stats |
+    grep -E "fuse-swiglu|example.SwiGLU"
+  build-gpu/bin/opt run "$t/bare.onnx" --plugin "$p" --device cuda --stats
+  build-gpu/bin/opt check "$m" "$t/bare.onnx" --plugin "$p" --runner cuda --against reference
+  build-gpu/bin/opt check "$m" "$t/bare.onnx" --plugin "$p" --runner cuda --against reference \
+    --no-cuda-graph
+  build-gpu/bin/opt "$m" --plugin "$p" -O3 --target cuda -o "$t/o3.onnx" --stats |
+    grep -E "fuse-swiglu|example.SwiGLU|ai.onnxopt"
+  build-gpu/bin/opt check "$m" "$t/o3.onnx" --plugin "$p" --runner cuda --against reference
+  build-gpu/bin/plugin_tests --gtest_brief=1
 }
 
 gpu_ctest() {
@@ -285,6 +306,11 @@ else
   if wants precision; then
     step precision precision 300 precision
     section precision precision | grep -E "^total: " | sed 's/^total/precision/' |
+      tee -a "$summary" || true
+  fi
+  if wants plugin; then
+    step plugin plugin 120 plugin_cuda
+    section plugin plugin | grep -E "^check: |example.SwiGLU|PASSED|FAILED" | sed 's/^/plugin: /' |
       tee -a "$summary" || true
   fi
   if wants gpubench; then
