@@ -1,6 +1,7 @@
 // The plugin registry (include/onnxopt/plugin/plugin.h): what a registration adds to each layer's
 // registry, and every refusal (ABI version, entry point, file, reserved domain, incomplete items).
-// ctest runs each case in its own process: registrations last for the process.
+// Registrations last for the process: each case uses its own domain and counts what it adds, so
+// the cases hold in one process as under ctest (one process each).
 #include "onnxopt/plugin/plugin.h"
 
 #include <gtest/gtest.h>
@@ -55,12 +56,13 @@ Negate (x) => (y) {
 
 TEST(PluginRegistry, RegistrationReachesEveryRegistry) {
   OnnxoptPluginInfo info{ONNXOPT_PLUGIN_ABI_VERSION, "good", "1", &registerGood};
+  const size_t before = plugin::loadedPlugins().size();
   auto loaded = plugin::registerPlugin(info);
   ASSERT_TRUE(loaded.isOk()) << loaded.status().message();
   EXPECT_EQ(loaded->ops, std::vector<std::string>{"test.plugin.Negate"});
   EXPECT_EQ(loaded->kernels,
             (std::vector<std::string>{"reference:test.plugin.Negate", "cuda:test.plugin.Negate"}));
-  ASSERT_EQ(plugin::loadedPlugins().size(), 1u);
+  ASSERT_EQ(plugin::loadedPlugins().size(), before + 1);
 
   // The reference kernel runs, and the capability query knows its types.
   EXPECT_TRUE(kernels::hasReferenceKernel("test.plugin.Negate", 1));
@@ -100,12 +102,20 @@ g (float[3] a) => (float[3] b) {
       << again.status().message();
 }
 
+void registerOld(plugin::Registry& r) {
+  kernels::ReferencePluginKernel k;
+  k.domain = "test.old";
+  k.op = "Negate";
+  k.run = &negate;
+  r.addReferenceKernel(k);
+}
+
 TEST(PluginRegistry, RefusesAnotherAbiVersion) {
-  OnnxoptPluginInfo info{ONNXOPT_PLUGIN_ABI_VERSION + 1, "old", "1", &registerGood};
+  OnnxoptPluginInfo info{ONNXOPT_PLUGIN_ABI_VERSION + 1, "old", "1", &registerOld};
   auto loaded = plugin::registerPlugin(info, "libold.so");
   ASSERT_FALSE(loaded.isOk());
   EXPECT_NE(loaded.status().message().find("built for plugin ABI version"), std::string::npos);
-  EXPECT_FALSE(kernels::hasReferenceKernel("test.plugin.Negate", 1));  // nothing registered
+  EXPECT_FALSE(kernels::hasReferenceKernel("test.old.Negate", 1));  // nothing registered
 }
 
 void registerIncomplete(plugin::Registry& r) {
@@ -118,14 +128,16 @@ void registerIncomplete(plugin::Registry& r) {
 
 TEST(PluginRegistry, RefusesIncompleteItemsBeforeRegisteringAny) {
   OnnxoptPluginInfo info{ONNXOPT_PLUGIN_ABI_VERSION, "incomplete", "1", &registerIncomplete};
+  const size_t before = plugin::loadedPlugins().size();
   auto loaded = plugin::registerPlugin(info);
   ASSERT_FALSE(loaded.isOk());
   EXPECT_NE(loaded.status().message().find("has no run"), std::string::npos)
       << loaded.status().message();
-  EXPECT_TRUE(plugin::loadedPlugins().empty());
+  EXPECT_EQ(plugin::loadedPlugins().size(), before);
 }
 
 TEST(PluginLoader, LoadsTheExamplePlugin) {
+  const size_t before = plugin::loadedPlugins().size();
   auto loaded = plugin::loadPlugin(SWIGLU_PLUGIN);
   ASSERT_TRUE(loaded.isOk()) << loaded.status().message();
   EXPECT_EQ(loaded->name, "swiglu");
@@ -136,7 +148,7 @@ TEST(PluginLoader, LoadsTheExamplePlugin) {
   // Loading it again is the same plugin, not a second registration.
   auto again = plugin::loadPlugin(SWIGLU_PLUGIN);
   ASSERT_TRUE(again.isOk()) << again.status().message();
-  EXPECT_EQ(plugin::loadedPlugins().size(), 1u);
+  EXPECT_EQ(plugin::loadedPlugins().size(), before + 1);
 }
 
 void expectRefused(const std::string& path, const std::string& why) {

@@ -258,7 +258,7 @@ gpu_pytest() {
   ONNXOPT_REQUIRE_CUDA=1 python3 -m pytest -q -n "$py_jobs" tests/gpu "${k[@]}"
 }
 
-export -f gpu_info unpack_deps configure build gpu_ctest gpu_binaries memcheck unpack_data \
+export -f gpu_info unpack_deps configure build plugin_cuda gpu_ctest gpu_binaries memcheck unpack_data \
   time_limit conformance models precision bench gpubench gpu_pytest
 # GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
 device=${GPU_TEST_DEVICE:-cuda}
