@@ -88,6 +88,31 @@ def test_plugin_pass_only_where_it_runs(plugin: Path, run_opt, work_dir: Path) -
     assert proc.returncode == 0 and "fuse-swiglu" in proc.stdout, proc.stderr
 
 
+@pytest.mark.parametrize("export", ["llama_legacy", "llama_dynamo"])
+@pytest.mark.parametrize("how", ["plugin", "rules"])
+def test_swiglu_in_torch_exports(export: str, how: str, plugin: Path, run_opt, work_dir: Path) -> None:
+    """Both torch exporters' Llama MLPs (models/transformers): each layer's SwiGLU is replaced;
+    onnxruntime on the output (through the function body) matches the golden outputs."""
+    folder = REPO_ROOT / "models" / "transformers" / export
+    out = work_dir / "out.onnx"
+    flags = ["--plugin", plugin] if how == "plugin" else ["--rewrite-rules", RULES]
+    proc = run_opt(folder / "model.onnx", "-o", out, *flags)
+    assert proc.returncode == 0, proc.stderr
+    assert len(_fused(out)) == 2, "one SwiGLU per decoder layer"
+    onnx.checker.check_model(str(out), full_check=True)
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    data = folder / "test_data_set_0"
+    inputs = sorted(data.glob("input_*.pb"))
+    feeds = {i.name: onnx.numpy_helper.to_array(onnx.load_tensor(str(p)))
+             for i, p in zip(sess.get_inputs(), inputs)}
+    expected = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(data.glob("output_*.pb"))]
+    for got, want in zip(sess.run(None, feeds), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    if how == "plugin":  # and the reference runner through the plugin's kernel
+        proc = run_opt("check", "--plugin", plugin, folder / "model.onnx", out)
+        assert proc.returncode == 0 and "check: passed" in proc.stdout, proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("case", ["missing", "not_a_library"])
 def test_bad_plugin_is_a_clear_error(case: str, run_opt, work_dir: Path) -> None:
     path = work_dir / "libnone.so" if case == "missing" else MODEL
