@@ -224,10 +224,15 @@ Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
 //    ai.onnxopt.SafeAttention on the 3-D projections, so the head splits, the K^T chain, the
 //    Softmax, IsNaN and Where and both products run as one tensor-core kernel (its Q scaling,
 //    which the transpose fixed point moved between Reshape and Transpose, joins the scale).
+//  - fuse-packed-attention last: after the epilogue fusion has made the projections MatMulBias
+//    (and left bias-free ones MatMul), SafeAttention reads Q, K and V in place from one packed
+//    product: a Split into thirds goes (GPT-2's c_attn), three projections of one input become
+//    one GEMM (BERT's query/key/value). dce drops the three weights that one replaced.
 constexpr const char* kCudaLevel3 =
     ",convert-nhwc,fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce),"
     "fixpoint(fuse-attention{nan-guard=true},dce),"
-    "fixpoint(fuse-conv-activation,fuse-matmul-epilogue,fuse-skip-layernorm,dce)";
+    "fixpoint(fuse-conv-activation,fuse-matmul-epilogue,fuse-skip-layernorm,dce),"
+    "fixpoint(fuse-packed-attention,dce)";
 
 StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target,
                                   const std::vector<PassOptionSetting>& settings) {

@@ -44,8 +44,15 @@ StatusOr<HeadView> headView(const ConstTensorView& t, int64_t heads, const char*
     return invalidArgument("Attention: {} hidden size {} is not a multiple of {} heads", what, d[2],
                            heads);
   }
-  // [B, S, H * D]: head h of row s starts at s * H * D + h * D.
-  h = {d[0], heads, d[1], d[2] / heads, {d[1] * d[2], d[2] / heads, d[2]}};
+  // [B, S, H * D]: head h of row s starts at s * row + h * D, row the view's row stride (H * D
+  // when contiguous; 3 H D for a part of a packed QKV).
+  const auto& st = t.strides;
+  const bool strided = st.size() == 3 && st[2] == 1;
+  h = {d[0],
+       heads,
+       d[1],
+       d[2] / heads,
+       {strided ? st[0] : d[1] * d[2], d[2] / heads, strided ? st[1] : d[2]}};
   return h;
 }
 
@@ -240,6 +247,34 @@ StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
 
 template <>
 StatusOr<AttentionArgs> argsFromCall<AttentionArgs>(const CudaKernelCall& call) {
+  if (call.op == "SafePackedAttention") {
+    // ai.onnxopt.SafePackedAttention(QKV, M): SafeAttention on the three parts of QKV's last dim,
+    // each a view of rows 3 H D elements apart (docs/target_ops.md).
+    if (call.inputs.size() != 2) {
+      return invalidArgument("SafePackedAttention: takes QKV and M, not {} inputs",
+                             call.inputs.size());
+    }
+    const ConstTensorView& qkv = call.inputs[0];
+    if (qkv.dims.size() != 3 || qkv.dims[2] % 3 != 0 || qkv.strides.size() != 3 ||
+        qkv.strides[2] != 1) {
+      return invalidArgument(
+          "SafePackedAttention: QKV must be 3-D with a contiguous last dim of 3 parts");
+    }
+    const int64_t part = qkv.dims[2] / 3, elem = dataTypeBits(qkv.dtype) / 8;
+    CudaKernelCall unpacked = call;
+    unpacked.op = "SafeAttention";
+    unpacked.inputs.clear();
+    for (int64_t i = 0; i < 3; ++i) {
+      unpacked.inputs.emplace_back(
+          qkv.dtype, std::vector<int64_t>{qkv.dims[0], qkv.dims[1], part}, qkv.strides,
+          static_cast<const char*>(qkv.data) + i * part * elem, qkv.memory);
+    }
+    unpacked.inputs.push_back(call.inputs[1]);
+    unpacked.constant_inputs.clear();
+    ASSIGN_OR_RETURN(AttentionArgs a, argsFromCall<AttentionArgs>(unpacked));
+    a.op = call.op;
+    return a;
+  }
   if (call.inputs.size() < 3 || call.inputs.size() > 7) {
     return invalidArgument("Attention: {} inputs; the op takes 3 to 7", call.inputs.size());
   }
@@ -319,7 +354,11 @@ Support canImplement(const AttentionArgs& args) {
       {&args.nonpad, "nonpad_kv_seqlen"}};
   for (const auto& [view, what] : inputs) {
     if (Support s = requireDevice(args.op, *view, what); !s) return s;
-    if (present(*view) && !view->isContiguous()) {
+    // 3-D Q, K, V may have strided rows (the parts of a packed QKV); the rest is contiguous.
+    const bool qkv = view == &args.q || view == &args.k || view == &args.v;
+    const bool rows =
+        qkv && view->dims.size() == 3 && view->strides.size() == 3 && view->strides[2] == 1;
+    if (present(*view) && !view->isContiguous() && !rows) {
       return Support::no(fmt::format("Attention: the CUDA kernel reads a contiguous {}", what));
     }
   }

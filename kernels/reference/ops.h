@@ -49,6 +49,7 @@ StatusOr<Outputs> gemmKernel(const KernelContext& ctx);
 StatusOr<Outputs> matMulBiasKernel(const KernelContext& ctx);  // MatMulBias MatMulBiasRelu/Gelu
 StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx);
 StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx);
+StatusOr<Outputs> safePackedAttentionKernel(const KernelContext& ctx);
 StatusOr<Outputs> nhwcConvKernel(const KernelContext& ctx);  // NhwcConv, NhwcConvRelu/AddRelu
 StatusOr<Outputs> nhwcPoolKernel(const KernelContext& ctx);  // NhwcMaxPool, NhwcAveragePool
 

@@ -16,6 +16,7 @@
 //     P = Softmax<-1>(Add(Mul(MatMul(split(Q), T<0,2,3,1>(R(K))), CastLike(scale)), M)),
 //     split(x) = T<0,2,1,3>(R(x)), R(x) = Reshape(x, [0, 0, num_heads, -1]),
 //     merge(y) = Reshape(T<0,2,1,3>(y), [0, 0, -1])
+//   SafePackedAttention(QKV, M) = SafeAttention(Split<axis=2, num_outputs=3>(QKV), M)
 #include "common.h"
 #include "onnxopt/kernels/reference.h"
 #include "ops.h"
@@ -196,6 +197,23 @@ StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx) {
   Outputs out;
   out.push_back(std::move(y));
   return out;
+}
+
+StatusOr<Outputs> safePackedAttentionKernel(const KernelContext& ctx) {
+  if (ctx.numInputs() != 2 || ctx.input(0) == nullptr || ctx.input(1) == nullptr) {
+    return invalidArgument("{}: takes QKV and M", ctx.op);
+  }
+  const HostTensor& qkv = *ctx.input(0);
+  if (qkv.dims.size() != 3 || qkv.dims[2] % 3 != 0) {
+    return invalidArgument("{}: QKV must be 3-D [batch, seq, 3 * heads * size]", ctx.op);
+  }
+  KernelAttrs split;
+  split.ints["axis"] = 2;
+  split.ints["num_outputs"] = 3;
+  auto parts = runReferenceKernel("Split", kOpset, {&qkv}, split, 3);
+  if (!parts.isOk()) return parts.status().withContext(ctx.op);
+  std::vector<const HostTensor*> inputs = {&(*parts)[0], &(*parts)[1], &(*parts)[2], ctx.input(1)};
+  return safeAttentionKernel({ctx.op, ctx.opset, inputs, ctx.attrs, ctx.num_outputs});
 }
 
 }  // namespace onnxopt::kernels::ref

@@ -22,6 +22,8 @@
 //   SafeAttention<num_heads, scale>(Q, K, V, M) => (Y)
 //     { P = Softmax<-1>(MatMul(T<0,2,1,3>(split(Q)), T<0,2,3,1>(split(K))) * @scale + M);
 //       Y = Reshape(T<0,2,1,3>(MatMul(Where(IsNaN(P), 0, P), T<0,2,1,3>(split(V)))), [0, 0, -1]) }
+//   SafePackedAttention<num_heads, scale>(QKV, M) => (Y)
+//     { Q, K, V = Split<axis=2, num_outputs=3>(QKV); Y = SafeAttention's }
 #include "onnxopt/passes/target_ops.h"
 
 #include <fmt/format.h>
@@ -30,6 +32,7 @@
 #include <memory>
 #include <set>
 
+#include "onnxopt/pass/matchers.h"
 #include "onnxopt/rewrite/pattern.h"
 #include "onnxopt/rewrite/rewriter.h"
 
@@ -42,11 +45,17 @@ struct OpInfo {
 };
 
 constexpr OpInfo kOps[] = {
-    {"MatMulBias", 1},     {"MatMulBiasGelu", 20},
-    {"MatMulBiasRelu", 1}, {"NhwcAveragePool", 7},
-    {"NhwcConv", 1},       {"NhwcConvAddRelu", 1},
-    {"NhwcConvRelu", 1},   {"NhwcMaxPool", 8},
-    {"SafeAttention", 15}, {"SkipLayerNormalization", 17},
+    {"MatMulBias", 1},
+    {"MatMulBiasGelu", 20},
+    {"MatMulBiasRelu", 1},
+    {"NhwcAveragePool", 7},
+    {"NhwcConv", 1},
+    {"NhwcConvAddRelu", 1},
+    {"NhwcConvRelu", 1},
+    {"NhwcMaxPool", 8},
+    {"SafeAttention", 15},
+    {"SafePackedAttention", 15},
+    {"SkipLayerNormalization", 17},
 };
 
 using AttrRefs = std::vector<std::pair<std::string, ir::Attribute::Kind>>;
@@ -90,6 +99,19 @@ class Body {
       rw_.setAttribute(n, std::move(a));
     }
     return n->output(0);
+  }
+
+  /// `op`(inputs) with one output per name in `outs`.
+  std::vector<ir::Value*> nodes(const std::string& op, const std::vector<ir::Value*>& inputs,
+                                const std::vector<std::string>& outs) {
+    ir::Node* n = rw_.createNode(op, "", inputs, outs.size());
+    rw_.setName(n, outs[0]);
+    std::vector<ir::Value*> values;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      rw_.setName(n->output(i), outs[i]);
+      values.push_back(n->output(i));
+    }
+    return values;
   }
 
   /// Transpose<perm>(v).
@@ -168,15 +190,28 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
     body.output(sum);
     return fn;
   }
-  if (op == "SafeAttention") {
+  if (op == "SafeAttention" || op == "SafePackedAttention") {
     using K = ir::Attribute::Kind;
     fn->attribute_names = {"num_heads", "scale"};
     fn->doc_string =
         "Y = merge(MatMul(Where(IsNaN(P), 0, P), split(V))), P = Softmax(split(Q) split(K)^T * "
         "scale + M): 3-D [B, S, num_heads * D] inputs, the softmax's NaNs made 0";
-    ir::Value* q = body.input("Q");
-    ir::Value* k = body.input("K");
-    ir::Value* v = body.input("V");
+    ir::Value *q, *k, *v;
+    if (op == "SafePackedAttention") {
+      fn->doc_string += "; Q, K, V the three equal parts of QKV's last dim";
+      ir::Value* qkv = body.input("QKV");
+      std::vector<ir::Value*> parts = body.nodes("Split", {qkv}, {"Q", "K", "V"});
+      body.set(parts[0], pass::intAttr("axis", 2));
+      // Equal parts: num_outputs from opset 18, the outputs' count before.
+      if (opset >= 18) body.set(parts[0], pass::intAttr("num_outputs", 3));
+      q = parts[0];
+      k = parts[1];
+      v = parts[2];
+    } else {
+      q = body.input("Q");
+      k = body.input("K");
+      v = body.input("V");
+    }
     ir::Value* m = body.input("M");
     ir::Value* heads = body.node(
         "Unsqueeze",

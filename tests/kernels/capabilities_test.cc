@@ -249,6 +249,17 @@ std::vector<Case> cases() {
                    a.floats["scale"] = 1.0f;
                    return a;
                  }});
+  // SafePackedAttention: QKV [1, 1, 6] (Q, K, V of one head of 2), M [1, 1, 1, 1].
+  out.push_back({"ai.onnxopt.SafePackedAttention",
+                 1,
+                 {kF},
+                 {{0, {1, 1, 6}, {1, 2, 0, 1, 1, 1}}, {0, {1, 1, 1, 1}, {0}}},
+                 [](const Roles&) {
+                   KernelAttrs a;
+                   a.ints["num_heads"] = 1;
+                   a.floats["scale"] = 1.0f;
+                   return a;
+                 }});
   // The channels-last forms: X [1, 2, 2, 1] (NHWC), W [1, 1, 1, 1], B, Z.
   const Dims nhwc = {1, 2, 2, 1};
   for (const char* op : {"NhwcConv", "NhwcConvRelu"}) {

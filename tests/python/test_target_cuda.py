@@ -170,3 +170,28 @@ def test_bundled_transformer_fused_matches_onnxruntime(run_opt, work_dir: Path, 
     onnx.checker.check_model(onnx.load(dst))
     proc = run_opt("check", model, dst, "--runner", "onnxruntime")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("case", ["split", "projections"])
+def test_packed_attention_matches_onnxruntime(run_opt, work_dir: Path, case: str) -> None:
+    """fuse-packed-attention's lit inputs (SafeAttention calls): the original with its functions
+    attached (fuse-skip-layernorm matches nothing there, but gives every ai.onnxopt call its
+    function) against the packed result, on onnxruntime (through the bodies: Split, the merged
+    weights) and on the reference runner (through SafePackedAttention's own kernel)."""
+    src = REPO / "tests" / "lit" / "passes" / "fuse-packed-attention" / f"{case}.onnxtxt"
+    original, packed = work_dir / "original.onnx", work_dir / "packed.onnx"
+    proc = run_opt(src, "--passes=infer-shapes,fuse-skip-layernorm", "-o", original)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_opt(src, "--passes=infer-shapes,fuse-packed-attention,dce", "-o", packed)
+    assert proc.returncode == 0, proc.stderr
+    assert "SafePackedAttention" in _target_ops(onnx.load(packed))
+    onnx.checker.check_model(onnx.load(packed), full_check=True)
+    rng = np.random.default_rng(3)
+    feeds = {}
+    for i in onnx.load(original).graph.input:
+        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+        feeds[i.name] = rng.standard_normal(shape).astype(np.float32) * 0.1
+    for want, got in zip(_ort(original, feeds), _ort(packed, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    proc = run_opt("check", original, packed)
+    assert proc.returncode == 0 and "check: passed" in proc.stdout, proc.stdout + proc.stderr

@@ -483,6 +483,38 @@ TEST_F(AttentionTest, SafeAttentionMatchesItsBody) {
   }
 }
 
+// ai.onnxopt.SafePackedAttention against its reference: Q, K, V read in place from the three
+// parts of one [B, S, 3 H D] tensor (rows 3 H D apart), fp16 and bf16 on the tensor-core kernel
+// (batch 1 takes the split-key grid, batch 4 the standard one), fp32 on the cuBLASLt path; the
+// mask pads batch 1's last 9 keys.
+TEST_F(AttentionTest, SafePackedAttentionMatchesItsBody) {
+  for (DataType t : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat}) {
+    for (int64_t b : {1, 4}) {
+      SCOPED_TRACE(fmt::format("{} batch {}", dataTypeName(t), b));
+      std::mt19937 rng(11);
+      const int64_t s = 48, h = 3, d = 64;
+      AttnNode node;
+      node.inputs.push_back(randomTensor(t, {b, s, 3 * h * d}, rng));
+      std::vector<double> bias(static_cast<size_t>(b * s), 0.0);
+      if (b > 1) {
+        for (int64_t j = s - 9; j < s; ++j) {
+          bias[static_cast<size_t>(s + j)] = -std::numeric_limits<double>::infinity();
+        }
+      }
+      node.inputs.push_back(test::tensorOf(t, {b, 1, 1, s}, bias));
+      node.attrs.ints["num_heads"] = h;
+      node.attrs.floats["scale"] = 0.125f;
+      std::vector<const HostTensor*> ptrs;
+      for (const HostTensor& x : node.inputs) ptrs.push_back(&x);
+      auto expected = runReferenceKernel("ai.onnxopt.SafePackedAttention", 1, ptrs, node.attrs, 1);
+      ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+      auto got = runAttention(node, *expected, "SafePackedAttention", "ai.onnxopt");
+      ASSERT_TRUE(got.isOk()) << got.status().toString();
+      expectCloseOrEqual(expected->at(0), got->at(0), attentionTolerance(t));
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fused, AttentionTest, ::testing::ValuesIn(attentionCases()),
                          [](const ::testing::TestParamInfo<AttnCase>& p) { return p.param.name; });
 
