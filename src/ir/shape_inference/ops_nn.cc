@@ -518,6 +518,18 @@ void safeAttention(InferenceContext& ctx) {
   ctx.setOutput(0, elemOr(ctx, 0), std::vector<Dim>{(*q)[0], (*q)[1], (*v)[2]});
 }
 
+/// ai.onnxopt.SafePackedAttention: Y is [B, S, N] of QKV's type, QKV [B, S, 3N].
+void safePackedAttention(InferenceContext& ctx) {
+  auto qkv = ctx.inputShape(0);
+  if (!qkv || qkv->size() != 3) {
+    ctx.setOutput(0, elemOr(ctx, 0), std::nullopt);
+    return;
+  }
+  Dim last = Dim::unknown();
+  if ((*qkv)[2].isKnown() && (*qkv)[2].value % 3 == 0) last = Dim::known((*qkv)[2].value / 3);
+  ctx.setOutput(0, elemOr(ctx, 0), std::vector<Dim>{(*qkv)[0], (*qkv)[1], last});
+}
+
 void registerNnOps(std::vector<OpInference>& t) {
   t.push_back({"", "Conv", 1, &conv});
   t.push_back({"", "ConvInteger", 1, &convInteger});
@@ -540,6 +552,7 @@ void registerNnOps(std::vector<OpInference>& t) {
   }
   t.push_back({"ai.onnxopt", "SkipLayerNormalization", 1, &skipLayerNorm});
   t.push_back({"ai.onnxopt", "SafeAttention", 1, &safeAttention});
+  t.push_back({"ai.onnxopt", "SafePackedAttention", 1, &safePackedAttention});
   for (const char* op : {"NhwcConv", "NhwcConvRelu", "NhwcConvAddRelu"}) {
     t.push_back({"ai.onnxopt", op, 1, &nhwcConv});
   }
