@@ -276,6 +276,12 @@ class RuleCompiler {
       if (it == pbody.inputs().end()) {
         return fail(replacement_, "input '{}' is not an input of the pattern", in->name());
       }
+      if (in->hasUses() && !(*it)->hasUses()) {
+        return fail(replacement_,
+                    "input '{}' is read, but the pattern does not read it (so it "
+                    "binds nothing)",
+                    in->name());
+      }
       rule.wildcard_of[in] = *it;
     }
     for (const ir::Value* out : rbody.outputs()) {

@@ -37,6 +37,11 @@ BAD_RULES = {
         GOOD_PATTERN + '<domain: "replacement", opset_import: ["" : 18]>\nneg_neg (x, z) => (y) {\n  y = Add(x, z)\n}\n',
         ["rules.onnxtxt:6:", "input 'z' is not an input of the pattern"],
     ),
+    "unbound_input": (
+        '<domain: "pattern", opset_import: ["" : 18]>\nr (x, z) => (y) {\n  y = Neg(x)\n}\n'
+        '<domain: "replacement", opset_import: ["" : 18]>\nr (x, z) => (y) {\n  y = Add(x, z)\n}\n',
+        ["rules.onnxtxt:5:", "input 'z' is read, but the pattern does not read it"],
+    ),
     "output_count": (
         GOOD_PATTERN
         + '<domain: "replacement", opset_import: ["" : 18]>\nneg_neg (x) => (y, z) {\n  y = Identity(x)\n  z = Identity(x)\n}\n',
