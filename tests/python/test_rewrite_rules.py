@@ -144,3 +144,20 @@ def test_rules_run_in_the_default_pipeline(run_opt, work_dir: Path) -> None:
     proc = run_opt(model, "--rewrite-rules", rules, "--stats", "-o", work_dir / "o.onnx")
     assert proc.returncode == 0, proc.stderr
     assert "rewrite-rules.applied.neg_neg" in proc.stdout, proc.stdout
+
+
+IDENTITIES = [Path(__file__).resolve().parents[2] / p for p in (
+    "tools/plugins/swiglu/swiglu_rules.onnxtxt", "tests/lit/passes/rewrite-rules/inputs/basic.onnxtxt")]
+TRANSFORMERS = sorted((Path(__file__).resolve().parents[2] / "models" / "transformers").glob("*/model.onnx"))
+
+
+@pytest.mark.parametrize("model", TRANSFORMERS, ids=lambda p: p.parent.name)
+def test_identity_rules_keep_bundled_models_outputs(model: Path, run_opt, work_dir: Path) -> None:
+    """The test rules are identities (a stable softmax, x*x as Pow, x*0.5 as x/2, ...): applied at
+    -O2 to the bundled transformers, every output stays within opt check's tolerance."""
+    out = work_dir / "out.onnx"
+    flags = [a for r in IDENTITIES for a in ("--rewrite-rules", r)]
+    proc = run_opt(model, "-o", out, *flags)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_opt("check", model, out)
+    assert proc.returncode == 0 and "check: passed" in proc.stdout, proc.stdout + proc.stderr
