@@ -811,9 +811,10 @@ class RewriteRulesPass final : public pass::Pass {
             [&](const auto& f) { return f->domain == body->domain && f->name == body->name; });
         if (present) continue;
         std::vector<ir::Value*> outs = body->body->outputs();
-        auto fn = copyAsFunction(*body, body->domain, body->name,
-                                 {body->body->inputs().begin(), body->body->inputs().end()},
-                                 {outs.begin(), outs.end()}, identityNames(*body));
+        auto fn = rewrite::copyToFunction(
+            *body->body, body->domain, body->name,
+            {body->body->inputs().begin(), body->body->inputs().end()}, {outs.begin(), outs.end()},
+            body->attribute_names, body->opset_imports);
         fn->doc_string = body->doc_string;
         // The body's ops resolve to the same versions at the model's opset (opsetConflict).
         for (auto& imp : fn->opset_imports) {
@@ -828,12 +829,6 @@ class RewriteRulesPass final : public pass::Pass {
   }
 
  private:
-  static std::map<std::string, std::string> identityNames(const ir::Function& fn) {
-    std::map<std::string, std::string> names;
-    for (const std::string& a : fn.attribute_names) names[a] = a;
-    return names;
-  }
-
   std::vector<std::shared_ptr<const RuleSet>> rules_;
   bool function_bodies_ = true;
 };
