@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -601,16 +602,45 @@ std::string externalDataPath(const std::string& path, const SaveOptions& options
   return (fs::path(path).parent_path() / location).string();
 }
 
-namespace {
-
-/// Whether two paths name the same file (existing or not).
-bool samePath(const fs::path& a, const fs::path& b) {
+bool samePath(const std::string& a, const std::string& b) {
   std::error_code ec;
   if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
   fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
   fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
   return ca == cb;
 }
+
+namespace {
+
+void collectDataFiles(const ir::Graph& graph, std::set<std::string>& files) {
+  auto add = [&](const ir::Tensor& t) {
+    if (t.externalSource()) files.insert(t.externalSource()->path);
+  };
+  for (const ir::Value* v : graph.initializers()) {
+    if (v->initializer() != nullptr) add(*v->initializer());
+    if (v->sparseInitializer() != nullptr) {
+      add(v->sparseInitializer()->values);
+      add(v->sparseInitializer()->indices);
+    }
+  }
+  for (const ir::Node* n : graph) {
+    for (const ir::Attribute& a : n->attributes()) {
+      for (const ir::Tensor& t : a.tensors) add(t);
+    }
+    for (const ir::Graph* g : n->subgraphs()) collectDataFiles(*g, files);
+  }
+}
+
+}  // namespace
+
+std::set<std::string> externalDataFiles(const ir::Model& model) {
+  std::set<std::string> files;
+  collectDataFiles(*model.graph, files);
+  for (const auto& f : model.functions) collectDataFiles(*f->body, files);
+  return files;
+}
+
+namespace {
 
 Status checkOnePath(const std::string& path, const char* what) {
   fs::path p(path);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -39,42 +38,11 @@ io::SaveOptions saveOptions(const OptimizeCommandOptions& opts) {
   return save;
 }
 
-/// Whether two paths name the same file (existing or not).
-bool samePath(const std::string& a, const std::string& b) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
-  return fs::weakly_canonical(fs::absolute(a, ec), ec) ==
-         fs::weakly_canonical(fs::absolute(b, ec), ec);
-}
-
-/// The external data files a graph's tensors are read from.
-void collectDataFiles(const ir::Graph& graph, std::set<std::string>& files) {
-  auto add = [&](const ir::Tensor& t) {
-    if (t.externalSource()) files.insert(t.externalSource()->path);
-  };
-  for (const ir::Value* v : graph.initializers()) {
-    if (v->initializer() != nullptr) add(*v->initializer());
-    if (v->sparseInitializer() != nullptr) {
-      add(v->sparseInitializer()->values);
-      add(v->sparseInitializer()->indices);
-    }
-  }
-  for (const ir::Node* n : graph) {
-    for (const ir::Attribute& a : n->attributes()) {
-      for (const ir::Tensor& t : a.tensors) add(t);
-    }
-    for (const ir::Graph* g : n->subgraphs()) collectDataFiles(*g, files);
-  }
-}
-
 /// Up front, before the passes run: every file opt would write must be writable, and none may be
 /// one the input still needs (its model file, unless the output replaces it, or its data files,
 /// unless the output model replaces the input and takes the data file's place with it).
 Status checkOutputPaths(const OptimizeCommandOptions& opts, const ir::Model& input) {
-  std::set<std::string> input_data;
-  collectDataFiles(*input.graph, input_data);
-  for (const auto& f : input.functions) collectDataFiles(*f->body, input_data);
+  const std::set<std::string> input_data = io::externalDataFiles(input);
   const bool file_output = !opts.output.empty() && opts.output != "-";
   const bool binary = file_output && opts.emit == "onnx";
   std::string data_path;
@@ -82,20 +50,20 @@ Status checkOutputPaths(const OptimizeCommandOptions& opts, const ir::Model& inp
     data_path = io::externalDataPath(opts.output, saveOptions(opts));
   }
   if (file_output) RETURN_IF_ERROR(io::checkOutputPath(opts.output, data_path));
-  const bool replaces_input = file_output && samePath(opts.output, opts.input);
+  const bool replaces_input = file_output && io::samePath(opts.output, opts.input);
   for (const std::string& f : input_data) {
-    if (file_output && samePath(opts.output, f)) {
+    if (file_output && io::samePath(opts.output, f)) {
       return invalidArgument("{}: is the external data file of the input {}, which still needs it",
                              opts.output, opts.input);
     }
-    if (!data_path.empty() && !replaces_input && samePath(data_path, f)) {
+    if (!data_path.empty() && !replaces_input && io::samePath(data_path, f)) {
       return invalidArgument(
           "{}: the external data file '{}' is the input's, which {} still needs; give "
           "--external-data another name",
           opts.output, data_path, opts.input);
     }
   }
-  if (!data_path.empty() && samePath(data_path, opts.input)) {
+  if (!data_path.empty() && io::samePath(data_path, opts.input)) {
     return invalidArgument("{}: the external data file '{}' is the input model", opts.output,
                            data_path);
   }
@@ -106,7 +74,7 @@ Status checkOutputPaths(const OptimizeCommandOptions& opts, const ir::Model& inp
     if (!data_path.empty()) taken.push_back(data_path);
     taken.insert(taken.end(), input_data.begin(), input_data.end());
     for (const std::string& f : taken) {
-      if (samePath(opts.report, f)) {
+      if (io::samePath(opts.report, f)) {
         return invalidArgument("{}: the report would overwrite '{}'", opts.report, f);
       }
     }

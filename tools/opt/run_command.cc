@@ -13,10 +13,8 @@
 
 #include "commands.h"
 #include "inputs.h"
+#include "onnxopt/api/run.h"
 #include "onnxopt/io/model_io.h"
-#include "onnxopt/ir/shape_inference.h"
-#include "onnxopt/kernels/reference.h"
-#include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/diagnostics.h"
@@ -85,30 +83,9 @@ StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
   io::LoadLimits limits;
   limits.diagnostics = &diagnostics;
   ASSIGN_OR_RETURN(std::unique_ptr<ir::Model> model, io::loadModel(path, limits));
-  // The executors run standard ops: a call of a model-local function runs as its body, except a
-  // call of one of our own ops (ai.onnxopt, from -O3 --target cuda) or a plugin's that the CUDA
-  // kernel table claims, which the CUDA runtime runs as its kernel.
-  // Likewise the reference runner runs a call of a plugin's op as the plugin's reference kernel.
-  passes::KeepCall keep;
-  const ir::Model* m = model.get();
-  if (device == "cuda") {
-    keep = [m](const ir::Node& call) { return runtime::cudaRunsTargetCall(*m, call); };
-  } else if (device == "reference") {
-    keep = [m](const ir::Node& call) {
-      if (call.domain().empty() || call.domain() == "ai.onnx") return false;
-      int64_t opset = m->opsetVersion(call.domain()).value_or(0);
-      return kernels::hasReferenceKernel(kernels::referenceOpName(call.domain(), call.opType()),
-                                         opset);
-    };
-  }
-  if (Status s = passes::inlineFunctionCalls(*model, keep).status(); !s.isOk()) {
-    return s.withContext(path);
-  }
-  if (device == "cuda") {
-    // The CUDA executor plans from inferred types (docs/cuda_runtime.md).
-    Status inferred = ir::inferShapes(*model).status();
-    if (!inferred.isOk()) return inferred.withContext(path);
-  }
+  // Calls of model-local functions inlined but those the runner runs itself, types inferred for
+  // the CUDA runner (onnxopt::prepareForRunner).
+  if (Status s = prepareForRunner(*model, device); !s.isOk()) return s.withContext(path);
   return model;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,14 @@ Status writeFileAtomically(const std::string& path, std::string_view content);
 /// The path of the external data file that saving to `path` with `options` writes (when it writes
 /// one): `options.external_file` or "<file name>.data", in `path`'s folder.
 std::string externalDataPath(const std::string& path, const SaveOptions& options);
+
+/// Whether two paths name the same file, existing or not (compared as canonical absolute paths
+/// when one does not exist).
+bool samePath(const std::string& a, const std::string& b);
+
+/// The external data files the tensors of `model` (every graph, subgraph and function) are read
+/// from: a tool writing an output must not overwrite them while it still reads them.
+std::set<std::string> externalDataFiles(const ir::Model& model);
 
 /// Checks, before anything is written, that `path` can receive an output: it is not a folder, its
 /// folder exists and is writable; with `data_path` (non-empty), likewise for the data file, which
