@@ -1,0 +1,700 @@
+// onnxopt._core: the native module of the Python package (src/python/onnxopt wraps it; the
+// package's typed API and docstrings are there, docs/python.md lists it).
+//
+//   Python                          _core                         the library
+//   ModelProto / bytes / path  -->  loadSource (bytes or path) --> io::parseModelBinary / loadModel
+//   numpy / DLPack arrays      -->  tensorFromArray            --> kernels::HostTensor
+//   onnxopt.Error subclasses   <--  StatusError (a Status)     <-- Status / StatusOr
+//
+// Models cross the boundary as serialized ModelProto bytes (or a path), never as protobuf
+// objects, so the module shares no protobuf ABI with the onnx package. Every call that reads,
+// optimizes or runs a model does so without the GIL; Python objects are made after it is taken
+// back. A failed Status becomes the onnxopt.Error subclass of its code, with the message `opt`
+// prints after "opt: error: ".
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "onnxopt/api/optimize.h"
+#include "onnxopt/api/run.h"
+#include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/shape_inference.h"
+#include "onnxopt/ir/stats.h"
+#include "onnxopt/passes/registry.h"
+#include "onnxopt/runtime/check.h"
+#include "onnxopt/runtime/cuda_executor.h"
+#include "onnxopt/runtime/executor.h"
+#include "onnxopt/runtime/inputs.h"
+#include "onnxopt/runtime/precision_analysis.h"
+#include "onnxopt/support/diagnostics.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace onnxopt::python {
+namespace {
+
+/// A failed Status on its way out of a call (made without the GIL); the translator registered in
+/// the module raises it as the onnxopt.Error subclass of its code.
+struct StatusError : std::exception {
+  explicit StatusError(Status s) : status(std::move(s)) {}
+  const char* what() const noexcept override { return status.message().c_str(); }
+  Status status;
+};
+
+void throwIfError(const Status& s) {
+  if (!s.isOk()) throw StatusError(s);
+}
+
+template <typename T>
+T valueOrThrow(StatusOr<T> v) {
+  if (!v.isOk()) throw StatusError(v.status());
+  return std::move(v).value();
+}
+
+/// The Python exception class of each StatusCode (indexed by its value), made at import.
+std::array<PyObject*, 7> g_errors{};
+
+void defineErrors(nb::module_& m) {
+  PyObject* base = PyErr_NewExceptionWithDoc(
+      "onnxopt.Error",
+      "An error from onnxopt: bad input (a malformed model, a bad option), a missing file, a "
+      "limit exceeded, an unsupported model. str(e) is the message the opt tool prints after "
+      "'opt: error: '.",
+      PyExc_Exception, nullptr);
+  m.attr("Error") = nb::handle(base);
+  struct Kind {
+    StatusCode code;
+    const char* name;
+    PyObject* also;
+    const char* doc;
+  };
+  const Kind kinds[] = {
+      {StatusCode::kInvalidArgument, "InvalidArgumentError", PyExc_ValueError,
+       "Bad input: a malformed model, an option or value that does not fit."},
+      {StatusCode::kNotFound, "NotFoundError", PyExc_FileNotFoundError,
+       "A file or a named entity (a pass, an input) does not exist."},
+      {StatusCode::kIoError, "IoError", PyExc_OSError, "Reading or writing a file failed."},
+      {StatusCode::kUnimplemented, "UnimplementedError", PyExc_NotImplementedError,
+       "Valid input that onnxopt does not support (yet)."},
+      {StatusCode::kResourceExhausted, "ResourceExhaustedError", nullptr,
+       "A configured limit (nodes, initializers, nesting, memory) was exceeded."},
+      {StatusCode::kInternal, "InternalError", PyExc_RuntimeError,
+       "A bug in onnxopt: an invariant of its own does not hold. Please report it."},
+  };
+  for (const Kind& k : kinds) {
+    PyObject* bases = k.also != nullptr ? PyTuple_Pack(2, base, k.also) : PyTuple_Pack(1, base);
+    std::string qualified = std::string("onnxopt.") + k.name;
+    PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), k.doc, bases, nullptr);
+    Py_DECREF(bases);
+    if (cls == nullptr) throw nb::python_error();
+    m.attr(k.name) = nb::handle(cls);
+    g_errors[static_cast<size_t>(k.code)] = cls;
+  }
+  g_errors[0] = base;
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      auto code = static_cast<size_t>(e.status.code());
+      PyObject* cls =
+          code < g_errors.size() && g_errors[code] != nullptr ? g_errors[code] : g_errors[0];
+      PyErr_SetString(cls, e.status.message().c_str());
+    }
+  });
+}
+
+// --- models ---------------------------------------------------------------------------------------
+
+/// Where a model comes from: a file, or serialized ModelProto bytes (whose external data, if any,
+/// is read relative to base_dir). `name` stands for it in messages.
+struct Source {
+  std::optional<std::string> path;
+  std::optional<nb::bytes> data;
+  std::string base_dir = ".";
+  std::string name = "(in-memory model)";
+
+  std::string label() const { return path ? *path : name; }
+};
+
+/// Reads the model (without the GIL: the caller released it; `data` stays referenced by the
+/// caller's arguments). Warnings about accepted input go to `sink`.
+std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink) {
+  io::LoadLimits limits;
+  limits.diagnostics = sink;
+  if (src.path) return valueOrThrow(io::loadModel(*src.path, limits));
+  if (!src.data) throw StatusError(invalidArgument("no model given"));
+  std::string_view bytes(src.data->c_str(), src.data->size());
+  auto model = io::parseModelBinary(bytes, src.base_dir, limits);
+  if (!model.isOk()) throw StatusError(model.status().withContext(src.name));
+  return std::move(model).value();
+}
+
+std::vector<std::string> messages(const CollectingDiagnosticSink& sink) {
+  std::vector<std::string> out;
+  for (const Diagnostic& d : sink.diagnostics()) out.push_back(formatDiagnostic(d, "onnxopt"));
+  return out;
+}
+
+// --- tensors --------------------------------------------------------------------------------------
+
+using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+/// A tensor from the raw buffer of a C-contiguous host array, of element type `dtype` (its
+/// ONNX name, e.g. "float16"; the package views bfloat16 and float8 arrays as same-sized
+/// integers, which DLPack can carry). One copy, into the HostTensor.
+kernels::HostTensor tensorFromArray(const std::string& name, const std::string& dtype,
+                                    const HostArray& a) {
+  std::optional<DataType> type = dataTypeFromName(dtype);
+  if (!type || *type == DataType::kString) {
+    throw StatusError(
+        invalidArgument("input '{}': element type '{}' is not one onnxopt takes "
+                        "from an array",
+                        name, dtype));
+  }
+  kernels::HostTensor t;
+  t.dtype = *type;
+  for (size_t d = 0; d < a.ndim(); ++d) t.dims.push_back(static_cast<int64_t>(a.shape(d)));
+  std::optional<uint64_t> want =
+      dataTypeStorageBytes(*type, static_cast<uint64_t>(t.numElements()));
+  if (!want || *want != a.nbytes()) {
+    throw StatusError(invalidArgument("input '{}': {} bytes for {} elements of {}", name,
+                                      a.nbytes(), t.numElements(), dtype));
+  }
+  t.bytes.assign(static_cast<const char*>(a.data()), a.nbytes());
+  return t;
+}
+
+/// What crosses back for one tensor: (ONNX type name, dims, raw bytes as a uint8 array that owns
+/// the HostTensor's memory; for string tensors a list of str instead).
+nb::tuple tensorToPython(kernels::HostTensor t) {
+  std::string dtype = dataTypeName(t.dtype);
+  nb::list dims;
+  for (int64_t d : t.dims) dims.append(d);
+  if (t.dtype == DataType::kString) {
+    nb::list strings;
+    for (const std::string& s : t.strings) strings.append(nb::bytes(s.data(), s.size()));
+    return nb::make_tuple(dtype, dims, strings);
+  }
+  auto* owned = new kernels::HostTensor(std::move(t));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<kernels::HostTensor*>(p); });
+  size_t shape[1] = {owned->bytes.size()};
+  nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>> raw(owned->bytes.data(), 1, shape, owner);
+  return nb::make_tuple(dtype, dims, raw.cast());
+}
+
+/// Feeds from {name: (dtype, array)} (numeric) and {name: (dims, [bytes])} (strings).
+runtime::Feeds feedsFrom(
+    const std::map<std::string, std::pair<std::string, HostArray>>& arrays,
+    const std::map<std::string, std::pair<std::vector<int64_t>, std::vector<std::string>>>&
+        strings) {
+  runtime::Feeds feeds;
+  for (const auto& [name, typed] : arrays) {
+    feeds[name] = tensorFromArray(name, typed.first, typed.second);
+  }
+  for (const auto& [name, value] : strings) {
+    kernels::HostTensor t;
+    t.dtype = DataType::kString;
+    t.dims = value.first;
+    t.strings = value.second;
+    if (t.numElements() != static_cast<int64_t>(t.strings.size())) {
+      throw StatusError(invalidArgument("input '{}': {} strings for dims of {} elements", name,
+                                        t.strings.size(), t.numElements()));
+    }
+    feeds[name] = std::move(t);
+  }
+  return feeds;
+}
+
+/// Every given name must be an input of the graph (a typo is an error, not an ignored value).
+void checkFeedNames(const ir::Model& model, const runtime::Feeds& feeds, const std::string& what) {
+  std::vector<std::string> names;
+  for (const ir::Value* in : model.graph->inputs()) names.push_back(in->name());
+  for (const auto& [name, t] : feeds) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      throw StatusError(invalidArgument("{}: '{}' is not an input of the model (its inputs: {})",
+                                        what, name, fmt::join(names, ", ")));
+    }
+  }
+}
+
+/// The random-input options `opt run` and `opt check` use for the inputs not given.
+runtime::RandomInputOptions randomOptions(const ir::Graph& graph, uint64_t seed) {
+  runtime::RandomInputOptions random;
+  random.seed = seed;
+  random.spatial = runtime::spatialInputSizes(graph);
+  random.symbols = runtime::symbolSizes(graph, random);
+  random.int_ranges = runtime::inferIntRanges(graph, random);
+  return random;
+}
+
+/// `feeds` completed with a seeded random value for every input without one or a default.
+runtime::Feeds completeFeeds(const ir::Model& model, runtime::Feeds feeds, uint64_t seed,
+                             const std::string& label) {
+  auto made = runtime::makeInputs(*model.graph, feeds, randomOptions(*model.graph, seed));
+  if (!made.isOk()) throw StatusError(made.status().withContext(label));
+  for (runtime::InputValue& in : *made) feeds[in.name] = std::move(in.value);
+  return feeds;
+}
+
+/// An execution result as [(name, kind, value)]: kind "tensor" (value a tensor tuple), "sequence"
+/// (a list of them) or "none" (an empty optional).
+nb::list resultToPython(runtime::ExecutionResult result) {
+  nb::list out;
+  for (size_t i = 0; i < result.names.size(); ++i) {
+    runtime::OutputKind kind =
+        i < result.kinds.size() ? result.kinds[i] : runtime::OutputKind::kTensor;
+    if (kind == runtime::OutputKind::kNone) {
+      out.append(nb::make_tuple(result.names[i], "none", nb::none()));
+    } else if (kind == runtime::OutputKind::kSequence) {
+      nb::list elems;
+      for (kernels::HostTensor& t : result.sequences[i]) elems.append(tensorToPython(std::move(t)));
+      out.append(nb::make_tuple(result.names[i], "sequence", elems));
+    } else {
+      out.append(
+          nb::make_tuple(result.names[i], "tensor", tensorToPython(std::move(result.outputs[i]))));
+    }
+  }
+  return out;
+}
+
+// --- optimize -------------------------------------------------------------------------------------
+
+struct OptimizeArgs {
+  int level = 2;
+  std::optional<std::string> passes;
+  int target_opset = 0;
+  std::string precision;
+  bool range_analysis = true;
+  std::optional<int64_t> fold_size_limit;
+  bool keep_initializer_inputs = false;
+  std::string target;
+  std::vector<std::string> disabled_passes;
+};
+
+/// --precision's range analysis, as `opt` runs it (tools/opt/optimize_command.cc): the float32
+/// model on seeded random inputs; values past the type's range and imprecise nodes stay float32,
+/// nodes measured safe convert. A model the reference kernels cannot run is converted without it
+/// (a warning says so).
+void analyzePrecision(const ir::Model& model, const std::string& label, OptimizeOptions& options,
+                      DiagnosticSink& sink) {
+  runtime::PrecisionAnalysisOptions analysis;
+  analysis.target = options.precision == "fp16" ? DataType::kFloat16 : DataType::kBfloat16;
+  analysis.measurable = [](const ir::Node& n) { return passes::precisionMeasurable(n); };
+  auto made = runtime::makeInputs(*model.graph, {}, randomOptions(*model.graph, 0));
+  StatusOr<runtime::PrecisionAnalysis> found = made.status();
+  if (made.isOk()) {
+    runtime::Feeds feeds;
+    for (runtime::InputValue& in : *made) feeds[in.name] = std::move(in.value);
+    found = runtime::analyzePrecision(model, label, feeds, analysis);
+  }
+  if (!found.isOk()) {
+    report(&sink, {Severity::kWarning, "",
+                   fmt::format("{}: precision analysis skipped (the float32 run failed: {}); "
+                               "values past {}'s range are not detected and the "
+                               "accumulation-sensitive ops stay float32",
+                               label, found.status().message(), dataTypeName(analysis.target))});
+    return;
+  }
+  for (const auto& f : found->past_range) options.keep_values.push_back(f.value);
+  for (const auto& f : found->safe) options.safe_values.push_back(f.value);
+  for (const auto& f : found->imprecise) {
+    options.keep_values.insert(options.keep_values.end(), f.values.begin(), f.values.end());
+  }
+}
+
+OptimizeOptions optimizeOptions(const OptimizeArgs& args, DiagnosticSink& sink) {
+  if (args.level < 0 || args.level > 3) {
+    throw StatusError(invalidArgument("level {} is not one of 0, 1, 2, 3", args.level));
+  }
+  OptimizeOptions options;
+  options.level = args.level;
+  if (args.passes) {
+    options.pipeline = *args.passes;
+    // An empty pipeline runs nothing, as -O0 does (`opt --passes=''`).
+    if (args.passes->empty()) options.level = 0;
+  }
+  options.target_opset = args.target_opset;
+  options.precision = args.precision;
+  options.target = args.target;
+  options.disabled_passes = args.disabled_passes;
+  if (args.fold_size_limit) {
+    if (*args.fold_size_limit < 0) {
+      throw StatusError(invalidArgument("fold_size_limit {} is negative", *args.fold_size_limit));
+    }
+    options.pass_options.push_back(
+        {"fold-constants", "size-limit", std::to_string(*args.fold_size_limit)});
+  }
+  if (args.keep_initializer_inputs) {
+    options.pass_options.push_back({"freeze-initializer-inputs", "keep-overridable", "true"});
+  }
+  options.context.diagnostics = &sink;
+  return options;
+}
+
+nb::dict summaryToPython(const OptimizeResult& result, const ir::ModelStats& before,
+                         const ir::ModelStats& after, std::vector<std::string> warnings) {
+  nb::dict summary;
+  summary["pipeline"] = result.pipeline;
+  summary["seconds"] = result.seconds;
+  summary["nodes_before"] = before.nodes;
+  summary["nodes_after"] = after.nodes;
+  summary["initializers_before"] = before.initializers;
+  summary["initializers_after"] = after.initializers;
+  nb::dict stats;
+  for (const auto& [name, value] : result.statistics) stats[nb::str(name.c_str())] = value;
+  summary["statistics"] = stats;
+  summary["warnings"] = warnings;
+  return summary;
+}
+
+/// What optimize and optimize_file share: read, analyse (precision), optimize. Without the GIL.
+struct Optimized {
+  std::unique_ptr<ir::Model> model;
+  OptimizeResult result;
+  ir::ModelStats before, after;
+  CollectingDiagnosticSink sink;
+};
+
+void optimizeSource(const Source& src, const OptimizeArgs& args, Optimized& out) {
+  out.model = loadSource(src, &out.sink);
+  OptimizeOptions options = optimizeOptions(args, out.sink);
+  if (!args.precision.empty() && args.range_analysis) {
+    analyzePrecision(*out.model, src.label(), options, out.sink);
+  }
+  out.before = ir::computeStats(*out.model);
+  Status ran = optimize(*out.model, options, &out.result);
+  if (!ran.isOk()) {
+    // A pipeline that does not parse is the caller's mistake, not the model's: no context.
+    if (out.result.pipeline.empty()) throw StatusError(ran);
+    throw StatusError(ran.withContext(src.label()));
+  }
+  out.after = ir::computeStats(*out.model);
+}
+
+nb::tuple optimizeToBytes(const Source& src, const OptimizeArgs& args) {
+  Optimized out;
+  std::string bytes;
+  {
+    nb::gil_scoped_release unlocked;
+    optimizeSource(src, args, out);
+    auto serialized = io::serializeModel(*out.model);
+    if (!serialized.isOk()) throw StatusError(serialized.status().withContext(src.label()));
+    bytes = std::move(serialized).value();
+    out.model.reset();
+  }
+  return nb::make_tuple(nb::bytes(bytes.data(), bytes.size()),
+                        summaryToPython(out.result, out.before, out.after, messages(out.sink)));
+}
+
+/// optimize_file: the output (and its data file) must not be a file the input still reads.
+void checkOutputAgainstInput(const Source& src, const ir::Model& model, const std::string& output,
+                             const io::SaveOptions& save) {
+  std::string data_path = io::externalDataPath(output, save);
+  std::vector<std::string> inputs(1, src.path.value_or(""));
+  for (const std::string& f : io::externalDataFiles(model)) inputs.push_back(f);
+  for (const std::string& f : inputs) {
+    if (f.empty()) continue;
+    if (io::samePath(output, f) || io::samePath(data_path, f)) {
+      throw StatusError(
+          invalidArgument("{}: would overwrite '{}', which the input model reads; "
+                          "write the output to another file",
+                          output, f));
+    }
+  }
+}
+
+nb::dict optimizeToFile(const Source& src, const OptimizeArgs& args, const std::string& output,
+                        std::optional<std::string> external_data) {
+  Optimized out;
+  {
+    nb::gil_scoped_release unlocked;
+    io::SaveOptions save;
+    if (external_data) {
+      save.external_data = io::SaveOptions::ExternalData::kAlways;
+      save.external_file = *external_data;
+    }
+    throwIfError(io::checkOutputPath(output));
+    // Checked before the passes run, against the model as read: its data files are known then.
+    auto model = loadSource(src, nullptr);
+    checkOutputAgainstInput(src, *model, output, save);
+    model.reset();
+    optimizeSource(src, args, out);
+    Status saved = io::saveModel(*out.model, output, save);
+    if (!saved.isOk()) throw StatusError(saved.withContext(output));
+    out.model.reset();
+  }
+  return summaryToPython(out.result, out.before, out.after, messages(out.sink));
+}
+
+// --- check, run, infer_shapes ---------------------------------------------------------------------
+
+nb::dict comparisonToPython(const runtime::TensorComparison& c) {
+  nb::dict d;
+  d["name"] = c.name;
+  d["dtype"] = dataTypeName(c.dtype);
+  d["shape"] = c.dims;
+  d["max_abs_error"] = c.max_abs;
+  d["max_rel_error"] = c.max_rel;
+  d["mean_abs_error"] = c.mean_abs;
+  d["cosine_similarity"] = c.cosine;
+  d["atol"] = c.tolerance.atol;
+  d["rtol"] = c.tolerance.rtol;
+  d["mismatches"] = c.mismatches;
+  d["passed"] = c.passed;
+  d["problem"] = c.problem;
+  return d;
+}
+
+nb::dict checkModels(const Source& original_src, const Source& optimized_src,
+                     const runtime::Feeds& given, const std::string& runner, bool per_layer,
+                     std::optional<double> atol, std::optional<double> rtol, uint64_t seed) {
+  runtime::CheckResult result;
+  {
+    nb::gil_scoped_release unlocked;
+    if (!runtime::hasRunner(runner)) {
+      throw StatusError(invalidArgument("no runner '{}' (runners: {})", runner,
+                                        fmt::join(runtime::runnerNames(), ", ")));
+    }
+    auto original = loadSource(original_src, nullptr);
+    auto optimized = loadSource(optimized_src, nullptr);
+    throwIfError(prepareForRunner(*original, runner).withContext(original_src.label()));
+    throwIfError(prepareForRunner(*optimized, runner).withContext(optimized_src.label()));
+    checkFeedNames(*original, given, original_src.label());
+    runtime::CheckOptions options;
+    options.runner = runner;
+    options.inputs = given;
+    options.seed = seed;
+    options.compare.atol = atol;
+    options.compare.rtol = rtol;
+    options.compare.per_layer = per_layer;
+    options.original_path = original_src.path.value_or("");
+    options.optimized_path = optimized_src.path.value_or("");
+    result = valueOrThrow(runtime::checkModels(*original, *optimized, options));
+  }
+  nb::dict d;
+  d["runner"] = result.runner;
+  d["seed"] = result.seed;
+  d["passed"] = result.passed;
+  nb::list inputs;
+  for (const runtime::InputValue& in : result.inputs) {
+    nb::dict i;
+    i["name"] = in.name;
+    i["dtype"] = dataTypeName(in.value.dtype);
+    i["shape"] = in.value.dims;
+    i["dynamic_dims"] = in.dynamic_dims;
+    inputs.append(i);
+  }
+  d["inputs"] = inputs;
+  nb::list outputs, layers;
+  for (const auto& c : result.outputs) outputs.append(comparisonToPython(c));
+  for (const auto& c : result.layers) layers.append(comparisonToPython(c));
+  d["outputs"] = outputs;
+  d["per_layer"] = layers;
+  d["first_failing_value"] = result.first_failing_layer;
+  d["first_failing_op"] = result.first_failing_op;
+  return d;
+}
+
+nb::list runModel(const Source& src, const runtime::Feeds& given, const std::string& runner,
+                  uint64_t seed) {
+  runtime::ExecutionResult result;
+  {
+    nb::gil_scoped_release unlocked;
+    auto model = loadSource(src, nullptr);
+    throwIfError(prepareForRunner(*model, runner).withContext(src.label()));
+    checkFeedNames(*model, given, src.label());
+    runtime::Feeds feeds = completeFeeds(*model, given, seed, src.label());
+    auto executor =
+        valueOrThrow(runtime::createExecutor(runner, {model.get(), src.path.value_or("")}));
+    runtime::ExecutionOptions exec;
+    exec.non_tensor_outputs = true;
+    auto ran = executor->run(feeds, exec);
+    if (!ran.isOk()) throw StatusError(ran.status().withContext(src.label()));
+    result = std::move(ran).value();
+  }
+  return resultToPython(std::move(result));
+}
+
+nb::tuple inferShapes(const Source& src) {
+  std::string bytes;
+  CollectingDiagnosticSink sink;
+  {
+    nb::gil_scoped_release unlocked;
+    auto model = loadSource(src, &sink);
+    ir::ShapeInferenceOptions options;
+    options.write_value_info = true;
+    options.diagnostics = &sink;
+    auto inferred = ir::inferShapes(*model, options);
+    if (!inferred.isOk()) throw StatusError(inferred.status().withContext(src.label()));
+    bytes = valueOrThrow(io::serializeModel(*model));
+  }
+  return nb::make_tuple(nb::bytes(bytes.data(), bytes.size()), messages(sink));
+}
+
+nb::list listPasses() {
+  nb::list out;
+  for (const auto& p : passes::allPasses()) {
+    nb::list options;
+    for (const pass::PassOption& o : p->options()) {
+      nb::dict d;
+      d["name"] = o.name;
+      d["type"] = o.type;
+      d["default"] = o.default_value;
+      d["help"] = o.help;
+      options.append(d);
+    }
+    nb::dict d;
+    d["id"] = p->id();
+    d["summary"] = p->summary();
+    d["options"] = options;
+    out.append(d);
+  }
+  return out;
+}
+
+// --- the CUDA session -----------------------------------------------------------------------------
+
+/// One model on one GPU: read and prepared once, planned per input signature, run many times.
+class CudaSession {
+ public:
+  CudaSession(const Source& src, int device, bool cuda_graphs) : label_(src.label()) {
+    nb::gil_scoped_release unlocked;
+    model_ = loadSource(src, nullptr);
+    throwIfError(prepareForRunner(*model_, "cuda").withContext(label_));
+    runtime::CudaOptions options;
+    options.device_id = device;
+    options.cuda_graphs = cuda_graphs;
+    options.time_compute = true;
+    auto created = runtime::CudaExecutor::create(*model_, options);
+    if (!created.isOk()) throw StatusError(created.status().withContext(label_));
+    executor_ = std::move(created).value();
+  }
+
+  nb::list run(const runtime::Feeds& feeds) {
+    runtime::ExecutionResult result;
+    {
+      nb::gil_scoped_release unlocked;
+      runtime::ExecutionOptions exec;
+      exec.non_tensor_outputs = true;
+      auto ran = executor_->run(feeds, exec);
+      if (!ran.isOk()) throw StatusError(ran.status().withContext(label_));
+      result = std::move(ran).value();
+    }
+    return resultToPython(std::move(result));
+  }
+
+  std::vector<std::string> inputNames() const {
+    std::vector<std::string> names;
+    for (const ir::Value* in : model_->graph->inputs()) names.push_back(in->name());
+    return names;
+  }
+  std::vector<std::string> outputNames() const {
+    std::vector<std::string> names;
+    for (const ir::Value* out : model_->graph->outputs()) names.push_back(out->name());
+    return names;
+  }
+  std::string deviceName() const { return executor_->device().name; }
+  std::string summary() const { return executor_->lastSummary(); }
+  std::string cudaGraphState() const { return executor_->cudaGraphState(); }
+  std::optional<double> lastComputeMs() const { return executor_->lastComputeMs(); }
+
+ private:
+  std::string label_;
+  std::unique_ptr<ir::Model> model_;
+  std::unique_ptr<runtime::CudaExecutor> executor_;
+};
+
+}  // namespace
+}  // namespace onnxopt::python
+
+NB_MODULE(_core, m) {
+  using namespace onnxopt::python;
+  m.doc() = "The native module of onnxopt (use the onnxopt package, which wraps it).";
+  defineErrors(m);
+  m.attr("__version__") = ONNXOPT_VERSION;
+  m.attr("has_cuda") = ONNXOPT_HAVE_CUDA != 0;
+
+  nb::class_<Source>(m, "Source", "A model to read: a path, or serialized ModelProto bytes.")
+      .def(nb::init<>())
+      .def_rw("path", &Source::path)
+      .def_rw("data", &Source::data)
+      .def_rw("base_dir", &Source::base_dir)
+      .def_rw("name", &Source::name);
+  nb::class_<OptimizeArgs>(m, "OptimizeArgs", "The options of optimize (see onnxopt.optimize).")
+      .def(nb::init<>())
+      .def_rw("level", &OptimizeArgs::level)
+      .def_rw("passes", &OptimizeArgs::passes)
+      .def_rw("target_opset", &OptimizeArgs::target_opset)
+      .def_rw("precision", &OptimizeArgs::precision)
+      .def_rw("range_analysis", &OptimizeArgs::range_analysis)
+      .def_rw("fold_size_limit", &OptimizeArgs::fold_size_limit)
+      .def_rw("keep_initializer_inputs", &OptimizeArgs::keep_initializer_inputs)
+      .def_rw("target", &OptimizeArgs::target)
+      .def_rw("disabled_passes", &OptimizeArgs::disabled_passes);
+
+  m.def("optimize", &optimizeToBytes, "source"_a, "args"_a,
+        "Optimizes a model; returns (ModelProto bytes, summary dict).");
+  m.def("optimize_file", &optimizeToFile, "source"_a, "args"_a, "output"_a,
+        "external_data"_a = nb::none(),
+        "Optimizes a model and writes it to `output` atomically; returns the summary dict.");
+  m.def(
+      "check",
+      [](const Source& original, const Source& optimized,
+         const std::map<std::string, std::pair<std::string, HostArray>>& arrays,
+         const std::map<std::string, std::pair<std::vector<int64_t>, std::vector<std::string>>>&
+             strings,
+         const std::string& runner, bool per_layer, std::optional<double> atol,
+         std::optional<double> rtol, uint64_t seed) {
+        return checkModels(original, optimized, feedsFrom(arrays, strings), runner, per_layer, atol,
+                           rtol, seed);
+      },
+      "original"_a, "optimized"_a, "arrays"_a, "strings"_a, "runner"_a, "per_layer"_a, "atol"_a,
+      "rtol"_a, "seed"_a, "Runs both models on the same inputs and compares them.");
+  m.def(
+      "run",
+      [](const Source& src, const std::map<std::string, std::pair<std::string, HostArray>>& arrays,
+         const std::map<std::string, std::pair<std::vector<int64_t>, std::vector<std::string>>>&
+             strings,
+         const std::string& runner,
+         uint64_t seed) { return runModel(src, feedsFrom(arrays, strings), runner, seed); },
+      "source"_a, "arrays"_a, "strings"_a, "runner"_a, "seed"_a,
+      "Runs a model; returns [(name, kind, value)].");
+  m.def("infer_shapes", &inferShapes, "source"_a,
+        "Infers types and shapes; returns (ModelProto bytes with value_info, warnings).");
+  m.def("list_passes", &listPasses, "Every registered pass: id, summary, options.");
+  m.def("runners", &onnxopt::runtime::runnerNames, "The runner names (reference, cuda, ...).");
+
+  nb::class_<CudaSession>(m, "CudaSession", "A model on one GPU (see onnxopt.cuda.Session).")
+      .def(nb::init<const Source&, int, bool>(), "source"_a, "device"_a, "cuda_graphs"_a)
+      .def(
+          "run",
+          [](CudaSession& s, const std::map<std::string, std::pair<std::string, HostArray>>& arrays,
+             const std::map<std::string, std::pair<std::vector<int64_t>, std::vector<std::string>>>&
+                 strings) { return s.run(feedsFrom(arrays, strings)); },
+          "arrays"_a, "strings"_a)
+      .def_prop_ro("input_names", &CudaSession::inputNames)
+      .def_prop_ro("output_names", &CudaSession::outputNames)
+      .def_prop_ro("device_name", &CudaSession::deviceName)
+      .def_prop_ro("summary", &CudaSession::summary)
+      .def_prop_ro("cuda_graph_state", &CudaSession::cudaGraphState)
+      .def_prop_ro("last_compute_ms", &CudaSession::lastComputeMs);
+}
