@@ -147,6 +147,14 @@ Status copyToHost(void* host_dst, const void* device_src, size_t bytes, CudaStre
   return Status::ok();
 }
 
+Status copyOnDevice(void* device_dst, const void* device_src, size_t bytes, CudaStream stream) {
+  if (bytes == 0) return Status::ok();
+  ONNXOPT_CUDA_CHECK(cudaMemcpyAsync(device_dst, device_src, bytes, cudaMemcpyDeviceToDevice,
+                                     cuda::streamOf(stream)),
+                     "copy on device");
+  return Status::ok();
+}
+
 Status fillDevice(void* device_dst, int value, size_t bytes, CudaStream stream) {
   if (bytes == 0) return Status::ok();
   ONNXOPT_CUDA_CHECK(cudaMemsetAsync(device_dst, value, bytes, cuda::streamOf(stream)), "fill");

@@ -48,6 +48,9 @@ Status copyToDevice(void*, const void*, size_t, CudaStream) {
 Status copyToHost(void*, const void*, size_t, CudaStream) {
   return notBuilt();
 }
+Status copyOnDevice(void*, const void*, size_t, CudaStream) {
+  return notBuilt();
+}
 Status fillDevice(void*, int, size_t, CudaStream) {
   return notBuilt();
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "fake_device.h"
@@ -650,6 +651,118 @@ g (float[2,3] x, int64[2] s) => (float[3,2] y) {
   }
   EXPECT_EQ(session.executor->planMisses(), 2);  // the first plan, and the one after the mismatch
   EXPECT_EQ(session.executor->planHits(), 1);
+  session.expectClean();
+}
+
+/// Inputs given in (fake) device memory, as the Python package hands over DLPack tensors: an
+/// executor whose FakeDevice the test can allocate on.
+struct DeviceInputSession {
+  std::shared_ptr<test::FakeDeviceLog> log = std::make_shared<test::FakeDeviceLog>();
+  test::FakeDevice* device = nullptr;
+  std::unique_ptr<CudaExecutor> executor;
+  std::vector<void*> blocks;
+
+  explicit DeviceInputSession(const ir::Model& model) {
+    auto fake = std::make_unique<test::FakeDevice>(log);
+    device = fake.get();
+    auto created = CudaExecutor::createOn(model, poisonedOptions(), std::move(fake));
+    EXPECT_TRUE(created.isOk()) << created.status().toString();
+    if (created.isOk()) executor = std::move(created).value();
+  }
+  /// `t` copied into a new block of device memory (as a torch tensor on the GPU would be).
+  DeviceInput onDevice(const kernels::HostTensor& t) {
+    auto block = device->allocate(t.bytes.size());
+    EXPECT_TRUE(block.isOk());
+    std::memcpy(*block, t.bytes.data(), t.bytes.size());
+    blocks.push_back(*block);
+    return {t.dtype, t.dims, *block};
+  }
+  /// The device run's outputs must equal the host run's with the same values.
+  void expectSameAsHost(const Feeds& host, const DeviceFeeds& device_feeds, const Feeds& rest) {
+    auto on_host = executor->run(host);
+    ASSERT_TRUE(on_host.isOk()) << on_host.status().toString();
+    auto on_device = executor->run(rest, device_feeds);
+    ASSERT_TRUE(on_device.isOk()) << on_device.status().toString();
+    ASSERT_EQ(on_device->names, on_host->names);
+    for (size_t i = 0; i < on_host->outputs.size(); ++i) {
+      EXPECT_EQ(on_device->outputs[i].dims, on_host->outputs[i].dims) << on_host->names[i];
+      EXPECT_EQ(on_device->outputs[i].bytes, on_host->outputs[i].bytes) << on_host->names[i];
+    }
+  }
+  void expectClean() {
+    for (void* b : blocks) device->release(b);
+    executor.reset();
+    EXPECT_EQ(log->live, 0) << "allocations left";
+    EXPECT_TRUE(log->errors.empty()) << log->errors.front();
+  }
+};
+
+// Device inputs are copied on the device into the plan's input buffer (no host copy), for device
+// kernels, a CPU fallback (Det reads a device value), and a graph output that is a view of the
+// input (read back from the device input); the plan is shared with host runs of that signature.
+TEST(CudaExecutorOnFakeDevice, DeviceInputsRunAsHostInputsDo) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  DeviceInputSession session(*model);
+  ASSERT_TRUE(session.executor);
+  kernels::HostTensor x = test::ramp({2, 4}, 0.5f);
+  session.expectSameAsHost({{"x", x}}, {{"x", session.onDevice(x)}}, {});
+  EXPECT_GE(session.log->device_copies, 1);
+  EXPECT_EQ(session.executor->planMisses(), 1);
+  EXPECT_EQ(session.executor->planHits(), 1);
+  // Through the reference executor's comparison too.
+  auto expected = runModel(*model, {{"x", x}});
+  ASSERT_TRUE(expected.isOk());
+  auto actual = session.executor->run({}, {{"x", session.onDevice(x)}});
+  ASSERT_TRUE(actual.isOk()) << actual.status().toString();
+  for (size_t i = 0; i < expected->outputs.size(); ++i) {
+    EXPECT_TRUE(compareTensors(expected->names[i], expected->outputs[i], actual->outputs[i],
+                               defaultTolerance(DataType::kFloat))
+                    .passed)
+        << expected->names[i];
+  }
+  session.expectClean();
+}
+
+// An input the host reads (the Reshape target of kRuntimeReshape, shaped at run time) is copied
+// down from the device for it; the other input stays on the host.
+TEST(CudaExecutorOnFakeDevice, DeviceInputsTheHostReadsAreCopiedDown) {
+  auto model = test::parseInferred(test::kRuntimeReshape);
+  ASSERT_TRUE(model);
+  DeviceInputSession session(*model);
+  ASSERT_TRUE(session.executor);
+  kernels::HostTensor k = kernels::HostTensor::zeros(DataType::kInt64, {2});
+  k.set<int64_t>(0, 2);
+  k.set<int64_t>(1, 6);
+  kernels::HostTensor x = test::ramp({3, 4}, 0.1f);
+  session.expectSameAsHost({{"x", x}, {"k", k}}, {{"k", session.onDevice(k)}}, {{"x", x}});
+  session.expectSameAsHost({{"x", x}, {"k", k}},
+                           {{"k", session.onDevice(k)}, {"x", session.onDevice(x)}}, {});
+  session.expectClean();
+}
+
+TEST(CudaExecutorOnFakeDevice, BadDeviceInputsAreRefusedNamingTheInput) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  DeviceInputSession session(*model);
+  ASSERT_TRUE(session.executor);
+  kernels::HostTensor x = test::ramp({2, 4}, 0.5f);
+  DeviceInput dx = session.onDevice(x);
+  auto refused = [&](const Feeds& host, const DeviceFeeds& device) {
+    auto r = session.executor->run(host, device);
+    EXPECT_FALSE(r.isOk());
+    return r.isOk() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(refused({{"x", x}}, {{"x", dx}}).find("input 'x' is given twice"), std::string::npos);
+  EXPECT_NE(refused({}, {{"x", {DataType::kFloat, {2, 4}, nullptr}}}).find("no device memory"),
+            std::string::npos);
+  EXPECT_NE(refused({}, {{"x", {DataType::kInt32, {2, 4}, dx.data}}})
+                .find("input 'x' is float, but a int32 tensor was given"),
+            std::string::npos);
+  EXPECT_NE(refused({}, {{"x", {DataType::kFloat, {2, 5}, dx.data}}}).find("dim 1 is 4"),
+            std::string::npos);
+  EXPECT_NE(refused({}, {{"z", dx}}).find("'z' is not an input"), std::string::npos);
+  EXPECT_EQ(session.log->launches, 0);
   session.expectClean();
 }
 

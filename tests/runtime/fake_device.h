@@ -31,8 +31,9 @@ struct FakeDeviceLog {
   int64_t allocations = 0;
   int64_t live = 0;  ///< allocations not released
   int64_t synchronizations = 0;
-  int64_t captures = 0;  ///< graphs captured
-  int64_t replays = 0;   ///< graph launches
+  int64_t captures = 0;       ///< graphs captured
+  int64_t replays = 0;        ///< graph launches
+  int64_t device_copies = 0;  ///< copyOnDevice calls (inputs given in device memory)
   std::vector<std::string> errors;
 };
 
@@ -122,6 +123,20 @@ class FakeDevice : public cuda_detail::DeviceApi {
       });
     return Status::ok();
   }
+  // A device-to-device copy: both sides must lie in the fake's device memory.
+  Status copyOnDevice(void* dst, const void* src, size_t bytes) override {
+    RETURN_IF_ERROR(notCapturing("copyOnDevice"));
+    RETURN_IF_ERROR(check(dst, bytes, "copyOnDevice"));
+    RETURN_IF_ERROR(check(src, bytes, "copyOnDevice"));
+    ++log_->device_copies;
+    if (bytes > 0)
+      enqueue([=] {
+        std::memcpy(dst, src, bytes);
+        return Status::ok();
+      });
+    return Status::ok();
+  }
+  void* nativeStream() override { return nullptr; }
   /// Runs the queued work in order; the first failure is the result (as an asynchronous fault).
   Status synchronize(const std::string& what) override {
     RETURN_IF_ERROR(notCapturing("synchronize"));

@@ -115,6 +115,8 @@ class DeviceBuffer {
 /// synchronous with respect to the host).
 Status copyToDevice(void* device_dst, const void* host_src, size_t bytes, CudaStream stream);
 Status copyToHost(void* host_dst, const void* device_src, size_t bytes, CudaStream stream);
+/// Device to device on the same GPU (inputs handed over as device memory, e.g. through DLPack).
+Status copyOnDevice(void* device_dst, const void* device_src, size_t bytes, CudaStream stream);
 /// Sets `bytes` bytes at `device_dst` to `value` (tests poison outputs with it).
 Status fillDevice(void* device_dst, int value, size_t bytes, CudaStream stream);
 

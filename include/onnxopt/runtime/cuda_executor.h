@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,12 +46,27 @@ struct CudaOptions {
   bool time_compute = false;
 };
 
+/// A graph input already in the executor's device memory (a torch or cupy tensor handed over
+/// through DLPack): C-contiguous, `dims` elements of `dtype` at `data`. The run copies it into the
+/// plan's input buffer on the device (no host round trip; the plan's buffer keeps a captured CUDA
+/// graph's pointers valid). Whatever writes it must be ordered before the run: finished, or queued
+/// on CudaExecutor::stream() (DLPack's `__dlpack__(stream=...)` arranges that).
+struct DeviceInput {
+  DataType dtype = DataType::kUndefined;
+  std::vector<int64_t> dims;
+  const void* data = nullptr;
+};
+using DeviceFeeds = std::map<std::string, DeviceInput>;
+
 /// The concrete input shapes of a run, after checking `feeds` against the model's graph inputs:
 /// every name is a graph input, every input without a default is given, each dtype and rank is
 /// the declared one, static dims match, and each tensor's data has the size its dims say. Inputs
 /// with a default initializer that are not given are left out (the plan reads the default).
 /// Errors are kInvalidArgument naming the input. Host only: no device needed.
 StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds);
+/// The same with some inputs in device memory (an input given both ways is an error).
+StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds,
+                                     const DeviceFeeds& device);
 
 /// Runs one model on one device. Creation probes the device (no device, no driver or a build
 /// without CUDA: an error, never an abort) and creates the stream. Each run checks its inputs,
@@ -87,6 +103,14 @@ class CudaExecutor : public Executor {
 
   std::string name() const override { return "cuda"; }
   StatusOr<ExecutionResult> run(const Feeds& inputs, const ExecutionOptions& options = {}) override;
+  /// run() with some inputs (`device`) in this executor's device memory (DeviceInput). Where a
+  /// node reads such an input on the host, or the run goes to the reference executor, it is
+  /// copied to the host first.
+  StatusOr<ExecutionResult> run(const Feeds& inputs, const DeviceFeeds& device,
+                                const ExecutionOptions& options = {});
+  /// The CUDA stream (a cudaStream_t) the runs are queued on: a producer of device inputs orders
+  /// its writes before a run by making this stream wait for them.
+  void* stream() const;
 
   /// One step of a profiled run: the node (or copy), its op ("CopyToHost" / "CopyToDevice" for
   /// copies), its placement ("copy" for copies) and its time: device time between events around
@@ -122,7 +146,8 @@ class CudaExecutor : public Executor {
   int64_t workspaceBytes() const;
 
  private:
-  StatusOr<ExecutionResult> runWith(const Feeds& inputs, const ExecutionOptions& options,
+  StatusOr<ExecutionResult> runWith(const Feeds& inputs, const DeviceFeeds& device,
+                                    const ExecutionOptions& options,
                                     std::vector<StepTime>* profile);
   struct Impl;
   explicit CudaExecutor(std::unique_ptr<Impl> impl);

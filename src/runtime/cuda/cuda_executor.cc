@@ -32,61 +32,94 @@ using cuda_detail::DeviceMemory;
 using kernels::HostTensor;
 
 StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds) {
+  return checkCudaFeeds(model, feeds, {});
+}
+
+StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds,
+                                     const DeviceFeeds& device) {
   if (model.graph == nullptr) return invalidArgument("the model has no graph");
   const ir::Graph& g = *model.graph;
   std::vector<std::string> names;
   for (const ir::Value* in : g.inputs()) names.push_back(in->name());
-  for (const auto& [name, t] : feeds) {
+  auto known = [&](const std::string& name) -> Status {
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       return invalidArgument("'{}' is not an input of the model (its inputs: {})", name,
                              fmt::join(names, ", "));
     }
+    return Status::ok();
+  };
+  for (const auto& [name, t] : feeds) RETURN_IF_ERROR(known(name));
+  for (const auto& [name, t] : device) {
+    RETURN_IF_ERROR(known(name));
+    if (feeds.count(name) != 0) {
+      return invalidArgument("input '{}' is given twice (on the host and on the device)", name);
+    }
+    if (t.dtype == DataType::kString) {
+      return invalidArgument("input '{}': string tensors cannot be given in device memory", name);
+    }
   }
   InputShapes shapes;
   for (const ir::Value* in : g.inputs()) {
-    auto it = feeds.find(in->name());
-    if (it == feeds.end()) {
+    auto host = feeds.find(in->name());
+    auto dev = device.find(in->name());
+    if (host == feeds.end() && dev == device.end()) {
       if (in->initializer() != nullptr) continue;
       return invalidArgument("input '{}' is missing", in->name());
     }
-    const HostTensor& t = it->second;
+    DataType dtype = host != feeds.end() ? host->second.dtype : dev->second.dtype;
+    const std::vector<int64_t>& dims = host != feeds.end() ? host->second.dims : dev->second.dims;
     const ir::Type& type = in->type();
-    if (type.isTensor() && type.elem_type != DataType::kUndefined && t.dtype != type.elem_type) {
+    if (type.isTensor() && type.elem_type != DataType::kUndefined && dtype != type.elem_type) {
       return invalidArgument("input '{}' is {}, but a {} tensor was given", in->name(),
-                             dataTypeName(type.elem_type), dataTypeName(t.dtype));
+                             dataTypeName(type.elem_type), dataTypeName(dtype));
     }
-    for (int64_t d : t.dims) {
+    for (int64_t d : dims) {
       if (d < 0) {
         return invalidArgument("input '{}': dims [{}] are not sizes", in->name(),
-                               fmt::join(t.dims, ","));
+                               fmt::join(dims, ","));
       }
     }
     if (type.isTensor() && type.shape) {
       const auto& declared = *type.shape;
-      if (declared.size() != t.dims.size()) {
+      if (declared.size() != dims.size()) {
         return invalidArgument("input '{}' has rank {}, but a tensor of dims [{}] was given",
-                               in->name(), declared.size(), fmt::join(t.dims, ","));
+                               in->name(), declared.size(), fmt::join(dims, ","));
       }
       for (size_t d = 0; d < declared.size(); ++d) {
-        if (declared[d].isKnown() && declared[d].value != t.dims[d]) {
+        if (declared[d].isKnown() && declared[d].value != dims[d]) {
           return invalidArgument("input '{}': dim {} is {}, but {} was given", in->name(), d,
-                                 declared[d].value, t.dims[d]);
+                                 declared[d].value, dims[d]);
         }
       }
     }
-    if (t.dtype == DataType::kString) {
-      if (static_cast<int64_t>(t.strings.size()) != t.numElements()) {
-        return invalidArgument("input '{}': {} strings for dims [{}]", in->name(), t.strings.size(),
-                               fmt::join(t.dims, ","));
+    if (host != feeds.end()) {
+      const HostTensor& t = host->second;
+      if (t.dtype == DataType::kString) {
+        if (static_cast<int64_t>(t.strings.size()) != t.numElements()) {
+          return invalidArgument("input '{}': {} strings for dims [{}]", in->name(),
+                                 t.strings.size(), fmt::join(t.dims, ","));
+        }
+      } else {
+        auto bytes = dataTypeStorageBytes(t.dtype, static_cast<uint64_t>(t.numElements()));
+        if (!bytes || *bytes != t.bytes.size()) {
+          return invalidArgument("input '{}': {} bytes of data for {}[{}]", in->name(),
+                                 t.bytes.size(), dataTypeName(t.dtype), fmt::join(t.dims, ","));
+        }
       }
     } else {
-      auto bytes = dataTypeStorageBytes(t.dtype, static_cast<uint64_t>(t.numElements()));
-      if (!bytes || *bytes != t.bytes.size()) {
-        return invalidArgument("input '{}': {} bytes of data for {}[{}]", in->name(),
-                               t.bytes.size(), dataTypeName(t.dtype), fmt::join(t.dims, ","));
+      uint64_t elements = 1;
+      for (int64_t d : dims) elements *= static_cast<uint64_t>(d);
+      auto bytes = dataTypeStorageBytes(dtype, elements);
+      if (!bytes) {
+        return invalidArgument("input '{}': {}[{}] has no size in bytes", in->name(),
+                               dataTypeName(dtype), fmt::join(dims, ","));
+      }
+      if (*bytes > 0 && dev->second.data == nullptr) {
+        return invalidArgument("input '{}': no device memory for {}[{}]", in->name(),
+                               dataTypeName(dtype), fmt::join(dims, ","));
       }
     }
-    shapes[in->name()] = {t.dtype, t.dims};
+    shapes[in->name()] = {dtype, dims};
   }
   return shapes;
 }
@@ -254,6 +287,25 @@ struct CudaExecutor::Impl {
   /// Values whose declared dims a run contradicted, by name: every plan is built with them shaped
   /// at run time (PlanOptions::shaped_at_run_time), and the summary lists them.
   std::set<std::string> shaped_at_run_time;
+
+  /// A device input's data on the host (a synchronous copy on the stream).
+  StatusOr<HostTensor> downloadDeviceInput(const std::string& name, const DeviceInput& in) {
+    HostTensor t = HostTensor::zeros(in.dtype, in.dims);
+    if (t.bytes.empty()) return t;
+    RETURN_IF_ERROR(api->copyToHost(t.bytes.data(), in.data, t.bytes.size())
+                        .withContext(fmt::format("copying input '{}' to the host", name)));
+    RETURN_IF_ERROR(api->synchronize(fmt::format("copying input '{}' to the host", name)));
+    return t;
+  }
+
+  /// `feeds` with every device input copied to the host (for the reference executor).
+  StatusOr<Feeds> withHostCopies(const Feeds& feeds, const DeviceFeeds& device) {
+    Feeds all = feeds;
+    for (const auto& [name, in] : device) {
+      ASSIGN_OR_RETURN(all[name], downloadDeviceInput(name, in));
+    }
+    return all;
+  }
 
   /// The whole run on the reference executor, where the plan cannot describe it (`why`); the
   /// summary says so. The reference executor's errors are the run's.
@@ -523,6 +575,7 @@ struct CudaExecutor::Impl {
   struct RunState {
     PlanState& state;
     const Feeds& feeds;
+    const DeviceFeeds& device;  ///< inputs in device memory (CudaExecutor::run with DeviceFeeds)
     /// Host tensors are held by pointer: a queued copy writes or reads their bytes later, and a
     /// moved HostTensor may not keep its bytes where they were (small strings live inline).
     std::vector<std::shared_ptr<HostTensor>> host;
@@ -574,11 +627,18 @@ struct CudaExecutor::Impl {
       return std::make_shared<HostTensor>(std::move(t));
     }
     if (v.location == Location::kInput) {
-      auto feed = run.feeds.find(value(plan, rootOf(plan, id)).name);
-      if (feed == run.feeds.end()) {
+      const std::string& name = value(plan, rootOf(plan, id)).name;
+      auto feed = run.feeds.find(name);
+      if (feed != run.feeds.end()) {
+        return std::make_shared<HostTensor>(withDims(feed->second, v.dims));
+      }
+      auto dev = run.device.find(name);
+      if (dev == run.device.end()) {
         return makeError(StatusCode::kInternal, "no feed for '{}'", v.name);
       }
-      return std::make_shared<HostTensor>(withDims(feed->second, v.dims));
+      // An input given in device memory that a host node reads: copied down, once per read.
+      ASSIGN_OR_RETURN(HostTensor t, downloadDeviceInput(name, dev->second));
+      return std::make_shared<HostTensor>(withDims(std::move(t), v.dims));
     }
     RETURN_IF_ERROR(syncHost(run, fmt::format("copying '{}' to the host", v.name)));
     for (int at = id; at >= 0; at = value(plan, at).base) {
@@ -721,7 +781,16 @@ struct CudaExecutor::Impl {
       if (v.location != Location::kInput) continue;
       auto feed = run.feeds.find(v.name);
       if (feed == run.feeds.end()) {
-        return makeError(StatusCode::kInternal, "no feed for '{}'", v.name);
+        auto dev = run.device.find(v.name);
+        if (dev == run.device.end()) {
+          return makeError(StatusCode::kInternal, "no feed for '{}'", v.name);
+        }
+        auto buffer = state.input_buffers.find(id);
+        if (buffer == state.input_buffers.end() || buffer->second.size() == 0) continue;
+        RETURN_IF_ERROR(
+            api->copyOnDevice(buffer->second.data(), dev->second.data, buffer->second.size())
+                .withContext(fmt::format("copying input '{}' on the device", v.name)));
+        continue;
       }
       auto buffer = state.input_buffers.find(id);
       const auto& bytes = feed->second.bytes;
@@ -899,9 +968,9 @@ struct CudaExecutor::Impl {
 
   /// Runs the plan with `feeds`: uploads, steps, downloads, all queued on the stream with a
   /// synchronization only where the host reads device data, and one at the end.
-  StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds, bool record,
-                                    std::vector<CudaExecutor::StepTime>* profile) {
-    RunState run{state, feeds, {}, {}, {}, false, profile, {}};
+  StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds, const DeviceFeeds& device,
+                                    bool record, std::vector<CudaExecutor::StepTime>* profile) {
+    RunState run{state, feeds, device, {}, {}, {}, false, profile, {}};
     run.host.resize(state.plan->values.size());
     api->clearMarkers();
     auto result = executeQueued(run, record);
@@ -1047,26 +1116,41 @@ bool cudaRunsTargetCall(const ir::Model& model, const ir::Node& call) {
 }
 
 StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const ExecutionOptions& options) {
-  return runWith(inputs, options, nullptr);
+  return runWith(inputs, {}, options, nullptr);
+}
+
+StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const DeviceFeeds& device,
+                                            const ExecutionOptions& options) {
+  return runWith(inputs, device, options, nullptr);
+}
+
+void* CudaExecutor::stream() const {
+  return impl_->api->nativeStream();
 }
 
 StatusOr<ExecutionResult> CudaExecutor::runProfiled(const Feeds& inputs,
                                                     std::vector<StepTime>* times) {
   if (times == nullptr) return invalidArgument("runProfiled: no vector for the times");
   times->clear();
-  return runWith(inputs, {}, times);
+  return runWith(inputs, {}, {}, times);
 }
 
-StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs,
+StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs, const DeviceFeeds& device,
                                                 const ExecutionOptions& options,
                                                 std::vector<StepTime>* profile) {
-  ASSIGN_OR_RETURN(InputShapes shapes, checkCudaFeeds(*impl_->model, inputs));
+  ASSIGN_OR_RETURN(InputShapes shapes, checkCudaFeeds(*impl_->model, inputs, device));
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (std::this_thread::get_id() != impl_->last_thread) {
     // CUDA's current device is per thread: select ours on this one.
     RETURN_IF_ERROR(impl_->api->probe().status());
     impl_->last_thread = std::this_thread::get_id();
   }
+  // The reference executor takes host tensors: device inputs are copied down for it.
+  auto onReference = [&](const Status& why) -> StatusOr<ExecutionResult> {
+    if (device.empty()) return impl_->runOnReference(inputs, options, why);
+    ASSIGN_OR_RETURN(Feeds all, impl_->withHostCopies(inputs, device));
+    return impl_->runOnReference(all, options, why);
+  };
   PlanState* state = nullptr;
   StatusOr<ExecutionResult> executed = Status::ok();
   // A host-run node whose dims contradict the plan's (a declared shape no input makes) re-plans
@@ -1079,22 +1163,21 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs,
       // the CPU; bad inputs, weights without data and out-of-memory stay errors.
       StatusCode code = planned.status().code();
       if (code == StatusCode::kUnimplemented || code == StatusCode::kInternal) {
-        return impl_->runOnReference(inputs, options, planned.status());
+        return onReference(planned.status());
       }
       return planned.status();
     }
     state = *planned;
     if (!state->reference_only.empty()) {
-      return impl_->runOnReference(inputs, options,
-                                   Status(StatusCode::kInternal, state->reference_only));
+      return onReference(Status(StatusCode::kInternal, state->reference_only));
     }
     impl_->mismatched_value.reset();
-    executed = impl_->execute(*state, inputs, options.record_intermediates, profile);
+    executed = impl_->execute(*state, inputs, device, options.record_intermediates, profile);
     if (executed.isOk()) break;
     if (!impl_->mismatched_value) return executed.status();
     if (!impl_->shaped_at_run_time.insert(*impl_->mismatched_value).second) {
       state->reference_only = executed.status().message();
-      return impl_->runOnReference(inputs, options, executed.status());
+      return onReference(executed.status());
     }
     // Every plan assumed the contradicted dims: all are built again.
     impl_->states.clear();

@@ -46,6 +46,10 @@ class CudaDeviceApi : public DeviceApi {
   Status fill(void* dst, int value, size_t bytes) override {
     return kernels::fillDevice(dst, value, bytes, stream_.get());
   }
+  Status copyOnDevice(void* dst, const void* src, size_t bytes) override {
+    return kernels::copyOnDevice(dst, src, bytes, stream_.get());
+  }
+  void* nativeStream() override { return stream_.get(); }
   Status synchronize(const std::string& what) override { return stream_.synchronize(what); }
   kernels::Support canImplement(const kernels::CudaKernelCall& call) override {
     return kernels::cudaCanImplement(call);

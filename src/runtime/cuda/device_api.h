@@ -36,6 +36,10 @@ class DeviceApi {
   virtual Status copyToDevice(void* dst, const void* src, size_t bytes) = 0;
   virtual Status copyToHost(void* dst, const void* src, size_t bytes) = 0;
   virtual Status fill(void* dst, int value, size_t bytes) = 0;
+  /// Device to device: `src` is memory of this device that the caller owns (a DLPack input).
+  virtual Status copyOnDevice(void* dst, const void* src, size_t bytes) = 0;
+  /// The native stream every operation is ordered on (a cudaStream_t; nullptr for fakes).
+  virtual void* nativeStream() = 0;
   /// Waits for the stream; a kernel's asynchronous fault shows here, named after `what`.
   virtual Status synchronize(const std::string& what) = 0;
   virtual kernels::Support canImplement(const kernels::CudaKernelCall& call) = 0;
