@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -45,6 +46,7 @@
 #include "onnxopt/runtime/inputs.h"
 #include "onnxopt/runtime/precision_analysis.h"
 #include "onnxopt/support/diagnostics.h"
+#include "ort_executor.h"  // tools/opt: the runner "onnxruntime", as opt registers it
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -148,9 +150,12 @@ std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink) {
   return std::move(model).value();
 }
 
-std::vector<std::string> messages(const CollectingDiagnosticSink& sink) {
+/// The messages of one severity (warnings become OnnxoptWarning; notes go to the summary).
+std::vector<std::string> messages(const CollectingDiagnosticSink& sink, Severity severity) {
   std::vector<std::string> out;
-  for (const Diagnostic& d : sink.diagnostics()) out.push_back(formatDiagnostic(d, "onnxopt"));
+  for (const Diagnostic& d : sink.diagnostics()) {
+    if (d.severity == severity) out.push_back(d.message);
+  }
   return out;
 }
 
@@ -158,11 +163,12 @@ std::vector<std::string> messages(const CollectingDiagnosticSink& sink) {
 
 using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
-/// A tensor from the raw buffer of a C-contiguous host array, of element type `dtype` (its
-/// ONNX name, e.g. "float16"; the package views bfloat16 and float8 arrays as same-sized
-/// integers, which DLPack can carry). One copy, into the HostTensor.
+/// A tensor from the raw bytes of a C-contiguous host array: `dims` elements of `dtype` (its ONNX
+/// name, e.g. "float16"). The package hands bfloat16 and float8 arrays over as same-sized integer
+/// views and sub-byte types (int4, ...) packed as ONNX stores them, so the array's own shape and
+/// type do not matter, only its byte count. One copy, into the HostTensor.
 kernels::HostTensor tensorFromArray(const std::string& name, const std::string& dtype,
-                                    const HostArray& a) {
+                                    const std::vector<int64_t>& dims, const HostArray& a) {
   std::optional<DataType> type = dataTypeFromName(dtype);
   if (!type || *type == DataType::kString) {
     throw StatusError(
@@ -172,12 +178,16 @@ kernels::HostTensor tensorFromArray(const std::string& name, const std::string& 
   }
   kernels::HostTensor t;
   t.dtype = *type;
-  for (size_t d = 0; d < a.ndim(); ++d) t.dims.push_back(static_cast<int64_t>(a.shape(d)));
-  std::optional<uint64_t> want =
-      dataTypeStorageBytes(*type, static_cast<uint64_t>(t.numElements()));
+  uint64_t elements = 1;
+  for (int64_t d : dims) {
+    if (d < 0) throw StatusError(invalidArgument("input '{}': dim {} is negative", name, d));
+    elements *= static_cast<uint64_t>(d);
+  }
+  t.dims = dims;
+  std::optional<uint64_t> want = dataTypeStorageBytes(*type, elements);
   if (!want || *want != a.nbytes()) {
     throw StatusError(invalidArgument("input '{}': {} bytes for {} elements of {}", name,
-                                      a.nbytes(), t.numElements(), dtype));
+                                      a.nbytes(), elements, dtype));
   }
   t.bytes.assign(static_cast<const char*>(a.data()), a.nbytes());
   return t;
@@ -201,25 +211,83 @@ nb::tuple tensorToPython(kernels::HostTensor t) {
   return nb::make_tuple(dtype, dims, raw.cast());
 }
 
-/// Feeds from {name: (dtype, array)} (numeric) and {name: (dims, [bytes])} (strings).
-runtime::Feeds feedsFrom(
-    const std::map<std::string, std::pair<std::string, HostArray>>& arrays,
-    const std::map<std::string, std::pair<std::vector<int64_t>, std::vector<std::string>>>&
-        strings) {
+/// Numeric inputs as {name: (dtype, dims, raw array)}, string ones as {name: (dims, [bytes])}.
+using ArrayFeeds = std::map<std::string, std::tuple<std::string, std::vector<int64_t>, HostArray>>;
+using StringFeeds = std::map<std::string, std::pair<std::vector<int64_t>, std::vector<nb::bytes>>>;
+
+runtime::Feeds feedsFrom(const ArrayFeeds& arrays, const StringFeeds& strings) {
   runtime::Feeds feeds;
   for (const auto& [name, typed] : arrays) {
-    feeds[name] = tensorFromArray(name, typed.first, typed.second);
+    feeds[name] = tensorFromArray(name, std::get<0>(typed), std::get<1>(typed), std::get<2>(typed));
   }
   for (const auto& [name, value] : strings) {
     kernels::HostTensor t;
     t.dtype = DataType::kString;
     t.dims = value.first;
-    t.strings = value.second;
+    for (const nb::bytes& b : value.second) t.strings.emplace_back(b.c_str(), b.size());
     if (t.numElements() != static_cast<int64_t>(t.strings.size())) {
       throw StatusError(invalidArgument("input '{}': {} strings for dims of {} elements", name,
                                         t.strings.size(), t.numElements()));
     }
     feeds[name] = std::move(t);
+  }
+  return feeds;
+}
+
+using DeviceArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cuda>;
+
+/// The ONNX element type of a DLPack dtype (single lanes; nullopt for the others).
+std::optional<DataType> dataTypeOfDlpack(nb::dlpack::dtype t) {
+  if (t.lanes != 1) return std::nullopt;
+  using Code = nb::dlpack::dtype_code;
+  switch (static_cast<Code>(t.code)) {
+    case Code::Int:
+      return t.bits == 8    ? std::optional(DataType::kInt8)
+             : t.bits == 16 ? std::optional(DataType::kInt16)
+             : t.bits == 32 ? std::optional(DataType::kInt32)
+             : t.bits == 64 ? std::optional(DataType::kInt64)
+                            : std::nullopt;
+    case Code::UInt:
+      return t.bits == 8    ? std::optional(DataType::kUint8)
+             : t.bits == 16 ? std::optional(DataType::kUint16)
+             : t.bits == 32 ? std::optional(DataType::kUint32)
+             : t.bits == 64 ? std::optional(DataType::kUint64)
+                            : std::nullopt;
+    case Code::Float:
+      return t.bits == 16   ? std::optional(DataType::kFloat16)
+             : t.bits == 32 ? std::optional(DataType::kFloat)
+             : t.bits == 64 ? std::optional(DataType::kDouble)
+                            : std::nullopt;
+    case Code::Bfloat:
+      return t.bits == 16 ? std::optional(DataType::kBfloat16) : std::nullopt;
+    case Code::Bool:
+      return t.bits == 8 ? std::optional(DataType::kBool) : std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+/// Device inputs from {name: array on a CUDA device} (DLPack: torch or cupy tensors, or the
+/// capsules their __dlpack__ made). No copy here: the run copies them on the device.
+runtime::DeviceFeeds deviceFeedsFrom(const std::map<std::string, DeviceArray>& arrays, int device) {
+  runtime::DeviceFeeds feeds;
+  for (const auto& [name, a] : arrays) {
+    std::optional<DataType> type = dataTypeOfDlpack(a.dtype());
+    if (!type) {
+      throw StatusError(invalidArgument(
+          "input '{}': the DLPack element type (code {}, {} bits, {} lanes) is not an ONNX one",
+          name, static_cast<int>(a.dtype().code), static_cast<int>(a.dtype().bits),
+          static_cast<int>(a.dtype().lanes)));
+    }
+    if (a.device_id() != device) {
+      throw StatusError(invalidArgument("input '{}' is on CUDA device {}, the session on device {}",
+                                        name, a.device_id(), device));
+    }
+    runtime::DeviceInput in;
+    in.dtype = *type;
+    for (size_t d = 0; d < a.ndim(); ++d) in.dims.push_back(static_cast<int64_t>(a.shape(d)));
+    in.data = a.data();
+    feeds[name] = std::move(in);
   }
   return feeds;
 }
@@ -332,6 +400,10 @@ OptimizeOptions optimizeOptions(const OptimizeArgs& args, DiagnosticSink& sink) 
     // An empty pipeline runs nothing, as -O0 does (`opt --passes=''`).
     if (args.passes->empty()) options.level = 0;
   }
+  // opt's --target-opset takes 7..23 (tools/opt/main.cc); the same range, the same refusal.
+  if (args.target_opset != 0 && (args.target_opset < 7 || args.target_opset > 23)) {
+    throw StatusError(invalidArgument("target_opset {} is not in 7..23", args.target_opset));
+  }
   options.target_opset = args.target_opset;
   options.precision = args.precision;
   options.target = args.target;
@@ -351,7 +423,7 @@ OptimizeOptions optimizeOptions(const OptimizeArgs& args, DiagnosticSink& sink) 
 }
 
 nb::dict summaryToPython(const OptimizeResult& result, const ir::ModelStats& before,
-                         const ir::ModelStats& after, std::vector<std::string> warnings) {
+                         const ir::ModelStats& after, const CollectingDiagnosticSink& sink) {
   nb::dict summary;
   summary["pipeline"] = result.pipeline;
   summary["seconds"] = result.seconds;
@@ -362,7 +434,8 @@ nb::dict summaryToPython(const OptimizeResult& result, const ir::ModelStats& bef
   nb::dict stats;
   for (const auto& [name, value] : result.statistics) stats[nb::str(name.c_str())] = value;
   summary["statistics"] = stats;
-  summary["warnings"] = warnings;
+  summary["warnings"] = messages(sink, Severity::kWarning);
+  summary["notes"] = messages(sink, Severity::kNote);
   return summary;
 }
 
@@ -402,7 +475,7 @@ nb::tuple optimizeToBytes(const Source& src, const OptimizeArgs& args) {
     out.model.reset();
   }
   return nb::make_tuple(nb::bytes(bytes.data(), bytes.size()),
-                        summaryToPython(out.result, out.before, out.after, messages(out.sink)));
+                        summaryToPython(out.result, out.before, out.after, out.sink));
 }
 
 /// optimize_file: the output (and its data file) must not be a file the input still reads.
@@ -442,7 +515,7 @@ nb::dict optimizeToFile(const Source& src, const OptimizeArgs& args, const std::
     if (!saved.isOk()) throw StatusError(saved.withContext(output));
     out.model.reset();
   }
-  return summaryToPython(out.result, out.before, out.after, messages(out.sink));
+  return summaryToPython(out.result, out.before, out.after, out.sink);
 }
 
 // --- check, run, infer_shapes ---------------------------------------------------------------------
@@ -547,7 +620,7 @@ nb::tuple inferShapes(const Source& src) {
     if (!inferred.isOk()) throw StatusError(inferred.status().withContext(src.label()));
     bytes = valueOrThrow(io::serializeModel(*model));
   }
-  return nb::make_tuple(nb::bytes(bytes.data(), bytes.size()), messages(sink));
+  return nb::make_tuple(nb::bytes(bytes.data(), bytes.size()), messages(sink, Severity::kWarning));
 }
 
 nb::list listPasses() {
@@ -589,13 +662,13 @@ class CudaSession {
     executor_ = std::move(created).value();
   }
 
-  nb::list run(const runtime::Feeds& feeds) {
+  nb::list run(const runtime::Feeds& feeds, const runtime::DeviceFeeds& device) {
     runtime::ExecutionResult result;
     {
       nb::gil_scoped_release unlocked;
       runtime::ExecutionOptions exec;
       exec.non_tensor_outputs = true;
-      auto ran = executor_->run(feeds, exec);
+      auto ran = executor_->run(feeds, device, exec);
       if (!ran.isOk()) throw StatusError(ran.status().withContext(label_));
       result = std::move(ran).value();
     }
@@ -612,6 +685,8 @@ class CudaSession {
     for (const ir::Value* out : model_->graph->outputs()) names.push_back(out->name());
     return names;
   }
+  int deviceId() const { return executor_->device().id; }
+  uintptr_t stream() const { return reinterpret_cast<uintptr_t>(executor_->stream()); }
   std::string deviceName() const { return executor_->device().name; }
   std::string summary() const { return executor_->lastSummary(); }
   std::string cudaGraphState() const { return executor_->cudaGraphState(); }
@@ -632,6 +707,10 @@ NB_MODULE(_core, m) {
   defineErrors(m);
   m.attr("__version__") = ONNXOPT_VERSION;
   m.attr("has_cuda") = ONNXOPT_HAVE_CUDA != 0;
+  onnxopt::tools::registerOnnxruntimeRunner();
+  m.def("set_ort_runner", &onnxopt::tools::setOnnxruntimeRunnerDefaults, "script"_a, "python"_a,
+        "Where the runner 'onnxruntime' finds ort_runner.py and Python (unless "
+        "ONNXOPT_ORT_RUNNER / ONNXOPT_PYTHON say).");
 
   nb::class_<Source>(m, "Source", "A model to read: a path, or serialized ModelProto bytes.")
       .def(nb::init<>())
@@ -658,12 +737,9 @@ NB_MODULE(_core, m) {
         "Optimizes a model and writes it to `output` atomically; returns the summary dict.");
   m.def(
       "check",
-      [](const Source& original, const Source& optimized,
-         const std::map<std::string, std::pair<std::string, HostArray>>& arrays,
-         const std::map<std::string, std::pair<std::vector<int64_t>, std::vector<std::string>>>&
-             strings,
-         const std::string& runner, bool per_layer, std::optional<double> atol,
-         std::optional<double> rtol, uint64_t seed) {
+      [](const Source& original, const Source& optimized, const ArrayFeeds& arrays,
+         const StringFeeds& strings, const std::string& runner, bool per_layer,
+         std::optional<double> atol, std::optional<double> rtol, uint64_t seed) {
         return checkModels(original, optimized, feedsFrom(arrays, strings), runner, per_layer, atol,
                            rtol, seed);
       },
@@ -671,9 +747,7 @@ NB_MODULE(_core, m) {
       "rtol"_a, "seed"_a, "Runs both models on the same inputs and compares them.");
   m.def(
       "run",
-      [](const Source& src, const std::map<std::string, std::pair<std::string, HostArray>>& arrays,
-         const std::map<std::string, std::pair<std::vector<int64_t>, std::vector<std::string>>>&
-             strings,
+      [](const Source& src, const ArrayFeeds& arrays, const StringFeeds& strings,
          const std::string& runner,
          uint64_t seed) { return runModel(src, feedsFrom(arrays, strings), runner, seed); },
       "source"_a, "arrays"_a, "strings"_a, "runner"_a, "seed"_a,
@@ -687,10 +761,16 @@ NB_MODULE(_core, m) {
       .def(nb::init<const Source&, int, bool>(), "source"_a, "device"_a, "cuda_graphs"_a)
       .def(
           "run",
-          [](CudaSession& s, const std::map<std::string, std::pair<std::string, HostArray>>& arrays,
-             const std::map<std::string, std::pair<std::vector<int64_t>, std::vector<std::string>>>&
-                 strings) { return s.run(feedsFrom(arrays, strings)); },
-          "arrays"_a, "strings"_a)
+          [](CudaSession& s, const ArrayFeeds& arrays, const StringFeeds& strings,
+             const std::map<std::string, DeviceArray>& device) {
+            return s.run(feedsFrom(arrays, strings), deviceFeedsFrom(device, s.deviceId()));
+          },
+          "arrays"_a, "strings"_a, "device"_a,
+          "Runs the model: host arrays as (dtype, array), strings as (dims, [bytes]), device "
+          "arrays (CUDA DLPack) by name; returns [(name, kind, value)] on the host.")
+      .def_prop_ro("device_id", &CudaSession::deviceId)
+      .def_prop_ro("stream", &CudaSession::stream,
+                   "The session's CUDA stream (cudaStream_t as an int), for __dlpack__(stream=).")
       .def_prop_ro("input_names", &CudaSession::inputNames)
       .def_prop_ro("output_names", &CudaSession::outputNames)
       .def_prop_ro("device_name", &CudaSession::deviceName)

@@ -29,6 +29,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// setOnnxruntimeRunnerDefaults; set once at startup, before any run.
+std::string& defaultScript() {
+  static std::string script;
+  return script;
+}
+std::string& defaultPython() {
+  static std::string python;
+  return python;
+}
+
 /// A temporary folder, removed with its contents when this goes out of scope.
 class TempDir {
  public:
@@ -90,8 +100,8 @@ std::string lastLine(const std::string& path) {
 
 StatusOr<std::string> ortRunnerScript() {
   const char* env = std::getenv("ONNXOPT_ORT_RUNNER");
-  for (const char* candidate :
-       {static_cast<const char*>(env), ONNXOPT_ORT_RUNNER_INSTALLED, ONNXOPT_ORT_RUNNER_SOURCE}) {
+  for (const char* candidate : {static_cast<const char*>(env), defaultScript().c_str(),
+                                ONNXOPT_ORT_RUNNER_INSTALLED, ONNXOPT_ORT_RUNNER_SOURCE}) {
     if (candidate != nullptr && *candidate && fs::is_regular_file(candidate)) {
       return std::string(candidate);
     }
@@ -141,8 +151,9 @@ class OnnxruntimeExecutor final : public runtime::Executor {
     }
     RETURN_IF_ERROR(io::writeFileAtomically(in_dir + "/inputs.txt", names));
     const char* python = std::getenv("ONNXOPT_PYTHON");
-    std::vector<std::string> argv{python != nullptr && *python ? python : "python3", script_,
-                                  model_path_, in_dir, out_dir};
+    std::string interpreter = python != nullptr && *python ? python : defaultPython();
+    if (interpreter.empty()) interpreter = "python3";
+    std::vector<std::string> argv{interpreter, script_, model_path_, in_dir, out_dir};
     if (options.record_intermediates) argv.push_back("--all-values");
     std::string err = dir + "/stderr.txt";
     ASSIGN_OR_RETURN(int code, runProcess(argv, err));
@@ -195,6 +206,11 @@ class OnnxruntimeExecutor final : public runtime::Executor {
 };
 
 }  // namespace
+
+void setOnnxruntimeRunnerDefaults(const std::string& script, const std::string& python) {
+  defaultScript() = script;
+  defaultPython() = python;
+}
 
 void registerOnnxruntimeRunner() {
   Status st = runtime::registerRunner("onnxruntime", &OnnxruntimeExecutor::create);

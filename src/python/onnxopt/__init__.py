@@ -1,17 +1,26 @@
-"""onnxopt: an ONNX graph optimizer, in process.
+"""onnxopt: an ONNX graph optimizer with its own runtimes, in process.
 
-Work in progress (issue 21): this module wraps onnxopt._core, the native module built from
-src/python/module.cc by `pip install .`. What is here so far is optimize / optimize_file over
-paths, bytes and onnx.ModelProto, list_passes and the error classes; check, run and
-onnxopt.cuda follow (docs/python.md once written).
+    import onnxopt
+    model = onnxopt.optimize("model.onnx")              # -> onnx.ModelProto, as `opt -O2` makes it
+    report = onnxopt.check("model.onnx", model)         # same outputs? (CheckReport)
+    outputs = onnxopt.run(model, {"x": x})               # {name: numpy array}
+
+The work happens in onnxopt._core, a native module over the same C++ library as the `opt` tool
+(src/python/module.cc), without the GIL. Models cross as serialized bytes or paths, never as
+protobuf objects, so this package shares no protobuf ABI with the onnx package. Errors raise
+onnxopt.Error subclasses whose message is what `opt` prints after "opt: error: "; warnings about
+accepted input are OnnxoptWarning. docs/python.md lists the API.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Optional, Union
+import sys
+import warnings
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Union
 
 from . import _core
+from ._arrays import result_from_core, to_core
 from ._core import (  # noqa: F401  (re-exported)
     Error,
     InternalError,
@@ -21,11 +30,39 @@ from ._core import (  # noqa: F401  (re-exported)
     ResourceExhaustedError,
     UnimplementedError,
 )
+from ._report import CheckInput, CheckReport, TensorCheck, report_from_core  # noqa: F401
 
-ModelLike = Union[str, os.PathLike, bytes, "onnx.ModelProto"]  # noqa: F821
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = [
+    "optimize", "optimize_file", "check", "run", "infer_shapes", "list_passes", "runners",
+    "CheckReport", "TensorCheck", "CheckInput", "OnnxoptWarning", "Error", "InvalidArgumentError",
+    "NotFoundError", "IoError", "UnimplementedError", "ResourceExhaustedError", "InternalError",
+]
+
+__version__: str = _core.__version__
+
+ModelLike = Union[str, "os.PathLike[str]", bytes, "onnx.ModelProto"]
+"""A model: a path (its external data is read beside it), serialized ModelProto bytes, or an
+onnx.ModelProto (serialized here; under 2 GiB)."""
+
+# The runner "onnxruntime" runs the package's copy of ort_runner.py with this interpreter
+# (unless ONNXOPT_ORT_RUNNER / ONNXOPT_PYTHON say otherwise), which must have onnxruntime.
+_core.set_ort_runner(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin",
+                                  "ort_runner.py"), sys.executable)
 
 
-def _source(model: ModelLike) -> _core.Source:
+class OnnxoptWarning(UserWarning):
+    """A warning about accepted input (what `opt` prints as "warning: ...")."""
+
+
+def _warn(messages: Iterable[str]) -> None:
+    for m in messages:
+        warnings.warn(m, OnnxoptWarning, stacklevel=3)
+
+
+def _source(model: ModelLike, what: str = "model") -> _core.Source:
     src = _core.Source()
     if isinstance(model, (str, os.PathLike)):
         src.path = os.fspath(model)
@@ -36,11 +73,12 @@ def _source(model: ModelLike) -> _core.Source:
     else:
         serialize = getattr(model, "SerializeToString", None)
         if serialize is None:
-            raise TypeError(f"onnxopt: a model is a path, bytes or onnx.ModelProto, not {type(model)!r}")
+            raise TypeError(f"onnxopt: {what} is a path, bytes or onnx.ModelProto, "
+                            f"not {type(model).__name__}")
         if model.ByteSize() >= 2**31:
             raise InvalidArgumentError(
-                "onnxopt: a ModelProto of 2 GiB or more cannot be serialized; pass its path, or "
-                "use optimize_file")
+                "<ModelProto>: a ModelProto of 2 GiB or more cannot be serialized; save it with "
+                "external data and pass its path (optimize_file writes such models)")
         src.data = serialize()
         src.name = "<ModelProto>"
     return src
@@ -49,47 +87,123 @@ def _source(model: ModelLike) -> _core.Source:
 def _args(level: int, passes: Optional[Union[str, Iterable[str]]], target_opset: Optional[int],
           precision: Optional[str], fold_size_limit: Optional[int], keep_initializer_inputs: bool,
           target: Optional[str], disable: Iterable[str]) -> _core.OptimizeArgs:
+    if not isinstance(level, int) or isinstance(level, bool):
+        raise TypeError(f"onnxopt: level is an int (0..3), not {type(level).__name__}")
     a = _core.OptimizeArgs()
     a.level = level
     if passes is not None:
         a.passes = passes if isinstance(passes, str) else ",".join(passes)
     a.target_opset = target_opset or 0
+    if precision not in (None, "fp16", "bf16"):
+        raise InvalidArgumentError(f"precision '{precision}' is not one of fp16, bf16")
     a.precision = precision or ""
     a.fold_size_limit = fold_size_limit
     a.keep_initializer_inputs = keep_initializer_inputs
     a.target = target or ""
-    a.disabled_passes = list(disable)
+    a.disabled_passes = [disable] if isinstance(disable, str) else list(disable)
     return a
 
 
-def optimize(model: ModelLike, *, level: int = 2, passes=None, target_opset=None, precision=None,
-             fold_size_limit=None, keep_initializer_inputs: bool = False, target=None,
-             disable: Iterable[str] = ()) -> "onnx.ModelProto":  # noqa: F821
-    """Optimizes `model` (a path, serialized bytes or onnx.ModelProto) as `opt` does; returns
-    the optimized onnx.ModelProto. Errors raise onnxopt.Error subclasses with opt's messages."""
+def optimize(model: ModelLike, *, level: int = 2,
+             passes: Optional[Union[str, Iterable[str]]] = None,
+             target_opset: Optional[int] = None, precision: Optional[str] = None,
+             fold_size_limit: Optional[int] = None, keep_initializer_inputs: bool = False,
+             target: Optional[str] = None, disable: Iterable[str] = ()) -> "onnx.ModelProto":
+    """Optimizes `model` as `opt` does and returns the optimized onnx.ModelProto.
+
+    level: 0..3 (opt -O0..-O3; 2 is opt's default). passes: a pipeline instead of the level's,
+    as a string ("fold-constants,dce") or a list of pass ids (list_passes() names them).
+    target_opset: convert to this default-domain opset. precision: "fp16" or "bf16" (range
+    analysis on seeded random inputs keeps values past the type's range in float32).
+    fold_size_limit: the largest tensor constant folding may create, in bytes.
+    keep_initializer_inputs: initializers that are also graph inputs stay overridable.
+    target: "cuda" rewrites for onnxopt's CUDA runtime (with level=3). disable: pass ids to skip.
+
+    The model's result must be under 2 GiB (a protobuf limit): use optimize_file for larger ones.
+    Raises onnxopt.Error subclasses (InvalidArgumentError for a malformed model or option,
+    NotFoundError for a missing file, ...) with opt's message.
+    """
     import onnx
 
-    data, _summary = _core.optimize(
+    data, summary = _core.optimize(
         _source(model), _args(level, passes, target_opset, precision, fold_size_limit,
                               keep_initializer_inputs, target, disable))
+    _warn(summary["warnings"])
     return onnx.load_from_string(data)
 
 
-def optimize_file(input: Union[str, os.PathLike], output: Union[str, os.PathLike], *,
-                  level: int = 2, passes=None, target_opset=None, precision=None,
-                  fold_size_limit=None, keep_initializer_inputs: bool = False, target=None,
-                  disable: Iterable[str] = (), external_data: Optional[str] = None) -> dict:
-    """Optimizes the model at `input` and writes it to `output` atomically (with its external
-    data file when `external_data` names one); returns the summary dict."""
-    return _core.optimize_file(
+def optimize_file(input: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathLike[str]"],
+                  *, level: int = 2, passes: Optional[Union[str, Iterable[str]]] = None,
+                  target_opset: Optional[int] = None, precision: Optional[str] = None,
+                  fold_size_limit: Optional[int] = None, keep_initializer_inputs: bool = False,
+                  target: Optional[str] = None, disable: Iterable[str] = (),
+                  external_data: Optional[str] = None) -> Dict[str, Any]:
+    """Optimizes the model at `input` (external data read beside it) and writes it to `output`
+    as `opt IN -o OUT` does: atomically (no half-written file on error), with the weights in one
+    external data file when the model is over 2 GiB, or always in `external_data` (a file name
+    beside `output`) when given. Models of any size. Returns the summary: pipeline, seconds,
+    nodes_before/after, initializers_before/after, statistics, warnings. Options as optimize."""
+    summary = _core.optimize_file(
         _source(input), _args(level, passes, target_opset, precision, fold_size_limit,
                               keep_initializer_inputs, target, disable),
         os.fspath(output), external_data)
+    _warn(summary["warnings"])
+    return dict(summary)
 
 
-def list_passes() -> Any:
-    """Every registered pass: id, summary and options."""
-    return _core.list_passes()
+def check(original: ModelLike, optimized: ModelLike, *,
+          inputs: Optional[Mapping[str, Any]] = None, runner: str = "reference",
+          per_layer: bool = False, atol: Optional[float] = None, rtol: Optional[float] = None,
+          seed: int = 0) -> CheckReport:
+    """Runs both models on the same inputs and compares every output, as `opt check` does.
+
+    inputs: {name: numpy array} for some or all inputs; the others get seeded random values
+    (`seed`) as opt check makes them. runner: "reference" (the CPU kernels, in process),
+    "onnxruntime" (this interpreter runs onnxruntime, which must be installed) or "cuda".
+    per_layer: also compare every value both models name alike (first_failing_value says where
+    they first part). atol/rtol: the tolerance (default: by element type). The returned
+    CheckReport is true when everything is within tolerance; it raises only when a model cannot
+    be read or run.
+    """
+    arrays, strings = to_core(inputs)
+    d = _core.check(_source(original, "original"), _source(optimized, "optimized"), arrays,
+                    strings, runner, per_layer, atol, rtol, seed)
+    return report_from_core(d)
 
 
-__version__ = getattr(_core, "__version__", "0")
+def run(model: ModelLike, inputs: Optional[Mapping[str, Any]] = None, *,
+        runner: str = "reference", seed: int = 0) -> Dict[str, Any]:
+    """Runs `model` and returns {output name: numpy array} (a sequence output: a list of arrays;
+    an empty optional: None). Inputs not given get seeded random values, as `opt run` makes them.
+    runner: "reference" (CPU, in process), "onnxruntime" or "cuda" (a fresh session per call;
+    onnxopt.cuda.Session keeps one)."""
+    arrays, strings = to_core(inputs)
+    return result_from_core(_core.run(_source(model), arrays, strings, runner, seed))
+
+
+def infer_shapes(model: ModelLike) -> "onnx.ModelProto":
+    """The model with onnxopt's inferred types and shapes written as value_info (every opset
+    onnxopt knows, not only those onnx's inference covers)."""
+    import onnx
+
+    data, messages = _core.infer_shapes(_source(model))
+    _warn(messages)
+    return onnx.load_from_string(data)
+
+
+def list_passes() -> List[Dict[str, Any]]:
+    """Every registered pass: {"id", "summary", "options": [{"name", "type", "default", "help"}]}."""
+    return list(_core.list_passes())
+
+
+def runners() -> List[str]:
+    """The runner names check and run take."""
+    return list(_core.runners())
+
+
+def __getattr__(name: str) -> Any:
+    if name == "cuda":  # onnxopt.cuda without an explicit import
+        import importlib
+
+        return importlib.import_module(".cuda", __name__)
+    raise AttributeError(f"module 'onnxopt' has no attribute '{name}'")

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Benchmark (not a test): the Python package's overhead and its speed against the in-process peers.
+
+Per model (models/**/*.onnx and ../shared/models/real/**/*.onnx), in one run:
+  - cli: the wall time of `opt IN -o OUT` (a process: start, load, optimize, write);
+  - onnxopt: `onnxopt.optimize(model)` on an in-memory onnx.ModelProto (serialized into the native
+    module, optimized, parsed back into a ModelProto: what a user's export script pays);
+  - onnxsim: `onnxsim.simplify(model)` and onnxslim: `onnxslim.slim(model)` on the same ModelProto.
+Each in-process figure is the median of --runs calls in one worker process per tool and model (the
+model is loaded before the clock starts; a worker that crashes or times out is reported, not
+retried), the cli figure the median of --runs processes. The goals (issue 21): onnxopt within 1.2x of
+the cli on every model, and >= 10x faster than onnxsim and onnxslim. Writes a markdown table and the
+raw figures as JSON.
+
+    .venv/bin/python tools/bench/python_bench.py [--runs 5] [--out docs/bench/python_bench.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("ONNXOPT_SHARED", ROOT.parent / "shared"))
+TIMEOUT_S = 600
+
+# One worker per (tool, model): loads the model, calls the tool --runs times, prints the times.
+_WORKER = r"""
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+tool, path, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+import onnx
+# A fresh copy per call, made before the clock starts (a tool may change its argument).
+copies = [onnx.load(path) for _ in range(runs)]
+if tool == "onnxopt":
+    import onnxopt
+    call = onnxopt.optimize
+elif tool == "onnxsim":
+    import onnxsim
+    def call(model):
+        out, ok = onnxsim.simplify(model)
+        assert ok, "onnxsim's check failed"
+        return out
+elif tool == "onnxslim":
+    import onnxslim
+    call = onnxslim.slim
+times = []
+for model in copies:
+    t0 = time.perf_counter()
+    out = call(model)
+    times.append(time.perf_counter() - t0)
+print(json.dumps({"times": times, "nodes": len(out.graph.node)}))
+"""
+
+TOOLS = ("onnxopt", "onnxsim", "onnxslim")
+
+
+def models() -> list[Path]:
+    found = sorted((ROOT / "models").glob("**/*.onnx"))
+    found += sorted((SHARED / "models" / "real").glob("**/*.onnx"))
+    return found
+
+
+def label(p: Path) -> str:
+    return str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else p.relative_to(SHARED))
+
+
+def in_process(tool: str, model: Path, runs: int) -> dict:
+    try:
+        proc = subprocess.run([sys.executable, "-c", _WORKER, tool, str(model), str(runs)],
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {TIMEOUT_S} s"}
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        return {"error": (lines[-1] if lines else f"exit {proc.returncode}")[:120]}
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"ms": 1000 * statistics.median(r["times"]), "nodes": r["nodes"]}
+
+
+def cli(opt: Path, model: Path, runs: int) -> dict:
+    times = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            proc = subprocess.run([str(opt), str(model), "-o", f"{tmp}/out.onnx"],
+                                  capture_output=True, text=True, timeout=TIMEOUT_S)
+            times.append(time.perf_counter() - t0)
+            if proc.returncode != 0:
+                return {"error": proc.stderr.strip().splitlines()[-1][:120]}
+    return {"ms": 1000 * statistics.median(times)}
+
+
+def fmt(v: dict) -> str:
+    return f"{v['ms']:.1f}" if "ms" in v else "fails"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "python_bench.md")
+    parser.add_argument("--opt", type=Path,
+                        default=Path(os.environ.get("ONNXOPT_OPT", ROOT / "build" / "bin" / "opt")))
+    parser.add_argument("--limit", type=int, default=0, help="only the first N models (a quick look)")
+    args = parser.parse_args()
+    import onnxopt  # noqa: F401  (fails here, not in every worker, when the package is missing)
+
+    rows = []
+    todo = models()[: args.limit or None]
+    for i, model in enumerate(todo):
+        row = {"model": label(model), "cli": cli(args.opt, model, args.runs)}
+        for tool in TOOLS:
+            row[tool] = in_process(tool, model, args.runs)
+        rows.append(row)
+        print(f"[{i + 1}/{len(todo)}] {row['model']}: cli {fmt(row['cli'])} ms, "
+              + ", ".join(f"{t} {fmt(row[t])}" for t in TOOLS), file=sys.stderr, flush=True)
+
+    def ratio(a: dict, b: dict) -> float | None:
+        return a["ms"] / b["ms"] if "ms" in a and "ms" in b and b["ms"] > 0 else None
+
+    lines = ["# The Python package: overhead and peers in process", "",
+             f"tools/bench/python_bench.py --runs {args.runs}; onnxopt {onnxopt.__version__}; "
+             "median ms per call. `onnxopt` is `onnxopt.optimize(ModelProto)` in process, `cli` is "
+             "`opt IN -o OUT` as a process; `/cli` is onnxopt's time over the cli's (goal <= 1.2), "
+             "`sim/` and `slim/` the peers' times over onnxopt's (goal >= 10).", "",
+             "| model | cli | onnxopt | /cli | onnxsim | sim/ | onnxslim | slim/ |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    summary = {"over_cli": [], "onnxsim": [], "onnxslim": []}
+    for r in rows:
+        over = ratio(r["onnxopt"], r["cli"])
+        sim = ratio(r["onnxsim"], r["onnxopt"])
+        slim = ratio(r["onnxslim"], r["onnxopt"])
+        for key, v in (("over_cli", over), ("onnxsim", sim), ("onnxslim", slim)):
+            if v is not None:
+                summary[key].append((v, r["model"]))
+        show = lambda v: f"{v:.2f}" if v is not None else "-"  # noqa: E731
+        lines.append(f"| {r['model']} | {fmt(r['cli'])} | {fmt(r['onnxopt'])} | {show(over)} | "
+                     f"{fmt(r['onnxsim'])} | {show(sim)} | {fmt(r['onnxslim'])} | {show(slim)} |")
+    lines.append("")
+    for key, what in (("over_cli", "onnxopt / cli"), ("onnxsim", "onnxsim / onnxopt"),
+                      ("onnxslim", "onnxslim / onnxopt")):
+        vals = sorted(summary[key])
+        if vals:
+            lines.append(f"- {what}: {len(vals)} models, min {vals[0][0]:.2f} ({vals[0][1]}), "
+                         f"median {statistics.median(v for v, _ in vals):.2f}, max {vals[-1][0]:.2f} "
+                         f"({vals[-1][1]})")
+    failures = [(r["model"], t, r[t]["error"]) for r in rows for t in ("cli",) + TOOLS
+                if "error" in r[t]]
+    if failures:
+        lines += ["", "Failures (reported, not retried):", ""]
+        lines += [f"- {m}, {t}: {e}" for m, t, e in failures]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
