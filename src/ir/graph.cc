@@ -271,6 +271,7 @@ Value* Node::addOutput() {
 
 void Node::removeOutput(size_t i) {
   ONNXOPT_CHECK(i < outputs_.size(), "removeOutput index out of range");
+  graph_->noteNameChange();
   ONNXOPT_CHECK(!outputs_[i] || !outputs_[i]->hasUses(), "removing an output that has uses");
   outputs_.erase(outputs_.begin() + static_cast<std::ptrdiff_t>(i));
   for (size_t j = i; j < outputs_.size(); ++j) {
@@ -294,6 +295,7 @@ Attribute* Node::findMutableAttribute(const std::string& name) {
 
 void Node::setAttribute(Attribute attr) {
   for (auto& g : attr.graphs) g->parent_node_ = this;
+  if (!attr.graphs.empty() || findMutableAttribute(attr.name) != nullptr) graph_->noteNameChange();
   if (Attribute* existing = findMutableAttribute(attr.name)) {
     // The old subgraphs die with the old attribute: their uses of outer values must go first.
     for (auto& g : existing->graphs) {
@@ -308,12 +310,14 @@ void Node::setAttribute(Attribute attr) {
 
 void Node::appendAttribute(Attribute attr) {
   for (auto& g : attr.graphs) g->parent_node_ = this;
+  if (!attr.graphs.empty()) graph_->noteNameChange();
   attributes_.push_back(std::move(attr));
 }
 
 bool Node::removeAttribute(const std::string& name) {
   for (auto it = attributes_.begin(); it != attributes_.end(); ++it) {
     if (it->name != name) continue;
+    if (!it->graphs.empty()) graph_->noteNameChange();
     for (auto& g : it->graphs) {
       for (Node* n = g->head_; n != nullptr; n = n->next_) n->dropAllReferences();
       g->return_node_->dropAllReferences();
@@ -367,6 +371,23 @@ Graph::~Graph() {
     delete n;
     n = next;
   }
+}
+
+void Value::setName(std::string name) {
+  name_ = std::move(name);
+  if (graph_ != nullptr) graph_->noteNameChange();
+}
+
+uint64_t Graph::nameEpoch() const {
+  const Graph* g = this;
+  while (g->parentGraph() != nullptr) g = g->parentGraph();
+  return g->name_epoch_;
+}
+
+void Graph::noteNameChange() {
+  Graph* g = this;
+  while (g->parentGraph() != nullptr) g = g->parentGraph();
+  ++g->name_epoch_;
 }
 
 Graph* Graph::parentGraph() const {
@@ -439,6 +460,7 @@ void Graph::eraseNode(Node* node) {
   unlink(node);
   node->erased_ = true;
   graveyard_.emplace_back(node);
+  noteNameChange();
 }
 
 void Graph::collectGarbage() {
@@ -460,6 +482,7 @@ Value* Graph::addInput(std::string name, Type type) {
 
 void Graph::removeInput(Value* value) {
   ONNXOPT_CHECK(!value->hasUses(), "removing a graph input that has uses");
+  noteNameChange();
   inputs_.erase(std::remove(inputs_.begin(), inputs_.end(), value), inputs_.end());
   initializers_.erase(std::remove(initializers_.begin(), initializers_.end(), value),
                       initializers_.end());
@@ -515,6 +538,7 @@ void Graph::freezeInputDefault(Value* value) {
 }
 
 void Graph::removeInitializers(const std::vector<Value*>& values) {
+  noteNameChange();
   std::unordered_set<const Value*> doomed;
   for (Value* value : values) {
     ONNXOPT_CHECK(value->owningGraph() == this, "removing another graph's initializer");

@@ -10,14 +10,32 @@ namespace {
 
 using B = ir::Builder;
 
-void collectNames(const ir::Graph& graph, std::unordered_set<std::string>& names) {
-  for (const ir::Value* v : graph.inputs()) names.insert(v->name());
-  for (const ir::Value* v : graph.initializers()) names.insert(v->name());
+/// Calls `add` with the name of every value of `graph` and its subgraphs.
+template <typename Add>
+void forEachName(const ir::Graph& graph, const Add& add) {
+  for (const ir::Value* v : graph.inputs()) add(v->name());
+  for (const ir::Value* v : graph.initializers()) add(v->name());
   for (const ir::Node* n : graph) {
     for (const ir::Value* v : n->outputs()) {
-      if (v != nullptr) names.insert(v->name());
+      if (v != nullptr) add(v->name());
     }
-    for (const ir::Graph* g : n->subgraphs()) collectNames(*g, names);
+    for (const ir::Graph* g : n->subgraphs()) forEachName(*g, add);
+  }
+}
+
+const ir::Graph* outermost(const ir::Graph& graph) {
+  const ir::Graph* root = &graph;
+  while (root->parentGraph() != nullptr) root = root->parentGraph();
+  return root;
+}
+
+/// `base` when it is free, else the first free `base_N` (N = 1, 2, ...).
+template <typename Taken>
+std::string firstFreeName(const std::string& base, const Taken& taken) {
+  if (!base.empty() && !taken(base)) return base;
+  for (size_t i = 1;; ++i) {
+    std::string candidate = base + "_" + std::to_string(i);
+    if (!taken(candidate)) return candidate;
   }
 }
 
@@ -32,15 +50,42 @@ bool isNamedOutput(const ir::Value* value) {
 }
 
 std::string uniqueValueName(const ir::Graph& graph, const std::string& base) {
-  const ir::Graph* root = &graph;
-  while (root->parentGraph() != nullptr) root = root->parentGraph();
   std::unordered_set<std::string> names;
-  collectNames(*root, names);
-  if (!base.empty() && !names.count(base)) return base;
-  for (size_t i = 1;; ++i) {
-    std::string candidate = base + "_" + std::to_string(i);
-    if (!names.count(candidate)) return candidate;
+  forEachName(*outermost(graph), [&](const std::string& n) { names.insert(n); });
+  return firstFreeName(base, [&](const std::string& n) { return names.count(n) != 0; });
+}
+
+std::string Rewriter::uniqueName(const ir::Graph& graph, const std::string& base) {
+  const ir::Graph* root = outermost(graph);
+  if (names_.root != root || names_.epoch != root->nameEpoch()) {
+    names_.root = root;
+    names_.epoch = root->nameEpoch();
+    names_.counts.clear();
+    forEachName(*root, [&](const std::string& n) { ++names_.counts[n]; });
   }
+  return firstFreeName(base, [&](const std::string& n) { return names_.counts.count(n) != 0; });
+}
+
+void Rewriter::noteNames(const ir::Graph& graph, const std::vector<std::string>& removed,
+                         const std::string& added) {
+  const ir::Graph* root = outermost(graph);
+  if (names_.root != root || root->nameEpoch() != names_.epoch + 1) {
+    names_.root = nullptr;  // collected again at the next uniqueName
+    return;
+  }
+  names_.epoch = root->nameEpoch();
+  for (const std::string& n : removed) {
+    auto it = names_.counts.find(n);
+    if (it != names_.counts.end() && --it->second == 0) names_.counts.erase(it);
+  }
+  ++names_.counts[added];
+}
+
+void Rewriter::renameValue(ir::Value* value, std::string name) {
+  std::string old = value->name();
+  std::string added = name;
+  B::setName(value, std::move(name));
+  noteNames(*value->owningGraph(), {old}, added);
 }
 
 ir::Node* Rewriter::createNode(const std::string& op_type, const std::string& domain,
@@ -74,10 +119,12 @@ ir::Node* Rewriter::createNodeLike(const std::string& op_type, const std::string
 
 ir::Value* Rewriter::createInitializer(ir::Graph& graph, const std::string& base_name,
                                        ir::Tensor tensor) {
-  std::string name = uniqueValueName(graph, base_name.empty() ? "const" : base_name);
+  std::string name = uniqueName(graph, base_name.empty() ? "const" : base_name);
   tensor.setName(name);
   changed_ = true;
-  return B::addInitializer(graph, name, std::move(tensor));
+  ir::Value* v = B::addInitializer(graph, name, std::move(tensor));
+  noteNames(graph, {}, name);
+  return v;
 }
 
 namespace {
@@ -205,7 +252,18 @@ void Rewriter::eraseNode(ir::Node* node) {
     if (v != nullptr) inputs.push_back(v);
   }
   if (listener_) listener_->nodeErased(node);
-  B::eraseNode(*node->owningGraph(), node);
+  std::vector<std::string> names;
+  for (const ir::Value* out : node->outputs()) {
+    if (out != nullptr) names.push_back(out->name());
+  }
+  ir::Graph& graph = *node->owningGraph();
+  bool nested = !node->subgraphs().empty();
+  B::eraseNode(graph, node);
+  if (nested) {
+    names_.root = nullptr;  // the subgraphs' names went too
+  } else {
+    noteNames(graph, names, "");
+  }
   changed_ = true;
   // Producers of the inputs may now be dead or newly matchable.
   if (listener_) {
@@ -280,7 +338,7 @@ void Rewriter::dropOrphanValueInfos(ir::Graph& graph) {
 }
 
 void Rewriter::setName(ir::Value* value, std::string name) {
-  B::setName(value, std::move(name));
+  renameValue(value, std::move(name));
   changed_ = true;
 }
 
@@ -336,7 +394,7 @@ std::vector<ir::Value*> Rewriter::inlineBranch(ir::Node* node, ir::Graph& branch
   for (ir::Value* init : std::vector<ir::Value*>(branch.initializers())) {
     if (init->initializer() == nullptr) continue;
     std::string name = init->name();
-    B::setName(init, "");  // free the name for the moved copy
+    renameValue(init, "");  // free the name for the moved copy
     replaceAllUsesWith(init, createInitializer(outer, name, *init->initializer()));
   }
   // Each node is recreated before `node`; replacing its outputs redirects later branch nodes,
@@ -353,8 +411,8 @@ std::vector<ir::Value*> Rewriter::inlineBranch(ir::Node* node, ir::Graph& branch
       }
       ir::Value* v = B::addOutput(copy);
       std::string name = old->name();
-      B::setName(old, "");  // free the name for the copy
-      B::setName(v, uniqueValueName(outer, name));
+      renameValue(old, "");  // free the name for the copy
+      renameValue(v, uniqueName(outer, name));
       B::setType(v, old->type());
       B::setHasValueInfo(v, old->hasValueInfo());
       B::replaceAllUsesWith(old, v);
@@ -469,7 +527,7 @@ std::vector<ir::Value*> Rewriter::inlineFunctionCall(ir::Node* call, const ir::F
         continue;
       }
       ir::Value* v = B::addOutput(copy);
-      B::setName(v, uniqueValueName(outer, prefix + "/" + old->name()));
+      renameValue(v, uniqueName(outer, prefix + "/" + old->name()));
       B::setType(v, old->type());
       actual[old] = v;
     }

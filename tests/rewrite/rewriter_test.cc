@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/builder.h"
 #include "onnxopt/ir/verifier.h"
 #include "onnxopt/pass/pass_manager.h"
 #include "onnxopt/passes/registry.h"
@@ -98,6 +99,59 @@ class RecordingListener : public RewriteListener {
   void nodeModified(ir::Node* n) override { modified.push_back(n->opType()); }
   std::vector<std::string> created, erased, modified;
 };
+
+// The Rewriter's name index gives what uniqueValueName (which collects every name) gives, after
+// its own renames, creations and erasures, and after changes made around it (ir::Builder, a
+// subgraph): a stale index would hand out a name in use.
+TEST(RewriterTest, UniqueNameAgreesWithCollectingEveryName) {
+  auto model = parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x, bool c) => (float[2] y) {
+  t = Neg(x)
+  u = Abs(t)
+  y = If(c) <then_branch = g1 () => (float[2] a) { a = Identity(u) },
+             else_branch = g2 () => (float[2] b) { b = Relu(u) }>
+}
+)");
+  ir::Graph& g = *model->graph;
+  Rewriter rw;
+  auto agree = [&](const std::string& base) {
+    std::string name = rw.uniqueName(g, base);
+    EXPECT_EQ(name, uniqueValueName(g, base)) << base;
+    return name;
+  };
+  EXPECT_EQ(agree("t"), "t_1");
+  EXPECT_EQ(agree("a"), "a_1");  // a subgraph's value counts
+  EXPECT_EQ(agree("w"), "w");
+  ir::Value* w = rw.createInitializer(g, "w", ir::Tensor(DataType::kFloat, {1}));
+  EXPECT_EQ(w->name(), "w");
+  EXPECT_EQ(agree("w"), "w_1");
+  EXPECT_EQ(rw.createInitializer(g, "w", ir::Tensor(DataType::kFloat, {2}))->name(), "w_1");
+  EXPECT_EQ(agree("w"), "w_2");
+  // A rename frees the old name and takes the new one.
+  ir::Node* neg = g.firstNode();
+  rw.setName(neg->output(), "");
+  EXPECT_EQ(agree("t"), "t");
+  rw.setName(neg->output(), "t");
+  EXPECT_EQ(agree("t"), "t_1");
+  // An erased node's outputs free their names.
+  ir::Node* abs = neg->next();
+  ir::Node* if_node = abs->next();
+  ir::Builder::replaceAllUsesWith(abs->output(), neg->output());
+  rw.eraseNode(abs);
+  EXPECT_EQ(agree("u"), "u");
+  // A change made without this Rewriter is seen too.
+  ir::Builder::addInput(g, "u", ir::Type());
+  EXPECT_EQ(agree("u"), "u_1");
+  Rewriter other;
+  other.setName(neg->output(), "v");
+  EXPECT_EQ(agree("t"), "t");
+  EXPECT_EQ(agree("v"), "v_1");
+  // Erasing a node with subgraphs frees their names.
+  ir::Builder::replaceAllUsesWith(if_node->output(), neg->output());
+  rw.eraseNode(if_node);
+  EXPECT_EQ(agree("a"), "a");
+}
 
 TEST(RewriterTest, NotifiesTheListener) {
   auto model = parse(kChain);

@@ -98,7 +98,7 @@ class Value {
   friend class Node;
   friend class Builder;
 
-  void setName(std::string name) { name_ = std::move(name); }
+  void setName(std::string name);  // graph.cc: counts as a name change of the root graph
   void setType(Type type) { type_ = std::move(type); }
   void setInitializer(std::optional<Tensor> tensor) {
     initializer_ = tensor ? std::make_unique<Tensor>(std::move(*tensor)) : nullptr;
@@ -412,6 +412,11 @@ class Graph {
   Node* parentNode() const { return parent_node_; }
   /// The graph enclosing this one, or nullptr.
   Graph* parentGraph() const;
+  /// A counter of the changes to the set of value names in this graph's outermost graph
+  /// (Value::setName, nodes erased, inputs, initializers, outputs and subgraphs removed or
+  /// attached): equal numbers mean the same names. rewrite::Rewriter keeps a name index that it
+  /// rebuilds when the counter moved by more than its own changes.
+  uint64_t nameEpoch() const;
 
   // --- nodes ---
   NodeIterator begin() const;
@@ -440,6 +445,7 @@ class Graph {
  private:
   // Mutators are private (see Value): rewrite::Rewriter for passes, ir::Builder otherwise.
   friend class Node;
+  friend class Value;
   friend class Builder;
 
   void setName(std::string name) { name_ = std::move(name); }
@@ -490,6 +496,9 @@ class Graph {
   std::vector<std::string> quantization_annotations_;
   std::vector<std::string> orphan_value_infos_;
   Node* parent_node_ = nullptr;
+  uint64_t name_epoch_ = 0;  ///< meaningful on the outermost graph (nameEpoch)
+  /// Counts a name change on the outermost graph.
+  void noteNameChange();
 
   Node* head_ = nullptr;
   Node* tail_ = nullptr;

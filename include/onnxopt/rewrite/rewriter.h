@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "onnxopt/ir/graph.h"
@@ -165,8 +166,28 @@ class Rewriter {
   void resetChanged() { changed_ = false; }
   RewriteListener* listener() const { return listener_; }
 
+  /// A name no value of `graph`'s outermost graph has, derived from `base`: what
+  /// uniqueValueName returns, from an index of the names that this Rewriter keeps up to date with
+  /// its own changes (amortized O(1) where uniqueValueName collects every name, O(values)).
+  std::string uniqueName(const ir::Graph& graph, const std::string& base);
+
  private:
   void notifyUsers(ir::Value* value);
+  /// B::setName through the name index.
+  void renameValue(ir::Value* value, std::string name);
+  /// After one change of this Rewriter's that moved `graph`'s name epoch by one: the names it
+  /// removed and added, so that the index stays exact (any other change invalidates it).
+  void noteNames(const ir::Graph& graph, const std::vector<std::string>& removed,
+                 const std::string& added);
+
+  /// The value names of one outermost graph (with multiplicity), exact while that graph's
+  /// nameEpoch() equals `epoch`.
+  struct NameIndex {
+    const ir::Graph* root = nullptr;
+    uint64_t epoch = 0;
+    std::unordered_map<std::string, int> counts;
+  };
+  NameIndex names_;
 
   RewriteListener* listener_;
   ir::Graph* insert_graph_ = nullptr;
