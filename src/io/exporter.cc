@@ -169,6 +169,8 @@ class Exporter {
   /// Writes the prepared model: the same bytes as serializing exportModel's proto (fields in
   /// number order: model fields 1-6, the graph with its nodes first, the other fields).
   bool writeTo(google::protobuf::io::ZeroCopyOutputStream& out);
+  /// After prepare: at least the serialized size (a few bytes over it).
+  uint64_t sizeBound() const { return size_bound_; }
 
  private:
   void assignNames(const ir::Graph& graph);
@@ -192,6 +194,7 @@ class Exporter {
   onnx::ModelProto head_;              ///< model fields 1-6
   onnx::GraphProto* graph_ = nullptr;  ///< the main graph without its nodes
   std::string node_bytes_;             ///< the main graph's nodes, as GraphProto field 1 entries
+  uint64_t size_bound_ = 0;
   /// Names for values that have none. Named values keep theirs, so only the (usually few) unnamed
   /// ones are recorded; `used_` views every name taken, built only when a fresh one is needed.
   std::unordered_map<const ir::Value*, std::string> fresh_names_;
@@ -555,6 +558,7 @@ Status Exporter::prepare() {
   if (graph_bytes > static_cast<uint64_t>(INT_MAX) || total > static_cast<uint64_t>(INT_MAX)) {
     return invalidArgument("the model exceeds protobuf's 2 GB limit; use --external-data");
   }
+  size_bound_ = total;
   return Status::ok();
 }
 
@@ -578,6 +582,8 @@ StatusOr<std::string> serializeModel(const ir::Model& model) {
   Exporter exporter(model, nullptr);
   RETURN_IF_ERROR(exporter.prepare());
   std::string bytes;
+  // Reserved at once: grown by doubling, the string would zero and copy the bytes again per step.
+  bytes.reserve(exporter.sizeBound());
   {
     google::protobuf::io::StringOutputStream out(&bytes);
     if (!exporter.writeTo(out)) return makeError(StatusCode::kInternal, "serializing the model");

@@ -39,4 +39,14 @@ pack() {
 }
 pack onnx-node-tests "$shared" onnx-node-tests
 pack models-real "$shared/models" real
+
+# nanobind, which the Python package's module builds with (the python group; the GPU machine has no
+# network): its wheel, of the version in .venv.
+mkdir -p "$root/.gpu/wheels"
+nb=$("$root/.venv/bin/python" -c 'import nanobind; print(nanobind.__version__)')
+if ! ls "$root/.gpu/wheels/nanobind-$nb-"*.whl >/dev/null 2>&1; then
+  rm -f "$root/.gpu/wheels"/nanobind-*.whl
+  "$root/.venv/bin/python" -m pip download -q --no-deps -d "$root/.gpu/wheels" "nanobind==$nb"
+fi
+echo "prepare.sh: $(ls "$root/.gpu/wheels")"
 echo "prepare.sh: .gpu holds $(du -sh "$root/.gpu" | cut -f1) (the device call carries 64 MiB with the tree)"

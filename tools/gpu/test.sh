@@ -30,6 +30,11 @@
 #                log gpubench.log in $OUT (GPU_BENCH_ARGS: more arguments, e.g. --models bert).
 #                Not part of all (it takes most of a call); `gpu_bench.py report` here makes
 #                docs/gpu_benchmarks.md from the JSON.
+#   python       the Python package's native module built in build-gpu with CUDA (nanobind from
+#                the wheel prepare.sh carries in .gpu/wheels), the package put together in
+#                build-gpu/python, and tests/python/package/test_cuda_session.py: onnxopt.cuda.Session
+#                from numpy arrays and torch CUDA tensors (DLPack); its output in python.log; not
+#                part of all (issue 21).
 #   pytest       tests/gpu (the models and node cases as one pytest item each; -k "$GPU_PYTEST_K"
 #                when set), its output in unit.log; not part of all.
 # GPU_TEST_DEVICE=reference runs the conformance, models and bench groups on the reference device
@@ -58,11 +63,11 @@ groups=("$@")
 [ "${#groups[@]}" -gt 0 ] || groups=(build unit)
 for g in "${groups[@]}"; do
   case $g in
-    build | unit | conformance | models | precision | plugin | bench | pytest | gpubench) ;;
+    build | unit | conformance | models | precision | plugin | bench | pytest | gpubench | python) ;;
     all) groups=(build unit conformance models bench) && break ;;
     *)
       echo "test.sh: unknown group '$g' (build, unit, conformance, models, precision, plugin, bench, all," \
-        "pytest, gpubench)" >&2
+        "pytest, gpubench, python)" >&2
       exit 2
       ;;
   esac
@@ -258,8 +263,28 @@ gpu_pytest() {
   ONNXOPT_REQUIRE_CUDA=1 python3 -m pytest -q -n "$py_jobs" tests/gpu "${k[@]}"
 }
 
+# The Python package on the GPU (issue 21): the module against this python3, the package's Python
+# files and opt beside it, then the CUDA session tests.
+python_module() {
+  local whl nb=/tmp/nanobind-pkg
+  whl=$(ls .gpu/wheels/nanobind-*.whl | head -1)
+  rm -rf "$nb"
+  python3 -m zipfile -e "$whl" "$nb"
+  cmake build-gpu -DONNXOPT_PYTHON=ON "-DPython_EXECUTABLE=$(command -v python3)" \
+    "-Dnanobind_DIR=$nb/nanobind/cmake"
+  cmake --build build-gpu -j"$jobs" --target onnxopt_python opt
+  cp src/python/onnxopt/*.py src/python/onnxopt/py.typed build-gpu/python/onnxopt/
+  mkdir -p build-gpu/python/onnxopt/_bin
+  cp build-gpu/bin/opt tools/opt/ort_runner.py build-gpu/python/onnxopt/_bin/
+}
+
+python_tests() {
+  ONNXOPT_REQUIRE_CUDA=1 PYTHONPATH=$PWD/build-gpu/python python3 -m pytest -q -rs \
+    -p no:cacheprovider tests/python/package/test_cuda_session.py
+}
+
 export -f gpu_info unpack_deps configure build plugin_cuda gpu_ctest gpu_binaries memcheck unpack_data \
-  time_limit conformance models precision bench gpubench gpu_pytest
+  time_limit conformance models precision bench gpubench gpu_pytest python_module python_tests
 # GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
 device=${GPU_TEST_DEVICE:-cuda}
 # Cases and models run at once by the python steps (each opt process makes its own CUDA context).
@@ -316,6 +341,12 @@ else
   if wants gpubench; then
     step gpubench gpubench 590 gpubench
     section gpubench gpubench | grep -E "FAILED|: check|p50|TB/s|done:" | tee -a "$summary" || true
+  fi
+  if wants python; then
+    step python module 240 python_module
+    step python tests 120 python_tests
+    section python tests | grep -E "passed|failed|SKIPPED" | sed 's/^/python: /' |
+      tee -a "$summary" || true
   fi
   if wants pytest; then
     step unit pytest 400 gpu_pytest

@@ -75,11 +75,12 @@ def _source(model: ModelLike, what: str = "model") -> _core.Source:
         if serialize is None:
             raise TypeError(f"onnxopt: {what} is a path, bytes or onnx.ModelProto, "
                             f"not {type(model).__name__}")
-        if model.ByteSize() >= 2**31:
+        try:  # (no ByteSize() check first: it costs as much as serializing)
+            src.data = serialize()
+        except ValueError as e:  # protobuf refuses messages of 2 GiB or more
             raise InvalidArgumentError(
-                "<ModelProto>: a ModelProto of 2 GiB or more cannot be serialized; save it with "
-                "external data and pass its path (optimize_file writes such models)")
-        src.data = serialize()
+                f"<ModelProto>: cannot be serialized ({e}); save it with external data and pass "
+                "its path (optimize_file writes models of any size)") from None
         src.name = "<ModelProto>"
     return src
 

@@ -469,3 +469,26 @@ def test_threads_optimize_concurrently() -> None:
     assert len(results) == 6 * len(data)
     for (k, j), m in results.items():
         assert m == sequential[j], (k, models[j])
+
+
+# --- models over 2 GB ----------------------------------------------------------------------------
+
+
+@pytest.mark.large
+def test_optimize_file_writes_a_model_over_2_gb(tmp_path: Path) -> None:
+    import shutil
+
+    import test_external_data_large as large
+
+    free = shutil.disk_usage(tmp_path).free
+    assert free > 2.5 * large.MODEL_DATA_BYTES, f"{tmp_path}: {free >> 20} MiB free is too little"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    model_path, expected = large._write_large_model(tmp_path / "in")
+    out = tmp_path / "out" / "large.onnx"
+    summary = onnxopt.optimize_file(model_path, out)  # over 2 GB: its data goes external
+    assert summary["nodes_after"] == summary["nodes_before"] == large.TENSOR_COUNT
+    large._check_large_output(out, expected)
+    # The same model as a ModelProto is refused with a clear message rather than a crash.
+    with pytest.raises(onnxopt.Error):
+        onnxopt.optimize(model_path)  # its result is over protobuf's limit
