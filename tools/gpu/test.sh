@@ -267,7 +267,7 @@ gpu_pytest() {
 # files and opt beside it, then the CUDA session tests.
 python_module() {
   local whl nb=/tmp/nanobind-pkg
-  whl=$(ls .gpu/wheels/nanobind-*.whl | head -1)
+  whl=$(find .gpu/wheels -name 'nanobind-*.whl' | head -1)
   rm -rf "$nb"
   python3 -m zipfile -e "$whl" "$nb"
   cmake build-gpu -DONNXOPT_PYTHON=ON "-DPython_EXECUTABLE=$(command -v python3)" \
