@@ -24,8 +24,7 @@ using rewrite::PatternContext;
 /// default domain whose output only `node` reads, with constant float weights (and bias).
 struct ConvInfo {
   ir::Node* conv = nullptr;
-  ir::Tensor weight;
-  std::vector<double> w;
+  ir::Tensor weight;  ///< float (floatValues succeeds); converted only when the Conv is rewritten
   std::vector<double> bias;  ///< zeros when absent
   int64_t out_channels = 0;
   bool transposed = false;
@@ -42,15 +41,17 @@ std::optional<ConvInfo> absorbingConv(const ir::Node& node, size_t input, Patter
   if (!pass::hasSingleUse(v)) return ctx.fail("the Conv output has other users"), std::nullopt;
   auto w = pass::constantTensor(conv->input(1));
   if (!w || w->dims().size() < 3) return ctx.fail("weights not constant"), std::nullopt;
-  auto wv = pass::floatValues(*w);
-  if (!wv) return ctx.fail("weights are not float"), std::nullopt;
+  // floatValues' conditions, checked without converting the weights (most candidates fail later).
+  if (!pass::isFloatType(w->dtype()) || !w->numElements() ||
+      w->byteSize() != w->expectedByteSize().value_or(~uint64_t{0})) {
+    return ctx.fail("weights are not float"), std::nullopt;
+  }
   ConvInfo info;
   info.conv = conv;
   info.transposed = conv->opType() == "ConvTranspose";
   info.group = pass::attrInt(*conv, "group", 1);
   info.out_channels = info.transposed ? w->dims()[1] * info.group : w->dims()[0];
-  info.weight = *w;
-  info.w = std::move(*wv);
+  info.weight = std::move(*w);
   info.bias.assign(static_cast<size_t>(info.out_channels), 0.0);
   if (conv->numInputs() > 2 && conv->input(2) != nullptr) {
     auto b = pass::constantTensor(conv->input(2));
@@ -90,7 +91,7 @@ void rewriteConv(ir::Node* node, ConvInfo& info, const std::vector<double>& scal
   auto& rw = ctx.rewriter();
   ir::Graph& g = *info.conv->owningGraph();
   const auto& dims = info.weight.dims();
-  std::vector<double> w = info.w;
+  std::vector<double> w = *pass::floatValues(info.weight);  // absorbingConv checked it converts
   // Elements per output channel block: Conv [Cout, Cin/g, k..]; ConvTranspose [Cin, Cout/g, k..].
   size_t kernel = 1;
   for (size_t i = 2; i < dims.size(); ++i) kernel *= static_cast<size_t>(dims[i]);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +58,19 @@ uint64_t fnv1a(uint64_t h, std::string_view bytes) {
   return h;
 }
 
+/// FNV-1a over 8-byte words (then the tail bytes), with a shift between words so that high bits
+/// reach the low ones: eight times fewer multiplications than fnv1a on the same bytes.
+uint64_t wordHash(uint64_t h, std::string_view bytes) {
+  size_t words = bytes.size() / 8;
+  for (size_t i = 0; i < words; ++i) {
+    uint64_t w;
+    std::memcpy(&w, bytes.data() + 8 * i, 8);
+    h = (h ^ w) * 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  return fnv1a(h, bytes.substr(8 * words));
+}
+
 template <typename T>
 std::string_view asBytes(const T& v) {
   return {reinterpret_cast<const char*>(&v), sizeof v};
@@ -82,7 +96,7 @@ uint64_t tensorHash(const Tensor& t) {
   for (const auto& [off, len] : ranges) {
     auto chunk = reader.read(off, len);
     if (!chunk) break;  // unreadable: the hash only buckets; equality decides
-    h = fnv1a(h, *chunk);
+    h = wordHash(h, *chunk);
   }
   return h;
 }

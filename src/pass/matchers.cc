@@ -216,6 +216,16 @@ std::optional<std::vector<double>> floatValues(const ir::Tensor& t) {
   auto n = t.numElements();
   if (!n || t.byteSize() != t.expectedByteSize().value_or(~uint64_t{0})) return std::nullopt;
   std::vector<double> out(static_cast<size_t>(*n));
+  std::string_view bytes = t.bytes();
+  if (t.dtype() == ir::DataType::kFloat && bytes.size() == out.size() * 4) {
+    // The common case without the per-element type dispatch (weights of a few MB).
+    for (size_t i = 0; i < out.size(); ++i) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      out[i] = f;
+    }
+    return out;
+  }
   for (size_t i = 0; i < out.size(); ++i) out[i] = *elementAsDouble(t, i);
   return out;
 }
@@ -225,6 +235,14 @@ ir::Tensor makeFloatTensor(ir::DataType dtype, std::vector<int64_t> dims,
   ir::Tensor t(dtype, std::move(dims));
   size_t width = static_cast<size_t>(ir::dataTypeBits(dtype) / 8);
   std::string bytes(values.size() * width, '\0');
+  if (dtype == ir::DataType::kFloat) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      float f = static_cast<float>(values[i]);
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+    }
+    t.setBytes(std::move(bytes));
+    return t;
+  }
   for (size_t i = 0; i < values.size(); ++i) {
     char* p = bytes.data() + i * width;
     switch (dtype) {
