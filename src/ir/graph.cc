@@ -295,8 +295,9 @@ Attribute* Node::findMutableAttribute(const std::string& name) {
 
 void Node::setAttribute(Attribute attr) {
   for (auto& g : attr.graphs) g->parent_node_ = this;
-  if (!attr.graphs.empty() || findMutableAttribute(attr.name) != nullptr) graph_->noteNameChange();
-  if (Attribute* existing = findMutableAttribute(attr.name)) {
+  Attribute* existing = findMutableAttribute(attr.name);
+  if (!attr.graphs.empty() || existing != nullptr) graph_->noteNameChange();
+  if (existing != nullptr) {
     // The old subgraphs die with the old attribute: their uses of outer values must go first.
     for (auto& g : existing->graphs) {
       for (Node* n = g->head_; n != nullptr; n = n->next_) n->dropAllReferences();

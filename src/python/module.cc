@@ -238,33 +238,26 @@ using DeviceArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cuda>;
 
 /// The ONNX element type of a DLPack dtype (single lanes; nullopt for the others).
 std::optional<DataType> dataTypeOfDlpack(nb::dlpack::dtype t) {
-  if (t.lanes != 1) return std::nullopt;
   using Code = nb::dlpack::dtype_code;
-  switch (static_cast<Code>(t.code)) {
-    case Code::Int:
-      return t.bits == 8    ? std::optional(DataType::kInt8)
-             : t.bits == 16 ? std::optional(DataType::kInt16)
-             : t.bits == 32 ? std::optional(DataType::kInt32)
-             : t.bits == 64 ? std::optional(DataType::kInt64)
-                            : std::nullopt;
-    case Code::UInt:
-      return t.bits == 8    ? std::optional(DataType::kUint8)
-             : t.bits == 16 ? std::optional(DataType::kUint16)
-             : t.bits == 32 ? std::optional(DataType::kUint32)
-             : t.bits == 64 ? std::optional(DataType::kUint64)
-                            : std::nullopt;
-    case Code::Float:
-      return t.bits == 16   ? std::optional(DataType::kFloat16)
-             : t.bits == 32 ? std::optional(DataType::kFloat)
-             : t.bits == 64 ? std::optional(DataType::kDouble)
-                            : std::nullopt;
-    case Code::Bfloat:
-      return t.bits == 16 ? std::optional(DataType::kBfloat16) : std::nullopt;
-    case Code::Bool:
-      return t.bits == 8 ? std::optional(DataType::kBool) : std::nullopt;
-    default:
-      return std::nullopt;
+  struct Known {
+    Code code;
+    uint8_t bits;
+    DataType type;
+  };
+  static constexpr Known kKnown[] = {
+      {Code::Int, 8, DataType::kInt8},       {Code::Int, 16, DataType::kInt16},
+      {Code::Int, 32, DataType::kInt32},     {Code::Int, 64, DataType::kInt64},
+      {Code::UInt, 8, DataType::kUint8},     {Code::UInt, 16, DataType::kUint16},
+      {Code::UInt, 32, DataType::kUint32},   {Code::UInt, 64, DataType::kUint64},
+      {Code::Float, 16, DataType::kFloat16}, {Code::Float, 32, DataType::kFloat},
+      {Code::Float, 64, DataType::kDouble},  {Code::Bfloat, 16, DataType::kBfloat16},
+      {Code::Bool, 8, DataType::kBool},
+  };
+  if (t.lanes != 1) return std::nullopt;
+  for (const Known& k : kKnown) {
+    if (static_cast<uint8_t>(k.code) == t.code && k.bits == t.bits) return k.type;
   }
+  return std::nullopt;
 }
 
 /// Device inputs from {name: array on a CUDA device} (DLPack: torch or cupy tensors, or the
@@ -447,8 +440,8 @@ struct Optimized {
   CollectingDiagnosticSink sink;
 };
 
-void optimizeSource(const Source& src, const OptimizeArgs& args, Optimized& out) {
-  out.model = loadSource(src, &out.sink);
+/// Optimizes `out.model` (read from `src`, with its warnings in `out.sink`).
+void optimizeLoaded(const Source& src, const OptimizeArgs& args, Optimized& out) {
   OptimizeOptions options = optimizeOptions(args, out.sink);
   if (!args.precision.empty() && args.range_analysis) {
     analyzePrecision(*out.model, src.label(), options, out.sink);
@@ -468,7 +461,8 @@ nb::tuple optimizeToBytes(const Source& src, const OptimizeArgs& args) {
   std::string bytes;
   {
     nb::gil_scoped_release unlocked;
-    optimizeSource(src, args, out);
+    out.model = loadSource(src, &out.sink);
+    optimizeLoaded(src, args, out);
     auto serialized = io::serializeModel(*out.model);
     if (!serialized.isOk()) throw StatusError(serialized.status().withContext(src.label()));
     bytes = std::move(serialized).value();
@@ -507,10 +501,9 @@ nb::dict optimizeToFile(const Source& src, const OptimizeArgs& args, const std::
     }
     throwIfError(io::checkOutputPath(output));
     // Checked before the passes run, against the model as read: its data files are known then.
-    auto model = loadSource(src, nullptr);
-    checkOutputAgainstInput(src, *model, output, save);
-    model.reset();
-    optimizeSource(src, args, out);
+    out.model = loadSource(src, &out.sink);
+    checkOutputAgainstInput(src, *out.model, output, save);
+    optimizeLoaded(src, args, out);
     Status saved = io::saveModel(*out.model, output, save);
     if (!saved.isOk()) throw StatusError(saved.withContext(output));
     out.model.reset();

@@ -95,8 +95,6 @@ def _args(level: int, passes: Optional[Union[str, Iterable[str]]], target_opset:
     if passes is not None:
         a.passes = passes if isinstance(passes, str) else ",".join(passes)
     a.target_opset = target_opset or 0
-    if precision not in (None, "fp16", "bf16"):
-        raise InvalidArgumentError(f"precision '{precision}' is not one of fp16, bf16")
     a.precision = precision or ""
     a.fold_size_limit = fold_size_limit
     a.keep_initializer_inputs = keep_initializer_inputs

@@ -108,8 +108,11 @@ StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds,
       }
     } else {
       uint64_t elements = 1;
-      for (int64_t d : dims) elements *= static_cast<uint64_t>(d);
-      auto bytes = dataTypeStorageBytes(dtype, elements);
+      bool overflow = false;
+      for (int64_t d : dims) {
+        overflow |= __builtin_mul_overflow(elements, static_cast<uint64_t>(d), &elements);
+      }
+      auto bytes = overflow ? std::nullopt : dataTypeStorageBytes(dtype, elements);
       if (!bytes) {
         return invalidArgument("input '{}': {}[{}] has no size in bytes", in->name(),
                                dataTypeName(dtype), fmt::join(dims, ","));

@@ -249,6 +249,9 @@ def test_errors_are_python_exceptions_too() -> None:
         onnxopt.optimize(REPO / "models/tiny_cnn/model.onnx", level=9)
     with pytest.raises(TypeError):
         onnxopt.optimize(42)
+    # Checked by the library, as for opt's --precision.
+    with pytest.raises(onnxopt.InvalidArgumentError, match="unknown precision 'fp8'"):
+        onnxopt.optimize(REPO / "models/tiny_cnn/model.onnx", precision="fp8")
     with pytest.raises(onnxopt.InvalidArgumentError, match="unknown runner 'nope'"):
         onnxopt.run(REPO / "models/tiny_cnn/model.onnx", runner="nope")
     with pytest.raises(onnxopt.InvalidArgumentError, match="no runner 'nope'"):
@@ -267,7 +270,7 @@ def test_bad_inputs_to_run_are_errors() -> None:
         onnxopt.run(model, {name: np.zeros(2, np.dtype("datetime64[s]"))})
 
 
-def test_a_truncated_model_of_every_real_model_raises(tmp_path: Path) -> None:
+def test_truncated_real_models_raise(tmp_path: Path) -> None:
     for model in REAL[::9]:
         data = model.read_bytes()
         for cut in (len(data) // 3, len(data) - 7):
