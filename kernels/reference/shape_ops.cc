@@ -357,8 +357,21 @@ StatusOr<Outputs> sliceKernel(const KernelContext& ctx) {
     strides[d] = step_of[d] * in_strides[d];
   }
   size_t eb = elementBytes(x->dtype);
-  forEachBroadcast(dims, {strides}, [&](int64_t i, const int64_t* off) {
-    copyElement(out, i, *x, base + off[0], eb);
+  // Runs of consecutive elements: the trailing axes the slice takes whole at step 1, and the axis
+  // before them if its step is 1, are one contiguous run in both tensors (a slice of a weight's
+  // rows copies each row at once, not element by element).
+  size_t outer = rank;
+  int64_t run = 1;
+  while (outer > 0 && step_of[outer - 1] == 1) {
+    --outer;
+    run *= dims[outer];
+    if (dims[outer] != x->dims[outer]) break;  // a partial axis ends the run
+  }
+  if (run == 0) return single(std::move(out));
+  Dims outer_dims(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(outer));
+  Dims outer_strides(strides.begin(), strides.begin() + static_cast<std::ptrdiff_t>(outer));
+  forEachBroadcast(outer_dims, {outer_strides}, [&](int64_t i, const int64_t* off) {
+    copyElements(out, i * run, *x, base + off[0], run, eb);
   });
   return single(std::move(out));
 }

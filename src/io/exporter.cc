@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -28,6 +29,9 @@ namespace onnxopt::io {
 namespace {
 
 namespace fs = std::filesystem;
+
+/// Main graphs of up to this many nodes are exported as messages (Exporter::prepare).
+constexpr size_t kNodesAsMessages = 100000;
 
 /// Calls `fn` on every tensor of a graph (initializers, tensor attributes), recursively.
 template <typename Fn>
@@ -162,15 +166,17 @@ class Exporter {
 
   Status exportModel(onnx::ModelProto& proto);
 
-  /// Builds the model for writeTo: everything but the main graph's nodes as messages (in an
-  /// arena), those nodes as serialized bytes. A million nodes are ~30 MB of bytes but ~300 MB of
-  /// messages. Fails when the model would pass protobuf's 2 GB limit.
+  /// Builds the model for writeTo as messages (in an arena), except the nodes of a main graph of
+  /// more than kNodesAsMessages nodes, which become serialized bytes: a million nodes are ~30 MB
+  /// of bytes but ~300 MB of messages. Below that, messages cost less: bytes are written once,
+  /// straight into the output, instead of into a growing buffer first. Fails when the model would
+  /// pass protobuf's 2 GB limit.
   Status prepare();
   /// Writes the prepared model: the same bytes as serializing exportModel's proto (fields in
   /// number order: model fields 1-6, the graph with its nodes first, the other fields).
   bool writeTo(google::protobuf::io::ZeroCopyOutputStream& out);
-  /// After prepare: at least the serialized size (a few bytes over it).
-  uint64_t sizeBound() const { return size_bound_; }
+  /// After prepare: the serialized size, exactly.
+  uint64_t byteSize() const { return byte_size_; }
 
  private:
   void assignNames(const ir::Graph& graph);
@@ -194,7 +200,7 @@ class Exporter {
   onnx::ModelProto head_;              ///< model fields 1-6
   onnx::GraphProto* graph_ = nullptr;  ///< the main graph without its nodes
   std::string node_bytes_;             ///< the main graph's nodes, as GraphProto field 1 entries
-  uint64_t size_bound_ = 0;
+  uint64_t byte_size_ = 0;
   /// Names for values that have none. Named values keep theirs, so only the (usually few) unnamed
   /// ones are recorded; `used_` views every name taken, built only when a fresh one is needed.
   std::unordered_map<const ir::Value*, std::string> fresh_names_;
@@ -513,14 +519,19 @@ Status Exporter::prepare() {
   arena_options.block_dealloc = support::freeArenaBlock;
   arena_ = std::make_unique<google::protobuf::Arena>(arena_options);
   rest_ = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(arena_.get());
-  skip_nodes_of_ = model_.graph.get();
+  size_t nodes = 0;
+  for (auto it = model_.graph->begin(); it != model_.graph->end() && nodes <= kNodesAsMessages;
+       ++it) {
+    ++nodes;
+  }
+  if (nodes > kNodesAsMessages) skip_nodes_of_ = model_.graph.get();
   RETURN_IF_ERROR(exportModel(*rest_));
 
-  // The main graph's nodes, one reused message at a time.
+  // The main graph's nodes (of a large graph), one reused message at a time.
   using google::protobuf::internal::WireFormatLite;
   const uint32_t node_tag = WireFormatLite::MakeTag(onnx::GraphProto::kNodeFieldNumber,
                                                     WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
-  {
+  if (skip_nodes_of_ != nullptr) {
     google::protobuf::io::StringOutputStream bytes(&node_bytes_);
     google::protobuf::io::CodedOutputStream out(&bytes);
     onnx::NodeProto node;
@@ -554,11 +565,18 @@ Status Exporter::prepare() {
   graph_ = rest_->unsafe_arena_release_graph();
 
   uint64_t graph_bytes = node_bytes_.size() + graph_->ByteSizeLong();
-  uint64_t total = head_.ByteSizeLong() + rest_->ByteSizeLong() + graph_bytes + 16;
-  if (graph_bytes > static_cast<uint64_t>(INT_MAX) || total > static_cast<uint64_t>(INT_MAX)) {
+  if (graph_bytes > static_cast<uint64_t>(INT_MAX)) {
     return invalidArgument("the model exceeds protobuf's 2 GB limit; use --external-data");
   }
-  size_bound_ = total;
+  // The graph field: its tag (field 7: one byte), its length, its bytes.
+  uint64_t total =
+      head_.ByteSizeLong() + 1 +
+      google::protobuf::io::CodedOutputStream::VarintSize32(static_cast<uint32_t>(graph_bytes)) +
+      graph_bytes + rest_->ByteSizeLong();
+  if (total > static_cast<uint64_t>(INT_MAX)) {
+    return invalidArgument("the model exceeds protobuf's 2 GB limit; use --external-data");
+  }
+  byte_size_ = total;
   return Status::ok();
 }
 
@@ -578,16 +596,26 @@ bool Exporter::writeTo(google::protobuf::io::ZeroCopyOutputStream& stream) {
 
 }  // namespace
 
-StatusOr<std::string> serializeModel(const ir::Model& model) {
+StatusOr<size_t> serializeModelInto(const ir::Model& model,
+                                    const std::function<char*(size_t)>& allocate) {
   Exporter exporter(model, nullptr);
   RETURN_IF_ERROR(exporter.prepare());
-  std::string bytes;
-  // Reserved at once: grown by doubling, the string would zero and copy the bytes again per step.
-  bytes.reserve(exporter.sizeBound());
-  {
-    google::protobuf::io::StringOutputStream out(&bytes);
-    if (!exporter.writeTo(out)) return makeError(StatusCode::kInternal, "serializing the model");
+  const auto size = static_cast<size_t>(exporter.byteSize());
+  char* buffer = allocate(size);
+  if (buffer == nullptr) return makeError(StatusCode::kInternal, "no memory for the model");
+  google::protobuf::io::ArrayOutputStream out(buffer, static_cast<int>(size));
+  if (!exporter.writeTo(out) || static_cast<size_t>(out.ByteCount()) != size) {
+    return makeError(StatusCode::kInternal, "serializing the model");
   }
+  return size;
+}
+
+StatusOr<std::string> serializeModel(const ir::Model& model) {
+  std::string bytes;
+  RETURN_IF_ERROR(serializeModelInto(model, [&](size_t size) {
+                    bytes.resize(size);
+                    return bytes.data();
+                  }).status());
   return bytes;
 }
 

@@ -150,6 +150,40 @@ std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink) {
   return std::move(model).value();
 }
 
+/// A model serialized straight into a new Python bytes object: no copy after the exporter's
+/// (a 2 MB model's bytes used to be written into a std::string, then copied). serialize() runs
+/// without the GIL and takes it only to make the object; take() hands it over with the GIL held.
+class PendingBytes {
+ public:
+  PendingBytes() = default;
+  PendingBytes(const PendingBytes&) = delete;
+  PendingBytes& operator=(const PendingBytes&) = delete;
+  ~PendingBytes() {
+    if (object_ != nullptr) {
+      nb::gil_scoped_acquire locked;  // an exception unwinding a GIL-free scope
+      Py_DECREF(object_);
+    }
+  }
+
+  void serialize(const ir::Model& model, const std::string& label) {
+    auto written = io::serializeModelInto(model, [&](size_t size) -> char* {
+      nb::gil_scoped_acquire locked;
+      object_ = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+      if (object_ == nullptr) {
+        PyErr_Clear();
+        return nullptr;
+      }
+      return PyBytes_AS_STRING(object_);
+    });
+    if (!written.isOk()) throw StatusError(written.status().withContext(label));
+  }
+
+  nb::bytes take() { return nb::steal<nb::bytes>(std::exchange(object_, nullptr)); }
+
+ private:
+  PyObject* object_ = nullptr;
+};
+
 /// The messages of one severity (warnings become OnnxoptWarning; notes go to the summary).
 std::vector<std::string> messages(const CollectingDiagnosticSink& sink, Severity severity) {
   std::vector<std::string> out;
@@ -458,18 +492,15 @@ void optimizeLoaded(const Source& src, const OptimizeArgs& args, Optimized& out)
 
 nb::tuple optimizeToBytes(const Source& src, const OptimizeArgs& args) {
   Optimized out;
-  std::string bytes;
+  PendingBytes bytes;
   {
     nb::gil_scoped_release unlocked;
     out.model = loadSource(src, &out.sink);
     optimizeLoaded(src, args, out);
-    auto serialized = io::serializeModel(*out.model);
-    if (!serialized.isOk()) throw StatusError(serialized.status().withContext(src.label()));
-    bytes = std::move(serialized).value();
+    bytes.serialize(*out.model, src.label());
     out.model.reset();
   }
-  return nb::make_tuple(nb::bytes(bytes.data(), bytes.size()),
-                        summaryToPython(out.result, out.before, out.after, out.sink));
+  return nb::make_tuple(bytes.take(), summaryToPython(out.result, out.before, out.after, out.sink));
 }
 
 /// optimize_file: the output (and its data file) must not be a file the input still reads.
@@ -601,7 +632,7 @@ nb::list runModel(const Source& src, const runtime::Feeds& given, const std::str
 }
 
 nb::tuple inferShapes(const Source& src) {
-  std::string bytes;
+  PendingBytes bytes;
   CollectingDiagnosticSink sink;
   {
     nb::gil_scoped_release unlocked;
@@ -611,9 +642,9 @@ nb::tuple inferShapes(const Source& src) {
     options.diagnostics = &sink;
     auto inferred = ir::inferShapes(*model, options);
     if (!inferred.isOk()) throw StatusError(inferred.status().withContext(src.label()));
-    bytes = valueOrThrow(io::serializeModel(*model));
+    bytes.serialize(*model, src.label());
   }
-  return nb::make_tuple(nb::bytes(bytes.data(), bytes.size()), messages(sink, Severity::kWarning));
+  return nb::make_tuple(bytes.take(), messages(sink, Severity::kWarning));
 }
 
 nb::list listPasses() {

@@ -181,6 +181,58 @@ TEST(IoTest, BinaryRoundTripIsStable) {
   EXPECT_EQ((*again)->metadata_props[0].second, "me");
 }
 
+/// A chain of `n` Relu nodes over a weighted Add, built in the IR.
+std::unique_ptr<ir::Model> reluChain(int n) {
+  auto model = parseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] x) => (float[4] y) <float[4] w = {1, 2, 3, 4}> { y = Add(x, w) }
+  )");
+  EXPECT_TRUE(model.isOk());
+  ir::Graph& g = *(*model)->graph;
+  ir::Node* add = g.firstNode();
+  ir::Value* y = add->output();
+  ir::Value* last = y;
+  for (int i = 0; i < n; ++i) {
+    ir::Node* relu = B::createNode(g, "Relu", "", {last}, 1, nullptr);
+    B::setName(relu->output(), "r" + std::to_string(i));
+    last = relu->output();
+  }
+  B::setOutput(g, 0, last);
+  return std::move(*model);
+}
+
+// The exporter writes a main graph's nodes as messages, or (past 100000 nodes) as serialized
+// bytes one node at a time: both are protobuf's own serialization, at the size announced.
+TEST(IoTest, SerializedBytesAreProtobufsOwnForSmallAndLargeGraphs) {
+  for (int n : {3, 100005}) {
+    auto model = reluChain(n);
+    ASSERT_TRUE(ir::verifyModel(*model).isOk()) << n;
+    size_t announced = 0;
+    std::string bytes;
+    auto written = serializeModelInto(*model, [&](size_t size) {
+      announced = size;
+      bytes.resize(size);
+      return bytes.data();
+    });
+    ASSERT_TRUE(written.isOk()) << written.status().message();
+    EXPECT_EQ(*written, announced);
+    onnx::ModelProto proto;
+    ASSERT_TRUE(proto.ParseFromString(bytes)) << n;
+    EXPECT_EQ(proto.graph().node_size(), n + 1);
+    EXPECT_EQ(proto.SerializeAsString(), bytes) << n;
+    auto again = serializeModel(*model);
+    ASSERT_TRUE(again.isOk());
+    EXPECT_EQ(*again, bytes);
+  }
+}
+
+TEST(IoTest, SerializingIntoNoBufferIsAnError) {
+  auto model = reluChain(1);
+  auto written = serializeModelInto(*model, [](size_t) -> char* { return nullptr; });
+  ASSERT_FALSE(written.isOk());
+  EXPECT_NE(written.status().message().find("no memory"), std::string::npos);
+}
+
 TEST(IoTest, UnnamedValuesGetFreshUniqueNames) {
   auto model = parseModelText(R"(
     <ir_version: 8, opset_import: ["" : 17]>

@@ -686,6 +686,40 @@ TEST(Slice, StepsClampingAndOpset1Attributes) {
   EXPECT_EQ(code("Slice", 13, {x, i64s({0, 0}), i64s({1})}), StatusCode::kInvalidArgument);
 }
 
+// The kernel copies runs of consecutive elements (trailing axes taken whole at step 1, and the
+// axis before them): each case below takes a different run length against an element-wise
+// reading of the same slice.
+TEST(Slice, ContiguousRunsMatchElementwiseSlicing) {
+  Values v(2 * 3 * 4);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+  HostTensor x = f32({2, 3, 4}, v);
+  auto at = [&](int64_t a, int64_t b, int64_t c) {
+    return v[static_cast<size_t>(a * 12 + b * 4 + c)];
+  };
+  // rows 1..2 of each matrix, whole: runs of 8 elements (axis 1 partial, axis 2 whole)
+  expectValues(run1("Slice", 13, {x, i64s({1}), i64s({3}), i64s({1})}), DataType::kFloat, {2, 2, 4},
+               {at(0, 1, 0), at(0, 1, 1), at(0, 1, 2), at(0, 1, 3), at(0, 2, 0), at(0, 2, 1),
+                at(0, 2, 2), at(0, 2, 3), at(1, 1, 0), at(1, 1, 1), at(1, 1, 2), at(1, 1, 3),
+                at(1, 2, 0), at(1, 2, 1), at(1, 2, 2), at(1, 2, 3)});
+  // columns 1..2: runs of 2 elements
+  expectValues(run1("Slice", 13, {x, i64s({1}), i64s({3}), i64s({2})}), DataType::kFloat, {2, 3, 2},
+               {at(0, 0, 1), at(0, 0, 2), at(0, 1, 1), at(0, 1, 2), at(0, 2, 1), at(0, 2, 2),
+                at(1, 0, 1), at(1, 0, 2), at(1, 1, 1), at(1, 1, 2), at(1, 2, 1), at(1, 2, 2)});
+  // the second matrix reversed row by row (a negative step outside a whole-row run)
+  expectValues(run1("Slice", 13, {x, i64s({1, -1}), i64s({2, -4}), i64s({0, 1}), i64s({1, -1})}),
+               DataType::kFloat, {1, 3, 4},
+               {at(1, 2, 0), at(1, 2, 1), at(1, 2, 2), at(1, 2, 3), at(1, 1, 0), at(1, 1, 1),
+                at(1, 1, 2), at(1, 1, 3), at(1, 0, 0), at(1, 0, 1), at(1, 0, 2), at(1, 0, 3)});
+  // a step of 2 on the last axis: no run longer than one element
+  expectValues(run1("Slice", 13, {x, i64s({1}), i64s({4}), i64s({2}), i64s({2})}), DataType::kFloat,
+               {2, 3, 2},
+               {at(0, 0, 1), at(0, 0, 3), at(0, 1, 1), at(0, 1, 3), at(0, 2, 1), at(0, 2, 3),
+                at(1, 0, 1), at(1, 0, 3), at(1, 1, 1), at(1, 1, 3), at(1, 2, 1), at(1, 2, 3)});
+  // everything: one run
+  expectValues(run1("Slice", 13, {x, i64s({0}), i64s({2}), i64s({0})}), DataType::kFloat, {2, 3, 4},
+               v);
+}
+
 TEST(Gather, IndexErrorsAndScalars) {
   HostTensor x = f32({3}, {10, 20, 30});
   expectValues(run1("Gather", 13, {x, i64Scalar(-1)}), DataType::kFloat, {}, {30});

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -80,6 +81,11 @@ Status saveModel(const ir::Model& model, const std::string& path, const SaveOpti
 
 /// Serializes a model with all data embedded (for tests and tools).
 StatusOr<std::string> serializeModel(const ir::Model& model);
+/// The same bytes, written into the buffer `allocate(size)` returns for the exact serialized size
+/// (a caller's own object, e.g. the Python module's bytes, with no copy after); returns the size.
+/// A null buffer is an error.
+StatusOr<size_t> serializeModelInto(const ir::Model& model,
+                                    const std::function<char*(size_t)>& allocate);
 
 }  // namespace onnxopt::io
 
