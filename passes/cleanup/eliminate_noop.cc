@@ -407,6 +407,7 @@ class EliminateNoOpPass final : public pass::PatternPass {
   }
 
  protected:
+  std::optional<std::string> patternKey() const override { return strict_ ? "strict" : "loose"; }
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
     list.push_back(std::make_unique<IdentityPattern>());

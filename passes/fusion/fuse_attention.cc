@@ -458,6 +458,9 @@ class FuseAttentionPass final : public pass::PatternPass {
   }
 
  protected:
+  std::optional<std::string> patternKey() const override {
+    return nan_guard_ ? "nan-guard" : "plain";
+  }
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
     list.push_back(std::make_unique<AttentionPattern>(nan_guard_));

@@ -1,6 +1,8 @@
 #include "onnxopt/pass/pass.h"
 
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
 
 namespace onnxopt::pass {
 
@@ -27,10 +29,26 @@ StatusOr<int64_t> Pass::parseInt(const std::string& name, const std::string& val
   return static_cast<int64_t>(v);
 }
 
+std::optional<std::string> PatternPass::patternKey() const {
+  return options().empty() ? std::optional<std::string>("") : std::nullopt;
+}
+
+std::shared_ptr<const rewrite::PatternList> PatternPass::sharedPatterns() const {
+  std::optional<std::string> key = patternKey();
+  if (!key) return std::make_shared<const rewrite::PatternList>(patterns());
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<const rewrite::PatternList>> built;
+  std::string full = id() + '\n' + *key;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = built[full];
+  if (slot == nullptr) slot = std::make_shared<const rewrite::PatternList>(patterns());
+  return slot;
+}
+
 StatusOr<bool> PatternPass::run(ir::Model& model, PassContext& ctx) {
-  rewrite::PatternList list = patterns();
+  std::shared_ptr<const rewrite::PatternList> list = sharedPatterns();
   std::vector<const rewrite::Pattern*> raw;
-  for (const auto& p : list) {
+  for (const auto& p : *list) {
     raw.push_back(p.get());
     // Say why a pattern cannot apply at all: its operator needs a newer opset (--target-opset).
     int64_t have = model.opsetVersion(p->domain()).value_or(0);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -65,8 +66,17 @@ class PatternPass : public Pass {
   StatusOr<bool> run(ir::Model& model, PassContext& ctx) override;
 
  protected:
-  /// The patterns, built once per run (options may shape them).
+  /// The patterns (options may shape them).
   virtual rewrite::PatternList patterns() const = 0;
+  /// What the patterns depend on besides the pass id: patterns() then runs once per process for
+  /// each distinct (id, key), and every run, in any thread, shares that list (patterns are
+  /// immutable: matchAndRewrite is const, matchers are values). Building them cost about half of
+  /// optimizing an empty model at -O2. The default is "" for a pass without options and nullopt
+  /// (patterns built per run) for one with options: such a pass returns its options' values.
+  virtual std::optional<std::string> patternKey() const;
+
+ private:
+  std::shared_ptr<const rewrite::PatternList> sharedPatterns() const;
 };
 
 /// A pass that works on one graph at a time; the pass manager's helper visits every graph

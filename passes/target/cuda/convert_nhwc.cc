@@ -170,6 +170,8 @@ class ConvertNhwcPass final : public TargetPatternPass {
   }
 
  protected:
+  // The patterns do not read the option (run() does).
+  std::optional<std::string> patternKey() const override { return std::string(); }
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
     list.push_back(std::make_unique<ConvPattern>());
