@@ -84,7 +84,7 @@ uint64_t tensorHash(const Tensor& t) {
   for (const std::string& s : t.strings()) h = fnv1a(h, s);
   // A sample of the data (head, middle, tail) is enough to bucket: tensorsEqual decides, and a
   // full hash would read every large weight of the model on each CSE run.
-  constexpr uint64_t kSample = 4096;
+  constexpr uint64_t kSample = 512;
   ChunkReader reader(t);
   uint64_t size = t.byteSize();
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
