@@ -519,12 +519,7 @@ Status Exporter::prepare() {
   arena_options.block_dealloc = support::freeArenaBlock;
   arena_ = std::make_unique<google::protobuf::Arena>(arena_options);
   rest_ = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(arena_.get());
-  size_t nodes = 0;
-  for (auto it = model_.graph->begin(); it != model_.graph->end() && nodes <= kNodesAsMessages;
-       ++it) {
-    ++nodes;
-  }
-  if (nodes > kNodesAsMessages) skip_nodes_of_ = model_.graph.get();
+  if (model_.graph->numNodes() > kNodesAsMessages) skip_nodes_of_ = model_.graph.get();
   RETURN_IF_ERROR(exportModel(*rest_));
 
   // The main graph's nodes (of a large graph), one reused message at a time.

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -186,7 +185,7 @@ def main() -> int:
             continue
         ours = sum(r["onnxopt"]["ms"] for r in both)
         theirs = sum(r[peer]["ms"] for r in both)
-        geo = math.exp(statistics.fmean(math.log(r[peer]["ms"] / r["onnxopt"]["ms"]) for r in both))
+        geo = statistics.geometric_mean(r[peer]["ms"] / r["onnxopt"]["ms"] for r in both)
         bound = [r["model"] for r in both
                  if r[peer]["ms"] < 10 * r["onnxopt"].get("floor_ms", 0.0)]
         below = [r for r in both if r[peer]["ms"] < 10 * r["onnxopt"]["ms"]]
