@@ -11,8 +11,10 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -173,7 +175,8 @@ class Exporter {
   /// pass protobuf's 2 GB limit.
   Status prepare();
   /// Writes the prepared model: the same bytes as serializing exportModel's proto (fields in
-  /// number order: model fields 1-6, the graph with its nodes first, the other fields).
+  /// number order: model fields 1-6; the graph: its nodes, its name, its initializers with their
+  /// bytes straight from the IR, its other fields; the other model fields).
   bool writeTo(google::protobuf::io::ZeroCopyOutputStream& out);
   /// After prepare: the serialized size, exactly.
   uint64_t byteSize() const { return byte_size_; }
@@ -200,6 +203,17 @@ class Exporter {
   onnx::ModelProto head_;              ///< model fields 1-6
   onnx::GraphProto* graph_ = nullptr;  ///< the main graph without its nodes
   std::string node_bytes_;             ///< the main graph's nodes, as GraphProto field 1 entries
+  /// A main-graph initializer (GraphProto field 5) as writeTo writes it: `head` (TensorProto
+  /// fields 1-8), the raw_data field (9) from `raw`'s bytes if set, `tail` (the later fields).
+  struct InitializerOut {
+    onnx::TensorProto* head;
+    onnx::TensorProto* tail;
+    const ir::Tensor* raw;
+    uint64_t size;  ///< the entry's length (after its tag and length)
+  };
+  std::vector<InitializerOut> initializers_;
+  onnx::GraphProto* graph_tail_ = nullptr;  ///< main graph fields after initializer (5)
+  uint64_t graph_bytes_ = 0;
   uint64_t byte_size_ = 0;
   /// Names for values that have none. Named values keep theirs, so only the (usually few) unnamed
   /// ones are recorded; `used_` views every name taken, built only when a fresh one is needed.
@@ -306,28 +320,39 @@ void Exporter::exportValueInfo(const ir::Value* v, onnx::ValueInfoProto& proto, 
 }
 
 /// The tensor's proto with its data embedded (string_data for strings, raw_data otherwise) unless
-/// `sink` takes the data.
-Status fillTensorProto(const ir::Tensor& t, onnx::TensorProto& proto, DataSink* sink) {
+/// `sink` takes the data. Given `tail`, dense bytes are not copied into the proto: the caller
+/// writes them (the result says whether there are any) as raw_data (field 9), between `proto`,
+/// which then holds the fields numbered below 9, and `tail`, which gets the others.
+StatusOr<bool> fillTensorProto(const ir::Tensor& t, onnx::TensorProto& proto, DataSink* sink,
+                               onnx::TensorProto* tail = nullptr) {
+  const bool to_sink = t.dtype() != ir::DataType::kString && sink != nullptr && sink->wants(t);
+  const bool deferred =
+      tail != nullptr && t.dtype() != ir::DataType::kString && !to_sink && t.byteSize() > 0;
+  onnx::TensorProto& after_data = deferred ? *tail : proto;
   for (int64_t d : t.dims()) proto.add_dims(d);
   proto.set_data_type(static_cast<int32_t>(t.dtype()));
   if (!t.name().empty()) proto.set_name(t.name());
-  if (!t.docString().empty()) proto.set_doc_string(t.docString());
-  restoreUnknownFields(proto, t.unknownFields());
+  if (!t.docString().empty()) after_data.set_doc_string(t.docString());
+  restoreUnknownFields(after_data, t.unknownFields());
   if (t.dtype() == ir::DataType::kString) {
     for (const std::string& s : t.strings()) proto.add_string_data(s);
-    return Status::ok();
+    return false;
   }
-  if (sink != nullptr && sink->wants(t)) return sink->write(t, proto);
+  if (to_sink) {
+    RETURN_IF_ERROR(sink->write(t, proto));
+    return false;
+  }
+  if (deferred) return true;
   if (t.byteSize() > 0) {
     proto.set_raw_data(t.data(), t.byteSize());
   } else {
     proto.set_raw_data(std::string());
   }
-  return Status::ok();
+  return false;
 }
 
 Status Exporter::exportTensor(const ir::Tensor& t, onnx::TensorProto& proto) {
-  return fillTensorProto(t, proto, sink_);
+  return fillTensorProto(t, proto, sink_).status();
 }
 
 Status Exporter::exportSparse(const ir::SparseTensor& t, onnx::SparseTensorProto& proto) {
@@ -420,7 +445,19 @@ Status Exporter::exportGraph(const ir::Graph& g, onnx::GraphProto& proto) {
   restoreUnknownFields(proto, g.unknownFields());
   for (const ir::Value* v : g.inputs()) exportValueInfo(v, *proto.add_input(), true);
   for (const ir::Value* v : g.initializers()) {
-    if (const ir::Tensor* t = v->initializer()) {
+    const ir::Tensor* t = v->initializer();
+    if (t != nullptr && &g == model_.graph.get() && arena_ != nullptr) {
+      // The main graph's initializers hold nearly all of a model's bytes: writeTo writes them
+      // from the IR, instead of copying them into messages first.
+      auto* arena = arena_.get();
+      InitializerOut out{google::protobuf::Arena::CreateMessage<onnx::TensorProto>(arena),
+                         google::protobuf::Arena::CreateMessage<onnx::TensorProto>(arena), nullptr,
+                         0};
+      ASSIGN_OR_RETURN(bool deferred, fillTensorProto(*t, *out.head, sink_, out.tail));
+      out.head->set_name(nameOf(v));
+      if (deferred) out.raw = t;
+      initializers_.push_back(out);
+    } else if (t != nullptr) {
       auto* tp = proto.add_initializer();
       RETURN_IF_ERROR(exportTensor(*t, *tp));
       tp->set_name(nameOf(v));
@@ -559,10 +596,34 @@ Status Exporter::prepare() {
   rest_->clear_doc_string();
   graph_ = rest_->unsafe_arena_release_graph();
 
-  uint64_t graph_bytes = node_bytes_.size() + graph_->ByteSizeLong();
+  // The graph's fields after the initializers (5) move to graph_tail_; graph_ keeps node and name.
+  graph_tail_ = google::protobuf::Arena::CreateMessage<onnx::GraphProto>(arena_.get());
+  {
+    const google::protobuf::Descriptor* d = graph_->GetDescriptor();
+    std::vector<const google::protobuf::FieldDescriptor*> later;
+    for (int i = 0; i < d->field_count(); ++i) {
+      if (d->field(i)->number() > onnx::GraphProto::kInitializerFieldNumber) {
+        later.push_back(d->field(i));
+      }
+    }
+    const google::protobuf::Reflection* r = graph_->GetReflection();
+    r->SwapFields(graph_, graph_tail_, later);
+    r->MutableUnknownFields(graph_)->Swap(r->MutableUnknownFields(graph_tail_));
+  }
+  uint64_t graph_bytes = node_bytes_.size() + graph_->ByteSizeLong() + graph_tail_->ByteSizeLong();
+  for (InitializerOut& init : initializers_) {
+    init.size = init.head->ByteSizeLong() + init.tail->ByteSizeLong();
+    if (init.raw != nullptr) {
+      const uint64_t n = init.raw->byteSize();
+      init.size += 1 + google::protobuf::io::CodedOutputStream::VarintSize64(n) + n;
+    }
+    graph_bytes += 1 + google::protobuf::io::CodedOutputStream::VarintSize64(init.size) + init.size;
+    if (graph_bytes > static_cast<uint64_t>(INT_MAX)) break;
+  }
   if (graph_bytes > static_cast<uint64_t>(INT_MAX)) {
     return invalidArgument("the model exceeds protobuf's 2 GB limit; use --external-data");
   }
+  graph_bytes_ = graph_bytes;
   // The graph field: its tag (field 7: one byte), its length, its bytes.
   uint64_t total =
       head_.ByteSizeLong() + 1 +
@@ -582,9 +643,25 @@ bool Exporter::writeTo(google::protobuf::io::ZeroCopyOutputStream& stream) {
   head_.SerializeWithCachedSizes(&out);
   out.WriteTag(WireFormatLite::MakeTag(onnx::ModelProto::kGraphFieldNumber,
                                        WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
-  out.WriteVarint32(static_cast<uint32_t>(node_bytes_.size() + graph_->GetCachedSize()));
+  out.WriteVarint32(static_cast<uint32_t>(graph_bytes_));
   out.WriteRaw(node_bytes_.data(), static_cast<int>(node_bytes_.size()));
   graph_->SerializeWithCachedSizes(&out);
+  const uint32_t initializer_tag = WireFormatLite::MakeTag(
+      onnx::GraphProto::kInitializerFieldNumber, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  const uint32_t raw_tag = WireFormatLite::MakeTag(onnx::TensorProto::kRawDataFieldNumber,
+                                                   WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  for (const InitializerOut& init : initializers_) {
+    out.WriteTag(initializer_tag);
+    out.WriteVarint32(static_cast<uint32_t>(init.size));
+    init.head->SerializeWithCachedSizes(&out);
+    if (init.raw != nullptr) {
+      out.WriteTag(raw_tag);
+      out.WriteVarint32(static_cast<uint32_t>(init.raw->byteSize()));
+      out.WriteRaw(init.raw->data(), static_cast<int>(init.raw->byteSize()));
+    }
+    init.tail->SerializeWithCachedSizes(&out);
+  }
+  graph_tail_->SerializeWithCachedSizes(&out);
   rest_->SerializeWithCachedSizes(&out);
   return !out.HadError();
 }
@@ -616,7 +693,7 @@ StatusOr<std::string> serializeModel(const ir::Model& model) {
 
 Status saveTensorFile(const ir::Tensor& tensor, const std::string& path) {
   onnx::TensorProto proto;
-  RETURN_IF_ERROR(fillTensorProto(tensor, proto, nullptr));
+  RETURN_IF_ERROR(fillTensorProto(tensor, proto, nullptr).status());
   std::string bytes;
   if (!proto.SerializeToString(&bytes)) {
     return makeError(StatusCode::kInternal, "{}: serializing the tensor", path);

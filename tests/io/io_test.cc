@@ -226,6 +226,84 @@ TEST(IoTest, SerializedBytesAreProtobufsOwnForSmallAndLargeGraphs) {
   }
 }
 
+// The main graph's initializers are written from the IR's bytes, between the tensor fields before
+// raw_data (9) and those after it: the result is still protobuf's own serialization, with every
+// field kept (doc strings, unknown fields, strings, empty and sparse tensors, graph fields past 5).
+TEST(IoTest, InitializersAreWrittenAroundTheirRawData) {
+  onnx::ModelProto in;
+  in.set_ir_version(8);
+  in.add_opset_import()->set_version(17);
+  onnx::GraphProto& g = *in.mutable_graph();
+  g.set_name("g");
+  g.set_doc_string("graph doc");
+  auto* w = g.add_initializer();
+  w->set_name("w");
+  w->add_dims(3);
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_float_data(1.f);
+  w->add_float_data(2.f);
+  w->add_float_data(3.f);
+  w->set_doc_string("weights");
+  w->GetReflection()->MutableUnknownFields(w)->AddVarint(1000, 7);
+  auto* s = g.add_initializer();
+  s->set_name("s");
+  s->add_dims(1);
+  s->set_data_type(onnx::TensorProto::STRING);
+  s->add_string_data("text");
+  auto* e = g.add_initializer();
+  e->set_name("e");
+  e->add_dims(0);
+  e->set_data_type(onnx::TensorProto::FLOAT);
+  auto* sparse = g.add_sparse_initializer();
+  sparse->add_dims(4);
+  sparse->mutable_values()->set_name("sp");
+  sparse->mutable_values()->set_data_type(onnx::TensorProto::FLOAT);
+  sparse->mutable_values()->add_dims(1);
+  sparse->mutable_values()->add_float_data(5.f);
+  sparse->mutable_indices()->set_data_type(onnx::TensorProto::INT64);
+  sparse->mutable_indices()->add_dims(1);
+  sparse->mutable_indices()->add_int64_data(2);
+  auto* x = g.add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+  auto* add = g.add_node();
+  add->set_op_type("Add");
+  add->add_input("x");
+  add->add_input("w");
+  add->add_output("y");
+  *g.add_output() = *x;
+  g.mutable_output(0)->set_name("y");
+  g.GetReflection()->MutableUnknownFields(&g)->AddVarint(1001, 9);
+
+  auto model = parseModelBinary(in.SerializeAsString());
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  auto bytes = serializeModel(**model);
+  ASSERT_TRUE(bytes.isOk()) << bytes.status().message();
+  onnx::ModelProto out;
+  ASSERT_TRUE(out.ParseFromString(*bytes));
+  EXPECT_EQ(out.SerializeAsString(), *bytes);
+  ASSERT_EQ(out.graph().initializer_size(), 3);
+  const onnx::TensorProto& w2 = out.graph().initializer(0);
+  EXPECT_EQ(w2.name(), "w");
+  EXPECT_EQ(w2.doc_string(), "weights");
+  const float expected[3] = {1.f, 2.f, 3.f};
+  EXPECT_EQ(w2.raw_data(), std::string(reinterpret_cast<const char*>(expected), sizeof expected));
+  ASSERT_EQ(w2.unknown_fields().field_count(), 1);
+  EXPECT_EQ(w2.unknown_fields().field(0).number(), 1000);
+  EXPECT_EQ(out.graph().initializer(1).string_data(0), "text");
+  EXPECT_EQ(out.graph().initializer(2).name(), "e");
+  EXPECT_TRUE(out.graph().initializer(2).has_raw_data());
+  EXPECT_TRUE(out.graph().initializer(2).raw_data().empty());
+  ASSERT_EQ(out.graph().sparse_initializer_size(), 1);
+  EXPECT_EQ(out.graph().sparse_initializer(0).values().name(), "sp");
+  EXPECT_EQ(out.graph().doc_string(), "graph doc");
+  EXPECT_EQ(out.graph().name(), "g");
+  ASSERT_EQ(out.graph().unknown_fields().field_count(), 1);
+  EXPECT_EQ(out.graph().unknown_fields().field(0).number(), 1001);
+  EXPECT_EQ(out.graph().node(0).op_type(), "Add");
+}
+
 TEST(IoTest, SerializingIntoNoBufferIsAnError) {
   auto model = reluChain(1);
   auto written = serializeModelInto(*model, [](size_t) -> char* { return nullptr; });
