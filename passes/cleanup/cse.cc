@@ -126,7 +126,7 @@ class CommonSubexpressionEliminationPass final : public pass::GraphPass {
       if (t->byteSize() == 0 && t->numElements().value_or(0) > 0) continue;  // no data to compare
       buckets[{static_cast<int32_t>(t->dtype()), t->dims()}].push_back(v);
     }
-    bool changed = false;
+    std::vector<ir::Value*> merged;  // erased together: each erasure walks the graph's values
     for (auto& [key, values] : buckets) {
       if (values.size() < 2) continue;
       std::unordered_multimap<uint64_t, ir::Value*> seen;
@@ -148,12 +148,12 @@ class CommonSubexpressionEliminationPass final : public pass::GraphPass {
         // An initializer that is itself an output stays (merging would need an Identity).
         if (!rewriter.canReplaceWithoutIdentity(v, match)) continue;
         if (v->hasUses()) rewriter.replaceAllUsesWith(v, match);
-        rewriter.eraseInitializer(v);
+        merged.push_back(v);
         bump("initializers-merged");
-        changed = true;
       }
     }
-    return changed;
+    rewriter.eraseInitializers(merged);
+    return !merged.empty();
   }
 };
 

@@ -95,17 +95,23 @@ void rewriteConv(ir::Node* node, ConvInfo& info, const std::vector<double>& scal
   // Elements per output channel block: Conv [Cout, Cin/g, k..]; ConvTranspose [Cin, Cout/g, k..].
   size_t kernel = 1;
   for (size_t i = 2; i < dims.size(); ++i) kernel *= static_cast<size_t>(dims[i]);
+  // Each weight times its output channel's scale, one channel's block of weights at a time.
   if (!info.transposed) {
     size_t per = w.size() / static_cast<size_t>(info.out_channels);
-    for (size_t i = 0; i < w.size(); ++i) w[i] *= scale[i / per];
+    for (size_t c = 0; c < static_cast<size_t>(info.out_channels); ++c) {
+      const double s = scale[c];
+      for (double *p = w.data() + c * per, *end = p + per; p != end; ++p) *p *= s;
+    }
   } else {
     auto cout_g = static_cast<size_t>(dims[1]);
     auto cin_g = static_cast<size_t>(dims[0] / info.group);
-    for (size_t i = 0; i < w.size(); ++i) {
-      size_t ci = i / (cout_g * kernel);
-      size_t j = (i / kernel) % cout_g;
-      size_t group = ci / cin_g;
-      w[i] *= scale[group * cout_g + j];
+    double* p = w.data();
+    for (size_t ci = 0; ci < static_cast<size_t>(dims[0]); ++ci) {
+      const double* group_scale = scale.data() + ci / cin_g * cout_g;
+      for (size_t j = 0; j < cout_g; ++j) {
+        const double s = group_scale[j];
+        for (size_t k = 0; k < kernel; ++k) *p++ *= s;
+      }
     }
   }
   DataType dtype = info.weight.dtype();

@@ -17,6 +17,7 @@
 
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
+#include "onnxopt/support/half.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -59,9 +60,20 @@ std::optional<std::vector<int64_t>> broadcastDims(const std::vector<int64_t>& a,
 bool representable(double v, ir::DataType dtype) {
   if (!std::isfinite(v)) return false;
   // The stored value must not overflow or flush to zero in the element type.
-  ir::Tensor t = pass::makeFloatTensor(dtype, {}, {v});
-  auto back = pass::floatValues(t);
-  return back && std::isfinite((*back)[0]) && ((*back)[0] != 0.0) == (v != 0.0);
+  double stored = v;
+  if (dtype == ir::DataType::kFloat) {
+    stored = static_cast<float>(v);
+  } else if (dtype == ir::DataType::kFloat16 || dtype == ir::DataType::kBfloat16) {
+    stored = fromLowPrecision(toLowPrecision(static_cast<float>(v), dtype, false), dtype);
+  }
+  return std::isfinite(stored) && (stored != 0.0) == (v != 0.0);
+}
+
+/// The constant's values broadcast to `dims` (which it broadcasts to), in double.
+std::optional<std::vector<double>> valuesAt(const ir::Tensor& t, const std::vector<int64_t>& dims) {
+  if (t.dims() == dims) return pass::floatValues(t);
+  auto wide = pass::broadcastFloatConstant(&t, 0.0, t.dtype(), dims);
+  return wide ? pass::floatValues(*wide) : std::nullopt;
 }
 
 class ScaleChainPattern final : public rewrite::Pattern {
@@ -85,14 +97,17 @@ class ScaleChainPattern final : public rewrite::Pattern {
     if (!dims || !na || !nb || *na == 0 || *nb == 0) {
       return ctx.fail("constants empty or not broadcastable");
     }
-    auto wide_a = pass::broadcastFloatConstant(&a, 0.0, a.dtype(), *dims);
-    auto wide_b = pass::broadcastFloatConstant(&b, 0.0, b.dtype(), *dims);
-    auto va = wide_a ? pass::floatValues(*wide_a) : std::nullopt;
-    auto vb = wide_b ? pass::floatValues(*wide_b) : std::nullopt;
-    if (!va || !vb) return ctx.fail("constants not readable");
-    if (static_cast<int64_t>(va->size()) > std::max(*na, *nb)) {
-      return ctx.fail("the combined constant would be larger than both");
+    const int64_t limit = std::max(*na, *nb);
+    int64_t combined_count = 1;
+    for (int64_t d : *dims) {
+      if (combined_count > limit / d) {  // d >= 1: neither constant is empty
+        return ctx.fail("the combined constant would be larger than both");
+      }
+      combined_count *= d;
     }
+    auto va = valuesAt(a, *dims);
+    auto vb = valuesAt(b, *dims);
+    if (!va || !vb) return ctx.fail("constants not readable");
     // x*a*b = x*(a*b);  x*a/b = x*(a/b);  x/a*b = x*(b/a);  x/a/b = x/(a*b).
     bool divide = inner->divide && outer->divide;
     std::vector<double> combined(va->size());

@@ -378,6 +378,10 @@ std::optional<ir::Tensor> broadcastFloatConstant(const ir::Tensor* source, doubl
       int64_t want = dims[dims.size() - src.size() + k];
       if (src[k] != 1 && src[k] != want) return std::nullopt;
     }
+    if (values->size() == 1) {  // a scalar (any rank): the fill
+      std::fill(out.begin(), out.end(), (*values)[0]);
+      return makeFloatTensor(dtype, dims, out);
+    }
     for (int64_t i = 0; i < count; ++i) {
       int64_t rem = i, from = 0, stride = 1;
       for (int64_t k = static_cast<int64_t>(dims.size()) - 1,
