@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <queue>
 #include <sstream>
 #include <string_view>
@@ -30,6 +31,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "io/proto_util.h"
+#include "io/raw_data_split.h"
 #include "onnxopt/io/model_io.h"
 
 #include "onnxopt/ir/builder.h"
@@ -126,6 +128,14 @@ class Importer {
       : base_dir_(std::move(base_dir)), limits_(limits) {}
 
   StatusOr<std::unique_ptr<ir::Model>> importModel(onnx::ModelProto& proto);
+  /// The main graph's initializers take their raw_data from `split`'s cut spans, viewed in
+  /// `owner` (whose bytes from `offset` on are the ones split).
+  void viewRawData(const RawDataSplit& split, std::shared_ptr<const ir::Buffer> owner,
+                   size_t offset) {
+    split_ = &split;
+    owner_ = std::move(owner);
+    owner_offset_ = offset;
+  }
   StatusOr<ir::Tensor> importStandaloneTensor(onnx::TensorProto& proto) {
     return importTensor(proto);
   }
@@ -144,7 +154,9 @@ class Importer {
   Status importAttribute(onnx::AttributeProto& proto, const Scope& scope, ir::Attribute& out);
   Status importSubgraphs(onnx::AttributeProto& proto, const Scope& scope, ir::Attribute& out);
   Status importFunction(onnx::FunctionProto& proto, ir::Function& fn);
-  StatusOr<ir::Tensor> importTensor(onnx::TensorProto& proto);
+  /// `cut`: the tensor's raw_data, cut out by splitRawData (a view of owner_), if it was.
+  StatusOr<ir::Tensor> importTensor(onnx::TensorProto& proto,
+                                    const RawDataSplit::Span* cut = nullptr);
   StatusOr<ir::SparseTensor> importSparse(onnx::SparseTensorProto& proto);
   Status readExternal(onnx::TensorProto& proto, ir::Tensor& tensor);
   StatusOr<std::string> resolveExternal(const std::string& tensor,
@@ -156,6 +168,11 @@ class Importer {
   int64_t initializers_ = 0;  ///< likewise
   int64_t ir_version_ = 0;
   std::map<std::string, std::shared_ptr<ir::MappedFile>> mapped_;
+  /// The weights splitRawData cut out of the main graph's initializers (viewRawData).
+  const RawDataSplit* split_ = nullptr;
+  std::shared_ptr<const ir::Buffer> owner_;  ///< holds the bytes split_'s spans point into
+  size_t owner_offset_ = 0;                  ///< where those bytes start in owner_
+  const ir::Graph* main_graph_ = nullptr;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -390,7 +407,8 @@ StatusOr<bool> typedData(onnx::TensorProto& proto, DataType dtype, uint64_t coun
   return true;
 }
 
-StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
+StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto,
+                                            const RawDataSplit::Span* cut) {
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
   for (int64_t d : dims) {
     if (d < 0) return invalidArgument("tensor '{}': negative dimension {}", proto.name(), d);
@@ -432,7 +450,7 @@ StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
     return tensor;
   }
   if (dtype == DataType::kString) {
-    if (!proto.raw_data().empty()) {
+    if (!proto.raw_data().empty() || cut != nullptr) {
       return invalidArgument("tensor '{}': a string tensor cannot hold raw_data", proto.name());
     }
     auto& strings = tensor.mutableStrings();
@@ -448,22 +466,30 @@ StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto) {
   std::string bytes;
   const int bits = ir::dataTypeBits(dtype);
   const uint64_t typed_count = bits > 0 && bits < 8 ? (*count * bits + 7) / 8 : *count;
-  ASSIGN_OR_RETURN(bool has_data, typedData(proto, dtype, *count, bytes));
+  bool has_data = cut != nullptr;  // (a cut raw_data is never empty)
+  if (!has_data) {
+    ASSIGN_OR_RETURN(has_data, typedData(proto, dtype, *count, bytes));
+  }
   if (!has_data) return tensor;  // no data at all: kept as it came
+  const uint64_t size = cut != nullptr ? cut->size : bytes.size();
   if (known) {
     auto expected = tensor.expectedByteSize();
     if (!expected) {
       return invalidArgument("tensor '{}': {} tensors cannot hold data here", proto.name(),
                              ir::dataTypeName(dtype));
     }
-    if (*expected != bytes.size()) {
+    if (*expected != size) {
       return invalidArgument("tensor '{}': holds {} bytes of data but {}{} needs {} ({} elements)",
-                             proto.name(), bytes.size(), ir::dataTypeName(dtype),
+                             proto.name(), size, ir::dataTypeName(dtype),
                              fmt::format("[{}]", fmt::join(tensor.dims(), ",")), *expected,
                              typed_count);
     }
   }
-  tensor.setBytes(std::move(bytes));
+  if (cut != nullptr) {
+    tensor.setView(owner_, owner_offset_ + cut->offset, cut->size);
+  } else {
+    tensor.setBytes(std::move(bytes));
+  }
   return tensor;
 }
 
@@ -732,8 +758,16 @@ Status Importer::importGraphInputs(onnx::GraphProto& proto, ir::Graph& graph, Sc
     ir::Builder::setUnknownFields(v, unknownFieldsOf(vi));
     scope.define(v);
   }
-  for (auto& tp : *proto.mutable_initializer()) {
-    auto tensor = importTensor(tp);
+  const bool cut = split_ != nullptr && &graph == main_graph_;
+  if (cut && split_->raw.size() != static_cast<size_t>(proto.initializer_size())) {
+    return makeError(StatusCode::kInternal, "the split model lost initializers");
+  }
+  for (int k = 0; k < proto.initializer_size(); ++k) {
+    onnx::TensorProto& tp = *proto.mutable_initializer(k);
+    const RawDataSplit::Span* span = cut && split_->raw[static_cast<size_t>(k)].cut
+                                         ? &split_->raw[static_cast<size_t>(k)]
+                                         : nullptr;
+    auto tensor = importTensor(tp, span);
     if (!tensor.isOk())
       return tensor.status().withContext(fmt::format("initializer '{}'", tp.name()));
     if (ir::Value* const* found = scope.names.find(tp.name())) {
@@ -1251,6 +1285,7 @@ StatusOr<std::unique_ptr<ir::Model>> Importer::importModel(onnx::ModelProto& pro
     model->functions.push_back(std::move(fn));
   }
   model->graph = std::make_unique<ir::Graph>();
+  main_graph_ = model->graph.get();
   RETURN_IF_ERROR(importGraph(*proto.mutable_graph(), *model->graph, nullptr));
   return model;
 }
@@ -1535,17 +1570,31 @@ StatusOr<ir::FunctionFile> loadFunctionFile(const std::string& path,
 
 StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
                                                       const std::string& base_dir,
-                                                      const LoadLimits& limits) {
+                                                      const LoadLimits& limits,
+                                                      std::shared_ptr<const ir::Buffer> owner) {
+  // With an owner, the weights are viewed in it: protobuf parses the rest only.
+  std::optional<RawDataSplit> split;
+  size_t offset = 0;
+  if (owner != nullptr) {
+    auto base = reinterpret_cast<uintptr_t>(owner->data());
+    auto at = reinterpret_cast<uintptr_t>(bytes.data());
+    if (at >= base && bytes.size() <= owner->size() && at - base <= owner->size() - bytes.size()) {
+      offset = at - base;
+      split = splitRawData(bytes, kMinViewedBytes);
+    }
+  }
+  std::string_view parsed = split ? std::string_view(split->rest) : bytes;
   auto imported = [&]() -> StatusOr<std::unique_ptr<ir::Model>> {
     google::protobuf::Arena arena(parseArenaOptions());
     auto& proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
-    google::protobuf::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+    google::protobuf::io::ArrayInputStream stream(parsed.data(), static_cast<int>(parsed.size()));
     google::protobuf::io::CodedInputStream coded(&stream);
     coded.SetTotalBytesLimit(INT_MAX);
     if (!proto.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
       return invalidArgument("not a valid ONNX protobuf (truncated or not a model file)");
     }
     Importer importer(base_dir, limits);
+    if (split) importer.viewRawData(*split, owner, offset);
     return importer.importModel(proto);
   }();
   return checkImported(std::move(imported));
@@ -1598,26 +1647,14 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path, const Lo
     if (!model.isOk()) return fail(model.status());
     return model;
   }
-  auto imported = [&]() -> StatusOr<std::unique_ptr<ir::Model>> {
-    // The parsed proto lives in an arena: a million nodes are a few million small messages and
-    // strings, which the arena allocates in blocks and frees at once after the import.
-    google::protobuf::Arena arena(parseArenaOptions());
-    auto& proto = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
-    bool parsed;
-    {
-      google::protobuf::io::FileInputStream stream(fd);
-      google::protobuf::io::CodedInputStream coded(&stream);
-      coded.SetTotalBytesLimit(INT_MAX);
-      parsed = proto.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
-    }
-    ::close(fd);
-    if (!parsed) {
-      return invalidArgument("not a valid ONNX protobuf (truncated or not a model file)");
-    }
-    Importer importer(dir, limits);
-    return importer.importModel(proto);
-  }();
-  auto model = checkImported(std::move(imported));
+  ::close(fd);
+  // The file is mapped, and the model views its weights there instead of copying them out (the
+  // mapping lives as long as a tensor views it; writing the output over the input replaces the
+  // file, leaving the mapped one as it was).
+  auto mapped = ir::MappedFile::open(path);
+  if (!mapped.isOk()) return fail(mapped.status());
+  std::string_view bytes(reinterpret_cast<const char*>((*mapped)->data()), (*mapped)->size());
+  auto model = parseModelBinary(bytes, dir, limits, *mapped);
   if (!model.isOk()) return fail(model.status());
   return model;
 }

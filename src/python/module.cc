@@ -137,15 +137,36 @@ struct Source {
   std::string label() const { return path ? *path : name; }
 };
 
+/// Bytes that the caller keeps alive for as long as the model viewing them lives (not owned).
+class BorrowedBytes final : public ir::Buffer {
+ public:
+  explicit BorrowedBytes(std::string_view bytes) : bytes_(bytes) {}
+  const uint8_t* data() const override { return reinterpret_cast<const uint8_t*>(bytes_.data()); }
+  size_t size() const override { return bytes_.size(); }
+
+ private:
+  std::string_view bytes_;
+};
+
+/// Whether the model read from a Source may view its bytes (the Python object) or must copy them.
+enum class Lifetime {
+  kCall,  ///< the model is freed before the call returns, while the caller holds the bytes
+  kOwn,   ///< the model outlives the call (a CUDA session): it copies what it keeps
+};
+
 /// Reads the model (without the GIL: the caller released it; `data` stays referenced by the
 /// caller's arguments). Warnings about accepted input go to `sink`.
-std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink) {
+std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink,
+                                      Lifetime lifetime = Lifetime::kCall) {
   io::LoadLimits limits;
   limits.diagnostics = sink;
   if (src.path) return valueOrThrow(io::loadModel(*src.path, limits));
   if (!src.data) throw StatusError(invalidArgument("no model given"));
   std::string_view bytes(src.data->c_str(), src.data->size());
-  auto model = io::parseModelBinary(bytes, src.base_dir, limits);
+  // A call's model views the weights in the caller's bytes object (no copy of them on import).
+  std::shared_ptr<const ir::Buffer> owner;
+  if (lifetime == Lifetime::kCall) owner = std::make_shared<BorrowedBytes>(bytes);
+  auto model = io::parseModelBinary(bytes, src.base_dir, limits, std::move(owner));
   if (!model.isOk()) throw StatusError(model.status().withContext(src.name));
   return std::move(model).value();
 }
@@ -675,7 +696,7 @@ class CudaSession {
  public:
   CudaSession(const Source& src, int device, bool cuda_graphs) : label_(src.label()) {
     nb::gil_scoped_release unlocked;
-    model_ = loadSource(src, nullptr);
+    model_ = loadSource(src, nullptr, Lifetime::kOwn);
     throwIfError(prepareForRunner(*model_, "cuda").withContext(label_));
     runtime::CudaOptions options;
     options.device_id = device;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -302,6 +303,144 @@ TEST(IoTest, InitializersAreWrittenAroundTheirRawData) {
   ASSERT_EQ(out.graph().unknown_fields().field_count(), 1);
   EXPECT_EQ(out.graph().unknown_fields().field(0).number(), 1001);
   EXPECT_EQ(out.graph().node(0).op_type(), "Add");
+}
+
+/// Bytes held by a test, as parseModelBinary's owner.
+class TestBytes final : public ir::Buffer {
+ public:
+  explicit TestBytes(std::string bytes) : bytes_(std::move(bytes)) {}
+  const uint8_t* data() const override { return reinterpret_cast<const uint8_t*>(bytes_.data()); }
+  size_t size() const override { return bytes_.size(); }
+  std::string_view view() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+onnx::TensorProto* addFloats(onnx::GraphProto& g, const std::string& name, int n, float first) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->add_dims(n);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) values[static_cast<size_t>(i)] = first + static_cast<float>(i);
+  t->set_raw_data(values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+/// y = x + big + small, with a large and a small raw_data initializer.
+onnx::ModelProto weightedModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("g");
+  addFloats(g, "big", 1000, 1.f)->set_doc_string("after raw_data");
+  addFloats(g, "small", 1000, -5.f)->clear_raw_data();  // float_data instead, below
+  for (int i = 0; i < 1000; ++i) g.mutable_initializer(1)->add_float_data(static_cast<float>(i));
+  addFloats(g, "tiny", 2, 0.5f);
+  auto* x = g.add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1000);
+  for (const char* w : {"big", "small"}) {
+    auto* add = g.add_node();
+    add->set_op_type("Add");
+    add->add_input(g.node_size() == 1 ? "x" : "t");
+    add->add_input(w);
+    add->add_output(g.node_size() == 1 ? "t" : "y");
+  }
+  *g.add_output() = *x;
+  g.mutable_output(0)->set_name("y");
+  return m;
+}
+
+// With the owner of the bytes, the main graph's raw_data weights are views of those bytes, not
+// copies: the model is the one parsed without an owner, and exports to the same bytes.
+TEST(IoTest, WeightsAreViewedInTheOwnersBytes) {
+  auto owner = std::make_shared<TestBytes>(weightedModel().SerializeAsString());
+  auto viewed = parseModelBinary(owner->view(), ".", {}, owner);
+  ASSERT_TRUE(viewed.isOk()) << viewed.status().message();
+  auto copied = parseModelBinary(owner->view());
+  ASSERT_TRUE(copied.isOk()) << copied.status().message();
+  EXPECT_EQ(ir::printModel(**viewed), ir::printModel(**copied));
+  auto inside = [&](const ir::Tensor& t) {
+    return t.data() >= owner->data() && t.data() + t.byteSize() <= owner->data() + owner->size();
+  };
+  std::map<std::string, const ir::Tensor*> by_name;
+  for (const ir::Value* v : (*viewed)->graph->initializers()) by_name[v->name()] = v->initializer();
+  EXPECT_TRUE(inside(*by_name.at("big")));     // raw_data: viewed
+  EXPECT_FALSE(inside(*by_name.at("small")));  // float_data: converted
+  EXPECT_FALSE(inside(*by_name.at("tiny")));   // under kMinViewedBytes: copied
+  EXPECT_EQ(by_name.at("big")->docString(), "after raw_data");
+  auto a = serializeModel(**viewed);
+  auto b = serializeModel(**copied);
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  EXPECT_EQ(*a, *b);
+  // The model keeps the owner alive.
+  std::weak_ptr<TestBytes> watch = owner;
+  owner.reset();
+  EXPECT_FALSE(watch.expired());
+  viewed->reset();
+  EXPECT_TRUE(watch.expired());
+}
+
+/// A length-delimited field: key, length, payload (lengths under 2^14 here: two varint bytes).
+std::string field(int number, const std::string& payload) {
+  std::string out(1, static_cast<char>(number << 3 | 2));
+  size_t n = payload.size();
+  EXPECT_LT(n, size_t{1} << 14);
+  if (n < 0x80) {
+    out.push_back(static_cast<char>(n));
+  } else {
+    out.push_back(static_cast<char>((n & 0x7f) | 0x80));
+    out.push_back(static_cast<char>(n >> 7));
+  }
+  return out + payload;
+}
+
+// Bytes that protobuf reads with merging or overriding (a second graph field: merged; a second
+// raw_data: the last wins) or not at all (truncated) are parsed whole: the same model, or the same
+// error, as without an owner.
+TEST(IoTest, ViewingWeightsKeepsProtobufsReading) {
+  const std::string plain = weightedModel().SerializeAsString();
+  onnx::ModelProto extra;
+  addFloats(*extra.mutable_graph(), "big2", 1000, 7.f);
+  // An initializer with two raw_data fields, the second 4000 bytes of 2.0f.
+  onnx::GraphProto g;
+  onnx::TensorProto* w = addFloats(g, "w", 1000, 1.f);
+  std::vector<float> twos(1000, 2.f);
+  std::string second = field(9, std::string(reinterpret_cast<const char*>(twos.data()), 4000));
+  onnx::ModelProto shell = weightedModel();
+  shell.mutable_graph()->clear_initializer();
+  shell.mutable_graph()->clear_node();
+  shell.mutable_graph()->clear_output();
+  *shell.mutable_graph()->add_output() = shell.graph().input(0);
+  std::string graph_bytes =
+      field(5, w->SerializeAsString() + second) + shell.graph().SerializeAsString();
+  onnx::ModelProto head = shell;
+  head.clear_graph();
+  std::string two_raw = head.SerializeAsString() + field(7, graph_bytes);
+
+  for (const std::string& bytes : {plain + extra.SerializeAsString(), two_raw,
+                                   plain.substr(0, 2000), plain.substr(0, plain.size() - 3)}) {
+    auto owner = std::make_shared<TestBytes>(bytes);
+    auto viewed = parseModelBinary(owner->view(), ".", {}, owner);
+    auto copied = parseModelBinary(owner->view());
+    ASSERT_EQ(viewed.isOk(), copied.isOk()) << (viewed.isOk() ? copied : viewed).status().message();
+    if (viewed.isOk()) {
+      auto a = serializeModel(**viewed);
+      auto b = serializeModel(**copied);
+      ASSERT_TRUE(a.isOk() && b.isOk());
+      EXPECT_EQ(*a, *b);
+    } else {
+      EXPECT_EQ(viewed.status().message(), copied.status().message());
+    }
+  }
+  // (The two-raw_data model reads as protobuf does: the second value.)
+  onnx::ModelProto check;
+  ASSERT_TRUE(check.ParseFromString(two_raw));
+  EXPECT_EQ(check.graph().initializer(0).raw_data(), second.substr(3));
 }
 
 TEST(IoTest, SerializingIntoNoBufferIsAnError) {

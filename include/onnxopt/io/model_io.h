@@ -54,10 +54,15 @@ StatusOr<ir::FunctionFile> parseFunctionFile(std::string_view text, const std::s
 StatusOr<ir::FunctionFile> loadFunctionFile(const std::string& path,
                                             const std::vector<std::string>& extra_attributes = {});
 
-/// Parses a binary ModelProto held in memory.
-StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
-                                                      const std::string& base_dir = ".",
-                                                      const LoadLimits& limits = {});
+/// Parses a binary ModelProto held in memory. Given the `owner` of `bytes` (they lie inside its
+/// data), the model views its weights (the main graph's raw_data of kMinViewedBytes or more)
+/// where they lie instead of copying them, and keeps `owner` alive.
+StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(
+    std::string_view bytes, const std::string& base_dir = ".", const LoadLimits& limits = {},
+    std::shared_ptr<const ir::Buffer> owner = nullptr);
+
+/// The smallest raw_data that parseModelBinary views in the owner's bytes rather than copies.
+inline constexpr uint64_t kMinViewedBytes = 64;
 
 /// How tensor data is laid out on export.
 struct SaveOptions {

@@ -1,0 +1,154 @@
+#include "io/raw_data_split.h"
+
+namespace onnxopt::io {
+namespace {
+
+// Wire format: each field is a varint key (number << 3 | wire type) and a payload.
+constexpr uint32_t kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
+constexpr uint64_t kModelGraph = 7, kGraphInitializer = 5, kTensorRawData = 9;
+
+bool readVarint(std::string_view in, size_t& pos, uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (pos >= in.size()) return false;
+    auto byte = static_cast<uint8_t>(in[pos++]);
+    value |= uint64_t{byte & 0x7fu} << shift;
+    if ((byte & 0x80u) == 0) return true;
+  }
+  return false;
+}
+
+size_t varintSize(uint64_t value) {
+  size_t n = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+void appendVarint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+/// One field of a message: its number, and for length-delimited fields, where its length varint
+/// starts and where its payload lies.
+struct Field {
+  uint64_t number = 0;
+  uint32_t wire_type = 0;
+  size_t length_at = 0;  ///< the length varint (length-delimited fields)
+  size_t begin = 0, end = 0;
+};
+
+/// Reads the field at `pos` of `in`, a message's bytes, and moves past it; false on bytes that are
+/// not plain fields (truncated, groups, an unknown wire type).
+bool nextField(std::string_view in, size_t& pos, Field& f) {
+  uint64_t key;
+  if (!readVarint(in, pos, key)) return false;
+  f.number = key >> 3;
+  f.wire_type = static_cast<uint32_t>(key & 7);
+  if (f.number == 0) return false;
+  uint64_t skip = 0;
+  switch (f.wire_type) {
+    case kVarint: {
+      uint64_t ignored;
+      return readVarint(in, pos, ignored);
+    }
+    case kFixed64:
+      skip = 8;
+      break;
+    case kFixed32:
+      skip = 4;
+      break;
+    case kLengthDelimited:
+      f.length_at = pos;
+      if (!readVarint(in, pos, skip)) return false;
+      break;
+    default:
+      return false;  // groups (3, 4): not in ONNX's protos
+  }
+  if (skip > in.size() - pos) return false;
+  f.begin = pos;
+  f.end = pos + skip;
+  pos = f.end;
+  return true;
+}
+
+/// An initializer whose raw_data is cut: the field (key to payload end) and its tensor's payload.
+struct Cut {
+  size_t tensor_length_at, tensor_begin, tensor_end;  ///< offsets in the model
+  size_t raw_key_at, raw_end;                         ///< the raw_data field, key included
+};
+
+}  // namespace
+
+std::optional<RawDataSplit> splitRawData(std::string_view model, uint64_t min_bytes) {
+  // The graph field: exactly one (two would be merged by protobuf).
+  std::optional<Field> graph;
+  for (size_t pos = 0; pos < model.size();) {
+    Field f;
+    if (!nextField(model, pos, f)) return std::nullopt;
+    if (f.number == kModelGraph) {
+      if (graph || f.wire_type != kLengthDelimited) return std::nullopt;
+      graph = f;
+    }
+  }
+  if (!graph) return std::nullopt;
+
+  RawDataSplit split;
+  std::vector<Cut> cuts;
+  uint64_t removed = 0;  // from the graph's payload
+  const std::string_view g = model.substr(0, graph->end);
+  for (size_t pos = graph->begin; pos < graph->end;) {
+    Field f;
+    if (!nextField(g, pos, f)) return std::nullopt;
+    if (f.number != kGraphInitializer) continue;
+    if (f.wire_type != kLengthDelimited) return std::nullopt;
+    const std::string_view t = model.substr(0, f.end);
+    std::optional<Field> raw;
+    size_t raw_key_at = 0;
+    for (size_t tpos = f.begin; tpos < f.end;) {
+      size_t key_at = tpos;
+      Field tf;
+      if (!nextField(t, tpos, tf)) return std::nullopt;
+      if (tf.number != kTensorRawData) continue;
+      if (raw || tf.wire_type != kLengthDelimited) return std::nullopt;  // the last one would win
+      raw = tf;
+      raw_key_at = key_at;
+    }
+    RawDataSplit::Span span;
+    if (raw && raw->end - raw->begin >= min_bytes && raw->end > raw->begin) {
+      span = {raw->begin, raw->end - raw->begin, true};
+      Cut cut{f.length_at, f.begin, f.end, raw_key_at, raw->end};
+      uint64_t old_length = f.end - f.begin;
+      uint64_t new_length = old_length - (cut.raw_end - cut.raw_key_at);
+      removed += (cut.raw_end - cut.raw_key_at) + varintSize(old_length) - varintSize(new_length);
+      cuts.push_back(cut);
+    }
+    split.raw.push_back(span);
+  }
+  if (cuts.empty()) return std::nullopt;
+
+  const uint64_t graph_length = graph->end - graph->begin;
+  const uint64_t new_graph_length = graph_length - removed;
+  split.rest.reserve(model.size() - removed - varintSize(graph_length) +
+                     varintSize(new_graph_length));
+  split.rest.append(model.substr(0, graph->length_at));
+  appendVarint(split.rest, new_graph_length);
+  size_t from = graph->begin;
+  for (const Cut& cut : cuts) {
+    split.rest.append(model.substr(from, cut.tensor_length_at - from));
+    appendVarint(split.rest, (cut.tensor_end - cut.tensor_begin) - (cut.raw_end - cut.raw_key_at));
+    split.rest.append(model.substr(cut.tensor_begin, cut.raw_key_at - cut.tensor_begin));
+    split.rest.append(model.substr(cut.raw_end, cut.tensor_end - cut.raw_end));
+    from = cut.tensor_end;
+  }
+  split.rest.append(model.substr(from));
+  return split;
+}
+
+}  // namespace onnxopt::io
