@@ -78,6 +78,15 @@ def build(kind: str):
         model = torchvision.models.mobilenet_v2(width_mult=0.35, num_classes=10)
         x = torch.randn(BATCH, 3, 64, 64, generator=g)
         return model.eval(), (x,), ["pixel_values"], {"pixel_values": {0: "batch"}}
+    if kind == "tvvit":
+        # torchvision's ViT (vit_b_16 in small): nn.MultiheadAttention, which works sequence-first
+        # inside, as the GPU benchmark's vit exports it (not HF's ViT above).
+        from torchvision.models.vision_transformer import VisionTransformer
+
+        model = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4, hidden_dim=64,
+                                  mlp_dim=128, num_classes=10)
+        x = torch.randn(BATCH, 3, 32, 32, generator=g)
+        return model.eval(), (x,), ["pixel_values"], {"pixel_values": {0: "batch"}}
     if kind == "vit":
         x = torch.randn(BATCH, 3, 32, 32, generator=g)
         return VisionModel(_hf(kind)).eval(), (x,), ["pixel_values"], {"pixel_values": {0: "batch"}}
@@ -102,7 +111,7 @@ def export(kind: str, exporter: str, folder: str) -> str:
             for name in names:
                 shapes[name] = {axis: torch.export.Dim(dim_name, min=1, max=64)
                                 for axis, dim_name in dyn[name].items()}
-            if kind == "mobilenet":  # torchvision's forward names its argument x
+            if kind in ("mobilenet", "tvvit"):  # torchvision's forward names its argument x
                 shapes = {"x": shapes["pixel_values"]}
             program = torch.onnx.export(model, args, input_names=names, output_names=["output"],
                                         dynamic_shapes=shapes, dynamo=True, opset_version=18)
@@ -131,7 +140,7 @@ def export(kind: str, exporter: str, folder: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
-    parser.add_argument("--models", default="bert,gpt2,llama,vit,mobilenet")
+    parser.add_argument("--models", default="bert,gpt2,llama,vit,mobilenet,tvvit")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, onnx {onnx.__version__}, onnxruntime {ort.__version__}")
     for kind in args.models.split(","):
