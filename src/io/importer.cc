@@ -1654,7 +1654,8 @@ StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path, const Lo
   auto mapped = ir::MappedFile::open(path);
   if (!mapped.isOk()) return fail(mapped.status());
   std::string_view bytes(reinterpret_cast<const char*>((*mapped)->data()), (*mapped)->size());
-  auto model = parseModelBinary(bytes, dir, limits, *mapped);
+  auto model = parseModelBinary(bytes, dir, limits,
+                                limits.view_weights ? *mapped : std::shared_ptr<ir::MappedFile>());
   if (!model.isOk()) return fail(model.status());
   return model;
 }

@@ -160,6 +160,8 @@ std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink,
                                       Lifetime lifetime = Lifetime::kCall) {
   io::LoadLimits limits;
   limits.diagnostics = sink;
+  // A session's model outlives the call: it must not depend on the file staying as it is.
+  limits.view_weights = lifetime == Lifetime::kCall;
   if (src.path) return valueOrThrow(io::loadModel(*src.path, limits));
   if (!src.data) throw StatusError(invalidArgument("no model given"));
   std::string_view bytes(src.data->c_str(), src.data->size());

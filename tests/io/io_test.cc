@@ -443,6 +443,28 @@ TEST(IoTest, ViewingWeightsKeepsProtobufsReading) {
   EXPECT_EQ(check.graph().initializer(0).raw_data(), second.substr(3));
 }
 
+// loadModel views embedded weights in its mapping of the file; with view_weights off it copies
+// them, and the model survives the file being rewritten in place.
+TEST(IoTest, LoadModelCopiesWeightsWhenAsked) {
+  TempDir dir;
+  const std::string path = (dir.path() / "w.onnx").string();
+  const std::string bytes = weightedModel().SerializeAsString();
+  { std::ofstream(path, std::ios::binary) << bytes; }
+  LoadLimits copy;
+  copy.view_weights = false;
+  auto copied = loadModel(path, copy);
+  ASSERT_TRUE(copied.isOk()) << copied.status().message();
+  auto viewed = loadModel(path);
+  ASSERT_TRUE(viewed.isOk()) << viewed.status().message();
+  auto before = serializeModel(**viewed);
+  ASSERT_TRUE(before.isOk());
+  viewed->reset();  // its mapping goes with it
+  { std::ofstream(path, std::ios::binary | std::ios::trunc) << "rewritten"; }
+  auto after = serializeModel(**copied);
+  ASSERT_TRUE(after.isOk());
+  EXPECT_EQ(*after, *before);
+}
+
 TEST(IoTest, SerializingIntoNoBufferIsAnError) {
   auto model = reluChain(1);
   auto written = serializeModelInto(*model, [](size_t) -> char* { return nullptr; });

@@ -29,11 +29,17 @@ struct LoadLimits {
   /// Where warnings about accepted but dubious input go (e.g. a domain imported twice with
   /// different versions); nullptr drops them.
   DiagnosticSink* diagnostics = nullptr;
+  /// loadModel: the model views its embedded weights in a mapping of the file (as it does external
+  /// data) instead of copying them. The file must then not be truncated or rewritten in place
+  /// while the model lives (replacing it, as saveModel does, is fine); false copies them, for a
+  /// model that outlives such changes.
+  bool view_weights = true;
 };
 
 /// Reads a model from `path`: the binary protobuf format, or ONNX's textual syntax when the file
-/// name ends in .onnxtxt / .txt or the content starts with '<'. External data is read relative to
-/// the model's folder and memory-mapped, not copied. Every error names the file and, where it
+/// name ends in .onnxtxt / .txt or the content starts with '<'. The file and its external data
+/// (read relative to the model's folder) are memory-mapped and the weights viewed there, not
+/// copied (LoadLimits::view_weights). Every error names the file and, where it
 /// applies, the node or value, and says why.
 StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path,
                                                const LoadLimits& limits = {});
