@@ -256,14 +256,13 @@ void Rewriter::eraseNode(ir::Node* node) {
   for (const ir::Value* out : node->outputs()) {
     if (out != nullptr) names.push_back(out->name());
   }
-  ir::Graph& graph = *node->owningGraph();
-  bool nested = !node->subgraphs().empty();
-  B::eraseNode(graph, node);
-  if (nested) {
-    names_.root = nullptr;  // the subgraphs' names went too
-  } else {
-    noteNames(graph, names, "");
+  // The subgraphs' names go too.
+  for (const ir::Graph* g : node->subgraphs()) {
+    forEachName(*g, [&](const std::string& n) { names.push_back(n); });
   }
+  ir::Graph& graph = *node->owningGraph();
+  B::eraseNode(graph, node);
+  noteNames(graph, names, "");
   changed_ = true;
   // Producers of the inputs may now be dead or newly matchable.
   if (listener_) {
@@ -304,7 +303,29 @@ void Rewriter::removeInput(ir::Node* node, size_t index) {
 }
 
 void Rewriter::setAttribute(ir::Node* node, ir::Attribute attribute) {
+  // Names of subgraphs that leave the model (a replaced attribute's) or enter it (graphs from
+  // outside this model); subgraphs moved from another node of the model keep their names in it.
+  const ir::Graph* root = outermost(*node->owningGraph());
+  std::vector<std::string> removed, added;
+  if (const ir::Attribute* existing = node->findAttribute(attribute.name)) {
+    for (const auto& g : existing->graphs) {
+      forEachName(*g, [&](const std::string& n) { removed.push_back(n); });
+    }
+  }
+  for (const auto& g : attribute.graphs) {
+    const ir::Node* from = g->parentNode();
+    if (from != nullptr && outermost(*from->owningGraph()) == root) continue;
+    forEachName(*g, [&](const std::string& n) { added.push_back(n); });
+  }
+  const bool bumps = !attribute.graphs.empty() || node->findAttribute(attribute.name) != nullptr;
   B::setAttribute(node, std::move(attribute));
+  if (bumps) {
+    // Node::setAttribute moved the epoch one step, as noteNames expects.
+    noteNames(*node->owningGraph(), removed, "");
+    if (names_.root == root) {
+      for (const std::string& n : added) ++names_.counts[n];
+    }
+  }
   changed_ = true;
   if (listener_) listener_->nodeModified(node);
 }

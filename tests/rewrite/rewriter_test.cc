@@ -205,6 +205,53 @@ TEST(RewriterTest, SetTypeRevisitsTheUsersAndSetOpTypeTheNode) {
   EXPECT_TRUE(rw.changed());
 }
 
+// Subgraphs moved within the model by setAttribute (as inlining a branch that holds an If does)
+// keep their names counted; a subgraph from outside adds its names; a replaced one frees them.
+TEST(RewriterTest, UniqueNameFollowsSubgraphsMovedBetweenNodes) {
+  auto model = parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x, bool c, bool d) => (float[2] y) {
+  y = If(c) <then_branch = g1 () => (float[2] a) {
+                a = If(d) <then_branch = g3 () => (float[2] deep) { deep = Neg(x) },
+                           else_branch = g4 () => (float[2] deeper) { deeper = Abs(x) }>
+              },
+             else_branch = g2 () => (float[2] b) { b = Relu(x) }>
+}
+)");
+  ir::Graph& g = *model->graph;
+  Rewriter rw;
+  auto agree = [&](const std::string& base) {
+    std::string name = rw.uniqueName(g, base);
+    EXPECT_EQ(name, uniqueValueName(g, base)) << base;
+    return name;
+  };
+  EXPECT_EQ(agree("deep"), "deep_1");
+  ir::Node* if_node = g.lastNode();
+  ir::Graph& then_g = *if_node->findAttribute("then_branch")->graphs[0];
+  std::vector<ir::Value*> results = rw.inlineBranch(if_node, then_g);
+  rw.replaceNode(if_node, results);
+  EXPECT_EQ(agree("deep"), "deep_1");  // moved with the inner If, still in the model
+  EXPECT_EQ(agree("b"), "b");          // the erased else branch freed it
+  // A subgraph from another model adds its names; replacing it frees them again.
+  auto other = parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+h (bool e) => (float[1] z) {
+  z = If(e) <then_branch = h1 () => (float[1] far) { far = Constant<value = float[1] {1}>() },
+             else_branch = h2 () => (float[1] farther) { farther = Constant<value = float[1] {2}>() }>
+}
+)");
+  ir::Node* inner = g.lastNode();
+  ASSERT_EQ(inner->opType(), "If");
+  ir::Attribute moved;
+  for (ir::Attribute& a : ir::Builder::mutableAttributes(other->graph->lastNode())) {
+    if (a.name == "then_branch") moved = std::move(a);
+  }
+  ASSERT_EQ(moved.graphs.size(), 1u);
+  rw.setAttribute(inner, std::move(moved));
+  EXPECT_EQ(agree("far"), "far_1");
+  EXPECT_EQ(agree("deep"), "deep");  // the replaced then_branch took it along
+}
+
 TEST(RewriterTest, InlineBranchMovesNodesAndInitializersBeforeTheNode) {
   auto model = parse(R"(
     <ir_version: 8, opset_import: ["" : 17]>
