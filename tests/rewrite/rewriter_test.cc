@@ -100,6 +100,14 @@ class RecordingListener : public RewriteListener {
   std::vector<std::string> created, erased, modified;
 };
 
+/// The Rewriter's fresh name for `base`, checked against uniqueValueName (which collects every
+/// name): a stale index would hand out a name in use.
+std::string agreedName(Rewriter& rw, const ir::Graph& g, const std::string& base) {
+  std::string name = rw.uniqueName(g, base);
+  EXPECT_EQ(name, uniqueValueName(g, base)) << base;
+  return name;
+}
+
 // The Rewriter's name index gives what uniqueValueName (which collects every name) gives, after
 // its own renames, creations and erasures, and after changes made around it (ir::Builder, a
 // subgraph): a stale index would hand out a name in use.
@@ -115,11 +123,7 @@ g (float[2] x, bool c) => (float[2] y) {
 )");
   ir::Graph& g = *model->graph;
   Rewriter rw;
-  auto agree = [&](const std::string& base) {
-    std::string name = rw.uniqueName(g, base);
-    EXPECT_EQ(name, uniqueValueName(g, base)) << base;
-    return name;
-  };
+  auto agree = [&](const std::string& base) { return agreedName(rw, g, base); };
   EXPECT_EQ(agree("t"), "t_1");
   EXPECT_EQ(agree("a"), "a_1");  // a subgraph's value counts
   EXPECT_EQ(agree("w"), "w");
@@ -220,11 +224,7 @@ g (float[2] x, bool c, bool d) => (float[2] y) {
 )");
   ir::Graph& g = *model->graph;
   Rewriter rw;
-  auto agree = [&](const std::string& base) {
-    std::string name = rw.uniqueName(g, base);
-    EXPECT_EQ(name, uniqueValueName(g, base)) << base;
-    return name;
-  };
+  auto agree = [&](const std::string& base) { return agreedName(rw, g, base); };
   EXPECT_EQ(agree("deep"), "deep_1");
   ir::Node* if_node = g.lastNode();
   ir::Graph& then_g = *if_node->findAttribute("then_branch")->graphs[0];
