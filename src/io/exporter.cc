@@ -446,9 +446,9 @@ Status Exporter::exportGraph(const ir::Graph& g, onnx::GraphProto& proto) {
   for (const ir::Value* v : g.inputs()) exportValueInfo(v, *proto.add_input(), true);
   for (const ir::Value* v : g.initializers()) {
     const ir::Tensor* t = v->initializer();
-    if (t != nullptr && &g == model_.graph.get() && arena_ != nullptr) {
+    if (t != nullptr && &g == model_.graph.get()) {
       // The main graph's initializers hold nearly all of a model's bytes: writeTo writes them
-      // from the IR, instead of copying them into messages first.
+      // from the IR, instead of copying them into messages first (in prepare's arena).
       auto* arena = arena_.get();
       InitializerOut out{google::protobuf::Arena::CreateMessage<onnx::TensorProto>(arena),
                          google::protobuf::Arena::CreateMessage<onnx::TensorProto>(arena), nullptr,

@@ -1,9 +1,7 @@
 // ModelProto -> IR. Builds use-lists directly from names, sorts each graph's nodes topologically
 // (ONNX files need not be sorted), resolves outer-scope references of subgraphs, and rejects what
 // cannot be represented faithfully with an error naming the node or value.
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -1619,43 +1617,24 @@ StatusOr<ir::Tensor> loadTensorFile(const std::string& path) {
 
 StatusOr<std::unique_ptr<ir::Model>> loadModel(const std::string& path, const LoadLimits& limits) {
   auto fail = [&](const Status& st) { return st.withContext(path); };
-  uint64_t file_size = 0;
-  auto opened = ir::openRegularFile(path, &file_size);
-  if (!opened.isOk()) return fail(opened.status());
-  int fd = *opened;
-  if (file_size == 0) {
-    ::close(fd);
-    return fail(invalidArgument("the file is empty"));
-  }
-  if (file_size >= (uint64_t{2} << 30)) {
-    ::close(fd);
+  // The file is mapped once, for both formats. A binary model views its weights there instead of
+  // copying them out (the mapping lives as long as a tensor views it; writing the output over the
+  // input replaces the file, leaving the mapped one as it was).
+  auto mapped = ir::MappedFile::open(path);
+  if (!mapped.isOk()) return fail(mapped.status());
+  std::string_view bytes(reinterpret_cast<const char*>((*mapped)->data()), (*mapped)->size());
+  if (bytes.empty()) return fail(invalidArgument("the file is empty"));
+  if (bytes.size() >= (uint64_t{2} << 30)) {
     return fail(
         invalidArgument("a protobuf file of 2 GB or more cannot be read; keep the weights "
                         "in external data"));
   }
-  char head[64];
-  ssize_t head_len = ::pread(fd, head, sizeof head, 0);
-  std::string_view head_view(head, head_len > 0 ? static_cast<size_t>(head_len) : 0);
   std::string dir = folderOf(path);
-  if (looksLikeText(path, head_view)) {
-    std::string text(static_cast<size_t>(file_size), '\0');
-    ssize_t got = ::pread(fd, text.data(), text.size(), 0);
-    ::close(fd);
-    if (got != static_cast<ssize_t>(text.size()))
-      return fail(makeError(StatusCode::kIoError, "short read"));
-    auto model = parseModelText(text, dir, limits);
-    if (!model.isOk()) return fail(model.status());
-    return model;
-  }
-  ::close(fd);
-  // The file is mapped, and the model views its weights there instead of copying them out (the
-  // mapping lives as long as a tensor views it; writing the output over the input replaces the
-  // file, leaving the mapped one as it was).
-  auto mapped = ir::MappedFile::open(path);
-  if (!mapped.isOk()) return fail(mapped.status());
-  std::string_view bytes(reinterpret_cast<const char*>((*mapped)->data()), (*mapped)->size());
-  auto model = parseModelBinary(bytes, dir, limits,
-                                limits.view_weights ? *mapped : std::shared_ptr<ir::MappedFile>());
+  auto model =
+      looksLikeText(path, bytes.substr(0, 64))
+          ? parseModelText(bytes, dir, limits)
+          : parseModelBinary(bytes, dir, limits,
+                             limits.view_weights ? *mapped : std::shared_ptr<ir::MappedFile>());
   if (!model.isOk()) return fail(model.status());
   return model;
 }
