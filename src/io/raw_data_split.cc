@@ -1,5 +1,7 @@
 #include "io/raw_data_split.h"
 
+#include <google/protobuf/io/coded_stream.h>
+
 namespace onnxopt::io {
 namespace {
 
@@ -19,20 +21,13 @@ bool readVarint(std::string_view in, size_t& pos, uint64_t& value) {
 }
 
 size_t varintSize(uint64_t value) {
-  size_t n = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++n;
-  }
-  return n;
+  return google::protobuf::io::CodedOutputStream::VarintSize64(value);
 }
 
 void appendVarint(std::string& out, uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
+  uint8_t bytes[10];
+  uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(value, bytes);
+  out.append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(end - bytes));
 }
 
 /// One field of a message: its number, and for length-delimited fields, where its length varint

@@ -317,10 +317,9 @@ void Rewriter::setAttribute(ir::Node* node, ir::Attribute attribute) {
     if (from != nullptr && outermost(*from->owningGraph()) == root) continue;
     forEachName(*g, [&](const std::string& n) { added.push_back(n); });
   }
-  const bool bumps = !attribute.graphs.empty() || node->findAttribute(attribute.name) != nullptr;
+  const uint64_t epoch = root->nameEpoch();
   B::setAttribute(node, std::move(attribute));
-  if (bumps) {
-    // Node::setAttribute moved the epoch one step, as noteNames expects.
+  if (root->nameEpoch() != epoch) {  // one step is what noteNames follows; more, it rebuilds
     noteNames(*node->owningGraph(), removed, "");
     if (names_.root == root) {
       for (const std::string& n : added) ++names_.counts[n];

@@ -12,6 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <onnx/onnx_pb.h>
 
 #include "onnxopt/ir/builder.h"
@@ -385,18 +388,15 @@ TEST(IoTest, WeightsAreViewedInTheOwnersBytes) {
   EXPECT_TRUE(watch.expired());
 }
 
-/// A length-delimited field: key, length, payload (lengths under 2^14 here: two varint bytes).
+/// A length-delimited field (key, length, payload), as protobuf writes it.
 std::string field(int number, const std::string& payload) {
-  std::string out(1, static_cast<char>(number << 3 | 2));
-  size_t n = payload.size();
-  EXPECT_LT(n, size_t{1} << 14);
-  if (n < 0x80) {
-    out.push_back(static_cast<char>(n));
-  } else {
-    out.push_back(static_cast<char>((n & 0x7f) | 0x80));
-    out.push_back(static_cast<char>(n >> 7));
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    google::protobuf::internal::WireFormatLite::WriteBytes(number, payload, &coded);
   }
-  return out + payload;
+  return out;
 }
 
 // Bytes that protobuf reads with merging or overriding (a second graph field: merged; a second
