@@ -208,7 +208,10 @@ StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
                            dimsText(a.y.dims), dataTypeName(t), dimsText(y_dims));
   }
   d.y = a.y.data;
-  d.y_strides = rank == 3 ? HeadStrides{q.seq * q.heads * v.size, v.size, q.heads * v.size}
+  // 3-D Y may have strided rows (SeqFirstPackedAttention's [S, B, E] seen as [B, S, E]).
+  const bool y_rows = rank == 3 && a.y.strides.size() == 3 && a.y.strides[2] == 1;
+  d.y_strides = rank == 3 ? HeadStrides{y_rows ? a.y.strides[0] : q.seq * q.heads * v.size, v.size,
+                                        y_rows ? a.y.strides[1] : q.heads * v.size}
                           : HeadStrides{q.heads * q.seq * v.size, q.seq * v.size, v.size};
   const std::pair<const TensorView*, int64_t> caches[] = {{&a.present_key, q.size},
                                                           {&a.present_value, v.size}};
@@ -247,6 +250,47 @@ StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
 
 template <>
 StatusOr<AttentionArgs> argsFromCall<AttentionArgs>(const CudaKernelCall& call) {
+  if (call.op == "SeqFirstPackedAttention") {
+    // ai.onnxopt.SeqFirstPackedAttention(QKV): QKV [S, B, 3E] and Y [S, B, E] contiguous, read
+    // and written as [B, S, E] views (batch stride 3E or E, rows B times that apart).
+    if (call.inputs.size() != 1 || call.outputs.size() != 1) {
+      return invalidArgument("SeqFirstPackedAttention: takes QKV and has one output");
+    }
+    const ConstTensorView& qkv = call.inputs[0];
+    const TensorView& y = call.outputs[0];
+    if (qkv.dims.size() != 3 || qkv.dims[2] % 3 != 0 || !qkv.isContiguous()) {
+      return invalidArgument("SeqFirstPackedAttention: QKV must be a contiguous [S, B, 3E]");
+    }
+    const int64_t seq = qkv.dims[0], batch = qkv.dims[1], part = qkv.dims[2] / 3;
+    if (y.dims != std::vector<int64_t>{seq, batch, part} || !y.isContiguous()) {
+      return invalidArgument("SeqFirstPackedAttention: Y is {}, not a contiguous [{}, {}, {}]",
+                             dimsText(y.dims), seq, batch, part);
+    }
+    const int64_t elem = dataTypeBits(qkv.dtype) / 8;
+    CudaKernelCall unpacked = call;
+    unpacked.op = "Attention";
+    unpacked.inputs.clear();
+    for (int64_t i = 0; i < 3; ++i) {
+      unpacked.inputs.emplace_back(qkv.dtype, std::vector<int64_t>{batch, seq, part},
+                                   std::vector<int64_t>{3 * part, batch * 3 * part, 1},
+                                   static_cast<const char*>(qkv.data) + i * part * elem,
+                                   qkv.memory);
+    }
+    unpacked.outputs = {
+        TensorView(y.dtype, {batch, seq, part}, {part, batch * part, 1}, y.data, y.memory)};
+    unpacked.constant_inputs.clear();
+    ASSIGN_OR_RETURN(AttentionArgs a, argsFromCall<AttentionArgs>(unpacked));
+    const KernelAttrs& attrs = attrsOf(call);
+    if (!attrs.has("num_heads") || !attrs.has("scale")) {
+      return invalidArgument("SeqFirstPackedAttention: num_heads and scale are required");
+    }
+    a.op = call.op;
+    a.has_q_heads = a.has_kv_heads = true;
+    a.q_num_heads = a.kv_num_heads = attrs.getInt("num_heads", 0);
+    a.has_scale = true;
+    a.scale = attrs.getFloat("scale", 1.0f);
+    return a;
+  }
   if (call.op == "SafePackedAttention") {
     // ai.onnxopt.SafePackedAttention(QKV, M): SafeAttention on the three parts of QKV's last dim,
     // each a view of rows 3 H D elements apart (docs/target_ops.md).
@@ -369,7 +413,9 @@ Support canImplement(const AttentionArgs& args) {
       {&args.qk_output, "qk_matmul_output"}};
   for (const auto& [view, what] : outputs) {
     if (Support s = requireDevice(args.op, *view, what); !s) return s;
-    if (present(*view) && !view->isContiguous()) {
+    const bool rows = view == &args.y && view->dims.size() == 3 && view->strides.size() == 3 &&
+                      view->strides[2] == 1;
+    if (present(*view) && !view->isContiguous() && !rows) {
       return Support::no(fmt::format("Attention: the CUDA kernel writes a contiguous {}", what));
     }
   }

@@ -17,6 +17,9 @@
 //     split(x) = T<0,2,1,3>(R(x)), R(x) = Reshape(x, [0, 0, num_heads, -1]),
 //     merge(y) = Reshape(T<0,2,1,3>(y), [0, 0, -1])
 //   SafePackedAttention(QKV, M) = SafeAttention(Split<axis=2, num_outputs=3>(QKV), M)
+//   SeqFirstPackedAttention(QKV) = seq_merge(MatMul(Softmax<-1>(Mul(MatMul(seq_split(Q),
+//     T<1,2,3,0>(R(K))), CastLike(scale))), seq_split(V))),  Q, K, V = Split<axis=2>(QKV) of
+//     [S, B, 3E], seq_split(x) = T<1,2,0,3>(R(x)), seq_merge(y) = Reshape(T<2,0,1,3>(y), [0, 0, -1])
 #include "common.h"
 #include "onnxopt/kernels/reference.h"
 #include "ops.h"
@@ -150,11 +153,13 @@ StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx) {
   return out;
 }
 
-StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx) {
-  if (ctx.numInputs() != 4 || ctx.input(3) == nullptr) {
-    return invalidArgument("{}: takes Q, K, V and M", ctx.op);
-  }
-  const HostTensor& q = *ctx.input(0);
+namespace {
+
+/// SafeAttention (a mask M, the softmax's NaNs made 0) or, `seq_first`, the attention of
+/// SeqFirstPackedAttention's parts (no mask; [S, B, E] in and out) on Q, K, V (and M).
+StatusOr<Outputs> attentionBody(const KernelContext& ctx, const std::vector<const HostTensor*>& in,
+                                bool seq_first) {
+  const HostTensor& q = *in[0];
   if (!isFloat(q.dtype)) return unsupportedType(ctx, q.dtype);
   auto heads = ctx.attrs.ints.find("num_heads");
   auto scale = ctx.attrs.floats.find("scale");
@@ -162,7 +167,7 @@ StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx) {
     return invalidArgument("{}: needs num_heads (positive) and scale", ctx.op);
   }
   for (size_t i = 0; i < 3; ++i) {
-    if (ctx.input(i)->dims.size() != 3) {
+    if (in[i]->dims.size() != 3) {
       return invalidArgument("{}: input {} must be 3-D [batch, seq, heads * size]", ctx.op, i);
     }
   }
@@ -176,44 +181,79 @@ StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx) {
     ASSIGN_OR_RETURN(HostTensor r, call(ctx, "Reshape", {&x, &split_shape}));
     return transposed(ctx, r, perm);
   };
-  ASSIGN_OR_RETURN(HostTensor q4, split(q, {0, 2, 1, 3}));
-  ASSIGN_OR_RETURN(HostTensor kt, split(*ctx.input(1), {0, 2, 3, 1}));
-  ASSIGN_OR_RETURN(HostTensor v4, split(*ctx.input(2), {0, 2, 1, 3}));
+  const std::vector<int64_t> heads_first =
+      seq_first ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
+  ASSIGN_OR_RETURN(HostTensor q4, split(q, heads_first));
+  ASSIGN_OR_RETURN(HostTensor kt, split(*in[1], seq_first ? std::vector<int64_t>{1, 2, 3, 0}
+                                                          : std::vector<int64_t>{0, 2, 3, 1}));
+  ASSIGN_OR_RETURN(HostTensor v4, split(*in[2], heads_first));
   ASSIGN_OR_RETURN(HostTensor s, call(ctx, "MatMul", {&q4, &kt}));
   HostTensor c = HostTensor::zeros(DataType::kFloat, {});
   c.set<float>(0, scale->second);
   ASSIGN_OR_RETURN(HostTensor cs, call(ctx, "CastLike", {&c, &s}));
   ASSIGN_OR_RETURN(s, call(ctx, "Mul", {&s, &cs}));
-  ASSIGN_OR_RETURN(s, call(ctx, "Add", {&s, ctx.input(3)}));
+  if (!seq_first) {
+    ASSIGN_OR_RETURN(s, call(ctx, "Add", {&s, in[3]}));
+  }
   KernelAttrs axis;
   axis.ints["axis"] = -1;
   ASSIGN_OR_RETURN(HostTensor p, call(ctx, "Softmax", {&s}, axis));
-  ASSIGN_OR_RETURN(HostTensor nan, call(ctx, "IsNaN", {&p}));
-  HostTensor zero = HostTensor::zeros(p.dtype, {});
-  ASSIGN_OR_RETURN(p, call(ctx, "Where", {&nan, &zero, &p}));
+  if (!seq_first) {
+    ASSIGN_OR_RETURN(HostTensor nan, call(ctx, "IsNaN", {&p}));
+    HostTensor zero = HostTensor::zeros(p.dtype, {});
+    ASSIGN_OR_RETURN(p, call(ctx, "Where", {&nan, &zero, &p}));
+  }
   ASSIGN_OR_RETURN(HostTensor y4, call(ctx, "MatMul", {&p, &v4}));
-  ASSIGN_OR_RETURN(HostTensor y3, transposed(ctx, y4, {0, 2, 1, 3}));
+  ASSIGN_OR_RETURN(HostTensor y3, transposed(ctx, y4,
+                                             seq_first ? std::vector<int64_t>{2, 0, 1, 3}
+                                                       : std::vector<int64_t>{0, 2, 1, 3}));
   ASSIGN_OR_RETURN(HostTensor y, call(ctx, "Reshape", {&y3, &merge_shape}));
   Outputs out;
   out.push_back(std::move(y));
   return out;
 }
 
-StatusOr<Outputs> safePackedAttentionKernel(const KernelContext& ctx) {
-  if (ctx.numInputs() != 2 || ctx.input(0) == nullptr || ctx.input(1) == nullptr) {
-    return invalidArgument("{}: takes QKV and M", ctx.op);
+}  // namespace
+
+StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx) {
+  if (ctx.numInputs() != 4 || ctx.input(3) == nullptr) {
+    return invalidArgument("{}: takes Q, K, V and M", ctx.op);
+  }
+  return attentionBody(ctx, {ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3)}, false);
+}
+
+namespace {
+
+/// The attention of QKV's three equal parts (Split<axis=2>), with input 1 as the mask when
+/// `masked` (SafePackedAttention), else sequence-first (SeqFirstPackedAttention).
+StatusOr<Outputs> packedAttention(const KernelContext& ctx, bool masked) {
+  const size_t inputs = masked ? 2 : 1;
+  if (ctx.numInputs() != inputs || ctx.input(0) == nullptr || (masked && ctx.input(1) == nullptr)) {
+    return invalidArgument("{}: takes QKV{}", ctx.op, masked ? " and M" : "");
   }
   const HostTensor& qkv = *ctx.input(0);
   if (qkv.dims.size() != 3 || qkv.dims[2] % 3 != 0) {
-    return invalidArgument("{}: QKV must be 3-D [batch, seq, 3 * heads * size]", ctx.op);
+    return invalidArgument("{}: QKV must be 3-D [{}, 3 * heads * size]", ctx.op,
+                           masked ? "batch, seq" : "seq, batch");
   }
   KernelAttrs split;
   split.ints["axis"] = 2;
   split.ints["num_outputs"] = 3;
   auto parts = runReferenceKernel("Split", kOpset, {&qkv}, split, 3);
   if (!parts.isOk()) return parts.status().withContext(ctx.op);
-  std::vector<const HostTensor*> inputs = {&(*parts)[0], &(*parts)[1], &(*parts)[2], ctx.input(1)};
-  return safeAttentionKernel({ctx.op, ctx.opset, inputs, ctx.attrs, ctx.num_outputs});
+  std::vector<const HostTensor*> in = {&(*parts)[0], &(*parts)[1], &(*parts)[2]};
+  if (masked) in.push_back(ctx.input(1));
+  return attentionBody(ctx, in, !masked);
+}
+
+}  // namespace
+
+StatusOr<Outputs> seqFirstPackedAttentionKernel(const KernelContext& ctx) {
+  return packedAttention(ctx, false);
+}
+
+StatusOr<Outputs> safePackedAttentionKernel(const KernelContext& ctx) {
+  return packedAttention(ctx, true);
 }
 
 }  // namespace onnxopt::kernels::ref

@@ -24,6 +24,11 @@
 //       Y = Reshape(T<0,2,1,3>(MatMul(Where(IsNaN(P), 0, P), T<0,2,1,3>(split(V)))), [0, 0, -1]) }
 //   SafePackedAttention<num_heads, scale>(QKV, M) => (Y)
 //     { Q, K, V = Split<axis=2, num_outputs=3>(QKV); Y = SafeAttention's }
+// Sequence-first (torch's nn.MultiheadAttention), no mask, the softmax as Attention's:
+//   SeqFirstPackedAttention<num_heads, scale>(QKV) => (Y)      QKV [S, B, 3E], Y [S, B, E]
+//     { Q, K, V = Split<axis=2, num_outputs=3>(QKV);
+//       P = Softmax<-1>(MatMul(T<1,2,0,3>(split(Q)), T<1,2,3,0>(split(K))) * @scale);
+//       Y = Reshape(T<2,0,1,3>(MatMul(P, T<1,2,0,3>(split(V)))), [0, 0, -1]) }
 #include "onnxopt/passes/target_ops.h"
 
 #include <fmt/format.h>
@@ -55,6 +60,7 @@ constexpr OpInfo kOps[] = {
     {"NhwcMaxPool", 8},
     {"SafeAttention", 15},
     {"SafePackedAttention", 15},
+    {"SeqFirstPackedAttention", 15},
     {"SkipLayerNormalization", 17},
 };
 
@@ -190,14 +196,18 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
     body.output(sum);
     return fn;
   }
-  if (op == "SafeAttention" || op == "SafePackedAttention") {
+  if (op == "SafeAttention" || op == "SafePackedAttention" || op == "SeqFirstPackedAttention") {
     using K = ir::Attribute::Kind;
+    const bool seq_first = op == "SeqFirstPackedAttention";
     fn->attribute_names = {"num_heads", "scale"};
     fn->doc_string =
-        "Y = merge(MatMul(Where(IsNaN(P), 0, P), split(V))), P = Softmax(split(Q) split(K)^T * "
-        "scale + M): 3-D [B, S, num_heads * D] inputs, the softmax's NaNs made 0";
+        seq_first ? "Y = merge(MatMul(P, split(V))), P = Softmax(split(Q) split(K)^T * scale): "
+                    "sequence-first [S, B, num_heads * D] parts"
+                  : "Y = merge(MatMul(Where(IsNaN(P), 0, P), split(V))), P = Softmax(split(Q) "
+                    "split(K)^T * scale + M): 3-D [B, S, num_heads * D] inputs, the softmax's "
+                    "NaNs made 0";
     ir::Value *q, *k, *v;
-    if (op == "SafePackedAttention") {
+    if (op != "SafeAttention") {
       fn->doc_string += "; Q, K, V the three equal parts of QKV's last dim";
       ir::Value* qkv = body.input("QKV");
       std::vector<ir::Value*> parts = body.nodes("Split", {qkv}, {"Q", "K", "V"});
@@ -212,7 +222,7 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
       k = body.input("K");
       v = body.input("V");
     }
-    ir::Value* m = body.input("M");
+    ir::Value* m = seq_first ? nullptr : body.input("M");
     ir::Value* heads = body.node(
         "Unsqueeze",
         {body.constantRef("value_int", "num_heads", K::kInt, "heads"), body.ints({0}, "axes")},
@@ -224,14 +234,27 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
     auto split = [&](ir::Value* x, const std::vector<int64_t>& perm, const std::string& name) {
       return body.transpose(body.node("Reshape", {x, split_shape}, name + "_heads"), perm, name);
     };
-    ir::Value* q4 = split(q, {0, 2, 1, 3}, "q4");
-    ir::Value* kt = split(k, {0, 2, 3, 1}, "kt");
-    ir::Value* v4 = split(v, {0, 2, 1, 3}, "v4");
+    // [B, S, H, D] or, sequence-first, [S, B, H, D] to [B, H, S, D] (K to [B, H, D, S]).
+    const std::vector<int64_t> heads_first =
+        seq_first ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
+    ir::Value* q4 = split(q, heads_first, "q4");
+    ir::Value* kt = split(
+        k, seq_first ? std::vector<int64_t>{1, 2, 3, 0} : std::vector<int64_t>{0, 2, 3, 1}, "kt");
+    ir::Value* v4 = split(v, heads_first, "v4");
     ir::Value* s0 = body.node("MatMul", {q4, kt}, "qk");
     ir::Value* c = body.node(
         "CastLike", {body.constantRef("value_float", "scale", K::kFloat, "scale_f"), s0}, "c");
-    ir::Value* s1 = body.node("Add", {body.node("Mul", {s0, c}, "scaled"), m}, "scores");
+    ir::Value* s1 = body.node("Mul", {s0, c}, "scaled");
+    if (m != nullptr) s1 = body.node("Add", {s1, m}, "scores");
     ir::Value* p = body.withInt(body.node("Softmax", {s1}, "probs"), "axis", -1);
+    if (seq_first) {
+      ir::Value* y4 = body.node("MatMul", {p, v4}, "y4");
+      body.output(body.node(
+          "Reshape",
+          {body.transpose(y4, {2, 0, 1, 3}, "y_heads"), body.ints({0, 0, -1}, "merge_shape")},
+          "Y"));
+      return fn;
+    }
     ir::Value* zero_f = body.node("Constant", {}, "zero_f");
     ir::Attribute zf;
     zf.name = "value_float";

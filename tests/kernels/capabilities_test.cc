@@ -235,6 +235,12 @@ std::vector<Case> cases() {
                  {{0, {1, 2}, {1, 2}}, {0, {1, 2}, {0, 1}}, {0, {2}, {1, 1}}, {0, {2}, {0, 0}}},
                  [](const Roles&) { return KernelAttrs{}; },
                  2});
+  auto one_head = [](const Roles&) {
+    KernelAttrs a;
+    a.ints["num_heads"] = 1;
+    a.floats["scale"] = 1.0f;
+    return a;
+  };
   // SafeAttention: Q, K, V [1, 1, 2] (one head of 2), M [1, 1, 1, 1].
   out.push_back({"ai.onnxopt.SafeAttention",
                  1,
@@ -243,23 +249,19 @@ std::vector<Case> cases() {
                   {0, {1, 1, 2}, {0, 1}},
                   {0, {1, 1, 2}, {1, 1}},
                   {0, {1, 1, 1, 1}, {0}}},
-                 [](const Roles&) {
-                   KernelAttrs a;
-                   a.ints["num_heads"] = 1;
-                   a.floats["scale"] = 1.0f;
-                   return a;
-                 }});
+                 one_head});
   // SafePackedAttention: QKV [1, 1, 6] (Q, K, V of one head of 2), M [1, 1, 1, 1].
   out.push_back({"ai.onnxopt.SafePackedAttention",
                  1,
                  {kF},
                  {{0, {1, 1, 6}, {1, 2, 0, 1, 1, 1}}, {0, {1, 1, 1, 1}, {0}}},
-                 [](const Roles&) {
-                   KernelAttrs a;
-                   a.ints["num_heads"] = 1;
-                   a.floats["scale"] = 1.0f;
-                   return a;
-                 }});
+                 one_head});
+  // SeqFirstPackedAttention: QKV [1, 1, 6] (S = B = 1: Q, K, V of one head of 2).
+  out.push_back({"ai.onnxopt.SeqFirstPackedAttention",
+                 1,
+                 {kF},
+                 {{0, {1, 1, 6}, {1, 2, 0, 1, 1, 1}}},
+                 one_head});
   // The channels-last forms: X [1, 2, 2, 1] (NHWC), W [1, 1, 1, 1], B, Z.
   const Dims nhwc = {1, 2, 2, 1};
   for (const char* op : {"NhwcConv", "NhwcConvRelu"}) {

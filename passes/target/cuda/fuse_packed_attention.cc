@@ -15,7 +15,25 @@
 // [N], zeros where a plain MatMul has none), each product read only here. Where the CUDA kernel
 // table claims the ops for the types. GPT-2 exports the first form (c_attn's Split), BERT the
 // second (query, key and value Linear layers).
+//
+// Sequence-first, torch's nn.MultiheadAttention (torchvision's ViT): the packed projection is
+// [S, B, 3E], and the head split is a chain of views (Reshape, Unsqueeze, Transpose, Squeeze, a
+// Gather of part 0, 1 or 2, Reshape, Transpose, Reshape) to 4-D Attention's [B, H, S, D]; the
+// result goes back through Transpose<2,0,1,3> and a Reshape to [S, B, E] rows:
+//
+//   Attention(view_0(QKV), view_1(QKV), view_2(QKV)) -> Y,  Y' = view(Y)
+//                                                  ==>  Y' = reshape(SeqFirstPackedAttention(QKV))
+//     view_p(QKV)[b, h, s, d] = QKV[s, b, p * E + h * D + d]        E = H * D
+//     Y'[...] = Y[b, h, s, d] at element (s * B + b) * E + h * D + d of [S, B, E]
+//
+// The views are followed op by op as strides over QKV's elements (as torch's view does), so any
+// chain of those ops that lands on these strides matches, and none that does not. Attention
+// without mask, caches, causal mask or softcap, Q, K and V of one shape; each view op on the
+// output side read only by the next.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <set>
 
 #include "target_pattern_pass.h"
 
@@ -191,12 +209,369 @@ class ProjectionsPattern final : public rewrite::Pattern {
   }
 };
 
+/// One mixed-radix digit of an index: `extent` values, `stride` elements apart.
+struct Digit {
+  int64_t extent, stride;
+};
+
+/// An index map onto a base value's row-major elements: element (i0, i1, ...) of a value is
+/// element offset + sum over dims k of the strides of ik's digits (ik written in dim k's digits,
+/// the first the most significant). A dim of one digit is a plain stride; a Reshape that merges
+/// two dims whose strides do not line up keeps both digits in one dim, so chains that split a
+/// merged dim again (torch's head splits, which ONNX writes as Reshapes of copies) stay exact.
+struct IndexMap {
+  std::vector<std::vector<Digit>> dims;
+  int64_t offset = 0;
+
+  int64_t extent(size_t dim) const {
+    int64_t n = 1;
+    for (const Digit& d : dims[dim]) n *= d.extent;
+    return n;
+  }
+  std::vector<int64_t> shape() const {
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < dims.size(); ++i) out.push_back(extent(i));
+    return out;
+  }
+  /// Each dim's digits merged where one steps exactly over the next (extents of 1 dropped).
+  void simplify() {
+    for (auto& digits : dims) {
+      std::vector<Digit> merged;
+      for (const Digit& d : digits) {
+        if (d.extent == 1) continue;
+        if (!merged.empty() && merged.back().stride == d.stride * d.extent) {
+          merged.back() = {merged.back().extent * d.extent, d.stride};
+        } else {
+          merged.push_back(d);
+        }
+      }
+      digits = std::move(merged);
+    }
+  }
+  /// The stride of each dim when every dim is one digit (0 for a dim of extent 1), else nullopt.
+  std::optional<std::vector<int64_t>> strides() const {
+    IndexMap m = *this;
+    m.simplify();
+    std::vector<int64_t> out;
+    for (const auto& digits : m.dims) {
+      if (digits.size() > 1) return std::nullopt;
+      out.push_back(digits.empty() ? 0 : digits[0].stride);
+    }
+    return out;
+  }
+};
+
+IndexMap identityMap(const std::vector<int64_t>& dims) {
+  IndexMap m;
+  int64_t stride = 1;
+  m.dims.resize(dims.size());
+  for (size_t i = dims.size(); i-- > 0;) {
+    m.dims[i] = {{dims[i], stride}};
+    stride *= dims[i];
+  }
+  return m;
+}
+
+/// Whether `m` maps onto its base in row-major order from element 0 (where its shape is the
+/// base's, `m` is the identity).
+bool isRowMajor(const IndexMap& m) {
+  auto strides = m.strides();
+  if (!strides || m.offset != 0) return false;
+  int64_t expected = 1;
+  for (size_t i = m.dims.size(); i-- > 0;) {
+    int64_t n = m.extent(i);
+    if (n != 1 && (*strides)[i] != expected) return false;
+    expected *= n;
+  }
+  return true;
+}
+
+/// `m` read in row-major order as `dims` (Reshape's semantics): the digits, in order, regrouped,
+/// a digit split in two where a new dim ends inside it. False where extents do not divide.
+bool reshapeMap(IndexMap& m, const std::vector<int64_t>& dims) {
+  std::vector<Digit> digits;
+  for (const auto& d : m.dims) {
+    for (const Digit& x : d) {
+      if (x.extent == 0) return false;
+      if (x.extent != 1) digits.push_back(x);
+    }
+  }
+  std::vector<std::vector<Digit>> out(dims.size());
+  size_t next = 0;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t need = dims[i];
+    if (need <= 0) return false;
+    while (need > 1) {
+      if (next == digits.size()) return false;
+      Digit& d = digits[next];
+      if (d.extent <= need) {
+        if (need % d.extent != 0) return false;
+        out[i].push_back(d);
+        need /= d.extent;
+        ++next;
+      } else {
+        if (d.extent % need != 0) return false;
+        // The digit's high part ends this dim; its low part starts the next.
+        const int64_t low = d.extent / need;
+        out[i].push_back({need, d.stride * low});
+        d = {low, d.stride};
+        need = 1;
+      }
+    }
+  }
+  if (next != digits.size()) return false;
+  m.dims = std::move(out);
+  return true;
+}
+
+/// Whether `node` only moves or selects its input 0's elements: the ops the maps are followed
+/// through.
+bool isViewOp(const ir::Node& node) {
+  static const std::set<std::string> kOps = {"Reshape",   "Transpose", "Squeeze",
+                                             "Unsqueeze", "Flatten",   "Identity",
+                                             "Gather",    "Slice",     "Split"};
+  return node.domain().empty() && kOps.count(node.opType()) > 0;
+}
+
+/// Dim `axis` of `m` cut to [start, start + length) (one digit, or none: extent 1).
+bool cutDim(IndexMap& m, size_t axis, int64_t start, int64_t length) {
+  IndexMap s = m;
+  s.simplify();
+  const auto& digits = s.dims[axis];
+  if (digits.size() > 1) return false;
+  const int64_t stride = digits.empty() ? 0 : digits[0].stride;
+  m.offset += start * stride;
+  m.dims[axis] = {{length, stride}};
+  return true;
+}
+
+/// The map of `node`'s output `index` given `m`, the map of its input 0; false where the op's
+/// operands are not constants or the shapes not static.
+bool applyViewOp(const ir::Node& node, size_t index, IndexMap& m, int64_t opset) {
+  auto out = pass::staticShape(node.output(index));
+  if (!out) return false;
+  const std::string& op = node.opType();
+  const auto rank = static_cast<int64_t>(m.dims.size());
+  const std::vector<int64_t> in = m.shape();
+  if (op == "Identity") return in == *out;
+  if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Flatten") {
+    return reshapeMap(m, *out);
+  }
+  if (op == "Transpose") {
+    std::vector<int64_t> perm = pass::attrInts(node, "perm").value_or(std::vector<int64_t>());
+    if (perm.empty()) {
+      for (int64_t i = rank; i-- > 0;) perm.push_back(i);
+    }
+    if (static_cast<int64_t>(perm.size()) != rank) return false;
+    IndexMap t = m;
+    for (size_t i = 0; i < perm.size(); ++i) {
+      if (perm[i] < 0 || perm[i] >= rank) return false;
+      t.dims[i] = m.dims[static_cast<size_t>(perm[i])];
+    }
+    m = std::move(t);
+    return m.shape() == *out;
+  }
+  if (op == "Gather") {
+    auto axis = pass::normalizeAxis(pass::attrInt(node, "axis", 0), rank);
+    auto index_value = node.numInputs() > 1 ? pass::constantInts(node.input(1)) : std::nullopt;
+    auto index_rank = pass::rankOf(node.input(1));
+    if (!axis || !index_value || index_value->size() != 1 || !index_rank || *index_rank > 1) {
+      return false;
+    }
+    const auto a = static_cast<size_t>(*axis);
+    int64_t i = (*index_value)[0];
+    if (i < 0) i += in[a];
+    if (i < 0 || i >= in[a]) return false;
+    // i's digits, least significant last.
+    for (size_t k = m.dims[a].size(); k-- > 0;) {
+      m.offset += (i % m.dims[a][k].extent) * m.dims[a][k].stride;
+      i /= m.dims[a][k].extent;
+    }
+    if (*index_rank == 0) {
+      m.dims.erase(m.dims.begin() + *axis);
+    } else {
+      m.dims[a].clear();
+    }
+    return m.shape() == *out;
+  }
+  if (op == "Split") {
+    auto axis = pass::normalizeAxis(pass::attrInt(node, "axis", 0), rank);
+    if (!axis || out->size() != in.size()) return false;
+    const auto a = static_cast<size_t>(*axis);
+    int64_t start = 0;
+    for (size_t i = 0; i < index; ++i) {
+      auto part = pass::staticShape(node.output(i));
+      if (!part || part->size() != in.size()) return false;
+      start += (*part)[a];
+    }
+    return cutDim(m, a, start, (*out)[a]) && m.shape() == *out;
+  }
+  if (op == "Slice" && opset >= 10) {
+    auto starts = node.numInputs() > 1 ? pass::constantInts(node.input(1)) : std::nullopt;
+    std::optional<std::vector<int64_t>> axes, steps;
+    if (node.numInputs() > 3 && node.input(3) != nullptr) axes = pass::constantInts(node.input(3));
+    if (node.numInputs() > 4 && node.input(4) != nullptr) steps = pass::constantInts(node.input(4));
+    if (!starts || out->size() != in.size()) return false;
+    if (!axes) {
+      axes = std::vector<int64_t>();
+      for (size_t i = 0; i < starts->size(); ++i) axes->push_back(static_cast<int64_t>(i));
+    }
+    if (axes->size() != starts->size() || (steps && steps->size() != starts->size())) return false;
+    for (size_t i = 0; i < axes->size(); ++i) {
+      auto axis = pass::normalizeAxis((*axes)[i], rank);
+      if (!axis || (steps && (*steps)[i] != 1)) return false;  // forward, unit steps only
+      const auto a = static_cast<size_t>(*axis);
+      const int64_t start =
+          std::clamp((*starts)[i] < 0 ? (*starts)[i] + in[a] : (*starts)[i], int64_t{0}, in[a]);
+      if (start + (*out)[a] > in[a] || !cutDim(m, a, start, (*out)[a])) return false;
+    }
+    return m.shape() == *out;
+  }
+  return false;
+}
+
+/// `value` as a map onto the value the chain of view ops that makes it starts from (the first
+/// value not made by one, with a static shape): that base and the map, or nullopt.
+std::optional<std::pair<ir::Value*, IndexMap>> traceView(ir::Value* value, int64_t opset) {
+  std::vector<std::pair<const ir::Node*, size_t>> chain;
+  ir::Value* base = value;
+  while (base->producer() != nullptr && isViewOp(*base->producer()) &&
+         base->producer()->numInputs() > 0 && base->producer()->input(0) != nullptr) {
+    chain.emplace_back(base->producer(), base->outputIndex());
+    base = base->producer()->input(0);
+  }
+  auto dims = pass::staticShape(base);
+  if (!dims) return std::nullopt;
+  IndexMap m = identityMap(*dims);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    if (!applyViewOp(*it->first, it->second, m, opset)) return std::nullopt;
+  }
+  return std::make_pair(base, std::move(m));
+}
+
+/// Whether `m` has `dims` and, where a dim is not 1, `strides`, at `offset`.
+bool mapIs(const IndexMap& m, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+           int64_t offset) {
+  auto s = m.strides();
+  if (!s || m.shape() != dims || m.offset != offset) return false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] != 1 && (*s)[i] != strides[i]) return false;
+  }
+  return true;
+}
+
+/// Attention(view_0(QKV), view_1(QKV), view_2(QKV)) -> Y, Y' = view(Y)
+///   ==>  Y' = reshape(SeqFirstPackedAttention(QKV)), QKV [S, B, 3E].
+class SeqFirstViewsPattern final : public rewrite::Pattern {
+ public:
+  SeqFirstViewsPattern() : Pattern("fuse-packed-attention-seq-first", "Attention", /*domain=*/"") {}
+  bool matchAndRewrite(ir::Node* attention, PatternContext& ctx) const override {
+    if (attention->numInputs() < 3 || attention->numOutputs() < 1) {
+      return ctx.fail("not Q, K, V -> Y");
+    }
+    for (size_t i = 3; i < attention->numInputs(); ++i) {
+      if (attention->input(i) != nullptr) return ctx.fail("a mask, cache or padding input");
+    }
+    for (size_t i = 1; i < attention->numOutputs(); ++i) {
+      if (attention->output(i) != nullptr && !attention->output(i)->uses().empty()) {
+        return ctx.fail("a present or qk_matmul output is read");
+      }
+    }
+    if (pass::attrInt(*attention, "is_causal", 0) != 0 ||
+        pass::attrFloat(*attention, "softcap", 0.0f) != 0.0f) {
+      return ctx.fail("causal or softcapped");
+    }
+    if (attention->output(0) == nullptr ||
+        (attention->output(0)->uses().empty() && !attention->output(0)->isGraphOutput())) {
+      return ctx.fail("Y is not read");
+    }
+    auto q_dims = pass::staticShape(attention->input(0));
+    if (!q_dims || q_dims->size() != 4) return ctx.fail("Q is not 4-D of a static shape");
+    for (size_t i = 1; i < 3; ++i) {
+      auto d = pass::staticShape(attention->input(i));
+      if (!d || *d != *q_dims) return ctx.fail("K or V is not Q's shape");
+    }
+    const int64_t batch = (*q_dims)[0], heads = (*q_dims)[1], seq = (*q_dims)[2],
+                  size = (*q_dims)[3], hidden = heads * size;
+    ir::Value* qkv = nullptr;
+    for (size_t p = 0; p < 3; ++p) {
+      auto traced = traceView(attention->input(p), ctx.opset());
+      if (!traced) return ctx.fail("input {} is no view of a static-shaped value", p);
+      if (qkv != nullptr && traced->first != qkv) return ctx.fail("Q, K, V views of two values");
+      qkv = traced->first;
+      auto base = pass::staticShape(qkv);
+      if (base != std::vector<int64_t>{seq, batch, 3 * hidden}) {
+        return ctx.fail("the viewed value is not [S, B, 3E]");
+      }
+      // [b, h, s, d] at s * (B * 3E) + b * 3E + p * E + h * D + d.
+      if (!mapIs(traced->second, *q_dims, {3 * hidden, size, batch * 3 * hidden, 1},
+                 static_cast<int64_t>(p) * hidden)) {
+        return ctx.fail("input {} is not part {} of the heads of a sequence-first QKV", p, p);
+      }
+    }
+    // The output side: Y [B, H, S, D] as a view of Y' [S, B, E], followed through single-use
+    // view ops to the first value that is Y' in row-major order.
+    IndexMap y;
+    y.dims = {{{batch, hidden}}, {{heads, size}}, {{seq, batch * hidden}}, {{size, 1}}};
+    ir::Value* cur = attention->output(0);
+    std::vector<ir::Node*> chain = {attention};
+    while (!isRowMajor(y)) {
+      if (!pass::hasSingleUse(cur)) return ctx.fail("the result is read by more than one view");
+      ir::Node* user = cur->uses().front().user;
+      if (cur->uses().front().index != 0 || !isViewOp(*user) || user->numOutputs() != 1 ||
+          user->opType() == "Gather" || user->opType() == "Slice" || user->opType() == "Split" ||
+          !applyViewOp(*user, 0, y, ctx.opset())) {
+        return ctx.fail("the result's views do not reach [S, B, E] rows");
+      }
+      cur = user->output(0);
+      chain.insert(chain.begin(), user);
+    }
+    if (!cudaClaims("SeqFirstPackedAttention", {qkv})) {
+      return ctx.fail("no CUDA kernel for SeqFirstPackedAttention of this type");
+    }
+    auto& rw = ctx.rewriter();
+    rw.setInsertionPoint(attention);
+    ir::Node* fused = rw.createNode("SeqFirstPackedAttention", kTargetDomain, {qkv}, 1);
+    rw.setAttribute(fused, pass::intAttr("num_heads", heads));
+    const float scale =
+        pass::attrFloat(*attention, "scale", 1.0f / std::sqrt(static_cast<float>(size)));
+    rw.setAttribute(fused, pass::floatAttr("scale", scale));
+    ir::Type type = attention->output(0)->type();
+    type.shape =
+        std::vector<ir::Dim>{ir::Dim::known(seq), ir::Dim::known(batch), ir::Dim::known(hidden)};
+    rw.setType(fused->output(0), type);
+    rw.setName(fused, rewrite::uniqueValueName(*attention->owningGraph(),
+                                               attention->output(0)->name() + "_packed"));
+    rw.setName(fused->output(0), fused->name());
+    ir::Value* result = fused->output(0);
+    const std::vector<int64_t> y_dims = y.shape();
+    if (y_dims != std::vector<int64_t>{seq, batch, hidden}) {
+      rw.setInsertionPoint(cur->producer());
+      ir::Value* shape = rw.createInitializer(
+          *attention->owningGraph(), fused->name() + "_shape",
+          pass::makeInt64Tensor(y_dims, {static_cast<int64_t>(y_dims.size())}));
+      ir::Node* reshape = rw.createNode("Reshape", "", {result, shape}, 1);
+      rw.setType(reshape->output(0), cur->type());
+      rw.setName(reshape->output(0),
+                 rewrite::uniqueValueName(*attention->owningGraph(), fused->name() + "_view"));
+      rw.setName(reshape, reshape->output(0)->name());
+      result = reshape->output(0);
+    }
+    rw.replaceAllUsesWith(cur, result);
+    // The views of QKV that only Attention read are dce's.
+    rw.eraseDeadNodes(chain);
+    return true;
+  }
+};
+
 class FusePackedAttentionPass final : public TargetPatternPass {
  public:
   std::string id() const override { return "fuse-packed-attention"; }
   std::string summary() const override {
     return "SafeAttention on three parts of one product (a Split, or three projections of one "
-           "input merged into one) into ai.onnxopt.SafePackedAttention (CUDA target)";
+           "input merged into one) into ai.onnxopt.SafePackedAttention, and Attention on head "
+           "views of one sequence-first [S, B, 3E] value into ai.onnxopt.SeqFirstPackedAttention "
+           "(CUDA target)";
   }
 
  protected:
@@ -204,6 +579,7 @@ class FusePackedAttentionPass final : public TargetPatternPass {
     rewrite::PatternList list;
     list.push_back(std::make_unique<SplitPattern>());
     list.push_back(std::make_unique<ProjectionsPattern>());
+    list.push_back(std::make_unique<SeqFirstViewsPattern>());
     return list;
   }
 };

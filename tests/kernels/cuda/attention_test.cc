@@ -515,6 +515,33 @@ TEST_F(AttentionTest, SafePackedAttentionMatchesItsBody) {
   }
 }
 
+// ai.onnxopt.SeqFirstPackedAttention against its reference: torch's nn.MultiheadAttention
+// layout, QKV [S, B, 3 H D] read in place (a query row's parts B * 3 H D apart) and Y written as
+// [S, B, H D] rows; fp16 and bf16 on the tensor-core kernel at head size 64 and (S = 197, ViT's)
+// an odd sequence; fp32, and head size 32 of any type, on the cuBLASLt path.
+TEST_F(AttentionTest, SeqFirstPackedAttentionMatchesItsBody) {
+  for (DataType t : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat}) {
+    for (int64_t b : {1, 3}) {
+      for (int64_t d : {64, 32}) {
+        SCOPED_TRACE(fmt::format("{} batch {} head size {}", dataTypeName(t), b, d));
+        std::mt19937 rng(13);
+        const int64_t s = 197, h = 2;
+        AttnNode node;
+        node.inputs.push_back(randomTensor(t, {s, b, 3 * h * d}, rng));
+        node.attrs.ints["num_heads"] = h;
+        node.attrs.floats["scale"] = 0.125f;
+        std::vector<const HostTensor*> ptrs = {&node.inputs[0]};
+        auto expected =
+            runReferenceKernel("ai.onnxopt.SeqFirstPackedAttention", 1, ptrs, node.attrs, 1);
+        ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+        auto got = runAttention(node, *expected, "SeqFirstPackedAttention", "ai.onnxopt");
+        ASSERT_TRUE(got.isOk()) << got.status().toString();
+        expectCloseOrEqual(expected->at(0), got->at(0), attentionTolerance(t));
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fused, AttentionTest, ::testing::ValuesIn(attentionCases()),
                          [](const ::testing::TestParamInfo<AttnCase>& p) { return p.param.name; });
 
