@@ -22,7 +22,7 @@ __global__ void gatherKernel(GatherDeviceArgs a) {
     int64_t j = t % a.indices;
     int64_t o = t / a.indices;
     int64_t v = wrappedIndex(a.index, a.int64_indices, j, a.axis_dim);
-    out[i] = v < 0 ? Word(0) : data[(o * a.axis_dim + v) * a.inner + in];
+    out[i] = v < 0 ? Word{} : data[(o * a.axis_dim + v) * a.inner + in];
   }
 }
 
@@ -49,7 +49,7 @@ __global__ void gatherNDKernel(GatherNDDeviceArgs a) {
   Word* out = static_cast<Word*>(a.out);
   ONNXOPT_GRID_STRIDE(i, a.count) {
     int64_t base = tupleOffset(a.tuples, a.index, i / a.slice);
-    out[i] = base < 0 ? Word(0) : data[base + i % a.slice];
+    out[i] = base < 0 ? Word{} : data[base / a.word_ratio + i % a.slice];
   }
 }
 
@@ -90,6 +90,15 @@ __global__ void reverseSequenceKernel(ReverseSequenceDeviceArgs a) {
   }
 }
 
+/// dispatchWord with 16-byte words (uint4) too: Gather and GatherND move a slice in the widest
+/// word its bytes divide into (gather.cc).
+template <typename F>
+cudaError_t dispatchSliceWord(int word_bytes, F&& launch) {
+  if (word_bytes != 16) return dispatchWord(word_bytes, launch);
+  launch(TypeTag<uint4>{});
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t launchReverseSequence(const ReverseSequenceDeviceArgs& args, cudaStream_t stream) {
@@ -113,7 +122,7 @@ cudaError_t launchOneHot(const OneHotDeviceArgs& args, cudaStream_t stream) {
 cudaError_t launchGather(const GatherDeviceArgs& args, cudaStream_t stream) {
   int64_t count = args.outer * args.indices * args.inner;
   if (count == 0) return cudaSuccess;
-  return dispatchWord(args.element_bytes, [&](auto tag) {
+  return dispatchSliceWord(args.element_bytes, [&](auto tag) {
     using Word = typename decltype(tag)::type;
     gatherKernel<Word><<<blocksFor(count), kThreads, 0, stream>>>(args);
   });
@@ -129,7 +138,7 @@ cudaError_t launchGatherElements(const GatherElementsDeviceArgs& args, cudaStrea
 
 cudaError_t launchGatherND(const GatherNDDeviceArgs& args, cudaStream_t stream) {
   if (args.count == 0) return cudaSuccess;
-  return dispatchWord(args.element_bytes, [&](auto tag) {
+  return dispatchSliceWord(args.element_bytes, [&](auto tag) {
     using Word = typename decltype(tag)::type;
     gatherNDKernel<Word><<<blocksFor(args.count), kThreads, 0, stream>>>(args);
   });

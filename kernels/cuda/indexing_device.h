@@ -21,7 +21,8 @@
 
 namespace onnxopt::kernels::cuda {
 
-/// Gather: the output is [outer, indices, inner] of the contiguous data [outer, axis_dim, inner].
+/// Gather: the output is [outer, indices, inner] of the contiguous data [outer, axis_dim, inner]
+/// (element_bytes and inner may count words of several elements: gather.cc widens them).
 struct GatherDeviceArgs {
   int element_bytes = 0;
   bool int64_indices = false;  ///< else int32
@@ -62,10 +63,11 @@ struct IndexTuples {
 
 /// GatherND: output element i is data[base(i / slice) + i % slice] (contiguous data and output).
 struct GatherNDDeviceArgs {
-  int element_bytes = 0;
+  int element_bytes = 0;  ///< of the word moved: the data's element or a multiple of it
   IndexTuples tuples;
-  int64_t slice = 0;
-  int64_t count = 0;
+  int64_t slice = 0;       ///< words
+  int64_t count = 0;       ///< words
+  int64_t word_ratio = 1;  ///< elements per word (the tuples' offsets count elements)
   const void* data = nullptr;
   const void* index = nullptr;
   void* out = nullptr;
