@@ -22,6 +22,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <type_traits>
 
 #include "attention_device.h"
 #include "attention_mask.cuh"
@@ -471,6 +472,286 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
   }
 }
 
+// The register-resident variant, for the grids that fill the GPU when every row start is 16-byte
+// aligned (FlashAttention-2's layout of the work, on the warp-level mma.sync instruction):
+//
+//   one block = 4 warps = 64 query rows of one (batch, head); Q's fragments stay in registers
+//   per tile of 64 keys, double-buffered: cp.async brings tile t + 1's K and V into shared
+//   memory while the warps work on tile t
+//     S = Q K^T      mma.m16n8k16 (K through ldmatrix), each warp its 16 rows x 64 keys in
+//                    registers: lane 4g + c holds rows g and g + 8, keys 8n + 2c and 8n + 2c + 1
+//     online softmax on those registers, the row's max and sum over the lane's quad (shuffles)
+//     O += P V       P's accumulators are, rounded to T, the A operand of the next mma as they
+//                    stand (the k = 16 chunk j is S's key tiles 2j and 2j + 1); V through
+//                    ldmatrix.trans; O (16 x D floats per warp) in registers
+//   Y = O / l
+//
+// Nothing goes through shared memory but K and V (and Q once); masks, the causal diagonal, the
+// NaN guard and rows attending to nothing follow the kernels above, element for element.
+constexpr int kMmaWarps = 4;
+constexpr int kMmaRows = 16 * kMmaWarps;
+constexpr int kMmaKeys = 64;
+
+template <int D>
+struct MmaLayout {
+  static constexpr int kLd = D + kPad;  // 16-byte rows, 8 of them on distinct banks (ldmatrix)
+  static constexpr size_t kQ = 0;
+  static constexpr size_t kTile = size_t{kMmaKeys} * kLd * 2;     // one K or V tile
+  static constexpr size_t kKv = kQ + size_t{kMmaRows} * kLd * 2;  // [buffer][K, V]
+  static constexpr size_t kBytes = kKv + 4 * kTile;
+};
+
+__device__ __forceinline__ unsigned sharedAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// 16 bytes from global `src` to shared `dst`, asynchronously; zeros where `valid` is false.
+__device__ __forceinline__ void copyAsync16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sharedAddress(dst)),
+               "l"(src), "r"(valid ? 16 : 0));
+}
+
+__device__ __forceinline__ void commitAsync() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+__device__ __forceinline__ void waitAsyncAll() {
+  asm volatile("cp.async.wait_group 0;\n" ::);
+}
+
+/// Rows [row0, row0 + rows) of one head (D elements each, `seq_stride` apart) into shared `dst`
+/// (row stride kLd), asynchronously; rows from `valid` on are zeros.
+template <typename T, int D>
+__device__ __forceinline__ void copyRowsAsync(T* dst, const T* src, int64_t seq_stride,
+                                              int64_t row0, int rows, int64_t valid) {
+  constexpr int kChunks = D / 8;
+  for (int idx = static_cast<int>(threadIdx.x); idx < rows * kChunks; idx += kMmaWarps * 32) {
+    const int r = idx / kChunks, c = idx % kChunks;
+    const bool live = row0 + r < valid;
+    copyAsync16(dst + r * MmaLayout<D>::kLd + c * 8,
+                live ? src + (row0 + r) * seq_stride + c * 8 : src, live);
+  }
+}
+
+/// Four 8 x 8 matrices of 16-bit elements from shared memory (lane l gives row l % 8 of matrix
+/// l / 8); `trans` hands each lane column elements instead of row ones.
+template <bool kTrans>
+__device__ __forceinline__ void loadMatrices(unsigned (&r)[4], const void* row) {
+  if constexpr (kTrans) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(row)));
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(sharedAddress(row)));
+  }
+}
+
+/// c += a b for one 16 x 8 x 16 tile (a row-major, b column-major, float accumulators).
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+/// Two floats as T, the first in the low half (an mma operand register).
+template <typename T>
+__device__ __forceinline__ unsigned packPair(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    __half2 p = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&p);
+  } else {
+    __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&p);
+  }
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kMmaWarps * 32)
+    flashAttentionMmaKernel(AttentionDeviceArgs a, int q_blocks, bool /*vec: always*/) {
+  using L = MmaLayout<D>;
+  constexpr int kLd = L::kLd;
+  constexpr int kKeyTiles = kMmaKeys / 8;  // S's n-tiles per key tile
+  constexpr int kOutTiles = D / 8;         // O's n-tiles
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* q_s = reinterpret_cast<T*>(smem + L::kQ);
+  auto kv_s = [&](int buffer, int which) {  // which: 0 K, 1 V
+    return reinterpret_cast<T*>(smem + L::kKv + (2 * buffer + which) * L::kTile);
+  };
+
+  const HeadBlock<T> hb = headBlock<T>(a, q_blocks, kMmaRows);
+  const int64_t b = hb.b, h = hb.h, q0 = hb.q0, key_end = hb.key_end;
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int g = lane / 4, c = lane % 4;  // the accumulators' row group and column pair
+
+  copyRowsAsync<T, D>(q_s, hb.q, a.q_strides.seq, q0, kMmaRows, a.q_seq);
+  if (key_end > 0) {
+    copyRowsAsync<T, D>(kv_s(0, 0), hb.k, a.k_strides.seq, 0, kMmaKeys, key_end);
+    copyRowsAsync<T, D>(kv_s(0, 1), hb.v, a.v_strides.seq, 0, kMmaKeys, key_end);
+  }
+  commitAsync();
+
+  // This lane's two rows (h2 = 0: row g of the warp's 16, h2 = 1: row g + 8).
+  int64_t qi[2], mask_row[2];
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  bool poisoned[2] = {false, false};
+#pragma unroll
+  for (int h2 = 0; h2 < 2; ++h2) {
+    qi[h2] = q0 + warp * 16 + g + 8 * h2;
+    mask_row[h2] = maskRow(a, b, h, qi[h2]);
+  }
+  float o[kOutTiles][4];
+#pragma unroll
+  for (int n = 0; n < kOutTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  unsigned qf[D / 16][4];
+
+  int buffer = 0;
+  for (int64_t kt = 0; kt < key_end || kt == 0; kt += kMmaKeys) {
+    waitAsyncAll();
+    __syncthreads();  // tile kt (and Q) arrived; every warp is done with the other buffer
+    if (kt == 0) {
+      // Q's A fragments, once: matrix i of each 16 x 16 chunk holds rows 8 (i % 2).., dims 8 (i / 2)..
+      const T* row = q_s + (warp * 16 + (lane / 8 % 2) * 8 + lane % 8) * kLd + (lane / 16) * 8;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) loadMatrices<false>(qf[kk], row + kk * 16);
+      if (key_end <= 0) break;
+    }
+    if (kt + kMmaKeys < key_end) {
+      copyRowsAsync<T, D>(kv_s(buffer ^ 1, 0), hb.k, a.k_strides.seq, kt + kMmaKeys, kMmaKeys,
+                          key_end);
+      copyRowsAsync<T, D>(kv_s(buffer ^ 1, 1), hb.v, a.v_strides.seq, kt + kMmaKeys, kMmaKeys,
+                          key_end);
+    }
+    commitAsync();
+    const T* k_s = kv_s(buffer, 0);
+    const T* v_s = kv_s(buffer, 1);
+
+    // S = Q K^T: key tiles 2j and 2j + 1 from one ldmatrix.x4 (matrices: tile 2j dims 0-7, 8-15,
+    // tile 2j + 1 dims 0-7, 8-15 of the chunk).
+    float s[kKeyTiles][4];
+#pragma unroll
+    for (int n = 0; n < kKeyTiles; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+      for (int j = 0; j < kKeyTiles / 2; ++j) {
+        unsigned kb[4];
+        loadMatrices<false>(
+            kb, k_s + (j * 16 + (lane / 16) * 8 + lane % 8) * kLd + kk * 16 + (lane / 8 % 2) * 8);
+        mma16816<T>(s[2 * j], qf[kk], kb[0], kb[1]);
+        mma16816<T>(s[2 * j + 1], qf[kk], kb[2], kb[3]);
+      }
+    }
+
+    // The online softmax of the lane's two rows over its 16 keys of each, the quad's 64 in all.
+#pragma unroll
+    for (int h2 = 0; h2 < 2; ++h2) {
+      float tile_max = -INFINITY;
+      bool bad = false;
+#pragma unroll
+      for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int64_t j = kt + n * 8 + 2 * c + e;
+          float x = -INFINITY;
+          if (j < key_end && !(a.causal && j > qi[h2])) {
+            const float bias = a.mask != nullptr ? maskBias(a, mask_row[h2] + j) : 0.0f;
+            const float full = s[n][2 * h2 + e] * a.scale + bias;
+            if (bias != -INFINITY) x = full;
+            bad = bad || isnan(a.nan_guard ? full : x) || full == INFINITY;
+          }
+          s[n][2 * h2 + e] = x;
+          tile_max = fmaxf(tile_max, x);
+        }
+      }
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      if (a.nan_guard) {
+        int any = static_cast<int>(bad);
+        any |= __shfl_xor_sync(0xffffffffu, any, 1);
+        any |= __shfl_xor_sync(0xffffffffu, any, 2);
+        poisoned[h2] = poisoned[h2] || any != 0;
+      } else {
+        int any = static_cast<int>(bad);
+        any |= __shfl_xor_sync(0xffffffffu, any, 1);
+        any |= __shfl_xor_sync(0xffffffffu, any, 2);
+        bad = any != 0;
+      }
+      const float m_new = fmaxf(m[h2], tile_max);
+      const bool skip = m_new == -INFINITY || poisoned[h2];
+      const float corr = skip ? 1.0f : expf(m[h2] - m_new);
+      float sum = 0.0f;
+#pragma unroll
+      for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float x = s[n][2 * h2 + e];
+          const float p = skip || x == -INFINITY ? 0.0f : expf(x - m_new);
+          sum += p;
+          s[n][2 * h2 + e] = p;
+        }
+      }
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (!skip) {
+        l[h2] = l[h2] * corr + sum;
+        m[h2] = m_new;
+      }
+      if (bad && !a.nan_guard) l[h2] = NAN;
+#pragma unroll
+      for (int n = 0; n < kOutTiles; ++n) {
+        o[n][2 * h2] *= corr;
+        o[n][2 * h2 + 1] *= corr;
+      }
+    }
+
+    // O += P V: P's k = 16 chunk j is S's key tiles 2j, 2j + 1 as they stand; V's matrices for
+    // dims 16i.. are keys 0-7, 8-15 of dims 16i..16i+7, then of 16i+8..16i+15 (transposed).
+#pragma unroll
+    for (int j = 0; j < kKeyTiles / 2; ++j) {
+      const unsigned pa[4] = {packPair<T>(s[2 * j][0], s[2 * j][1]),
+                              packPair<T>(s[2 * j][2], s[2 * j][3]),
+                              packPair<T>(s[2 * j + 1][0], s[2 * j + 1][1]),
+                              packPair<T>(s[2 * j + 1][2], s[2 * j + 1][3])};
+#pragma unroll
+      for (int i = 0; i < D / 16; ++i) {
+        unsigned vb[4];
+        loadMatrices<true>(
+            vb, v_s + (j * 16 + (lane / 8 % 2) * 8 + lane % 8) * kLd + i * 16 + (lane / 16) * 8);
+        mma16816<T>(o[2 * i], pa, vb[0], vb[1]);
+        mma16816<T>(o[2 * i + 1], pa, vb[2], vb[3]);
+      }
+    }
+    buffer ^= 1;
+  }
+
+#pragma unroll
+  for (int h2 = 0; h2 < 2; ++h2) {
+    if (qi[h2] >= a.q_seq) continue;
+    const float inv = poisoned[h2] ? 0.0f : isnan(l[h2]) ? NAN : l[h2] > 0.0f ? 1.0f / l[h2] : 0.0f;
+    T* y = static_cast<T*>(a.y) + b * a.y_strides.batch + h * a.y_strides.head +
+           qi[h2] * a.y_strides.seq + 2 * c;
+#pragma unroll
+    for (int n = 0; n < kOutTiles; ++n) {
+      *reinterpret_cast<unsigned*>(y + n * 8) =
+          packPair<T>(o[n][2 * h2] * inv, o[n][2 * h2 + 1] * inv);
+    }
+  }
+}
+
 bool aligned16Elements(const void* p, const HeadStrides& s) {
   return (reinterpret_cast<uintptr_t>(p) & 15) == 0 && s.batch % 8 == 0 && s.head % 8 == 0 &&
          s.seq % 8 == 0;
@@ -524,6 +805,11 @@ cudaError_t launchFlashTyped(const AttentionDeviceArgs& a, cudaStream_t stream) 
     return launchWithSmem(flashAttentionSplitKernel<T, D>,
                           static_cast<unsigned>(a.batch * a.q_heads * split_q), kSplitWarps,
                           SplitLayout<D>::kBytes, stream, a, split_q, vec);
+  }
+  static_assert(kMmaRows == kFlashRows, "one grid for both kernels");
+  if (vec) {
+    return launchWithSmem(flashAttentionMmaKernel<T, D>, blocks, kMmaWarps, MmaLayout<D>::kBytes,
+                          stream, a, q_blocks, vec);
   }
   return launchWithSmem(flashAttentionKernel<T, D>, blocks, kFlashWarps, FlashLayout<D>::kBytes,
                         stream, a, q_blocks, vec);
