@@ -250,39 +250,48 @@ StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
 
 template <>
 StatusOr<AttentionArgs> argsFromCall<AttentionArgs>(const CudaKernelCall& call) {
-  if (call.op == "SeqFirstPackedAttention") {
-    // ai.onnxopt.SeqFirstPackedAttention(QKV): QKV [S, B, 3E] and Y [S, B, E] contiguous, read
-    // and written as [B, S, E] views (batch stride 3E or E, rows B times that apart).
+  if (call.op == "SeqFirstPackedAttention" || call.op == "PackedAttention") {
+    // ai.onnxopt.PackedAttention(QKV): QKV [B, S, 3E], Y [B, S, E]; SeqFirstPackedAttention:
+    // QKV [S, B, 3E], Y [S, B, E], read and written as [B, S, E] views (a batch 3E or E
+    // elements on, rows B times that apart). Q, K and V are the three parts of QKV's rows.
+    const bool seq_first = call.op == "SeqFirstPackedAttention";
     if (call.inputs.size() != 1 || call.outputs.size() != 1) {
-      return invalidArgument("SeqFirstPackedAttention: takes QKV and has one output");
+      return invalidArgument("{}: takes QKV and has one output", call.op);
     }
     const ConstTensorView& qkv = call.inputs[0];
     const TensorView& y = call.outputs[0];
     if (qkv.dims.size() != 3 || qkv.dims[2] % 3 != 0 || !qkv.isContiguous()) {
-      return invalidArgument("SeqFirstPackedAttention: QKV must be a contiguous [S, B, 3E]");
+      return invalidArgument("{}: QKV must be a contiguous 3-D [{}, 3E]", call.op,
+                             seq_first ? "S, B" : "B, S");
     }
-    const int64_t seq = qkv.dims[0], batch = qkv.dims[1], part = qkv.dims[2] / 3;
-    if (y.dims != std::vector<int64_t>{seq, batch, part} || !y.isContiguous()) {
-      return invalidArgument("SeqFirstPackedAttention: Y is {}, not a contiguous [{}, {}, {}]",
-                             dimsText(y.dims), seq, batch, part);
+    const int64_t part = qkv.dims[2] / 3;
+    if (y.dims != std::vector<int64_t>{qkv.dims[0], qkv.dims[1], part} || !y.isContiguous()) {
+      return invalidArgument("{}: Y is {}, not a contiguous [{}, {}, {}]", call.op,
+                             dimsText(y.dims), qkv.dims[0], qkv.dims[1], part);
     }
+    const int64_t batch = seq_first ? qkv.dims[1] : qkv.dims[0];
+    const int64_t seq = seq_first ? qkv.dims[0] : qkv.dims[1];
+    // [B, S, E] strides of QKV's rows and of Y's.
+    const std::vector<int64_t> rows = seq_first
+                                          ? std::vector<int64_t>{3 * part, batch * 3 * part, 1}
+                                          : std::vector<int64_t>{seq * 3 * part, 3 * part, 1};
+    const std::vector<int64_t> y_rows = seq_first ? std::vector<int64_t>{part, batch * part, 1}
+                                                  : std::vector<int64_t>{seq * part, part, 1};
     const int64_t elem = dataTypeBits(qkv.dtype) / 8;
     CudaKernelCall unpacked = call;
     unpacked.op = "Attention";
     unpacked.inputs.clear();
     for (int64_t i = 0; i < 3; ++i) {
-      unpacked.inputs.emplace_back(qkv.dtype, std::vector<int64_t>{batch, seq, part},
-                                   std::vector<int64_t>{3 * part, batch * 3 * part, 1},
+      unpacked.inputs.emplace_back(qkv.dtype, std::vector<int64_t>{batch, seq, part}, rows,
                                    static_cast<const char*>(qkv.data) + i * part * elem,
                                    qkv.memory);
     }
-    unpacked.outputs = {
-        TensorView(y.dtype, {batch, seq, part}, {part, batch * part, 1}, y.data, y.memory)};
+    unpacked.outputs = {TensorView(y.dtype, {batch, seq, part}, y_rows, y.data, y.memory)};
     unpacked.constant_inputs.clear();
     ASSIGN_OR_RETURN(AttentionArgs a, argsFromCall<AttentionArgs>(unpacked));
     const KernelAttrs& attrs = attrsOf(call);
     if (!attrs.has("num_heads") || !attrs.has("scale")) {
-      return invalidArgument("SeqFirstPackedAttention: num_heads and scale are required");
+      return invalidArgument("{}: num_heads and scale are required", call.op);
     }
     a.op = call.op;
     a.has_q_heads = a.has_kv_heads = true;

@@ -51,6 +51,7 @@ StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx);
 StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx);
 StatusOr<Outputs> safePackedAttentionKernel(const KernelContext& ctx);
 StatusOr<Outputs> seqFirstPackedAttentionKernel(const KernelContext& ctx);
+StatusOr<Outputs> packedAttentionKernel(const KernelContext& ctx);
 StatusOr<Outputs> nhwcConvKernel(const KernelContext& ctx);  // NhwcConv, NhwcConvRelu/AddRelu
 StatusOr<Outputs> nhwcPoolKernel(const KernelContext& ctx);  // NhwcMaxPool, NhwcAveragePool
 

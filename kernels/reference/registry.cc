@@ -393,6 +393,7 @@ const std::map<std::string, Entry>& registry() {
         {"ai.onnxopt.SafeAttention", {1, ref::safeAttentionKernel, in({F, F, F, F})}},
         {"ai.onnxopt.SafePackedAttention", {1, ref::safePackedAttentionKernel, in({F, F})}},
         {"ai.onnxopt.SeqFirstPackedAttention", {1, ref::seqFirstPackedAttentionKernel, in({F})}},
+        {"ai.onnxopt.PackedAttention", {1, ref::packedAttentionKernel, in({F})}},
         // ml.cc: ai.onnx.ml, by referenceOpName, at that domain's opsets
         {"ai.onnx.ml.Binarizer",
          {1, ref::binarizerKernel,

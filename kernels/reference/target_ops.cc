@@ -17,6 +17,8 @@
 //     split(x) = T<0,2,1,3>(R(x)), R(x) = Reshape(x, [0, 0, num_heads, -1]),
 //     merge(y) = Reshape(T<0,2,1,3>(y), [0, 0, -1])
 //   SafePackedAttention(QKV, M) = SafeAttention(Split<axis=2, num_outputs=3>(QKV), M)
+//   PackedAttention(QKV) = merge(MatMul(Softmax<-1>(Mul(MatMul(split(Q), T<0,2,3,1>(R(K))),
+//     CastLike(scale))), split(V))),  Q, K, V = Split<axis=2>(QKV) of [B, S, 3E]
 //   SeqFirstPackedAttention(QKV) = seq_merge(MatMul(Softmax<-1>(Mul(MatMul(seq_split(Q),
 //     T<1,2,3,0>(R(K))), CastLike(scale))), seq_split(V))),  Q, K, V = Split<axis=2>(QKV) of
 //     [S, B, 3E], seq_split(x) = T<1,2,0,3>(R(x)), seq_merge(y) = Reshape(T<2,0,1,3>(y), [0, 0, -1])
@@ -155,8 +157,8 @@ StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx) {
 
 namespace {
 
-/// SafeAttention (a mask M, the softmax's NaNs made 0) or, `seq_first`, the attention of
-/// SeqFirstPackedAttention's parts (no mask; [S, B, E] in and out) on Q, K, V (and M).
+/// The attention of Q, K, V ([B, S, E], or [S, B, E] when `seq_first`) and, where there is a
+/// fourth input, SafeAttention's: the mask M added, the softmax's NaNs made 0.
 StatusOr<Outputs> attentionBody(const KernelContext& ctx, const std::vector<const HostTensor*>& in,
                                 bool seq_first) {
   const HostTensor& q = *in[0];
@@ -192,13 +194,14 @@ StatusOr<Outputs> attentionBody(const KernelContext& ctx, const std::vector<cons
   c.set<float>(0, scale->second);
   ASSIGN_OR_RETURN(HostTensor cs, call(ctx, "CastLike", {&c, &s}));
   ASSIGN_OR_RETURN(s, call(ctx, "Mul", {&s, &cs}));
-  if (!seq_first) {
+  const bool masked = in.size() == 4;
+  if (masked) {
     ASSIGN_OR_RETURN(s, call(ctx, "Add", {&s, in[3]}));
   }
   KernelAttrs axis;
   axis.ints["axis"] = -1;
   ASSIGN_OR_RETURN(HostTensor p, call(ctx, "Softmax", {&s}, axis));
-  if (!seq_first) {
+  if (masked) {
     ASSIGN_OR_RETURN(HostTensor nan, call(ctx, "IsNaN", {&p}));
     HostTensor zero = HostTensor::zeros(p.dtype, {});
     ASSIGN_OR_RETURN(p, call(ctx, "Where", {&nan, &zero, &p}));
@@ -225,8 +228,8 @@ StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx) {
 namespace {
 
 /// The attention of QKV's three equal parts (Split<axis=2>), with input 1 as the mask when
-/// `masked` (SafePackedAttention), else sequence-first (SeqFirstPackedAttention).
-StatusOr<Outputs> packedAttention(const KernelContext& ctx, bool masked) {
+/// `masked` (SafePackedAttention).
+StatusOr<Outputs> packedAttention(const KernelContext& ctx, bool masked, bool seq_first) {
   const size_t inputs = masked ? 2 : 1;
   if (ctx.numInputs() != inputs || ctx.input(0) == nullptr || (masked && ctx.input(1) == nullptr)) {
     return invalidArgument("{}: takes QKV{}", ctx.op, masked ? " and M" : "");
@@ -234,7 +237,7 @@ StatusOr<Outputs> packedAttention(const KernelContext& ctx, bool masked) {
   const HostTensor& qkv = *ctx.input(0);
   if (qkv.dims.size() != 3 || qkv.dims[2] % 3 != 0) {
     return invalidArgument("{}: QKV must be 3-D [{}, 3 * heads * size]", ctx.op,
-                           masked ? "batch, seq" : "seq, batch");
+                           seq_first ? "seq, batch" : "batch, seq");
   }
   KernelAttrs split;
   split.ints["axis"] = 2;
@@ -243,17 +246,21 @@ StatusOr<Outputs> packedAttention(const KernelContext& ctx, bool masked) {
   if (!parts.isOk()) return parts.status().withContext(ctx.op);
   std::vector<const HostTensor*> in = {&(*parts)[0], &(*parts)[1], &(*parts)[2]};
   if (masked) in.push_back(ctx.input(1));
-  return attentionBody(ctx, in, !masked);
+  return attentionBody(ctx, in, seq_first);
 }
 
 }  // namespace
 
+StatusOr<Outputs> packedAttentionKernel(const KernelContext& ctx) {
+  return packedAttention(ctx, false, false);
+}
+
 StatusOr<Outputs> seqFirstPackedAttentionKernel(const KernelContext& ctx) {
-  return packedAttention(ctx, false);
+  return packedAttention(ctx, false, true);
 }
 
 StatusOr<Outputs> safePackedAttentionKernel(const KernelContext& ctx) {
-  return packedAttention(ctx, true);
+  return packedAttention(ctx, true, false);
 }
 
 }  // namespace onnxopt::kernels::ref

@@ -24,11 +24,15 @@
 //       Y = Reshape(T<0,2,1,3>(MatMul(Where(IsNaN(P), 0, P), T<0,2,1,3>(split(V)))), [0, 0, -1]) }
 //   SafePackedAttention<num_heads, scale>(QKV, M) => (Y)
 //     { Q, K, V = Split<axis=2, num_outputs=3>(QKV); Y = SafeAttention's }
-// Sequence-first (torch's nn.MultiheadAttention), no mask, the softmax as Attention's:
-//   SeqFirstPackedAttention<num_heads, scale>(QKV) => (Y)      QKV [S, B, 3E], Y [S, B, E]
+// Without mask, the softmax as Attention's:
+//   PackedAttention<num_heads, scale>(QKV) => (Y)      QKV [B, S, 3E], Y [B, S, E]
 //     { Q, K, V = Split<axis=2, num_outputs=3>(QKV);
-//       P = Softmax<-1>(MatMul(T<1,2,0,3>(split(Q)), T<1,2,3,0>(split(K))) * @scale);
-//       Y = Reshape(T<2,0,1,3>(MatMul(P, T<1,2,0,3>(split(V)))), [0, 0, -1]) }
+//       P = Softmax<-1>(MatMul(T<0,2,1,3>(split(Q)), T<0,2,3,1>(split(K))) * @scale);
+//       Y = Reshape(T<0,2,1,3>(MatMul(P, T<0,2,1,3>(split(V)))), [0, 0, -1]) }
+// and sequence-first (torch's nn.MultiheadAttention):
+//   SeqFirstPackedAttention<num_heads, scale>(QKV) => (Y)      QKV [S, B, 3E], Y [S, B, E]
+//     { as PackedAttention's with the perms T<1,2,0,3> for Q and V, T<1,2,3,0> for K and
+//       T<2,0,1,3> for Y }
 #include "onnxopt/passes/target_ops.h"
 
 #include <fmt/format.h>
@@ -58,6 +62,7 @@ constexpr OpInfo kOps[] = {
     {"NhwcConvAddRelu", 1},
     {"NhwcConvRelu", 1},
     {"NhwcMaxPool", 8},
+    {"PackedAttention", 15},
     {"SafeAttention", 15},
     {"SafePackedAttention", 15},
     {"SeqFirstPackedAttention", 15},
@@ -196,16 +201,20 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
     body.output(sum);
     return fn;
   }
-  if (op == "SafeAttention" || op == "SafePackedAttention" || op == "SeqFirstPackedAttention") {
+  if (op.find("Attention") != std::string::npos) {
     using K = ir::Attribute::Kind;
+    // The Safe ops take a mask and make the softmax's NaNs 0; the Packed ones split one QKV;
+    // SeqFirst's rows are [S, B] where the others' are [B, S].
+    const bool safe = op.rfind("Safe", 0) == 0;
     const bool seq_first = op == "SeqFirstPackedAttention";
     fn->attribute_names = {"num_heads", "scale"};
     fn->doc_string =
-        seq_first ? "Y = merge(MatMul(P, split(V))), P = Softmax(split(Q) split(K)^T * scale): "
-                    "sequence-first [S, B, num_heads * D] parts"
-                  : "Y = merge(MatMul(Where(IsNaN(P), 0, P), split(V))), P = Softmax(split(Q) "
-                    "split(K)^T * scale + M): 3-D [B, S, num_heads * D] inputs, the softmax's "
-                    "NaNs made 0";
+        safe
+            ? "Y = merge(MatMul(Where(IsNaN(P), 0, P), split(V))), P = Softmax(split(Q) "
+              "split(K)^T * scale + M): 3-D [B, S, num_heads * D] inputs, the softmax's NaNs made 0"
+            : "Y = merge(MatMul(P, split(V))), P = Softmax(split(Q) split(K)^T * scale): 3-D [B, "
+              "S, num_heads * D] parts";
+    if (seq_first) fn->doc_string += " ([S, B, num_heads * D]: sequence-first)";
     ir::Value *q, *k, *v;
     if (op != "SafeAttention") {
       fn->doc_string += "; Q, K, V the three equal parts of QKV's last dim";
@@ -222,7 +231,7 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
       k = body.input("K");
       v = body.input("V");
     }
-    ir::Value* m = seq_first ? nullptr : body.input("M");
+    ir::Value* m = safe ? body.input("M") : nullptr;
     ir::Value* heads = body.node(
         "Unsqueeze",
         {body.constantRef("value_int", "num_heads", K::kInt, "heads"), body.ints({0}, "axes")},
@@ -247,26 +256,24 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
     ir::Value* s1 = body.node("Mul", {s0, c}, "scaled");
     if (m != nullptr) s1 = body.node("Add", {s1, m}, "scores");
     ir::Value* p = body.withInt(body.node("Softmax", {s1}, "probs"), "axis", -1);
-    if (seq_first) {
-      ir::Value* y4 = body.node("MatMul", {p, v4}, "y4");
-      body.output(body.node(
-          "Reshape",
-          {body.transpose(y4, {2, 0, 1, 3}, "y_heads"), body.ints({0, 0, -1}, "merge_shape")},
-          "Y"));
-      return fn;
+    if (safe) {
+      ir::Value* zero_f = body.node("Constant", {}, "zero_f");
+      ir::Attribute zf;
+      zf.name = "value_float";
+      zf.kind = K::kFloat;
+      zf.f = 0.0f;
+      body.set(zero_f, std::move(zf));
+      ir::Value* zero = body.node("CastLike", {zero_f, p}, "zero");
+      p = body.node("Where", {body.node("IsNaN", {p}, "nan"), zero, p}, "safe_probs");
     }
-    ir::Value* zero_f = body.node("Constant", {}, "zero_f");
-    ir::Attribute zf;
-    zf.name = "value_float";
-    zf.kind = K::kFloat;
-    zf.f = 0.0f;
-    body.set(zero_f, std::move(zf));
-    ir::Value* zero = body.node("CastLike", {zero_f, p}, "zero");
-    ir::Value* safe = body.node("Where", {body.node("IsNaN", {p}, "nan"), zero, p}, "safe_probs");
-    ir::Value* y4 = body.node("MatMul", {safe, v4}, "y4");
+    ir::Value* y4 = body.node("MatMul", {p, v4}, "y4");
     body.output(body.node(
         "Reshape",
-        {body.transpose(y4, {0, 2, 1, 3}, "y_heads"), body.ints({0, 0, -1}, "merge_shape")}, "Y"));
+        {body.transpose(
+             y4, seq_first ? std::vector<int64_t>{2, 0, 1, 3} : std::vector<int64_t>{0, 2, 1, 3},
+             "y_heads"),
+         body.ints({0, 0, -1}, "merge_shape")},
+        "Y"));
     return fn;
   }
   if (op.rfind("Nhwc", 0) == 0) {

@@ -256,12 +256,12 @@ std::vector<Case> cases() {
                  {kF},
                  {{0, {1, 1, 6}, {1, 2, 0, 1, 1, 1}}, {0, {1, 1, 1, 1}, {0}}},
                  one_head});
-  // SeqFirstPackedAttention: QKV [1, 1, 6] (S = B = 1: Q, K, V of one head of 2).
-  out.push_back({"ai.onnxopt.SeqFirstPackedAttention",
-                 1,
-                 {kF},
-                 {{0, {1, 1, 6}, {1, 2, 0, 1, 1, 1}}},
-                 one_head});
+  // SeqFirstPackedAttention, PackedAttention: QKV [1, 1, 6] (S = B = 1: Q, K, V of one head
+  // of 2).
+  for (const char* op : {"SeqFirstPackedAttention", "PackedAttention"}) {
+    out.push_back(
+        {std::string("ai.onnxopt.") + op, 1, {kF}, {{0, {1, 1, 6}, {1, 2, 0, 1, 1, 1}}}, one_head});
+  }
   // The channels-last forms: X [1, 2, 2, 1] (NHWC), W [1, 1, 1, 1], B, Z.
   const Dims nhwc = {1, 2, 2, 1};
   for (const char* op : {"NhwcConv", "NhwcConvRelu"}) {

@@ -515,16 +515,32 @@ class SeqFirstViewsPattern final : public rewrite::Pattern {
     y.dims = {{{batch, hidden}}, {{heads, size}}, {{seq, batch * hidden}}, {{size, 1}}};
     ir::Value* cur = attention->output(0);
     std::vector<ir::Node*> chain = {attention};
-    while (!isRowMajor(y)) {
-      if (!pass::hasSingleUse(cur)) return ctx.fail("the result is read by more than one view");
+    // Past the first row-major value, the Reshapes that follow it (row-major too) join the one
+    // Reshape of the result that replaces them.
+    auto reshapes = [](const ir::Node& n) {
+      return n.domain().empty() &&
+             (n.opType() == "Reshape" || n.opType() == "Flatten" || n.opType() == "Squeeze" ||
+              n.opType() == "Unsqueeze" || n.opType() == "Identity");
+    };
+    for (bool row_major = isRowMajor(y);;) {
+      if (!pass::hasSingleUse(cur)) {
+        if (row_major) break;
+        return ctx.fail("the result is read by more than one view");
+      }
       ir::Node* user = cur->uses().front().user;
-      if (cur->uses().front().index != 0 || !isViewOp(*user) || user->numOutputs() != 1 ||
-          user->opType() == "Gather" || user->opType() == "Slice" || user->opType() == "Split" ||
-          !applyViewOp(*user, 0, y, ctx.opset())) {
+      const bool view = cur->uses().front().index == 0 && isViewOp(*user) &&
+                        user->numOutputs() == 1 && (!row_major || reshapes(*user)) &&
+                        user->opType() != "Gather" && user->opType() != "Slice" &&
+                        user->opType() != "Split";
+      IndexMap next = y;
+      if (!view || !applyViewOp(*user, 0, next, ctx.opset())) {
+        if (row_major) break;
         return ctx.fail("the result's views do not reach [S, B, E] rows");
       }
+      y = std::move(next);
       cur = user->output(0);
       chain.insert(chain.begin(), user);
+      row_major = isRowMajor(y);
     }
     if (!cudaClaims("SeqFirstPackedAttention", {qkv})) {
       return ctx.fail("no CUDA kernel for SeqFirstPackedAttention of this type");
@@ -564,6 +580,156 @@ class SeqFirstViewsPattern final : public rewrite::Pattern {
   }
 };
 
+/// Whether `v` is constant data: an initializer that is no graph input, or a Constant's output.
+bool isConstant(const ir::Value* v) {
+  if (v == nullptr || v->isGraphInput()) return false;
+  if (v->initializer() != nullptr) return true;
+  const ir::Node* p = v->producer();
+  return p != nullptr && p->opType() == "Constant" && p->domain().empty();
+}
+
+/// Whether `node` computes each row (the last dim) of its input `value` on its own, the same way
+/// for every row, so that it commutes with reordering the rows: a product with a constant [K, N]
+/// (MatMul, the MatMulBias family, Gemm without transA), a constant bias of at most one dim
+/// added or multiplied, an activation, or a Reshape that only merges or splits the leading dims.
+bool isRowWise(const ir::Node& node, const ir::Value* value) {
+  const std::string& op = node.opType();
+  auto constantOfRank = [](const ir::Value* v, int64_t max_rank) {
+    auto r = pass::rankOf(v);
+    return v != nullptr && isConstant(v) && r && *r <= max_rank;
+  };
+  if (node.domain() == kTargetDomain) {
+    return (op == "MatMulBias" || op == "MatMulBiasGelu" || op == "MatMulBiasRelu") &&
+           node.input(0) == value && node.input(1) != value &&
+           pass::rankOf(node.input(1)) == int64_t{2} && isConstant(node.input(1));
+  }
+  if (!node.domain().empty() || node.numOutputs() != 1) return false;
+  if (op == "MatMul") {
+    return node.input(0) == value && node.input(1) != value &&
+           pass::rankOf(node.input(1)) == int64_t{2} && isConstant(node.input(1));
+  }
+  if (op == "Gemm") {
+    return node.input(0) == value && pass::attrInt(node, "transA", 0) == 0 &&
+           isConstant(node.input(1)) &&
+           (node.numInputs() < 3 || node.input(2) == nullptr || constantOfRank(node.input(2), 1));
+  }
+  if (op == "Add" || op == "Mul" || op == "Sub" || op == "Div") {
+    return node.numInputs() == 2 && ((node.input(0) == value && constantOfRank(node.input(1), 1)) ||
+                                     (node.input(1) == value && constantOfRank(node.input(0), 1)));
+  }
+  if (op == "Relu" || op == "Gelu" || op == "Identity") return node.input(0) == value;
+  if (op == "Reshape") {
+    auto in = pass::staticShape(value);
+    auto out = pass::staticShape(node.output(0));
+    if (node.input(0) != value || !in || !out || in->empty() || out->empty() ||
+        in->back() != out->back()) {
+      return false;
+    }
+    return (in->size() == 3 && out->size() == 2) || (in->size() == 2 && out->size() == 3) ||
+           (in->size() == out->size() && *in == *out);
+  }
+  return false;
+}
+
+/// SeqFirstPackedAttention between Transpose<1,0,2> chains:
+///   T<1,0,2>(X) -> rows... -> QKV -> SeqFirstPackedAttention -> rows... -> T<1,0,2> -> Y
+///   ==>  X -> rows... -> QKV' -> PackedAttention -> rows... -> Y
+/// (rows: isRowWise ops, each result read only by the next; their [S, B, N] results become
+/// [B, S, N], the Reshapes to rank 3 reshape to that). The row-wise ops see the same rows in
+/// another order, so the two Transposes go: torch's nn.MultiheadAttention with batch_first
+/// (torchvision's ViT) transposes its input to sequence-first and its output back.
+class BatchFirstPattern final : public rewrite::Pattern {
+ public:
+  BatchFirstPattern()
+      : Pattern("fuse-packed-attention-batch-first", "SeqFirstPackedAttention", kTargetDomain) {}
+  bool matchAndRewrite(ir::Node* attention, PatternContext& ctx) const override {
+    ir::Value* qkv = attention->input(0);
+    auto qkv_dims = pass::staticShape(qkv);
+    if (!qkv_dims || qkv_dims->size() != 3 || !pass::hasSingleUse(qkv)) {
+      return ctx.fail("QKV is not a static [S, B, 3E] read only here");
+    }
+    const int64_t seq = (*qkv_dims)[0], batch = (*qkv_dims)[1];
+    // Every value between the Transposes: [S, B, N] or [S * B, N].
+    auto rowsOk = [&](const ir::Value* v) {
+      auto d = pass::staticShape(v);
+      return d && ((d->size() == 3 && (*d)[0] == seq && (*d)[1] == batch) ||
+                   (d->size() == 2 && (*d)[0] == seq * batch));
+    };
+    auto isSwap = [](const ir::Node* n) {
+      return n != nullptr && n->opType() == "Transpose" && n->domain().empty() &&
+             pass::attrInts(*n, "perm") == std::vector<int64_t>{1, 0, 2};
+    };
+    std::vector<ir::Node*> before;  // QKV's producer first
+    ir::Value* v = qkv;
+    while (!isSwap(v->producer())) {
+      ir::Node* p = v->producer();
+      if (p == nullptr || p->numOutputs() != 1 || !rowsOk(v) || !pass::hasSingleUse(v)) {
+        return ctx.fail("QKV is not rows of a Transpose<1,0,2>");
+      }
+      ir::Value* in = nullptr;
+      for (size_t i = 0; i < p->numInputs() && in == nullptr; ++i) {
+        if (p->input(i) != nullptr && !isConstant(p->input(i))) in = p->input(i);
+      }
+      if (in == nullptr || !isRowWise(*p, in)) return ctx.fail("QKV is not rows of its input");
+      before.push_back(p);
+      v = in;
+    }
+    ir::Node* in_swap = v->producer();
+    if (!pass::hasSingleUse(v)) return ctx.fail("the input Transpose is read elsewhere");
+    std::vector<ir::Node*> after;
+    v = attention->output(0);
+    ir::Node* out_swap = nullptr;
+    while (out_swap == nullptr) {
+      if (!pass::hasSingleUse(v) || !rowsOk(v)) {
+        return ctx.fail("the result is not read as rows by one op at a time");
+      }
+      ir::Node* u = v->uses().front().user;
+      if (isSwap(u)) {
+        out_swap = u;
+      } else if (isRowWise(*u, v)) {
+        after.push_back(u);
+        v = u->output(0);
+      } else {
+        return ctx.fail("the result reaches no Transpose<1,0,2> through row-wise ops");
+      }
+    }
+    if (!cudaClaims("PackedAttention", {qkv})) {
+      return ctx.fail("no CUDA kernel for PackedAttention of this type");
+    }
+    auto& rw = ctx.rewriter();
+    ir::Graph& graph = *attention->owningGraph();
+    // [S, B, N] becomes [B, S, N]; a Reshape to it gets that shape.
+    auto swapRows = [&](ir::Node* n) {
+      ir::Value* out = n->output(0);
+      auto d = pass::staticShape(out);
+      if (!d || d->size() != 3) return;
+      ir::Type type = out->type();
+      std::swap((*type.shape)[0], (*type.shape)[1]);
+      rw.setType(out, type);
+      if (n->opType() == "Reshape" && n->domain().empty()) {
+        const std::vector<int64_t> dims = {(*d)[1], (*d)[0], (*d)[2]};
+        rw.setInsertionPoint(n);
+        rw.setInput(
+            n, 1,
+            rw.createInitializer(graph, out->name() + "_shape", pass::makeInt64Tensor(dims, {3})));
+      }
+    };
+    ir::Value* x = in_swap->input(0);
+    ir::Node* first = before.empty() ? attention : before.back();
+    for (size_t i = 0; i < first->numInputs(); ++i) {
+      if (first->input(i) == in_swap->output(0)) rw.setInput(first, i, x);
+    }
+    rw.eraseNode(in_swap);
+    for (ir::Node* n : before) swapRows(n);
+    rw.setOpType(attention, "PackedAttention", kTargetDomain);
+    swapRows(attention);
+    for (ir::Node* n : after) swapRows(n);
+    rw.replaceAllUsesWith(out_swap->output(0), v);
+    rw.eraseNode(out_swap);
+    return true;
+  }
+};
+
 class FusePackedAttentionPass final : public TargetPatternPass {
  public:
   std::string id() const override { return "fuse-packed-attention"; }
@@ -580,6 +746,7 @@ class FusePackedAttentionPass final : public TargetPatternPass {
     list.push_back(std::make_unique<SplitPattern>());
     list.push_back(std::make_unique<ProjectionsPattern>());
     list.push_back(std::make_unique<SeqFirstViewsPattern>());
+    list.push_back(std::make_unique<BatchFirstPattern>());
     return list;
   }
 };

@@ -519,7 +519,7 @@ void safeAttention(InferenceContext& ctx) {
 }
 
 /// ai.onnxopt.SafePackedAttention: Y is [B, S, N] of QKV's type, QKV [B, S, 3N] (and
-/// SeqFirstPackedAttention: [S, B, N] from [S, B, 3N]).
+/// PackedAttention; SeqFirstPackedAttention: [S, B, N] from [S, B, 3N]).
 void safePackedAttention(InferenceContext& ctx) {
   auto qkv = ctx.inputShape(0);
   if (!qkv || qkv->size() != 3) {
@@ -555,6 +555,7 @@ void registerNnOps(std::vector<OpInference>& t) {
   t.push_back({"ai.onnxopt", "SafeAttention", 1, &safeAttention});
   t.push_back({"ai.onnxopt", "SafePackedAttention", 1, &safePackedAttention});
   t.push_back({"ai.onnxopt", "SeqFirstPackedAttention", 1, &safePackedAttention});
+  t.push_back({"ai.onnxopt", "PackedAttention", 1, &safePackedAttention});
   for (const char* op : {"NhwcConv", "NhwcConvRelu", "NhwcConvAddRelu"}) {
     t.push_back({"ai.onnxopt", op, 1, &nhwcConv});
   }

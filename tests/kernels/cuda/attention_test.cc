@@ -515,28 +515,36 @@ TEST_F(AttentionTest, SafePackedAttentionMatchesItsBody) {
   }
 }
 
-// ai.onnxopt.SeqFirstPackedAttention against its reference: torch's nn.MultiheadAttention
-// layout, QKV [S, B, 3 H D] read in place (a query row's parts B * 3 H D apart) and Y written as
-// [S, B, H D] rows; fp16 and bf16 on the tensor-core kernel at head size 64 and (S = 197, ViT's)
-// an odd sequence; fp32, and head size 32 of any type, on the cuBLASLt path.
-TEST_F(AttentionTest, SeqFirstPackedAttentionMatchesItsBody) {
-  for (DataType t : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat}) {
-    for (int64_t b : {1, 3}) {
-      for (int64_t d : {64, 32}) {
-        SCOPED_TRACE(fmt::format("{} batch {} head size {}", dataTypeName(t), b, d));
-        std::mt19937 rng(13);
-        const int64_t s = 197, h = 2;
-        AttnNode node;
-        node.inputs.push_back(randomTensor(t, {s, b, 3 * h * d}, rng));
-        node.attrs.ints["num_heads"] = h;
-        node.attrs.floats["scale"] = 0.125f;
-        std::vector<const HostTensor*> ptrs = {&node.inputs[0]};
-        auto expected =
-            runReferenceKernel("ai.onnxopt.SeqFirstPackedAttention", 1, ptrs, node.attrs, 1);
-        ASSERT_TRUE(expected.isOk()) << expected.status().toString();
-        auto got = runAttention(node, *expected, "SeqFirstPackedAttention", "ai.onnxopt");
-        ASSERT_TRUE(got.isOk()) << got.status().toString();
-        expectCloseOrEqual(expected->at(0), got->at(0), attentionTolerance(t));
+// ai.onnxopt.SeqFirstPackedAttention and PackedAttention against their references: QKV
+// [S, B, 3 H D] (torch's nn.MultiheadAttention) or [B, S, 3 H D] read in place and Y written as
+// [S, B, H D] or [B, S, H D] rows; fp16 and bf16 on the tensor-core kernels at head size 64 and
+// (S = 197, ViT's) an odd sequence, both grids (batch 1: split keys; batch 24: 96 blocks of 64
+// rows, or more SMs' worth with ONNXOPT_FLASH_SPLIT=0); fp32, and head size 32 of any type, on
+// the cuBLASLt path.
+TEST_F(AttentionTest, PackedAttentionMatchesItsBody) {
+  for (const char* op : {"SeqFirstPackedAttention", "PackedAttention"}) {
+    for (DataType t : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat}) {
+      for (int64_t b : {1, 24}) {
+        for (int64_t d : {64, 32}) {
+          SCOPED_TRACE(fmt::format("{} {} batch {} head size {}", op, dataTypeName(t), b, d));
+          std::mt19937 rng(13);
+          const int64_t s = 197, h = 2;
+          const bool seq_first = std::string(op) == "SeqFirstPackedAttention";
+          AttnNode node;
+          node.inputs.push_back(randomTensor(t,
+                                             seq_first ? std::vector<int64_t>{s, b, 3 * h * d}
+                                                       : std::vector<int64_t>{b, s, 3 * h * d},
+                                             rng));
+          node.attrs.ints["num_heads"] = h;
+          node.attrs.floats["scale"] = 0.125f;
+          std::vector<const HostTensor*> ptrs = {&node.inputs[0]};
+          auto expected =
+              runReferenceKernel(std::string("ai.onnxopt.") + op, 1, ptrs, node.attrs, 1);
+          ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+          auto got = runAttention(node, *expected, op, "ai.onnxopt");
+          ASSERT_TRUE(got.isOk()) << got.status().toString();
+          expectCloseOrEqual(expected->at(0), got->at(0), attentionTolerance(t));
+        }
       }
     }
   }
