@@ -227,7 +227,11 @@ Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
 //  - fuse-packed-attention last: after the epilogue fusion has made the projections MatMulBias
 //    (and left bias-free ones MatMul), SafeAttention reads Q, K and V in place from one packed
 //    product: a Split into thirds goes (GPT-2's c_attn), three projections of one input become
-//    one GEMM (BERT's query/key/value). dce drops the three weights that one replaced.
+//    one GEMM (BERT's query/key/value). dce drops the three weights that one replaced. Attention
+//    on head views of one sequence-first projection (torch's nn.MultiheadAttention) becomes
+//    SeqFirstPackedAttention, and, between batch_first's two Transposes, PackedAttention on the
+//    rows in batch-first order: a fixed point, as that second step anchors on the first one's
+//    ai.onnxopt op, which the pass's function step declares the domain of after the first run.
 constexpr const char* kCudaLevel3 =
     ",convert-nhwc,fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce),"
     "fixpoint(fuse-attention{nan-guard=true},dce),"
