@@ -195,3 +195,83 @@ def test_packed_attention_matches_onnxruntime(run_opt, work_dir: Path, case: str
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     proc = run_opt("check", original, packed)
     assert proc.returncode == 0 and "check: passed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _torch_mha(batch_first: bool) -> onnx.ModelProto:
+    """torch's nn.MultiheadAttention (self-attention, need_weights=False) as its dynamo exporter
+    writes it at opset 18, and a residual Add: batch_first transposes x [B, S, E] to sequence-first,
+    the packed projection (MatMul + bias) is unflattened to [S, B, 3, E], unsqueezed, transposed
+    and squeezed to [3, S, B, E], its parts selected (Gather), split into heads ([S, B * H, D],
+    Transpose, [B, H, S, D]); scaled_dot_product_attention without mask decomposed as torch's
+    ONNX library does (Q and K^T each scaled by sqrt(scale), K^T through a 3-D Transpose); the
+    result permuted to [S, B, H, D], flattened to [S * B, E] for the out-projection (Gemm) and
+    transposed back. B = 2, S = 5, E = 8, 2 heads."""
+    b, s, e, h = 2, 5, 8, 2
+    d = e // h
+    rng = np.random.default_rng(5)
+    inits, nodes = [], []
+
+    def const(name: str, value) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(op: str, inputs: list[str], out: str, **attrs) -> str:
+        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    x = node("Transpose", ["x"], "xt", perm=[1, 0, 2]) if batch_first else "x"
+    qkv = node("Add", [node("MatMul", [x, const("w_in", rng.standard_normal((e, 3 * e)).astype(np.float32))], "pm"),
+                       const("b_in", rng.standard_normal(3 * e).astype(np.float32))], "qkv")
+    parts = node("Squeeze", [node("Transpose", [node("Unsqueeze", [
+        node("Reshape", [qkv, const("unflat", np.array([s, b, 3, e]))], "u"), const("ax0", np.array([0]))], "w")],
+        "t", perm=[3, 1, 2, 0, 4]), const("axm2", np.array([-2]))], "p")
+    heads = []
+    for i, name in enumerate("qkv"):
+        g = node("Gather", [parts, const(f"i{i}", np.array(i))], f"{name}0", axis=0)
+        r = node("Reshape", [g, const(f"sbhd{i}", np.array([s, b * h, d]))], f"{name}1")
+        heads.append(node("Reshape", [node("Transpose", [r], f"{name}2", perm=[1, 0, 2]),
+                                      const(f"bhsd{i}", np.array([b, h, s, d]))], f"{name}4"))
+    q, k, v = heads
+    c = const("sqrt_scale", np.array(1 / np.sqrt(np.sqrt(d)), np.float32))
+    kt = node("Reshape", [node("Transpose", [node("Reshape", [k, const("k3", np.array([-1, s, d]))], "ksq")],
+                               "kst", perm=[0, 2, 1]), const("kt4", np.array([b, h, d, s]))], "kt")
+    scores = node("MatMul", [node("Mul", [q, c], "qs"), node("Mul", [kt, c], "kts")], "scores")
+    a = node("MatMul", [node("Softmax", [scores], "probs", axis=-1), v], "a")
+    rows = node("Reshape", [node("Transpose", [a], "o", perm=[2, 0, 1, 3]), const("rows", np.array([s * b, e]))], "r")
+    out = node("Gemm", [rows, const("w_out", rng.standard_normal((e, e)).astype(np.float32)),
+                        const("b_out", rng.standard_normal(e).astype(np.float32))], "gm", transB=1)
+    out = node("Reshape", [out, const("sbe", np.array([s, b, e]))], "g3")
+    if batch_first:
+        out = node("Transpose", [out], "back", perm=[1, 0, 2])
+    node("Add", [out, "x"], "y")
+    shape = [b, s, e] if batch_first else [s, b, e]
+    graph = helper.make_graph(nodes, "mha", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    return model
+
+
+@pytest.mark.parametrize("batch_first,fused", [
+    (True, ["MatMulBias", "PackedAttention", "MatMulBias"]),  # both Transposes go
+    (False, ["MatMulBias", "SeqFirstPackedAttention", "MatMulBias"]),
+])
+def test_torch_multihead_attention_packs(run_opt, work_dir: Path, batch_first: bool, fused: list[str]) -> None:
+    """The whole -O3 --target cuda pipeline on torch's nn.MultiheadAttention export (_torch_mha): the
+    SDPA decomposition becomes Attention (-O2), its head views of the packed projection one packed
+    attention call reading it in place, and with batch_first the rows go batch-first so that no
+    Transpose, Gather or Split is left; onnxruntime runs the result (through the functions) and
+    matches, and so does our reference runner."""
+    src, dst = work_dir / "mha.onnx", work_dir / "cuda.onnx"
+    onnx.save(_torch_mha(batch_first), src)
+    proc = run_opt(src, "-O3", "--target", "cuda", "--target-opset", "23", "-o", dst)
+    assert proc.returncode == 0, proc.stderr
+    out = onnx.load(dst)
+    onnx.checker.check_model(out, full_check=True)
+    assert _target_ops(out) == fused
+    assert not {"Transpose", "Gather", "Split", "Attention"} & {n.op_type for n in out.graph.node}
+    x = np.random.default_rng(2).standard_normal([2, 5, 8] if batch_first else [5, 2, 8]).astype(np.float32)
+    np.testing.assert_allclose(_ort(dst, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    proc = run_opt("check", src, dst, "--runner", "reference")
+    assert proc.returncode == 0 and "check: passed" in proc.stdout, proc.stdout + proc.stderr
