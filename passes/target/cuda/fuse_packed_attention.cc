@@ -675,7 +675,9 @@ class BatchFirstPattern final : public rewrite::Pattern {
       v = in;
     }
     ir::Node* in_swap = v->producer();
-    if (!pass::hasSingleUse(v)) return ctx.fail("the input Transpose is read elsewhere");
+    if (!pass::hasSingleUse(v) || !rowsOk(v)) {
+      return ctx.fail("the input Transpose is read elsewhere, or its rows are not [S, B]");
+    }
     std::vector<ir::Node*> after;
     v = attention->output(0);
     ir::Node* out_swap = nullptr;
