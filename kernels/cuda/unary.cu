@@ -204,9 +204,14 @@ __global__ void unaryKernel(UnaryDeviceArgs a) {
 }
 
 /// A contiguous float input to a same-typed output (both 16-byte aligned): 16 bytes per thread
-/// and step, the tail (count % kVecElements) by the first block's first threads.
-template <typename T>
-__global__ void unaryVecKernel(UnaryDeviceArgs a) {
+/// and step, the tail (count % kVecElements) by the first block's first threads. kOp >= 0 fixes
+/// the op at compile time (the switch folds away: the GEMM epilogues' activations, whose erf or
+/// tanh per element is the work, run at the copy rate instead of behind the op's branch), -1
+/// reads it from the arguments.
+template <typename T, int kOp>
+__global__ void unaryVecKernel(UnaryDeviceArgs args) {
+  UnaryDeviceArgs a = args;
+  if constexpr (kOp >= 0) a.op = static_cast<UnaryOp>(kOp);
   using C = Compute<T>;
   constexpr int kV = kVecElements<T>;
   C lo{}, hi{};
@@ -255,8 +260,23 @@ cudaError_t launchUnary(const UnaryDeviceArgs& args, cudaStream_t stream) {
     using T = typename decltype(tag)::type;
     if constexpr (kIsFloating<T>) {
       if (args.plan.linear && !isPredicate(args.op) && aligned16(args.x) && aligned16(args.y)) {
-        unaryVecKernel<T>
-            <<<residentBlocksFor(args.plan.count / kVecElements<T>), kThreads, 0, stream>>>(args);
+        const unsigned blocks = residentBlocksFor(args.plan.count / kVecElements<T>);
+        switch (args.op) {
+          case UnaryOp::kGelu:
+            unaryVecKernel<T, static_cast<int>(UnaryOp::kGelu)>
+                <<<blocks, kThreads, 0, stream>>>(args);
+            break;
+          case UnaryOp::kGeluTanh:
+            unaryVecKernel<T, static_cast<int>(UnaryOp::kGeluTanh)>
+                <<<blocks, kThreads, 0, stream>>>(args);
+            break;
+          case UnaryOp::kRelu:
+            unaryVecKernel<T, static_cast<int>(UnaryOp::kRelu)>
+                <<<blocks, kThreads, 0, stream>>>(args);
+            break;
+          default:
+            unaryVecKernel<T, -1><<<blocks, kThreads, 0, stream>>>(args);
+        }
         return;
       }
     }
