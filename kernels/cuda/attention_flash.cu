@@ -779,6 +779,15 @@ bool splitKeys(int64_t blocks) {
   return blocks < sms;
 }
 
+/// ONNXOPT_FLASH_MMA=0 keeps the WMMA kernel where the mma.sync one would run (to compare them).
+bool useMmaKernel() {
+  static const bool use = [] {
+    const char* e = std::getenv("ONNXOPT_FLASH_MMA");
+    return e == nullptr || *e != '0';
+  }();
+  return use;
+}
+
 /// `kernel` over `blocks` blocks of `warps` warps with `smem` bytes of dynamic shared memory
 /// (raising the limit past the default 48 KiB where needed).
 template <typename Kernel>
@@ -807,7 +816,7 @@ cudaError_t launchFlashTyped(const AttentionDeviceArgs& a, cudaStream_t stream) 
                           SplitLayout<D>::kBytes, stream, a, split_q, vec);
   }
   static_assert(kMmaRows == kFlashRows, "one grid for both kernels");
-  if (vec) {
+  if (vec && useMmaKernel()) {
     return launchWithSmem(flashAttentionMmaKernel<T, D>, blocks, kMmaWarps, MmaLayout<D>::kBytes,
                           stream, a, q_blocks, vec);
   }
