@@ -26,10 +26,21 @@
 //     view_p(QKV)[b, h, s, d] = QKV[s, b, p * E + h * D + d]        E = H * D
 //     Y'[...] = Y[b, h, s, d] at element (s * B + b) * E + h * D + d of [S, B, E]
 //
-// The views are followed op by op as strides over QKV's elements (as torch's view does), so any
-// chain of those ops that lands on these strides matches, and none that does not. Attention
-// without mask, caches, causal mask or softcap, Q, K and V of one shape; each view op on the
+// The views are followed op by op as index maps over QKV's elements (mixed-radix strides: a
+// Reshape that merges dims whose strides do not line up keeps each one's digit), so any chain of
+// those ops that lands on these strides matches, and none that does not. Attention without
+// mask, caches, causal mask or softcap, Q, K and V of one static shape; each view op on the
 // output side read only by the next.
+//
+// Batch-first (nn.MultiheadAttention(batch_first=True) transposes its input to sequence-first
+// and its result back), through ops that compute each row on its own (row-wise: products with a
+// constant weight, bias Adds, activations, Reshapes of the leading dims), each read only by the
+// next:
+//
+//   T<1,0,2>(X) -> rows -> SeqFirstPackedAttention -> rows -> T<1,0,2>
+//                                       ==>  X -> rows -> PackedAttention -> rows
+//
+// the same rows in batch-first order ([S, B, N] values become [B, S, N]).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
