@@ -353,3 +353,20 @@ def test_gpu_bench_merges_runs_without_duplicating_cases() -> None:
     assert m["cases"][0]["ours"]["compute"]["p50"] == 1.0
     assert m["cases"][0]["torch"] == with_torch["torch"] and m["runs"] == ["B", "A"]
     assert [x["op"] for x in m["micro"]] == ["Add", "Softmax"]
+
+
+def test_gpu_bench_merge_takes_profiles_only_of_the_same_plan() -> None:
+    """A later run's profile fills a case only where it planned the same graph: an older -O3's
+    profile (other node counts) would describe another graph than the timings beside it."""
+    def case(plan: str, **extra) -> dict:
+        return dict(_bench_case("vit", 1, 1.0, 0.5), plan=[plan, "memory: ..."], **extra)
+    new = {"cases": [case("plan: 117 nodes")], "micro": [], "models": {}, "errors": []}
+    old = {"cases": [case("plan: 333 nodes", profile=[{"step": "Transpose"}],
+                          profile_ops=[{"op": "Transpose (device)"}])],
+           "micro": [], "models": {}, "errors": []}
+    same = {"cases": [case("plan: 117 nodes", profile=[{"step": "PackedAttention"}])],
+            "micro": [], "models": {}, "errors": []}
+    merged = gpu_bench.merge([new, old])["cases"][0]
+    assert "profile" not in merged and "profile_ops" not in merged
+    new = {"cases": [case("plan: 117 nodes")], "micro": [], "models": {}, "errors": []}
+    assert gpu_bench.merge([new, same])["cases"][0]["profile"] == [{"step": "PackedAttention"}]

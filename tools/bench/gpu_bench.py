@@ -697,9 +697,12 @@ def merge(runs: list[dict]) -> dict:
                 merged["cases"].append(c)
                 continue
             # What the earlier run lacks or left empty (a --no-torch run's torch timings, a
-            # profile-only run's profiles).
+            # profile-only run's profiles); a profile only from a run that planned the same
+            # graph (the plan's summary: node and step counts), as another graph's profile
+            # (an older -O3's) would not be this case's.
+            same_plan = not old.get("plan") or not c.get("plan") or old["plan"][:1] == c["plan"][:1]
             for key, value in c.items():
-                if not old.get(key):
+                if not old.get(key) and (not key.startswith("profile") or same_plan):
                     old[key] = value
         have = {m["op"] for m in merged["micro"]}
         merged["micro"] += [m for m in data.get("micro", []) if m["op"] not in have]
