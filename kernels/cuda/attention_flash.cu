@@ -681,17 +681,12 @@ __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
       }
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      if (a.nan_guard) {
-        int any = static_cast<int>(bad);
-        any |= __shfl_xor_sync(0xffffffffu, any, 1);
-        any |= __shfl_xor_sync(0xffffffffu, any, 2);
-        poisoned[h2] = poisoned[h2] || any != 0;
-      } else {
-        int any = static_cast<int>(bad);
-        any |= __shfl_xor_sync(0xffffffffu, any, 1);
-        any |= __shfl_xor_sync(0xffffffffu, any, 2);
-        bad = any != 0;
-      }
+      // The row's verdict over its quad: the guard poisons the row, else it goes NaN (below).
+      int any = static_cast<int>(bad);
+      any |= __shfl_xor_sync(0xffffffffu, any, 1);
+      any |= __shfl_xor_sync(0xffffffffu, any, 2);
+      bad = any != 0;
+      if (a.nan_guard) poisoned[h2] = poisoned[h2] || bad;
       const float m_new = fmaxf(m[h2], tile_max);
       const bool skip = m_new == -INFINITY || poisoned[h2];
       const float corr = skip ? 1.0f : expf(m[h2] - m_new);

@@ -526,23 +526,18 @@ class SeqFirstViewsPattern final : public rewrite::Pattern {
     y.dims = {{{batch, hidden}}, {{heads, size}}, {{seq, batch * hidden}}, {{size, 1}}};
     ir::Value* cur = attention->output(0);
     std::vector<ir::Node*> chain = {attention};
-    // Past the first row-major value, the Reshapes that follow it (row-major too) join the one
+    // Only ops that keep every element (no Gather, Slice, Split: a part of Y' is no Reshape of
+    // it); past the first row-major value only the Reshapes (row-major too), which join the one
     // Reshape of the result that replaces them.
-    auto reshapes = [](const ir::Node& n) {
-      return n.domain().empty() &&
-             (n.opType() == "Reshape" || n.opType() == "Flatten" || n.opType() == "Squeeze" ||
-              n.opType() == "Unsqueeze" || n.opType() == "Identity");
-    };
     for (bool row_major = isRowMajor(y);;) {
       if (!pass::hasSingleUse(cur)) {
         if (row_major) break;
         return ctx.fail("the result is read by more than one view");
       }
       ir::Node* user = cur->uses().front().user;
-      const bool view = cur->uses().front().index == 0 && isViewOp(*user) &&
-                        user->numOutputs() == 1 && (!row_major || reshapes(*user)) &&
-                        user->opType() != "Gather" && user->opType() != "Slice" &&
-                        user->opType() != "Split";
+      const std::string& op = user->opType();
+      const bool view = cur->uses().front().index == 0 && isViewOp(*user) && op != "Gather" &&
+                        op != "Slice" && op != "Split" && (!row_major || op != "Transpose");
       IndexMap next = y;
       if (!view || !applyViewOp(*user, 0, next, ctx.opset())) {
         if (row_major) break;
@@ -721,7 +716,6 @@ class BatchFirstPattern final : public rewrite::Pattern {
       rw.setType(out, type);
       if (n->opType() == "Reshape" && n->domain().empty()) {
         const std::vector<int64_t> dims = {(*d)[1], (*d)[0], (*d)[2]};
-        rw.setInsertionPoint(n);
         rw.setInput(
             n, 1,
             rw.createInitializer(graph, out->name() + "_shape", pass::makeInt64Tensor(dims, {3})));
