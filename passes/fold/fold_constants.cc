@@ -7,6 +7,8 @@
 //   %y = Op(c1, ..., cn), every ci constant   ==>  initializer %y = ReferenceKernel[Op](c1, .., cn)
 //   %s = Shape(%x), %x : T[d1, .., dk] known  ==>  initializer %s = int64[k]{d1, .., dk}
 //   %n = Size(%x), likewise                   ==>  initializer %n = int64{d1 * .. * dk}
+//   %v = Reshape|Flatten|Squeeze|Unsqueeze(c), or Slice(c) selecting one contiguous run of c
+//                                             ==>  initializer %v viewing c's bytes (no copy)
 //
 // Guards: nondeterministic ops (Random*, Multinomial, Bernoulli, Dropout in training mode, seeded or
 // not: pass::isNondeterministicNode, counted as skipped-random) and ops with subgraphs never fold;
@@ -80,9 +82,9 @@ class FoldConstantsPass final : public pass::GraphPass {
         continue;
       }
       if (!outputsCanBeInitializers(*n)) continue;
-      std::optional<std::vector<kernels::HostTensor>> results;
-      if (op == "Shape" || op == "Size") results = foldShape(*n);
-      if ((op == "Gather" || op == "Slice") && !results) results = foldShapeElements(*n);
+      std::optional<std::vector<ir::Tensor>> results;
+      if (op == "Shape" || op == "Size") results = fromHosts(foldShape(*n));
+      if ((op == "Gather" || op == "Slice") && !results) results = fromHosts(foldShapeElements(*n));
       if (!results) results = foldWithKernel(*n, opset, size_limit_, model, ctx);
       if (!results) continue;
       replaceWithInitializers(n, std::move(*results), rewriter);
@@ -293,9 +295,118 @@ class FoldConstantsPass final : public pass::GraphPass {
   /// result's size comes from the inferred output types (inference is run once per pass run if
   /// a candidate's types are not known), and each distinct input is copied to the host once (a
   /// Concat of 1000 uses of one 4 MB weight copies 4 MB, and is refused before that, as 4 GB).
-  std::optional<std::vector<kernels::HostTensor>> foldWithKernel(const ir::Node& n, int64_t opset,
-                                                                 uint64_t limit, ir::Model& model,
-                                                                 pass::PassContext& ctx) {
+  static std::optional<std::vector<ir::Tensor>> fromHosts(
+      std::optional<std::vector<kernels::HostTensor>> hosts) {
+    if (!hosts) return std::nullopt;
+    std::vector<ir::Tensor> out;
+    out.reserve(hosts->size());
+    for (kernels::HostTensor& h : *hosts) out.push_back(bridge::fromHost(std::move(h)));
+    return out;
+  }
+
+  /// Results that are a contiguous run of constant `data`'s bytes view them (no copy), under the
+  /// output's inferred static dims (the kernel path checks its results against those too):
+  ///   Reshape, Flatten, Squeeze, Unsqueeze  all of data's bytes, in their order;
+  ///   Slice with steps 1                    the run from the first selected element, when every
+  ///                                         axis outside the innermost cut one keeps a single
+  ///                                         element (so the selection is one run).
+  /// nullopt when the dims are not known, do not agree, or the selection is not one run.
+  static std::optional<std::vector<ir::Tensor>> foldAsView(const ir::Node& n,
+                                                           const ir::Tensor& data) {
+    const std::string& op = n.opType();
+    bool reshape = op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
+    if (!(n.domain().empty() || n.domain() == "ai.onnx") || n.numOutputs() != 1 ||
+        !(reshape || op == "Slice")) {
+      return std::nullopt;
+    }
+    const ir::Value* out = n.output(0);
+    auto dims = pass::staticShape(out);
+    auto elem = pass::elemTypeOf(out);
+    auto count = data.numElements();
+    const int bits = dataTypeBits(data.dtype());
+    if (!dims || !elem || *elem != data.dtype() || data.dtype() == DataType::kString || !count ||
+        bits == 0 || bits % 8 != 0 ||
+        data.byteSize() != static_cast<uint64_t>(*count) * (bits / 8)) {
+      return std::nullopt;
+    }
+    int64_t product = 1;
+    for (int64_t d : *dims) {
+      if (d < 0 || __builtin_mul_overflow(product, d, &product)) return std::nullopt;
+    }
+    std::vector<ir::Tensor> views;
+    if (reshape) {
+      if (product != *count) return std::nullopt;
+      views.push_back(data.subView(*dims, 0, data.byteSize()));
+      return views;
+    }
+    auto offset = product == 0 ? std::nullopt : contiguousSliceOffset(n, data.dims(), *dims);
+    if (!offset) return std::nullopt;
+    const auto elem_bytes = static_cast<size_t>(bits / 8);
+    views.push_back(data.subView(*dims, static_cast<size_t>(*offset) * elem_bytes,
+                                 static_cast<size_t>(product) * elem_bytes));
+    return views;
+  }
+
+  /// The element offset at which Slice `n` of an input of `in` dims, yielding `out` dims, selects
+  /// one contiguous run (steps 1, see foldAsView); nullopt otherwise.
+  static std::optional<int64_t> contiguousSliceOffset(const ir::Node& n,
+                                                      const std::vector<int64_t>& in,
+                                                      const std::vector<int64_t>& out) {
+    if (n.numInputs() < 3 || in.size() != out.size()) return std::nullopt;
+    auto starts = pass::constantInts(n.input(1));
+    auto ends = pass::constantInts(n.input(2));
+    if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
+    const auto rank = static_cast<int64_t>(in.size());
+    std::vector<int64_t> axes(starts->size());
+    for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+    if (n.numInputs() > 3 && n.input(3) != nullptr) {
+      auto a = pass::constantInts(n.input(3));
+      if (!a || a->size() != starts->size()) return std::nullopt;
+      axes = *a;
+    }
+    if (n.numInputs() > 4 && n.input(4) != nullptr) {
+      auto steps = pass::constantInts(n.input(4));
+      if (!steps || steps->size() != starts->size()) return std::nullopt;
+      for (int64_t step : *steps) {
+        if (step != 1) return std::nullopt;
+      }
+    }
+    std::vector<int64_t> first(in.size(), 0);
+    std::vector<bool> seen(in.size(), false);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+      if (axis < 0 || axis >= rank || seen[static_cast<size_t>(axis)]) return std::nullopt;
+      seen[static_cast<size_t>(axis)] = true;
+      const int64_t dim = in[static_cast<size_t>(axis)];
+      auto clampIndex = [&](int64_t v) { return std::clamp(v < 0 ? v + dim : v, int64_t{0}, dim); };
+      const int64_t b = clampIndex((*starts)[i]);
+      const int64_t e = clampIndex((*ends)[i]);
+      if (std::max<int64_t>(e - b, 0) != out[static_cast<size_t>(axis)]) return std::nullopt;
+      first[static_cast<size_t>(axis)] = b;
+    }
+    for (size_t a = 0; a < in.size(); ++a) {
+      if (!seen[a] && in[a] != out[a]) return std::nullopt;
+    }
+    // One run: every axis outside the innermost one that is cut keeps a single element.
+    size_t cut = in.size();
+    for (size_t a = 0; a < in.size(); ++a) {
+      if (out[a] != in[a]) cut = a;
+    }
+    for (size_t a = 0; a < cut && cut < in.size(); ++a) {
+      if (out[a] != 1) return std::nullopt;
+    }
+    int64_t offset = 0;
+    int64_t stride = 1;
+    for (size_t a = in.size(); a-- > 0;) {
+      offset += first[a] * stride;
+      stride *= in[a];
+    }
+    return offset;
+  }
+
+  std::optional<std::vector<ir::Tensor>> foldWithKernel(const ir::Node& n, int64_t opset,
+                                                        uint64_t limit, ir::Model& model,
+                                                        pass::PassContext& ctx) {
     // A cheap necessary condition first: most nodes of a large graph have computed inputs.
     for (const ir::Value* v : n.inputs()) {
       if (v == nullptr || v->initializer() != nullptr || v->sparseInitializer() != nullptr)
@@ -333,6 +444,12 @@ class FoldConstantsPass final : public pass::GraphPass {
     };
     if (predicted && refuse(sizeVerdict(n, *predicted, input_bytes, limit))) return std::nullopt;
     if (predicted && wouldDuplicate(n, *predicted)) return std::nullopt;
+    if (predicted && !distinct.empty() && n.input(0) == distinct.front()) {
+      if (auto view = foldAsView(n, tensors.front())) {
+        bump("folded-as-views");
+        return view;
+      }
+    }
     std::vector<kernels::HostTensor> hosts;
     hosts.reserve(tensors.size());
     for (const ir::Tensor& t : tensors) hosts.push_back(bridge::toHost(t));
@@ -361,7 +478,7 @@ class FoldConstantsPass final : public pass::GraphPass {
     }
     if (!agreesWithDeclaredTypes(n, *results, ctx)) return std::nullopt;
     if (verdict == SizeVerdict::kWeightOnly) bump("weights-materialized");
-    return std::move(results).value();
+    return fromHosts(std::move(results).value());
   }
 
   /// A result over 4 KiB derived from a constant over 4 KiB that stays in use elsewhere would store
@@ -423,7 +540,7 @@ class FoldConstantsPass final : public pass::GraphPass {
     return kept;
   }
 
-  static void replaceWithInitializers(ir::Node* n, std::vector<kernels::HostTensor> results,
+  static void replaceWithInitializers(ir::Node* n, std::vector<ir::Tensor> results,
                                       rewrite::Rewriter& rewriter) {
     ir::Graph& g = *n->owningGraph();
     std::vector<ir::Value*> values(n->numOutputs(), nullptr);
@@ -434,7 +551,7 @@ class FoldConstantsPass final : public pass::GraphPass {
       // The initializer takes the name over: directly, or by the rewriter's renaming when the
       // value is a model output.
       if (!rewrite::isNamedOutput(out)) rewriter.setName(out, "");
-      values[i] = rewriter.createInitializer(g, name, bridge::fromHost(std::move(results[i])));
+      values[i] = rewriter.createInitializer(g, name, std::move(results[i]));
     }
     rewriter.replaceNode(n, values);
   }

@@ -98,4 +98,16 @@ void Tensor::setView(std::shared_ptr<const Buffer> buffer, size_t offset, size_t
   buffer_ = std::move(buffer);
 }
 
+Tensor Tensor::subView(std::vector<int64_t> dims, size_t offset, size_t size) const {
+  ONNXOPT_CHECK(offset <= size_ && size <= size_ - offset, "tensor view out of the tensor's range");
+  Tensor t(dtype_, std::move(dims));
+  t.buffer_ = buffer_;
+  t.data_ = data_ == nullptr ? nullptr : data_ + offset;
+  t.size_ = size;
+  if (external_) {
+    t.external_ = ExternalSource{external_->path, external_->offset + offset, size};
+  }
+  return t;
+}
+
 }  // namespace onnxopt::ir

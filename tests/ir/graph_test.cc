@@ -218,6 +218,27 @@ outer (float[4] x, bool c) => (float[4] y) {
 }
 )";
 
+TEST(TensorTest, SubViewSharesTheBytes) {
+  Tensor t(DataType::kFloat, {2, 3});
+  std::string bytes(24, '\0');
+  for (int i = 0; i < 24; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>(i);
+  t.setBytes(bytes);
+  t.setName("w");
+  t.setExternalSource(ExternalSource{"/data/w.bin", 100, 24});
+  Tensor v = t.subView({1, 3}, 12, 12);
+  EXPECT_EQ(v.data(), t.data() + 12);  // no copy
+  EXPECT_EQ(v.byteSize(), 12u);
+  EXPECT_EQ(v.dims(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(v.dtype(), DataType::kFloat);
+  EXPECT_EQ(v.name(), "");
+  ASSERT_TRUE(v.externalSource().has_value());
+  EXPECT_EQ(v.externalSource()->offset, 112u);
+  EXPECT_EQ(v.externalSource()->length, 12u);
+  t = Tensor();  // the view keeps the buffer alive
+  EXPECT_EQ(v.bytes(), bytes.substr(12));
+  EXPECT_DEATH(v.subView({4}, 4, 12), "out of the tensor's range");
+}
+
 TEST(GraphTest, SubgraphUsesOuterScopeValues) {
   auto model = io::parseModelText(kIfModel);
   ASSERT_TRUE(model.isOk()) << model.status().message();

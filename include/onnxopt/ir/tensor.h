@@ -99,6 +99,10 @@ class Tensor {
   /// it.
   void setView(std::shared_ptr<const Buffer> buffer, size_t offset, size_t size);
 
+  /// A tensor of `dims` viewing `size` bytes of this one's at `offset` (sharing its buffer, no
+  /// copy; a view of external data stays one), with no name, doc string or unknown fields.
+  Tensor subView(std::vector<int64_t> dims, size_t offset, size_t size) const;
+
   const std::vector<std::string>& strings() const { return strings_; }
   std::vector<std::string>& mutableStrings() { return strings_; }
 
