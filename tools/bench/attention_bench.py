@@ -14,6 +14,7 @@ FLOP = 4 B H Sq Skv D (the two products; causal counts half); bytes = Q, K, V re
 written once (the floor: a kernel rereads K and V once per block of query rows).
 
     python3 tools/bench/attention_bench.py --opt build-gpu/bin/opt [--out DIR] [--json FILE]
+        [--variants mma,wmma,split]
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def main() -> int:
     parser.add_argument("--opt", required=True)
     parser.add_argument("--out", default=None)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: mma, wmma, split")
     args = parser.parse_args()
     folder = args.out or tempfile.mkdtemp(prefix="attention_bench_")
     os.makedirs(folder, exist_ok=True)
@@ -90,7 +92,8 @@ def main() -> int:
         build(path, batch, seq, heads, mask, causal)
         flop = 4.0 * batch * heads * seq * seq * HEAD * (0.5 if causal else 1.0)
         nbytes = 4.0 * batch * seq * heads * HEAD * 2
-        for variant, env in VARIANTS.items():
+        for variant in args.variants.split(","):
+            env = VARIANTS[variant]
             ms = bench(args.opt, path, env)
             row = {"case": name, "variant": variant, "ms": ms}
             if ms:
