@@ -275,3 +275,32 @@ def test_torch_multihead_attention_packs(run_opt, work_dir: Path, batch_first: b
     np.testing.assert_allclose(_ort(dst, {"x": x})[0], _ort(src, {"x": x})[0], rtol=1e-5, atol=1e-5)
     proc = run_opt("check", src, dst, "--runner", "reference")
     assert proc.returncode == 0 and "check: passed" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_torchvision_vit_export_packs(run_opt, work_dir: Path) -> None:
+    """models/transformers/tvvit_dynamo: torchvision's VisionTransformer (nn.MultiheadAttention,
+    sequence-first inside) as torch's dynamo exporter writes it (export.py). With its batch fixed,
+    -O3 --target cuda makes each of its 2 layers' attention one PackedAttention reading the QKV
+    projection in place (no head Gathers, Split or Attention left: one Gather, the class token's;
+    3 Transposes, the patch embedding's),
+    and the result gives the export's golden output on onnxruntime and on the reference runner."""
+    folder = REPO / "models" / "transformers" / "tvvit_dynamo"
+    model = onnx.load(folder / "model.onnx")
+    x = numpy_helper.to_array(onnx.load_tensor(str(folder / "test_data_set_0" / "input_0.pb")))
+    golden = numpy_helper.to_array(onnx.load_tensor(str(folder / "test_data_set_0" / "output_0.pb")))
+    for v in list(model.graph.input) + list(model.graph.output):
+        v.type.tensor_type.shape.dim[0].dim_value = x.shape[0]
+    del model.graph.value_info[:]
+    src, dst = work_dir / "static.onnx", work_dir / "cuda.onnx"
+    onnx.save(model, src)
+    proc = run_opt(src, "-O3", "--target", "cuda", "--target-opset", "23", "-o", dst)
+    assert proc.returncode == 0, proc.stderr
+    out = onnx.load(dst)
+    onnx.checker.check_model(out, full_check=True)
+    assert _target_ops(out).count("PackedAttention") == 2
+    ops = [n.op_type for n in out.graph.node]
+    assert not {"Split", "Attention", "Softmax"} & set(ops), ops
+    assert ops.count("Transpose") <= 3 and ops.count("Gather") == 1, ops  # the class token's Gather
+    np.testing.assert_allclose(_ort(dst, {model.graph.input[0].name: x})[0], golden, rtol=1e-4, atol=1e-4)
+    proc = run_opt("check", src, dst, "--runner", "reference")
+    assert proc.returncode == 0 and "check: passed" in proc.stdout, proc.stdout + proc.stderr
