@@ -171,8 +171,8 @@ class Exporter {
   /// Builds the model for writeTo as messages (in an arena), except the nodes of a main graph of
   /// more than kNodesAsMessages nodes, which become serialized bytes: a million nodes are ~30 MB
   /// of bytes but ~300 MB of messages. Below that, messages cost less: bytes are written once,
-  /// straight into the output, instead of into a growing buffer first. Fails when the model would
-  /// pass protobuf's 2 GB limit.
+  /// straight into the output, instead of into a growing buffer first; unless nodes carry unknown
+  /// fields, which bytes take as they are. Fails when the model would pass protobuf's 2 GB limit.
   Status prepare();
   /// Writes the prepared model: the same bytes as serializing exportModel's proto (fields in
   /// number order: model fields 1-6; the graph: its nodes, its name, its initializers with their
@@ -192,7 +192,9 @@ class Exporter {
   Status exportTensor(const ir::Tensor& t, onnx::TensorProto& proto);
   Status exportSparse(const ir::SparseTensor& t, onnx::SparseTensorProto& proto);
   Status exportAttribute(const ir::Attribute& a, onnx::AttributeProto& proto);
-  Status exportNode(const ir::Node& n, onnx::NodeProto& proto);
+  /// Without `with_unknown`, the node's unknown fields are left for the caller to append (as
+  /// bytes: protobuf writes them after the known fields, so the result is the same).
+  Status exportNode(const ir::Node& n, onnx::NodeProto& proto, bool with_unknown = true);
   Status exportGraph(const ir::Graph& g, onnx::GraphProto& proto);
 
   const ir::Model& model_;
@@ -422,12 +424,12 @@ Status Exporter::exportAttribute(const ir::Attribute& a, onnx::AttributeProto& p
   return Status::ok();
 }
 
-Status Exporter::exportNode(const ir::Node& n, onnx::NodeProto& proto) {
+Status Exporter::exportNode(const ir::Node& n, onnx::NodeProto& proto, bool with_unknown) {
   proto.set_op_type(n.opType());
   if (!n.domain().empty()) proto.set_domain(n.domain());
   if (!n.name().empty()) proto.set_name(n.name());
   if (!n.docString().empty()) proto.set_doc_string(n.docString());
-  restoreUnknownFields(proto, n.unknownFields());
+  if (with_unknown) restoreUnknownFields(proto, n.unknownFields());
   for (const ir::Value* v : n.inputs()) proto.add_input(v != nullptr ? nameOf(v) : std::string());
   for (size_t i = 0; i < n.numOutputs(); ++i) {
     const ir::Value* v = n.output(i);
@@ -556,7 +558,15 @@ Status Exporter::prepare() {
   arena_options.block_dealloc = support::freeArenaBlock;
   arena_ = std::make_unique<google::protobuf::Arena>(arena_options);
   rest_ = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(arena_.get());
-  if (model_.graph->numNodes() > kNodesAsMessages) skip_nodes_of_ = model_.graph.get();
+  // Nodes with unknown fields (a newer IR's metadata_props: torch's dynamo exporter writes a
+  // stack trace per node) go as bytes too: their saved fields are appended as they are, instead
+  // of parsed into each message's unknown-field set and serialized again.
+  uint64_t unknown_bytes = 0;
+  for (const ir::Node* n : *model_.graph) unknown_bytes += n->unknownFields().size();
+  if (model_.graph->numNodes() > kNodesAsMessages || unknown_bytes > 0) {
+    skip_nodes_of_ = model_.graph.get();
+    node_bytes_.reserve(unknown_bytes + 64 * model_.graph->numNodes());
+  }
   RETURN_IF_ERROR(exportModel(*rest_));
 
   // The main graph's nodes (of a large graph), one reused message at a time.
@@ -569,8 +579,9 @@ Status Exporter::prepare() {
     onnx::NodeProto node;
     for (const ir::Node* n : *model_.graph) {
       node.Clear();
-      RETURN_IF_ERROR(exportNode(*n, node));
-      size_t size = node.ByteSizeLong();
+      RETURN_IF_ERROR(exportNode(*n, node, /*with_unknown=*/false));
+      const std::string& unknown = n->unknownFields();
+      size_t size = node.ByteSizeLong() + unknown.size();
       if (size > static_cast<size_t>(INT_MAX) ||
           node_bytes_.size() > static_cast<size_t>(INT_MAX)) {
         return invalidArgument("the model exceeds protobuf's 2 GB limit; use --external-data");
@@ -578,6 +589,7 @@ Status Exporter::prepare() {
       out.WriteTag(node_tag);
       out.WriteVarint32(static_cast<uint32_t>(size));
       node.SerializeWithCachedSizes(&out);
+      out.WriteRaw(unknown.data(), static_cast<int>(unknown.size()));
     }
   }
 

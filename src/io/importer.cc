@@ -971,9 +971,18 @@ Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Sc
   RETURN_IF_ERROR(indexNodeOutputs(proto, scope));
   std::vector<int> order;
   RETURN_IF_ERROR(sortNodes(proto, scope, order));
+  // The main graph's nodes' unknown fields, if splitRawData cut them out of the bytes.
+  const bool cut_unknown =
+      split_ != nullptr && &graph == main_graph_ && !split_->node_unknown.empty();
+  if (cut_unknown && split_->node_unknown.size() != static_cast<size_t>(proto.node_size())) {
+    return makeError(StatusCode::kInternal, "the cut node fields do not match the nodes");
+  }
   for (int i : order) {
     RETURN_IF_ERROR(importNode(*proto.mutable_node(i), graph, scope));
     scope.imported[i] = graph.lastNode();  // importNode appends
+    if (cut_unknown) {
+      ir::Builder::setUnknownFields(graph.lastNode(), split_->node_unknown[static_cast<size_t>(i)]);
+    }
   }
   RETURN_IF_ERROR(importGraphOutputs(proto, graph, scope));
   return importValueInfos(proto, graph, scope);

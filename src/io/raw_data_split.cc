@@ -1,13 +1,14 @@
 #include "io/raw_data_split.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <onnx/onnx_pb.h>
 
 namespace onnxopt::io {
 namespace {
 
 // Wire format: each field is a varint key (number << 3 | wire type) and a payload.
 constexpr uint32_t kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
-constexpr uint64_t kModelGraph = 7, kGraphInitializer = 5, kTensorRawData = 9;
+constexpr uint64_t kModelGraph = 7, kGraphNode = 1, kGraphInitializer = 5, kTensorRawData = 9;
 
 bool readVarint(std::string_view in, size_t& pos, uint64_t& value) {
   value = 0;
@@ -73,11 +74,23 @@ bool nextField(std::string_view in, size_t& pos, Field& f) {
   return true;
 }
 
-/// An initializer whose raw_data is cut: the field (key to payload end) and its tensor's payload.
+/// A message of the graph (an initializer or a node) with fields cut out of it: where its length
+/// varint and payload lie in the model, and the cut fields (key to payload end), in order.
 struct Cut {
-  size_t tensor_length_at, tensor_begin, tensor_end;  ///< offsets in the model
-  size_t raw_key_at, raw_end;                         ///< the raw_data field, key included
+  size_t length_at, begin, end;
+  std::vector<std::pair<size_t, size_t>> removed;
+  uint64_t removedBytes() const {
+    uint64_t n = 0;
+    for (const auto& [from, to] : removed) n += to - from;
+    return n;
+  }
 };
+
+/// Whether NodeProto, as this build's onnx_proto has it, knows field `number`.
+bool knownNodeField(uint64_t number) {
+  return number <= INT32_MAX &&
+         onnx::NodeProto::descriptor()->FindFieldByNumber(static_cast<int>(number)) != nullptr;
+}
 
 }  // namespace
 
@@ -96,37 +109,57 @@ std::optional<RawDataSplit> splitRawData(std::string_view model, uint64_t min_by
 
   RawDataSplit split;
   std::vector<Cut> cuts;
+  bool node_fields_cut = false;
   uint64_t removed = 0;  // from the graph's payload
   const std::string_view g = model.substr(0, graph->end);
   for (size_t pos = graph->begin; pos < graph->end;) {
     Field f;
     if (!nextField(g, pos, f)) return std::nullopt;
-    if (f.number != kGraphInitializer) continue;
+    if (f.number != kGraphInitializer && f.number != kGraphNode) continue;
     if (f.wire_type != kLengthDelimited) return std::nullopt;
-    const std::string_view t = model.substr(0, f.end);
-    std::optional<Field> raw;
-    size_t raw_key_at = 0;
-    for (size_t tpos = f.begin; tpos < f.end;) {
-      size_t key_at = tpos;
-      Field tf;
-      if (!nextField(t, tpos, tf)) return std::nullopt;
-      if (tf.number != kTensorRawData) continue;
-      if (raw || tf.wire_type != kLengthDelimited) return std::nullopt;  // the last one would win
-      raw = tf;
-      raw_key_at = key_at;
+    const std::string_view m = model.substr(0, f.end);
+    Cut cut{f.length_at, f.begin, f.end, {}};
+    if (f.number == kGraphNode) {
+      // Fields this build's NodeProto does not know (a newer IR's metadata_props), as protobuf
+      // would keep them: the unknown fields' bytes, in order.
+      std::string unknown;
+      for (size_t npos = f.begin; npos < f.end;) {
+        const size_t key_at = npos;
+        Field nf;
+        if (!nextField(m, npos, nf)) return std::nullopt;
+        if (knownNodeField(nf.number)) continue;
+        unknown.append(model.substr(key_at, npos - key_at));
+        cut.removed.emplace_back(key_at, npos);
+      }
+      node_fields_cut = node_fields_cut || !unknown.empty();
+      split.node_unknown.push_back(std::move(unknown));
+    } else {
+      std::optional<Field> raw;
+      size_t raw_key_at = 0;
+      for (size_t tpos = f.begin; tpos < f.end;) {
+        const size_t key_at = tpos;
+        Field tf;
+        if (!nextField(m, tpos, tf)) return std::nullopt;
+        if (tf.number != kTensorRawData) continue;
+        if (raw || tf.wire_type != kLengthDelimited) return std::nullopt;  // the last one would win
+        raw = tf;
+        raw_key_at = key_at;
+      }
+      RawDataSplit::Span span;
+      if (raw && raw->end - raw->begin >= min_bytes && raw->end > raw->begin) {
+        span = {raw->begin, raw->end - raw->begin, true};
+        cut.removed.emplace_back(raw_key_at, raw->end);
+      }
+      split.raw.push_back(span);
     }
-    RawDataSplit::Span span;
-    if (raw && raw->end - raw->begin >= min_bytes && raw->end > raw->begin) {
-      span = {raw->begin, raw->end - raw->begin, true};
-      Cut cut{f.length_at, f.begin, f.end, raw_key_at, raw->end};
-      uint64_t old_length = f.end - f.begin;
-      uint64_t new_length = old_length - (cut.raw_end - cut.raw_key_at);
-      removed += (cut.raw_end - cut.raw_key_at) + varintSize(old_length) - varintSize(new_length);
-      cuts.push_back(cut);
-    }
-    split.raw.push_back(span);
+    if (cut.removed.empty()) continue;
+    const uint64_t old_length = f.end - f.begin;
+    const uint64_t new_length = old_length - cut.removedBytes();
+    removed += cut.removedBytes() + varintSize(old_length) - varintSize(new_length);
+    cuts.push_back(std::move(cut));
   }
   if (cuts.empty()) return std::nullopt;
+  if (!node_fields_cut) split.node_unknown.clear();
 
   const uint64_t graph_length = graph->end - graph->begin;
   const uint64_t new_graph_length = graph_length - removed;
@@ -136,11 +169,15 @@ std::optional<RawDataSplit> splitRawData(std::string_view model, uint64_t min_by
   appendVarint(split.rest, new_graph_length);
   size_t from = graph->begin;
   for (const Cut& cut : cuts) {
-    split.rest.append(model.substr(from, cut.tensor_length_at - from));
-    appendVarint(split.rest, (cut.tensor_end - cut.tensor_begin) - (cut.raw_end - cut.raw_key_at));
-    split.rest.append(model.substr(cut.tensor_begin, cut.raw_key_at - cut.tensor_begin));
-    split.rest.append(model.substr(cut.raw_end, cut.tensor_end - cut.raw_end));
-    from = cut.tensor_end;
+    split.rest.append(model.substr(from, cut.length_at - from));
+    appendVarint(split.rest, (cut.end - cut.begin) - cut.removedBytes());
+    size_t at = cut.begin;
+    for (const auto& [cut_from, cut_to] : cut.removed) {
+      split.rest.append(model.substr(at, cut_from - at));
+      at = cut_to;
+    }
+    split.rest.append(model.substr(at, cut.end - at));
+    from = cut.end;
   }
   split.rest.append(model.substr(from));
   return split;

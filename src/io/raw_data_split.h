@@ -1,4 +1,5 @@
-// The weights of a serialized ModelProto, cut out before protobuf parses the rest:
+// The weights of a serialized ModelProto (and its nodes' unknown fields), cut out before protobuf
+// parses the rest:
 //
 //   model:  .. graph(7) { .. initializer(5) { dims(1) .. name(8) raw_data(9): N bytes .. } .. } ..
 //   rest:   .. graph(7) { .. initializer(5) { dims(1) .. name(8) .. } .. } ..  (lengths rewritten)
@@ -25,11 +26,17 @@ struct RawDataSplit {
     uint64_t size = 0;
     bool cut = false;  ///< false: the initializer's raw_data (if any) stayed in `rest`
   };
-  std::string rest;       ///< the model without the cut raw_data fields
+  std::string rest;       ///< the model without the cut fields
   std::vector<Span> raw;  ///< one per initializer of the main graph, in order
+  /// One per node of the main graph, in order: the bytes of its fields that this build's
+  /// NodeProto does not know (as protobuf would keep them as unknown fields), cut out of `rest`;
+  /// empty when no node has any.
+  std::vector<std::string> node_unknown;
 };
 
-/// Cuts out the raw_data fields of at least `min_bytes` bytes of the main graph's initializers.
+/// Cuts out the raw_data fields of at least `min_bytes` bytes of the main graph's initializers,
+/// and the fields of its nodes that NodeProto does not know here (onnx 1.12's has no
+/// metadata_props: protobuf would parse each into an unknown-field set, kept as bytes anyway).
 /// nullopt when there is nothing to cut, or when the bytes are not plain enough to cut safely
 /// (malformed wire data, groups, a second graph or raw_data field, which protobuf would merge or
 /// override): the caller then parses `model` whole, with the same result and the copies.

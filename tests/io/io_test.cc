@@ -388,6 +388,52 @@ TEST(IoTest, WeightsAreViewedInTheOwnersBytes) {
   EXPECT_TRUE(watch.expired());
 }
 
+// Node fields this build's NodeProto does not know (metadata_props, 9, from onnx 1.16; field 8;
+// a varint past them) are cut out of the bytes before protobuf parses them, with or without
+// weights to view: the model reads as protobuf's own parse does, and each node is written back
+// byte for byte, its unknown fields after the known ones, in their order.
+TEST(IoTest, NodeUnknownFieldsAreCutAndWrittenBack) {
+  for (bool with_weights : {false, true}) {
+    onnx::ModelProto m = weightedModel();
+    if (!with_weights) m.mutable_graph()->clear_initializer();
+    for (int i = 0; i < m.graph().node_size(); ++i) {
+      auto* unknown = m.mutable_graph()->mutable_node(i)->GetReflection()->MutableUnknownFields(
+          m.mutable_graph()->mutable_node(i));
+      unknown->AddLengthDelimited(9, "metadata " + std::to_string(i));
+      unknown->AddVarint(1234, 56 + static_cast<uint64_t>(i));
+      unknown->AddLengthDelimited(8, "overload");
+    }
+    if (!with_weights) {  // the inputs the nodes read, so that the model is valid without them
+      for (const char* w : {"big", "small"}) {
+        *m.mutable_graph()->add_input() = m.graph().input(0);
+        m.mutable_graph()->mutable_input(m.graph().input_size() - 1)->set_name(w);
+      }
+    }
+    const std::string bytes = m.SerializeAsString();
+    auto owner = std::make_shared<TestBytes>(bytes);
+    auto cut = parseModelBinary(owner->view(), ".", {}, owner);
+    ASSERT_TRUE(cut.isOk()) << cut.status().message();
+    auto parsed = parseModelBinary(bytes);  // no owner: protobuf keeps the unknown fields
+    ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
+    std::vector<std::string> a, b;
+    for (const ir::Node* n : *(*cut)->graph) a.push_back(n->unknownFields());
+    for (const ir::Node* n : *(*parsed)->graph) b.push_back(n->unknownFields());
+    ASSERT_EQ(a.size(), 2u);
+    EXPECT_EQ(a, b);
+    EXPECT_FALSE(a[0].empty());
+    auto written = serializeModel(**cut);
+    ASSERT_TRUE(written.isOk()) << written.status().message();
+    onnx::ModelProto out;
+    ASSERT_TRUE(out.ParseFromString(*written));
+    EXPECT_EQ(out.SerializeAsString(), *written);  // protobuf's own serialization
+    ASSERT_EQ(out.graph().node_size(), m.graph().node_size());
+    for (int i = 0; i < m.graph().node_size(); ++i) {
+      EXPECT_EQ(out.graph().node(i).SerializeAsString(), m.graph().node(i).SerializeAsString())
+          << "node " << i << ", with_weights " << with_weights;
+    }
+  }
+}
+
 /// A length-delimited field (key, length, payload), as protobuf writes it.
 std::string field(int number, const std::string& payload) {
   std::string out;
