@@ -86,10 +86,19 @@ struct Cut {
   }
 };
 
-/// Whether NodeProto, as this build's onnx_proto has it, knows field `number`.
+/// Whether NodeProto, as this build's onnx_proto has it, knows field `number` (its fields are
+/// numbered below 64: a mask, read once from the descriptor).
 bool knownNodeField(uint64_t number) {
-  return number <= INT32_MAX &&
-         onnx::NodeProto::descriptor()->FindFieldByNumber(static_cast<int>(number)) != nullptr;
+  static const uint64_t known = [] {
+    uint64_t mask = 0;
+    const google::protobuf::Descriptor* d = onnx::NodeProto::descriptor();
+    for (int i = 0; i < d->field_count(); ++i) {
+      const int n = d->field(i)->number();
+      if (n < 64) mask |= uint64_t{1} << n;
+    }
+    return mask;
+  }();
+  return number < 64 && ((known >> number) & 1) != 0;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <deque>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "onnxopt/rewrite/pattern.h"
@@ -23,6 +24,11 @@ bool Pattern::anchorsOn(const ir::Node& node, const PatternContext& ctx) const {
   if (root_op_ != "*" && (node.opType() != root_op_ || node.domain() != domain_)) return false;
   int64_t v = ctx.opset(node.domain());
   return v >= min_opset_ && v <= max_opset_;
+}
+
+bool Pattern::anchorsOn(const ir::Node& node, int64_t opset) const {
+  if (root_op_ != "*" && (node.opType() != root_op_ || node.domain() != domain_)) return false;
+  return opset >= min_opset_ && opset <= max_opset_;
 }
 
 bool isAlive(const ir::Node* node) {
@@ -123,6 +129,34 @@ class Worklist final : public RewriteListener {
   size_t seeded_ = 0;
 };
 
+/// The patterns that may anchor on each op type, in the given order: those rooted at it and those
+/// rooted at any op ("*", also the list for other op types).
+class PatternIndex {
+ public:
+  explicit PatternIndex(const std::vector<const Pattern*>& ordered) {
+    for (const Pattern* p : ordered) {
+      if (p->rootOp() == "*") {
+        any_.push_back(p);
+        for (auto& [op, list] : by_op_) list.push_back(p);
+      } else if (by_op_.find(p->rootOp()) == by_op_.end()) {
+        std::vector<const Pattern*> list = any_;
+        list.push_back(p);
+        by_op_.emplace(p->rootOp(), std::move(list));
+      } else {
+        by_op_[p->rootOp()].push_back(p);
+      }
+    }
+  }
+  const std::vector<const Pattern*>& candidates(const std::string& op) const {
+    auto it = by_op_.find(op);
+    return it == by_op_.end() ? any_ : it->second;
+  }
+
+ private:
+  std::unordered_map<std::string, std::vector<const Pattern*>> by_op_;
+  std::vector<const Pattern*> any_;
+};
+
 /// The distinct root ops of `patterns`, or none when one of them anchors on any op.
 std::vector<std::string> rootOps(const std::vector<const Pattern*>& patterns) {
   std::vector<std::string> roots;
@@ -155,6 +189,7 @@ StatusOr<DriverResult> applyPatternsGreedily(ir::Model& model,
                    [](const Pattern* a, const Pattern* b) { return a->benefit() > b->benefit(); });
 
   DriverResult result;
+  const PatternIndex index(ordered);
   Worklist worklist(rootOps(ordered));
   Rewriter rewriter(&worklist);
   PatternContext ctx(rewriter, model, config.debug);
@@ -172,8 +207,10 @@ StatusOr<DriverResult> applyPatternsGreedily(ir::Model& model,
     while (rewrites < budget) {
       ir::Node* node = worklist.pop();
       if (node == nullptr) break;
-      for (const Pattern* p : ordered) {
-        if (!p->anchorsOn(*node, ctx)) continue;
+      // The patterns of the node's op type, and its domain's opset once (not once per pattern).
+      const int64_t opset = ctx.opset(node->domain());
+      for (const Pattern* p : index.candidates(node->opType())) {
+        if (!p->anchorsOn(*node, opset)) continue;
         ctx.setCurrent(p, node);
         rewriter.setInsertionPoint(node);
         if (!p->matchAndRewrite(node, ctx)) continue;

@@ -79,6 +79,8 @@ class Pattern {
   int64_t minOpset() const { return min_opset_; }
   int64_t maxOpset() const { return max_opset_; }
   bool anchorsOn(const ir::Node& node, const PatternContext& ctx) const;
+  /// The same, given the opset the model imports for the node's domain.
+  bool anchorsOn(const ir::Node& node, int64_t opset) const;
 
   /// Tries to rewrite at `node`; returns true when it changed the IR (through ctx.rewriter() only).
   virtual bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const = 0;
