@@ -31,11 +31,11 @@ class LiftConstantPattern final : public rewrite::Pattern {
     if (out->isGraphOutput() && out->owningGraph()->parentNode() != nullptr) {
       return ctx.fail("a subgraph output must stay a node output");
     }
-    std::string name = out->name();
     // The initializer takes the name over: directly, or by the rewriter's renaming when the value
     // is a model output.
-    if (!rewrite::isNamedOutput(out)) ctx.rewriter().setName(out, "");
-    ir::Value* init = ctx.rewriter().createInitializer(*g, name, std::move(*tensor));
+    ir::Value* init = rewrite::isNamedOutput(out)
+                          ? ctx.rewriter().createInitializer(*g, out->name(), std::move(*tensor))
+                          : ctx.rewriter().createInitializerNamedAs(out, std::move(*tensor));
     ctx.rewriter().replaceNode(node, {init});
     return true;
   }

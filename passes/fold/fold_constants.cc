@@ -547,11 +547,11 @@ class FoldConstantsPass final : public pass::GraphPass {
     for (size_t i = 0; i < n->numOutputs(); ++i) {
       ir::Value* out = n->output(i);
       if (out == nullptr || !out->hasUses()) continue;
-      std::string name = out->name();
       // The initializer takes the name over: directly, or by the rewriter's renaming when the
       // value is a model output.
-      if (!rewrite::isNamedOutput(out)) rewriter.setName(out, "");
-      values[i] = rewriter.createInitializer(g, name, std::move(results[i]));
+      values[i] = rewrite::isNamedOutput(out)
+                      ? rewriter.createInitializer(g, out->name(), std::move(results[i]))
+                      : rewriter.createInitializerNamedAs(out, std::move(results[i]));
     }
     rewriter.replaceNode(n, values);
   }

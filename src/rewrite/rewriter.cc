@@ -127,6 +127,19 @@ ir::Value* Rewriter::createInitializer(ir::Graph& graph, const std::string& base
   return v;
 }
 
+ir::Value* Rewriter::createInitializerNamedAs(ir::Value* value, ir::Tensor tensor) {
+  ONNXOPT_CHECK(!isNamedOutput(value), "createInitializerNamedAs on a model output");
+  ir::Graph& graph = *value->owningGraph();
+  std::string name = value->name();
+  if (name.empty()) return createInitializer(graph, "", std::move(tensor));
+  renameValue(value, "");
+  tensor.setName(name);
+  changed_ = true;
+  ir::Value* v = B::addInitializer(graph, name, std::move(tensor));
+  noteNames(graph, {}, name);
+  return v;
+}
+
 namespace {
 
 bool isOutputOf(const ir::Value* v, const ir::Graph* g) {

@@ -155,6 +155,17 @@ g (float[2] x, bool c) => (float[2] y) {
   ir::Builder::replaceAllUsesWith(if_node->output(), neg->output());
   rw.eraseNode(if_node);
   EXPECT_EQ(agree("a"), "a");
+  // An initializer that takes a value's name over: the value loses it, the index follows.
+  rw.setInsertionPoint(neg);
+  ir::Node* sq = rw.createNode("Sqrt", "", {g.inputs()[0]});
+  rw.setName(sq->output(), "s");
+  EXPECT_EQ(agree("s"), "s_1");
+  ir::Value* c = rw.createInitializerNamedAs(sq->output(), ir::Tensor(DataType::kFloat, {2}));
+  EXPECT_EQ(c->name(), "s");
+  EXPECT_EQ(c->initializer()->name(), "s");
+  EXPECT_EQ(sq->output()->name(), "");
+  EXPECT_EQ(agree("s"), "s_1");
+  EXPECT_EQ(rw.createInitializer(g, "s", ir::Tensor(DataType::kFloat, {1}))->name(), "s_1");
 }
 
 TEST(RewriterTest, NotifiesTheListener) {

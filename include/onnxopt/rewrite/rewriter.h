@@ -65,6 +65,11 @@ class Rewriter {
 
   /// Adds an initializer to `graph` with a name unique in that graph, derived from `base_name`.
   ir::Value* createInitializer(ir::Graph& graph, const std::string& base_name, ir::Tensor tensor);
+  /// Adds an initializer to `value`'s graph that takes `value`'s name over (`value` is left
+  /// unnamed): the name is unique and was just freed, so none is searched for (createInitializer
+  /// indexes every name of the model first). Not for a model output (isNamedOutput), whose value
+  /// keeps its name: use createInitializer and replaceAllUsesWith there.
+  ir::Value* createInitializerNamedAs(ir::Value* value, ir::Tensor tensor);
 
   /// Whether `from` can be replaced by `to` without an Identity standing in for it as a graph
   /// output. Where `from` is an output of graph G, `to` must be produced by a node of G (for the
