@@ -579,6 +579,46 @@ __device__ __forceinline__ unsigned packPair(float lo, float hi) {
   }
 }
 
+constexpr float kLog2e = 1.4426950408889634f;
+
+/// The mask's biases of the lane's keys of one tile (key 8n + 2c + e of the tile at bias[n][e],
+/// read from `row`, the mask row's element at the tile's first key), for keys below `live` (the
+/// others are not read); 0 without a mask. The element type is switched on once, not per key.
+template <int kKeyTiles>
+__device__ __forceinline__ void maskBiases(const AttentionDeviceArgs& a, int64_t row, int c,
+                                               int live, float (&bias)[kKeyTiles][2]) {
+  auto fill = [&](auto read) {
+#pragma unroll
+    for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int j = n * 8 + 2 * c + e;
+        bias[n][e] = j < live ? read(row + j) : 0.0f;
+      }
+    }
+  };
+  if (a.mask == nullptr) {
+    fill([](int64_t) { return 0.0f; });
+    return;
+  }
+  switch (a.mask_dtype) {
+    case DataType::kBool:
+      fill([&](int64_t off) {
+        return static_cast<const uint8_t*>(a.mask)[off] != 0 ? 0.0f : -INFINITY;
+      });
+      return;
+    case DataType::kFloat16:
+      fill([&](int64_t off) { return load(static_cast<const __half*>(a.mask), off); });
+      return;
+    case DataType::kBfloat16:
+      fill([&](int64_t off) { return load(static_cast<const __nv_bfloat16*>(a.mask), off); });
+      return;
+    default:
+      fill([&](int64_t off) { return static_cast<const float*>(a.mask)[off]; });
+      return;
+  }
+}
+
 // At D = 64, three blocks an SM: 155 registers a thread without spills (182 unbounded, two
 // blocks); at D = 128 the bound would spill, so it stays unbounded (240).
 template <typename T, int D>
@@ -658,22 +698,30 @@ __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
       }
     }
 
-    // The online softmax of the lane's two rows over its 16 keys of each, the quad's 64 in all.
+    // The online softmax of the lane's two rows over its 16 keys of each, the quad's 64 in all;
+    // exp(x - m) as 2^((x - m) log2 e), after the subtraction (a bias of -FLT_MAX stays finite).
+    const int tile_keys = static_cast<int>(min(key_end - kt, int64_t{kMmaKeys}));
 #pragma unroll
     for (int h2 = 0; h2 < 2; ++h2) {
+      // Keys [0, live) of the tile are in range (the mask's length, the causal diagonal).
+      const int live =
+          a.causal ? static_cast<int>(max(min(qi[h2] - kt + 1, int64_t{tile_keys}), int64_t{0}))
+                   : tile_keys;
+      float bias[kKeyTiles][2];  // the mask's biases (0 without a mask)
+      maskBiases(a, mask_row[h2] + kt, c, live, bias);
       float tile_max = -INFINITY;
       bool bad = false;
 #pragma unroll
       for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const int64_t j = kt + n * 8 + 2 * c + e;
           float x = -INFINITY;
-          if (j < key_end && !(a.causal && j > qi[h2])) {
-            const float bias = a.mask != nullptr ? maskBias(a, mask_row[h2] + j) : 0.0f;
-            const float full = s[n][2 * h2 + e] * a.scale + bias;
-            if (bias != -INFINITY) x = full;
-            bad = bad || isnan(a.nan_guard ? full : x) || full == INFINITY;
+          if (n * 8 + 2 * c + e < live) {
+            const float full = fmaf(s[n][2 * h2 + e], a.scale, bias[n][e]);
+            if (bias[n][e] != -INFINITY) x = full;
+            // The guard sees every key's score as the decomposition does (NaN + -inf is NaN);
+            // otherwise only the live ones propagate. !(v < inf): v is NaN or +inf.
+            bad = bad || !((a.nan_guard ? full : x) < INFINITY);
           }
           s[n][2 * h2 + e] = x;
           tile_max = fmaxf(tile_max, x);
@@ -689,14 +737,14 @@ __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
       if (a.nan_guard) poisoned[h2] = poisoned[h2] || bad;
       const float m_new = fmaxf(m[h2], tile_max);
       const bool skip = m_new == -INFINITY || poisoned[h2];
-      const float corr = skip ? 1.0f : expf(m[h2] - m_new);
+      const float corr = skip ? 1.0f : exp2f((m[h2] - m_new) * kLog2e);
       float sum = 0.0f;
 #pragma unroll
       for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float x = s[n][2 * h2 + e];
-          const float p = skip || x == -INFINITY ? 0.0f : expf(x - m_new);
+          // 2^(-inf) is 0: masked keys need no test.
+          const float p = skip ? 0.0f : exp2f((s[n][2 * h2 + e] - m_new) * kLog2e);
           sum += p;
           s[n][2 * h2 + e] = p;
         }
