@@ -619,8 +619,9 @@ __device__ __forceinline__ void maskBiases(const AttentionDeviceArgs& a, int64_t
   }
 }
 
-// At D = 64, three blocks an SM: 155 registers a thread without spills (182 unbounded, two
-// blocks); at D = 128 the bound would spill, so it stays unbounded (240).
+// At D = 64, three blocks an SM: 156 registers a thread without spills (ptxas, CUDA 13; four
+// blocks would cap it at 128 and spill 28 bytes); at D = 128 the bound would spill, so it stays
+// unbounded (222).
 template <typename T, int D>
 __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
     flashAttentionMmaKernel(AttentionDeviceArgs a, int q_blocks, bool /*vec: always*/) {
