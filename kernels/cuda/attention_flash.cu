@@ -586,7 +586,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 /// others are not read); 0 without a mask. The element type is switched on once, not per key.
 template <int kKeyTiles>
 __device__ __forceinline__ void maskBiases(const AttentionDeviceArgs& a, int64_t row, int c,
-                                               int live, float (&bias)[kKeyTiles][2]) {
+                                           int live, float (&bias)[kKeyTiles][2]) {
   auto fill = [&](auto read) {
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
@@ -599,23 +599,8 @@ __device__ __forceinline__ void maskBiases(const AttentionDeviceArgs& a, int64_t
   };
   if (a.mask == nullptr) {
     fill([](int64_t) { return 0.0f; });
-    return;
-  }
-  switch (a.mask_dtype) {
-    case DataType::kBool:
-      fill([&](int64_t off) {
-        return static_cast<const uint8_t*>(a.mask)[off] != 0 ? 0.0f : -INFINITY;
-      });
-      return;
-    case DataType::kFloat16:
-      fill([&](int64_t off) { return load(static_cast<const __half*>(a.mask), off); });
-      return;
-    case DataType::kBfloat16:
-      fill([&](int64_t off) { return load(static_cast<const __nv_bfloat16*>(a.mask), off); });
-      return;
-    default:
-      fill([&](int64_t off) { return static_cast<const float*>(a.mask)[off]; });
-      return;
+  } else {
+    withMaskReader(a, fill);
   }
 }
 

@@ -10,18 +10,27 @@
 
 namespace onnxopt::kernels::cuda {
 
-/// The bias of element `off` of args.mask.
-__device__ __forceinline__ float maskBias(const AttentionDeviceArgs& a, int64_t off) {
+/// `f(read)` with `read(off)` the bias of element `off` of args.mask, for the mask's element type
+/// (switched on here once, so a caller reading many elements puts its loop inside `f`).
+template <typename F>
+__device__ __forceinline__ auto withMaskReader(const AttentionDeviceArgs& a, F&& f) {
   switch (a.mask_dtype) {
     case DataType::kBool:
-      return static_cast<const uint8_t*>(a.mask)[off] != 0 ? 0.0f : -INFINITY;
+      return f([&](int64_t off) {
+        return static_cast<const uint8_t*>(a.mask)[off] != 0 ? 0.0f : -INFINITY;
+      });
     case DataType::kFloat16:
-      return load(static_cast<const __half*>(a.mask), off);
+      return f([&](int64_t off) { return load(static_cast<const __half*>(a.mask), off); });
     case DataType::kBfloat16:
-      return load(static_cast<const __nv_bfloat16*>(a.mask), off);
+      return f([&](int64_t off) { return load(static_cast<const __nv_bfloat16*>(a.mask), off); });
     default:
-      return static_cast<const float*>(a.mask)[off];
+      return f([&](int64_t off) { return static_cast<const float*>(a.mask)[off]; });
   }
+}
+
+/// The bias of element `off` of args.mask.
+__device__ __forceinline__ float maskBias(const AttentionDeviceArgs& a, int64_t off) {
+  return withMaskReader(a, [&](auto read) { return read(off); });
 }
 
 }  // namespace onnxopt::kernels::cuda

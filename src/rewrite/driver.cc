@@ -21,9 +21,7 @@ void PatternContext::failImpl(const std::string& reason) {
 }
 
 bool Pattern::anchorsOn(const ir::Node& node, const PatternContext& ctx) const {
-  if (root_op_ != "*" && (node.opType() != root_op_ || node.domain() != domain_)) return false;
-  int64_t v = ctx.opset(node.domain());
-  return v >= min_opset_ && v <= max_opset_;
+  return anchorsOn(node, ctx.opset(node.domain()));
 }
 
 bool Pattern::anchorsOn(const ir::Node& node, int64_t opset) const {
