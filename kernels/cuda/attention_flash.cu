@@ -519,13 +519,18 @@ __device__ __forceinline__ void waitAsyncAll() {
   asm volatile("cp.async.wait_group 0;\n" ::);
 }
 
-/// Rows [row0, row0 + rows) of one head (D elements each, `seq_stride` apart) into shared `dst`
-/// (row stride kLd), asynchronously; rows from `valid` on are zeros.
-template <typename T, int D>
+/// kRows rows from row0 of one head (D elements each, `seq_stride` apart) into shared `dst` (row
+/// stride kLd), asynchronously; rows from `valid` on are zeros. A fixed count of 16-byte words a
+/// thread (unrolled; no loop bound or division at run time).
+template <typename T, int D, int kRows>
 __device__ __forceinline__ void copyRowsAsync(T* dst, const T* src, int64_t seq_stride,
-                                              int64_t row0, int rows, int64_t valid) {
+                                              int64_t row0, int64_t valid) {
   constexpr int kChunks = D / 8;
-  for (int idx = static_cast<int>(threadIdx.x); idx < rows * kChunks; idx += kMmaWarps * 32) {
+  constexpr int kThreads = kMmaWarps * 32;
+  static_assert(kRows * kChunks % kThreads == 0, "whole words a thread");
+#pragma unroll
+  for (int n = 0; n < kRows * kChunks / kThreads; ++n) {
+    const int idx = static_cast<int>(threadIdx.x) + n * kThreads;
     const int r = idx / kChunks, c = idx % kChunks;
     const bool live = row0 + r < valid;
     copyAsync16(dst + r * MmaLayout<D>::kLd + c * 8,
@@ -581,19 +586,28 @@ __device__ __forceinline__ unsigned packPair(float lo, float hi) {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
+/// 2^x by the SFU alone (ex2.approx.ftz: exp2f adds a denormal-range fix-up of four instructions
+/// a call); a result below 2^-126 is 0 (P is stored as T, whose smallest is 2^-24 or 2^-133).
+/// 2^-inf is 0 and 2^NaN is NaN.
+__device__ __forceinline__ float fastExp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /// The mask's biases of the lane's keys of one tile (key 8n + 2c + e of the tile at bias[n][e],
-/// read from `row`, the mask row's element at the tile's first key), for keys below `live` (the
-/// others are not read); 0 without a mask. The element type is switched on once, not per key.
+/// read from `row`, the mask row's element at the tile's first key), for keys below `keys` (the
+/// others are 0, not read); 0 without a mask. The element type is switched on once, not per key.
 template <int kKeyTiles>
 __device__ __forceinline__ void maskBiases(const AttentionDeviceArgs& a, int64_t row, int c,
-                                           int live, float (&bias)[kKeyTiles][2]) {
+                                           int keys, float (&bias)[kKeyTiles][2]) {
   auto fill = [&](auto read) {
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int j = n * 8 + 2 * c + e;
-        bias[n][e] = j < live ? read(row + j) : 0.0f;
+        bias[n][e] = j < keys ? read(row + j) : 0.0f;
       }
     }
   };
@@ -604,10 +618,93 @@ __device__ __forceinline__ void maskBiases(const AttentionDeviceArgs& a, int64_t
   }
 }
 
-// At D = 64, three blocks an SM: 156 registers a thread without spills (ptxas, CUDA 13; four
-// blocks would cap it at 128 and spill 28 bytes); at D = 128 the bound would spill, so it stays
-// unbounded (222).
-template <typename T, int D>
+/// What one warp's softmax over a tile reads: the tile's first key, its keys in range, the
+/// lane's accumulator column pair and its two rows (index, mask row).
+struct MmaTile {
+  int64_t kt;
+  int tile_keys, c;
+  const int64_t (&qi)[2];
+  const int64_t (&mask_row)[2];
+};
+
+/// The online softmax of the lane's two rows (h2 = 0: row g, 1: row g + 8 of the warp's 16) over
+/// its 16 keys of each in the tile, on S's accumulators `s` (replaced by P = exp(x - m)): the
+/// row's max and sum over the lane's quad (shuffles), the running m and l, O rescaled.
+///
+/// Per key: x = s scale + bias, or -inf where the bias is -inf or (not kFull) the key is out of
+/// range (the mask's length, the causal diagonal); exp(x - m) as 2^((x - m) log2 e), after the
+/// subtraction (a bias of -FLT_MAX stays finite). m is replaced by 0 while it is -inf, so a
+/// masked key's exp is 0 with no test and a NaN x stays NaN: without the guard a NaN or +inf x
+/// makes the row's sum NaN (+inf through m = +inf), as the other kernels make it; with it
+/// (kGuard) any score in range that is NaN or +inf, masked keys' included (NaN + -inf is NaN),
+/// poisons the row: its later P are 0 and its output is 0.
+template <bool kFull, bool kGuard, typename T, int kKeyTiles, int kOutTiles>
+__device__ __forceinline__ void mmaTileSoftmax(const AttentionDeviceArgs& a, const MmaTile& t,
+                                               float (&s)[kKeyTiles][4], float (&o)[kOutTiles][4],
+                                               float (&m)[2], float (&l)[2], bool (&poisoned)[2]) {
+  constexpr int kKeys = kKeyTiles * 8;
+  float bias[kKeyTiles][2];
+#pragma unroll
+  for (int h2 = 0; h2 < 2; ++h2) {
+    // Keys [0, live) of the tile are in range for this row.
+    const int live =
+        kFull ? kKeys
+        : a.causal
+            ? static_cast<int>(max(min(t.qi[h2] - t.kt + 1, int64_t{t.tile_keys}), int64_t{0}))
+            : t.tile_keys;
+    maskBiases(a, t.mask_row[h2] + t.kt, t.c, kFull ? kKeys : t.tile_keys, bias);
+    float tile_max = -INFINITY;
+    bool bad = false;
+#pragma unroll
+    for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float full = fmaf(s[n][2 * h2 + e], a.scale, bias[n][e]);
+        const float in_range = kFull || n * 8 + 2 * t.c + e < live ? full : -INFINITY;
+        if constexpr (kGuard) bad = bad || !(in_range < INFINITY);  // NaN or +inf
+        const float x = bias[n][e] == -INFINITY ? -INFINITY : in_range;
+        s[n][2 * h2 + e] = x;
+        tile_max = fmaxf(tile_max, x);
+      }
+    }
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    if constexpr (kGuard) {
+      int any = static_cast<int>(bad);
+      any |= __shfl_xor_sync(0xffffffffu, any, 1);
+      any |= __shfl_xor_sync(0xffffffffu, any, 2);
+      poisoned[h2] = poisoned[h2] || any != 0;
+    }
+    const float m_new = fmaxf(m[h2], tile_max);
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+    const bool off = kGuard && poisoned[h2];  // a poisoned row keeps O and l as they are
+    const float corr = off ? 1.0f : fastExp2((m[h2] - m_use) * kLog2e);
+    float sum = 0.0f;
+#pragma unroll
+    for (int n = 0; n < kKeyTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float p = fastExp2((s[n][2 * h2 + e] - m_use) * kLog2e);
+        if constexpr (kGuard) p = off ? 0.0f : p;
+        sum += p;
+        s[n][2 * h2 + e] = p;
+      }
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    l[h2] = l[h2] * corr + sum;
+    m[h2] = m_new;
+#pragma unroll
+    for (int n = 0; n < kOutTiles; ++n) {
+      o[n][2 * h2] *= corr;
+      o[n][2 * h2 + 1] *= corr;
+    }
+  }
+}
+
+// At D = 64, three blocks an SM: no spills (ptxas, CUDA 13; four blocks would cap the registers
+// at 128 and spill); at D = 128 the bound would spill, so it stays unbounded.
+template <typename T, int D, bool kGuard>
 __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
     flashAttentionMmaKernel(AttentionDeviceArgs a, int q_blocks, bool /*vec: always*/) {
   using L = MmaLayout<D>;
@@ -623,12 +720,13 @@ __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
   const HeadBlock<T> hb = headBlock<T>(a, q_blocks, kMmaRows);
   const int64_t b = hb.b, h = hb.h, q0 = hb.q0, key_end = hb.key_end;
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
-  const int g = lane / 4, c = lane % 4;  // the accumulators' row group and column pair
+  const int g = lane / 4, c = lane % 4;    // the accumulators' row group and column pair
+  const int64_t warp_q0 = q0 + warp * 16;  // the warp's first row
 
-  copyRowsAsync<T, D>(q_s, hb.q, a.q_strides.seq, q0, kMmaRows, a.q_seq);
+  copyRowsAsync<T, D, kMmaRows>(q_s, hb.q, a.q_strides.seq, q0, a.q_seq);
   if (key_end > 0) {
-    copyRowsAsync<T, D>(kv_s(0, 0), hb.k, a.k_strides.seq, 0, kMmaKeys, key_end);
-    copyRowsAsync<T, D>(kv_s(0, 1), hb.v, a.v_strides.seq, 0, kMmaKeys, key_end);
+    copyRowsAsync<T, D, kMmaKeys>(kv_s(0, 0), hb.k, a.k_strides.seq, 0, key_end);
+    copyRowsAsync<T, D, kMmaKeys>(kv_s(0, 1), hb.v, a.v_strides.seq, 0, key_end);
   }
   commitAsync();
 
@@ -638,7 +736,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
   bool poisoned[2] = {false, false};
 #pragma unroll
   for (int h2 = 0; h2 < 2; ++h2) {
-    qi[h2] = q0 + warp * 16 + g + 8 * h2;
+    qi[h2] = warp_q0 + g + 8 * h2;
     mask_row[h2] = maskRow(a, b, h, qi[h2]);
   }
   float o[kOutTiles][4];
@@ -658,14 +756,25 @@ __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
       if (key_end <= 0) break;
     }
     if (kt + kMmaKeys < key_end) {
-      copyRowsAsync<T, D>(kv_s(buffer ^ 1, 0), hb.k, a.k_strides.seq, kt + kMmaKeys, kMmaKeys,
-                          key_end);
-      copyRowsAsync<T, D>(kv_s(buffer ^ 1, 1), hb.v, a.v_strides.seq, kt + kMmaKeys, kMmaKeys,
-                          key_end);
+      copyRowsAsync<T, D, kMmaKeys>(kv_s(buffer ^ 1, 0), hb.k, a.k_strides.seq, kt + kMmaKeys,
+                                    key_end);
+      copyRowsAsync<T, D, kMmaKeys>(kv_s(buffer ^ 1, 1), hb.v, a.v_strides.seq, kt + kMmaKeys,
+                                    key_end);
     }
     commitAsync();
     const T* k_s = kv_s(buffer, 0);
     const T* v_s = kv_s(buffer, 1);
+    buffer ^= 1;
+
+    // The tile's keys any of the warp's rows sees (none where the warp's rows are all past the
+    // queries; with is_causal, up to its last row's diagonal): 16-key chunks past them are all
+    // masked for every row of the warp, so their products are skipped (P is 0 there).
+    const int tile_keys = static_cast<int>(min(key_end - kt, int64_t{kMmaKeys}));
+    int warp_keys = warp_q0 < a.q_seq ? tile_keys : 0;
+    if (a.causal) {
+      warp_keys = static_cast<int>(max(min(warp_q0 + 16 - kt, int64_t{warp_keys}), int64_t{0}));
+    }
+    if (warp_keys == 0) continue;
 
     // S = Q K^T: key tiles 2j and 2j + 1 from one ldmatrix.x4 (matrices: tile 2j dims 0-7, 8-15,
     // tile 2j + 1 dims 0-7, 8-15 of the chunk).
@@ -673,9 +782,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
 #pragma unroll
     for (int n = 0; n < kKeyTiles; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
+    for (int j = 0; j < kKeyTiles / 2; ++j) {
+      if (j * 16 >= warp_keys) break;
 #pragma unroll
-      for (int j = 0; j < kKeyTiles / 2; ++j) {
+      for (int kk = 0; kk < D / 16; ++kk) {
         unsigned kb[4];
         loadMatrices<false>(
             kb, k_s + (j * 16 + (lane / 16) * 8 + lane % 8) * kLd + kk * 16 + (lane / 8 % 2) * 8);
@@ -684,75 +794,20 @@ __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
       }
     }
 
-    // The online softmax of the lane's two rows over its 16 keys of each, the quad's 64 in all;
-    // exp(x - m) as 2^((x - m) log2 e), after the subtraction (a bias of -FLT_MAX stays finite).
-    const int tile_keys = static_cast<int>(min(key_end - kt, int64_t{kMmaKeys}));
-#pragma unroll
-    for (int h2 = 0; h2 < 2; ++h2) {
-      // Keys [0, live) of the tile are in range (the mask's length, the causal diagonal).
-      const int live =
-          a.causal ? static_cast<int>(max(min(qi[h2] - kt + 1, int64_t{tile_keys}), int64_t{0}))
-                   : tile_keys;
-      float bias[kKeyTiles][2];  // the mask's biases (0 without a mask)
-      maskBiases(a, mask_row[h2] + kt, c, live, bias);
-      float tile_max = -INFINITY;
-      bool bad = false;
-#pragma unroll
-      for (int n = 0; n < kKeyTiles; ++n) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float x = -INFINITY;
-          if (n * 8 + 2 * c + e < live) {
-            const float full = fmaf(s[n][2 * h2 + e], a.scale, bias[n][e]);
-            if (bias[n][e] != -INFINITY) x = full;
-            // The guard sees every key's score as the decomposition does (NaN + -inf is NaN);
-            // otherwise only the live ones propagate. !(v < inf): v is NaN or +inf.
-            bad = bad || !((a.nan_guard ? full : x) < INFINITY);
-          }
-          s[n][2 * h2 + e] = x;
-          tile_max = fmaxf(tile_max, x);
-        }
-      }
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      // The row's verdict over its quad: the guard poisons the row, else it goes NaN (below).
-      int any = static_cast<int>(bad);
-      any |= __shfl_xor_sync(0xffffffffu, any, 1);
-      any |= __shfl_xor_sync(0xffffffffu, any, 2);
-      bad = any != 0;
-      if (a.nan_guard) poisoned[h2] = poisoned[h2] || bad;
-      const float m_new = fmaxf(m[h2], tile_max);
-      const bool skip = m_new == -INFINITY || poisoned[h2];
-      const float corr = skip ? 1.0f : exp2f((m[h2] - m_new) * kLog2e);
-      float sum = 0.0f;
-#pragma unroll
-      for (int n = 0; n < kKeyTiles; ++n) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          // 2^(-inf) is 0: masked keys need no test.
-          const float p = skip ? 0.0f : exp2f((s[n][2 * h2 + e] - m_new) * kLog2e);
-          sum += p;
-          s[n][2 * h2 + e] = p;
-        }
-      }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      if (!skip) {
-        l[h2] = l[h2] * corr + sum;
-        m[h2] = m_new;
-      }
-      if (bad && !a.nan_guard) l[h2] = NAN;
-#pragma unroll
-      for (int n = 0; n < kOutTiles; ++n) {
-        o[n][2 * h2] *= corr;
-        o[n][2 * h2 + 1] *= corr;
-      }
+    // The softmax; without a per-key range test where every row of the warp sees all 64 keys.
+    const MmaTile tile{kt, tile_keys, c, qi, mask_row};
+    const bool full = tile_keys == kMmaKeys && (!a.causal || warp_q0 + 1 - kt >= kMmaKeys);
+    if (full) {
+      mmaTileSoftmax<true, kGuard, T>(a, tile, s, o, m, l, poisoned);
+    } else {
+      mmaTileSoftmax<false, kGuard, T>(a, tile, s, o, m, l, poisoned);
     }
 
     // O += P V: P's k = 16 chunk j is S's key tiles 2j, 2j + 1 as they stand; V's matrices for
     // dims 16i.. are keys 0-7, 8-15 of dims 16i..16i+7, then of 16i+8..16i+15 (transposed).
 #pragma unroll
     for (int j = 0; j < kKeyTiles / 2; ++j) {
+      if (j * 16 >= warp_keys) break;
       const unsigned pa[4] = {packPair<T>(s[2 * j][0], s[2 * j][1]),
                               packPair<T>(s[2 * j][2], s[2 * j][3]),
                               packPair<T>(s[2 * j + 1][0], s[2 * j + 1][1]),
@@ -766,7 +821,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 3 : 1)
         mma16816<T>(o[2 * i + 1], pa, vb[2], vb[3]);
       }
     }
-    buffer ^= 1;
   }
 
 #pragma unroll
@@ -848,8 +902,10 @@ cudaError_t launchFlashTyped(const AttentionDeviceArgs& a, cudaStream_t stream) 
   }
   static_assert(kMmaRows == kFlashRows, "one grid for both kernels");
   if (vec && useMmaKernel()) {
-    return launchWithSmem(flashAttentionMmaKernel<T, D>, blocks, kMmaWarps, MmaLayout<D>::kBytes,
-                          stream, a, q_blocks, vec);
+    auto kernel =
+        a.nan_guard ? flashAttentionMmaKernel<T, D, true> : flashAttentionMmaKernel<T, D, false>;
+    return launchWithSmem(kernel, blocks, kMmaWarps, MmaLayout<D>::kBytes, stream, a, q_blocks,
+                          vec);
   }
   return launchWithSmem(flashAttentionKernel<T, D>, blocks, kFlashWarps, FlashLayout<D>::kBytes,
                         stream, a, q_blocks, vec);
