@@ -74,7 +74,7 @@ __device__ __forceinline__ float applyFloat(const UnaryDeviceArgs& a, float x, f
     case UnaryOp::kCos:
       return cosf(x);
     case UnaryOp::kGelu:
-      return 0.5f * x * (1.0f + erff(x / sqrtf(2.0f)));
+      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));  // x / sqrt(2), no division
     case UnaryOp::kGeluTanh: {
       const float k = sqrtf(2.0f / 3.14159265358979323846f);
       return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));

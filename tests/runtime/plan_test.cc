@@ -460,6 +460,38 @@ g (float[64] x) => (float[64] y) {
   expectValidMemory(separate);
 }
 
+// An optional output nothing reads (LayerNormalization's Mean and InvStdDev here) is planned
+// absent on a device that runs the node: no value, no buffer, and the kernel is handed none.
+// One that a later node reads, or a graph output, stays; so does every output of a node the
+// device falls back on (the fallback's kernels write what the node has).
+TEST(Plan, UnreadOptionalOutputsAreNotPlanned) {
+  auto model = parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4, 8] x, float[8] scale, float[8] b) => (float[4, 8] y, float[4, 1] inv) {
+  y, mean, inv = LayerNormalization(x, scale, b)
+}
+)");
+  ASSERT_NE(model, nullptr);
+  InputShapes shapes = {{"x", {DataType::kFloat, {4, 8}}},
+                        {"scale", {DataType::kFloat, {8}}},
+                        {"b", {DataType::kFloat, {8}}}};
+  Plan plan = planOf(*model, shapes);
+  const PlannedNode* ln = nodeProducing(plan, "y");
+  ASSERT_NE(ln, nullptr);
+  ASSERT_EQ(ln->outputs.size(), 3u);
+  EXPECT_EQ(ln->outputs[1], -1);  // mean: read by nothing
+  ASSERT_GE(ln->outputs[2], 0);   // inv: a graph output
+  EXPECT_EQ(plan.values[static_cast<size_t>(ln->outputs[2])].name, "inv");
+  for (const PlannedValue& v : plan.values) EXPECT_NE(v.name, "mean");
+  expectValidMemory(plan);
+
+  Plan fallback = planOf(*model, shapes, FakeDevice({}));
+  const PlannedNode* cpu = nodeProducing(fallback, "y");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->placement, Placement::kCpuFallback);
+  EXPECT_GE(cpu->outputs[1], 0);
+}
+
 // A value named in shaped_at_run_time (its declared dims a run contradicted) is planned with
 // nothing assumed of its dims, and so is its consumer; without the option both are static.
 TEST(Plan, ShapedAtRunTimeDropsTheDeclaredDims) {

@@ -65,6 +65,17 @@ bool isViewOp(const std::string& op) {
          op == "Identity";
 }
 
+/// Whether output `index` of the op is one its device kernel may be handed absent (and then
+/// does not compute): the statistics LayerNormalization returns besides Y, and the residual sum
+/// of our SkipLayerNormalization (which a model keeps as an output of the call even where
+/// nothing reads it, since onnx types a function call by all of its outputs: writing it costs
+/// as much as reading X).
+bool omittableOutput(const std::string& domain, const std::string& op, size_t index) {
+  if (domain.empty() || domain == "ai.onnx")
+    return op == "LayerNormalization" && (index == 1 || index == 2);
+  return domain == "ai.onnxopt" && op == "SkipLayerNormalization" && index == 1;
+}
+
 bool isHostType(DataType t) {
   return t == DataType::kInt64 || t == DataType::kInt32 || t == DataType::kBool;
 }
@@ -291,11 +302,14 @@ class Lowering {
     return plan_detail::concreteOutputDims(pn.op, pn.attrs, known);
   }
 
-  /// Creates the planned outputs of a node from inferred types (or `computed` dims).
-  Status addOutputs(const ir::Node& n, PlannedNode& pn) {
+  /// Creates the planned outputs of a node from inferred types (or `computed` dims). With
+  /// `omit_unused` (a device node), an optional output nothing reads is planned as absent
+  /// (omittableOutput): no buffer, and the kernel does not write it.
+  Status addOutputs(const ir::Node& n, PlannedNode& pn, bool omit_unused = false) {
     for (size_t i = 0; i < n.numOutputs(); ++i) {
       const ir::Value* out = n.output(i);
-      if (out == nullptr) {
+      if (out == nullptr ||
+          (omit_unused && out->uses().empty() && omittableOutput(pn.domain, pn.op, i))) {
         pn.outputs.push_back(-1);
         continue;
       }
@@ -454,8 +468,8 @@ class Lowering {
       }
       return finishNode(std::move(pn));
     }
-    RETURN_IF_ERROR(addOutputs(n, pn));
     kernels::Support s = device_.supports(bridge::opQuery(n, pn.opset));
+    RETURN_IF_ERROR(addOutputs(n, pn, /*omit_unused=*/static_cast<bool>(s)));
     pn.placement = s ? Placement::kDevice : Placement::kCpuFallback;
     if (!s) pn.fallback_reason = s.reason.empty() ? "not supported by the device" : s.reason;
     for (int id : pn.outputs) {
