@@ -210,7 +210,11 @@ Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
 // stays portable.
 //  - After every portable fusion: the patterns read the chains those leave (MatMul + Add that
 //    fuse-gemm kept for rank > 2, Gelu from fuse-gelu).
-//  - convert-nhwc first: convolutions and pools to channels-last (tensor cores' layout), each
+//  - patch-conv-to-matmul first: a Conv whose windows tile the image (a ViT's patch embedding)
+//    becomes reshapes, a Transpose and a MatMul before convert-nhwc would take it, so the
+//    transpose fixed point below cancels its Transposes too and fuse-matmul-epilogue takes its
+//    bias.
+//  - convert-nhwc next: convolutions and pools to channels-last (tensor cores' layout), each
 //    between two Transposes; then the transpose fixed point of -O2 again, which pushes those
 //    Transposes through the ReLUs and residual Adds between convolutions and cancels them in
 //    pairs (fold-constants permutes the constants they meet; dce drops the NCHW weights).
@@ -233,7 +237,8 @@ Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
 //    rows in batch-first order: a fixed point, as that second step anchors on the first one's
 //    ai.onnxopt op, which the pass's function step declares the domain of after the first run.
 constexpr const char* kCudaLevel3 =
-    ",convert-nhwc,fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce),"
+    ",patch-conv-to-matmul,convert-nhwc,"
+    "fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce),"
     "fixpoint(fuse-attention{nan-guard=true},dce),"
     "fixpoint(fuse-conv-activation,fuse-matmul-epilogue,fuse-skip-layernorm,dce),"
     "fixpoint(fuse-packed-attention,dce)";
