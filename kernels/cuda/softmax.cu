@@ -108,6 +108,64 @@ __global__ void softmaxRowsKernel(SoftmaxDeviceArgs a) {
   }
 }
 
+/// The register-cached form of softmaxRowsKernel for Softmax and LogSoftmax over rows of at most
+/// 32 * kChunks vectors of 16 bytes, every row start 16-byte aligned: one warp per row reads it
+/// once, 16 bytes per lane and load, keeps it in registers through the max, the sum of exps and
+/// the output, and writes 16 bytes at a time, where the row kernel reads the row three times an
+/// element at a time. Each element's arithmetic is softmaxRow's (the same expf, computed once and
+/// kept, the same division); the reductions' order differs (last-place differences only).
+template <typename T, int kChunks>
+__global__ void softmaxRowsVecKernel(SoftmaxDeviceArgs a) {
+  constexpr int kV = kVecElements<T>;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  const int64_t vectors = a.n / kV;
+  const bool log_softmax = a.kind == SoftmaxKind::kLogSoftmax;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+       row < a.outer; row += warps) {
+    const auto* xr = static_cast<const Vec16<T>*>(a.x) + row * vectors;
+    float v[kChunks][kV];
+    float mx = MaxOp::kIdentity;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int64_t i = lane + 32 * c;
+      if (i >= vectors) break;
+      const Vec16<T> xv = xr[i];
+#pragma unroll
+      for (int k = 0; k < kV; ++k) {
+        v[c][k] = load(xv.v, k);
+        mx = fmaxf(mx, v[c][k]);
+      }
+    }
+    mx = warpReduce(mx, MaxOp{});
+    float sum = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      if (lane + 32 * c >= vectors) break;
+#pragma unroll
+      for (int k = 0; k < kV; ++k) {
+        const float e = expf(v[c][k] - mx);
+        sum += e;
+        if (!log_softmax) v[c][k] = e;  // the exp softmaxRow computes again for the output
+      }
+    }
+    sum = warpReduce(sum, SumOp{});
+    const float log_sum = logf(sum);
+    auto* yr = static_cast<Vec16<T>*>(a.y) + row * vectors;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int64_t i = lane + 32 * c;
+      if (i >= vectors) break;
+      Vec16<T> out;
+#pragma unroll
+      for (int k = 0; k < kV; ++k) {
+        store(out.v, k, log_softmax ? (v[c][k] - mx) - log_sum : v[c][k] / sum);
+      }
+      yr[i] = out;
+    }
+  }
+}
+
 template <typename T>
 __global__ void softmaxColumnsKernel(SoftmaxDeviceArgs a) {
   const T* x = static_cast<const T*>(a.x);
@@ -154,7 +212,24 @@ cudaError_t launchSoftmax(const SoftmaxDeviceArgs& args, cudaStream_t stream) {
   visitCudaType(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kIsFloating<T>) {
-      if (args.inner > 1) {
+      const int64_t vectors = args.n / kVecElements<T>;
+      const bool vec =
+          args.inner == 1 && args.n % kVecElements<T> == 0 && vectors <= 32 * 8 &&
+          (args.kind == SoftmaxKind::kSoftmax || args.kind == SoftmaxKind::kLogSoftmax) &&
+          aligned16(args.x) && aligned16(args.y);
+      if (vec) {
+        const int64_t per_lane = (vectors + 31) / 32;
+        const unsigned blocks = rowBlocks(args.outer, true);
+        if (per_lane <= 1) {
+          softmaxRowsVecKernel<T, 1><<<blocks, kRowThreads, 0, stream>>>(args);
+        } else if (per_lane <= 2) {
+          softmaxRowsVecKernel<T, 2><<<blocks, kRowThreads, 0, stream>>>(args);
+        } else if (per_lane <= 4) {
+          softmaxRowsVecKernel<T, 4><<<blocks, kRowThreads, 0, stream>>>(args);
+        } else {
+          softmaxRowsVecKernel<T, 8><<<blocks, kRowThreads, 0, stream>>>(args);
+        }
+      } else if (args.inner > 1) {
         softmaxColumnsKernel<T><<<blocksFor(args.outer * args.inner), kThreads, 0, stream>>>(args);
       } else if (args.n <= kWarpRowMax) {
         softmaxRowsKernel<T, true><<<rowBlocks(args.outer, true), kRowThreads, 0, stream>>>(args);
