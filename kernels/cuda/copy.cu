@@ -81,6 +81,73 @@ __global__ void tiledTransposeKernel(StridedCopy copy, int a, int64_t tiles_a, i
   }
 }
 
+/// The tiled transpose of 2-byte elements (fp16, bf16) through 64 x 64 tiles: each thread moves
+/// two neighbours as one 4-byte word on both sides (a warp reads and writes 128 bytes a row,
+/// where 32 x 32 tiles of 2-byte words move 64), and the tile's odd pitch of 65 elements keeps
+/// the transposed reads off each other's banks. Block (32, 8); the caller checks that every
+/// word is 4-byte aligned (pairAligned). A tile edge of odd length moves its last element alone.
+constexpr int kPairTile = 64;
+
+__global__ void tiledTransposePairKernel(StridedCopy copy, int a, int64_t tiles_a,
+                                         int64_t tiles_b) {
+  __shared__ uint16_t tile[kPairTile][kPairTile + 1];
+  const int b = copy.rank - 1;
+  int64_t block = blockIdx.x;
+  const int64_t ta = block % tiles_a;
+  block /= tiles_a;
+  const int64_t tb = block % tiles_b;
+  block /= tiles_b;
+  int64_t src = 0, dst = 0;
+  otherOffsets(copy, a, block, &src, &dst);
+  const uint16_t* in = static_cast<const uint16_t*>(copy.src) + src;
+  uint16_t* out = static_cast<uint16_t*>(copy.dst) + dst;
+  const int64_t na = copy.dims[a], nb = copy.dims[b];
+  const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
+  const int64_t ia = ta * kPairTile + 2 * tx;  // reads: pairs along a (source-contiguous)
+#pragma unroll
+  for (int k = 0; k < kPairTile; k += kTileRows) {
+    const int64_t ib = tb * kPairTile + ty + k;
+    if (ib >= nb) continue;
+    const uint16_t* p = in + ia + ib * copy.src_strides[b];
+    if (ia + 1 < na) {
+      const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
+      tile[ty + k][2 * tx] = static_cast<uint16_t>(w);
+      tile[ty + k][2 * tx + 1] = static_cast<uint16_t>(w >> 16);
+    } else if (ia < na) {
+      tile[ty + k][2 * tx] = *p;
+    }
+  }
+  __syncthreads();
+  const int64_t ob = tb * kPairTile + 2 * tx;  // writes: pairs along b (destination-contiguous)
+#pragma unroll
+  for (int k = 0; k < kPairTile; k += kTileRows) {
+    const int64_t oa = ta * kPairTile + ty + k;
+    if (oa >= na) continue;
+    uint16_t* q = out + oa * copy.dst_strides[a] + ob;
+    if (ob + 1 < nb) {
+      *reinterpret_cast<uint32_t*>(q) = static_cast<uint32_t>(tile[2 * tx][ty + k]) |
+                                        (static_cast<uint32_t>(tile[2 * tx + 1][ty + k]) << 16);
+    } else if (ob < nb) {
+      *q = tile[2 * tx][ty + k];
+    }
+  }
+}
+
+/// Whether tiledTransposePairKernel's words are all 4-byte aligned: both pointers, and every
+/// stride but the contiguous dim's on each side even (a pair starts at an even index of it).
+bool pairAligned(const StridedCopy& copy, int a) {
+  const int b = copy.rank - 1;
+  if (reinterpret_cast<uintptr_t>(copy.src) % 4 != 0 ||
+      reinterpret_cast<uintptr_t>(copy.dst) % 4 != 0) {
+    return false;
+  }
+  for (int k = 0; k < copy.rank; ++k) {
+    if (k != a && copy.src_strides[k] % 2 != 0) return false;
+    if (k != b && copy.dst_strides[k] % 2 != 0) return false;
+  }
+  return true;
+}
+
 /// The tiled transpose's case of a short destination-innermost dim b (at most kShortInner: the
 /// NCHW -> NHWC copy of an image's 3 channels filled 3 of each tile's 32 columns, and took 135 us
 /// for resnet50's batch-32 input on the H200): each thread moves one index of the
@@ -138,6 +205,14 @@ cudaError_t launchStridedCopy(const StridedCopy& copy, cudaStream_t stream) {
       });
     }
     const dim3 threads(kTile, kTileRows);
+    if (copy.element_bytes == 2 && pairAligned(copy, a)) {
+      const int64_t pair_a = (copy.dims[a] + kPairTile - 1) / kPairTile;
+      const int64_t pair_b = (copy.dims[copy.rank - 1] + kPairTile - 1) / kPairTile;
+      const int64_t pair_blocks = tiled_blocks / (tiles_a * tiles_b) * pair_a * pair_b;
+      tiledTransposePairKernel<<<static_cast<unsigned>(pair_blocks), threads, 0, stream>>>(
+          copy, a, pair_a, pair_b);
+      return cudaGetLastError();
+    }
     const auto grid = static_cast<unsigned>(tiled_blocks);
     return dispatchWord(copy.element_bytes, [&](auto tag) {
       using Word = typename decltype(tag)::type;

@@ -47,6 +47,11 @@ inline std::vector<MoveCase> transposeCases() {
       {{2, 8, 16, 32}, {0, 2, 1, 3}},  // the attention head split
       {{2, 3, 20, 20}, {0, 2, 3, 1}},  // NCHW -> NHWC of an image: a short innermost dim
       {{2, 5, 300}, {0, 2, 1}},        // a short innermost dim over more than one block
+      // 2-byte elements in 4-byte pairs (64 x 64 tiles): partial tiles, an odd edge on either
+      // side, and odd strides, which keep the 32 x 32 tiles.
+      {{130, 66}, {1, 0}},
+      {{3, 65, 130}, {0, 2, 1}},
+      {{2, 66, 67}, {0, 2, 1}},
       {{3, 2, 4, 2, 5}, {4, 2, 0, 3, 1}},
       {{2, 3, 2, 3, 2, 3}, {5, 4, 3, 2, 1, 0}},
       {{2, 3, 4}, {0, 1, 2}},  // the identity: one memcpy
