@@ -51,19 +51,36 @@ __device__ __forceinline__ void otherOffsets(const StridedCopy& copy, int a, int
   }
 }
 
+/// What block blockIdx.x of a tiled transpose moves: its tile of dim a and of the last dim b, and
+/// the first element of its (a, b) plane in the source and the destination.
+template <typename Word>
+struct TransposeTile {
+  int64_t ta, tb;
+  const Word* in;
+  Word* out;
+};
+
+template <typename Word>
+__device__ __forceinline__ TransposeTile<Word> transposeTile(const StridedCopy& copy, int a,
+                                                             int64_t tiles_a, int64_t tiles_b) {
+  int64_t block = blockIdx.x;
+  TransposeTile<Word> t;
+  t.ta = block % tiles_a;
+  block /= tiles_a;
+  t.tb = block % tiles_b;
+  block /= tiles_b;
+  int64_t src = 0, dst = 0;
+  otherOffsets(copy, a, block, &src, &dst);
+  t.in = static_cast<const Word*>(copy.src) + src;
+  t.out = static_cast<Word*>(copy.dst) + dst;
+  return t;
+}
+
 template <typename Word>
 __global__ void tiledTransposeKernel(StridedCopy copy, int a, int64_t tiles_a, int64_t tiles_b) {
   __shared__ Word tile[kTile][kTile + 1];
   const int b = copy.rank - 1;
-  int64_t block = blockIdx.x;
-  const int64_t ta = block % tiles_a;
-  block /= tiles_a;
-  const int64_t tb = block % tiles_b;
-  block /= tiles_b;
-  int64_t src = 0, dst = 0;
-  otherOffsets(copy, a, block, &src, &dst);
-  const Word* in = static_cast<const Word*>(copy.src) + src;
-  Word* out = static_cast<Word*>(copy.dst) + dst;
+  const auto [ta, tb, in, out] = transposeTile<Word>(copy, a, tiles_a, tiles_b);
   const int64_t na = copy.dims[a], nb = copy.dims[b];
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int64_t ia = ta * kTile + tx;  // reads: x along a (source-contiguous)
@@ -92,15 +109,7 @@ __global__ void tiledTransposePairKernel(StridedCopy copy, int a, int64_t tiles_
                                          int64_t tiles_b) {
   __shared__ uint16_t tile[kPairTile][kPairTile + 1];
   const int b = copy.rank - 1;
-  int64_t block = blockIdx.x;
-  const int64_t ta = block % tiles_a;
-  block /= tiles_a;
-  const int64_t tb = block % tiles_b;
-  block /= tiles_b;
-  int64_t src = 0, dst = 0;
-  otherOffsets(copy, a, block, &src, &dst);
-  const uint16_t* in = static_cast<const uint16_t*>(copy.src) + src;
-  uint16_t* out = static_cast<uint16_t*>(copy.dst) + dst;
+  const auto [ta, tb, in, out] = transposeTile<uint16_t>(copy, a, tiles_a, tiles_b);
   const int64_t na = copy.dims[a], nb = copy.dims[b];
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const int64_t ia = ta * kPairTile + 2 * tx;  // reads: pairs along a (source-contiguous)
