@@ -9,7 +9,8 @@
 //   Pad(x, 0...0)                                -> x
 //   Transpose<perm=identity>(x)                  -> x
 //   Split(x) with one output;  Concat(x)         -> x
-//   Add(x, -0) = Add(-0, x), Sub(x, +0), Mul(x, 1) = Mul(1, x), Div(x, 1), Pow(x, 1)  -> x
+//   Add(x, -0) = Add(-0, x), Sub(x, +0), Mul(x, 1) = Mul(1, x), Div(x, 1), Pow(x, 1),
+//   And(x, true) = And(true, x), Or(x, false) = Or(false, x), Xor(x, false) = Xor(false, x)  -> x
 //     when broadcasting leaves x's shape unchanged: the constant (a scalar or a tensor such as
 //     ones[C,1,1]) has at most x's rank and each of its dims is 1 or x's known dim there. For
 //     floats x + (+0) maps -0 to +0, so Add needs a -0 constant (or integers) unless
@@ -276,7 +277,8 @@ class SingleConcatPattern final : public NoOpPattern {
   }
 };
 
-/// Add/Sub/Mul/Div/Pow with a neutral constant operand.
+/// Add/Sub/Mul/Div/Pow, And/Or/Xor with a neutral constant operand (a padding mask's And with the
+/// all-true causal part of a bidirectional model, as transformers' exports build it).
 class NeutralOperandPattern final : public NoOpPattern {
  public:
   NeutralOperandPattern(const char* op, bool strict)
@@ -284,7 +286,7 @@ class NeutralOperandPattern final : public NoOpPattern {
 
   ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
     if (n.numInputs() != 2 || !n.input(0) || !n.input(1)) return ctx.fail("not binary"), nullptr;
-    bool commutes = op_ == "Add" || op_ == "Mul";
+    bool commutes = op_ != "Sub" && op_ != "Div" && op_ != "Pow";
     for (int side = 1; side >= (commutes ? 0 : 1); --side) {
       ir::Value* c = n.input(side);
       ir::Value* x = n.input(1 - side);
@@ -308,7 +310,8 @@ class NeutralOperandPattern final : public NoOpPattern {
       return pass::allSignedZeros(t, /*negative=*/op_ == "Add");
     }
     (void)x;
-    return pass::allElementsEqual(t, 1.0);
+    if (op_ == "Or" || op_ == "Xor") return pass::allElementsEqual(t, 0.0);
+    return pass::allElementsEqual(t, 1.0);  // Mul, Div, Pow; And's true
   }
 
   /// True when broadcasting `c` against `x` yields x's shape: c's rank is at most x's and each of
@@ -422,7 +425,7 @@ class EliminateNoOpPass final : public pass::PatternPass {
     list.push_back(std::make_unique<TransposePattern>());
     list.push_back(std::make_unique<SingleSplitPattern>());
     list.push_back(std::make_unique<SingleConcatPattern>());
-    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow"}) {
+    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor"}) {
       list.push_back(std::make_unique<NeutralOperandPattern>(op, strict_));
     }
     for (const char* op : {"LSTM", "GRU", "RNN"}) {
