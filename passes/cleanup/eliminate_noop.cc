@@ -277,8 +277,7 @@ class SingleConcatPattern final : public NoOpPattern {
   }
 };
 
-/// Add/Sub/Mul/Div/Pow, And/Or/Xor with a neutral constant operand (a padding mask's And with the
-/// all-true causal part of a bidirectional model, as transformers' exports build it).
+/// Add/Sub/Mul/Div/Pow, And/Or/Xor with a neutral constant operand.
 class NeutralOperandPattern final : public NoOpPattern {
  public:
   NeutralOperandPattern(const char* op, bool strict)
