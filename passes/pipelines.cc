@@ -211,9 +211,8 @@ Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
 //  - After every portable fusion: the patterns read the chains those leave (MatMul + Add that
 //    fuse-gemm kept for rank > 2, Gelu from fuse-gelu).
 //  - patch-conv-to-matmul first: a Conv whose windows tile the image (a ViT's patch embedding)
-//    becomes reshapes, a Transpose and a MatMul before convert-nhwc would take it, so the
-//    transpose fixed point below cancels its Transposes too and fuse-matmul-epilogue takes its
-//    bias.
+//    becomes reshapes, a Transpose and a MatMul before convert-nhwc would take it (wrapping it in
+//    Transposes of its own), and fuse-matmul-epilogue takes its bias.
 //  - convert-nhwc next: convolutions and pools to channels-last (tensor cores' layout), each
 //    between two Transposes; then the transpose fixed point of -O2 again, which pushes those
 //    Transposes through the ReLUs and residual Adds between convolutions and cancels them in

@@ -162,11 +162,12 @@ __global__ void normRowsVecKernel(NormDeviceArgs a) {
 }
 
 /// Whether normRowsVecKernel<T, ...> takes the rows: per-column parameters read linearly, a row
-/// of whole 16-byte vectors (at most 32 * 8 of them), every pointer 16-byte aligned.
+/// of whole 16-byte vectors (at most 32 * kMaxRowChunks of them), every pointer 16-byte aligned.
 template <typename T>
 bool vecRows(const NormDeviceArgs& a) {
   if (a.index != NormParamIndex::kColumn || !a.params.linear) return false;
-  if (a.size % kVecElements<T> != 0 || a.size / kVecElements < T >> 32 * 8) return false;
+  if (a.size % kVecElements<T> != 0 || a.size / kVecElements < T >> 32 * kMaxRowChunks)
+    return false;
   for (const void* p : {a.x, static_cast<const void*>(a.y), a.scale, a.bias, a.skip,
                         static_cast<const void*>(a.sum)}) {
     if (p != nullptr && !aligned16(p)) return false;
@@ -227,17 +228,10 @@ cudaError_t launchNorm(const NormDeviceArgs& args, cudaStream_t stream) {
     using T = typename decltype(tag)::type;
     if constexpr (kIsFloating<T>) {
       if (vecRows<T>(args)) {
-        const int64_t per_lane = (args.size / kVecElements<T> + 31) / 32;
-        const unsigned blocks = rowBlocks(args.rows, true);
-        if (per_lane <= 1) {
-          normRowsVecKernel<T, 1><<<blocks, kRowThreads, 0, stream>>>(args);
-        } else if (per_lane <= 2) {
-          normRowsVecKernel<T, 2><<<blocks, kRowThreads, 0, stream>>>(args);
-        } else if (per_lane <= 4) {
-          normRowsVecKernel<T, 4><<<blocks, kRowThreads, 0, stream>>>(args);
-        } else {
-          normRowsVecKernel<T, 8><<<blocks, kRowThreads, 0, stream>>>(args);
-        }
+        withRowChunks(args.size / kVecElements<T>, [&](auto chunks) {
+          normRowsVecKernel<T, decltype(chunks)::value>
+              <<<rowBlocks(args.rows, true), kRowThreads, 0, stream>>>(args);
+        });
       } else if (args.size <= kWarpRowMax) {
         normRowsKernel<T, true><<<rowBlocks(args.rows, true), kRowThreads, 0, stream>>>(args);
       } else {

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace onnxopt::kernels::cuda {
 
@@ -86,6 +87,26 @@ struct RowSlot {
     stride = static_cast<int64_t>(gridDim.x) * rows_per_block;
   }
 };
+
+/// The most 16-byte vectors a lane keeps of a register-cached row (norm.cu's and softmax.cu's
+/// vector kernels): they take rows of up to 32 * kMaxRowChunks vectors.
+inline constexpr int kMaxRowChunks = 8;
+
+/// `launch(std::integral_constant<int, C>{})` with C the fewest of 1, 2, 4 or kMaxRowChunks
+/// vectors a lane that covers a row of `vectors` 16-byte vectors on one warp.
+template <typename F>
+void withRowChunks(int64_t vectors, F&& launch) {
+  const int64_t per_lane = (vectors + 31) / 32;
+  if (per_lane <= 1) {
+    launch(std::integral_constant<int, 1>{});
+  } else if (per_lane <= 2) {
+    launch(std::integral_constant<int, 2>{});
+  } else if (per_lane <= 4) {
+    launch(std::integral_constant<int, 4>{});
+  } else {
+    launch(std::integral_constant<int, kMaxRowChunks>{});
+  }
+}
 
 /// Blocks for `rows` rows (grid-stride beyond 2^20 blocks).
 inline unsigned rowBlocks(int64_t rows, bool warp_row) {

@@ -117,12 +117,11 @@ __global__ void softmaxRowsKernel(SoftmaxDeviceArgs a) {
 template <typename T, int kChunks>
 __global__ void softmaxRowsVecKernel(SoftmaxDeviceArgs a) {
   constexpr int kV = kVecElements<T>;
-  const int lane = static_cast<int>(threadIdx.x & 31);
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  const RowSlot<true> slot;
+  const int lane = slot.lane;
   const int64_t vectors = a.n / kV;
   const bool log_softmax = a.kind == SoftmaxKind::kLogSoftmax;
-  for (int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-       row < a.outer; row += warps) {
+  for (int64_t row = slot.row; row < a.outer; row += slot.stride) {
     const auto* xr = static_cast<const Vec16<T>*>(a.x) + row * vectors;
     float v[kChunks][kV];
     float mx = MaxOp::kIdentity;
@@ -214,21 +213,14 @@ cudaError_t launchSoftmax(const SoftmaxDeviceArgs& args, cudaStream_t stream) {
     if constexpr (kIsFloating<T>) {
       const int64_t vectors = args.n / kVecElements<T>;
       const bool vec =
-          args.inner == 1 && args.n % kVecElements<T> == 0 && vectors <= 32 * 8 &&
+          args.inner == 1 && args.n % kVecElements<T> == 0 && vectors <= 32 * kMaxRowChunks &&
           (args.kind == SoftmaxKind::kSoftmax || args.kind == SoftmaxKind::kLogSoftmax) &&
           aligned16(args.x) && aligned16(args.y);
       if (vec) {
-        const int64_t per_lane = (vectors + 31) / 32;
-        const unsigned blocks = rowBlocks(args.outer, true);
-        if (per_lane <= 1) {
-          softmaxRowsVecKernel<T, 1><<<blocks, kRowThreads, 0, stream>>>(args);
-        } else if (per_lane <= 2) {
-          softmaxRowsVecKernel<T, 2><<<blocks, kRowThreads, 0, stream>>>(args);
-        } else if (per_lane <= 4) {
-          softmaxRowsVecKernel<T, 4><<<blocks, kRowThreads, 0, stream>>>(args);
-        } else {
-          softmaxRowsVecKernel<T, 8><<<blocks, kRowThreads, 0, stream>>>(args);
-        }
+        withRowChunks(vectors, [&](auto chunks) {
+          softmaxRowsVecKernel<T, decltype(chunks)::value>
+              <<<rowBlocks(args.outer, true), kRowThreads, 0, stream>>>(args);
+        });
       } else if (args.inner > 1) {
         softmaxColumnsKernel<T><<<blocksFor(args.outer * args.inner), kThreads, 0, stream>>>(args);
       } else if (args.n <= kWarpRowMax) {
