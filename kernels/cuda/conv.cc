@@ -287,6 +287,35 @@ bool mathAllowed(DataType t, cudnnMathType_t math) {
   return t != DataType::kFloat || math == CUDNN_FMA_MATH || math == CUDNN_DEFAULT_MATH;
 }
 
+/// Whether ONNXOPT_CONV_ALGOS=all is set: the transform-domain algorithms stay candidates for
+/// float too (for diagnosis and timing comparisons).
+bool allAlgosAllowed() {
+  static const bool on = [] {
+    const char* v = std::getenv("ONNXOPT_CONV_ALGOS");
+    return v != nullptr && std::string(v) == "all";
+  }();
+  return on;
+}
+
+/// Whether `algo` may compute a float convolution: not the transform-domain ones (FFT, FFT
+/// tiling, non-fused Winograd), whose rounding error is spread over a whole transformed tile, so
+/// an output whose exact value is 0 comes out near eps * max|Y| (ONNX's
+/// test_convtranspose_group_2_image_3: 8.6e-6 where 0 is exact). Direct, GEMM-based and fused
+/// Winograd F(2x2, 3x3) algorithms err by the rounding of each output's own terms. Float16 and
+/// bfloat16 keep every algorithm: their own rounding dominates.
+bool algoAllowed(DataType t, bool transpose, int algo) {
+  if (t != DataType::kFloat || allAlgosAllowed()) return true;
+  if (transpose) {
+    auto a = static_cast<cudnnConvolutionBwdDataAlgo_t>(algo);
+    return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT &&
+           a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
+           a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+  }
+  auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
+  return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+
 /// Device memory freed when it goes out of scope (planning's timing buffers).
 struct DeviceBuffer {
   void* ptr = nullptr;
@@ -391,8 +420,9 @@ struct Candidate {
 
 /// The candidates for this geometry: cuDNN's heuristic list first (in its order, the choice
 /// where nothing can be timed), then every other algorithm id under each math type allowed for
-/// the type (tensor-op and default for fp16/bf16, FMA only for float), each that cuDNN gives a
-/// workspace size for and that fits kMaxAlgoWorkspace.
+/// the type (tensor-op and default for fp16/bf16, FMA only for float; for float no
+/// transform-domain algorithm, algoAllowed), each that cuDNN gives a workspace size for and that
+/// fits kMaxAlgoWorkspace.
 template <typename Perf>
 std::vector<Candidate> candidatesOf(const ConvArgs& args, const Geometry& g, Descriptors& d,
                                     cudnnHandle_t handle, const Perf* perfs, int count,
@@ -400,7 +430,7 @@ std::vector<Candidate> candidatesOf(const ConvArgs& args, const Geometry& g, Des
   DataType t = args.x.dtype;
   std::vector<std::pair<int, cudnnMathType_t>> order;
   auto add = [&](int algo, cudnnMathType_t math) {
-    if (!mathAllowed(t, math)) return;
+    if (!mathAllowed(t, math) || !algoAllowed(t, g.transpose, algo)) return;
     if (t == DataType::kFloat) math = CUDNN_FMA_MATH;
     for (const auto& [a, m] : order) {
       if (a == algo && m == math) return;

@@ -96,6 +96,12 @@ std::vector<Geometry> geometries() {
        attrsOf({{"strides", {2, 2}}}, 1, "VALID")},
       {"Conv", "1x1", {2, 5, 7, 9}, {8, 5, 1, 1}, true, {}},
       {"Conv",
+       "c16_k5_pads2",
+       {1, 16, 32, 32},
+       {16, 16, 5, 5},
+       true,
+       attrsOf({{"pads", {2, 2, 2, 2}}})},
+      {"Conv",
        "c16_m32_pads1",
        {1, 16, 15, 17},
        {32, 16, 3, 3},
@@ -176,6 +182,13 @@ std::vector<Geometry> geometries() {
        true,
        attrsOf({{"pads", {2, 0, 0, 1}}})},
       {"ConvTranspose", "group2", {2, 4, 5, 6}, {4, 3, 3, 3}, true, attrsOf({}, 2)},
+      {"ConvTranspose", "group2_image3", {3, 2, 3, 3}, {2, 1, 3, 3}, false, attrsOf({}, 2)},
+      {"ConvTranspose",
+       "c16_k5_pads2",
+       {1, 16, 32, 32},
+       {16, 16, 5, 5},
+       false,
+       attrsOf({{"pads", {2, 2, 2, 2}}})},
       {"ConvTranspose",
        "dilation2_stride2",
        {2, 3, 5, 6},
@@ -263,6 +276,46 @@ TEST_P(ConvTest, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Claimed, ConvTest, ::testing::ValuesIn(convCases()),
+                         [](const ::testing::TestParamInfo<ConvCase>& p) { return p.param.name; });
+
+/// Float convolutions of small integers are exact in every algorithm the runtime may choose for
+/// float (each output's terms and their sums are integers below 2^24): the transform-domain
+/// algorithms, which spread rounding over a tile (kernels/cuda/conv.cc, algoAllowed), would not
+/// be. ONNX's node tests use such data with an absolute tolerance of 1e-7.
+class ConvExactTest : public test::CudaTest, public ::testing::WithParamInterface<ConvCase> {};
+
+TEST_P(ConvExactTest, FloatIntegersExactly) {
+  const ConvCase& c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
+  auto integers = [&](const std::vector<int64_t>& dims, int bound) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<double> v(static_cast<size_t>(n));
+    for (double& e : v) e = std::uniform_int_distribution<>(-bound, bound)(rng);
+    return test::tensorOf(c.dtype, dims, v);
+  };
+  std::vector<HostTensor> host = {integers(c.x, 3), integers(c.w, 2)};
+  int64_t m = c.op == "Conv" ? c.w[0] : c.w[1] * c.attrs.getInt("group", 1);
+  if (c.bias) host.push_back(integers({m}, 4));
+  std::vector<const HostTensor*> ptrs;
+  for (const HostTensor& t : host) ptrs.push_back(&t);
+  auto expected = runReferenceKernel(c.op, 11, ptrs, c.attrs, 1);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  const HostTensor& want = expected->at(0);
+  auto got = test::runOnDevice(c.op, 11, host, c.attrs, want.dtype, want.dims);
+  ASSERT_TRUE(got.isOk()) << got.status().toString();
+  test::expectClose(want, *got, {0.0, 0.0});
+}
+
+std::vector<ConvCase> floatCases() {
+  std::vector<ConvCase> out;
+  for (ConvCase& c : convCases()) {
+    if (c.dtype == DataType::kFloat) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Claimed, ConvExactTest, ::testing::ValuesIn(floatCases()),
                          [](const ::testing::TestParamInfo<ConvCase>& p) { return p.param.name; });
 
 /// ai.onnxopt's channels-last convolutions (convert-nhwc, fuse-conv-activation): X [N, H, W, C],
