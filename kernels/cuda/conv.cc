@@ -287,24 +287,34 @@ bool mathAllowed(DataType t, cudnnMathType_t math) {
   return t != DataType::kFloat || math == CUDNN_FMA_MATH || math == CUDNN_DEFAULT_MATH;
 }
 
-/// Whether ONNXOPT_CONV_ALGOS=all is set: the transform-domain algorithms stay candidates for
-/// float too (for diagnosis and timing comparisons).
-bool allAlgosAllowed() {
-  static const bool on = [] {
+/// ONNXOPT_CONV_ALGOS, for diagnosis: "all" keeps the transform-domain algorithms for float too;
+/// an algorithm id (cuDNN's forward or backward-data enum value, by the op) is the only candidate
+/// wherever cuDNN accepts it.
+struct AlgoOverride {
+  bool all = false;
+  int only = -1;
+};
+AlgoOverride algoOverride() {
+  static const AlgoOverride o = [] {
     const char* v = std::getenv("ONNXOPT_CONV_ALGOS");
-    return v != nullptr && std::string(v) == "all";
+    std::string s = v != nullptr ? v : "";
+    AlgoOverride r;
+    r.all = s == "all";
+    if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) r.only = std::stoi(s);
+    return r;
   }();
-  return on;
+  return o;
 }
 
-/// Whether `algo` may compute a float convolution: not the transform-domain ones (FFT, FFT
-/// tiling, non-fused Winograd), whose rounding error is spread over a whole transformed tile, so
-/// an output whose exact value is 0 comes out near eps * max|Y| (ONNX's
-/// test_convtranspose_group_2_image_3: 8.6e-6 where 0 is exact). Direct, GEMM-based and fused
+/// Whether `algo` may compute a convolution of `t`: for float not the transform-domain ones (FFT,
+/// FFT tiling, non-fused Winograd), whose rounding error is spread over a whole transformed tile,
+/// so an output whose exact value is 0 comes out near eps * max|Y|. Direct, GEMM-based and fused
 /// Winograd F(2x2, 3x3) algorithms err by the rounding of each output's own terms. Float16 and
 /// bfloat16 keep every algorithm: their own rounding dominates.
 bool algoAllowed(DataType t, bool transpose, int algo) {
-  if (t != DataType::kFloat || allAlgosAllowed()) return true;
+  AlgoOverride o = algoOverride();
+  if (o.only >= 0) return algo == o.only;
+  if (t != DataType::kFloat || o.all) return true;
   if (transpose) {
     auto a = static_cast<cudnnConvolutionBwdDataAlgo_t>(algo);
     return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT &&
