@@ -34,6 +34,43 @@ std::optional<SymMonomial> multiply(const SymMonomial& a, const SymMonomial& b) 
   return SymMonomial(exps.begin(), exps.end());
 }
 
+/// Total degree of a monomial.
+int degree(const SymMonomial& m) {
+  int d = 0;
+  for (const auto& f : m) d += f.second;
+  return d;
+}
+
+/// The graded lexicographic order on monomials (total degree, then exponents in atom order): a
+/// monomial order, so the leading term of a product is the product of the leading terms.
+bool gradedLexLess(const SymMonomial& a, const SymMonomial& b) {
+  if (degree(a) != degree(b)) return degree(a) < degree(b);
+  size_t i = 0;
+  size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i].first == b[j].first) {
+      if (a[i].second != b[j].second) return a[i].second < b[j].second;
+      ++i;
+      ++j;
+    } else {
+      // The atom that comes first in key order is present in only one of them.
+      return b[j].first < a[i].first;
+    }
+  }
+  return j < b.size();
+}
+
+/// a / b for monomials when b divides a (every atom of b with at least its exponent in a).
+std::optional<SymMonomial> divideMonomial(const SymMonomial& a, const SymMonomial& b) {
+  std::map<SymAtom, int> exps(a.begin(), a.end());
+  for (const auto& [atom, e] : b) {
+    auto it = exps.find(atom);
+    if (it == exps.end() || it->second < e) return std::nullopt;
+    if ((it->second -= e) == 0) exps.erase(it);
+  }
+  return SymMonomial(exps.begin(), exps.end());
+}
+
 std::string monomialText(const SymMonomial& m) {
   std::string out;
   for (const auto& [atom, e] : m) {
@@ -130,20 +167,39 @@ SymExpr operator*(const SymExpr& a, const SymExpr& b) {
   return r;
 }
 
-std::optional<SymExpr> SymExpr::divideExactly(const SymMonomial& m, int64_t c) const {
-  if (c <= 0 || overflow_) return std::nullopt;
-  SymExpr r;
-  for (const auto& [term, coef] : terms_) {
-    if (coef % c != 0) return std::nullopt;
-    std::map<SymAtom, int> exps(term.begin(), term.end());
-    for (const auto& [atom, e] : m) {
-      auto it = exps.find(atom);
-      if (it == exps.end() || it->second < e) return std::nullopt;
-      if ((it->second -= e) == 0) exps.erase(it);
+std::optional<SymExpr> SymExpr::divideExactly(const SymExpr& divisor) const {
+  if (overflow_ || divisor.overflow_ || divisor.terms_.empty()) return std::nullopt;
+  // Polynomial long division by leading terms. b divides r (over the rationals) only if b's
+  // leading term divides r's, so a leading term that does not divide means "not exact"; a
+  // quotient coefficient that is not an integer is given up on. What is returned satisfies
+  // this == q * divisor as polynomials: for every value of the atoms with divisor != 0,
+  // this / divisor is exactly q, so floor division and truncation both give q.
+  auto leading = [](const SymExpr& e) {
+    auto best = e.terms_.begin();
+    for (auto it = e.terms_.begin(); it != e.terms_.end(); ++it) {
+      if (gradedLexLess(best->first, it->first)) best = it;
     }
-    r.addTerm(SymMonomial(exps.begin(), exps.end()), coef / c);
+    return best;
+  };
+  const auto lead_b = leading(divisor);
+  SymExpr rest = *this;
+  SymExpr quotient;
+  for (size_t step = 0; step < kMaxTerms; ++step) {
+    if (rest.overflow_) return std::nullopt;
+    if (rest.terms_.empty()) return quotient.overflow_ ? std::nullopt : std::optional(quotient);
+    const auto lead_r = leading(rest);
+    auto m = divideMonomial(lead_r->first, lead_b->first);
+    const int64_t cr = lead_r->second;
+    const int64_t cb = lead_b->second;
+    if (!m || cr % cb != 0 || (cb == -1 && cr == std::numeric_limits<int64_t>::min())) {
+      return std::nullopt;
+    }
+    SymExpr term;
+    term.addTerm(*m, cr / cb);
+    quotient.addTerm(*m, cr / cb);
+    rest = rest - term * divisor;
   }
-  return r;
+  return std::nullopt;
 }
 
 SymExpr SymExpr::atom(SymAtom::Kind kind, const SymExpr& a, const SymExpr& b) {
@@ -189,12 +245,9 @@ SymExpr SymExpr::floorDiv(const SymExpr& a, const SymExpr& b) {
   if (ca && cb && *cb == -1 && *ca == std::numeric_limits<int64_t>::min()) return overflowedExpr();
   if (ca && cb && *cb != 0) return constant(floorDivInt(*ca, *cb));
   if (ca && *ca == 0) return constant(0);
-  if (b.terms_.size() == 1) {
-    const auto& [m, c] = *b.terms_.begin();
-    if (c > 0) {
-      if (auto q = a.divideExactly(m, c)) return *q;
-    }
-  }
+  // Only exact division cancels: (1024*(F + 1)) / (F + 1) == 1024 and a*b / b == a, but
+  // (2*N + 1) / 2 stays floor((2*N + 1)/2), and so does N/2: no polynomial.
+  if (auto q = a.divideExactly(b)) return *q;
   return atom(SymAtom::Kind::kFloorDiv, a, b);
 }
 
@@ -213,10 +266,7 @@ SymExpr SymExpr::mod(const SymExpr& a, const SymExpr& b) {
     return constant(r);
   }
   if (cb && *cb == 1) return constant(0);
-  if (b.terms_.size() == 1) {
-    const auto& [m, c] = *b.terms_.begin();
-    if (c > 0 && a.divideExactly(m, c)) return constant(0);
-  }
+  if (a.divideExactly(b)) return constant(0);
   return atom(SymAtom::Kind::kMod, a, b);
 }
 

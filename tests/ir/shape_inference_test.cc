@@ -52,6 +52,28 @@ TEST(SymbolicTest, DivisionModuloMinMax) {
   EXPECT_EQ(h + h, SymExpr::constant(2) * h);
 }
 
+TEST(SymbolicTest, DivisionCancelsOnlyExactPolynomialFactors) {
+  SymExpr f = SymExpr::symbol("F"), a = SymExpr::symbol("a"), b = SymExpr::symbol("b");
+  SymExpr one = SymExpr::constant(1);
+  // Multi-term divisors cancel when they divide the dividend as polynomials.
+  EXPECT_EQ(SymExpr::floorDiv(SymExpr::constant(1024) * (f + one), f + one),
+            SymExpr::constant(1024));
+  EXPECT_EQ(SymExpr::floorDiv((a + b) * (a - b), a - b), a + b);
+  EXPECT_EQ(SymExpr::floorDiv(a * b * (f + one), b * (f + one)), a);
+  EXPECT_EQ(SymExpr::floorDiv(SymExpr::constant(-6) * a, SymExpr::constant(-3)),
+            SymExpr::constant(2) * a);
+  EXPECT_EQ(SymExpr::mod(SymExpr::constant(3) * (f + one) * a, f + one).constantValue(), 0);
+  // Anything else stays a floor division: an exact rational quotient is not enough (the
+  // integer quotient of (2F + 1) / 2 is F, not F + 1/2), nor is a remainder.
+  auto isFloorAtom = [](const SymExpr& e) { return e.toString().rfind("floor(", 0) == 0; };
+  EXPECT_TRUE(isFloorAtom(SymExpr::floorDiv(SymExpr::constant(2) * f + one, SymExpr::constant(2))));
+  EXPECT_TRUE(isFloorAtom(SymExpr::floorDiv(f + SymExpr::constant(2), f + one)));
+  EXPECT_TRUE(isFloorAtom(SymExpr::floorDiv(a * f + one, f)));
+  EXPECT_TRUE(
+      isFloorAtom(SymExpr::floorDiv(f + one, SymExpr::constant(2) * f + SymExpr::constant(2))));
+  EXPECT_FALSE(SymExpr::mod(f + SymExpr::constant(2), f + one).isConstant());
+}
+
 TEST(SymbolicTest, DimFromExpr) {
   EXPECT_TRUE(Dim::fromExpr(SymExpr::constant(4)).isKnown());
   EXPECT_EQ(Dim::fromExpr(SymExpr::symbol("B")).kind, Dim::Kind::kParam);

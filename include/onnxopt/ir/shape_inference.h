@@ -87,6 +87,10 @@ struct ShapeInferenceOptions {
   /// Where contradictions between declared and inferred types are reported (as warnings about
   /// the node); nullptr drops them.
   DiagnosticSink* diagnostics = nullptr;
+  /// Where the integer contents inferred for small integer tensors (shapes, dims and indices
+  /// computed from Shape chains: Shape(x) of x : T[B, 12] is {B, 12}) are stored, by value;
+  /// nullptr drops them. They hold until the graph changes.
+  std::unordered_map<const Value*, ShapeValue>* values = nullptr;
 };
 
 struct ShapeInferenceStats {

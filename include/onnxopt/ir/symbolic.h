@@ -49,7 +49,8 @@ class SymExpr {
   friend SymExpr operator+(const SymExpr& a, const SymExpr& b);
   friend SymExpr operator-(const SymExpr& a, const SymExpr& b);
   friend SymExpr operator*(const SymExpr& a, const SymExpr& b);
-  /// Floor division: exact when the divisor divides every term; constants fold; else an atom.
+  /// Floor division: exact when the divisor divides the dividend as a polynomial (a*b / b,
+  /// (1024*(F + 1)) / (F + 1)); constants fold; else an atom.
   /// Division (and mod) by zero, and INT64_MIN / -1, give an overflowed (unknown) expression.
   static SymExpr floorDiv(const SymExpr& a, const SymExpr& b);
   static SymExpr mod(const SymExpr& a, const SymExpr& b);
@@ -81,8 +82,8 @@ class SymExpr {
   std::map<SymMonomial, int64_t> terms_;
   bool overflow_ = false;
   void addTerm(const SymMonomial& m, int64_t c);
-  /// This / m when m divides every term exactly (coefficients and atoms), else nullopt.
-  std::optional<SymExpr> divideExactly(const SymMonomial& m, int64_t c) const;
+  /// The q with this == q * divisor as integer polynomials over the atoms, else nullopt.
+  std::optional<SymExpr> divideExactly(const SymExpr& divisor) const;
   static SymExpr atom(SymAtom::Kind kind, const SymExpr& a, const SymExpr& b);
 };
 

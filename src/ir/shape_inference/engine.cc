@@ -118,6 +118,7 @@ class ShapeInferenceEngine {
   }
 
   ShapeInferenceStats& stats() { return stats_; }
+  std::unordered_map<const Value*, ShapeValue>& values() { return values_; }
 
   // --- used by InferenceContext ---
   const ShapeValue* valueOf(const Value* v) {
@@ -489,6 +490,7 @@ std::optional<std::vector<Dim>> broadcastShapes(const std::vector<Dim>& a,
 StatusOr<ShapeInferenceStats> inferShapes(Model& model, const ShapeInferenceOptions& options) {
   ShapeInferenceEngine engine(model, options);
   engine.run();
+  if (options.values != nullptr) *options.values = std::move(engine.values());
   return std::move(engine.stats());
 }
 

@@ -59,7 +59,7 @@ void propagateBinary(InferenceContext& ctx, Op op) {
   ctx.setOutputValue(0, std::move(out));
 }
 
-template <int kKind>  // 0 add, 1 sub, 2 mul, 3 div
+template <int kKind>  // 0 add, 1 sub, 2 mul, 3 div, 4 mod
 void arithmetic(InferenceContext& ctx) {
   ctx.setOutput(0, elemOr(ctx, 0), broadcastInputs(ctx));
   if (!isIntegral(elemOr(ctx, 0))) return;
@@ -71,6 +71,13 @@ void arithmetic(InferenceContext& ctx) {
         return x - y;
       case 2:
         return x * y;
+      case 4:
+        // Floored (fmod = 0) and truncated (fmod = 1) remainders agree for non-negative
+        // operands, and dims are: only those are followed.
+        if (!x.isNonNegative() || !y.isNonNegative() || y.constantValue() == 0) {
+          return std::nullopt;
+        }
+        return SymExpr::mod(x, y);
       default: {
         auto cx = x.constantValue(), cy = y.constantValue();
         if (cx && cy) {
@@ -235,7 +242,8 @@ void registerElementwiseOps(std::vector<OpInference>& t) {
   t.push_back({"", "Sub", 1, &arithmetic<1>});
   t.push_back({"", "Mul", 1, &arithmetic<2>});
   t.push_back({"", "Div", 1, &arithmetic<3>});
-  for (const char* op : {"Pow", "Mod", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
+  t.push_back({"", "Mod", 10, &arithmetic<4>});
+  for (const char* op : {"Pow", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
     t.push_back({"", op, 1, &binaryKeepType});
   }
   for (const char* op :
