@@ -1,23 +1,22 @@
 // fold-constants: constant folding and shape folding.
 //
-//   Gather(Shape(%x), i) / Slice(Shape(%x), ...) picking only known dims of %x  ==>  int64 dims
-//   %r = Reshape(%x, s), s computed at run time, %r : T[N, 512, 256] (N unknown)
-//                                                  ==>   %r = Reshape(%x, int64[3]{-1, 512, 256})
-//
 //   %y = Op(c1, ..., cn), every ci constant   ==>  initializer %y = ReferenceKernel[Op](c1, .., cn)
-//   %s = Shape(%x), %x : T[d1, .., dk] known  ==>  initializer %s = int64[k]{d1, .., dk}
-//   %n = Size(%x), likewise                   ==>  initializer %n = int64{d1 * .. * dk}
 //   %v = Reshape|Flatten|Squeeze|Unsqueeze(c), or Slice(c) selecting one contiguous run of c
 //                                             ==>  initializer %v viewing c's bytes (no copy)
+//   Shape chains over static and partly static shapes, and Reshape targets computed from them,
+//   become constants: shape_folding.h has those rules.
 //
 // Guards: nondeterministic ops (Random*, Multinomial, Bernoulli, Dropout in training mode, seeded or
 // not: pass::isNondeterministicNode, counted as skipped-random) and ops with subgraphs never fold;
 // QuantizeLinear/DequantizeLinear fold only with --fold-qdq (their pairs carry quantization for the
-// runtime); a result over the size limit that is also larger than its inputs is not created, so
-// weight generators (ConstantOfShape, Tile, Expand) do not bloat the model, except where the result
-// is only a weight of compute ops (Conv/Gemm/MatMul operands, normalization parameters): that
-// tensor is in memory at run time anyway, and as a constant it can absorb what follows. Nodes whose
-// output is a subgraph output stay (a subgraph output must be a node output).
+// runtime). Folding does not grow stored data: a result larger than constant inputs of more than
+// 4 KiB is not created (Cast(int8 weight) to float then Mul by its scale stays, as the file stored
+// it) unless grow-weights (--fold-grow-weights). A result over the size limit that is also larger
+// than its inputs is not created, so weight generators (ConstantOfShape, Tile, Expand) do not
+// bloat the model, except where the result is only a weight of compute ops (Conv/Gemm/MatMul
+// operands, normalization parameters): that tensor is in memory at run time anyway, and as a
+// constant it can absorb what follows. Nodes whose output is a subgraph output stay (a subgraph
+// output must be a node output).
 #include <algorithm>
 
 #include "onnxopt/bridge/kernel_bridge.h"
@@ -27,6 +26,7 @@
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
+#include "shape_folding.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -40,11 +40,18 @@ class FoldConstantsPass final : public pass::GraphPass {
   std::vector<pass::PassOption> options() const override {
     return {{"fold-qdq", "bool", "false", "also fold QuantizeLinear/DequantizeLinear"},
             {"size-limit", "int", "1048576",
-             "bytes: larger results that are also larger than their inputs are not created"}};
+             "bytes: larger results that are also larger than their inputs are not created"},
+            {"grow-weights", "bool", "false",
+             "also create results larger than the stored constants they read (over 4 KiB): "
+             "Cast(int8 weight) to float, DequantizeLinear with fold-qdq"}};
   }
   Status setOption(const std::string& name, const std::string& value) override {
     if (name == "fold-qdq") {
       ASSIGN_OR_RETURN(fold_qdq_, parseBool(name, value));
+      return Status::ok();
+    }
+    if (name == "grow-weights") {
+      ASSIGN_OR_RETURN(grow_weights_, parseBool(name, value));
       return Status::ok();
     }
     if (name == "size-limit") {
@@ -58,13 +65,32 @@ class FoldConstantsPass final : public pass::GraphPass {
 
   StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
     inferred_this_run_ = false;
-    return GraphPass::run(model, ctx);
+    values_.clear();
+    shape_values_ = nullptr;
+    // Shape chains start at Shape or Size: without one there is nothing for the values to say,
+    // and inference is not worth its time.
+    if (readsShapes(*model.graph)) {
+      ir::ShapeInferenceOptions options;
+      options.diagnostics = ctx.diagnostics;
+      options.values = &values_;
+      if (ir::inferShapes(model, options).isOk()) {
+        inferred_this_run_ = true;
+        shape_values_ = &values_;
+      }
+    }
+    auto changed = GraphPass::run(model, ctx);
+    // The values name Values that this run may have freed.
+    values_.clear();
+    shape_values_ = nullptr;
+    return changed;
   }
 
  protected:
   StatusOr<bool> runOnGraph(ir::Graph& graph, ir::Model& model, rewrite::Rewriter& rewriter,
                             pass::PassContext& ctx) override {
     bool changed = false;
+    const std::vector<ir::SymExpr> nonzero =
+        shape_values_ ? shapefold::nonzeroDims(graph, *shape_values_) : std::vector<ir::SymExpr>{};
     for (ir::Node* n : graph) {
       // Ops of other domains fold where the reference kernels know that domain (ai.onnx.ml, ...),
       // at the model's opset of that domain.
@@ -76,15 +102,24 @@ class FoldConstantsPass final : public pass::GraphPass {
         continue;
       }
       if (!fold_qdq_ && (op == "QuantizeLinear" || op == "DequantizeLinear")) continue;
-      if (op == "Reshape" && foldReshapeTarget(n, rewriter)) {
+      if (op == "Reshape" && shapefold::foldReshapeTarget(n, shape_values_, nonzero, rewriter)) {
         bump("reshape-targets-folded");
         changed = true;
         continue;
       }
       if (!outputsCanBeInitializers(*n)) continue;
       std::optional<std::vector<ir::Tensor>> results;
-      if (op == "Shape" || op == "Size") results = fromHosts(foldShape(*n));
-      if ((op == "Gather" || op == "Slice") && !results) results = fromHosts(foldShapeElements(*n));
+      if (op == "Shape" || op == "Size") results = fromHosts(shapefold::foldShape(*n));
+      if ((op == "Gather" || op == "Slice") && !results) {
+        results = fromHosts(shapefold::foldShapeElements(*n));
+      }
+      // A value computed from partly static shapes (Gather(Shape(x), 0) * 12, Concat of such)
+      // whose every element inference knows. Nodes that read only constants are left to the
+      // kernels, which compute rather than trust the propagated values.
+      if (!results && shape_values_ && !readsOnlyConstants(*n)) {
+        results = shapefold::foldKnownValues(*n, *shape_values_);
+        if (results) bump("shape-values-folded");
+      }
       if (!results) results = foldWithKernel(*n, opset, size_limit_, model, ctx);
       if (!results) continue;
       replaceWithInitializers(n, std::move(*results), rewriter);
@@ -126,6 +161,15 @@ class FoldConstantsPass final : public pass::GraphPass {
     return any;
   }
 
+  static bool readsShapes(const ir::Graph& g) {
+    return std::any_of(g.begin(), g.end(), [](const ir::Node* n) {
+      if ((n->opType() == "Shape" || n->opType() == "Size") && n->domain().empty()) return true;
+      const std::vector<ir::Graph*> subs = n->subgraphs();
+      return std::any_of(subs.begin(), subs.end(),
+                         [](const ir::Graph* sub) { return readsShapes(*sub); });
+    });
+  }
+
   static bool outputsCanBeInitializers(const ir::Node& n) {
     for (const ir::Value* out : n.outputs()) {
       if (out == nullptr) continue;
@@ -136,125 +180,6 @@ class FoldConstantsPass final : public pass::GraphPass {
       }
     }
     return n.numOutputs() > 0;
-  }
-
-  /// A Reshape whose target is computed at run time (Shape/Gather/Concat chains) but whose
-  /// inferred output has at most one dim not known: the target becomes a constant, that dim -1.
-  static bool foldReshapeTarget(ir::Node* n, rewrite::Rewriter& rewriter) {
-    if (n->numInputs() < 2 || n->input(1) == nullptr || ir::constantTensor(n->input(1))) {
-      return false;
-    }
-    const ir::Value* out = n->output(0);
-    if (out == nullptr || !out->type().isTensor() || !out->type().shape) return false;
-    std::vector<int64_t> target;
-    int unknown = 0;
-    for (const ir::Dim& d : *out->type().shape) {
-      if (d.isKnown() && d.value > 0) {
-        target.push_back(d.value);
-      } else if (d.isKnown() || ++unknown > 1) {
-        return false;  // a 0 would copy (or mean an empty dim); two unknowns are ambiguous
-      } else {
-        target.push_back(-1);
-      }
-    }
-    ir::Value* shape = rewriter.createInitializer(
-        *n->owningGraph(), n->input(1)->name() + "_folded",
-        pass::makeInt64Tensor(target, {static_cast<int64_t>(target.size())}));
-    rewriter.setInput(n, 1, shape);
-    return true;
-  }
-
-  /// The dims Shape(x)<start, end> yields, each known or not.
-  static std::optional<std::vector<std::optional<int64_t>>> shapeElements(const ir::Node& shape) {
-    const ir::Value* x = shape.input(0);
-    if (x == nullptr || !x->type().isTensor() || !x->type().shape) return std::nullopt;
-    const auto& dims = *x->type().shape;
-    auto rank = static_cast<int64_t>(dims.size());
-    auto clampIndex = [&](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t{0}, rank); };
-    int64_t start = clampIndex(pass::attrInt(shape, "start", 0));
-    int64_t end = clampIndex(pass::attrInt(shape, "end", rank));
-    std::vector<std::optional<int64_t>> out;
-    for (int64_t i = start; i < end; ++i) {
-      const ir::Dim& d = dims[static_cast<size_t>(i)];
-      out.push_back(d.isKnown() ? std::optional<int64_t>(d.value) : std::nullopt);
-    }
-    return out;
-  }
-
-  /// Gather(Shape(x), const) and Slice(Shape(x), const...) picking only dims of x that are known,
-  /// while others are not:  Gather(Shape(%s : float[2,N,128]), 0)  ==>  int64 2.
-  static std::optional<std::vector<kernels::HostTensor>> foldShapeElements(const ir::Node& n) {
-    const ir::Node* shape = n.input(0) != nullptr ? n.input(0)->producer() : nullptr;
-    if (shape == nullptr || shape->opType() != "Shape") return std::nullopt;
-    auto elems = shapeElements(*shape);
-    if (!elems) return std::nullopt;
-    auto count = static_cast<int64_t>(elems->size());
-    std::vector<int64_t> picked;
-    std::vector<int64_t> out_dims;
-    if (n.opType() == "Gather") {
-      if (n.numInputs() < 2) return std::nullopt;
-      auto indices = pass::constantInts(n.input(1));
-      auto rank = pass::rankOf(n.input(1));
-      if (!indices || !rank || *rank > 1) return std::nullopt;
-      for (int64_t i : *indices) {
-        if (i < -count || i >= count) return std::nullopt;
-        picked.push_back(i < 0 ? i + count : i);
-      }
-      if (*rank == 1) out_dims = {static_cast<int64_t>(picked.size())};
-    } else {
-      if (n.numInputs() < 3) return std::nullopt;
-      auto starts = pass::constantInts(n.input(1));
-      auto ends = pass::constantInts(n.input(2));
-      auto axes = n.numInputs() > 3 && n.input(3) != nullptr ? pass::constantInts(n.input(3))
-                                                             : std::vector<int64_t>{0};
-      auto steps = n.numInputs() > 4 && n.input(4) != nullptr ? pass::constantInts(n.input(4))
-                                                              : std::vector<int64_t>{1};
-      if (!starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 ||
-          axes->size() != 1 || ((*axes)[0] != 0 && (*axes)[0] != -1) ||
-          *steps != std::vector<int64_t>{1})
-        return std::nullopt;
-      auto clampIndex = [&](int64_t i) {
-        return std::clamp(i < 0 ? i + count : i, int64_t{0}, count);
-      };
-      for (int64_t i = clampIndex((*starts)[0]); i < clampIndex((*ends)[0]); ++i)
-        picked.push_back(i);
-      out_dims = {static_cast<int64_t>(picked.size())};
-    }
-    std::vector<int64_t> values;
-    for (int64_t i : picked) {
-      const auto& d = (*elems)[static_cast<size_t>(i)];
-      if (!d) return std::nullopt;
-      values.push_back(*d);
-    }
-    kernels::HostTensor t;
-    t.dtype = DataType::kInt64;
-    t.dims = out_dims;
-    t.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * 8);
-    return std::vector<kernels::HostTensor>{std::move(t)};
-  }
-
-  /// Shape and Size of a value whose shape is fully known, constant or not.
-  static std::optional<std::vector<kernels::HostTensor>> foldShape(const ir::Node& n) {
-    auto dims = pass::staticShape(n.input(0));
-    if (!dims) return std::nullopt;
-    kernels::HostTensor t;
-    t.dtype = DataType::kInt64;
-    if (n.opType() == "Size") {
-      int64_t count = 1;
-      for (int64_t d : *dims) {
-        if (__builtin_mul_overflow(count, d, &count)) return std::nullopt;  // not an int64
-      }
-      t.bytes.assign(reinterpret_cast<const char*>(&count), 8);
-      return std::vector<kernels::HostTensor>{std::move(t)};
-    }
-    auto rank = static_cast<int64_t>(dims->size());
-    auto clampIndex = [&](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t{0}, rank); };
-    int64_t start = clampIndex(pass::attrInt(n, "start", 0));
-    int64_t end = clampIndex(pass::attrInt(n, "end", rank));
-    std::vector<int64_t> slice(dims->begin() + start, dims->begin() + std::max(start, end));
-    t.dims = {static_cast<int64_t>(slice.size())};
-    t.bytes.assign(reinterpret_cast<const char*>(slice.data()), slice.size() * 8);
-    return std::vector<kernels::HostTensor>{std::move(t)};
   }
 
   /// Bytes of the node's results as the inferred output types give them (every output's shape
@@ -278,13 +203,18 @@ class FoldConstantsPass final : public pass::GraphPass {
     return total;
   }
 
-  enum class SizeVerdict { kFits, kWeightOnly, kTooLarge };
+  enum class SizeVerdict { kFits, kWeightOnly, kTooLarge, kGrows };
 
-  /// The size rule: a result over the limit that is also larger than its (distinct) inputs is
-  /// not created, unless it only feeds weights (and stays under kMaxMaterializedBytes).
-  static SizeVerdict sizeVerdict(const ir::Node& n, uint64_t output_bytes, uint64_t input_bytes,
-                                 uint64_t limit) {
-    if (output_bytes <= limit || output_bytes <= input_bytes) return SizeVerdict::kFits;
+  /// The size rules. A result larger than its (distinct) constant inputs, when those hold more
+  /// than kParameterBytes, is not created unless grow-weights: it would widen or repeat stored
+  /// data (Cast(int8 weight) to float, DequantizeLinear, Tile of a table). Results built from
+  /// parameters (shapes, scalars, fill values) may grow up to the limit; past it they are not
+  /// created either, unless they only feed weights (and stay under kMaxMaterializedBytes).
+  SizeVerdict sizeVerdict(const ir::Node& n, uint64_t output_bytes, uint64_t input_bytes,
+                          uint64_t limit) const {
+    if (output_bytes <= input_bytes) return SizeVerdict::kFits;
+    if (!grow_weights_ && input_bytes > kParameterBytes) return SizeVerdict::kGrows;
+    if (output_bytes <= limit) return SizeVerdict::kFits;
     if (output_bytes <= kMaxMaterializedBytes && feedsOnlyWeights(n, 0)) {
       return SizeVerdict::kWeightOnly;
     }
@@ -440,7 +370,8 @@ class FoldConstantsPass final : public pass::GraphPass {
     }
     auto refuse = [&](SizeVerdict verdict) {
       if (verdict == SizeVerdict::kTooLarge) bump("skipped-size-limit");
-      return verdict == SizeVerdict::kTooLarge;
+      if (verdict == SizeVerdict::kGrows) bump("skipped-would-grow");
+      return verdict == SizeVerdict::kTooLarge || verdict == SizeVerdict::kGrows;
     };
     if (predicted && refuse(sizeVerdict(n, *predicted, input_bytes, limit))) return std::nullopt;
     if (predicted && wouldDuplicate(n, *predicted)) return std::nullopt;
@@ -556,12 +487,18 @@ class FoldConstantsPass final : public pass::GraphPass {
     rewriter.replaceNode(n, values);
   }
 
+  /// Constant inputs up to this size are parameters (shapes, scalars, small tables), not stored
+  /// data that a larger result would widen or repeat.
+  static constexpr uint64_t kParameterBytes = 4096;
   /// Above this, not even a weight-only result is materialized (as for inputs: not worth it).
   static constexpr uint64_t kMaxMaterializedBytes = uint64_t{1} << 30;
 
   bool fold_qdq_ = false;
+  bool grow_weights_ = false;
   uint64_t size_limit_ = uint64_t{1} << 20;
   bool inferred_this_run_ = false;  ///< shape inference already ran during this run()
+  shapefold::ShapeValues values_;   ///< what inference knew of shape tensors at run()'s start
+  const shapefold::ShapeValues* shape_values_ = nullptr;  ///< &values_ when they were computed
 };
 
 }  // namespace

@@ -29,7 +29,7 @@ from onnx import numpy_helper
 
 import roundtrip_check
 
-FOLD = "--passes=fold-constants{size-limit=1099511627776,fold-qdq=true}"
+FOLD = "--passes=fold-constants{size-limit=1099511627776,fold-qdq=true,grow-weights=true}"
 
 
 @dataclasses.dataclass

@@ -43,6 +43,7 @@ struct OptimizeCommandOptions {
   bool include_functions = false;
   bool infer_shapes = false;
   bool fold_qdq = false;
+  bool fold_grow_weights = false;
   int target_opset = 0;
   std::string precision;                        ///< --precision: "" (none), fp16 or bf16
   bool keep_io_types = true;                    ///< --keep-io-types

@@ -101,6 +101,10 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
                "Constant folding also folds QuantizeLinear/DequantizeLinear (sets "
                "fold-constants{fold-qdq=true} in the pipeline, -O or --passes, where an entry "
                "does not set it itself)");
+  app.add_flag("--fold-grow-weights", opts.fold_grow_weights,
+               "Constant folding also creates results larger than the stored constants they read "
+               "(over 4 KiB), such as int8 weights dequantized to float (sets "
+               "fold-constants{grow-weights=true} likewise)");
   flags.fold_size_limit =
       app.add_option("--fold-size-limit", opts.fold_size_limit,
                      "Bytes: folded tensors larger than this and than their inputs are not "

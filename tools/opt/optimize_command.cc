@@ -118,6 +118,7 @@ std::vector<passes::PassOptionSetting> flagPassOptions(const OptimizeCommandOpti
     if (auto s = parsePassOption(text); s.isOk()) settings.push_back(*s);
   }
   if (opts.fold_qdq) settings.push_back({"fold-constants", "fold-qdq", "true"});
+  if (opts.fold_grow_weights) settings.push_back({"fold-constants", "grow-weights", "true"});
   if (opts.fold_size_limit_given) {
     settings.push_back({"fold-constants", "size-limit", std::to_string(opts.fold_size_limit)});
   }
