@@ -89,8 +89,6 @@ class FoldConstantsPass final : public pass::GraphPass {
   StatusOr<bool> runOnGraph(ir::Graph& graph, ir::Model& model, rewrite::Rewriter& rewriter,
                             pass::PassContext& ctx) override {
     bool changed = false;
-    const std::vector<ir::SymExpr> nonzero =
-        shape_values_ ? shapefold::nonzeroDims(graph, *shape_values_) : std::vector<ir::SymExpr>{};
     for (ir::Node* n : graph) {
       // Ops of other domains fold where the reference kernels know that domain (ai.onnx.ml, ...),
       // at the model's opset of that domain.
@@ -102,7 +100,7 @@ class FoldConstantsPass final : public pass::GraphPass {
         continue;
       }
       if (!fold_qdq_ && (op == "QuantizeLinear" || op == "DequantizeLinear")) continue;
-      if (op == "Reshape" && shapefold::foldReshapeTarget(n, shape_values_, nonzero, rewriter)) {
+      if (op == "Reshape" && shapefold::foldReshapeTarget(n, shape_values_, rewriter)) {
         bump("reshape-targets-folded");
         changed = true;
         continue;

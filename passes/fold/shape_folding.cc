@@ -129,6 +129,30 @@ std::optional<std::vector<int64_t>> targetFromOutputType(const ir::Value* out) {
   return target;
 }
 
+/// Adds the dims that Reshape `r` requires nonzero (see nonzeroDims) to `out`.
+void provenNonzero(const ir::Node& r, const ShapeValues& values, std::vector<ir::SymExpr>& out) {
+  auto it = r.numInputs() > 1 ? values.find(r.input(1)) : values.end();
+  if (it == values.end()) return;
+  const ir::ShapeValue& t = it->second;
+  auto minus_one = [](const std::optional<ir::SymExpr>& e) {
+    return e && e->constantValue() == -1;
+  };
+  if (std::count_if(t.begin(), t.end(), minus_one) != 1) return;
+  const bool allowzero = pass::attrInt(r, "allowzero", 0) != 0;
+  const ir::Value* x = r.input(0);
+  const auto* in =
+      x != nullptr && x->type().isTensor() && x->type().shape ? &*x->type().shape : nullptr;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!t[i] || minus_one(t[i])) continue;
+    if (t[i]->constantValue() == 0 && !allowzero) {
+      auto d = in != nullptr && i < in->size() ? (*in)[i].toExpr() : std::nullopt;
+      if (d && !d->isConstant()) out.push_back(*d);  // the dim copied there
+    } else if (!t[i]->isConstant()) {
+      out.push_back(*t[i]);
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<std::vector<kernels::HostTensor>> foldShapeElements(const ir::Node& n) {
@@ -194,36 +218,22 @@ std::optional<std::vector<ir::Tensor>> foldKnownValues(const ir::Node& n,
   return out;
 }
 
-std::vector<ir::SymExpr> nonzeroDims(const ir::Graph& g, const ShapeValues& values) {
+std::vector<ir::SymExpr> nonzeroDims(const ir::Node& n, const ShapeValues& values) {
+  constexpr size_t kMaxAncestors = 64;
+  std::vector<const ir::Node*> seen{&n};
   std::vector<ir::SymExpr> out;
-  for (const ir::Node* n : g) {
-    if (n->opType() != "Reshape" || !n->domain().empty() || n->numInputs() < 2) continue;
-    auto it = values.find(n->input(1));
-    if (it == values.end()) continue;
-    const bool allowzero = pass::attrInt(*n, "allowzero", 0) != 0;
-    const ir::Value* x = n->input(0);
-    const auto* in =
-        x != nullptr && x->type().isTensor() && x->type().shape ? &*x->type().shape : nullptr;
-    const ir::ShapeValue& t = it->second;
-    if (std::count_if(t.begin(), t.end(),
-                      [](const auto& e) { return e && e->constantValue() == -1; }) != 1) {
-      continue;
-    }
-    for (size_t i = 0; i < t.size(); ++i) {
-      if (!t[i] || t[i]->constantValue() == -1) continue;
-      if (t[i]->constantValue() == 0 && !allowzero) {
-        auto d = in != nullptr && i < in->size() ? (*in)[i].toExpr() : std::nullopt;
-        if (d && !d->isConstant()) out.push_back(*d);  // the dim copied there
-      } else if (!t[i]->isConstant()) {
-        out.push_back(*t[i]);
-      }
+  for (size_t next = 0; next < seen.size() && seen.size() < kMaxAncestors; ++next) {
+    for (const ir::Value* v : seen[next]->inputs()) {
+      const ir::Node* p = v != nullptr ? v->producer() : nullptr;
+      if (p == nullptr || std::find(seen.begin(), seen.end(), p) != seen.end()) continue;
+      seen.push_back(p);
+      if (p->opType() == "Reshape" && p->domain().empty()) provenNonzero(*p, values, out);
     }
   }
   return out;
 }
 
-bool foldReshapeTarget(ir::Node* n, const ShapeValues* values,
-                       const std::vector<ir::SymExpr>& nonzero, rewrite::Rewriter& rewriter) {
+bool foldReshapeTarget(ir::Node* n, const ShapeValues* values, rewrite::Rewriter& rewriter) {
   if (n->numInputs() < 2 || n->input(1) == nullptr || ir::constantTensor(n->input(1))) {
     return false;
   }
@@ -234,7 +244,7 @@ bool foldReshapeTarget(ir::Node* n, const ShapeValues* values,
     auto rank = pass::rankOf(n->input(1));
     if (it != values->end() && rank == 1 && x != nullptr && x->type().isTensor()) {
       target = settledTarget(it->second, x->type().shape, pass::attrInt(*n, "allowzero", 0) != 0,
-                             nonzero);
+                             nonzeroDims(*n, *values));
     }
   }
   if (!target) target = targetFromOutputType(n->output(0));

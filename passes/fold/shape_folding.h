@@ -37,18 +37,18 @@ std::optional<std::vector<kernels::HostTensor>> foldShapeElements(const ir::Node
 std::optional<std::vector<ir::Tensor>> foldKnownValues(const ir::Node& n,
                                                        const ShapeValues& values);
 
-/// Dims that are not 0 in any run of graph `g` that succeeds: Reshape(x, t) with a -1 in t fails
-/// when t's other entries multiply to 0 (onnxruntime and numpy refuse to infer -1 then), and every
-/// node of a graph runs, so each of those entries is nonzero in a run that gets past the Reshape.
-std::vector<ir::SymExpr> nonzeroDims(const ir::Graph& g, const ShapeValues& values);
+/// Dims that are not 0 whenever Reshape `n` runs: a Reshape(x, t) with a -1 in t fails when t's
+/// other entries multiply to 0 (onnxruntime and numpy refuse to infer -1 then), so each of those
+/// entries is nonzero once it has run, and an ancestor of `n` has always run before `n` does.
+/// Looks at the nearest kMaxAncestors ancestors.
+std::vector<ir::SymExpr> nonzeroDims(const ir::Node& n, const ShapeValues& values);
 
 /// A Reshape whose target is computed at run time becomes a Reshape to a constant target when
 /// each entry is known: a number, a dim equal to the input's dim at its position (0 there, with
 /// allowzero = 0), or the one entry left (-1 there, when every other entry is a positive number
-/// or a copied dim in `nonzero`). Without `values`, or when they do not settle it, from the
-/// inferred output type: at most one dim not known, -1 there. Returns whether the target was
-/// replaced.
-bool foldReshapeTarget(ir::Node* n, const ShapeValues* values,
-                       const std::vector<ir::SymExpr>& nonzero, rewrite::Rewriter& rewriter);
+/// or a copied dim that nonzeroDims proves). Without `values`, or when they do not settle it,
+/// from the inferred output type: at most one dim not known, -1 there. Returns whether the
+/// target was replaced.
+bool foldReshapeTarget(ir::Node* n, const ShapeValues* values, rewrite::Rewriter& rewriter);
 
 }  // namespace onnxopt::passes::shapefold
