@@ -50,6 +50,9 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //  - eliminate-noop with strict-signed-zero=false: x + 0 -> x may turn a -0 into +0. -O2
       //    already accepts float reassociation (absorbed weights, fused kernels); signed zeros
       //    compare equal, and only 1/x, atan2 and copysign see the difference. -O1 stays strict.
+      //  - einsum-to-matmul in the fusion fixed point: a MatMul may sum its products in another
+      //    order than the Einsum kernel (-O2's float reassociation), and the MatMul it makes is
+      //    what fuse-gemm and fuse-matmul-scale read.
       //  - fuse-scale-chain after the fusions: they match scalings by exact constants (Gelu's
       //    0.5 and 1/sqrt(2), attention's 1/sqrt(d)) that a merged constant would hide. It
       //    reassociates x*a*b into x*(a*b) (last-place rounding), an -O2 licence like the others.
@@ -65,7 +68,8 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //    exporters put them (fuse-attention's head split and K^T).
       // -O3 without a target is -O2: its rewrites are target-specific (pipelineFor).
       return std::string(kLevel1) +
-             ",fixpoint(fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-rmsnorm,fuse-gelu,"
+             ",fixpoint(einsum-to-matmul,fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-"
+             "rmsnorm,fuse-gelu,"
              "fuse-activations,fuse-attention,fuse-scale-chain,fold-constants,"
              "eliminate-noop{strict-signed-zero=false},cse,dce),fuse-matmul-scale,dce,"
              "fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce)";

@@ -4,7 +4,8 @@
 //   Dropout(x) at inference (mask unused)        -> x
 //   Cast<to=T>(x), x : T;  CastLike(x, y), x, y : T   -> x
 //   Reshape(x, s) / Expand(x, s) / Squeeze(x) / Flatten<axis=1>(x)  -> x
-//     when the result has x's shape
+//     when the result has x's shape: declared so (the same dims or symbols), or each dim of s a
+//     0 (copy), x's known dim, or the one -1
 //   Slice(x) over the whole extent, step 1       -> x
 //   Pad(x, 0...0)                                -> x
 //   Transpose<perm=identity>(x)                  -> x
@@ -121,10 +122,10 @@ class ShapeOpPattern final : public NoOpPattern {
 
   ir::Value* forwarded(const ir::Node& n, PatternContext& ctx) const override {
     ir::Value* x = n.input(0);
+    // Declared shapes already say so (the same known dims or the same symbols).
+    if (pass::sameKnownShape(x, n.output(0))) return x;
     auto in = staticShape(x);
-    auto out = staticShape(n.output(0));
-    if (in && out && *in == *out) return x;  // declared shapes already say so
-    if (op_ == "Reshape") return reshape(n, ctx, in);
+    if (op_ == "Reshape") return reshape(n, ctx);
     if (op_ == "Expand") return expand(n, ctx, in);
     if (op_ == "Squeeze") return squeeze(n, ctx, in);
     if (op_ == "Flatten") {
@@ -136,25 +137,28 @@ class ShapeOpPattern final : public NoOpPattern {
   }
 
  private:
-  ir::Value* reshape(const ir::Node& n, PatternContext& ctx,
-                     const std::optional<std::vector<int64_t>>& in) const {
+  /// Each target dim is a 0 copying x's dim, x's known dim itself, or the one -1, which then
+  /// resolves to x's dim there (symbolic or not) since every other dim is unchanged.
+  static ir::Value* reshape(const ir::Node& n, PatternContext& ctx) {
+    ir::Value* x = n.input(0);
     auto target = n.numInputs() >= 2 ? constantInts(n.input(1)) : attrInts(n, "shape");
-    if (!in || !target) return ctx.fail("input shape or target unknown"), nullptr;
-    if (target->size() != in->size()) return ctx.fail("rank changes"), nullptr;
+    auto rank = rankOf(x);
+    if (!rank || !target) return ctx.fail("input rank or target unknown"), nullptr;
+    if (static_cast<int64_t>(target->size()) != *rank) return ctx.fail("rank changes"), nullptr;
+    const std::vector<ir::Dim>& in = *x->type().shape;
     bool allowzero = attrInt(n, "allowzero", 0) != 0;
     int minus_one = 0;
     for (size_t i = 0; i < target->size(); ++i) {
       int64_t t = (*target)[i];
-      if (t == 0 && !allowzero) continue;  // copies the input dim
+      if (t == 0 && !allowzero) continue;
       if (t == -1) {
         ++minus_one;
         continue;
       }
-      if (t != (*in)[i]) return ctx.fail("dim {} changes", i), nullptr;
+      if (!in[i].isKnown() || t != in[i].value) return ctx.fail("dim {} changes", i), nullptr;
     }
-    // With every other dim unchanged, a single -1 must resolve to the remaining input dim.
     if (minus_one > 1) return ctx.fail("several -1"), nullptr;
-    return n.input(0);
+    return x;
   }
 
   ir::Value* expand(const ir::Node& n, PatternContext& ctx,

@@ -1,41 +1,60 @@
 // merge-consecutive: fold a chain of two ops into one (or none).
 //
 //   Transpose<p2>(Transpose<p1>(x))         -> Transpose<q>(x), q[i] = p1[p2[i]]; x when q = id
-//   Reshape(R(x), s2), R = Reshape/Unsqueeze/Squeeze/Flatten -> Reshape(x, s2)
-//                                           (s2 constant, no 0 copying a dim)
-//   Unsqueeze(Squeeze(x, a), a)             -> x                   (the squeezed dims were 1)
-//   Squeeze(Unsqueeze(x, a), a)             -> x
+//                                              (an absent perm reverses the dims: x's rank known)
 //   Cast<T2>(Cast<T1>(x)), T0 -> T1 exact   -> Cast<T2>(x); x when T2 = T0
 //   Concat<k>(.., Concat<k>(a, b), ..)      -> Concat<k>(.., a, b, ..)
-//   Slice(Slice(x, s1, e1), s2, e2), step 1 -> Slice(x, s1 + s2, min(e1, s1 + e2)) per shared axis
+//   f(f(x)) -> f(x),  f = Relu, Abs, Floor, Ceil, Round, Sign   (idempotent for every value,
+//                                              NaN, infinities and -0 included)
+//   g(g(x)) -> x,     g = Neg, Not           (involutions; Neg wraps INT_MIN to itself)
+//   Where(Not(c), x, y)                     -> Where(c, y, x)
+//   Reshape/Squeeze/Unsqueeze/Flatten and Reduce-then-Unsqueeze chains: merge_view_ops.cc
+//   Slice of a Slice: merge_slices.cc
 //
-// The inner node must have no other user (else nothing is saved), except for an inverse
-// Transpose pair: the outer one goes either way. Axes are compared after
-// normalization; negative axes need a known rank.
+// The inner node must have no other user (else nothing is saved), except where the outer node
+// goes and the inner one stays (an inverse Transpose pair, f(f(x)), g(g(x))). Axes are compared
+// after normalization; negative axes need a known rank.
 #include <algorithm>
-#include <limits>
-#include <set>
+#include <numeric>
 
+#include "merge_consecutive.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 
 namespace onnxopt::passes {
-namespace {
+namespace merge {
 
-using pass::attrInt;
-using pass::attrInts;
-using pass::constantInts;
-using pass::hasSingleUse;
-using pass::rankOf;
-using rewrite::PatternContext;
-
-/// Replaces `node`'s output with `value` when that keeps model output names.
-bool forwardTo(ir::Node* node, ir::Value* value, PatternContext& ctx) {
+bool forwardTo(ir::Node* node, ir::Value* value, rewrite::PatternContext& ctx) {
   if (!ctx.rewriter().canReplaceWithoutIdentity(node->output(0), value)) {
     return ctx.fail("would rename model output '{}'", node->output(0)->name());
   }
   ctx.rewriter().replaceNode(node, {value});
   return true;
+}
+
+}  // namespace merge
+
+namespace {
+
+using merge::forwardTo;
+using pass::attrInt;
+using pass::attrInts;
+using pass::rankOf;
+using rewrite::PatternContext;
+
+std::vector<int64_t> reversal(size_t rank) {
+  std::vector<int64_t> p(rank);
+  std::iota(p.rbegin(), p.rend(), 0);
+  return p;
+}
+
+/// A Transpose's perm; the default (reversing the dims) when the rank is known.
+std::optional<std::vector<int64_t>> permOf(const ir::Node& t) {
+  if (auto p = attrInts(t, "perm")) return p;
+  auto rank = rankOf(t.input(0));
+  if (!rank) rank = rankOf(t.output(0));
+  if (!rank) return std::nullopt;
+  return reversal(static_cast<size_t>(*rank));
 }
 
 class TransposeTransposePattern final : public rewrite::Pattern {
@@ -49,9 +68,12 @@ class TransposeTransposePattern final : public rewrite::Pattern {
     if (inner == nullptr || inner->opType() != "Transpose" || !inner->domain().empty()) {
       return ctx.fail("input is not a Transpose");
     }
-    auto p1 = attrInts(*inner, "perm");
-    auto p2 = attrInts(*node, "perm");
-    if (!p1 || !p2 || p1->size() != p2->size()) return ctx.fail("perms not explicit");
+    // Both have the rank of x: an absent perm is the reversal at the other one's length.
+    auto p1 = permOf(*inner);
+    auto p2 = permOf(*node);
+    if (!p1 && p2) p1 = reversal(p2->size());
+    if (!p2 && p1) p2 = reversal(p1->size());
+    if (!p1 || !p2 || p1->size() != p2->size()) return ctx.fail("perm absent and rank unknown");
     std::vector<int64_t> q(p2->size());
     bool identity = true;
     for (size_t i = 0; i < q.size(); ++i) {
@@ -63,90 +85,11 @@ class TransposeTransposePattern final : public rewrite::Pattern {
     ir::Value* x = inner->input(0);
     if (identity) return forwardTo(node, x, ctx);
     if (!pass::hasSingleUse(in)) return ctx.fail("the inner Transpose has other users");
-    ir::Attribute perm;
-    perm.name = "perm";
-    perm.kind = ir::Attribute::Kind::kInts;
-    perm.ints = q;
-    ctx.rewriter().setAttribute(node, std::move(perm));
+    ctx.rewriter().setAttribute(node, pass::intsAttr("perm", q));
     ctx.rewriter().setInput(node, 0, x);
     ctx.rewriter().eraseNode(inner);
     return true;
   }
-};
-
-class ReshapeReshapePattern final : public rewrite::Pattern {
- public:
-  ReshapeReshapePattern() : Pattern("merge-reshape-reshape", "Reshape", "", 1, 5) {}
-  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    // Each of these keeps the elements in row-major order: only the target shape matters.
-    ir::Node* inner = nullptr;
-    for (const char* op : {"Reshape", "Unsqueeze", "Squeeze", "Flatten"}) {
-      if (inner == nullptr) inner = pass::singleUseProducer(node->input(0), op);
-    }
-    if (inner == nullptr) {
-      return ctx.fail("input is not a single-use Reshape, Unsqueeze, Squeeze or Flatten");
-    }
-    auto target = constantInts(node->input(1));
-    if (!target) return ctx.fail("outer target not constant");
-    bool allowzero = attrInt(*node, "allowzero", 0) != 0;
-    if (!allowzero && std::count(target->begin(), target->end(), 0) > 0) {
-      return ctx.fail("outer target copies a dim of the intermediate (0)");
-    }
-    ctx.rewriter().setInput(node, 0, inner->input(0));
-    ctx.rewriter().eraseNode(inner);
-    return true;
-  }
-};
-
-/// Reads Squeeze/Unsqueeze axes (attribute before opset 13, input from 13).
-std::optional<std::vector<int64_t>> axesOf(const ir::Node& n, const PatternContext& ctx) {
-  if (ctx.opset() < 13) return attrInts(n, "axes");
-  if (n.numInputs() < 2 || n.input(1) == nullptr) return std::nullopt;
-  return constantInts(n.input(1));
-}
-
-std::optional<std::set<int64_t>> normalizedAxes(const std::vector<int64_t>& axes,
-                                                std::optional<int64_t> rank) {
-  std::set<int64_t> out;
-  for (int64_t a : axes) {
-    if (a < 0) {
-      if (!rank) return std::nullopt;
-      a += *rank;
-    }
-    if (!out.insert(a).second) return std::nullopt;
-  }
-  return out;
-}
-
-class SqueezeUnsqueezePattern final : public rewrite::Pattern {
- public:
-  /// `outer` is the op at the root; the inner op is its inverse.
-  explicit SqueezeUnsqueezePattern(const char* outer)
-      : Pattern(std::string("merge-") + outer + "-inverse", outer),
-        outer_(outer),
-        inner_(outer_ == "Squeeze" ? "Unsqueeze" : "Squeeze") {}
-
-  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ir::Node* inner = pass::singleUseProducer(node->input(0), inner_.c_str());
-    if (inner == nullptr) return ctx.fail("input is not a single-use {}", inner_);
-    auto a_outer = axesOf(*node, ctx);
-    auto a_inner = axesOf(*inner, ctx);
-    if (!a_outer || !a_inner || a_outer->empty() || a_inner->empty()) {
-      return ctx.fail("axes not constant or absent");
-    }
-    // Both normalize against the rank of the Unsqueeze's output = the Squeeze's input.
-    ir::Value* x = inner->input(0);
-    std::optional<int64_t> rank = rankOf(x);
-    if (rank && outer_ == "Squeeze") *rank += static_cast<int64_t>(a_inner->size());
-    auto s1 = normalizedAxes(*a_outer, rank);
-    auto s2 = normalizedAxes(*a_inner, rank);
-    if (!s1 || !s2 || *s1 != *s2) return ctx.fail("axes differ or cannot be compared");
-    return forwardTo(node, x, ctx);
-  }
-
- private:
-  std::string outer_;
-  std::string inner_;
 };
 
 bool castIsExact(ir::DataType from, ir::DataType to) {
@@ -239,82 +182,40 @@ class ConcatConcatPattern final : public rewrite::Pattern {
   }
 };
 
-class SliceSlicePattern final : public rewrite::Pattern {
+/// f(f(x)) -> f(x) for an idempotent f; g(g(x)) -> x for an involution g.
+class RepeatedUnaryPattern final : public rewrite::Pattern {
  public:
-  SliceSlicePattern() : Pattern("merge-slice-slice", "Slice", "", 1, 10) {}
-
-  struct Params {
-    std::vector<int64_t> starts, ends, axes;
-  };
-
-  static std::optional<Params> read(const ir::Node& n) {
-    if (n.numInputs() < 3) return std::nullopt;
-    auto starts = constantInts(n.input(1));
-    auto ends = constantInts(n.input(2));
-    if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
-    Params p{*starts, *ends, {}};
-    if (n.numInputs() > 3 && n.input(3) != nullptr) {
-      auto axes = constantInts(n.input(3));
-      if (!axes || axes->size() != starts->size()) return std::nullopt;
-      p.axes = *axes;
-    } else {
-      for (size_t i = 0; i < starts->size(); ++i) p.axes.push_back(static_cast<int64_t>(i));
-    }
-    if (n.numInputs() > 4 && n.input(4) != nullptr) {
-      auto steps = constantInts(n.input(4));
-      if (!steps || std::any_of(steps->begin(), steps->end(), [](int64_t s) { return s != 1; })) {
-        return std::nullopt;
-      }
-    }
-    for (size_t i = 0; i < p.starts.size(); ++i) {
-      if (p.starts[i] < 0 || p.ends[i] < 0 || p.axes[i] < 0) return std::nullopt;
-    }
-    return p;
-  }
+  RepeatedUnaryPattern(const char* op, bool involution)
+      : Pattern(std::string("merge-") + op + "-" + op, op), op_(op), involution_(involution) {}
 
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ir::Node* inner = pass::singleUseProducer(node->input(0), "Slice");
-    if (inner == nullptr) return ctx.fail("input is not a single-use Slice");
-    auto outer = read(*node);
-    auto in = read(*inner);
-    if (!outer || !in) return ctx.fail("parameters not constant, negative, or steps not 1");
-    Params merged = *in;
-    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-    for (size_t i = 0; i < outer->axes.size(); ++i) {
-      auto it = std::find(merged.axes.begin(), merged.axes.end(), outer->axes[i]);
-      if (it == merged.axes.end()) {
-        merged.axes.push_back(outer->axes[i]);
-        merged.starts.push_back(outer->starts[i]);
-        merged.ends.push_back(outer->ends[i]);
-        continue;
-      }
-      size_t k = static_cast<size_t>(it - merged.axes.begin());
-      int64_t s1 = merged.starts[k], e1 = merged.ends[k];
-      int64_t s2 = outer->starts[i], e2 = outer->ends[i];
-      int64_t start = s2 > kMax - s1 ? kMax : s1 + s2;
-      int64_t end = e2 > kMax - s1 ? e1 : std::min(e1, s1 + e2);
-      merged.starts[k] = start;
-      merged.ends[k] = end;
+    ir::Value* in = node->input(0);
+    ir::Node* inner = in == nullptr ? nullptr : in->producer();
+    if (inner == nullptr || inner->opType() != op_ || !inner->domain().empty()) {
+      return ctx.fail("input is not a {}", op_);
     }
+    return forwardTo(node, involution_ ? inner->input(0) : in, ctx);
+  }
+
+ private:
+  std::string op_;
+  bool involution_;
+};
+
+class WhereNotPattern final : public rewrite::Pattern {
+ public:
+  WhereNotPattern() : Pattern("merge-where-not", "Where") {}
+  bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
+    ir::Node* negation = pass::singleUseProducer(node->input(0), "Not");
+    if (negation == nullptr) return ctx.fail("condition is not a single-use Not");
+    // Swapping the branches keeps the broadcast shape: it is symmetric in them.
+    ir::Value* x = node->input(1);
+    ir::Value* y = node->input(2);
     auto& rw = ctx.rewriter();
-    ir::Graph& g = *node->owningGraph();
-    auto n = static_cast<int64_t>(merged.axes.size());
-    ir::Value* starts =
-        rw.createInitializer(g, "slice_starts", pass::makeInt64Tensor(merged.starts, {n}));
-    ir::Value* ends =
-        rw.createInitializer(g, "slice_ends", pass::makeInt64Tensor(merged.ends, {n}));
-    ir::Value* axes =
-        rw.createInitializer(g, "slice_axes", pass::makeInt64Tensor(merged.axes, {n}));
-    rw.setInput(node, 0, inner->input(0));
-    rw.setInput(node, 1, starts);
-    rw.setInput(node, 2, ends);
-    if (node->numInputs() > 3) {
-      rw.setInput(node, 3, axes);
-    } else {
-      rw.addInput(node, axes);
-    }
-    while (node->numInputs() > 4) rw.removeInput(node, node->numInputs() - 1);  // steps were all 1
-    rw.eraseNode(inner);
+    rw.setInput(node, 0, negation->input(0));
+    rw.setInput(node, 1, y);
+    rw.setInput(node, 2, x);
+    rw.eraseNode(negation);
     return true;
   }
 };
@@ -323,19 +224,25 @@ class MergeConsecutivePass final : public pass::PatternPass {
  public:
   std::string id() const override { return "merge-consecutive"; }
   std::string summary() const override {
-    return "Merge Transpose/Reshape/Cast/Concat/Slice chains and remove Squeeze/Unsqueeze pairs";
+    return "Merge Transpose/view-op/Cast/Concat/Slice chains, Reduce then Unsqueeze, repeated "
+           "unary ops and Where of Not";
   }
 
  protected:
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
     list.push_back(std::make_unique<TransposeTransposePattern>());
-    list.push_back(std::make_unique<ReshapeReshapePattern>());
-    list.push_back(std::make_unique<SqueezeUnsqueezePattern>("Squeeze"));
-    list.push_back(std::make_unique<SqueezeUnsqueezePattern>("Unsqueeze"));
+    merge::addViewPatterns(list);
     list.push_back(std::make_unique<CastCastPattern>());
     list.push_back(std::make_unique<ConcatConcatPattern>());
-    list.push_back(std::make_unique<SliceSlicePattern>());
+    merge::addSlicePatterns(list);
+    for (const char* op : {"Relu", "Abs", "Floor", "Ceil", "Round", "Sign"}) {
+      list.push_back(std::make_unique<RepeatedUnaryPattern>(op, false));
+    }
+    for (const char* op : {"Neg", "Not"}) {
+      list.push_back(std::make_unique<RepeatedUnaryPattern>(op, true));
+    }
+    list.push_back(std::make_unique<WhereNotPattern>());
     return list;
   }
 };
