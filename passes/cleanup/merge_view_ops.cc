@@ -3,7 +3,7 @@
 //   Reshape(R(x), s2), R = Reshape/Unsqueeze/Squeeze/Flatten -> Reshape(x, s2)
 //                                           (s2 constant, no 0 copying a dim)
 //   Unsqueeze(Squeeze(x, a), a)             -> x                   (the squeezed dims were 1)
-//   Squeeze(Unsqueeze(x, a), a)             -> x
+//   Squeeze(Unsqueeze(x, a), a)             -> x            (the inner one stays for other users)
 //   Squeeze(Squeeze(x, a1), a2)             -> Squeeze(x, a1 + a2 mapped onto x's dims)
 //   Unsqueeze(Unsqueeze(x, a1), a2)         -> Unsqueeze(x, a2 + a1 mapped onto the output's dims)
 //   V(Reshape(x, s)), V = Unsqueeze/Squeeze/Flatten -> Reshape(x, V applied to s)
@@ -108,8 +108,12 @@ class SqueezeUnsqueezePattern final : public rewrite::Pattern {
         inner_(outer_ == "Squeeze" ? "Unsqueeze" : "Squeeze") {}
 
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
-    ir::Node* inner = pass::singleUseProducer(node->input(0), inner_.c_str());
-    if (inner == nullptr) return ctx.fail("input is not a single-use {}", inner_);
+    // The outer node goes whatever else reads the inner one (which then stays for them).
+    ir::Value* in = node->input(0);
+    ir::Node* inner = in == nullptr ? nullptr : in->producer();
+    if (inner == nullptr || inner->opType() != inner_ || !inner->domain().empty()) {
+      return ctx.fail("input is not a {}", inner_);
+    }
     auto a_outer = axesOf(*node, ctx);
     auto a_inner = axesOf(*inner, ctx);
     if (!a_outer || !a_inner || a_outer->empty() || a_inner->empty()) {
