@@ -1,7 +1,9 @@
 // merge-consecutive, view ops: two ops that only reshape become one (or none).
 //
 //   Reshape(R(x), s2), R = Reshape/Unsqueeze/Squeeze/Flatten -> Reshape(x, s2)
-//                                           (s2 constant, no 0 copying a dim)
+//                                           (s2 constant; a 0 in s2 copies a dim of R(x): it
+//                                           becomes R = Reshape(x, s1)'s s1 there, or R(x)'s
+//                                           shape is taken as below)
 //   Unsqueeze(Squeeze(x, a), a)             -> x                   (the squeezed dims were 1)
 //   Squeeze(Unsqueeze(x, a), a)             -> x            (the inner one stays for other users)
 //   Squeeze(Squeeze(x, a1), a2)             -> Squeeze(x, a1 + a2 mapped onto x's dims)
@@ -37,6 +39,53 @@ ir::Node* singleUseView(const ir::Value* v) {
   return nullptr;
 }
 
+/// A new int64 constant holding a Reshape target.
+ir::Value* shapeConstant(const ir::Node& node, const std::vector<int64_t>& target,
+                         PatternContext& ctx) {
+  return ctx.rewriter().createInitializer(
+      *node.owningGraph(), "reshape_shape",
+      pass::makeInt64Tensor(target, {static_cast<int64_t>(target.size())}));
+}
+
+/// A Reshape target for `out` from x: known dims as they are, a dim that is x's symbol at the same
+/// index 0 (copy), one other dim -1. Nullopt when more is unknown, or a dim is 0.
+std::optional<std::vector<int64_t>> targetFromShape(const ir::Value* x, const ir::Value* out) {
+  if (!out->type().isTensor() || !out->type().shape) return std::nullopt;
+  const auto& o = *out->type().shape;
+  const ir::Shape& xs = x->type().isTensor() ? x->type().shape : ir::Shape{};
+  std::vector<int64_t> target;
+  int unknown = 0;
+  for (size_t i = 0; i < o.size(); ++i) {
+    if (o[i].isKnown()) {
+      if (o[i].value == 0) return std::nullopt;  // 0 would copy; -1 beside a 0 is ambiguous
+      target.push_back(o[i].value);
+    } else if (o[i].kind == ir::Dim::Kind::kParam && xs && i < xs->size() &&
+               (*xs)[i].kind == ir::Dim::Kind::kParam && (*xs)[i].param == o[i].param) {
+      target.push_back(0);
+    } else {
+      ++unknown;
+      target.push_back(-1);
+    }
+  }
+  if (unknown > 1) return std::nullopt;
+  return target;
+}
+
+/// The outer target of Reshape(Reshape(x, s1), s2) with each 0 (a copy of the intermediate's dim)
+/// replaced by what it copies: s1's dim, or 0 again where s1 copies x's dim there. Nullopt where
+/// that dim is s1's -1 or the inner Reshape is not one with a constant target.
+std::optional<std::vector<int64_t>> resolveCopies(const ir::Node& inner, std::vector<int64_t> s2) {
+  if (inner.opType() != "Reshape" || attrInt(inner, "allowzero", 0) != 0) return std::nullopt;
+  auto s1 = constantInts(inner.input(1));
+  if (!s1) return std::nullopt;
+  for (size_t i = 0; i < s2.size(); ++i) {
+    if (s2[i] != 0) continue;
+    if (i >= s1->size() || (*s1)[i] < 0) return std::nullopt;
+    s2[i] = (*s1)[i];
+  }
+  return s2;
+}
+
 class ReshapeReshapePattern final : public rewrite::Pattern {
  public:
   ReshapeReshapePattern() : Pattern("merge-reshape-reshape", "Reshape", "", 1, 5) {}
@@ -50,7 +99,11 @@ class ReshapeReshapePattern final : public rewrite::Pattern {
     if (!target) return ctx.fail("outer target not constant");
     bool allowzero = attrInt(*node, "allowzero", 0) != 0;
     if (!allowzero && std::count(target->begin(), target->end(), 0) > 0) {
-      return ctx.fail("outer target copies a dim of the intermediate (0)");
+      // A 0 copies a dim of the intermediate: say which, or take the result shape.
+      auto resolved = resolveCopies(*inner, *target);
+      if (!resolved) resolved = targetFromShape(inner->input(0), node->output(0));
+      if (!resolved) return ctx.fail("outer target copies a dim of the intermediate (0)");
+      ctx.rewriter().setInput(node, 1, shapeConstant(*node, *resolved, ctx));
     }
     ctx.rewriter().setInput(node, 0, inner->input(0));
     ctx.rewriter().eraseNode(inner);
@@ -227,30 +280,6 @@ std::optional<std::vector<int64_t>> applyView(const ir::Node& v, std::vector<int
   return s;
 }
 
-/// A Reshape target for `out` from x: known dims as they are, a dim that is x's symbol at the same
-/// index 0 (copy), one other dim -1. Nullopt when more is unknown, or a dim is 0.
-std::optional<std::vector<int64_t>> targetFromShape(const ir::Value* x, const ir::Value* out) {
-  if (!out->type().isTensor() || !out->type().shape) return std::nullopt;
-  const auto& o = *out->type().shape;
-  const ir::Shape& xs = x->type().isTensor() ? x->type().shape : ir::Shape{};
-  std::vector<int64_t> target;
-  int unknown = 0;
-  for (size_t i = 0; i < o.size(); ++i) {
-    if (o[i].isKnown()) {
-      if (o[i].value == 0) return std::nullopt;  // 0 would copy; -1 beside a 0 is ambiguous
-      target.push_back(o[i].value);
-    } else if (o[i].kind == ir::Dim::Kind::kParam && xs && i < xs->size() &&
-               (*xs)[i].kind == ir::Dim::Kind::kParam && (*xs)[i].param == o[i].param) {
-      target.push_back(0);
-    } else {
-      ++unknown;
-      target.push_back(-1);
-    }
-  }
-  if (unknown > 1) return std::nullopt;
-  return target;
-}
-
 class ViewIntoReshapePattern final : public rewrite::Pattern {
  public:
   explicit ViewIntoReshapePattern(const char* op)
@@ -278,9 +307,7 @@ class ViewIntoReshapePattern final : public rewrite::Pattern {
     }
     if (!target) return ctx.fail("the result shape is not known well enough for one Reshape");
     auto& rw = ctx.rewriter();
-    ir::Value* shape = rw.createInitializer(
-        *node->owningGraph(), "reshape_shape",
-        pass::makeInt64Tensor(*target, {static_cast<int64_t>(target->size())}));
+    ir::Value* shape = shapeConstant(*node, *target, ctx);
     rw.setOpType(node, "Reshape", "");
     for (const char* a : {"axes", "axis"}) rw.removeAttribute(node, a);
     if (allowzero) rw.setAttribute(node, pass::intAttr("allowzero", 1));
