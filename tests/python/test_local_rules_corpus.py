@@ -116,6 +116,19 @@ g (float[1,N,1,8] x) => (float[1,1,N,8,1] y) <int64[1] a0 = {0}, int64[1] a1 = {
   v = Unsqueeze(u, a0)
   y = Unsqueeze(v, m1)
 }""", {"N": 3}),
+    # silero-vad's decoder: an LSTM state squeezed, unsqueezed back for the new state and
+    # unsqueezed on another axis for the head.
+    "lstm_state_views": ("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[T,N,8] x, float[1,N,8] h) => (float[2,N,8] state, float[N,8,1] head) <float[1,32,8] w = {0.1},
+    float[1,32,8] r = {0.1}, int64[1] a0 = {0}, int64[1] a2 = {2}> {
+  y, yh = LSTM <hidden_size = 8> (x, w, r)
+  q = Squeeze(yh, a0)
+  u = Unsqueeze(q, a0)
+  state = Concat <axis = 0> (u, h)
+  v = Unsqueeze(q, a2)
+  head = Relu(v)
+}""", {"T": 3, "N": 2}),
     "idempotent_ops": ("""
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[4,5] x, bool[4,5] b) => (float[4,5] y, bool[4,5] c) {
@@ -173,6 +186,7 @@ AT_MOST: dict[str, dict[str, int]] = {
     "reduce_unsqueeze": {"Unsqueeze": 0},
     "reduce_unsqueeze_opset18": {"Unsqueeze": 0},
     "squeeze_unsqueeze_chains": {"Squeeze": 1, "Unsqueeze": 1},
+    "lstm_state_views": {"Squeeze": 0, "Unsqueeze": 0, "Reshape": 1},
     "idempotent_ops": {"Relu": 1, "Abs": 1, "Floor": 1, "Ceil": 1, "Round": 1, "Sign": 1, "Neg": 0},
     "transpose_default_perm": {"Transpose": 1},
     "where_not": {"Not": 0},
