@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 
@@ -111,3 +113,64 @@ def test_function_for_another_opset_is_left_and_named(run_opt, work_dir: Path) -
     proc = run_opt("run", src)
     assert proc.returncode == 1
     assert "Neg18" in proc.stderr and "local" in proc.stderr
+
+
+def _expansion_bomb(levels: int, calls: int) -> onnx.ModelProto:
+    """Functions f0..f{levels-1}, each calling the next `calls` times in a chain (the last is one Neg),
+    and one call of f0: a few KB whose inlining multiplies the node count by `calls` at every level
+    (inline-functions unrolls 16 levels)."""
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)]
+    fns = []
+    for i in range(levels):
+        if i == levels - 1:
+            nodes = [helper.make_node("Neg", ["x"], ["y"])]
+        else:
+            nodes, prev = [], "x"
+            for j in range(calls):
+                nodes.append(helper.make_node(f"f{i + 1}", [prev], [f"t{j}"], domain="local"))
+                prev = f"t{j}"
+            nodes.append(helper.make_node("Identity", [prev], ["y"]))
+        fns.append(helper.make_function("local", f"f{i}", ["x"], ["y"], nodes, opsets))
+    graph = helper.make_graph([helper.make_node("f0", ["x"], ["y"], domain="local", name="call0")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, functions=fns, opset_imports=opsets)
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("how", ["-O2", "--passes=inline-functions", "run"])
+def test_expansion_bomb_is_refused_at_once(run_opt, work_dir: Path, how: str) -> None:
+    """30 functions each calling the next 4 times: 4^16 calls once unrolled 16 levels, billions of
+    nodes. Counted before anything is inlined and refused past the node limit, within a second or
+    two, by the optimizer and by `opt run` (which inlines before it runs)."""
+    src, dst = work_dir / "bomb.onnx", work_dir / "bomb.opt.onnx"
+    onnx.save(_expansion_bomb(30, 4), src)
+    assert src.stat().st_size < 8192
+    args = ["run", src] if how == "run" else [src, how, "-o", dst]
+    start = time.monotonic()
+    proc = run_opt(*args, timeout=60)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 1, proc.stderr
+    assert elapsed < 3, f"took {elapsed:.1f} s"
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith(f"opt: error: {src}: "), proc.stderr
+    assert "inlining the model-local functions would make" in first
+    assert "more than 16777216 (the limit; opt --max-nodes)" in first
+    assert "node 'call0' (local.f0) alone expands to" in first
+    assert not dst.exists()
+
+
+def test_expansion_count_is_the_inlined_node_count(run_opt, work_dir: Path) -> None:
+    """5 levels of 3 calls inline to 81 Neg + 40 Identity = 121 nodes: --max-nodes 121 inlines
+    them all, 120 refuses and says 121."""
+    src, dst = work_dir / "small.onnx", work_dir / "small.opt.onnx"
+    onnx.save(_expansion_bomb(5, 3), src)
+    proc = run_opt(src, "--passes=inline-functions", "--max-nodes", "121", "-o", dst)
+    assert proc.returncode == 0, proc.stderr
+    assert len(onnx.load(dst).graph.node) == 121
+    dst.unlink()
+    proc = run_opt(src, "--passes=inline-functions", "--max-nodes", "120", "-o", dst)
+    assert proc.returncode == 1
+    assert "would make 121 nodes, more than 120" in proc.stderr
+    assert not dst.exists()

@@ -57,6 +57,7 @@ struct OptimizeCommandOptions {
   bool no_function_bodies = false;              ///< --no-function-bodies
   int64_t fold_size_limit = int64_t{1} << 20;
   bool fold_size_limit_given = false;
+  bool max_nodes_given = false;  ///< --max-nodes: also the inline-functions pass's limit
   bool keep_initializer_inputs = false;
   int max_rounds = 10;
   std::string output;

@@ -61,6 +61,7 @@ struct OptimizeFlags {
   CLI::Option* external_data = nullptr;
   CLI::Option* elide = nullptr;
   CLI::Option* fold_size_limit = nullptr;
+  CLI::Option* max_nodes = nullptr;
 };
 
 /// The pipeline and pass options of `opt IN ...`.
@@ -171,9 +172,10 @@ void addOutputOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFlags
                                "In text output, show tensors over N elements (default 16) as {...}")
                     ->expected(0, 1);
   app.add_flag("--stats", opts.stats, "Print op histogram, node/initializer counts and opsets");
-  app.add_option("--max-nodes", opts.limits.max_nodes,
-                 "Refuse models with more nodes than this (default 16777216)")
-      ->check(CLI::PositiveNumber);
+  flags.max_nodes = app.add_option("--max-nodes", opts.limits.max_nodes,
+                                   "Refuse models with more nodes than this, as read or once "
+                                   "their functions are inlined (default 16777216)")
+                        ->check(CLI::PositiveNumber);
   app.add_option("--max-initializers", opts.limits.max_initializers,
                  "Refuse models with more initializers than this (default 4194304)")
       ->check(CLI::PositiveNumber);
@@ -329,6 +331,7 @@ int optMain(int argc, char** argv) {
   opts.external_data_given = flags.external_data->count() > 0;
   opts.passes_given = flags.passes->count() > 0;
   opts.fold_size_limit_given = flags.fold_size_limit->count() > 0;
+  opts.max_nodes_given = flags.max_nodes->count() > 0;
   if (flags.elide->count() > 0 && opts.elide < 0) opts.elide = 16;
   if (opts.list_passes) {
     listPasses();

@@ -122,6 +122,9 @@ std::vector<passes::PassOptionSetting> flagPassOptions(const OptimizeCommandOpti
   if (opts.fold_size_limit_given) {
     settings.push_back({"fold-constants", "size-limit", std::to_string(opts.fold_size_limit)});
   }
+  if (opts.max_nodes_given) {
+    settings.push_back({"inline-functions", "max-nodes", std::to_string(opts.limits.max_nodes)});
+  }
   if (opts.keep_initializer_inputs) {
     settings.push_back({"freeze-initializer-inputs", "keep-overridable", "true"});
   }
@@ -237,7 +240,8 @@ StatusOr<CheckResult> checkOutput(const OptimizeCommandOptions& opts, const ir::
   auto original = io::loadModel(opts.input);
   if (!original.isOk()) return original.status();
   // The executors run standard ops: a call of a model-local function runs as its body.
-  if (Status s = passes::inlineFunctionCalls(**original).status(); !s.isOk()) {
+  if (Status s = passes::inlineFunctionCalls(**original, {}, opts.limits.max_nodes).status();
+      !s.isOk()) {
     return s.withContext(opts.input);
   }
   return checkModels(opts.input, **original, checked_path, model, opts.check_opts);

@@ -12,6 +12,7 @@
 
 #include "onnxopt/ir/function_file.h"
 #include "onnxopt/ir/graph.h"
+#include "onnxopt/ir/limits.h"
 #include "onnxopt/support/diagnostics.h"
 #include "onnxopt/support/status.h"
 
@@ -23,7 +24,7 @@ inline constexpr int64_t kMaxIrVersion = 14;
 /// Limits on what a model file may ask for, so that a hostile file fails with a clear error
 /// instead of exhausting memory or the stack (`opt --max-nodes`, `--max-initializers`).
 struct LoadLimits {
-  int64_t max_nodes = int64_t{1} << 24;         ///< nodes of every graph, subgraphs and functions
+  int64_t max_nodes = ir::kDefaultMaxNodes;     ///< nodes of every graph, subgraphs and functions
   int64_t max_initializers = int64_t{1} << 22;  ///< initializers of every graph
   int max_subgraph_depth = 32;                  ///< If/Loop/Scan bodies nested in each other
   /// Where warnings about accepted but dubious input go (e.g. a domain imported twice with

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "onnxopt/ir/graph.h"
+#include "onnxopt/ir/limits.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::passes {
@@ -16,7 +17,10 @@ using KeepCall = std::function<bool(const ir::Node& call)>;
 /// Replaces each call of a model-local function in `model` (main graph and subgraphs, calls made
 /// by inlined bodies too) by the function's body where the pass's conditions hold and `keep` (when
 /// given) does not claim the call; returns how many calls were inlined. Functions stay in the
-/// model (dce removes those no one calls).
-StatusOr<int64_t> inlineFunctionCalls(ir::Model& model, const KeepCall& keep = {});
+/// model (dce removes those no one calls). The nodes the model's graphs would hold after it are
+/// counted first: more than `max_nodes` (the model node limit, opt --max-nodes) is
+/// kResourceExhausted, naming the call that expands most, and nothing is inlined.
+StatusOr<int64_t> inlineFunctionCalls(ir::Model& model, const KeepCall& keep = {},
+                                      int64_t max_nodes = ir::kDefaultMaxNodes);
 
 }  // namespace onnxopt::passes
