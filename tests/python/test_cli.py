@@ -108,3 +108,36 @@ def test_unusual_graph_outputs_survive_optimization(case: str, level: str, run_o
         np.testing.assert_array_equal(got, expected)
     check = run_opt("check", src, out)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+_SHAPE_SPECS = {
+    "overflowing dim": "x=99999999999999999999,3",
+    "overflowing size": "x=4611686018427387904,4",
+    "too large": "x=1000000000,3",
+    "malformed dim": "x=a,3",
+    "no dims": "x",
+    "no name": "=2,3",
+    "not the declared shape": "x=2,4",
+    "unknown input": "z=2,3",
+}
+
+
+@pytest.mark.parametrize("command", ["run", "check", "bench", "optimize --check"])
+@pytest.mark.parametrize("problem", list(_SHAPE_SPECS), ids=list(_SHAPE_SPECS))
+def test_input_shape_errors_name_the_model(run_opt, work_dir: Path, command: str, problem: str) -> None:
+    """Every --input-shape error is one line `opt: error: MODEL: ...` (the flag shapes an input of
+    that model), whatever the command; nothing is written."""
+    model, out = work_dir / "relu.onnx", work_dir / "out.onnx"
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    spec = "--input-shape=" + _SHAPE_SPECS[problem]
+    args = {"run": ["run", model, spec], "check": ["check", model, model, spec],
+            "bench": ["bench", model, "--device", "reference", "--iters", "1", spec],
+            "optimize --check": [model, "-o", out, "--check", spec]}[command]
+    proc = run_opt(*args)
+    assert proc.returncode == (2 if problem == "unknown input" else 1), proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"opt: error: {model}: --input-shape"), proc.stderr
+    assert not out.exists()

@@ -22,18 +22,22 @@ StatusOr<CheckResult> checkModels(const std::string& original_path, const ir::Mo
   if (options.runner == "reference" && runtime::hasRunner("onnxruntime")) {
     check.failure_note = "(the reference runner; try --runner onnxruntime)";
   }
-  // What the files and flags hold is checked here, so that errors name them.
+  // What the files and flags hold is checked here, so that errors name them: an input file's
+  // error names that file, an --input-shape error the model whose input it shapes.
   RETURN_IF_ERROR(runtime::checkSameInputs(original, optimized, check));
   RETURN_IF_ERROR(checkInputNames(*original.graph, options.inputs, "--input"));
-  RETURN_IF_ERROR(checkInputNames(*original.graph, options.shapes, "--input-shape"));
+  RETURN_IF_ERROR(
+      checkInputNames(*original.graph, options.shapes, "--input-shape").withContext(original_path));
   ASSIGN_OR_RETURN(check.inputs, readInputSpecs(options.inputs));
-  ASSIGN_OR_RETURN(check.shapes, parseShapeSpecs(options.shapes));
+  auto shapes = parseShapeSpecs(options.shapes);
+  if (!shapes.isOk()) return shapes.status().withContext(original_path);
+  check.shapes = std::move(shapes).value();
   for (const ir::Value* in : original.graph->inputs()) {
     if (auto it = check.inputs.find(in->name()); it != check.inputs.end()) {
       RETURN_IF_ERROR(checkGivenInput(*in, it->second, inputFileOf(options.inputs, in->name())));
     }
     if (auto it = check.shapes.find(in->name()); it != check.shapes.end()) {
-      RETURN_IF_ERROR(checkPinnedShape(*in, it->second));
+      RETURN_IF_ERROR(checkPinnedShape(*in, it->second).withContext(original_path));
     }
   }
   return runtime::checkModels(original, optimized, check);

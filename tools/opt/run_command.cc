@@ -30,8 +30,9 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
   }
   RandomInputOptions random;
   random.seed = seed;
+  // --input-shape errors name the model, whose input the flag is about.
   auto parsed = parseShapeSpecs(shapes);
-  if (!parsed.isOk()) return fail(parsed.status());
+  if (!parsed.isOk()) return fail(parsed.status().withContext(path));
   random.shapes = std::move(parsed).value();
   random.spatial = spatialInputSizes(graph);
   random.symbols = symbolSizes(graph, random);
@@ -46,7 +47,9 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
       continue;
     }
     if (auto it = random.shapes.find(in->name()); it != random.shapes.end()) {
-      if (Status st = checkPinnedShape(*in, it->second); !st.isOk()) return fail(st);
+      if (Status st = checkPinnedShape(*in, it->second); !st.isOk()) {
+        return fail(st.withContext(path));
+      }
     }
     if (in->initializer() != nullptr) continue;
     std::vector<std::string> chosen;
