@@ -584,9 +584,25 @@ nb::dict comparisonToPython(const runtime::TensorComparison& c) {
   return d;
 }
 
+/// run's and check's max_iterations and max_memory (None: RunLimits' defaults).
+runtime::RunLimits runLimits(std::optional<int64_t> max_iterations,
+                             std::optional<uint64_t> max_memory) {
+  runtime::RunLimits limits;
+  if (max_iterations) {
+    if (*max_iterations < 1) throw StatusError(invalidArgument("max_iterations must be positive"));
+    limits.max_iterations = *max_iterations;
+  }
+  if (max_memory) {
+    if (*max_memory < 1) throw StatusError(invalidArgument("max_memory must be positive"));
+    limits.max_memory = *max_memory;
+  }
+  return limits;
+}
+
 nb::dict checkModels(const Source& original_src, const Source& optimized_src,
                      const runtime::Feeds& given, const std::string& runner, bool per_layer,
-                     std::optional<double> atol, std::optional<double> rtol, uint64_t seed) {
+                     std::optional<double> atol, std::optional<double> rtol, uint64_t seed,
+                     const runtime::RunLimits& limits) {
   runtime::CheckResult result;
   {
     nb::gil_scoped_release unlocked;
@@ -606,6 +622,7 @@ nb::dict checkModels(const Source& original_src, const Source& optimized_src,
     options.compare.atol = atol;
     options.compare.rtol = rtol;
     options.compare.per_layer = per_layer;
+    options.limits = limits;
     options.original_path = original_src.path.value_or("");
     options.optimized_path = optimized_src.path.value_or("");
     result = valueOrThrow(runtime::checkModels(*original, *optimized, options));
@@ -635,7 +652,7 @@ nb::dict checkModels(const Source& original_src, const Source& optimized_src,
 }
 
 nb::list runModel(const Source& src, const runtime::Feeds& given, const std::string& runner,
-                  uint64_t seed) {
+                  uint64_t seed, const runtime::RunLimits& limits) {
   runtime::ExecutionResult result;
   {
     nb::gil_scoped_release unlocked;
@@ -647,6 +664,7 @@ nb::list runModel(const Source& src, const runtime::Feeds& given, const std::str
         valueOrThrow(runtime::createExecutor(runner, {model.get(), src.path.value_or("")}));
     runtime::ExecutionOptions exec;
     exec.non_tensor_outputs = true;
+    exec.limits = limits;
     auto ran = executor->run(feeds, exec);
     if (!ran.isOk()) throw StatusError(ran.status().withContext(src.label()));
     result = std::move(ran).value();
@@ -786,18 +804,23 @@ NB_MODULE(_core, m) {
       "check",
       [](const Source& original, const Source& optimized, const ArrayFeeds& arrays,
          const StringFeeds& strings, const std::string& runner, bool per_layer,
-         std::optional<double> atol, std::optional<double> rtol, uint64_t seed) {
+         std::optional<double> atol, std::optional<double> rtol, uint64_t seed,
+         std::optional<int64_t> max_iterations, std::optional<uint64_t> max_memory) {
         return checkModels(original, optimized, feedsFrom(arrays, strings), runner, per_layer, atol,
-                           rtol, seed);
+                           rtol, seed, runLimits(max_iterations, max_memory));
       },
       "original"_a, "optimized"_a, "arrays"_a, "strings"_a, "runner"_a, "per_layer"_a, "atol"_a,
-      "rtol"_a, "seed"_a, "Runs both models on the same inputs and compares them.");
+      "rtol"_a, "seed"_a, "max_iterations"_a, "max_memory"_a,
+      "Runs both models on the same inputs and compares them.");
   m.def(
       "run",
       [](const Source& src, const ArrayFeeds& arrays, const StringFeeds& strings,
-         const std::string& runner,
-         uint64_t seed) { return runModel(src, feedsFrom(arrays, strings), runner, seed); },
-      "source"_a, "arrays"_a, "strings"_a, "runner"_a, "seed"_a,
+         const std::string& runner, uint64_t seed, std::optional<int64_t> max_iterations,
+         std::optional<uint64_t> max_memory) {
+        return runModel(src, feedsFrom(arrays, strings), runner, seed,
+                        runLimits(max_iterations, max_memory));
+      },
+      "source"_a, "arrays"_a, "strings"_a, "runner"_a, "seed"_a, "max_iterations"_a, "max_memory"_a,
       "Runs a model; returns [(name, kind, value)].");
   m.def("infer_shapes", &inferShapes, "source"_a,
         "Infers types and shapes; returns (ModelProto bytes with value_info, warnings).");

@@ -190,6 +190,7 @@ StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& op
   random.spatial = spatialInputSizes(graph);
   ExecutionOptions exec;
   exec.record_intermediates = options.compare.per_layer;
+  exec.limits = options.limits;
   CheckResult result;
   result.runner = options.against.empty() || options.against == options.runner
                       ? options.runner

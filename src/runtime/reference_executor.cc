@@ -9,24 +9,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "describe_node.h"
 #include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/runtime/inputs.h"  // checkedByteSize
+#include "onnxopt/runtime/weight_data.h"
+#include "run_budget.h"
 
 namespace onnxopt::runtime {
 
 using bridge::toHost;
 using bridge::toKernelAttrs;
 namespace {
-
-std::string describe(const ir::Node& n) {
-  if (!n.name().empty()) return fmt::format("node '{}' ({})", n.name(), n.opType());
-  if (n.numOutputs() > 0 && n.output(0) != nullptr) {
-    return fmt::format("node {} producing '{}'", n.opType(), n.output(0)->name());
-  }
-  return "node " + n.opType();
-}
 
 /// A run's value: a tensor, a sequence of tensors, or an optional that holds nothing. An optional
 /// that holds a tensor or a sequence is that tensor or sequence (Optional wraps nothing more).
@@ -36,7 +31,13 @@ struct RtValue {
   kernels::HostTensor tensor;
   std::vector<kernels::HostTensor> sequence;
   DataType seq_type = DataType::kUndefined;  ///< element type of a sequence (known when empty)
+  uint64_t charged = 0;  ///< the bytes the run's budget counts for it while it is stored
 
+  uint64_t bytes() const {
+    uint64_t total = hostBytes(tensor);
+    for (const kernels::HostTensor& t : sequence) total = saturatingAdd(total, hostBytes(t));
+    return total;
+  }
   static RtValue ofTensor(kernels::HostTensor t) {
     RtValue v;
     v.tensor = std::move(t);
@@ -59,9 +60,9 @@ struct RtValue {
   }
 };
 
-/// Iterations one Loop, Scan or SequenceMap node may run, and bytes its stacked outputs may hold
-/// (the kernels' output cap): a model whose trip count or condition never ends the loop fails.
-constexpr int64_t kMaxIterations = int64_t{1} << 24;
+/// Parts SplitToSequence may make, and bytes a stacked output may hold (the kernels' output cap).
+/// How many iterations loops may run is the run's budget (RunLimits).
+constexpr int64_t kMaxParts = int64_t{1} << 24;
 constexpr uint64_t kMaxStackedBytes = uint64_t{1} << 31;
 
 /// Byte width of one element, for the element-wise copies of slicing and stacking; 0 when the
@@ -265,8 +266,8 @@ StatusOr<kernels::HostTensor> densify(const ir::SparseTensor& sparse, const std:
 /// The values of one run, computed node by node.
 class Interpreter {
  public:
-  explicit Interpreter(const ir::Model& model)
-      : model_(model), opset_(model.opsetVersion("").value_or(0)) {}
+  Interpreter(const ir::Model& model, const RunLimits& limits)
+      : model_(model), opset_(model.opsetVersion("").value_or(0)), budget_(limits) {}
 
   Status runGraph(const ir::Graph& graph) {
     for (const ir::Value* v : graph.initializers()) {
@@ -279,7 +280,10 @@ class Interpreter {
         values_[v] = RtValue::ofTensor(std::move(dense).value());
       }
     }
-    for (const ir::Node* n : graph) RETURN_IF_ERROR(runNode(*n));
+    for (const ir::Node* n : graph) {
+      RETURN_IF_ERROR(runNode(*n));
+      RETURN_IF_ERROR(budget_.checkMemory(*n));
+    }
     return Status::ok();
   }
 
@@ -291,10 +295,10 @@ class Interpreter {
  private:
   StatusOr<const RtValue*> valueOf(const ir::Node& n, size_t i) {
     const ir::Value* v = i < n.numInputs() ? n.input(i) : nullptr;
-    if (v == nullptr) return invalidArgument("{}: input {} is required", describe(n), i);
+    if (v == nullptr) return invalidArgument("{}: input {} is required", describeNode(n), i);
     auto it = values_.find(v);
     if (it == values_.end()) {
-      return invalidArgument("{}: input '{}' has no value", describe(n), v->name());
+      return invalidArgument("{}: input '{}' has no value", describeNode(n), v->name());
     }
     return &it->second;
   }
@@ -302,8 +306,8 @@ class Interpreter {
     auto v = valueOf(n, i);
     if (!v.isOk()) return v.status();
     if ((*v)->kind != RtValue::Kind::kTensor) {
-      return invalidArgument("{}: input '{}' is {}, not a tensor", describe(n), n.input(i)->name(),
-                             (*v)->kindName());
+      return invalidArgument("{}: input '{}' is {}, not a tensor", describeNode(n),
+                             n.input(i)->name(), (*v)->kindName());
     }
     return &(*v)->tensor;
   }
@@ -311,13 +315,21 @@ class Interpreter {
     auto v = valueOf(n, i);
     if (!v.isOk()) return v.status();
     if ((*v)->kind != RtValue::Kind::kSequence) {
-      return invalidArgument("{}: input '{}' is {}, not a sequence", describe(n),
+      return invalidArgument("{}: input '{}' is {}, not a sequence", describeNode(n),
                              n.input(i)->name(), (*v)->kindName());
     }
     return *v;
   }
   void setOutput(const ir::Node& n, size_t i, RtValue v) {
-    if (i < n.numOutputs() && n.output(i) != nullptr) values_[n.output(i)] = std::move(v);
+    if (i < n.numOutputs() && n.output(i) != nullptr) store(n.output(i), std::move(v));
+  }
+  /// Stores a value the run computed, counted against its memory budget (checked after the node).
+  void store(const ir::Value* key, RtValue v) {
+    RtValue& slot = values_[key];
+    budget_.release(slot.charged);
+    v.charged = v.bytes();
+    budget_.charge(v.charged);
+    slot = std::move(v);
   }
 
   Status runNode(const ir::Node& n) {
@@ -325,8 +337,9 @@ class Interpreter {
     const std::string& op = n.opType();
     if (op == "Constant") {
       auto t = ir::constantNodeTensor(n);
-      if (!t) return makeError(StatusCode::kUnimplemented, "{}: unsupported Constant", describe(n));
-      values_[n.output(0)] = RtValue::ofTensor(toHost(*t));
+      if (!t)
+        return makeError(StatusCode::kUnimplemented, "{}: unsupported Constant", describeNode(n));
+      setOutput(n, 0, RtValue::ofTensor(toHost(*t)));
       return Status::ok();
     }
     if (op == "If") return runIf(n);
@@ -336,7 +349,7 @@ class Interpreter {
     if (op.rfind("Sequence", 0) == 0 || op == "SplitToSequence" || op == "ConcatFromSequence" ||
         op.rfind("Optional", 0) == 0) {
       Status st = runSequenceOp(n);
-      return st.isOk() ? st : st.withContext(describe(n));
+      return st.isOk() ? st : st.withContext(describeNode(n));
     }
     if (op == "Identity" && n.numInputs() == 1 && n.input(0) != nullptr) {
       auto v = valueOf(n, 0);
@@ -362,10 +375,11 @@ class Interpreter {
     }
     if (!n.subgraphs().empty()) {
       return makeError(StatusCode::kUnimplemented,
-                       "{}: {} is not supported by the reference executor yet", describe(n), name);
+                       "{}: {} is not supported by the reference executor yet", describeNode(n),
+                       name);
     }
     auto out = kernels::runReferenceKernel(name, opset, inputs, toKernelAttrs(n), n.numOutputs());
-    if (!out.isOk()) return out.status().withContext(describe(n));
+    if (!out.isOk()) return out.status().withContext(describeNode(n));
     for (size_t i = 0; i < n.numOutputs(); ++i) setOutput(n, i, RtValue::ofTensor((*out)[i]));
     return Status::ok();
   }
@@ -374,12 +388,12 @@ class Interpreter {
     auto c = tensorOf(n, 0);
     if (!c.isOk()) return c.status();
     if ((*c)->bytes.empty()) {
-      return makeError(StatusCode::kInvalidArgument, "{}: no condition value", describe(n));
+      return makeError(StatusCode::kInvalidArgument, "{}: no condition value", describeNode(n));
     }
     bool cond = (*c)->bytes[0] != 0;
     const ir::Graph* branch = bodyOf(n, cond ? "then_branch" : "else_branch");
     if (branch == nullptr) {
-      return makeError(StatusCode::kInvalidArgument, "{}: missing branch", describe(n));
+      return makeError(StatusCode::kInvalidArgument, "{}: missing branch", describeNode(n));
     }
     RETURN_IF_ERROR(runGraph(*branch));
     for (size_t i = 0; i < n.numOutputs() && i < branch->numOutputs(); ++i) {
@@ -388,22 +402,50 @@ class Interpreter {
     return Status::ok();
   }
 
+  /// Before loop `n` runs `trips` iterations for certain: they (with the iterations of the loops
+  /// its body is certain to run) and its outputs from `first_scan` on (scan outputs, sized by the
+  /// body's static shapes) must fit what is left of the run's budget.
+  Status reserveLoop(const ir::Node& n, const ir::Graph& body, uint64_t trips, size_t first_scan) {
+    uint64_t each = saturatingAdd(1, certainIterations(body, opset_));
+    RETURN_IF_ERROR(budget_.reserveIterations(n, saturatingMul(trips, each)));
+    uint64_t bytes = 0;
+    for (size_t k = first_scan; k < body.numOutputs(); ++k) {
+      bytes = saturatingAdd(bytes, saturatingMul(trips, staticBytes(*body.output(k))));
+    }
+    return budget_.reserveMemory(n, "its scan outputs", bytes);
+  }
+  /// After the first of the iterations of `n`, `more` of which are still certain to run: the
+  /// slices `gathered` so far, as many times again, must fit the memory budget.
+  Status reserveSlices(const ir::Node& n, uint64_t more,
+                       const std::vector<std::vector<kernels::HostTensor>>& gathered) {
+    uint64_t bytes = 0;
+    for (const auto& slices : gathered) {
+      if (!slices.empty()) bytes = saturatingAdd(bytes, saturatingMul(more, hostBytes(slices[0])));
+    }
+    return budget_.reserveMemory(n, "its scan outputs", bytes);
+  }
+  /// Keeps a slice of a scan output until the loop stacks them, counted against the budget.
+  void gather(std::vector<kernels::HostTensor>& slices, kernels::HostTensor slice) {
+    budget_.charge(hostBytes(slice));
+    slices.push_back(std::move(slice));
+  }
+
   /// Runs `body` once with its inputs bound to `args`; returns its outputs.
   StatusOr<std::vector<RtValue>> runBody(const ir::Node& n, const ir::Graph& body,
                                          std::vector<RtValue> args) {
     const auto& ins = body.inputs();
     if (ins.size() != args.size()) {
-      return invalidArgument("{}: the body takes {} inputs, but {} are given", describe(n),
+      return invalidArgument("{}: the body takes {} inputs, but {} are given", describeNode(n),
                              ins.size(), args.size());
     }
-    for (size_t i = 0; i < ins.size(); ++i) values_[ins[i]] = std::move(args[i]);
+    for (size_t i = 0; i < ins.size(); ++i) store(ins[i], std::move(args[i]));
     Status st = runGraph(body);
-    if (!st.isOk()) return st.withContext(describe(n));
+    if (!st.isOk()) return st.withContext(describeNode(n));
     std::vector<RtValue> outs;
     for (size_t i = 0; i < body.numOutputs(); ++i) {
       auto it = values_.find(body.output(i));
       if (it == values_.end()) {
-        return invalidArgument("{}: body output '{}' was not computed", describe(n),
+        return invalidArgument("{}: body output '{}' was not computed", describeNode(n),
                                body.output(i)->name());
       }
       outs.push_back(it->second);
@@ -415,24 +457,25 @@ class Interpreter {
   // (iteration_num, cond_in, v...) -> (cond_out, v..., scan_slices...).
   Status runLoop(const ir::Node& n) {
     const ir::Graph* body = bodyOf(n, "body");
-    if (body == nullptr) return invalidArgument("{}: no body graph", describe(n));
-    if (n.numInputs() < 2) return invalidArgument("{}: Loop takes M and cond", describe(n));
+    if (body == nullptr) return invalidArgument("{}: no body graph", describeNode(n));
+    if (n.numInputs() < 2) return invalidArgument("{}: Loop takes M and cond", describeNode(n));
     size_t num_carried = n.numInputs() - 2;
     if (body->numOutputs() < num_carried + 1 || body->inputs().size() != num_carried + 2) {
       return invalidArgument("{}: the body has {} inputs and {} outputs for {} loop-carried values",
-                             describe(n), body->inputs().size(), body->numOutputs(), num_carried);
+                             describeNode(n), body->inputs().size(), body->numOutputs(),
+                             num_carried);
     }
     size_t num_scan = body->numOutputs() - 1 - num_carried;
     if (n.numOutputs() > num_carried + num_scan) {
-      return invalidArgument("{}: {} outputs, but the body makes {}", describe(n), n.numOutputs(),
-                             num_carried + num_scan);
+      return invalidArgument("{}: {} outputs, but the body makes {}", describeNode(n),
+                             n.numOutputs(), num_carried + num_scan);
     }
     std::optional<int64_t> trip;
     if (n.input(0) != nullptr) {
       auto t = tensorOf(n, 0);
       if (!t.isOk()) return t.status();
       auto m = readIndexScalar(**t, "trip count M");
-      if (!m.isOk()) return m.status().withContext(describe(n));
+      if (!m.isOk()) return m.status().withContext(describeNode(n));
       trip = *m;
     }
     bool cond = true;
@@ -440,7 +483,7 @@ class Interpreter {
       auto t = tensorOf(n, 1);
       if (!t.isOk()) return t.status();
       auto c = readBoolScalar(**t, "condition");
-      if (!c.isOk()) return c.status().withContext(describe(n));
+      if (!c.isOk()) return c.status().withContext(describeNode(n));
       cond = *c;
     }
     std::vector<RtValue> carried;
@@ -450,11 +493,12 @@ class Interpreter {
       carried.push_back(**v);
     }
     std::vector<std::vector<kernels::HostTensor>> scans(num_scan);
+    // A trip count that the condition cannot cut short is what the loop will run: checked first.
+    const bool exact = trip && cond && loopNeverStopsEarly(*body);
+    const uint64_t trips = exact ? static_cast<uint64_t>(std::max<int64_t>(*trip, 0)) : 0;
+    if (exact) RETURN_IF_ERROR(reserveLoop(n, *body, trips, 1 + num_carried));
     for (int64_t iter = 0; cond && (!trip || iter < *trip); ++iter) {
-      if (iter >= kMaxIterations) {
-        return makeError(StatusCode::kResourceExhausted, "{}: more than {} iterations", describe(n),
-                         kMaxIterations);
-      }
+      RETURN_IF_ERROR(budget_.iterate(n));
       std::vector<RtValue> args;
       args.push_back(RtValue::ofTensor(scalarTensor(DataType::kInt64, iter)));
       args.push_back(RtValue::ofTensor(scalarTensor(DataType::kBool, 1)));
@@ -462,28 +506,30 @@ class Interpreter {
       auto outs = runBody(n, *body, std::move(args));
       if (!outs.isOk()) return outs.status();
       if ((*outs)[0].kind != RtValue::Kind::kTensor) {
-        return invalidArgument("{}: the body's condition output is not a tensor", describe(n));
+        return invalidArgument("{}: the body's condition output is not a tensor", describeNode(n));
       }
       auto c = readBoolScalar((*outs)[0].tensor, "the body's condition output");
-      if (!c.isOk()) return c.status().withContext(describe(n));
+      if (!c.isOk()) return c.status().withContext(describeNode(n));
       cond = *c;
       carried.assign(outs->begin() + 1,
                      outs->begin() + 1 + static_cast<std::ptrdiff_t>(num_carried));
       for (size_t k = 0; k < num_scan; ++k) {
         RtValue& s = (*outs)[1 + num_carried + k];
         if (s.kind != RtValue::Kind::kTensor) {
-          return invalidArgument("{}: scan output {} is {}, not a tensor", describe(n), k,
+          return invalidArgument("{}: scan output {} is {}, not a tensor", describeNode(n), k,
                                  s.kindName());
         }
-        scans[k].push_back(std::move(s.tensor));
+        gather(scans[k], std::move(s.tensor));
       }
+      if (exact && iter == 0) RETURN_IF_ERROR(reserveSlices(n, trips - 1, scans));
     }
     for (size_t i = 0; i < num_carried; ++i) setOutput(n, i, std::move(carried[i]));
     for (size_t k = 0; k < num_scan; ++k) {
       auto [type, dims] = staticTensorType(body->output(1 + num_carried + k));
       auto stacked = stackAxis(scans[k], 0, type, dims);
+      for (const kernels::HostTensor& t : scans[k]) budget_.release(hostBytes(t));
       if (!stacked.isOk()) {
-        return stacked.status().withContext(fmt::format("{}: scan output {}", describe(n), k));
+        return stacked.status().withContext(fmt::format("{}: scan output {}", describeNode(n), k));
       }
       setOutput(n, num_carried + k, RtValue::ofTensor(std::move(stacked).value()));
     }
@@ -503,7 +549,7 @@ class Interpreter {
       const ir::Node& n, size_t first, size_t end,
       const std::vector<kernels::HostTensor>* given = nullptr) {
     const ir::Graph* body = bodyOf(n, "body");
-    if (body == nullptr) return invalidArgument("{}: no body graph", describe(n));
+    if (body == nullptr) return invalidArgument("{}: no body graph", describeNode(n));
     std::vector<kernels::HostTensor> ins;
     if (given != nullptr) {
       ins = *given;
@@ -516,14 +562,15 @@ class Interpreter {
     }
     int64_t num_scan_in = intAttr(n, "num_scan_inputs", -1);
     if (num_scan_in < 1 || static_cast<size_t>(num_scan_in) > ins.size()) {
-      return invalidArgument("{}: num_scan_inputs {} does not fit {} inputs", describe(n),
+      return invalidArgument("{}: num_scan_inputs {} does not fit {} inputs", describeNode(n),
                              num_scan_in, ins.size());
     }
     size_t m = static_cast<size_t>(num_scan_in);
     size_t num_state = ins.size() - m;
     if (body->inputs().size() != ins.size() || body->numOutputs() < num_state) {
-      return invalidArgument("{}: the body has {} inputs and {} outputs for {} inputs", describe(n),
-                             body->inputs().size(), body->numOutputs(), ins.size());
+      return invalidArgument("{}: the body has {} inputs and {} outputs for {} inputs",
+                             describeNode(n), body->inputs().size(), body->numOutputs(),
+                             ins.size());
     }
     size_t k_out = body->numOutputs() - num_state;
     bool batch8 = given != nullptr;  // opset 8: axes are fixed (0 once the batch is sliced)
@@ -535,8 +582,8 @@ class Interpreter {
         batch8 ? std::vector<int64_t>{} : intsAttr(n, "scan_output_directions");
     auto checkLen = [&](const std::vector<int64_t>& v, size_t want, const char* what) -> Status {
       if (!v.empty() && v.size() != want) {
-        return invalidArgument("{}: {} has {} entries for {} values", describe(n), what, v.size(),
-                               want);
+        return invalidArgument("{}: {} has {} entries for {} values", describeNode(n), what,
+                               v.size(), want);
       }
       return Status::ok();
     };
@@ -549,28 +596,27 @@ class Interpreter {
     for (size_t j = 0; j < m; ++j) {
       const kernels::HostTensor& t = ins[num_state + j];
       auto axis = axisIn(in_axes.empty() ? 0 : in_axes[j], t.rank(), "scan input axis");
-      if (!axis.isOk()) return axis.status().withContext(describe(n));
+      if (!axis.isOk()) return axis.status().withContext(describeNode(n));
       axes[j] = *axis;
       int64_t l = t.dims[*axis];
       if (len >= 0 && l != len) {
-        return invalidArgument("{}: scan inputs have lengths {} and {}", describe(n), len, l);
+        return invalidArgument("{}: scan inputs have lengths {} and {}", describeNode(n), len, l);
       }
       len = l;
     }
-    if (len > kMaxIterations) {
-      return makeError(StatusCode::kResourceExhausted, "{}: more than {} iterations", describe(n),
-                       kMaxIterations);
-    }
+    RETURN_IF_ERROR(
+        reserveLoop(n, *body, static_cast<uint64_t>(std::max<int64_t>(len, 0)), num_state));
     std::vector<kernels::HostTensor> state(ins.begin(),
                                            ins.begin() + static_cast<std::ptrdiff_t>(num_state));
     std::vector<std::vector<kernels::HostTensor>> slices(k_out);
     for (int64_t it = 0; it < len; ++it) {
+      RETURN_IF_ERROR(budget_.iterate(n));
       std::vector<RtValue> args;
       for (auto& s : state) args.push_back(RtValue::ofTensor(std::move(s)));
       for (size_t j = 0; j < m; ++j) {
         int64_t idx = !in_dirs.empty() && in_dirs[j] == 1 ? len - 1 - it : it;
         auto slice = sliceAxis(ins[num_state + j], axes[j], idx, 1, true);
-        if (!slice.isOk()) return slice.status().withContext(describe(n));
+        if (!slice.isOk()) return slice.status().withContext(describeNode(n));
         args.push_back(RtValue::ofTensor(std::move(slice).value()));
       }
       auto outs = runBody(n, *body, std::move(args));
@@ -578,15 +624,16 @@ class Interpreter {
       state.clear();
       for (size_t i = 0; i < outs->size(); ++i) {
         if ((*outs)[i].kind != RtValue::Kind::kTensor) {
-          return invalidArgument("{}: body output {} is {}, not a tensor", describe(n), i,
+          return invalidArgument("{}: body output {} is {}, not a tensor", describeNode(n), i,
                                  (*outs)[i].kindName());
         }
         if (i < num_state) {
           state.push_back(std::move((*outs)[i].tensor));
         } else {
-          slices[i - num_state].push_back(std::move((*outs)[i].tensor));
+          gather(slices[i - num_state], std::move((*outs)[i].tensor));
         }
       }
+      if (it == 0) RETURN_IF_ERROR(reserveSlices(n, static_cast<uint64_t>(len - 1), slices));
     }
     std::vector<kernels::HostTensor> result = std::move(state);
     for (size_t k = 0; k < k_out; ++k) {
@@ -595,10 +642,11 @@ class Interpreter {
       if (!out_dirs.empty() && out_dirs[k] == 1) std::reverse(slices[k].begin(), slices[k].end());
       int64_t rank = static_cast<int64_t>(dims.size()) + 1;
       auto axis = axisIn(out_axes.empty() ? 0 : out_axes[k], rank, "scan output axis");
-      if (!axis.isOk()) return axis.status().withContext(describe(n));
+      if (!axis.isOk()) return axis.status().withContext(describeNode(n));
       auto stacked = stackAxis(slices[k], *axis, type, dims);
+      for (const kernels::HostTensor& t : slices[k]) budget_.release(hostBytes(t));
       if (!stacked.isOk()) {
-        return stacked.status().withContext(fmt::format("{}: scan output {}", describe(n), k));
+        return stacked.status().withContext(fmt::format("{}: scan output {}", describeNode(n), k));
       }
       result.push_back(std::move(stacked).value());
     }
@@ -608,7 +656,7 @@ class Interpreter {
   /// Scan 8: (sequence_lens?, state..., scan_inputs...), every input with a leading batch axis and
   /// the scan inputs scanned along axis 1; each batch entry is a Scan 9 over its slices.
   Status runScan8(const ir::Node& n) {
-    if (n.numInputs() < 1) return invalidArgument("{}: no inputs", describe(n));
+    if (n.numInputs() < 1) return invalidArgument("{}: no inputs", describeNode(n));
     std::vector<kernels::HostTensor> ins;
     for (size_t i = 1; i < n.numInputs(); ++i) {
       auto t = tensorOf(n, i);
@@ -616,12 +664,12 @@ class Interpreter {
       ins.push_back(**t);
     }
     if (ins.empty() || ins[0].rank() < 1) {
-      return invalidArgument("{}: inputs need a batch axis", describe(n));
+      return invalidArgument("{}: inputs need a batch axis", describeNode(n));
     }
     int64_t batch = ins[0].dims[0];
     for (const auto& t : ins) {
       if (t.rank() < 1 || t.dims[0] != batch) {
-        return invalidArgument("{}: inputs disagree on the batch size {}", describe(n), batch);
+        return invalidArgument("{}: inputs disagree on the batch size {}", describeNode(n), batch);
       }
     }
     int64_t num_scan_in = intAttr(n, "num_scan_inputs", -1);
@@ -632,14 +680,14 @@ class Interpreter {
       int64_t full =
           first_scan < ins.size() && ins[first_scan].rank() > 1 ? ins[first_scan].dims[1] : -1;
       if ((*lens)->dtype != DataType::kInt32 || (*lens)->numElements() != batch) {
-        return invalidArgument("{}: sequence_lens must be int32[{}]", describe(n), batch);
+        return invalidArgument("{}: sequence_lens must be int32[{}]", describeNode(n), batch);
       }
       for (int64_t b = 0; b < batch; ++b) {
         if ((*lens)->get<int32_t>(b) != full) {
           return makeError(StatusCode::kUnimplemented,
                            "{}: sequence_lens shorter than the scan length (the padding of the "
                            "outputs is left to the runtime)",
-                           describe(n));
+                           describeNode(n));
         }
       }
     }
@@ -648,7 +696,7 @@ class Interpreter {
       std::vector<kernels::HostTensor> slice;
       for (const auto& t : ins) {
         auto s = sliceAxis(t, 0, b, 1, true);
-        if (!s.isOk()) return s.status().withContext(describe(n));
+        if (!s.isOk()) return s.status().withContext(describeNode(n));
         slice.push_back(std::move(s).value());
       }
       auto outs = scanOnce(n, 0, 0, &slice);
@@ -656,12 +704,12 @@ class Interpreter {
       per_batch.push_back(std::move(outs).value());
     }
     size_t num_out = per_batch.empty() ? 0 : per_batch[0].size();
-    if (batch == 0) return invalidArgument("{}: an empty batch", describe(n));
+    if (batch == 0) return invalidArgument("{}: an empty batch", describeNode(n));
     for (size_t i = 0; i < num_out; ++i) {
       std::vector<kernels::HostTensor> parts;
       for (auto& p : per_batch) parts.push_back(std::move(p[i]));
       auto stacked = stackAxis(parts, 0, parts[0].dtype, parts[0].dims);
-      if (!stacked.isOk()) return stacked.status().withContext(describe(n));
+      if (!stacked.isOk()) return stacked.status().withContext(describeNode(n));
       setOutput(n, i, RtValue::ofTensor(std::move(stacked).value()));
     }
     return Status::ok();
@@ -671,7 +719,7 @@ class Interpreter {
   // element of the first sequence, taking element i of every sequence input and tensors whole.
   Status runSequenceMap(const ir::Node& n) {
     const ir::Graph* body = bodyOf(n, "body");
-    if (body == nullptr) return invalidArgument("{}: no body graph", describe(n));
+    if (body == nullptr) return invalidArgument("{}: no body graph", describeNode(n));
     auto first = sequenceOf(n, 0);
     if (!first.isOk()) return first.status();
     size_t len = (*first)->sequence.size();
@@ -680,16 +728,18 @@ class Interpreter {
       auto v = valueOf(n, i);
       if (!v.isOk()) return v.status();
       if ((*v)->kind == RtValue::Kind::kSequence && (*v)->sequence.size() != len) {
-        return invalidArgument("{}: sequence inputs have lengths {} and {}", describe(n), len,
+        return invalidArgument("{}: sequence inputs have lengths {} and {}", describeNode(n), len,
                                (*v)->sequence.size());
       }
       if ((*v)->kind == RtValue::Kind::kNone) {
-        return invalidArgument("{}: input {} is an empty optional", describe(n), i);
+        return invalidArgument("{}: input {} is an empty optional", describeNode(n), i);
       }
       ins.push_back(*v);
     }
     std::vector<std::vector<kernels::HostTensor>> outs(body->numOutputs());
+    RETURN_IF_ERROR(reserveLoop(n, *body, len, 0));
     for (size_t it = 0; it < len; ++it) {
+      RETURN_IF_ERROR(budget_.iterate(n));
       std::vector<RtValue> args;
       for (const RtValue* v : ins) {
         args.push_back(v->kind == RtValue::Kind::kSequence ? RtValue::ofTensor(v->sequence[it])
@@ -699,15 +749,16 @@ class Interpreter {
       if (!res.isOk()) return res.status();
       for (size_t k = 0; k < res->size(); ++k) {
         if ((*res)[k].kind != RtValue::Kind::kTensor) {
-          return invalidArgument("{}: body output {} is {}, not a tensor", describe(n), k,
+          return invalidArgument("{}: body output {} is {}, not a tensor", describeNode(n), k,
                                  (*res)[k].kindName());
         }
-        outs[k].push_back(std::move((*res)[k].tensor));
+        gather(outs[k], std::move((*res)[k].tensor));
       }
     }
     for (size_t k = 0; k < outs.size(); ++k) {
       DataType type = staticTensorType(body->output(k)).first;
       if (!outs[k].empty()) type = outs[k][0].dtype;
+      for (const kernels::HostTensor& t : outs[k]) budget_.release(hostBytes(t));
       setOutput(n, k, RtValue::ofSequence(std::move(outs[k]), type));
     }
     return Status::ok();
@@ -865,8 +916,8 @@ class Interpreter {
         return invalidArgument("split must be a scalar or 1-D, got rank {}", st.rank());
       }
     }
-    if (static_cast<int64_t>(sizes.size()) > kMaxIterations) {
-      return makeError(StatusCode::kResourceExhausted, "more than {} parts", kMaxIterations);
+    if (static_cast<int64_t>(sizes.size()) > kMaxParts) {
+      return makeError(StatusCode::kResourceExhausted, "more than {} parts", kMaxParts);
     }
     std::vector<kernels::HostTensor> parts;
     int64_t begin = 0;
@@ -915,7 +966,7 @@ class Interpreter {
     if (!kernels::hasReferenceKernel(name, opset)) {
       auto why = kernels::referenceCapabilities().supports(bridge::opQuery(n, opset));
       return makeError(
-          StatusCode::kUnimplemented, "{}: {}", describe(n),
+          StatusCode::kUnimplemented, "{}: {}", describeNode(n),
           why ? fmt::format("no reference kernel for {} at opset {}", name, opset) : why.reason);
     }
     return runKernel(n, name, opset);
@@ -931,7 +982,7 @@ class Interpreter {
                                          const std::vector<const kernels::HostTensor*>& ins,
                                          const kernels::KernelAttrs& attrs = {}) {
     auto out = kernels::runReferenceKernel(op, opset, ins, attrs, 1);
-    if (!out.isOk()) return out.status().withContext(describe(n));
+    if (!out.isOk()) return out.status().withContext(describeNode(n));
     return std::move((*out)[0]);
   }
 
@@ -962,7 +1013,7 @@ class Interpreter {
     ASSIGN_OR_RETURN(std::vector<RtValue> outs, runBody(n, *g, std::move(args)));
     if (outs.size() != 1 || outs[0].kind != RtValue::Kind::kTensor ||
         outs[0].tensor.dtype != type || outs[0].tensor.dims != dims) {
-      return invalidArgument("{}: {} must give one {}[{}] tensor", describe(n), attr,
+      return invalidArgument("{}: {} must give one {}[{}] tensor", describeNode(n), attr,
                              dataTypeName(type), fmt::join(dims, ","));
     }
     return std::move(outs[0].tensor);
@@ -970,19 +1021,19 @@ class Interpreter {
 
   Status runFlexAttention(const ir::Node& n) {
     if (n.numInputs() != 3 || n.numOutputs() != 1) {
-      return invalidArgument("{}: FlexAttention takes Q, K, V and gives Y", describe(n));
+      return invalidArgument("{}: FlexAttention takes Q, K, V and gives Y", describeNode(n));
     }
     std::vector<const kernels::HostTensor*> qkv;
     for (size_t i = 0; i < 3; ++i) {
       ASSIGN_OR_RETURN(const kernels::HostTensor* t, tensorOf(n, i));
-      if (t->rank() != 4) return invalidArgument("{}: Q, K and V must be 4-D", describe(n));
+      if (t->rank() != 4) return invalidArgument("{}: Q, K and V must be 4-D", describeNode(n));
       qkv.push_back(t);
     }
     const auto &qd = qkv[0]->dims, &kd = qkv[1]->dims, &vd = qkv[2]->dims;
     int64_t batch = qd[0], hq = qd[1], len = qd[2], e = qd[3], hkv = kd[1], s = kd[2];
     if (kd[0] != batch || vd[0] != batch || vd[1] != hkv || vd[2] != s || kd[3] != e || hkv < 1 ||
         hq % hkv != 0 || qkv[1]->dtype != qkv[0]->dtype || qkv[2]->dtype != qkv[0]->dtype) {
-      return invalidArgument("{}: Q, K and V shapes or types do not match", describe(n));
+      return invalidArgument("{}: Q, K and V shapes or types do not match", describeNode(n));
     }
     int64_t group = hq / hkv, ev = vd[3];
     DataType in_type = qkv[0]->dtype;
@@ -991,7 +1042,7 @@ class Interpreter {
         static_cast<int64_t>(in_type == DataType::kDouble ? DataType::kDouble : DataType::kFloat)));
     if (compute != DataType::kFloat && compute != DataType::kDouble &&
         compute != DataType::kFloat16 && compute != DataType::kBfloat16) {
-      return invalidArgument("{}: softmax_precision must be a float type", describe(n));
+      return invalidArgument("{}: softmax_precision must be a float type", describeNode(n));
     }
     const ir::Attribute* scale_attr = n.findAttribute("scale");
     double scale = scale_attr != nullptr ? scale_attr->f : 1.0 / std::sqrt(static_cast<double>(e));
@@ -1026,6 +1077,7 @@ class Interpreter {
 
   const ir::Model& model_;
   int64_t opset_;
+  RunBudget budget_;
 };
 
 /// A value given for graph input `in` must have the declared element type, and as many bytes as its
@@ -1065,8 +1117,10 @@ Status checkFeed(const ir::Value& in, const kernels::HostTensor& t) {
 
 StatusOr<ExecutionResult> runModel(const ir::Model& model, const Feeds& inputs,
                                    const ExecutionOptions& options) {
-  Interpreter exec(model);
   const ir::Graph& g = *model.graph;
+  RETURN_IF_ERROR(
+      checkRunData(g, [&](const ir::Value& in) { return inputs.count(in.name()) > 0; }));
+  Interpreter exec(model, options.limits);
   for (const ir::Value* in : g.inputs()) {
     auto it = inputs.find(in->name());
     if (it != inputs.end()) {
@@ -1127,8 +1181,8 @@ StatusOr<kernels::HostTensor> densifySparse(const ir::SparseTensor& sparse,
 
 StatusOr<std::vector<HostValue>> runNodeOnHost(
     const ir::Model& model, const ir::Node& node,
-    const std::vector<std::pair<const ir::Value*, HostValue>>& values) {
-  Interpreter exec(model);
+    const std::vector<std::pair<const ir::Value*, HostValue>>& values, const RunLimits& limits) {
+  Interpreter exec(model, limits);
   for (const auto& [v, hv] : values) {
     RtValue rt;
     rt.kind = hv.kind == OutputKind::kTensor     ? RtValue::Kind::kTensor

@@ -81,6 +81,7 @@ CLI::App* addBenchCommand(CLI::App& app, BenchCommandOptions& opts) {
                 "With --device cuda: after the timed runs, --iters eager runs with a CUDA event "
                 "pair around each step; print the top 30 steps by mean time and the per-op totals");
   cmd->add_option("--json", opts.json, "Also write the results to FILE as one JSON object");
+  addRunLimitOptions(cmd, opts.limits);
   return cmd;
 }
 
@@ -104,9 +105,11 @@ int benchCommand(const BenchCommandOptions& opts) {
   if (!executor.isOk()) return fail(executor.status());
   auto* cuda = dynamic_cast<runtime::CudaExecutor*>(executor->get());
 
+  runtime::ExecutionOptions exec;
+  exec.limits = opts.limits;
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < opts.warmup; ++i) {
-    auto r = (*executor)->run(feeds);
+    auto r = (*executor)->run(feeds, exec);
     if (!r.isOk()) return fail(r.status().withContext(fmt::format("{}: warmup run", opts.model)));
   }
   std::vector<double> ms;
@@ -114,7 +117,7 @@ int benchCommand(const BenchCommandOptions& opts) {
   ms.reserve(static_cast<size_t>(opts.iters));
   for (int i = 0; i < opts.iters; ++i) {
     Clock::time_point start = Clock::now();
-    auto r = (*executor)->run(feeds);
+    auto r = (*executor)->run(feeds, exec);
     Clock::time_point end = Clock::now();
     if (!r.isOk()) return fail(r.status().withContext(fmt::format("{}: timed run", opts.model)));
     ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());

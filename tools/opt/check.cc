@@ -17,6 +17,7 @@ StatusOr<CheckResult> checkModels(const std::string& original_path, const ir::Mo
   check.compare.atol = options.atol;
   check.compare.rtol = options.rtol;
   check.compare.per_layer = options.per_layer;
+  check.limits = options.limits;
   check.original_path = original_path;
   check.optimized_path = optimized_path;
   if (options.runner == "reference" && runtime::hasRunner("onnxruntime")) {

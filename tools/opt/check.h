@@ -24,6 +24,7 @@ struct CheckOptions {
   std::string runner = "reference";  ///< a registered runner (runtime::runnerNames())
   std::string against;  ///< the original's runner, when not `runner` (runtime::CheckOptions)
   bool per_layer = false;
+  runtime::RunLimits limits;  ///< --max-iterations, --max-memory
 };
 
 using runtime::CheckResult;

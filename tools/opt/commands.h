@@ -95,6 +95,7 @@ struct RunCommandOptions {
   std::string device = "reference";  // or "cuda": the runner that runs it
   bool stats = false;                // --stats: the cuda runner's plan summary
   bool no_cuda_graph = false;        // --no-cuda-graph: every cuda run eager
+  runtime::RunLimits limits;         // --max-iterations, --max-memory
 };
 
 /// `opt bench MODEL` (bench_command.cc).
@@ -108,7 +109,8 @@ struct BenchCommandOptions {
   int iters = 100;
   bool no_cuda_graph = false;
   bool profile = false;
-  std::string json;  // --json FILE: the results as JSON
+  std::string json;           // --json FILE: the results as JSON
+  runtime::RunLimits limits;  // --max-iterations, --max-memory
 };
 
 /// `opt run`: the reference (or, with --device cuda, the CUDA) executor on given or seeded random
@@ -145,6 +147,8 @@ Status checkSpecNames(const ir::Model& model, const std::vector<std::string>& in
                       const char* input_flag, const std::vector<std::string>& shapes);
 /// The options `opt check` and `opt IN -o OUT --check` share.
 void addCheckOptions(CLI::App* app, CheckOptions& c, const char* input_flag);
+/// --max-iterations and --max-memory: what one run may spend on the host (runtime::RunLimits).
+void addRunLimitOptions(CLI::App* app, runtime::RunLimits& limits);
 /// Runs a command; an exception that escapes it becomes an error naming `subject`.
 int guarded(const std::string& subject, const std::function<int()>& command);
 

@@ -56,6 +56,22 @@ void addCheckOptions(CLI::App* app, CheckOptions& c, const char* input_flag) {
   app->add_flag("--per-layer", c.per_layer,
                 "Also compare every value both models name alike and report the first past "
                 "tolerance");
+  addRunLimitOptions(app, c.limits);
+}
+
+void addRunLimitOptions(CLI::App* app, runtime::RunLimits& limits) {
+  app->add_option("--max-iterations", limits.max_iterations,
+                  "Loop, Scan and SequenceMap iterations one run may make on the host, nested "
+                  "ones counted each time (default 16777216); a loop whose trip count already "
+                  "shows more is refused before it starts")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--max-memory", limits.max_memory,
+                  "Bytes (or 512MB, 4GB, ...) the values one run computes may hold at once on the "
+                  "host, weights and inputs not counted (default: three quarters of the memory "
+                  "the process may use); a scan output whose trip count and shape already show "
+                  "more is refused before its loop starts")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::PositiveNumber);
 }
 
 int guarded(const std::string& subject, const std::function<int()>& command) {

@@ -241,6 +241,7 @@ CLI::App* addRunCommand(CLI::App& app, RunCommandOptions& opts) {
                 "weight bytes, each node that runs on the CPU and why)");
   cmd->add_flag("--no-cuda-graph", opts.no_cuda_graph,
                 "With --device cuda: run every step eagerly (no CUDA graph capture and replay)");
+  addRunLimitOptions(cmd, opts.limits);
   return cmd;
 }
 

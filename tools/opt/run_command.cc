@@ -105,6 +105,7 @@ int runCommand(const RunCommandOptions& opts) {
   if (!executor.isOk()) return fail(executor.status());
   runtime::ExecutionOptions exec;
   exec.non_tensor_outputs = true;
+  exec.limits = opts.limits;
   auto result = (*executor)->run(feeds, exec);
   if (!result.isOk()) return fail(result.status().withContext(opts.model));
   if (opts.stats) {

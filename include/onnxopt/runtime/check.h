@@ -74,6 +74,8 @@ struct CheckOptions {
   /// Follows the model's name in the context of an error from running it (opt adds "(the
   /// reference runner; try --runner onnxruntime)").
   std::string failure_note;
+  /// What each run may spend (ExecutionOptions::limits).
+  RunLimits limits;
 };
 
 /// The inputs both models got, then how they compare.

@@ -44,11 +44,31 @@ struct ExecutionResult {
   std::vector<RecordedValue> intermediates;
 };
 
+/// What one run may spend on the host, so that a model whose loops never end, or whose values
+/// would not fit, fails with a clear error (kResourceExhausted naming the node) instead of running
+/// until killed. The reference executor keeps them, and the CUDA executor for the nodes it runs on
+/// the host; `opt run`, `opt check` and `opt bench` set them with --max-iterations and
+/// --max-memory.
+struct RunLimits {
+  /// Body runs of Loop, Scan and SequenceMap nodes in one run, a nested loop's counted each time
+  /// (so a loop of M iterations around one of N counts M * (N + 1)). A loop whose trip count (and
+  /// the nested trip counts the model fixes) already shows it would pass this is refused before
+  /// it starts.
+  int64_t max_iterations = int64_t{1} << 24;
+  /// Bytes of the values a run computes and holds at once (node outputs, loop-carried values, the
+  /// slices of scan outputs being gathered); the model's weights and the inputs are not counted.
+  /// A scan output whose size the trip count and its shape already show would pass this is
+  /// refused before the loop starts. 0: three quarters of the memory the process may use
+  /// (runtime::defaultMaxRunMemory).
+  uint64_t max_memory = 0;
+};
+
 struct ExecutionOptions {
   bool record_intermediates = false;  ///< keep every main-graph value (`opt check --per-layer`)
   /// Return sequence and empty-optional graph outputs (ExecutionResult::kinds) instead of failing
   /// on them (`opt run`); comparisons (`opt check`) take tensors only.
   bool non_tensor_outputs = false;
+  RunLimits limits;
 };
 
 /// What an executor is created from. Today a model; the CUDA executor will be created from a

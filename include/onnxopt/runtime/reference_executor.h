@@ -15,8 +15,11 @@
 namespace onnxopt::runtime {
 
 /// Runs the model with `inputs` (by graph input name; inputs with a default initializer may be
-/// left out). If with a constant or computed condition runs the taken branch; Loop and Scan are
-/// not supported yet (kUnimplemented, naming the node). Errors name the node that failed.
+/// left out). If runs the taken branch; Loop, Scan and SequenceMap run their bodies, within
+/// `options.limits` (iterations and memory; kResourceExhausted naming the node past them, and
+/// before the loop starts where its trip count and static shapes already show it). A model whose
+/// tensors lack their data (checkRunData: weights stripped) is refused before anything runs.
+/// Errors name the node that failed, or the tensor.
 StatusOr<ExecutionResult> runModel(const ir::Model& model, const Feeds& inputs,
                                    const ExecutionOptions& options = {});
 
@@ -34,10 +37,12 @@ struct HostValue {
 /// FlexAttention, functions of other domains). `values` gives the node's inputs and every outer
 /// value its subgraphs read (by IR value). Its outputs in order (an omitted one: an empty
 /// tensor). For the CUDA executor's CPU side (a fallback node with subgraphs or non-tensor
-/// values); errors name the node.
+/// values), within `limits` as runModel; errors name the node. The data of the tensors it reads
+/// is not checked here (the CUDA executor checks the model's when it is created).
 StatusOr<std::vector<HostValue>> runNodeOnHost(
     const ir::Model& model, const ir::Node& node,
-    const std::vector<std::pair<const ir::Value*, HostValue>>& values);
+    const std::vector<std::pair<const ir::Value*, HostValue>>& values,
+    const RunLimits& limits = {});
 
 /// The dense data of a sparse initializer, as runModel reads it (the CUDA executor's weights).
 StatusOr<kernels::HostTensor> densifySparse(const ir::SparseTensor& sparse,

@@ -153,7 +153,8 @@ def optimize_file(input: Union[str, "os.PathLike[str]"], output: Union[str, "os.
 def check(original: ModelLike, optimized: ModelLike, *,
           inputs: Optional[Mapping[str, Any]] = None, runner: str = "reference",
           per_layer: bool = False, atol: Optional[float] = None, rtol: Optional[float] = None,
-          seed: int = 0) -> CheckReport:
+          seed: int = 0, max_iterations: Optional[int] = None,
+          max_memory: Optional[int] = None) -> CheckReport:
     """Runs both models on the same inputs and compares every output, as `opt check` does.
 
     inputs: {name: numpy array} for some or all inputs; the others get seeded random values
@@ -162,22 +163,26 @@ def check(original: ModelLike, optimized: ModelLike, *,
     per_layer: also compare every value both models name alike (first_failing_value says where
     they first part). atol/rtol: the tolerance (default: by element type). The returned
     CheckReport is true when everything is within tolerance; it raises only when a model cannot
-    be read or run.
+    be read or run. max_iterations, max_memory: what each run may spend on the host, as opt
+    check's --max-iterations and --max-memory (bytes); None keeps their defaults.
     """
     arrays, strings = to_core(inputs)
     d = _core.check(_source(original, "original"), _source(optimized, "optimized"), arrays,
-                    strings, runner, per_layer, atol, rtol, seed)
+                    strings, runner, per_layer, atol, rtol, seed, max_iterations, max_memory)
     return report_from_core(d)
 
 
 def run(model: ModelLike, inputs: Optional[Mapping[str, Any]] = None, *,
-        runner: str = "reference", seed: int = 0) -> Dict[str, Any]:
+        runner: str = "reference", seed: int = 0, max_iterations: Optional[int] = None,
+        max_memory: Optional[int] = None) -> Dict[str, Any]:
     """Runs `model` and returns {output name: numpy array} (a sequence output: a list of arrays;
     an empty optional: None). Inputs not given get seeded random values, as `opt run` makes them.
     runner: "reference" (CPU, in process), "onnxruntime" or "cuda" (a fresh session per call;
-    onnxopt.cuda.Session keeps one)."""
+    onnxopt.cuda.Session keeps one). max_iterations, max_memory: what the run may spend on the
+    host, as opt run's --max-iterations and --max-memory (bytes); None keeps their defaults."""
     arrays, strings = to_core(inputs)
-    return result_from_core(_core.run(_source(model), arrays, strings, runner, seed))
+    return result_from_core(_core.run(_source(model), arrays, strings, runner, seed,
+                                      max_iterations, max_memory))
 
 
 def infer_shapes(model: ModelLike) -> "onnx.ModelProto":

@@ -25,6 +25,7 @@
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/kernels/tensor_view.h"
 #include "onnxopt/runtime/reference_executor.h"
+#include "onnxopt/runtime/weight_data.h"
 
 namespace onnxopt::runtime {
 
@@ -63,7 +64,11 @@ StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds,
     auto host = feeds.find(in->name());
     auto dev = device.find(in->name());
     if (host == feeds.end() && dev == device.end()) {
-      if (in->initializer() != nullptr) continue;
+      if (const ir::Tensor* t = in->initializer()) {
+        // The default is what the run reads: the create-time check left it to the run.
+        RETURN_IF_ERROR(checkTensorData(*t, fmt::format("initializer '{}'", in->name())));
+        continue;
+      }
       return invalidArgument("input '{}' is missing", in->name());
     }
     DataType dtype = host != feeds.end() ? host->second.dtype : dev->second.dtype;
@@ -326,6 +331,8 @@ struct CudaExecutor::Impl {
   }
   std::thread::id last_thread;
   std::mutex mu;
+  /// The limits of the run in progress, for the nodes it runs on the host (runNodeOnHost).
+  RunLimits run_limits;
 
   const PlannedValue& value(const Plan& plan, int id) const {
     return plan.values[static_cast<size_t>(id)];
@@ -715,7 +722,7 @@ struct CudaExecutor::Impl {
           values.emplace_back(key, std::move(hv));
         }
       }
-      ASSIGN_OR_RETURN(outs, runNodeOnHost(*model, *pn.node, values));
+      ASSIGN_OR_RETURN(outs, runNodeOnHost(*model, *pn.node, values, run_limits));
     } else {
       std::vector<const HostTensor*> ptrs(pn.inputs.size(), nullptr);
       for (size_t i = 0; i < pn.inputs.size(); ++i) {
@@ -1087,6 +1094,9 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
     std::unique_ptr<cuda_detail::DeviceApi> device) {
   if (model.graph == nullptr) return invalidArgument("the model has no graph");
   if (device == nullptr) return invalidArgument("no device");
+  // Weights without data (a stripped model) are refused before any plan; an input's default only
+  // when a run reads it (checkCudaFeeds).
+  RETURN_IF_ERROR(checkRunData(*model.graph, [](const ir::Value&) { return true; }));
   auto impl = std::make_unique<Impl>();
   impl->api = std::move(device);
   impl->model = &model;
@@ -1175,6 +1185,7 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs, const Devic
       return onReference(Status(StatusCode::kInternal, state->reference_only));
     }
     impl_->mismatched_value.reset();
+    impl_->run_limits = options.limits;
     executed = impl_->execute(*state, inputs, device, options.record_intermediates, profile);
     if (executed.isOk()) break;
     if (!impl_->mismatched_value) return executed.status();

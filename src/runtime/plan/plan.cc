@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "../describe_node.h"
 #include "concrete_shapes.h"
 #include "dim_eval.h"
 #include "onnxopt/bridge/kernel_bridge.h"
@@ -51,14 +52,6 @@ namespace {
 
 using plan_detail::Bindings;
 using plan_detail::evalDim;
-
-std::string describe(const ir::Node& n) {
-  if (!n.name().empty()) return fmt::format("node '{}' ({})", n.name(), n.opType());
-  if (n.numOutputs() > 0 && n.output(0) != nullptr) {
-    return fmt::format("node {} producing '{}'", n.opType(), n.output(0)->name());
-  }
-  return "node " + n.opType();
-}
 
 bool isViewOp(const std::string& op) {
   return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
@@ -116,7 +109,7 @@ class Lowering {
     }
     for (const ir::Node* n : *model_.graph) {
       Status st = lowerNode(*n);
-      if (!st.isOk()) return st.withContext(describe(*n));
+      if (!st.isOk()) return st.withContext(describeNode(*n));
     }
     for (const ir::Value* out : model_.graph->outputs()) {
       auto it = ids_.find(out);
@@ -388,7 +381,7 @@ class Lowering {
   Status lowerNode(const ir::Node& n) {
     PlannedNode pn;
     pn.node = &n;
-    pn.name = describe(n);
+    pn.name = describeNode(n);
     pn.domain = n.domain();
     pn.op = n.opType();
     pn.opset = model_.opsetVersion(n.domain()).value_or(0);
