@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The main job on a bundled model: set up, build, then optimize models/tiny_cnn/model.onnx and
-# show what changed.
+# The main job on a bundled model: set up, build opt (only opt: the tests and their CUDA kernels
+# are tools/test.sh's), then optimize models/tiny_cnn/model.onnx and show what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh
+bash tools/setup.sh opt
 opt=${ONNXOPT_BUILD_DIR:-build}/bin/opt
 in=models/tiny_cnn/model.onnx
 out=${TMPDIR:-/tmp}/onnxopt-demo.onnx

@@ -3,6 +3,8 @@
 #   Debian packages: compiler, CMake, protobuf, libonnx-dev, CLI11, fmt, GoogleTest, FileCheck/lit.
 #   A Python venv (.venv) for tests and tools: onnx, onnxruntime, numpy, pytest.
 #   The build: build/ (CMake + Ninja); `opt` lands in build/bin/opt.
+# Usage: tools/setup.sh [TARGET...]: builds only those CMake targets (tools/demo.sh: opt), or every
+# target when none is named (tools/test.sh: the tests need them all).
 # Environment: ONNXOPT_BUILD_DIR (default build), ONNXOPT_WERROR=1 (warnings are errors, as in CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,4 +44,6 @@ if [ ! -f "$build/build.ninja" ]; then
 elif ((${#flags[@]})); then
   cmake "$build" "${flags[@]}" >/dev/null
 fi
-cmake --build "$build"
+targets=()
+(($#)) && targets=(--target "$@")
+cmake --build "$build" "${targets[@]}"
