@@ -341,6 +341,42 @@ def test_run_matches_onnxruntime_goldens(case: golden.Golden) -> None:
                                    rtol=case.rtol, atol=case.atol, err_msg=f"{case.name}: {name}")
 
 
+def _counting_loop(trips: int) -> onnx.ModelProto:
+    """y = x + trips, by a Loop of `trips` iterations whose condition passes through."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Add", ["x_in", "one"], ["x_out"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [])],
+        [onnx.numpy_helper.from_array(np.array(1, np.float32), "one")])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "x"], ["y"], body=body, name="loop")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])],
+        [onnx.numpy_helper.from_array(np.array(trips, np.int64), "M")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_run_and_check_take_the_run_limits() -> None:
+    """max_iterations and max_memory are opt's --max-iterations and --max-memory."""
+    x = {"x": np.array(0, np.float32)}
+    with pytest.raises(onnxopt.ResourceExhaustedError, match="node 'loop' .* would run 1000000000000 loop"):
+        onnxopt.run(_counting_loop(10**12), x)
+    model = _counting_loop(100)
+    assert onnxopt.run(model, x, max_iterations=100)["y"] == 100
+    with pytest.raises(onnxopt.ResourceExhaustedError, match="more than the 99 a run may make"):
+        onnxopt.run(model, x, max_iterations=99)
+    with pytest.raises(onnxopt.ResourceExhaustedError, match="more than the 99 a run may make"):
+        onnxopt.check(model, model, inputs=x, max_iterations=99)
+    assert onnxopt.check(model, model, inputs=x, max_iterations=100, max_memory=1 << 20)
+    with pytest.raises(onnxopt.InvalidArgumentError, match="max_memory must be positive"):
+        onnxopt.run(model, x, max_memory=0)
+
+
 def test_runner_onnxruntime_is_onnxruntime() -> None:
     import onnxruntime as ort
 
