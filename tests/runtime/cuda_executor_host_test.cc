@@ -11,6 +11,7 @@
 
 #include "fake_device.h"
 #include "model_feeds.h"
+#include "onnxopt/ir/builder.h"
 #include "onnxopt/passes/inline_functions.h"
 #include "onnxopt/runtime/check.h"
 #include "onnxopt/runtime/cuda_executor.h"
@@ -577,6 +578,51 @@ TEST(CudaExecutorOnFakeDevice, LoopRunsOnTheCpu) {
   }
   EXPECT_EQ(cuda.planMisses(), 1);
   session.expectClean();
+}
+
+// The host-run Loop keeps the run's limits (ExecutionOptions::limits), as the reference executor
+// does: its trip count, known when it starts, and the scan output its first iteration sizes.
+TEST(CudaExecutorOnFakeDevice, LoopOnTheHostKeepsTheRunLimits) {
+  auto model = test::parseInferred(test::kLoop);
+  ASSERT_TRUE(model);
+  FakeSession session(*model);
+  ASSERT_TRUE(session.executor);
+  Feeds feeds = {{"x", test::ramp({2, 4}, -0.3f)}, {"n", test::int64Scalar(3)}};
+  ExecutionOptions options;
+  options.limits.max_iterations = 2;
+  auto run = session.executor->run(feeds, options);
+  ASSERT_FALSE(run.isOk());
+  EXPECT_EQ(run.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(run.status().message().find("would run 3 loop iterations"), std::string::npos)
+      << run.status().message();
+  options.limits.max_iterations = 3;
+  options.limits.max_memory = 64;  // each slice of s is 32 bytes; the body's values count too
+  run = session.executor->run(feeds, options);
+  ASSERT_FALSE(run.isOk());
+  EXPECT_NE(run.status().message().find("(the limit; --max-memory)"), std::string::npos)
+      << run.status().message();
+  test::expectMatchesReference(*session.executor, *model, feeds);
+  session.expectClean();
+}
+
+// A weight without its data (a stripped model) is refused when the executor is created, before
+// any plan, naming it.
+TEST(CudaExecutorOnFakeDevice, WeightsWithoutDataAreRefusedWhenCreated) {
+  auto model = test::parseInferred(kModel);
+  ASSERT_TRUE(model);
+  for (ir::Value* v : model->graph->initializers()) {
+    if (v->name() == "b") ir::Builder::setInitializer(v, ir::Tensor(DataType::kFloat, {4}));
+  }
+  auto log = std::make_shared<test::FakeDeviceLog>();
+  auto created = CudaExecutor::createOn(
+      *model, poisonedOptions(),
+      std::make_unique<test::FakeDevice>(log, std::set<std::string>{}, test::FakeCapture{}));
+  ASSERT_FALSE(created.isOk());
+  EXPECT_EQ(created.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(created.status().message().find("initializer 'b' (float[4]) has no data"),
+            std::string::npos)
+      << created.status().message();
+  EXPECT_EQ(log->live, 0);
 }
 
 // kSequenceOptional: sequence and optional values stay on the host; tensors read from them go
