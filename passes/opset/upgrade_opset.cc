@@ -6,9 +6,10 @@
 // passes/opset/opset_changes.inc (generated from the onnx package's schema history) lists each
 // version where an op's signature changed or it was deprecated. A change is crossed when it is
 // known to keep behaviour with the new defaults (kCompatible below), or by a converter here
-// (attributes that became inputs, Softmax's axis semantics at 13, ...). Anything else (Resize,
-// Upsample, Scan-8, a deprecated op) refuses the whole upgrade with a warning naming the op; the
-// model stays as it was.
+// (attributes that became inputs, Softmax's axis semantics at 13, Resize's rounding and inputs
+// and Upsample's replacement by Resize in passes/opset/resize_upgrade.cc, ...). Anything else
+// (Scan-8, a deprecated op) refuses the whole upgrade with a warning naming the op; the model
+// stays as it was.
 //
 // An upgrade must also keep the model runnable by the reference runtime:
 // passes/opset/op_versions.inc (generated from onnxruntime's CPU kernel registry) says which op
@@ -17,12 +18,14 @@
 // the pass raises the opset to the highest version below it that passes both, and says so.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 #include "op_versions.h"
+#include "resize_upgrade.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -62,6 +65,7 @@ const std::set<std::pair<std::string, int>> kCompatible = {{"ArgMax", 12},
                                                            {"QuantizeLinear", 19},
                                                            {"QuantizeLinear", 21},
                                                            {"QuantizeLinear", 23},
+                                                           {"Resize", 18},
                                                            {"GRU", 14},
                                                            {"LSTM", 14},
                                                            {"RNN", 14},
@@ -167,21 +171,17 @@ class UpgradeOpsetPass final : public pass::Pass {
     for (ir::Graph* g : rewrite::allGraphs(model, false)) {
       for (ir::Node* n : *g) {
         if (!n->domain().empty() && n->domain() != "ai.onnx") continue;
-        for (const OpsetChange& c : kChanges) {
-          if (n->opType() != c.op || c.version <= from || c.version > to) continue;
-          if (c.kind == ChangeKind::kDeprecated) return n->opType() + " is deprecated";
-          if (kCompatible.count({n->opType(), c.version})) continue;
-          if (!canConvert(*n, c.version)) {
-            return fmt::format("{} changed at opset {} and cannot be converted", n->opType(),
-                               c.version);
-          }
-          conversions.emplace_back(n, c.version);
-        }
+        // An Upsample crossing opset 10 becomes a Resize and goes on with Resize's changes.
+        bool to_resize = n->opType() == "Upsample" && to >= 10;
+        std::string why = planOp(*n, n->opType(), from, to_resize ? 10 : to, conversions);
+        if (why.empty() && to_resize) why = planOp(*n, "Resize", 10, to, conversions);
+        if (!why.empty()) return why;
+        const std::string& new_op = to_resize ? std::string("Resize") : n->opType();
         const OpVersion* old_version = resolveOpVersion(n->opType(), from);
-        const OpVersion* new_version = resolveOpVersion(n->opType(), to);
+        const OpVersion* new_version = resolveOpVersion(new_op, to);
         if (old_version != nullptr && new_version != old_version && old_version->runs_on_ort_cpu &&
             !new_version->runs_on_ort_cpu) {
-          return fmt::format("{}-{} has no kernel in onnxruntime's CPU provider", n->opType(),
+          return fmt::format("{}-{} has no kernel in onnxruntime's CPU provider", new_op,
                              new_version->since);
         }
       }
@@ -194,8 +194,23 @@ class UpgradeOpsetPass final : public pass::Pass {
     return {};
   }
 
-  static bool canConvert(const ir::Node& n, int v) {
-    const std::string& op = n.opType();
+  /// Adds the conversions `n` needs for the changes of `op` in (from, to]; says why when one
+  /// cannot be made.
+  static std::string planOp(ir::Node& n, const std::string& op, int64_t from, int64_t to,
+                            std::vector<std::pair<ir::Node*, int>>& conversions) {
+    for (const OpsetChange& c : kChanges) {
+      if (op != c.op || c.version <= from || c.version > to) continue;
+      if (kCompatible.count({op, c.version})) continue;
+      if (!canConvert(op, c.version)) {
+        if (c.kind == ChangeKind::kDeprecated) return op + " is deprecated";
+        return fmt::format("{} changed at opset {} and cannot be converted", op, c.version);
+      }
+      conversions.emplace_back(&n, c.version);
+    }
+    return {};
+  }
+
+  static bool canConvert(const std::string& op, int v) {
     if ((op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum" || op == "Split") && v == 13)
       return true;
     if (isReduce(op) && v == 18) return true;
@@ -206,17 +221,34 @@ class UpgradeOpsetPass final : public pass::Pass {
     if (op == "Dropout" && v == 12) return true;
     if (op == "BatchNormalization" && (v == 9 || v == 14)) return true;
     if (op == "RoiAlign" && v == 16) return true;
+    if (op == "Upsample" && (v == 9 || v == 10)) return true;
+    if (op == "Resize" && (v == 11 || v == 13)) return true;
     return false;
+  }
+
+  /// The axis a Softmax, LogSoftmax or Hardmax before opset 13 takes from 13 on. The old ones
+  /// flatten the dims from `axis` on into one; the new ones reduce over `axis` alone. They agree
+  /// when the dims after `axis` are all 1 (a classifier's [N, C, 1, 1]), or there are none (then
+  /// -1).
+  static std::optional<int64_t> softmaxAxis13(const ir::Node& n) {
+    auto rank = pass::rankOf(n.input(0));
+    if (!rank) return std::nullopt;
+    auto axis = pass::normalizeAxis(pass::attrInt(n, "axis", 1), *rank);
+    if (!axis) return std::nullopt;
+    if (*axis == *rank - 1) return -1;
+    auto trailing = pass::staticDimsFrom(n.input(0), *axis + 1);
+    if (!trailing) return std::nullopt;
+    for (int64_t d : *trailing) {
+      if (d != 1) return std::nullopt;
+    }
+    return *axis;
   }
 
   static std::string precondition(const ir::Node& n, int v) {
     const std::string& op = n.opType();
-    if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
-      auto rank = pass::rankOf(n.input(0));
-      int64_t axis = pass::attrInt(n, "axis", 1);
-      if (!rank) return "the input rank is unknown";
-      if (pass::normalizeAxis(axis, *rank) != *rank - 1) return "the axis is not the last one";
-    }
+    if (op == "Upsample" || op == "Resize") return resizeUpgradeBlocker(n, v);
+    if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && !softmaxAxis13(n))
+      return "the axis is not the last one, nor followed by dims of 1 only";
     if (op == "BatchNormalization" && v == 9 && pass::attrInt(n, "spatial", 1) != 1)
       return "spatial=0";
     if (op == "BatchNormalization" && v == 14) {
@@ -273,7 +305,7 @@ class UpgradeOpsetPass final : public pass::Pass {
         setInt(n, "num_outputs", static_cast<int64_t>(n->numOutputs()), rw);
       }
     } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
-      setInt(n, "axis", -1, rw);  // precondition: the old axis was the last one
+      setInt(n, "axis", *softmaxAxis13(*n), rw);
     } else if (op == "Clip") {
       DataType t = *pass::elemTypeOf(n->input(0));
       const ir::Attribute* lo = n->findAttribute("min");
@@ -310,6 +342,8 @@ class UpgradeOpsetPass final : public pass::Pass {
       }
     } else if (op == "BatchNormalization") {
       rw.removeAttribute(n, "spatial");
+    } else if (op == "Upsample" || op == "Resize") {
+      upgradeResize(n, v, rw);
     } else if (op == "RoiAlign") {
       if (!n->findAttribute("coordinate_transformation_mode")) {
         ir::Attribute a;
