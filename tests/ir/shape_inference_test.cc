@@ -356,6 +356,44 @@ TEST(InferenceTest, DeclaredDimsYieldToInferredOnesAndFillUnknownOnes) {
   EXPECT_EQ(stats->warnings.size(), 1u);
 }
 
+TEST(InferenceTest, ContradictedDeclaredTypeLeavesNoDimBehind) {
+  // Declared [5,7], inferred [2,?]: the declared 5 is wrong, so its 7 is no evidence either.
+  // Keeping it would write [2,7], a type neither side gave (a Loop-carried value that changes
+  // shape per iteration is where exporters write such declared types).
+  auto model = io::parseModelText(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3] x, float[2,?] z) => (float[2,?] y) {
+      c = Concat <axis = 1> (x, z)
+      y = Relu(c)
+    })");
+  ASSERT_TRUE(model.isOk());
+  Value* c = (*model)->graph->firstNode()->output();
+  B::setType(c, Type::tensor(DataType::kFloat, dims({"5", "7"})));
+  auto stats = inferShapes(**model);
+  ASSERT_TRUE(stats.isOk());
+  EXPECT_EQ(typeToString(c->type()), "float[2,?]");
+  ASSERT_EQ(stats->warnings.size(), 1u);
+  EXPECT_NE(stats->warnings[0].find("declared float[5,7] but inferred float[2,?]"),
+            std::string::npos)
+      << stats->warnings[0];
+}
+
+TEST(InferenceTest, DisputedPoolSizeReplacesTheDeclaredOne) {
+  // AveragePool-11, ceil_mode: onnx infers 3 (written as the declared type), onnxruntime runs 2.
+  // Neither is written; the declared 3 goes too. Floor mode, where they agree, keeps its size.
+  auto model = io::parseModelText(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,1,5,5] x) => (float[1,1,2,2] q) {
+      p = AveragePool <kernel_shape = [1, 1], strides = [3, 3], ceil_mode = 1> (x)
+      q = AveragePool <kernel_shape = [1, 1], strides = [3, 3]> (x)
+    })");
+  ASSERT_TRUE(model.isOk());
+  Value* p = (*model)->graph->firstNode()->output();
+  B::setType(p, Type::tensor(DataType::kFloat, dims({"1", "1", "3", "3"})));
+  auto stats = inferShapes(**model);
+  ASSERT_TRUE(stats.isOk());
+  EXPECT_EQ(typeToString(p->type()), "float[1,1,?,?]");
+  EXPECT_EQ(typeToString((*model)->graph->output(0)->type()), "float[1,1,2,2]");
+}
+
 TEST(InferenceTest, DeclaredUnknownDimsAreFilledIn) {
   auto model = io::parseModelText(R"(<ir_version: 8, opset_import: ["" : 17]>
     g (float[2,3] x) => (float[?,3] y) { y = Relu(x) })");

@@ -62,6 +62,10 @@ class InferenceContext {
   /// Sets output `i` to a tensor of `elem` with `shape` (nullopt: unknown rank).
   void setOutput(size_t i, DataType elem, std::optional<std::vector<Dim>> shape);
   void setOutputType(size_t i, Type type);
+  /// Sets output `i` where its unknown dims are disputed (onnx's inference and onnxruntime
+  /// compute different sizes there): a declared type is no evidence for them either, so it is
+  /// replaced whole, as a contradicted one is.
+  void setOutputDisputed(size_t i, DataType elem, std::vector<Dim> shape);
   /// Records the integer content of output `i` (for shape computations downstream).
   void setOutputValue(size_t i, ShapeValue value);
   /// A fresh symbol for a size known only at run time (NonZero, Unique, TopK with a run-time k).
@@ -69,8 +73,12 @@ class InferenceContext {
   /// Reports a problem with the model (e.g. incompatible broadcast) as a warning naming the node.
   void warn(const std::string& message);
 
-  /// Infers a subgraph given its input types; its outputs' types come back.
-  std::vector<Type> inferSubgraph(Graph& graph, const std::vector<Type>& input_types);
+  /// Infers a subgraph given its input types; its outputs' types come back. `feedback` pairs a
+  /// loop body's carried inputs with the outputs that feed them back (body input index, body
+  /// output index): a declared carried input type that the body shows wrong is widened to what
+  /// both have in common, and the body is inferred again.
+  std::vector<Type> inferSubgraph(Graph& graph, const std::vector<Type>& input_types,
+                                  const std::vector<std::pair<size_t, size_t>>& feedback = {});
 
  private:
   ShapeInferenceEngine& engine_;

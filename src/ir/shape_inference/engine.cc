@@ -2,12 +2,14 @@
 // with declared types, and carries small integer values (shapes) between nodes.
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "helpers.h"
 #include "onnxopt/ir/builder.h"
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/shape_inference.h"
@@ -179,6 +181,7 @@ class ShapeInferenceEngine {
 
   /// Reports `message` about `node`, prefixed with where the node is ("node 'n' (Op): ...").
   void warn(const Node& node, const std::string& message) {
+    if (quiet_) return;
     std::string text = describe(node) + ": " + message;
     stats_.warnings.push_back(text);
     std::string label = node.name().empty() && node.numOutputs() > 0 && node.output(0) != nullptr
@@ -189,13 +192,16 @@ class ShapeInferenceEngine {
 
   /// Merges an inferred type into a value's declared one (see inferShapes). Our inference wins
   /// wherever it has something to say: a declared dim, rank or element type that differs from
-  /// the inferred one is replaced (a provable contradiction is reported), because later passes
-  /// fold Shape from these types and a declared value_info may be wrong (onnx's own inference
-  /// of AveragePool with ceil_mode, shapes recorded for one traced input size). Declared
-  /// information survives only where inference left a dim or the element type unknown, or
-  /// where the inferred dim is symbolic in names other than the graph inputs' dims (see
-  /// dependsOnInputsOnly).
-  void merge(Value* v, const Type& inferred, const Node& node) {
+  /// the inferred one is replaced, because later passes fold Shape from these types and a
+  /// declared value_info may be wrong (onnx's own inference of AveragePool with ceil_mode,
+  /// shapes recorded for one traced input size). Declared information survives only where
+  /// inference left a dim or the element type unknown, or where the inferred dim is symbolic in
+  /// names other than the graph inputs' dims (see dependsOnInputsOnly), and only while nothing
+  /// contradicts it: once a known dim, the rank or the element type is shown wrong, the declared
+  /// type is no evidence for its other dims either (a Loop-carried value declared [4,3,2] but
+  /// inferred [2,?,?] is not [2,3,2]), so the inferred type is taken whole and the contradiction
+  /// reported. So is a declared type where inference marks dims `disputed`.
+  void merge(Value* v, const Type& inferred, const Node& node, bool disputed = false) {
     if (v == nullptr || !inferred.isKnown()) return;
     if (!typeSizeFits(inferred)) {
       // Constants can ask for a tensor that cannot exist (Reshape to [2^62, 3e4]); the model
@@ -214,10 +220,6 @@ class ShapeInferenceEngine {
       ir::Builder::setType(v, inferred);
       return;
     }
-    auto contradiction = [&] {
-      warn(node, fmt::format("output '{}' is declared {} but inferred {}; using the inferred type",
-                             v->name(), typeToString(declared), typeToString(inferred)));
-    };
     if (declared.kind != inferred.kind) {
       // Inference of sequences and optionals is coarse (a Loop-carried optional that the body
       // makes a sequence): there the declared kind stays, reported. Tensors are what Shape reads.
@@ -226,33 +228,147 @@ class ShapeInferenceEngine {
       return;
     }
     if (!declared.isTensor()) return;
-    Type merged = declared;
-    bool contradicts = false;
-    if (inferred.elem_type != DataType::kUndefined) {
-      contradicts |=
-          declared.elem_type != DataType::kUndefined && declared.elem_type != inferred.elem_type;
-      merged.elem_type = inferred.elem_type;
+    if (contradicts(declared, inferred) || (disputed && declared.shape != inferred.shape)) {
+      warn(node, fmt::format("output '{}' is declared {} but inferred {}; using the inferred type",
+                             v->name(), typeToString(declared), typeToString(inferred)));
+      Type merged = inferred;
+      if (merged.elem_type == DataType::kUndefined) merged.elem_type = declared.elem_type;
+      ir::Builder::setType(v, std::move(merged));
+      return;
     }
-    if (inferred.shape) {
-      if (!declared.shape || declared.shape->size() != inferred.shape->size()) {
-        contradicts |= declared.shape.has_value();
-        merged.shape = inferred.shape;
-      } else {
-        for (size_t i = 0; i < declared.shape->size(); ++i) {
-          const Dim& d = (*declared.shape)[i];
-          const Dim& n = (*inferred.shape)[i];
-          // Inference has nothing to say: the declared dim stays.
-          if (n.isUnknown() || (!d.isUnknown() && !n.isKnown() && !dependsOnInputsOnly(n))) {
-            continue;
-          }
-          if (d.kind == n.kind && d.value == n.value && d.param == n.param) continue;
-          contradicts |= d.isKnown() && n.isKnown();
-          (*merged.shape)[i] = n;
+    Type merged = declared;
+    if (inferred.elem_type != DataType::kUndefined) merged.elem_type = inferred.elem_type;
+    if (inferred.shape && !declared.shape) merged.shape = inferred.shape;
+    if (inferred.shape && declared.shape) {
+      for (size_t i = 0; i < declared.shape->size(); ++i) {
+        const Dim& d = (*declared.shape)[i];
+        const Dim& n = (*inferred.shape)[i];
+        // Inference has nothing to say: the declared dim stays.
+        if (n.isUnknown() || (!d.isUnknown() && !n.isKnown() && !dependsOnInputsOnly(n))) {
+          continue;
         }
+        (*merged.shape)[i] = n;
       }
     }
-    if (contradicts) contradiction();
     ir::Builder::setType(v, std::move(merged));
+  }
+
+  /// Whether the two tensor types provably differ: both know the element type, the rank or a dim
+  /// and they are not the same.
+  static bool contradicts(const Type& declared, const Type& inferred) {
+    if (declared.elem_type != DataType::kUndefined && inferred.elem_type != DataType::kUndefined &&
+        declared.elem_type != inferred.elem_type) {
+      return true;
+    }
+    if (!declared.shape || !inferred.shape) return false;
+    if (declared.shape->size() != inferred.shape->size()) return true;
+    for (size_t i = 0; i < declared.shape->size(); ++i) {
+      const Dim& d = (*declared.shape)[i];
+      const Dim& n = (*inferred.shape)[i];
+      if (d.isKnown() && n.isKnown() && d.value != n.value) return true;
+    }
+    return false;
+  }
+
+  /// Infers a loop body (see InferenceContext::inferSubgraph's feedback). When a carried value
+  /// comes out of the body with another known dim or rank than it went in, the declared body
+  /// types describe the first iteration at best: the body is run abstractly a few iterations
+  /// from the first one's input types, with no declared types, and then inferred for good with
+  /// the carried inputs widened to what every iteration has in common and without the declared
+  /// types some iteration contradicts.
+  std::vector<Type> inferLoopBody(Graph& graph, const std::vector<Type>& input_types,
+                                  const std::vector<std::pair<size_t, size_t>>& feedback,
+                                  const Node& loop) {
+    std::vector<std::pair<Value*, Type>> declared;
+    collectTypes(graph, declared);
+    std::vector<Type> out = inferSubgraph(graph, input_types);
+    bool changes_shape = false;
+    for (auto [in, o] : feedback) {
+      if (in < graph.inputs().size() && o < out.size())
+        changes_shape |= contradicts(graph.inputs()[in]->type(), out[o]);
+    }
+    if (!changes_shape) return out;
+    auto [carried, seen] = iterateAbstractly(graph, declared, input_types, feedback);
+    for (auto& [v, t] : declared) {
+      bool wrong = std::any_of(seen[v].begin(), seen[v].end(),
+                               [&](const Type& s) { return t.isTensor() && contradicts(t, s); });
+      ir::Builder::setType(v, wrong ? Type() : t);
+      values_.erase(v);
+    }
+    for (auto [in, o] : feedback) {
+      if (in >= graph.inputs().size()) continue;
+      Value* v = graph.inputs()[in];
+      warn(loop, fmt::format("loop-carried '{}' changes type between iterations; its body input is "
+                             "{}",
+                             v->name(), typeToString(carried[in])));
+      ir::Builder::setType(v, carried[in]);
+    }
+    return inferSubgraph(graph, input_types);
+  }
+
+  /// The carried input types every iteration shares and each body value's types over a few
+  /// iterations, from a body cleared of declared types: the first iterations run from their own
+  /// input types (what declared types are checked against), then the join of what they saw is
+  /// widened until the body keeps it (an invariant; the rank alone, or nothing, if that takes
+  /// too long). Reports and statistics are left as they were.
+  std::pair<std::map<size_t, Type>, std::map<Value*, std::vector<Type>>> iterateAbstractly(
+      Graph& graph, const std::vector<std::pair<Value*, Type>>& declared, std::vector<Type> inputs,
+      const std::vector<std::pair<size_t, size_t>>& feedback) {
+    ShapeInferenceStats saved = stats_;
+    bool was_quiet = quiet_;
+    quiet_ = true;
+    std::map<size_t, Type> carried;
+    std::map<Value*, std::vector<Type>> seen;
+    auto iterate = [&](const std::vector<Type>& in) {
+      for (auto& [v, t] : declared) {
+        ir::Builder::setType(v, Type());
+        values_.erase(v);
+      }
+      std::vector<Type> out = inferSubgraph(graph, in);
+      std::vector<std::pair<Value*, Type>> now;
+      collectTypes(graph, now);
+      for (auto& [v, t] : now) seen[v].push_back(t);
+      return out;
+    };
+    constexpr int kConcrete = 3, kWidenings = 4;
+    for (int i = 0; i < kConcrete; ++i) {
+      std::vector<Type> out = iterate(inputs);
+      for (auto [in, o] : feedback) {
+        if (in >= inputs.size() || o >= out.size()) continue;
+        carried[in] = infer::mergeTypes(i == 0 ? inputs[in] : carried[in], out[o]);
+        inputs[in] = out[o];
+      }
+    }
+    bool invariant = false;
+    for (int i = 0; i < kWidenings && !invariant; ++i) {
+      for (auto& [in, t] : carried) inputs[in] = t;
+      std::vector<Type> out = iterate(inputs);
+      invariant = true;
+      for (auto [in, o] : feedback) {
+        if (in >= inputs.size() || o >= out.size() || within(out[o], carried[in])) continue;
+        invariant = false;
+        carried[in] = infer::mergeTypes(carried[in], out[o]);
+      }
+    }
+    for (auto& [in, t] : carried) {
+      if (!invariant && t.shape) t.shape = std::vector<Dim>(t.shape->size(), Dim::unknown());
+    }
+    stats_ = std::move(saved);
+    quiet_ = was_quiet;
+    return {carried, seen};
+  }
+
+  /// Whether every value of type `t` is also of type `j` (j's known element type and dims hold).
+  static bool within(const Type& t, const Type& j) {
+    if (!j.isKnown()) return true;
+    if (t.kind != j.kind) return false;
+    if (j.elem_type != DataType::kUndefined && t.elem_type != j.elem_type) return false;
+    if (!j.shape) return true;
+    if (!t.shape || t.shape->size() != j.shape->size()) return false;
+    for (size_t i = 0; i < j.shape->size(); ++i) {
+      if ((*j.shape)[i].isKnown() && !((*t.shape)[i] == (*j.shape)[i])) return false;
+    }
+    return true;
   }
 
   std::vector<Type> inferSubgraph(Graph& graph, const std::vector<Type>& input_types) {
@@ -283,6 +399,17 @@ class ShapeInferenceEngine {
         if (v != nullptr) add(v);
       }
       for (const Graph* sub : n->subgraphs()) collectSymbols(*sub);
+    }
+  }
+
+  /// Every value of `g` and its nested subgraphs with its current type.
+  static void collectTypes(Graph& g, std::vector<std::pair<Value*, Type>>& out) {
+    for (Value* v : g.inputs()) out.emplace_back(v, v->type());
+    for (Node* n : g) {
+      for (Value* v : n->outputs()) {
+        if (v != nullptr) out.emplace_back(v, v->type());
+      }
+      for (Graph* sub : n->subgraphs()) collectTypes(*sub, out);
     }
   }
 
@@ -339,6 +466,7 @@ class ShapeInferenceEngine {
   const ShapeInferenceOptions& options_;
   std::shared_ptr<const InferenceTable> fns_;
   std::unordered_map<const Value*, ShapeValue> values_;
+  bool quiet_ = false;  ///< while iterating a loop body abstractly: no reports
   std::set<std::string> symbols_;
   std::set<std::string> input_symbols_;  ///< dim_params of the main graph's inputs
   int64_t next_symbol_ = 0;
@@ -432,6 +560,12 @@ void InferenceContext::setOutputType(size_t i, Type type) {
   if (i < node_.numOutputs()) engine_.merge(node_.output(i), type, node_);
 }
 
+void InferenceContext::setOutputDisputed(size_t i, DataType elem, std::vector<Dim> shape) {
+  if (i < node_.numOutputs()) {
+    engine_.merge(node_.output(i), Type::tensor(elem, std::move(shape)), node_, true);
+  }
+}
+
 void InferenceContext::setOutputValue(size_t i, ShapeValue value) {
   if (i < node_.numOutputs()) engine_.setValue(node_.output(i), std::move(value));
 }
@@ -444,9 +578,11 @@ void InferenceContext::warn(const std::string& message) {
   engine_.warn(node_, message);
 }
 
-std::vector<Type> InferenceContext::inferSubgraph(Graph& graph,
-                                                  const std::vector<Type>& input_types) {
-  return engine_.inferSubgraph(graph, input_types);
+std::vector<Type> InferenceContext::inferSubgraph(
+    Graph& graph, const std::vector<Type>& input_types,
+    const std::vector<std::pair<size_t, size_t>>& feedback) {
+  if (feedback.empty()) return engine_.inferSubgraph(graph, input_types);
+  return engine_.inferLoopBody(graph, input_types, feedback, node_);
 }
 
 // ---------------------------------------------------------------------------------------------

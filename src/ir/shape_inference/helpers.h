@@ -35,6 +35,22 @@ inline Dim knownOrUnknown(std::optional<int64_t> v) {
   return v && *v >= 0 ? Dim::known(*v) : Dim::unknown();
 }
 
+/// The type two sources agree on: equal dims stay, differing ones become unknown.
+inline Type mergeTypes(const Type& a, const Type& b) {
+  if (!a.isKnown()) return b;
+  if (!b.isKnown()) return a;
+  if (a == b || !a.isTensor() || !b.isTensor()) return a;
+  Type t = Type::tensor(a.elem_type == b.elem_type ? a.elem_type : DataType::kUndefined);
+  if (a.shape && b.shape && a.shape->size() == b.shape->size()) {
+    std::vector<Dim> dims;
+    for (size_t i = 0; i < a.shape->size(); ++i) {
+      dims.push_back((*a.shape)[i] == (*b.shape)[i] ? (*a.shape)[i] : Dim::unknown());
+    }
+    t.shape = dims;
+  }
+  return t;
+}
+
 inline std::vector<Dim> knownDims(const std::vector<int64_t>& v) {
   std::vector<Dim> out;
   for (int64_t x : v) out.push_back(Dim::known(x));

@@ -8,6 +8,7 @@ namespace {
 
 using infer::axesArg;
 using infer::elemOr;
+using infer::mergeTypes;
 
 void reduce(InferenceContext& ctx) {
   DataType elem = elemOr(ctx, 0);
@@ -58,22 +59,6 @@ void argReduce(InferenceContext& ctx) {
   ctx.setOutput(0, DataType::kInt64, out);
 }
 
-/// The type both branches agree on: equal dims stay, differing ones become unknown.
-Type mergeTypes(const Type& a, const Type& b) {
-  if (!a.isKnown()) return b;
-  if (!b.isKnown()) return a;
-  if (a == b || !a.isTensor() || !b.isTensor()) return a;
-  Type t = Type::tensor(a.elem_type == b.elem_type ? a.elem_type : DataType::kUndefined);
-  if (a.shape && b.shape && a.shape->size() == b.shape->size()) {
-    std::vector<Dim> dims;
-    for (size_t i = 0; i < a.shape->size(); ++i) {
-      dims.push_back((*a.shape)[i] == (*b.shape)[i] ? (*a.shape)[i] : Dim::unknown());
-    }
-    t.shape = dims;
-  }
-  return t;
-}
-
 Graph* subgraph(InferenceContext& ctx, const char* name) {
   const Attribute* a = ctx.attr(name);
   return a != nullptr && a->graphs.size() == 1 ? a->graphs[0].get() : nullptr;
@@ -100,7 +85,9 @@ void loop(InferenceContext& ctx) {
     const Type* t = ctx.inputType(i + 2);
     in.push_back(t != nullptr ? *t : Type());
   }
-  auto out = ctx.inferSubgraph(*body, in);
+  std::vector<std::pair<size_t, size_t>> feedback;  // body input -> body output
+  for (size_t i = 0; i < carried; ++i) feedback.emplace_back(i + 2, i + 1);
+  auto out = ctx.inferSubgraph(*body, in, feedback);
   for (size_t i = 0; i < ctx.numOutputs(); ++i) {
     size_t body_out = i + 1;  // the body's first output is the condition
     if (body_out >= out.size()) break;
@@ -150,7 +137,9 @@ void scan(InferenceContext& ctx) {
     }
     in.push_back(t);
   }
-  auto out = ctx.inferSubgraph(*body, in);
+  std::vector<std::pair<size_t, size_t>> feedback;  // the state variables
+  for (size_t i = 0; i < n_states; ++i) feedback.emplace_back(i, i);
+  auto out = ctx.inferSubgraph(*body, in, feedback);
   size_t k = out.size() > n_states ? out.size() - n_states : 0;
   auto out_axes = ctx.attrInts("scan_output_axes").value_or(std::vector<int64_t>(k, 0));
   for (size_t i = 0; i < ctx.numOutputs() && i < out.size(); ++i) {

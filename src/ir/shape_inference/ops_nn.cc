@@ -15,38 +15,97 @@ using infer::dimSub;
 using infer::elemOr;
 using infer::passThrough;
 
+/// The attributes of one spatial axis of a convolution or pooling window.
+struct Window {
+  int64_t k, stride, dil, pad_head, pad_tail;
+  std::string auto_pad;
+  bool ceil_mode = false;
+  bool pool = false;
+  /// The opset of an onnx pooling op, whose value_info onnx.checker infers again; 0 for
+  /// onnxopt's own channels-last ops, which only onnxruntime's semantics bind.
+  int64_t onnx_opset = 0;
+};
+
+/// Pooling output size over a known input size as onnx's shape inference computes it: C++
+/// division (toward zero) and, from opset 22 on, with ceil_mode, the last window dropped when it
+/// would start in the tail padding.
+int64_t onnxPoolSize(int64_t x, const Window& w) {
+  int64_t extent = w.dil * (w.k - 1) + 1;
+  int64_t head = w.pad_head, tail = w.pad_tail;
+  if (w.auto_pad == "VALID") head = tail = 0;
+  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") {
+    int64_t residual = w.stride > 1 ? x % w.stride : 0;
+    int64_t total = std::max<int64_t>(extent - (residual == 0 ? w.stride : residual), 0);
+    head = w.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    tail = total - head;
+  }
+  int64_t gap = x + head + tail - extent;
+  int64_t out = gap / w.stride + 1;
+  if (w.ceil_mode && w.onnx_opset >= 22) {
+    out = (gap + w.stride - 1) / w.stride + 1;
+    if ((out - 1) * w.stride >= x + head) --out;
+  } else if (w.ceil_mode) {
+    out += gap % w.stride > 0 ? 1 : 0;
+  }
+  return out;
+}
+
+/// The same as onnxruntime's CPU pooling kernels compute it: SAME padding sized from the
+/// undilated kernel, and with ceil_mode the last window dropped when it would start in the tail
+/// padding (at every opset).
+int64_t ortPoolSize(int64_t x, const Window& w) {
+  int64_t head = w.pad_head, pads = w.pad_head + w.pad_tail;
+  if (w.auto_pad == "VALID") head = pads = 0;
+  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") {
+    pads = ((x + w.stride - 1) / w.stride - 1) * w.stride + w.k - x;
+    head = w.auto_pad == "SAME_UPPER" ? pads / 2 : (pads + 1) / 2;
+  }
+  int64_t gap = x + pads - w.dil * (w.k - 1) - 1;
+  if (!w.ceil_mode) return gap / w.stride + 1;
+  int64_t out = (gap >= 0 ? (gap + w.stride - 1) / w.stride : -(-gap / w.stride)) + 1;
+  if ((out - 1) * w.stride >= x + head) --out;
+  return out;
+}
+
 /// Spatial output size of a convolution or pooling window. Arithmetic on the attributes goes
-/// through SymExpr, so an overflow gives an unknown dim instead of a wrapped one.
-Dim windowOut(const Dim& in, int64_t k, int64_t stride, int64_t dil, int64_t pad_head,
-              int64_t pad_tail, const std::string& auto_pad, bool ceil_mode) {
+/// through SymExpr, so an overflow gives an unknown dim instead of a wrapped one. A pool over a
+/// known size gets the size only where onnx's inference and onnxruntime agree on it: they differ
+/// for kernels that overhang a small input, SAME padding with dilation, and the dropped last
+/// window before opset 22. A value_info either contradicts is worse than none: onnx.checker
+/// rejects the model, or a consumer plans for a size the run does not produce.
+Dim windowOut(const Dim& in, const Window& w, bool* disputed = nullptr) {
   auto x = in.toExpr();
-  if (!x || k <= 0 || stride <= 0 || dil <= 0) return Dim::unknown();
+  if (!x || w.k <= 0 || w.stride <= 0 || w.dil <= 0) return Dim::unknown();
   auto c = [](int64_t v) { return SymExpr::constant(v); };
-  SymExpr s = c(stride);
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+  constexpr int64_t kSmall = int64_t{1} << 30;
+  auto xv = x->constantValue();
+  if (w.pool && xv && std::max({*xv, w.k, w.stride, w.dil, w.pad_head, w.pad_tail}) < kSmall) {
+    int64_t ort = ortPoolSize(*xv, w);
+    bool agreed = w.onnx_opset == 0 || onnxPoolSize(*xv, w) == ort;
+    if (!agreed && disputed != nullptr) *disputed = true;
+    return agreed && ort >= 0 ? Dim::known(ort) : Dim::unknown();
+  }
+  SymExpr s = c(w.stride);
+  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") {
+    if (w.pool && w.dil > 1 && w.k > 1) {  // onnxruntime pads as if undilated
+      if (disputed != nullptr && w.onnx_opset != 0) *disputed = true;
+      return Dim::unknown();
+    }
     return Dim::fromExpr(SymExpr::ceilDiv(*x, s));
   }
-  SymExpr extent = c(dil) * (c(k) - c(1)) + c(1);  // the dilated kernel
-  SymExpr pads = auto_pad == "VALID" ? c(0) : c(pad_head) + c(pad_tail);
-  if (auto_pad == "VALID") pad_head = pad_tail = 0;
+  bool valid = w.auto_pad == "VALID";
+  SymExpr extent = c(w.dil) * (c(w.k) - c(1)) + c(1);  // the dilated kernel
+  SymExpr pads = valid ? c(0) : c(w.pad_head) + c(w.pad_tail);
   SymExpr span = *x + pads - extent;
+  bool ceil_mode = w.ceil_mode && w.pool;
   SymExpr out = (ceil_mode ? SymExpr::ceilDiv(span, s) : SymExpr::floorDiv(span, s)) + c(1);
   if (ceil_mode) {
-    // The last window must start inside the input or its head padding (onnxruntime and
-    // PyTorch drop it otherwise; onnx's own inference does not).
-    auto n = out.constantValue();
-    auto xv = x->constantValue();
-    if (n && xv) {
-      SymExpr last_start = (c(*n) - c(1)) * s;
-      auto ls = last_start.constantValue();
-      auto limit = (c(*xv) + c(pad_head)).constantValue();
-      if (!ls || !limit) return Dim::unknown();
-      if (*ls >= *limit) out = out - c(1);
-    } else {
-      // Symbolic input: (out - 1) * stride <= in + pad_head + pad_tail + stride - extent - 1, so
-      // the last window starts inside for every input size only if pad_tail + stride <= extent.
-      auto bound = (c(pad_tail) + s - extent).constantValue();
-      if (!bound || *bound > 0) return Dim::unknown();
+    // Symbolic input: the last window starts inside for every input size (where onnxruntime
+    // drops it and onnx before opset 22 does not) only if pad_tail + stride <= extent.
+    auto bound = (c(valid ? 0 : w.pad_tail) + s - extent).constantValue();
+    if (!bound || *bound > 0) {
+      if (disputed != nullptr && w.onnx_opset != 0 && w.onnx_opset < 22) *disputed = true;
+      return Dim::unknown();
     }
   }
   return Dim::fromExpr(out);
@@ -116,13 +175,20 @@ void windowed(InferenceContext& ctx, bool is_conv, bool is_pool, bool channels_l
     auto w = shapeOf(1);
     out[1] = w && !w->empty() ? (*w)[0] : Dim::unknown();
   }
+  bool disputed = false;
   for (size_t i = 0; i < spatial; ++i) {
-    out.push_back(windowOut((*x)[i + 2], kernel[i], strides[i], dilations[i], pads[i],
-                            pads[i + spatial], auto_pad, ceil_mode && is_pool));
+    Window w{kernel[i], strides[i], dilations[i], pads[i], pads[i + spatial], auto_pad};
+    w.ceil_mode = ceil_mode;
+    w.pool = is_pool;
+    w.onnx_opset = channels_last ? 0 : ctx.opset();
+    out.push_back(windowOut((*x)[i + 2], w, &disputed));
   }
-  ctx.setOutput(0, elem, channels_last ? channelsLast(out) : out);
-  if (ctx.node().opType() == "MaxPool" && ctx.numOutputs() > 1)
-    ctx.setOutput(1, DataType::kInt64, out);
+  auto set = [&](size_t i, DataType t, std::vector<Dim> dims) {
+    if (disputed) return ctx.setOutputDisputed(i, t, std::move(dims));
+    ctx.setOutput(i, t, std::move(dims));
+  };
+  set(0, elem, channels_last ? channelsLast(out) : out);
+  if (ctx.node().opType() == "MaxPool" && ctx.numOutputs() > 1) set(1, DataType::kInt64, out);
 }
 
 void conv(InferenceContext& ctx) {
@@ -448,8 +514,8 @@ void qlinearConv(InferenceContext& ctx) {
   }
   std::vector<Dim> out{(*x)[0], (*w)[0]};
   for (size_t i = 0; i < spatial; ++i) {
-    out.push_back(windowOut((*x)[i + 2], kernel[i], strides[i], dilations[i], pads[i],
-                            pads[i + spatial], auto_pad, false));
+    Window win{kernel[i], strides[i], dilations[i], pads[i], pads[i + spatial], auto_pad};
+    out.push_back(windowOut((*x)[i + 2], win));
   }
   ctx.setOutput(0, elem, out);
 }
