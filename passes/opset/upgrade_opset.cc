@@ -226,7 +226,7 @@ class UpgradeOpsetPass final : public pass::Pass {
     return false;
   }
 
-  /// The axis a Softmax, LogSoftmax or Hardmax before opset 13 takes from 13 on. The old ones
+  /// The axis a Softmax, LogSoftmax or Hardmax before opset 13 takes from 13 on, when one does. The old ones
   /// flatten the dims from `axis` on into one; the new ones reduce over `axis` alone. They agree
   /// when the dims after `axis` are all 1 (a classifier's [N, C, 1, 1]), or there are none (then
   /// -1).
@@ -244,11 +244,23 @@ class UpgradeOpsetPass final : public pass::Pass {
     return *axis;
   }
 
+  /// Softmax-11<axis=a>(x) -> Reshape(Softmax-13<axis=-1>(Flatten<axis=a>(x)), Shape(x)): the
+  /// old ops' own definition (the dims from `a` on as one row), for any axis and rank.
+  static void flattenSoftmax(ir::Node* n, rewrite::Rewriter& rw) {
+    ir::Value* x = n->input(0);
+    ir::Node* flat = rw.createNode("Flatten", "", {x});
+    setInt(flat, "axis", pass::attrInt(*n, "axis", 1), rw);
+    ir::Node* row = rw.createNode(n->opType(), n->domain(), {flat->output()});
+    setInt(row, "axis", -1, rw);
+    ir::Node* shape = rw.createNode("Shape", "", {x});
+    ir::Node* back =
+        rw.createNode("Reshape", "", {row->output(), shape->output()}, {n->output()->type()});
+    rw.replaceNode(n, {back->output()});
+  }
+
   static std::string precondition(const ir::Node& n, int v) {
     const std::string& op = n.opType();
     if (op == "Upsample" || op == "Resize") return resizeUpgradeBlocker(n, v);
-    if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && !softmaxAxis13(n))
-      return "the axis is not the last one, nor followed by dims of 1 only";
     if (op == "BatchNormalization" && v == 9 && pass::attrInt(n, "spatial", 1) != 1)
       return "spatial=0";
     if (op == "BatchNormalization" && v == 14) {
@@ -305,7 +317,11 @@ class UpgradeOpsetPass final : public pass::Pass {
         setInt(n, "num_outputs", static_cast<int64_t>(n->numOutputs()), rw);
       }
     } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
-      setInt(n, "axis", *softmaxAxis13(*n), rw);
+      if (auto axis = softmaxAxis13(*n)) {
+        setInt(n, "axis", *axis, rw);
+      } else {
+        flattenSoftmax(n, rw);
+      }
     } else if (op == "Clip") {
       DataType t = *pass::elemTypeOf(n->input(0));
       const ir::Attribute* lo = n->findAttribute("min");
