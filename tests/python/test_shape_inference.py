@@ -24,8 +24,9 @@ def test_agrees_with_onnx(case: roundtrip_check.Case, opt: Path, work_dir: Path)
 # ---------------------------------------------------------------------------------------------------------
 # Windowed ops over small known sizes: every shape opt writes is the one onnxruntime produces, onnx.checker's
 # full check (strict shape inference) accepts the model, and a dim is left unwritten only where onnx's
-# inference and onnxruntime disagree (kernels overhanging the input, SAME padding with dilation, the last
-# ceil_mode window starting in the padding before opset 22).
+# inference and onnxruntime disagree (pools: kernels overhanging the input, SAME padding with dilation, the
+# last ceil_mode window starting in the padding before opset 22). Conv and ConvTranspose (SAME with a kernel
+# shorter than the stride) go through the same sweep.
 
 def _pool_configs():
     import itertools
@@ -47,14 +48,21 @@ def _pool_configs():
 
 
 def _window_model(op: str, opset: int, items: list[tuple[int, dict]]) -> onnx.ModelProto:
-    from onnx import TensorProto, helper
+    """One node per configuration; for Conv and ConvTranspose the kernel_shape becomes a weight."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
 
-    nodes, inputs, outputs = [], [], []
+    nodes, inputs, outputs, weights = [], [], [], []
     for i, (x, attrs) in enumerate(items):
-        nodes.append(helper.make_node(op, [f"x{i}"], [f"y{i}"], **attrs))
+        if op.startswith("Conv"):
+            attrs = {a: v for a, v in attrs.items() if a not in ("ceil_mode", "kernel_shape")}
+            weights.append(numpy_helper.from_array(np.ones([1, 1, *items[i][1]["kernel_shape"]], np.float32), f"w{i}"))
+            nodes.append(helper.make_node(op, [f"x{i}", f"w{i}"], [f"y{i}"], **attrs))
+        else:
+            nodes.append(helper.make_node(op, [f"x{i}"], [f"y{i}"], **attrs))
         inputs.append(helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, 1, x]))
         outputs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None))
-    return helper.make_model(helper.make_graph(nodes, "g", inputs, outputs),
+    return helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, initializer=weights),
                              opset_imports=[helper.make_opsetid("", opset)], ir_version=9 if opset < 21 else 10)
 
 
@@ -64,14 +72,16 @@ def _last_dim(value_info: onnx.ValueInfoProto) -> int | None:
 
 
 @pytest.mark.parametrize("op,opset", [("AveragePool", 19), ("AveragePool", 22), ("MaxPool", 12), ("MaxPool", 22),
-                                      ("LpPool", 18), ("LpPool", 22)])
-def test_pool_shapes_agree_with_onnx_and_onnxruntime(op: str, opset: int, opt: Path, work_dir: Path) -> None:
+                                      ("LpPool", 18), ("LpPool", 22), ("Conv", 13), ("ConvTranspose", 13)])
+def test_window_shapes_agree_with_onnx_and_onnxruntime(op: str, opset: int, opt: Path, work_dir: Path) -> None:
     import numpy as np
     import onnxruntime as ort
 
     ort.set_default_logger_severity(4)
     runs = []  # (x, attrs, onnxruntime's output size) for the configurations onnxruntime runs
     for x, attrs in _pool_configs():
+        if op.startswith("Conv") and attrs["ceil_mode"]:
+            continue
         model = _window_model(op, opset, [(x, attrs)])
         try:
             sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -184,3 +194,44 @@ def test_loop_carried_types_hold_in_every_iteration(name: str, opt: Path, work_d
     assert not problems, "\n".join(problems)
     declared_y = [d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim]
     assert written["y"] != declared_y and None in written["y"]
+
+
+def test_resize_sizes_agree_with_onnx_and_onnxruntime(opt: Path, work_dir: Path) -> None:
+    """Resize by scales: onnx floors the double product, onnxruntime truncates the float one, and they
+    differ now and then (40 * 0.575f: 22 against 23). Written sizes are onnxruntime's, the full checker
+    passes, and a size is left out only where the two differ."""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    scales = [0.575, 1.8850574, 3.18617, 0.3, 0.7, 1.1, 2.2, 1 / 3]
+    nodes, inputs, outputs, inits, sizes = [], [], [], [], []
+    for j, s in enumerate(scales):
+        inits.append(numpy_helper.from_array(np.array([1, 1, s], np.float32), f"s{j}"))
+        for x in range(1, 200, 3):
+            i = len(sizes)
+            sizes.append((x, np.float32(s)))
+            inputs.append(helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, 1, x]))
+            outputs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None))
+            nodes.append(helper.make_node("Resize", [f"x{i}", "", f"s{j}"], [f"y{i}"], mode="nearest"))
+    model = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, initializer=inits),
+                              opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    src, out = work_dir / "in.onnx", work_dir / "out.onnx"
+    onnx.save(model, str(src))
+    proc = roundtrip_check.run_opt(opt, src, "--passes=infer-shapes", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    written = onnx.load(str(out))
+    onnx.checker.check_model(written, full_check=True)
+    feeds = {f"x{i}": np.zeros((1, 1, x), np.float32) for i, (x, _) in enumerate(sizes)}
+    ran = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    problems, disputed = [], 0
+    for i, (x, s) in enumerate(sizes):
+        ours, actual = _last_dim(written.graph.output[i]), ran[i].shape[2]
+        theirs = int(np.floor(np.float64(x) * np.float64(s)))
+        disputed += theirs != actual
+        if ours is not None and ours != actual:
+            problems.append(f"{x} * {s}: wrote {ours}, onnxruntime gives {actual}")
+        if ours is None and theirs == actual:
+            problems.append(f"{x} * {s}: wrote nothing, though onnx and onnxruntime agree on {actual}")
+    assert disputed, "no size where onnx and onnxruntime differ: the sweep no longer tests that case"
+    assert not problems, "\n".join(problems[:20])

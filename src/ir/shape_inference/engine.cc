@@ -228,7 +228,7 @@ class ShapeInferenceEngine {
       return;
     }
     if (!declared.isTensor()) return;
-    if (contradicts(declared, inferred) || (disputed && declared.shape != inferred.shape)) {
+    if (contradicts(declared, inferred) || (disputed && knowsMore(declared, inferred))) {
       warn(node, fmt::format("output '{}' is declared {} but inferred {}; using the inferred type",
                              v->name(), typeToString(declared), typeToString(inferred)));
       Type merged = inferred;
@@ -251,6 +251,16 @@ class ShapeInferenceEngine {
       }
     }
     ir::Builder::setType(v, std::move(merged));
+  }
+
+  /// Whether `declared` has a known dim where `inferred`, of the same rank, does not.
+  static bool knowsMore(const Type& declared, const Type& inferred) {
+    if (!declared.shape || !inferred.shape || declared.shape->size() != inferred.shape->size())
+      return false;
+    for (size_t i = 0; i < declared.shape->size(); ++i) {
+      if ((*declared.shape)[i].isKnown() && !(*inferred.shape)[i].isKnown()) return true;
+    }
+    return false;
   }
 
   /// Whether the two tensor types provably differ: both know the element type, the rank or a dim

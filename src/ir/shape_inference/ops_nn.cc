@@ -243,13 +243,17 @@ void convTranspose(InferenceContext& ctx) {
       continue;
     }
     SymExpr s = c(strides[i]);
+    SymExpr unpadded =
+        s * (*in - c(1)) + c(outpad[i]) + (c(kernel[i]) - c(1)) * c(dilations[i]) + c(1);
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      out.push_back(Dim::fromExpr(*in * s));
+      // in * stride, padded down to it; where the kernel is too short to reach it the padding
+      // would be negative, and onnx and onnxruntime both take none.
+      auto need = (unpadded - *in * s).constantValue();
+      bool short_kernel = need && *need < 0;
+      out.push_back(Dim::fromExpr(short_kernel ? unpadded : *in * s));
       continue;
     }
-    SymExpr extra = c(outpad[i]) + (c(kernel[i]) - c(1)) * c(dilations[i]) + c(1) - c(pads[i]) -
-                    c(pads[i + spatial]);
-    out.push_back(Dim::fromExpr(s * (*in - c(1)) + extra));
+    out.push_back(Dim::fromExpr(unpadded - c(pads[i]) - c(pads[i + spatial])));
   }
   ctx.setOutput(0, elem, out);
 }

@@ -876,6 +876,7 @@ void resize(InferenceContext& ctx) {
   }
   if (sc.size() != axes.size()) return ctx.setOutput(0, elem, unknown);
   std::vector<Dim> out = *in;
+  bool disputed = false;
   for (size_t i = 0; i < axes.size(); ++i) {
     const Dim& d = (*in)[axes[i]];
     if (!(sc[i] > 0.0f) || !std::isfinite(sc[i])) {
@@ -883,8 +884,12 @@ void resize(InferenceContext& ctx) {
       return ctx.setOutput(0, elem, unknown);
     }
     if (d.isKnown()) {
-      out[axes[i]] =
-          infer::knownOrUnknown(infer::toInt64(std::floor(static_cast<double>(d.value) * sc[i])));
+      // onnx multiplies in double and floors, onnxruntime multiplies in float and truncates: a
+      // size they round differently (40 * 0.575f: 22 against 23) is disputed, not written.
+      auto onnx = infer::toInt64(std::floor(static_cast<double>(d.value) * sc[i]));
+      auto ort = infer::toInt64(sc[i] * static_cast<float>(d.value));
+      disputed |= onnx != ort;
+      out[axes[i]] = infer::knownOrUnknown(onnx == ort ? onnx : std::nullopt);
     } else if (sc[i] == 1.0f) {
       out[axes[i]] = d;
     } else if (sc[i] == std::floor(sc[i]) && sc[i] < 65536.0f) {
@@ -893,6 +898,7 @@ void resize(InferenceContext& ctx) {
       out[axes[i]] = Dim::unknown();
     }
   }
+  if (disputed) return ctx.setOutputDisputed(0, elem, out);
   ctx.setOutput(0, elem, out);
 }
 
