@@ -94,6 +94,7 @@ ir::Node* Rewriter::createNode(const std::string& op_type, const std::string& do
   ir::Node* node =
       B::createNode(*insert_graph_, op_type, domain, inputs, num_outputs, insert_before_);
   changed_ = true;
+  created_.insert(node);
   if (listener_) listener_->nodeCreated(node);
   return node;
 }
@@ -226,15 +227,40 @@ void Rewriter::replaceAllUsesWith(ir::Value* from, ir::Value* to) {
     std::string name = from->name();
     B::setName(from, to_takes_name ? to->name() : std::string());
     if (to_takes_name) B::setName(to, name);
+  } else {
+    nameReplacement(from, to);
   }
   notifyUsers(to);
+}
+
+void Rewriter::nameReplacement(ir::Value* from, ir::Value* to) {
+  if (to->kind() != ir::Value::Kind::kNodeOutput || isNamedOutput(to)) return;
+  const ir::Node* producer = to->producer();
+  const bool created = created_.count(producer) != 0;
+  if (!created && rewritten_.count(producer) == 0 && changed_values_.count(to) == 0) return;
+  if (from->name().empty() && (created || to->name().empty())) return;
+  std::string name = from->name();
+  if (!name.empty()) renameValue(from, "");
+  renameValue(to, std::move(name));
+}
+
+void Rewriter::markChanged(ir::Value* value) {
+  ONNXOPT_CHECK(!isNamedOutput(value), "markChanged on model output '" + value->name() + "'");
+  changed_values_.insert(value);
+  if (!value->name().empty()) renameValue(value, "");
+  changed_ = true;
 }
 
 void Rewriter::replaceNode(ir::Node* node, const std::vector<ir::Value*>& values) {
   ONNXOPT_CHECK(values.size() == node->numOutputs(), "replaceNode needs one value per output");
   for (size_t i = 0; i < values.size(); ++i) {
     ir::Value* out = node->output(i);
-    if (out == nullptr || !out->hasUses()) continue;
+    if (out == nullptr) continue;
+    if (!out->hasUses()) {
+      // Nothing reads it, but a value computing it still takes its name.
+      if (values[i] != nullptr && values[i] != out) nameReplacement(out, values[i]);
+      continue;
+    }
     ONNXOPT_CHECK(values[i] != nullptr, "replacing a used output with nothing");
     replaceAllUsesWith(out, values[i]);
   }
@@ -289,6 +315,7 @@ void Rewriter::eraseNode(ir::Node* node) {
 void Rewriter::setInput(ir::Node* node, size_t index, ir::Value* value) {
   ir::Value* old = node->input(index);
   B::setInput(node, index, value);
+  noteRewritten(node);
   changed_ = true;
   if (listener_) {
     listener_->nodeModified(node);
@@ -301,6 +328,7 @@ void Rewriter::setInput(ir::Node* node, size_t index, ir::Value* value) {
 
 void Rewriter::addInput(ir::Node* node, ir::Value* value) {
   B::addInput(node, value);
+  noteRewritten(node);
   changed_ = true;
   if (listener_) listener_->nodeModified(node);
 }
@@ -308,6 +336,7 @@ void Rewriter::addInput(ir::Node* node, ir::Value* value) {
 void Rewriter::removeInput(ir::Node* node, size_t index) {
   ir::Value* old = node->input(index);
   B::removeInput(node, index);
+  noteRewritten(node);
   changed_ = true;
   if (listener_) {
     listener_->nodeModified(node);
@@ -332,6 +361,7 @@ void Rewriter::setAttribute(ir::Node* node, ir::Attribute attribute) {
   }
   const uint64_t epoch = root->nameEpoch();
   B::setAttribute(node, std::move(attribute));
+  noteRewritten(node);
   if (root->nameEpoch() != epoch) {  // one step is what noteNames follows; more, it rebuilds
     noteNames(*node->owningGraph(), removed, "");
     if (names_.root == root) {
@@ -344,6 +374,7 @@ void Rewriter::setAttribute(ir::Node* node, ir::Attribute attribute) {
 
 void Rewriter::removeAttribute(ir::Node* node, const std::string& name) {
   if (B::removeAttribute(node, name)) {
+    noteRewritten(node);
     changed_ = true;
     if (listener_) listener_->nodeModified(node);
   }
@@ -377,6 +408,7 @@ void Rewriter::setName(ir::Value* value, std::string name) {
 
 void Rewriter::setOpType(ir::Node* node, std::string op_type, std::string domain) {
   B::setOpType(node, std::move(op_type));
+  noteRewritten(node);
   B::setDomain(node, std::move(domain));
   changed_ = true;
   if (listener_) listener_->nodeModified(node);

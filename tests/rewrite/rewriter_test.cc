@@ -92,6 +92,97 @@ TEST(RewriterTest, OneValueIsNeverTwoOutputsOfAGraph) {
   EXPECT_FALSE(rw.canReplaceWithoutIdentity(id->output(), g.output(0)));
 }
 
+constexpr char kConvChain[] = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] z) <float[2] w = {1.0, 2.0}> { c = Mul(x, w) y = Neg(c) z = Abs(y) }
+)";
+
+// A node changed in place (as a Conv absorbing a BatchNormalization) now computes the value it
+// replaces: its output takes that value's name, and its own, which meant what it computed before,
+// goes.
+TEST(RewriterTest, AChangedNodeTakesTheReplacedValuesName) {
+  auto model = parse(kConvChain);
+  ir::Graph& g = *model->graph;
+  ir::Node* mul = g.firstNode();
+  ir::Node* neg = mul->next();
+  Rewriter rw;
+  rw.setInput(mul, 1, rw.createInitializer(g, "w_neg", ir::Tensor(DataType::kFloat, {2})));
+  rw.replaceNode(neg, {mul->output()});
+  EXPECT_EQ(mul->output()->name(), "y");
+  EXPECT_EQ(g.lastNode()->input(0), mul->output());
+  EXPECT_EQ(uniqueValueName(g, "c"), "c");  // freed
+  EXPECT_TRUE(ir::verifyModel(*model).isOk());
+}
+
+// A new node's output (unnamed, or named by the pass) takes the name of the value it replaces.
+TEST(RewriterTest, ACreatedNodeTakesTheReplacedValuesName) {
+  auto model = parse(kConvChain);
+  ir::Graph& g = *model->graph;
+  ir::Node* neg = g.firstNode()->next();
+  Rewriter rw;
+  rw.setInsertionPoint(neg);
+  ir::Node* fused = rw.createNode("Neg", "", {g.inputs()[0]}, 1);
+  rw.setName(fused->output(), "fresh");
+  rw.replaceNode(neg, {fused->output()});
+  EXPECT_EQ(fused->output()->name(), "y");
+  EXPECT_EQ(uniqueValueName(g, "fresh"), "fresh");
+  // Replacing an unnamed value leaves a created node's fresh name as it is.
+  rw.setInsertionPoint(g.lastNode());
+  ir::Node* unnamed = rw.createNode("Relu", "", {fused->output()}, 1);
+  ir::Node* again = rw.createNode("Relu", "", {fused->output()}, 1);
+  rw.setName(again->output(), "fresh");
+  rw.replaceAllUsesWith(unnamed->output(), again->output());
+  EXPECT_EQ(again->output()->name(), "fresh");
+}
+
+// A value left as it was (an untouched node's output, a graph input, an initializer) keeps its
+// name where it stands for another (eliminate-noop, cse): both names meant the same value.
+TEST(RewriterTest, AnUntouchedValueKeepsItsName) {
+  auto model = parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] z) <float[2] w = {1.0, 2.0}> {
+  c = Mul(x, w) y = Identity(c) i = Identity(x) j = Identity(w) s = Sum(y, i, j) z = Abs(s)
+}
+)");
+  ir::Graph& g = *model->graph;
+  ir::Node* mul = g.firstNode();
+  ir::Node* id_y = mul->next();
+  ir::Node* id_x = id_y->next();
+  ir::Node* id_w = id_x->next();
+  Rewriter rw;
+  rw.replaceNode(id_y, {mul->output()});
+  rw.replaceNode(id_x, {g.inputs()[0]});
+  rw.replaceNode(id_w, {g.initializers()[0]});
+  EXPECT_EQ(mul->output()->name(), "c");
+  EXPECT_EQ(g.inputs()[0]->name(), "x");
+  EXPECT_EQ(g.initializers()[0]->name(), "w");
+  EXPECT_TRUE(ir::verifyModel(*model).isOk());
+}
+
+// markChanged: a value a rewrite changed in place loses its name, and one that then replaces
+// another takes that one's name; a model output keeps its name whatever replaces it.
+TEST(RewriterTest, MarkChangedFreesTheNameAndAReplacementTakesOne) {
+  auto model = parse(kConvChain);
+  ir::Graph& g = *model->graph;
+  ir::Node* mul = g.firstNode();
+  ir::Node* neg = mul->next();
+  ir::Node* abs = neg->next();
+  Rewriter rw;
+  rw.markChanged(mul->output());
+  EXPECT_EQ(mul->output()->name(), "");
+  rw.markChanged(neg->output());
+  rw.replaceNode(abs, {neg->output()});
+  EXPECT_EQ(neg->output()->name(), "z");  // the model output's name, as before
+  EXPECT_EQ(g.output(0), neg->output());
+  EXPECT_TRUE(ir::verifyModel(*model).isOk());
+}
+
+TEST(RewriterDeathTest, MarkChangedRefusesAModelOutput) {
+  auto model = parse(kConvChain);
+  Rewriter rw;
+  EXPECT_DEATH(rw.markChanged(model->graph->lastNode()->output()), "model output 'z'");
+}
+
 class RecordingListener : public RewriteListener {
  public:
   void nodeCreated(ir::Node* n) override { created.push_back(n->opType()); }

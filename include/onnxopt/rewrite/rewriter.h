@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "onnxopt/ir/graph.h"
@@ -82,9 +83,31 @@ class Rewriter {
   /// appended to that graph stands in, named like `from` in the main graph.
   /// Given:   %t = A(%x); %y = B(%t); output %y     Execute: replaceAllUsesWith(y, t)
   /// Result:  %y = A(%x); output %y                 (A's output renamed; B is now unused)
+  ///
+  /// Elsewhere a rewrite's result takes the name of the value it replaces, so that a name means
+  /// one value before and after (a per-layer check pairs values by name): where `to` is an output
+  /// of a node this Rewriter created or changed (setInput, setAttribute, setOpType, ...), or a
+  /// value it markChanged, `to` takes `from`'s name and `from` is left unnamed; the name `to` had
+  /// said what it held before the rewrite, so it goes (a created node's fresh name stays where
+  /// `from` has none). A value left as it was (a graph input, an initializer, an untouched node's
+  /// output, as cse or eliminate-noop forward to) keeps its name. A model output keeps its name.
+  /// Given:   %c = Conv(%x, %w); %y = BN(%c, ...); %z = Relu(%y)
+  /// Execute: setInput(Conv, 1, %w2); replaceAllUsesWith(y, c)
+  /// Result:  %y = Conv(%x, %w2); %z = Relu(%y)     (the Conv's output renamed; BN now unused)
   void replaceAllUsesWith(ir::Value* from, ir::Value* to);
 
-  /// replaceAllUsesWith for each output of `node`, then erases it.
+  /// `value` now holds something other than what its name said: a rewrite changed in place how
+  /// it is computed (a link of a fused chain rescaled or re-laid-out) and it replaces no value.
+  /// Its name is freed (export names it afresh) so that nothing pairs it with the value it was;
+  /// a later replaceAllUsesWith onto it gives it the replaced value's name. Not for a model
+  /// output (isNamedOutput): a rewrite keeps what those hold.
+  /// Given:   %m = MatMul(%x, %w); %r = Reshape(%m, %s); %y = Mul(%r, 2)
+  /// Execute: setInput(MatMul, 1, %w2); markChanged(m); markChanged(r); replaceAllUsesWith(y, r)
+  /// Result:  %_0 = MatMul(%x, %w2); %y = Reshape(%_0, %s)
+  void markChanged(ir::Value* value);
+
+  /// replaceAllUsesWith for each output of `node`, then erases it. An output nothing reads still
+  /// gives its name to its replacement, where replaceAllUsesWith would.
   void replaceNode(ir::Node* node, const std::vector<ir::Value*>& values);
 
   /// Erases a node whose outputs have no uses.
@@ -178,6 +201,11 @@ class Rewriter {
 
  private:
   void notifyUsers(ir::Value* value);
+  /// Records that `node`'s outputs may no longer hold what their names said (see
+  /// replaceAllUsesWith).
+  void noteRewritten(ir::Node* node) { rewritten_.insert(node); }
+  /// replaceAllUsesWith's naming where `from` is no model output.
+  void nameReplacement(ir::Value* from, ir::Value* to);
   /// B::setName through the name index.
   void renameValue(ir::Value* value, std::string name);
   /// After one change of this Rewriter's that moved `graph`'s name epoch by one: the names it
@@ -193,6 +221,13 @@ class Rewriter {
     std::unordered_map<std::string, int> counts;
   };
   NameIndex names_;
+
+  /// Nodes this Rewriter created, or changed the inputs, attributes or operator of; and values
+  /// it was told changed (markChanged). Erased nodes stay allocated until the pass collects
+  /// garbage, after this Rewriter's work, so their addresses are not reused meanwhile.
+  std::unordered_set<const ir::Node*> created_;
+  std::unordered_set<const ir::Node*> rewritten_;
+  std::unordered_set<const ir::Value*> changed_values_;
 
   RewriteListener* listener_;
   ir::Graph* insert_graph_ = nullptr;
