@@ -97,8 +97,10 @@ class MatMulScalePattern final : public rewrite::Pattern {
     }
     // Up through the shape-only ops, then an optional bias Add, to the MatMul.
     ir::Value* v = x;
+    std::vector<ir::Value*> chain;  // x, up to the MatMul's output: each will hold c times itself
     while (v->producer() != nullptr && movesElementsOnly(*v->producer())) {
       if (!pass::hasSingleUse(v)) return ctx.fail("a moved value has other users");
+      chain.push_back(v);
       v = v->producer()->input(0);
     }
     if (!pass::hasSingleUse(v) || v->producer() == nullptr) {
@@ -110,6 +112,7 @@ class MatMulScalePattern final : public rewrite::Pattern {
       add = v->producer();
       bias_side = ownConstantSide(*add);
       if (!bias_side) return ctx.fail("the Add is no bias Add by a constant of its own");
+      chain.push_back(v);
       v = add->input(1 - *bias_side);
       if (!pass::hasSingleUse(v) || v->producer() == nullptr) {
         return ctx.fail("the biased value is not a single-use MatMul result");
@@ -142,6 +145,10 @@ class MatMulScalePattern final : public rewrite::Pattern {
                   rw.createInitializer(graph, (bias.empty() ? "bias" : bias) + "_scaled",
                                        std::move(*new_b)));
     }
+    // The chain's values are scaled now: none keeps the name of what it held; x takes the
+    // Mul's, whose value it now is.
+    chain.push_back(v);
+    for (ir::Value* scaled_value : chain) rw.markChanged(scaled_value);
     rw.replaceNode(node, {x});
     return true;
   }

@@ -696,20 +696,19 @@ class RulePattern final : public rewrite::Pattern {
         if (n->output(j) == nullptr) continue;
         map[n->output(j)] = c->output(j);
         created.insert(c->output(j));
-        // Named after the rule (a value taking a replaced one's place takes its name below).
+        // Named after the rule (a value taking a replaced one's place takes its name below:
+        // replaceAllUsesWith).
         rw.setName(c->output(j), rewrite::uniqueValueName(*anchor->owningGraph(),
                                                           rule_.name + "/" + n->output(j)->name()));
       }
     }
-    std::vector<std::pair<ir::Value*, std::string>> renames;
+    // A created value takes the type and (through replaceAllUsesWith) the name of the value it
+    // replaces: per-layer checks compare by name.
     const auto& pouts = rule_.pattern->body->outputs();
     for (size_t k = 0; k < pouts.size(); ++k) {
       ir::Value* old = b.values.at(pouts[k]);
       ir::Value* now = map.at(rbody.output(k));
-      if (created.count(now) > 0) {
-        rw.setType(now, old->type());
-        renames.emplace_back(now, old->name());
-      }
+      if (created.count(now) > 0) rw.setType(now, old->type());
       rw.replaceAllUsesWith(old, now);
     }
     // Users before producers: the pattern body is in topological order.
@@ -720,10 +719,6 @@ class RulePattern final : public rewrite::Pattern {
       if (m != b.nodes.end()) dead.push_back(m->second);
     }
     rw.eraseDeadNodes(dead);
-    // The new values keep the names of those they replace (per-layer checks compare by name).
-    for (auto& [v, name] : renames) {
-      if (v->name() != name && !rewrite::isNamedOutput(v)) rw.setName(v, name);
-    }
   }
 
   const Rule& rule_;

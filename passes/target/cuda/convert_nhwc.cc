@@ -46,13 +46,11 @@ void wrapInNhwc(ir::Node* node, const std::string& op, const std::vector<ir::Val
                                  {pass::permutedType(node->output(0)->type(), kToNhwc)});
   for (const ir::Attribute& attr : node->attributes()) rw.copyAttribute(*node, nhwc, attr.name);
   rw.setName(nhwc, node->name());
-  std::string name = node->output(0)->name();
   ir::Value* back = pass::createTranspose(rw, nhwc->output(0), kToNchw);
   // A MaxPool may declare Indices that nothing reads: no value replaces them.
   std::vector<ir::Value*> values(node->numOutputs(), nullptr);
   values[0] = back;
-  rw.replaceNode(node, values);
-  if (back->name() != name) rw.setName(back, name);
+  rw.replaceNode(node, values);  // which gives `back` the output's name
 }
 
 /// Whether X is known to be 4-D and of a type the kernel table claims `op` for.

@@ -35,9 +35,7 @@ void replaceWith(ir::Node* relu, ir::Node* conv, const std::string& fused,
   inputs.insert(inputs.end(), extra.begin(), extra.end());
   ir::Node* node = rw.createNodeLike(fused, kTargetDomain, inputs, relu);
   for (const ir::Attribute& a : conv->attributes()) rw.copyAttribute(*conv, node, a.name);
-  std::string name = relu->output(0)->name();
-  rw.replaceNode(relu, {node->output(0)});
-  if (node->output(0)->name() != name) rw.setName(node->output(0), name);
+  rw.replaceNode(relu, {node->output(0)});  // which gives it relu's output name
 }
 
 class ConvReluPattern final : public rewrite::Pattern {

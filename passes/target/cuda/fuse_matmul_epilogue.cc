@@ -34,10 +34,8 @@ bool replaceWith(ir::Node* last, const std::string& op, const std::vector<ir::Va
   auto& rw = ctx.rewriter();
   ir::Node* fused = rw.createNodeLike(op, kTargetDomain, inputs, last);
   rw.copyAttribute(*last, fused, "approximate");  // Gelu's; no other matched root has one
-  std::string name = last->output(0)->name();
+  // The fused value takes the name of the chain's result (per-layer checks compare by name).
   rw.replaceNode(last, {fused->output(0)});
-  // The fused value keeps the name of the chain's result (per-layer checks compare by name).
-  if (fused->output(0)->name() != name) rw.setName(fused->output(0), name);
   return true;
 }
 

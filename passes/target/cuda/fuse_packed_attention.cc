@@ -84,9 +84,7 @@ void replaceAttention(ir::Node* attention, ir::Value* qkv, PatternContext& ctx) 
                                       {qkv, attention->input(3)}, attention);
   rw.copyAttribute(*attention, fused, "num_heads");
   rw.copyAttribute(*attention, fused, "scale");
-  std::string name = attention->output(0)->name();
-  rw.replaceNode(attention, {fused->output(0)});
-  if (fused->output(0)->name() != name) rw.setName(fused->output(0), name);
+  rw.replaceNode(attention, {fused->output(0)});  // which gives it attention's output name
 }
 
 /// Split(QKV) -> SafeAttention  ==>  SafePackedAttention(QKV).
@@ -731,6 +729,11 @@ class BatchFirstPattern final : public rewrite::Pattern {
     rw.setOpType(attention, "PackedAttention", kTargetDomain);
     swapRows(attention);
     for (ir::Node* n : after) swapRows(n);
+    // Every value between the Transposes holds its rows in the other order now: none keeps the
+    // name of what it held, and the last takes the output Transpose's, whose value it is.
+    for (ir::Node* n : before) rw.markChanged(n->output(0));
+    rw.markChanged(attention->output(0));
+    for (ir::Node* n : after) rw.markChanged(n->output(0));
     rw.replaceAllUsesWith(out_swap->output(0), v);
     rw.eraseNode(out_swap);
     return true;

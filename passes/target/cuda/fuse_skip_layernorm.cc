@@ -82,14 +82,11 @@ class SkipLayerNormPattern final : public rewrite::Pattern {
     rw.setName(fused, ln->name());
     rw.copyAttribute(*ln, fused, "axis");
     rw.copyAttribute(*ln, fused, "epsilon");
-    std::string y_name = ln->output(0)->name();
-    std::string s_name = s->name();
+    // The fused outputs take the names of the values they replace.
     std::vector<ir::Value*> replacement(ln->numOutputs(), nullptr);
     replacement[0] = fused->output(0);
     rw.replaceNode(ln, replacement);
-    if (fused->output(0)->name() != y_name) rw.setName(fused->output(0), y_name);
     rw.replaceNode(add, {fused->output(1)});
-    if (fused->output(1)->name() != s_name) rw.setName(fused->output(1), s_name);
     return true;
   }
 };

@@ -113,8 +113,7 @@ class PatchConvPattern final : public rewrite::Pattern {
         rw.createNode("MatMul", "", {r, w_rows}, {typeWith(*t, n, {hp, wp, m})})->output(0);
     if (b != nullptr) y = rw.createNode("Add", "", {y, b}, {y->type()})->output(0);
     ir::Value* back = pass::createTranspose(rw, y, {0, 3, 1, 2});
-    rw.replaceNode(conv, {back});
-    if (back->name() != base) rw.setName(back, base);
+    rw.replaceNode(conv, {back});  // which gives `back` the Conv's output name
     return true;
   }
 };
