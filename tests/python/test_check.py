@@ -6,6 +6,7 @@ ranges; bad usage fails with one error line."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
+from roundtrip_check import REPO_ROOT
+from test_pass_numeric import _pipeline
 
 RUNNERS = ("reference", "onnxruntime")
 
@@ -397,3 +401,132 @@ def test_dynamic_signal_gets_a_length_that_runs(run_opt, work_dir: Path) -> None
         assert proc.returncode == 0, proc.stdout + proc.stderr
         dims = next(line for line in proc.stdout.splitlines() if line.startswith("dims"))
         assert int(dims.split("samples=")[1].split()[0]) >= 64 * 4, dims
+
+
+# --- Per-layer pairing across fusions: a fused value carries the name of the value it computes ---
+
+# The pass tests that say, in `# PER-LAYER: pairs NAME...` / `# PER-LAYER: unpaired NAME...` lines,
+# which values a per-layer check must pair after their pipeline, and which it must not find (a name
+# whose value the rewrite changed, or that it fused away).
+PER_LAYER_CASES = sorted(p for p in (REPO_ROOT / "tests" / "lit" / "passes").rglob("*.onnxtxt")
+                         if re.search(r"^#\s*PER-LAYER:", p.read_text(), re.M))
+
+
+def _per_layer_names(text: str, kind: str) -> list[str]:
+    names = []
+    for m in re.finditer(rf"^#\s*PER-LAYER:\s*{kind}\s+(.*)$", text, re.M):
+        names += m.group(1).split()
+    return names
+
+
+def _per_layer_rows(stdout: str) -> dict[str, str]:
+    """The per-layer table of `opt check --per-layer`: value name -> last column (pass / FAIL...)."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("per layer ("))
+    rows = {}
+    for line in lines[start + 2:]:  # after the column header
+        if not line.startswith("  "):
+            break
+        fields = line.split()
+        rows[fields[0]] = "FAIL" if " FAIL" in line else fields[-1]
+    return rows
+
+
+def _check_per_layer(run_opt, original: Path, optimized: Path) -> dict[str, str]:
+    proc = run_opt("check", original, optimized, "--per-layer")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "every shared value is within tolerance" in proc.stdout, proc.stdout
+    rows = _per_layer_rows(proc.stdout)
+    assert all(verdict == "pass" for verdict in rows.values()), proc.stdout
+    return rows
+
+
+@pytest.mark.parametrize("case", PER_LAYER_CASES, ids=lambda p: str(p.relative_to(p.parents[1])))
+def test_per_layer_pairs_fused_values_by_what_they_compute(case: Path, run_opt, work_dir: Path) -> None:
+    """A fused chain's intermediate and final values are named: after the fusion, `opt check --per-layer`
+    pairs the final name with the fused value and finds no value past tolerance (a value a rewrite
+    changed, such as the Conv's output once it absorbed a BatchNormalization, keeps no old name)."""
+    text = case.read_text()
+    pipeline = _pipeline(text)
+    original, optimized = work_dir / "original.onnx", work_dir / "optimized.onnx"
+    assert run_opt(case, "-O0", "-o", original).returncode == 0
+    proc = run_opt(case, f"--passes={pipeline}", "--verify-each", "-o", optimized)
+    assert proc.returncode == 0, proc.stderr
+    assert [o.name for o in onnx.load(optimized).graph.output] == [o.name for o in onnx.load(original).graph.output]
+    rows = _check_per_layer(run_opt, original, optimized)
+    for name in _per_layer_names(text, "pairs"):
+        assert name in rows, f"'{name}' is not compared: {sorted(rows)}"
+    for name in _per_layer_names(text, "unpaired"):
+        assert name not in rows, f"'{name}' is compared, but its value changed or went"
+
+
+def _mobilenet_v3_like(path: Path) -> Path:
+    """A small MobileNetV3-shaped network as PyTorch exports it: Conv + BatchNormalization +
+    HardSwish (written out as x * HardSigmoid(x) and as x * Clip(x + 3, 0, 6) / 6), a depthwise
+    Conv + BN + Relu, a squeeze-excite block (GlobalAveragePool, 1x1 Convs, HardSigmoid scaling),
+    a 1x1 projection Conv + BN with a residual Add, and a Gemm classifier."""
+    rng = np.random.default_rng(3)
+    inits: list = []
+
+    def const(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+        return name
+
+    def conv_bn(x: str, name: str, cin: int, cout: int, k: int, group: int = 1) -> list:
+        w = const(f"{name}.w", rng.standard_normal((cout, cin // group, k, k)) * 0.3)
+        stats = [const(f"{name}.{s}", v) for s, v in (
+            ("gamma", rng.uniform(0.5, 1.5, cout)), ("beta", rng.standard_normal(cout) * 0.1),
+            ("mean", rng.standard_normal(cout) * 0.1), ("var", rng.uniform(0.5, 1.5, cout)))]
+        return [helper.make_node("Conv", [x, w], [f"{name}.conv"], pads=[k // 2] * 4, group=group),
+                helper.make_node("BatchNormalization", [f"{name}.conv", *stats], [f"{name}.bn"])]
+
+    three, zero, six = const("three", np.array(3.0)), const("zero", np.array(0.0)), const("six", np.array(6.0))
+    nodes = conv_bn("x", "stem", 3, 8, 3)
+    nodes += [helper.make_node("HardSigmoid", ["stem.bn"], ["stem.hsig"], alpha=1 / 6, beta=0.5),
+              helper.make_node("Mul", ["stem.bn", "stem.hsig"], ["stem.act"])]
+    nodes += conv_bn("stem.act", "dw", 8, 8, 3, group=8)
+    nodes += [helper.make_node("Relu", ["dw.bn"], ["dw.act"]),
+              helper.make_node("GlobalAveragePool", ["dw.act"], ["se.pool"]),
+              helper.make_node("Conv", ["se.pool", const("se.w1", rng.standard_normal((4, 8, 1, 1)) * 0.3),
+                                        const("se.b1", rng.standard_normal(4) * 0.1)], ["se.fc1"]),
+              helper.make_node("Relu", ["se.fc1"], ["se.relu"]),
+              helper.make_node("Conv", ["se.relu", const("se.w2", rng.standard_normal((8, 4, 1, 1)) * 0.3),
+                                        const("se.b2", rng.standard_normal(8) * 0.1)], ["se.fc2"]),
+              helper.make_node("HardSigmoid", ["se.fc2"], ["se.gate"], alpha=1 / 6, beta=0.5),
+              helper.make_node("Mul", ["dw.act", "se.gate"], ["se.out"])]
+    nodes += conv_bn("se.out", "proj", 8, 8, 1)
+    nodes += [helper.make_node("Add", ["proj.bn", "stem.act"], ["res"])]
+    nodes += conv_bn("res", "head", 8, 16, 1)
+    nodes += [helper.make_node("Add", ["head.bn", three], ["head.a"]),
+              helper.make_node("Clip", ["head.a", zero, six], ["head.c"]),
+              helper.make_node("Div", ["head.c", six], ["head.d"]),
+              helper.make_node("Mul", ["head.bn", "head.d"], ["head.act"]),
+              helper.make_node("GlobalAveragePool", ["head.act"], ["pool"]),
+              helper.make_node("Flatten", ["pool"], ["flat"]),
+              helper.make_node("Gemm", ["flat", const("fc.w", rng.standard_normal((10, 16)) * 0.3),
+                                        const("fc.b", rng.standard_normal(10) * 0.1)], ["logits"], transB=1)]
+    graph = helper.make_graph(nodes, "mobilenet_v3_like",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_mobilenet_v3_like_passes_per_layer(run_opt, work_dir: Path) -> None:
+    """Conv + BN (+ HardSwish) chains end to end at -O2: every Conv that absorbed a BN computes the
+    BN's value under the BN's name, each HardSwish the chain's last, and every value both models
+    name alike agrees."""
+    original = _mobilenet_v3_like(work_dir / "model.onnx")
+    optimized = work_dir / "opt.onnx"
+    proc = run_opt(original, "-O2", "-o", optimized)
+    assert proc.returncode == 0, proc.stderr
+    ops = {n.output[0]: n.op_type for n in onnx.load(optimized).graph.node}
+    assert "BatchNormalization" not in ops.values()
+    for block in ("stem", "dw", "proj", "head"):
+        assert ops.get(f"{block}.bn") == "Conv" and f"{block}.conv" not in ops, ops
+    assert ops.get("stem.act") == "HardSwish" and ops.get("head.act") == "HardSwish", ops
+    rows = _check_per_layer(run_opt, original, optimized)
+    for name in ("stem.bn", "stem.act", "dw.bn", "se.out", "proj.bn", "res", "head.bn", "head.act", "logits"):
+        assert name in rows, f"'{name}' is not compared: {sorted(rows)}"
