@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from roundtrip_check import REPO_ROOT
-from test_pass_numeric import _pipeline
+from test_pass_numeric import _pipeline, _rule_flags
 
 RUNNERS = ("reference", "onnxruntime")
 
@@ -450,7 +450,7 @@ def test_per_layer_pairs_fused_values_by_what_they_compute(case: Path, run_opt, 
     pipeline = _pipeline(text)
     original, optimized = work_dir / "original.onnx", work_dir / "optimized.onnx"
     assert run_opt(case, "-O0", "-o", original).returncode == 0
-    proc = run_opt(case, f"--passes={pipeline}", "--verify-each", "-o", optimized)
+    proc = run_opt(case, f"--passes={pipeline}", *_rule_flags(text, case), "--verify-each", "-o", optimized)
     assert proc.returncode == 0, proc.stderr
     assert [o.name for o in onnx.load(optimized).graph.output] == [o.name for o in onnx.load(original).graph.output]
     rows = _check_per_layer(run_opt, original, optimized)
@@ -530,3 +530,4 @@ def test_mobilenet_v3_like_passes_per_layer(run_opt, work_dir: Path) -> None:
     rows = _check_per_layer(run_opt, original, optimized)
     for name in ("stem.bn", "stem.act", "dw.bn", "se.out", "proj.bn", "res", "head.bn", "head.act", "logits"):
         assert name in rows, f"'{name}' is not compared: {sorted(rows)}"
+
