@@ -104,6 +104,17 @@ ModelComparison compareRuns(const ExecutionResult& expected, const ExecutionResu
   for (const RecordedValue& v : actual.intermediates) {
     auto it = before.find(v.name);
     if (it == before.end()) continue;
+    // One name, but not one value (a layout the optimizer changed under it, say): pairing them
+    // would report a difference that is no error.
+    if (std::string why = incomparable(*it->second, v.value); !why.empty()) {
+      TensorComparison c;
+      c.name = v.name;
+      c.dtype = it->second->dtype;
+      c.dims = it->second->dims;
+      c.problem = std::move(why);
+      result.unpaired.push_back(std::move(c));
+      continue;
+    }
     TensorComparison c = compareTensors(v.name, *it->second, v.value,
                                         toleranceFor(it->second->dtype, options, v.value.dtype));
     if (!c.passed && result.first_failing_layer.empty()) {

@@ -81,13 +81,7 @@ Tolerance defaultTolerance(DataType dtype) {
   }
 }
 
-TensorComparison compareTensors(const std::string& name, const kernels::HostTensor& expected,
-                                const kernels::HostTensor& actual, Tolerance tolerance) {
-  TensorComparison c;
-  c.name = name;
-  c.dtype = expected.dtype;
-  c.dims = expected.dims;
-  c.tolerance = tolerance;
+std::string incomparable(const kernels::HostTensor& expected, const kernels::HostTensor& actual) {
   auto floating = [](DataType t) {
     return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBfloat16 ||
            t == DataType::kDouble;
@@ -95,15 +89,25 @@ TensorComparison compareTensors(const std::string& name, const kernels::HostTens
   // Float types compare as numbers across types (a value converted by --precision); others must
   // match.
   if (expected.dtype != actual.dtype && !(floating(expected.dtype) && floating(actual.dtype))) {
-    c.problem = fmt::format("element type {} != {}", dataTypeName(actual.dtype),
-                            dataTypeName(expected.dtype));
-    return c;
+    return fmt::format("element type {} != {}", dataTypeName(actual.dtype),
+                       dataTypeName(expected.dtype));
   }
   if (expected.dims != actual.dims) {
-    c.problem = fmt::format("shape [{}] != [{}]", fmt::join(actual.dims, ","),
-                            fmt::join(expected.dims, ","));
-    return c;
+    return fmt::format("shape [{}] != [{}]", fmt::join(actual.dims, ","),
+                       fmt::join(expected.dims, ","));
   }
+  return "";
+}
+
+TensorComparison compareTensors(const std::string& name, const kernels::HostTensor& expected,
+                                const kernels::HostTensor& actual, Tolerance tolerance) {
+  TensorComparison c;
+  c.name = name;
+  c.dtype = expected.dtype;
+  c.dims = expected.dims;
+  c.tolerance = tolerance;
+  c.problem = incomparable(expected, actual);
+  if (!c.problem.empty()) return c;
   c.elements = expected.numElements();
   if (expected.dtype == DataType::kString) {
     for (size_t i = 0; i < expected.strings.size() && i < actual.strings.size(); ++i) {

@@ -531,3 +531,32 @@ def test_mobilenet_v3_like_passes_per_layer(run_opt, work_dir: Path) -> None:
     for name in ("stem.bn", "stem.act", "dw.bn", "se.out", "proj.bn", "res", "head.bn", "head.act", "logits"):
         assert name in rows, f"'{name}' is not compared: {sorted(rows)}"
 
+
+def test_per_layer_leaves_a_value_of_another_shape_unpaired(run_opt, work_dir: Path) -> None:
+    """A value the other model names alike but holds in another layout (as a tool that transposes a
+    region and keeps its names would write) is not the same value: it is listed as not compared,
+    with the reason, and is no value past tolerance."""
+    def save(nodes: list, path: Path) -> Path:
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        onnx.save(model, path)
+        return path
+
+    original = save([helper.make_node("Sigmoid", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["n"]),
+                     helper.make_node("Abs", ["n"], ["y"])], work_dir / "a.onnx")
+    transposed = save([helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0]),
+                       helper.make_node("Sigmoid", ["xt"], ["t"]), helper.make_node("Neg", ["t"], ["n"]),
+                       helper.make_node("Transpose", ["n"], ["nt"], perm=[1, 0]),
+                       helper.make_node("Abs", ["nt"], ["y"])], work_dir / "b.onnx")
+    report = work_dir / "r.json"
+    proc = run_opt("check", original, transposed, "--per-layer", "--report", report)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "every shared value is within tolerance" in proc.stdout
+    assert "not compared (2 named alike in both models, but not the same value):" in proc.stdout
+    assert any(line.split()[:1] == ["t"] and line.endswith("shape [3,2] != [2,3]") for line in proc.stdout.splitlines())
+    data = json.loads(report.read_text())["check"]
+    assert [v["name"] for v in data["per_layer"]] == ["y"] and data["first_failing_value"] is None
+    assert [(v["name"], v["problem"]) for v in data["per_layer_unpaired"]] == [
+        ("t", "shape [3,2] != [2,3]"), ("n", "shape [3,2] != [2,3]")]

@@ -83,6 +83,11 @@ std::string formatCheck(const CheckResult& r) {
       out += "every shared value is within tolerance\n";
     }
   }
+  if (!r.unpaired.empty()) {
+    out += fmt::format("not compared ({} named alike in both models, but not the same value):\n",
+                       r.unpaired.size());
+    for (const auto& c : r.unpaired) out += fmt::format("  {:<40} {}\n", c.name, c.problem);
+  }
   std::vector<std::string> failed;
   for (const auto& c : r.outputs) {
     if (!c.passed) failed.push_back("'" + c.name + "'");

@@ -100,7 +100,7 @@ std::string reportJson(const ReportData& d) {
   }
   if (d.check != nullptr) {
     const CheckResult& c = *d.check;
-    std::vector<std::string> inputs, outputs, layers;
+    std::vector<std::string> inputs, outputs, layers, unpaired;
     for (const runtime::InputValue& in : c.inputs) {
       std::string dims = fmt::format("{}", fmt::join(in.dynamic_dims, ", "));
       inputs.push_back(fmt::format(
@@ -109,6 +109,7 @@ std::string reportJson(const ReportData& d) {
     }
     for (const auto& o : c.outputs) outputs.push_back(comparison(o));
     for (const auto& l : c.layers) layers.push_back(comparison(l));
+    for (const auto& l : c.unpaired) unpaired.push_back(comparison(l));
     std::string check = fmt::format(
         "{{\n    \"runner\": {},\n    \"seed\": {},\n    \"passed\": {},\n    \"inputs\": {},\n"
         "    \"outputs\": {}",
@@ -119,6 +120,7 @@ std::string reportJson(const ReportData& d) {
       check += ",\n    \"first_failing_value\": " +
                (c.first_failing_layer.empty() ? std::string("null") : str(c.first_failing_layer));
     }
+    if (!c.unpaired.empty()) check += ",\n    \"per_layer_unpaired\": " + list(unpaired, "      ");
     fields.push_back("\"check\": " + check + "\n  }");
   }
   std::string out = "{\n";

@@ -38,8 +38,13 @@ DataType narrowestFloatType(const ir::Model& model);
 struct ModelComparison {
   /// One per output of the expected run, in its order (missing from the actual run: failed).
   std::vector<TensorComparison> outputs;
-  /// per_layer: values recorded by both runs, in the actual run's order.
+  /// per_layer: values recorded by both runs under one name, of one shape and element type (or
+  /// both float), in the actual run's order.
   std::vector<TensorComparison> layers;
+  /// per_layer: values recorded by both runs under one name but of another shape or element
+  /// type (`problem` says which), so not the same value: not compared. The optimizer gives a
+  /// value a name only where it holds that name's value; another tool may not.
+  std::vector<TensorComparison> unpaired;
   std::string first_failing_layer;  ///< empty when none
   std::string first_failing_op;     ///< the op producing it in the actual run
   bool passed = false;              ///< every output within tolerance

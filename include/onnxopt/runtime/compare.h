@@ -38,6 +38,10 @@ struct TensorComparison {
   std::string problem;  ///< set when the tensors cannot be compared (type or shape differ)
 };
 
+/// Why `actual` cannot be compared with `expected` element by element: another element type
+/// (float types excepted, which compare as numbers) or another shape; "" when it can.
+std::string incomparable(const kernels::HostTensor& expected, const kernels::HostTensor& actual);
+
 /// Compares `actual` against `expected`. NaNs at the same place and equal infinities count as
 /// equal; a NaN or infinity against anything else is a mismatch with infinite error. Float types
 /// (float, float16, bfloat16, double) compare as numbers across types; other types must match.
