@@ -237,7 +237,9 @@ void Rewriter::nameReplacement(ir::Value* from, ir::Value* to) {
   if (to->kind() != ir::Value::Kind::kNodeOutput || isNamedOutput(to)) return;
   const ir::Node* producer = to->producer();
   const bool created = created_.count(producer) != 0;
-  if (!created && rewritten_.count(producer) == 0 && changed_values_.count(to) == 0) return;
+  // An unnamed value (one an earlier pass created) may take a name whatever made it.
+  const bool rebuilt = created || rewritten_.count(producer) != 0 || changed_values_.count(to);
+  if (!rebuilt && !to->name().empty()) return;
   if (from->name().empty() && (created || to->name().empty())) return;
   std::string name = from->name();
   if (!name.empty()) renameValue(from, "");

@@ -159,6 +159,19 @@ g (float[2] x) => (float[2] z) <float[2] w = {1.0, 2.0}> {
   EXPECT_TRUE(ir::verifyModel(*model).isOk());
 }
 
+// An unnamed value (an earlier pass's) that stands for a named one takes its name: no name is
+// lost where one can be kept.
+TEST(RewriterTest, AnUnnamedValueTakesTheReplacedValuesName) {
+  auto model = parse(kConvChain);
+  ir::Node* mul = model->graph->firstNode();
+  Rewriter earlier;
+  earlier.setName(mul->output(), "");  // as a pass that created it left it
+  Rewriter rw;
+  rw.replaceNode(mul->next(), {mul->output()});
+  EXPECT_EQ(mul->output()->name(), "y");
+  EXPECT_TRUE(ir::verifyModel(*model).isOk());
+}
+
 // markChanged: a value a rewrite changed in place loses its name, and one that then replaces
 // another takes that one's name; a model output keeps its name whatever replaces it.
 TEST(RewriterTest, MarkChangedFreesTheNameAndAReplacementTakesOne) {

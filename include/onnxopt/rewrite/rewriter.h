@@ -86,11 +86,12 @@ class Rewriter {
   ///
   /// Elsewhere a rewrite's result takes the name of the value it replaces, so that a name means
   /// one value before and after (a per-layer check pairs values by name): where `to` is an output
-  /// of a node this Rewriter created or changed (setInput, setAttribute, setOpType, ...), or a
-  /// value it markChanged, `to` takes `from`'s name and `from` is left unnamed; the name `to` had
-  /// said what it held before the rewrite, so it goes (a created node's fresh name stays where
-  /// `from` has none). A value left as it was (a graph input, an initializer, an untouched node's
-  /// output, as cse or eliminate-noop forward to) keeps its name. A model output keeps its name.
+  /// of a node this Rewriter created or changed (setInput, setAttribute, setOpType, ...), a
+  /// value it markChanged, or an unnamed value, `to` takes `from`'s name and `from` is left
+  /// unnamed; the name `to` had said what it held before the rewrite, so it goes (a created
+  /// node's fresh name stays where `from` has none). A value left as it was (a graph input, an
+  /// initializer, an untouched node's output, as cse or eliminate-noop forward to) keeps its
+  /// name. A model output keeps its name.
   /// Given:   %c = Conv(%x, %w); %y = BN(%c, ...); %z = Relu(%y)
   /// Execute: setInput(Conv, 1, %w2); replaceAllUsesWith(y, c)
   /// Result:  %y = Conv(%x, %w2); %z = Relu(%y)     (the Conv's output renamed; BN now unused)
