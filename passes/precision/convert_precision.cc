@@ -35,44 +35,10 @@
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/passes/registry.h"
 #include "onnxopt/support/half.h"
+#include "precision_schema.h"
 
 namespace onnxopt::passes {
 namespace {
-
-/// What onnx's schemas allow for one version of an op (tools/gen_precision_ops.py).
-struct OpPrecision {
-  int64_t since = 0;
-  bool fp16 = false;
-  int64_t fp16_restricted = 0;  ///< outputs (bit i) that stay float32 under float16
-  bool bf16 = false;
-  int64_t bf16_restricted = 0;
-  int64_t float_inputs = 0;   ///< inputs (bit i) declared tensor(float) itself
-  int64_t float_outputs = 0;  ///< outputs likewise
-};
-
-/// Every version's row per op, oldest first.
-const std::map<std::string, std::vector<OpPrecision>>& precisionTable() {
-  static const auto* table = [] {
-    auto* t = new std::map<std::string, std::vector<OpPrecision>>();
-#define PRECISION_OP(op, since, h, hr, b, br, fi, fo) \
-  (*t)[#op].push_back({since, h != 0, hr, b != 0, br, fi, fo});
-#include "precision_ops.inc"
-#undef PRECISION_OP
-    return t;
-  }();
-  return *table;
-}
-
-/// The row of `op` in force at `opset` (the newest version at or below it), or nullptr.
-const OpPrecision* precisionOf(const std::string& op, int64_t opset) {
-  auto it = precisionTable().find(op);
-  if (it == precisionTable().end()) return nullptr;
-  const OpPrecision* row = nullptr;
-  for (const OpPrecision& r : it->second) {
-    if (r.since <= opset) row = &r;
-  }
-  return row;
-}
 
 bool bitSet(int64_t mask, size_t i) {
   return i < 62 && ((mask >> i) & 1) != 0;
@@ -190,7 +156,7 @@ class ConvertPrecisionPass final : public pass::Pass {
     if (name == "keep-ops") {
       keep_ops_ = splitList(value);
       for (const std::string& op : keep_ops_) {
-        if (precisionTable().count(op) == 0) {
+        if (!hasPrecisionRow(op)) {
           return makeError(StatusCode::kInvalidArgument,
                            "convert-precision: keep-ops names '{}', which is no ONNX op with a "
                            "float input or output",
@@ -238,6 +204,8 @@ class ConvertPrecisionPass final : public pass::Pass {
     }
     std::map<std::string, int64_t> kept_why;
     convertGraph(rw, g, /*top=*/true, kept_why);
+    // What the rules above miss must be an error, never a model that no runtime loads.
+    RETURN_IF_ERROR(checkPrecisionTypes(g, opset_, target_));
     for (const auto& [why, count] : kept_why) bump("kept: " + why, count);
     bump("converted", converted_);
     bump("casts", casts_);
@@ -287,7 +255,11 @@ class ConvertPrecisionPass final : public pass::Pass {
       }
     }
     if (worth && (keep_io_ || !top)) restoreOutputs(rw, g);
-    if (!worth) ++kept_why["a subgraph without products or convolutions"];
+    if (!worth) {
+      ++kept_why["a subgraph without products or convolutions"];
+      // It may still read an outer graph input that keep-io-types=false retyped.
+      for (ir::Node* n : nodes) feedFloat(rw, n);
+    }
     for (ir::Node* n : nodes) {
       for (ir::Graph* sub : n->subgraphs()) convertGraph(rw, *sub, /*top=*/false, kept_why);
     }
@@ -334,6 +306,13 @@ class ConvertPrecisionPass final : public pass::Pass {
         std::any_of(n.outputs().begin(), n.outputs().end(), unknown)) {
       return "a value of unknown type";
     }
+    // A sequence or optional of float tensors keeps its element type: its reader or writer
+    // converted would mix float32 elements into float16 tensors.
+    auto container = [](ir::Value* v) { return v != nullptr && !v->type().isTensor(); };
+    if (std::any_of(n.inputs().begin(), n.inputs().end(), container) ||
+        std::any_of(n.outputs().begin(), n.outputs().end(), container)) {
+      return "a sequence, map or optional value";
+    }
     if (!n.domain().empty() && n.domain() != "ai.onnx") return "not a default-domain op";
     if (!n.subgraphs().empty()) return "has a subgraph";
     if (keep_nodes_.count(n.name()) > 0) return "keep-nodes";
@@ -348,7 +327,7 @@ class ConvertPrecisionPass final : public pass::Pass {
     }
     const bool safe = measuredSafe(n);
     if (!safe && defaultKept().count(n.opType()) > 0) return "accumulation-sensitive";
-    if (precisionTable().count(n.opType()) == 0) return "unknown op";
+    if (!hasPrecisionRow(n.opType())) return "unknown op";
     const OpPrecision* row = precisionOf(n.opType(), opset_);
     bool half = target_ == DataType::kFloat16;
     if (row == nullptr || !(half ? row->fp16 : row->bf16)) return "type not allowed at this opset";
@@ -378,21 +357,27 @@ class ConvertPrecisionPass final : public pass::Pass {
   /// initializer or Constant output that does not: its outputs are clipped into the type's range
   /// where they enter the converted region, if it stays float32.
   bool readsBeyondRange(const ir::Node& n) const {
-    if (n.opType() == "Constant") return !constantFits(n);
+    if (n.opType() == "Constant" || n.opType() == "ConstantOfShape") return !constantFits(n);
     for (ir::Value* v : n.inputs()) {
       if (!isFloatTensor(v)) continue;
       if (v->initializer() != nullptr && !fits(*v->initializer(), target_)) return true;
-      if (v->producer() != nullptr && v->producer()->opType() == "Constant" &&
-          !constantFits(*v->producer())) {
+      const ir::Node* p = v->producer();
+      if (p != nullptr && (p->opType() == "Constant" || p->opType() == "ConstantOfShape") &&
+          !constantFits(*p)) {
         return true;
       }
     }
     return false;
   }
 
-  /// Whether a Constant node's float value fits the target type.
+  /// Whether a Constant's or ConstantOfShape's float value fits the target type.
   bool constantFits(const ir::Node& n) const {
     std::optional<ir::Tensor> t = ir::constantNodeTensor(n);
+    if (n.opType() == "ConstantOfShape") {
+      const ir::Attribute* a = n.findAttribute("value");
+      t = a != nullptr && a->tensors.size() == 1 ? std::optional<ir::Tensor>(a->tensors[0])
+                                                 : std::nullopt;
+    }
     return !t || t->dtype() != DataType::kFloat || fits(*t, target_);
   }
 
@@ -424,14 +409,19 @@ class ConvertPrecisionPass final : public pass::Pass {
     return castOf(rw, v, target_, before, to_target_);
   }
 
-  /// A Cast of `v` to `to` inserted before `before`, one per value.
+  /// A Cast of `v` to `to` inserted before `before` (nullptr: at the end of v's graph), one per
+  /// value.
   ir::Value* castOf(rewrite::Rewriter& rw, ir::Value* v, DataType to, ir::Node* before,
                     std::map<ir::Value*, ir::Value*>& cache) {
     auto it = cache.find(v);
     if (it != cache.end()) return it->second;
     ir::Type t = v->type();
     t.elem_type = to;
-    rw.setInsertionPoint(before);
+    if (before != nullptr) {
+      rw.setInsertionPoint(before);
+    } else {
+      rw.setInsertionPointToEnd(*v->owningGraph());
+    }
     ir::Value* in = v;
     if (to != DataType::kFloat && saturated_.count(v) > 0 && opset_ >= 12) {
       // The output of a node kept for a constant past the type's range (an attention mask of
@@ -475,13 +465,33 @@ class ConvertPrecisionPass final : public pass::Pass {
       if (isFloatTensor(o) && !bitSet(row->float_outputs, i)) retype(rw, o);
     }
     if (n->opType() == "Constant") convertConstant(rw, n);
-    if (n->opType() == "Cast") {
-      const ir::Attribute* to = n->findAttribute("to");
-      if (to != nullptr && to->i == static_cast<int64_t>(DataType::kFloat)) {
-        rw.setAttribute(n, pass::intAttr("to", static_cast<int64_t>(target_)));
-      }
-    }
+    convertTypeAttribute(rw, n);
     ++converted_;
+  }
+
+  /// The attribute typing a retyped output 0 (Cast's to, RandomNormal's dtype, ConstantOfShape's
+  /// value) says the target type where it said float, or said nothing and meant float: left
+  /// alone, the output would hold float32 data under a float16 type.
+  void convertTypeAttribute(rewrite::Rewriter& rw, ir::Node* n) {
+    const TypeAttribute* ta = typeAttributeOf(n->opType());
+    if (ta == nullptr || n->output(0) == nullptr || retyped_.count(n->output(0)) == 0) return;
+    const ir::Attribute* a = n->findAttribute(ta->name);
+    if (ta->tensor) {
+      ir::Tensor value(DataType::kFloat, {1});  // ConstantOfShape's default: one float zero
+      value.setBytes(std::string(sizeof(float), '\0'));
+      if (a != nullptr && a->tensors.size() == 1) value = a->tensors[0];
+      if (value.dtype() != DataType::kFloat) return;
+      ir::Attribute converted;
+      converted.name = ta->name;
+      converted.kind = ir::Attribute::Kind::kTensor;
+      converted.tensors.push_back(convertedTensor(value, target_));
+      rw.setAttribute(n, std::move(converted));
+      return;
+    }
+    const bool says_float = a == nullptr ? ta->float_by_default
+                                         : a->kind == ir::Attribute::Kind::kInt &&
+                                               a->i == static_cast<int64_t>(DataType::kFloat);
+    if (says_float) rw.setAttribute(n, pass::intAttr(ta->name, static_cast<int64_t>(target_)));
   }
 
   /// A converted Constant holds its value in the target type (value_float / value_floats become
@@ -509,30 +519,21 @@ class ConvertPrecisionPass final : public pass::Pass {
     }
   }
 
-  /// keep-io-types: each graph output that was retyped is a Cast back to float32, named as it.
+  /// keep-io-types: each graph output that was retyped is a Cast back to float32, named as it
+  /// in the main graph. Only the output changes: the graph's converted nodes that read the value
+  /// keep reading it in the target type, its float32 readers already read a Cast of it.
   void restoreOutputs(rewrite::Rewriter& rw, ir::Graph& g) {
-    for (ir::Value* o : g.outputs()) {
-      if (retyped_.count(o) == 0) continue;
-      if (auto it = to_float_.find(o); it != to_float_.end()) {
-        // An existing Cast back serves the output too (its own input set back after).
-        ir::Node* cast = it->second->producer();
-        ir::Type t = it->second->type();
-        rw.replaceAllUsesWith(o, it->second);
-        rw.setInput(cast, 0, o);
-        rw.setType(it->second, t);
-        continue;
+    ir::Node* ret = g.returnNode();
+    for (size_t i = 0; i < ret->numInputs(); ++i) {
+      ir::Value* o = ret->input(i);
+      if (retyped_.count(o) == 0 || o->owningGraph() != &g) continue;
+      ir::Value* out = castOf(rw, o, DataType::kFloat, nullptr, to_float_);
+      rw.setInput(ret, i, out);
+      if (g.parentNode() == nullptr && !o->name().empty()) {
+        std::string name = o->name();
+        rw.setName(o, rw.uniqueName(g, name + (target_ == DataType::kFloat16 ? "_fp16" : "_bf16")));
+        rw.setName(out, name);
       }
-      rw.setInsertionPointToEnd(g);
-      ir::Type t = o->type();
-      t.elem_type = DataType::kFloat;
-      ir::Node* cast = rw.createNode("Cast", "", {o}, std::vector<ir::Type>{t});
-      rw.setAttribute(cast, pass::intAttr("to", static_cast<int64_t>(DataType::kFloat)));
-      ++casts_;
-      ir::Value* out = cast->output(0);
-      rw.replaceAllUsesWith(o, out);  // the Cast's own input too: set back below
-      rw.setInput(cast, 0, o);
-      rw.setType(out, t);  // the output's declared type passed to its new value: float32 again
-      to_float_[o] = out;
     }
   }
 
