@@ -14,6 +14,7 @@
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/pass/pattern_match.h"
+#include "onnxopt/passes/registry.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -46,16 +47,23 @@ bool keepsRank(const ir::Node& root, const Match& m, const std::vector<const cha
   return all_fit || ctx.fail("the constants may broadcast x to a higher rank");
 }
 
-/// Replaces `root`'s output with a new `op`(x) (with attributes) and erases the matched chain.
-void replaceWith(ir::Node* root, const char* op_type, const Match& m,
+/// Replaces `root`'s output with a new `op`(x) (with attributes) and erases the matched chain,
+/// where the op allows x's type at the model's opset (float16 or bfloat16 after --precision:
+/// Softplus, HardSwish and Mish allow bfloat16 only from opset 22).
+bool replaceWith(ir::Node* root, const char* op_type, const Match& m,
                  const std::vector<std::pair<const char*, float>>& float_attrs,
                  PatternContext& ctx) {
+  const ir::Type& t = root->output(0)->type();
+  if (t.isTensor() && !passes::precisionAllows(op_type, ctx.opset(), t.elem_type)) {
+    return ctx.fail("{} does not allow {} at this opset", op_type, dataTypeName(t.elem_type));
+  }
   auto& rw = ctx.rewriter();
   rw.setInsertionPoint(root);
   ir::Node* n = rw.createNode(op_type, "", {m["x"]}, {root->output(0)->type()});
   for (const auto& [name, value] : float_attrs) rw.setAttribute(n, pass::floatAttr(name, value));
   rw.replaceAllUsesWith(root->output(0), n->output(0));
   rw.eraseDeadNodes(m.nodes());
+  return true;
 }
 
 class SoftplusPattern final : public rewrite::Pattern {
@@ -65,8 +73,7 @@ class SoftplusPattern final : public rewrite::Pattern {
     Match m = rule_.match(log);
     if (!m) return ctx.fail("{}", m.why());
     if (!keepsRank(*log, m, {"one"}, ctx)) return false;
-    replaceWith(log, "Softplus", m, {}, ctx);
-    return true;
+    return replaceWith(log, "Softplus", m, {}, ctx);
   }
 
  private:
@@ -83,8 +90,7 @@ class HardSigmoidPattern final : public rewrite::Pattern {
     Match m = rule_.match(div);
     if (!m) return ctx.fail("{}", m.why());
     if (!keepsRank(*div, m, {"six", "zero", "six_max", "three"}, ctx)) return false;
-    replaceWith(div, "HardSigmoid", m, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}}, ctx);
-    return true;
+    return replaceWith(div, "HardSigmoid", m, {{"alpha", 1.0f / 6.0f}, {"beta", 0.5f}}, ctx);
   }
 
  private:
@@ -109,8 +115,7 @@ class HardSwishPattern final : public rewrite::Pattern {
         !is(pass::attrFloat(hs, "beta", 0.5f), 0.5)) {
       return ctx.fail("HardSigmoid parameters differ from HardSwish's");
     }
-    replaceWith(mul, "HardSwish", m, {}, ctx);
-    return true;
+    return replaceWith(mul, "HardSwish", m, {}, ctx);
   }
 
  private:
@@ -125,8 +130,7 @@ class MishPattern final : public rewrite::Pattern {
   bool matchAndRewrite(ir::Node* mul, PatternContext& ctx) const override {
     Match m = rule_.match(mul);
     if (!m) return ctx.fail("{}", m.why());
-    replaceWith(mul, "Mish", m, {}, ctx);
-    return true;
+    return replaceWith(mul, "Mish", m, {}, ctx);
   }
 
  private:

@@ -315,6 +315,8 @@ class ConvertPrecisionPass final : public pass::Pass {
     }
     if (!n.domain().empty() && n.domain() != "ai.onnx") return "not a default-domain op";
     if (!n.subgraphs().empty()) return "has a subgraph";
+    // Its value cannot be rewritten in the target type (a sparse_value).
+    if (n.opType() == "Constant" && !ir::constantNodeTensor(n)) return "a sparse constant";
     if (keep_nodes_.count(n.name()) > 0) return "keep-nodes";
     if (keep_ops_.count(n.opType()) > 0) return "keep-ops";
     for (ir::Value* o : n.outputs()) {
@@ -331,6 +333,13 @@ class ConvertPrecisionPass final : public pass::Pass {
     const OpPrecision* row = precisionOf(n.opType(), opset_);
     bool half = target_ == DataType::kFloat16;
     if (row == nullptr || !(half ? row->fp16 : row->bf16)) return "type not allowed at this opset";
+    if (opset_ < (half ? row->fp16_body_from : row->bf16_body_from)) {
+      return "its function body does not allow the type at this opset";
+    }
+    // A narrower input changes what BitCast's output reinterprets.
+    if (n.opType() == "BitCast") return "reinterprets the bits";
+    // A constant made from scalars, nothing to speed up; onnxruntime mistypes its float16 form.
+    if (n.opType() == "MelWeightMatrix") return "a constant generator";
     int64_t restricted = half ? row->fp16_restricted : row->bf16_restricted;
     for (size_t i = 0; i < n.numOutputs(); ++i) {
       ir::Value* o = n.output(i);
@@ -524,12 +533,13 @@ class ConvertPrecisionPass final : public pass::Pass {
   /// keep reading it in the target type, its float32 readers already read a Cast of it.
   void restoreOutputs(rewrite::Rewriter& rw, ir::Graph& g) {
     ir::Node* ret = g.returnNode();
+    std::set<ir::Value*> named;  // a value listed as two outputs is renamed once
     for (size_t i = 0; i < ret->numInputs(); ++i) {
       ir::Value* o = ret->input(i);
       if (retyped_.count(o) == 0 || o->owningGraph() != &g) continue;
       ir::Value* out = castOf(rw, o, DataType::kFloat, nullptr, to_float_);
       rw.setInput(ret, i, out);
-      if (g.parentNode() == nullptr && !o->name().empty()) {
+      if (g.parentNode() == nullptr && !o->name().empty() && named.insert(o).second) {
         std::string name = o->name();
         rw.setName(o, rw.uniqueName(g, name + (target_ == DataType::kFloat16 ? "_fp16" : "_bf16")));
         rw.setName(out, name);
@@ -554,6 +564,13 @@ bool precisionMeasurable(const ir::Node& node) {
   const std::string& op = node.opType();
   if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
   return defaultKept().count(op) > 0;
+}
+
+bool precisionAllows(const std::string& op, int64_t opset, DataType type) {
+  if (type != DataType::kFloat16 && type != DataType::kBfloat16) return true;
+  if (!hasPrecisionRow(op)) return true;
+  const OpPrecision* row = precisionOf(op, opset);
+  return row != nullptr && (type == DataType::kFloat16 ? row->fp16 : row->bf16);
 }
 
 std::unique_ptr<pass::Pass> createConvertPrecisionPass() {

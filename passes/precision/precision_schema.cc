@@ -38,8 +38,8 @@ std::vector<std::vector<TiedSlot>> parseTied(const std::string& text) {
 const std::map<std::string, std::vector<OpPrecision>>& precisionTable() {
   static const auto* table = [] {
     auto* t = new std::map<std::string, std::vector<OpPrecision>>();
-#define PRECISION_OP(op, since, h, hr, b, br, fi, fo, tied) \
-  (*t)[#op].push_back({since, h != 0, hr, b != 0, br, fi, fo, parseTied(tied)});
+#define PRECISION_OP(op, since, h, hr, b, br, fi, fo, tied, hb, bb) \
+  (*t)[#op].push_back({since, h != 0, hr, b != 0, br, fi, fo, parseTied(tied), hb, bb});
 #include "precision_ops.inc"
 #undef PRECISION_OP
     return t;

@@ -34,6 +34,10 @@ struct OpPrecision {
   int64_t float_outputs = 0;  ///< outputs likewise
   /// The inputs and outputs of each float-admitting type parameter: one type each.
   std::vector<std::vector<TiedSlot>> tied;
+  /// The model opset from which the op's function body, which a runtime without a kernel for
+  /// the type runs instead, allows float16 (bfloat16); 0: any.
+  int64_t fp16_body_from = 0;
+  int64_t bf16_body_from = 0;
 };
 
 /// Whether onnx has a default-domain op `op` with a float tensor in its interface.

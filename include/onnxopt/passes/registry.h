@@ -84,6 +84,11 @@ StatusOr<std::string> withPrecision(const std::string& pipeline, const std::stri
 /// analysis measures these and passes the safe ones as safe-values.
 bool precisionMeasurable(const ir::Node& node);
 
+/// Whether onnx's schema of default-domain `op` at `opset` allows `type` where it allows float:
+/// a pass creating an op after convert-precision asks it for float16 and bfloat16 (true for any
+/// other type, and for an op without a float tensor).
+bool precisionAllows(const std::string& op, int64_t opset, DataType type);
+
 /// `pipeline` with the opset upgrade in front when `target_opset` is positive. The upgrade comes
 /// first (after shape inference, which its Softmax rule reads), so every later pass sees the new
 /// opset.
