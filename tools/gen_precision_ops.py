@@ -64,7 +64,12 @@ def tied(schema) -> str:
 def body_ok(s, v: int, target: str) -> bool:
     """Whether the function body of schema `s` at model opset `v` type-checks with its float inputs of `target` (a
     runtime without a kernel for the type runs the body: MeanVarianceNormalization's holds float32 constants,
-    Clip-13's Where allows bfloat16 only from opset 16). True where there is no body or no value to try it with."""
+    Clip-13's uses Where, which allows bfloat16 from opset 16). The body is the newest defined at or below `v`,
+    its ops resolved at `v` (as onnxruntime inlines it). True where there is none or no value to try it with."""
+    versions = [fv for fv in s.all_function_opset_versions if fv <= v]
+    if not versions:
+        return True
+    body_version = max(versions)
     ins = []
     for p in s.inputs:
         c = next((c for c in s.type_constraints if c.type_param_str == p.type_str), None)
@@ -78,9 +83,9 @@ def body_ok(s, v: int, target: str) -> bool:
     try:
         if s.has_context_dependent_function:
             tps = [helper.make_tensor_type_proto(t, None).SerializeToString() for _, t in ins]
-            raw = s.get_context_dependent_function_with_opset_version(v, node.SerializeToString(), tps)
+            raw = s.get_context_dependent_function_with_opset_version(body_version, node.SerializeToString(), tps)
         else:
-            raw = s.get_function_with_opset_version(v)
+            raw = s.get_function_with_opset_version(body_version)
     except Exception:
         return True
     if not raw:
@@ -103,7 +108,8 @@ def body_ok(s, v: int, target: str) -> bool:
         n.attribute.extend(kept)
     g = helper.make_graph(list(f.node), "body", [helper.make_tensor_value_info(n, t, None) for n, t in ins],
                           [helper.make_value_info(o, onnx.TypeProto()) for o in f.output])
-    m = helper.make_model(g, opset_imports=list(f.opset_import) or [helper.make_opsetid("", v)])
+    imports = [o for o in f.opset_import if o.domain not in ("", "ai.onnx")] + [helper.make_opsetid("", v)]
+    m = helper.make_model(g, opset_imports=imports)
     try:
         onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)
         return True
