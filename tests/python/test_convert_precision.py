@@ -538,3 +538,23 @@ def test_converted_models_keep_types_consistent(name, precision, run_opt, work_d
     got = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, atol=0.02, rtol=0.02)
+
+
+def test_an_input_without_seeded_values_skips_the_analysis(run_opt, work_dir):
+    """A string input has no seeded value for the analysis' float32 run: the conversion goes on
+    without the analysis (a warning says why) instead of refusing the model."""
+    rng = np.random.default_rng(0)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Identity", ["s"], ["t"])], "strings",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("s", TensorProto.STRING, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("t", TensorProto.STRING, [2])], [_init("w", (4, 3), rng)])
+    src, out = work_dir / "strings.onnx", work_dir / "strings16.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(src))
+    r = run_opt(str(src), "--precision", "fp16", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "precision analysis skipped (input 's' of type string: give it with --input)" in r.stderr, r.stderr
+    converted = onnx.load(str(out))
+    onnx.checker.check_model(converted, full_check=True)
+    assert TensorProto.FLOAT16 in _elem_types(converted)

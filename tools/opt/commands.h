@@ -127,10 +127,13 @@ CLI::App* addBenchCommand(CLI::App& app, BenchCommandOptions& opts);
 StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
                                                   const std::string& device);
 /// The inputs of `opt run` and `opt bench`: --input files, the rest seeded random (shapes from
-/// --input-shape); printed when `print`. 0, or the exit status of the error it printed.
+/// --input-shape); printed when `print`. 0, or the exit status of the error it printed. With
+/// `unseedable`, an input that cannot be seeded (a string, an optional) is not an error: it is
+/// set there and 0 returned, `feeds` incomplete (--precision's analysis then skips).
 int prepareFeeds(const ir::Model& model, const std::string& path,
                  const std::vector<std::string>& inputs, const std::vector<std::string>& shapes,
-                 uint64_t seed, bool print, std::map<std::string, kernels::HostTensor>* feeds);
+                 uint64_t seed, bool print, std::map<std::string, kernels::HostTensor>* feeds,
+                 Status* unseedable = nullptr);
 /// The runner `device` ("reference", "cuda", ...) for `model`; the cuda one with or without CUDA
 /// graphs, and timing its node steps (CudaOptions::time_compute) when `time_compute`.
 StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,

@@ -321,23 +321,30 @@ int writeOutputs(const OptimizeCommandOptions& opts, const ir::Model& model,
 int precisionAnalysis(const OptimizeCommandOptions& opts, const ir::Model& model,
                       std::vector<std::string>* keep, std::vector<std::string>* safe) {
   runtime::Feeds feeds;
-  if (int status = prepareFeeds(model, opts.input, opts.calibration_inputs, {}, 0, false, &feeds);
+  Status unseedable;
+  if (int status = prepareFeeds(model, opts.input, opts.calibration_inputs, {}, 0, false, &feeds,
+                                &unseedable);
       status != 0) {
     return status;
   }
   runtime::PrecisionAnalysisOptions options;
   options.target = opts.precision == "fp16" ? DataType::kFloat16 : DataType::kBfloat16;
+  auto skipped = [&](const std::string& why) {
+    fmt::print(stderr,
+               "opt: warning: {}: precision analysis skipped ({}); values past {}'s range are "
+               "not detected and the accumulation-sensitive ops stay float32\n",
+               opts.input, why, dataTypeName(options.target));
+    return 0;
+  };
+  // An input no seeded value stands for (a string, an optional) is no reason to refuse the
+  // conversion: it goes on without the analysis, as where the reference run fails.
+  if (!unseedable.isOk()) return skipped(unseedable.message());
   options.measurable = [](const ir::Node& n) { return passes::precisionMeasurable(n); };
   auto found = runtime::analyzePrecision(model, opts.input, feeds, options);
   if (!found.isOk()) {
     // A model the reference kernels cannot run (an op they lack, inputs the seeded ones do not
     // fit) is still converted, without the analysis: a warning says so.
-    fmt::print(stderr,
-               "opt: warning: {}: precision analysis skipped (the float32 run failed: {}); values "
-               "past {}'s range are not detected and the accumulation-sensitive ops stay "
-               "float32\n",
-               opts.input, found.status().message(), dataTypeName(options.target));
-    return 0;
+    return skipped("the float32 run failed: " + found.status().message());
   }
   for (const auto& f : found->past_range) keep->push_back(f.value);
   for (const auto& f : found->safe) safe->push_back(f.value);

@@ -23,7 +23,7 @@ namespace onnxopt::tools {
 
 int prepareFeeds(const ir::Model& model, const std::string& path,
                  const std::vector<std::string>& inputs, const std::vector<std::string>& shapes,
-                 uint64_t seed, bool print, runtime::Feeds* feeds) {
+                 uint64_t seed, bool print, runtime::Feeds* feeds, Status* unseedable) {
   const ir::Graph& graph = *model.graph;
   if (Status st = checkSpecNames(model, inputs, "--input", shapes); !st.isOk()) {
     return usage(st.withContext(path));
@@ -54,6 +54,10 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
     if (in->initializer() != nullptr) continue;
     std::vector<std::string> chosen;
     auto t = randomInput(*in, random, &chosen);
+    if (!t.isOk() && unseedable != nullptr) {
+      *unseedable = t.status();
+      return 0;
+    }
     if (!t.isOk()) return fail(t.status().withContext(path));
     if (print) {
       fmt::print("input  {}\n", summarize(in->name(), *t));
