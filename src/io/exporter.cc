@@ -173,7 +173,9 @@ class Exporter {
   /// of bytes but ~300 MB of messages. Below that, messages cost less: bytes are written once,
   /// straight into the output, instead of into a growing buffer first; unless nodes carry unknown
   /// fields, which bytes take as they are. Fails when the model would pass protobuf's 2 GB limit.
-  Status prepare();
+  /// `leave_out`, if given, picks main-graph initializers (by index) whose raw_data writeTo leaves
+  /// out (the caller hands it over apart).
+  Status prepare(const LeaveOut* leave_out = nullptr);
   /// Writes the prepared model: the same bytes as serializing exportModel's proto (fields in
   /// number order: model fields 1-6; the graph: its nodes, its name, its initializers with their
   /// bytes straight from the IR, its other fields; the other model fields).
@@ -550,7 +552,7 @@ Status Exporter::exportModel(onnx::ModelProto& proto) {
   return Status::ok();
 }
 
-Status Exporter::prepare() {
+Status Exporter::prepare(const LeaveOut* leave_out) {
   google::protobuf::ArenaOptions arena_options;
   arena_options.start_block_size = 64 << 10;
   arena_options.max_block_size = 8 << 20;
@@ -623,7 +625,11 @@ Status Exporter::prepare() {
     r->MutableUnknownFields(graph_)->Swap(r->MutableUnknownFields(graph_tail_));
   }
   uint64_t graph_bytes = node_bytes_.size() + graph_->ByteSizeLong() + graph_tail_->ByteSizeLong();
-  for (InitializerOut& init : initializers_) {
+  for (size_t k = 0; k < initializers_.size(); ++k) {
+    InitializerOut& init = initializers_[k];
+    if (init.raw != nullptr && leave_out != nullptr && (*leave_out)(k, *init.raw)) {
+      init.raw = nullptr;
+    }
     init.size = init.head->ByteSizeLong() + init.tail->ByteSizeLong();
     if (init.raw != nullptr) {
       const uint64_t n = init.raw->byteSize();
@@ -681,9 +687,10 @@ bool Exporter::writeTo(google::protobuf::io::ZeroCopyOutputStream& stream) {
 }  // namespace
 
 StatusOr<size_t> serializeModelInto(const ir::Model& model,
-                                    const std::function<char*(size_t)>& allocate) {
+                                    const std::function<char*(size_t)>& allocate,
+                                    const LeaveOut& leave_out) {
   Exporter exporter(model, nullptr);
-  RETURN_IF_ERROR(exporter.prepare());
+  RETURN_IF_ERROR(exporter.prepare(leave_out ? &leave_out : nullptr));
   const auto size = static_cast<size_t>(exporter.byteSize());
   char* buffer = allocate(size);
   if (buffer == nullptr) return makeError(StatusCode::kInternal, "no memory for the model");

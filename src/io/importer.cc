@@ -134,6 +134,11 @@ class Importer {
     owner_ = std::move(owner);
     owner_offset_ = offset;
   }
+  /// The main graph's initializers take their raw_data from `weights` where not null (one per
+  /// initializer, in order), viewed there.
+  void viewGivenWeights(std::vector<std::shared_ptr<const ir::Buffer>> weights) {
+    given_ = std::move(weights);
+  }
   StatusOr<ir::Tensor> importStandaloneTensor(onnx::TensorProto& proto) {
     return importTensor(proto);
   }
@@ -152,9 +157,19 @@ class Importer {
   Status importAttribute(onnx::AttributeProto& proto, const Scope& scope, ir::Attribute& out);
   Status importSubgraphs(onnx::AttributeProto& proto, const Scope& scope, ir::Attribute& out);
   Status importFunction(onnx::FunctionProto& proto, ir::Function& fn);
-  /// `cut`: the tensor's raw_data, cut out by splitRawData (a view of owner_), if it was.
-  StatusOr<ir::Tensor> importTensor(onnx::TensorProto& proto,
-                                    const RawDataSplit::Span* cut = nullptr);
+  /// A tensor's raw_data that lies outside the parsed message (cut out by splitRawData, or given
+  /// apart), viewed where it lies.
+  struct ViewedBytes {
+    std::shared_ptr<const ir::Buffer> owner;
+    uint64_t offset = 0;
+    uint64_t size = 0;
+  };
+  /// `cut`: the tensor's raw_data, if it lies outside `proto`.
+  StatusOr<ir::Tensor> importTensor(onnx::TensorProto& proto, const ViewedBytes* cut = nullptr);
+  /// The k-th initializer's raw_data if it lies outside `proto` (split_ or given_), for the main
+  /// graph; nullopt where it is in `proto`.
+  StatusOr<std::optional<ViewedBytes>> viewedInitializer(const ir::Graph& graph,
+                                                         const onnx::GraphProto& proto, int k);
   StatusOr<ir::SparseTensor> importSparse(onnx::SparseTensorProto& proto);
   Status readExternal(onnx::TensorProto& proto, ir::Tensor& tensor);
   StatusOr<std::string> resolveExternal(const std::string& tensor,
@@ -170,6 +185,8 @@ class Importer {
   const RawDataSplit* split_ = nullptr;
   std::shared_ptr<const ir::Buffer> owner_;  ///< holds the bytes split_'s spans point into
   size_t owner_offset_ = 0;                  ///< where those bytes start in owner_
+  /// The main graph's initializers' raw_data given apart (viewGivenWeights); empty if none.
+  std::vector<std::shared_ptr<const ir::Buffer>> given_;
   const ir::Graph* main_graph_ = nullptr;
 };
 
@@ -405,8 +422,7 @@ StatusOr<bool> typedData(onnx::TensorProto& proto, DataType dtype, uint64_t coun
   return true;
 }
 
-StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto,
-                                            const RawDataSplit::Span* cut) {
+StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto, const ViewedBytes* cut) {
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
   for (int64_t d : dims) {
     if (d < 0) return invalidArgument("tensor '{}': negative dimension {}", proto.name(), d);
@@ -484,7 +500,7 @@ StatusOr<ir::Tensor> Importer::importTensor(onnx::TensorProto& proto,
     }
   }
   if (cut != nullptr) {
-    tensor.setView(owner_, owner_offset_ + cut->offset, cut->size);
+    tensor.setView(cut->owner, cut->offset, cut->size);
   } else {
     tensor.setBytes(std::move(bytes));
   }
@@ -756,16 +772,21 @@ Status Importer::importGraphInputs(onnx::GraphProto& proto, ir::Graph& graph, Sc
     ir::Builder::setUnknownFields(v, unknownFieldsOf(vi));
     scope.define(v);
   }
-  const bool cut = split_ != nullptr && &graph == main_graph_;
-  if (cut && split_->raw.size() != static_cast<size_t>(proto.initializer_size())) {
+  if (&graph == main_graph_ && split_ != nullptr &&
+      split_->raw.size() != static_cast<size_t>(proto.initializer_size())) {
     return makeError(StatusCode::kInternal, "the split model lost initializers");
+  }
+  if (&graph == main_graph_ && !given_.empty() &&
+      given_.size() != static_cast<size_t>(proto.initializer_size())) {
+    return invalidArgument("{} weights given apart for the main graph's {} initializers",
+                           given_.size(), proto.initializer_size());
   }
   for (int k = 0; k < proto.initializer_size(); ++k) {
     onnx::TensorProto& tp = *proto.mutable_initializer(k);
-    const RawDataSplit::Span* span = cut && split_->raw[static_cast<size_t>(k)].cut
-                                         ? &split_->raw[static_cast<size_t>(k)]
-                                         : nullptr;
-    auto tensor = importTensor(tp, span);
+    auto viewed = viewedInitializer(graph, proto, k);
+    if (!viewed.isOk())
+      return viewed.status().withContext(fmt::format("initializer '{}'", tp.name()));
+    auto tensor = importTensor(tp, viewed->has_value() ? &**viewed : nullptr);
     if (!tensor.isOk())
       return tensor.status().withContext(fmt::format("initializer '{}'", tp.name()));
     if (ir::Value* const* found = scope.names.find(tp.name())) {
@@ -954,6 +975,24 @@ Status importValueInfos(const onnx::GraphProto& proto, ir::Graph& graph, const S
     }
   }
   return Status::ok();
+}
+
+StatusOr<std::optional<Importer::ViewedBytes>> Importer::viewedInitializer(
+    const ir::Graph& graph, const onnx::GraphProto& proto, int k) {
+  const auto at = static_cast<size_t>(k);
+  if (&graph != main_graph_) return std::optional<ViewedBytes>();
+  if (split_ != nullptr && split_->raw[at].cut) {
+    return std::optional<ViewedBytes>(
+        ViewedBytes{owner_, owner_offset_ + split_->raw[at].offset, split_->raw[at].size});
+  }
+  if (given_.empty() || given_[at] == nullptr) return std::optional<ViewedBytes>();
+  const onnx::TensorProto& tp = proto.initializer(k);
+  const bool holds = tp.has_raw_data() || tp.data_location() == onnx::TensorProto::EXTERNAL ||
+                     tp.float_data_size() > 0 || tp.int32_data_size() > 0 ||
+                     tp.int64_data_size() > 0 || tp.double_data_size() > 0 ||
+                     tp.uint64_data_size() > 0 || tp.string_data_size() > 0;
+  if (holds) return invalidArgument("raw_data given apart, but the tensor holds data too");
+  return std::optional<ViewedBytes>(ViewedBytes{given_[at], 0, given_[at]->size()});
 }
 
 Status Importer::importGraph(onnx::GraphProto& proto, ir::Graph& graph, const Scope* parent) {
@@ -1575,10 +1614,10 @@ StatusOr<ir::FunctionFile> loadFunctionFile(const std::string& path,
   return parseFunctionFile(buffer.str(), path, extra_attributes);
 }
 
-StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
-                                                      const std::string& base_dir,
-                                                      const LoadLimits& limits,
-                                                      std::shared_ptr<const ir::Buffer> owner) {
+StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(
+    std::string_view bytes, const std::string& base_dir, const LoadLimits& limits,
+    std::shared_ptr<const ir::Buffer> owner,
+    std::vector<std::shared_ptr<const ir::Buffer>> weights) {
   // With an owner, the weights are viewed in it: protobuf parses the rest only.
   std::optional<RawDataSplit> split;
   size_t offset = 0;
@@ -1602,6 +1641,7 @@ StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(std::string_view bytes,
     }
     Importer importer(base_dir, limits);
     if (split) importer.viewRawData(*split, owner, offset);
+    importer.viewGivenWeights(std::move(weights));
     return importer.importModel(proto);
   }();
   return checkImported(std::move(imported));

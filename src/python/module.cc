@@ -131,6 +131,9 @@ void defineErrors(nb::module_& m) {
 struct Source {
   std::optional<std::string> path;
   std::optional<nb::bytes> data;
+  /// With `data`: the main graph's initializers' raw_data that `data` leaves out, one entry per
+  /// initializer (None where it holds its own), or empty (io::parseModelBinary).
+  std::vector<std::optional<nb::bytes>> weights;
   std::string base_dir = ".";
   std::string name = "(in-memory model)";
 
@@ -168,7 +171,22 @@ std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink,
   // A call's model views the weights in the caller's bytes object (no copy of them on import).
   std::shared_ptr<const ir::Buffer> owner;
   if (lifetime == Lifetime::kCall) owner = std::make_shared<BorrowedBytes>(bytes);
-  auto model = io::parseModelBinary(bytes, src.base_dir, limits, std::move(owner));
+  StatusOr<std::unique_ptr<ir::Model>> model = [&] {
+    std::vector<std::shared_ptr<const ir::Buffer>> weights;
+    for (const std::optional<nb::bytes>& w : src.weights) {  // (no reference taken: no GIL)
+      if (!w) {
+        weights.emplace_back();
+        continue;
+      }
+      std::string_view raw(w->c_str(), w->size());
+      if (lifetime == Lifetime::kCall) {
+        weights.push_back(std::make_shared<BorrowedBytes>(raw));
+      } else {
+        weights.push_back(std::make_shared<ir::OwnedBuffer>(std::string(raw)));
+      }
+    }
+    return io::parseModelBinary(bytes, src.base_dir, limits, owner, std::move(weights));
+  }();
   if (!model.isOk()) throw StatusError(model.status().withContext(src.name));
   return std::move(model).value();
 }
@@ -188,23 +206,70 @@ class PendingBytes {
     }
   }
 
-  void serialize(const ir::Model& model, const std::string& label) {
-    auto written = io::serializeModelInto(model, [&](size_t size) -> char* {
-      nb::gil_scoped_acquire locked;
-      object_ = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
-      if (object_ == nullptr) {
-        PyErr_Clear();
-        return nullptr;
-      }
-      return PyBytes_AS_STRING(object_);
-    });
+  void serialize(const ir::Model& model, const std::string& label,
+                 const io::LeaveOut& leave_out = nullptr) {
+    auto written = io::serializeModelInto(
+        model,
+        [&](size_t size) -> char* {
+          nb::gil_scoped_acquire locked;
+          object_ = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+          if (object_ == nullptr) {
+            PyErr_Clear();
+            return nullptr;
+          }
+          return PyBytes_AS_STRING(object_);
+        },
+        leave_out);
     if (!written.isOk()) throw StatusError(written.status().withContext(label));
   }
 
+  /// serialize, leaving out the raw_data of the main graph's initializers of kApartMinBytes or
+  /// more where they add up to kApartMinTotal (onnxopt._proto's thresholds): takeWeights() hands
+  /// them over. Where such a tensor still views a whole weight that `src` gave apart (unchanged),
+  /// that bytes object itself goes back, with no copy.
+  void serializeApart(const ir::Model& model, const std::string& label, const Source& src) {
+    uint64_t total = 0;
+    for (const ir::Value* v : model.graph->initializers()) {
+      const ir::Tensor* t = v->initializer();
+      if (t != nullptr && t->dtype() != DataType::kString && t->byteSize() >= kApartMinBytes) {
+        total += t->byteSize();
+      }
+    }
+    std::vector<std::pair<size_t, const ir::Tensor*>> apart;
+    io::LeaveOut leave_out = [&](size_t k, const ir::Tensor& t) {
+      if (t.byteSize() < kApartMinBytes) return false;
+      apart.emplace_back(k, &t);
+      return true;
+    };
+    serialize(model, label, total >= kApartMinTotal ? leave_out : nullptr);
+    std::unordered_map<const void*, const nb::bytes*> given;
+    for (const std::optional<nb::bytes>& w : src.weights) {
+      if (w) given.emplace(w->c_str(), &*w);
+    }
+    nb::gil_scoped_acquire locked;
+    weights_ = nb::list();
+    for (const auto& [k, t] : apart) {
+      auto it = given.find(t->data());
+      nb::bytes raw = it != given.end() && it->second->size() == t->byteSize()
+                          ? *it->second
+                          : nb::bytes(reinterpret_cast<const char*>(t->data()), t->byteSize());
+      nb::borrow<nb::list>(weights_).append(nb::make_tuple(k, raw));
+    }
+  }
+
   nb::bytes take() { return nb::steal<nb::bytes>(std::exchange(object_, nullptr)); }
+  /// serializeApart's weights: [(initializer index, raw_data bytes)]. With the GIL.
+  nb::list takeWeights() {
+    return weights_.is_valid() ? nb::steal<nb::list>(weights_.release()) : nb::list();
+  }
+
+  /// onnxopt._proto's APART_MIN_BYTES and APART_MIN_TOTAL.
+  static constexpr uint64_t kApartMinBytes = uint64_t{1} << 16;
+  static constexpr uint64_t kApartMinTotal = uint64_t{1} << 20;
 
  private:
   PyObject* object_ = nullptr;
+  nb::object weights_;  ///< a list once serializeApart made it (null until then: no GIL needed)
 };
 
 /// The messages of one severity (warnings become OnnxoptWarning; notes go to the summary).
@@ -520,10 +585,11 @@ nb::tuple optimizeToBytes(const Source& src, const OptimizeArgs& args) {
     nb::gil_scoped_release unlocked;
     out.model = loadSource(src, &out.sink);
     optimizeLoaded(src, args, out);
-    bytes.serialize(*out.model, src.label());
+    bytes.serializeApart(*out.model, src.label(), src);
     out.model.reset();
   }
-  return nb::make_tuple(bytes.take(), summaryToPython(out.result, out.before, out.after, out.sink));
+  return nb::make_tuple(bytes.take(), summaryToPython(out.result, out.before, out.after, out.sink),
+                        bytes.takeWeights());
 }
 
 /// optimize_file: the output (and its data file) must not be a file the input still reads.
@@ -772,6 +838,8 @@ NB_MODULE(_core, m) {
   defineErrors(m);
   m.attr("__version__") = ONNXOPT_VERSION;
   m.attr("has_cuda") = ONNXOPT_HAVE_CUDA != 0;
+  m.attr("APART_MIN_BYTES") = PendingBytes::kApartMinBytes;
+  m.attr("APART_MIN_TOTAL") = PendingBytes::kApartMinTotal;
   onnxopt::tools::registerOnnxruntimeRunner();
   m.def("set_ort_runner", &onnxopt::tools::setOnnxruntimeRunnerDefaults, "script"_a, "python"_a,
         "Where the runner 'onnxruntime' finds ort_runner.py and Python (unless "
@@ -781,6 +849,7 @@ NB_MODULE(_core, m) {
       .def(nb::init<>())
       .def_rw("path", &Source::path)
       .def_rw("data", &Source::data)
+      .def_rw("weights", &Source::weights)
       .def_rw("base_dir", &Source::base_dir)
       .def_rw("name", &Source::name);
   nb::class_<OptimizeArgs>(m, "OptimizeArgs", "The options of optimize (see onnxopt.optimize).")

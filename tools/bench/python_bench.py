@@ -16,6 +16,7 @@ and the models on which the floor alone rules 10x out. Writes a markdown table a
 as JSON.
 
     .venv/bin/python tools/bench/python_bench.py [--runs 5] [--out docs/bench/python_bench.md]
+        [--models DIR_OR_FILE ...]   (other models instead: e.g. tools/bench/export_torch_zoo.py's)
 """
 
 from __future__ import annotations
@@ -81,14 +82,20 @@ print(json.dumps(result))
 TOOLS = ("onnxopt", "onnxsim", "onnxslim")
 
 
-def models() -> list[Path]:
+def models(given: list[Path]) -> list[Path]:
+    if given:
+        return [m for p in given for m in (sorted(p.glob("**/*.onnx")) if p.is_dir() else [p])]
     found = sorted((ROOT / "models").glob("**/*.onnx"))
     found += sorted((SHARED / "models" / "real").glob("**/*.onnx"))
     return found
 
 
 def label(p: Path) -> str:
-    return str(p.relative_to(ROOT) if p.is_relative_to(ROOT) else p.relative_to(SHARED))
+    p = p.resolve()
+    for base in (ROOT, SHARED):
+        if p.is_relative_to(base):
+            return str(p.relative_to(base))
+    return p.name
 
 
 def in_process(tool: str, model: Path, runs: int) -> dict:
@@ -132,18 +139,22 @@ def main() -> int:
     parser.add_argument("--opt", type=Path,
                         default=Path(os.environ.get("ONNXOPT_OPT", ROOT / "build" / "bin" / "opt")))
     parser.add_argument("--limit", type=int, default=0, help="only the first N models (a quick look)")
+    parser.add_argument("--models", type=Path, nargs="+", default=[],
+                        help="model files or folders (searched for *.onnx) instead of the corpus")
+    parser.add_argument("--tools", default=",".join(TOOLS), help="in-process tools to time")
     args = parser.parse_args()
     import onnxopt  # noqa: F401  (fails here, not in every worker, when the package is missing)
 
     rows = []
-    todo = models()[: args.limit or None]
+    todo = models(args.models)[: args.limit or None]
+    tools = [t for t in TOOLS if t in args.tools.split(",")]
     for i, model in enumerate(todo):
         row = {"model": label(model), "cli": cli(args.opt, model, args.runs)}
         for tool in TOOLS:
-            row[tool] = in_process(tool, model, args.runs)
+            row[tool] = in_process(tool, model, args.runs) if tool in tools else {"error": "not run"}
         rows.append(row)
         print(f"[{i + 1}/{len(todo)}] {row['model']}: cli {fmt(row['cli'])} ms, "
-              + ", ".join(f"{t} {fmt(row[t])}" for t in TOOLS), file=sys.stderr, flush=True)
+              + ", ".join(f"{t} {fmt(row[t])}" for t in tools), file=sys.stderr, flush=True)
 
     def ratio(a: dict, b: dict) -> float | None:
         return a["ms"] / b["ms"] if "ms" in a and "ms" in b and b["ms"] > 0 else None
@@ -198,7 +209,7 @@ def main() -> int:
                      f"{geo:.2f}x; {len(both) - len(below)} models at 10x or more; on "
                      f"{len(bound)} of the {len(below)} others no tool could reach 10x (Python's "
                      "serialization and parsing alone take over a tenth of the peer's time)")
-    failures = [(r["model"], t, r[t]["error"]) for r in rows for t in ("cli",) + TOOLS
+    failures = [(r["model"], t, r[t]["error"]) for r in rows for t in ("cli",) + tuple(tools)
                 if "error" in r[t]]
     if failures:
         lines += ["", "Failures (reported, not retried):", ""]

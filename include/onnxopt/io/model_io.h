@@ -63,10 +63,15 @@ StatusOr<ir::FunctionFile> loadFunctionFile(const std::string& path,
 
 /// Parses a binary ModelProto held in memory. Given the `owner` of `bytes` (they lie inside its
 /// data), the model views its weights (the main graph's raw_data of kMinViewedBytes or more)
-/// where they lie instead of copying them, and keeps `owner` alive.
+/// where they lie instead of copying them, and keeps `owner` alive. `weights`, where given (one
+/// entry per initializer of the main graph), holds the raw_data that `bytes` leaves out: entry k,
+/// where not null, is the k-th initializer's, viewed there, and that initializer holds no data in
+/// `bytes`. (The Python package hands a ModelProto over so: serializing its weights in Python
+/// costs several copies of them; reading each tensor's raw_data costs one.)
 StatusOr<std::unique_ptr<ir::Model>> parseModelBinary(
     std::string_view bytes, const std::string& base_dir = ".", const LoadLimits& limits = {},
-    std::shared_ptr<const ir::Buffer> owner = nullptr);
+    std::shared_ptr<const ir::Buffer> owner = nullptr,
+    std::vector<std::shared_ptr<const ir::Buffer>> weights = {});
 
 /// The smallest raw_data that parseModelBinary views in the owner's bytes rather than copies.
 inline constexpr uint64_t kMinViewedBytes = 64;
@@ -93,11 +98,18 @@ Status saveModel(const ir::Model& model, const std::string& path, const SaveOpti
 
 /// Serializes a model with all data embedded (for tests and tools).
 StatusOr<std::string> serializeModel(const ir::Model& model);
+/// Picks, by index and tensor, the main graph's initializers whose raw_data serializeModelInto
+/// leaves out.
+using LeaveOut = std::function<bool(size_t, const ir::Tensor&)>;
 /// The same bytes, written into the buffer `allocate(size)` returns for the exact serialized size
 /// (a caller's own object, e.g. the Python module's bytes, with no copy after); returns the size.
-/// A null buffer is an error.
+/// A null buffer is an error. The raw_data of the main graph's initializers that `leave_out`
+/// picks (the k-th initializer, its tensor; a tensor with no bytes is never asked) is left out:
+/// the caller hands it over apart (the Python package: parseModelBinary's `weights`, the other
+/// way round).
 StatusOr<size_t> serializeModelInto(const ir::Model& model,
-                                    const std::function<char*(size_t)>& allocate);
+                                    const std::function<char*(size_t)>& allocate,
+                                    const LeaveOut& leave_out = nullptr);
 
 }  // namespace onnxopt::io
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, 
 
 from . import _core
 from ._arrays import result_from_core, to_core
+from ._proto import join_weights, split_weights
 from ._core import (  # noqa: F401  (re-exported)
     Error,
     InternalError,
@@ -76,7 +77,8 @@ def _source(model: ModelLike, what: str = "model") -> _core.Source:
             raise TypeError(f"onnxopt: {what} is a path, bytes or onnx.ModelProto, "
                             f"not {type(model).__name__}")
         try:  # (no ByteSize() check first: it costs as much as serializing)
-            src.data = serialize()
+            # The big weights cross as their raw_data bytes: cheaper than serializing them.
+            src.data, src.weights = split_weights(model)
         except ValueError as e:  # protobuf refuses messages of 2 GiB or more
             raise InvalidArgumentError(
                 f"<ModelProto>: cannot be serialized ({e}); save it with external data and pass "
@@ -122,13 +124,11 @@ def optimize(model: ModelLike, *, level: int = 2,
     Raises onnxopt.Error subclasses (InvalidArgumentError for a malformed model or option,
     NotFoundError for a missing file, ...) with opt's message.
     """
-    import onnx
-
-    data, summary = _core.optimize(
+    data, summary, weights = _core.optimize(
         _source(model), _args(level, passes, target_opset, precision, fold_size_limit,
                               keep_initializer_inputs, target, disable))
     _warn(summary["warnings"])
-    return onnx.load_from_string(data)
+    return join_weights(data, weights)
 
 
 def optimize_file(input: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathLike[str]"],
