@@ -153,6 +153,80 @@ def test_model_proto_round_trip() -> None:
     assert proto == onnx.load(path), "the caller's ModelProto must not be changed"
 
 
+def _big_weights_model() -> onnx.ModelProto:
+    """y = (x @ W1) @ Transpose(W2t) + b: W1 and W2t (512 KiB each) cross apart, W2t's
+    Transpose folds into a new weight; b is small; E, a weight-stripped [512, 512] tensor (empty
+    raw_data), and F, a big one in float_data, stay in the serialized bytes."""
+    rng = np.random.default_rng(0)
+    w1 = onnx.numpy_helper.from_array(rng.standard_normal((256, 512), dtype=np.float32), "W1")
+    w2t = onnx.numpy_helper.from_array(rng.standard_normal((256, 512), dtype=np.float32), "W2t")
+    b = onnx.numpy_helper.from_array(rng.standard_normal(256, dtype=np.float32), "b")
+    stripped = TensorProto(name="E", data_type=TensorProto.FLOAT, dims=[512, 512], raw_data=b"")
+    typed = helper.make_tensor("F", TensorProto.FLOAT, [128, 256],
+                               rng.standard_normal(128 * 256).astype(np.float32).tolist())
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h"]),
+             helper.make_node("Transpose", ["W2t"], ["W2"]),
+             helper.make_node("MatMul", ["h", "W2"], ["z"]),
+             helper.make_node("Add", ["z", "b"], ["y"]),
+             helper.make_node("Shape", ["E"], ["e"]),
+             helper.make_node("MatMul", ["x", "F"], ["f"], name="uses_f")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 256]),
+         helper.make_tensor_value_info("e", TensorProto.INT64, [2]),
+         helper.make_tensor_value_info("f", TensorProto.FLOAT, [2, 256])],
+        [w1, w2t, b, stripped, typed])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_big_weights_cross_apart_and_back(tmp_path: Path) -> None:
+    from onnxopt import _proto
+
+    proto = _big_weights_model()
+    original = proto.SerializeToString()
+    data, weights = _proto.split_weights(proto)
+    assert [w is not None for w in weights] == [True, True, False, False, False]
+    assert len(data) < 256 * 1024 + 1024  # W1 and W2t left out; F (128 KiB) in
+    path = tmp_path / "in.onnx"
+    path.write_bytes(original)
+    out = tmp_path / "out.onnx"
+    proc = run_opt(path, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    expected = onnx.load(out)
+    # The same model as the CLI's, through every way in; the caller's model is not changed.
+    assert onnxopt.optimize(proto) == expected
+    assert onnxopt.optimize(original) == expected
+    assert onnxopt.optimize(path) == expected
+    assert proto.SerializeToString() == original
+    # The weights come back apart: the folded W2 and F (raw_data now) as new bytes, the
+    # unchanged W1 as the very bytes object that went in (no copy).
+    src = onnxopt._source(proto)
+    _, _, back = onnxopt._core.optimize(src, onnxopt._args(2, None, None, None, None, False,
+                                                           None, ()))
+    names = [t.name for t in expected.graph.initializer]
+    back_names = {names[k]: raw for k, raw in back}
+    assert set(back_names) == {"W1", "W2", "F"}
+    assert back_names["W1"] is src.weights[0]
+    assert back_names["W2"] == expected.graph.initializer[names.index("W2")].raw_data
+
+
+def test_weights_given_apart_must_match_the_initializers() -> None:
+    from onnxopt import _proto
+
+    data, weights = _proto.split_weights(_big_weights_model())
+    args = onnxopt._args(2, None, None, None, None, False, None, ())
+    src = onnxopt._core.Source()
+    src.data, src.weights = data, weights[:2]
+    with pytest.raises(onnxopt.InvalidArgumentError, match="2 weights given apart for the main "
+                       "graph's 5 initializers"):
+        onnxopt._core.optimize(src, args)
+    # A tensor that holds data in the bytes and is given apart too is refused, naming it.
+    src.data, src.weights = data, [None, None, None, None, b"\0" * 4 * 128 * 256]
+    with pytest.raises(onnxopt.InvalidArgumentError,
+                       match="initializer 'F': raw_data given apart, but the tensor holds data"):
+        onnxopt._core.optimize(src, args)
+
+
 def test_optimize_file_writes_what_optimize_returns(tmp_path: Path) -> None:
     model = REPO / "models/transformers/bert_legacy/model.onnx"
     out = tmp_path / "out.onnx"
