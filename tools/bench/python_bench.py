@@ -210,9 +210,9 @@ def main() -> int:
             ours = sum(r["onnxopt"][key] for r in both)
             theirs = sum(r[peer][key] for r in both)
             geo = statistics.geometric_mean(r[peer][key] / r["onnxopt"][key] for r in both)
-            bound = [r["model"] for r in both
-                     if r[peer][key] < 10 * r["onnxopt"].get(floor_key, 0.0)]
             below = [r for r in both if r[peer][key] < 10 * r["onnxopt"][key]]
+            bound = [r["model"] for r in below
+                     if r[peer][key] < 10 * r["onnxopt"].get(floor_key, 0.0)]
             lines.append(f"- {peer}, {len(both)} models, {what} time: total {theirs:.1f} ms "
                          f"against onnxopt's {ours:.1f} ms ({theirs / ours:.2f}x); geometric "
                          f"mean of the ratios {geo:.2f}x; {len(both) - len(below)} models at 10x "
