@@ -528,9 +528,10 @@ class ConvertPrecisionPass final : public pass::Pass {
     }
   }
 
-  /// keep-io-types: each graph output that was retyped is a Cast back to float32, named as it
-  /// in the main graph. Only the output changes: the graph's converted nodes that read the value
-  /// keep reading it in the target type, its float32 readers already read a Cast of it.
+  /// keep-io-types: each graph output that was retyped is a Cast back to float32 that takes the
+  /// output's name (in a body too, so that a per-layer comparison pairs the value that means the
+  /// same). Only the output changes: the graph's converted nodes that read the value keep reading
+  /// it in the target type, its float32 readers already read a Cast of it.
   void restoreOutputs(rewrite::Rewriter& rw, ir::Graph& g) {
     ir::Node* ret = g.returnNode();
     std::set<ir::Value*> named;  // a value listed as two outputs is renamed once
@@ -539,7 +540,7 @@ class ConvertPrecisionPass final : public pass::Pass {
       if (retyped_.count(o) == 0 || o->owningGraph() != &g) continue;
       ir::Value* out = castOf(rw, o, DataType::kFloat, nullptr, to_float_);
       rw.setInput(ret, i, out);
-      if (g.parentNode() == nullptr && !o->name().empty() && named.insert(o).second) {
+      if (!o->name().empty() && named.insert(o).second) {
         std::string name = o->name();
         rw.setName(o, rw.uniqueName(g, name + (target_ == DataType::kFloat16 ? "_fp16" : "_bf16")));
         rw.setName(out, name);
