@@ -6,32 +6,20 @@
 // N is an elementwise op of the default domain with one output: the unary math and activation
 // ops, Cast, Clip, the binary arithmetic, comparison and logic ops, Sum/Max/Min/Mean, Where.
 // Elementwise ops commute with moving elements, so N on the permuted operands is N's result
-// permuted. Or N keeps the rank and names axes, which are renamed on x (axis a of
-// Transpose<p>(x) is axis p[a] of x):
-//   Softmax/LogSoftmax/Hardmax<axis=a> (opset 13+)   ==>  <axis=p[a]>
-//   Concat<axis=a>(T(x1), T(x2) | constant, ...)      ==>  Concat<axis=p[a]>(x1, x2, ...)
-//   ArgMax/ArgMin<axis=a>                              ==>  <axis=p[a]>
-//   QuantizeLinear/DequantizeLinear<axis=a> (1-D scale) ==>  <axis=p[a]>; a scalar scale:
-//                                                          elementwise
-//   Slice(T(x), starts, ends, axes=A) (constant)      ==>  Slice(x, starts, ends, p[A])
-//   Pad(T(x), pads) (constant, no axes input)         ==>  Pad(x, pads permuted per dim)
-//   Resize(T(x), roi, scales | sizes) (constant)      ==>  Resize(x, roi, factors permuted)
-//   Squeeze(T(x), A)                                  ==>  Transpose<q>(Squeeze(x, p[A]))
-//   Unsqueeze(T(x), A)                                ==>  Transpose<q>(Unsqueeze(x, A))
+// permuted. Or N names axes of its input, which are renamed on x (axis a of Transpose<p>(x) is
+// axis p[a] of x): Softmax, Concat, ArgMax, per-axis Q/DQ, Slice, Pad, Resize, Reduce*, Squeeze,
+// Unsqueeze; transpose_handlers.cc holds that table, rule by rule.
 //
 // And into an op that takes it as an attribute (the lecture's attribute embedding):
 //   Gemm<transA=t>(Transpose(A), B, C)                ==>  Gemm<transA=1-t>(A, B, C)  (B too)
 //   MatMul(Transpose(A), B), 2-D, opset 11+           ==>  Gemm<transA=1>(A, B)
-//   Shape<start, end>(Transpose<p>(x))                ==>  Gather(Shape(x), p[start:end])
+//   Shape<s_i, e_i>(T<p>(x)) for every user i of T   ==>  Gather(Shape(x), p[s_i:e_i]) each
 //   Split<axis=a>(T(x)) -> y_i                        ==>  T(z_i), z = Split<axis=p[a]>(x), where
 //                                                          enough y_i meet the inverse Transpose
 //
 // Size-weighted: past Pad and Resize (results larger than their input) a Transpose is pushed only
-// where it then meets its inverse (it would move more bytes otherwise).
-//   Reduce*<axes=A> (constant axes, attribute or input)  ==>  axes p[A]
-// With keepdims=0 the result has fewer dims, in x's order after the push: the Transpose pushed
-// becomes Transpose<q> of the result (q orders x's kept axes as the result had them), and none at
-// all where q is the identity (NHWC global pooling: ReduceMean over H and W of NCHW's Transpose).
+// where it then meets its inverse, right after or past elementwise ops with constant operands
+// (it would move more bytes otherwise).
 //
 // Each other operand y becomes:
 //   - itself, when it is a scalar (rank 0) or a one-element constant of no higher rank than x
@@ -47,45 +35,40 @@
 // Transposes never grows, and a push that keeps it moves a Transpose strictly later in the
 // graph: pushing ends. A Transpose with several users is pushed into one of them only where the
 // result then meets the inverse Transpose (cancelled in the same rewrite; the Transpose stays for
-// the others, one user fewer). Its perm must be explicit and x's rank known; a run-time operand of lower rank than x (it would need an
-// Unsqueeze as well) stops it. Run with merge-consecutive (Transpose pairs: merged, or gone when
-// they are inverse), fold-constants and dce in one fixed point.
+// the others, one user fewer). Its perm must be explicit and x's rank known; a run-time operand
+// of lower rank than x (it would need an Unsqueeze as well) stops it. No rewrite adds nodes once
+// fold-constants has folded the constants it permutes: the Shape rule takes every user of the
+// Transpose at once, so the Transpose goes (one Shape and k Gathers for it and k Shapes). Run
+// with merge-consecutive (Transpose pairs: merged, or gone when they are inverse),
+// fold-constants and dce in one fixed point.
 #include <algorithm>
-#include <set>
 
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
+#include "transpose_handlers.h"
 
 namespace onnxopt::passes {
 namespace {
 
 using rewrite::PatternContext;
 
-bool isElementwise(const ir::Node& n) {
-  static const std::set<std::string> kOps = {
-      // unary
-      "Abs", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Floor",
-      "Ceil", "Round", "Sign", "Sin", "Cos", "Not", "IsNaN", "IsInf", "Gelu", "LeakyRelu", "Elu",
-      "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Mish", "Swish",
-      "ThresholdedRelu", "Cast", "Clip",
-      // binary and variadic
-      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Less", "Greater",
-      "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where"};
-  if (!n.domain().empty() || n.numOutputs() != 1) return false;
-  // QuantizeLinear/DequantizeLinear with a per-tensor (scalar) scale: elementwise.
-  if ((n.opType() == "QuantizeLinear" || n.opType() == "DequantizeLinear") && n.numInputs() >= 2) {
-    return pass::rankOf(n.input(1)) == 0;
+/// Whether `v` reaches Transpose<inverse> through a chain of single users that a Transpose is
+/// pushed through adding nothing: elementwise ops whose other operands are constants (a Pad's
+/// NHWC ReLU between the Pad and the Transpose back to NCHW).
+bool reachesInverse(ir::Value* v, const std::vector<int64_t>& inverse) {
+  constexpr int kMaxChain = 8;  // the activation and scaling an exporter puts there, and more
+  for (int step = 0; step <= kMaxChain && pass::hasSingleUse(v); ++step) {
+    ir::Node* next = v->uses().front().user;
+    if (next->opType() == "Transpose" && next->domain().empty()) {
+      return pass::attrInts(*next, "perm") == inverse;
+    }
+    if (!isElementwise(*next)) return false;
+    for (ir::Value* y : next->inputs()) {
+      if (y != nullptr && y != v && !isConstantOperand(y)) return false;
+    }
+    v = next->output(0);
   }
-  return kOps.count(n.opType()) > 0;
-}
-
-/// A constant, or the Unsqueeze of one this pass made (fold-constants folds both).
-bool isConstantOperand(const ir::Value* v) {
-  if (pass::constantTensor(v)) return true;
-  const ir::Node* p = v->producer();
-  return p != nullptr && p->opType() == "Unsqueeze" && p->domain().empty() &&
-         pass::constantTensor(p->input(0)) && p->numInputs() == 2 &&
-         pass::constantTensor(p->input(1));
+  return false;
 }
 
 /// How one other operand of the pushed-through node is rewritten.
@@ -94,219 +77,6 @@ struct Operand {
   ir::Value* value = nullptr;  ///< kCancel: the Transpose's input
   int64_t rank = 0;
 };
-
-/// Ops whose result keeps the input's rank and which name axes: the axes to give them on x.
-struct AxisRemap {
-  std::string attribute;      ///< "axis" or "axes"
-  bool axes_input = false;    ///< Reduce* axes as input 1 (opset 18; ReduceSum 13)
-  std::vector<int64_t> axes;  ///< on x
-  /// Constant inputs the op takes on x instead (Slice's axes, Pad's pads, Resize's scales or
-  /// sizes): index, tensor.
-  std::vector<std::pair<size_t, ir::Tensor>> inputs;
-  /// Where the result's rank is not x's (keepdims=0 reductions, Squeeze, Unsqueeze): the perm of
-  /// the Transpose after the pushed op that gives the result's dims their order (none when it is
-  /// the identity: the pushed Transpose is gone).
-  std::optional<std::vector<int64_t>> result_perm;
-};
-
-ir::Tensor int64Vector(const std::vector<int64_t>& values) {
-  return pass::makeInt64Tensor(values, {static_cast<int64_t>(values.size())});
-}
-
-/// Unsqueeze(Transpose<p>(x), A) = Transpose<q>(Unsqueeze(x, A)): A (normalized, on the result)
-/// holds new unit dims in both; the k-th other slot of the result holds x's dim p[k], which the
-/// pushed op put in its p[k]-th other slot.
-std::vector<int64_t> unsqueezedPerm(const std::vector<int64_t>& perm,
-                                    const std::vector<int64_t>& axes) {
-  size_t rank = perm.size() + axes.size();
-  std::vector<int64_t> slots;  // the result's positions that are not new
-  for (size_t j = 0; j < rank; ++j) {
-    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(j)) == axes.end()) {
-      slots.push_back(static_cast<int64_t>(j));
-    }
-  }
-  std::vector<int64_t> q(rank);
-  for (size_t j = 0; j < rank; ++j) q[j] = static_cast<int64_t>(j);
-  for (size_t k = 0; k < slots.size(); ++k) {
-    q[static_cast<size_t>(slots[k])] = slots[static_cast<size_t>(perm[k])];
-  }
-  return q;
-}
-
-/// Squeeze/Unsqueeze's axes (an attribute before opset 13, a constant input from 13), or nullopt.
-std::optional<std::vector<int64_t>> squeezeAxes(const ir::Node& n, int64_t opset) {
-  if (opset < 13) return pass::attrInts(n, "axes");
-  if (n.numInputs() < 2 || n.input(1) == nullptr) return std::nullopt;
-  return pass::constantInts(n.input(1));
-}
-
-/// The perm q with Op(x) reduced over p[A] = Transpose<q>(Op(Transpose<p>(x)) reduced over A),
-/// keepdims=0: the kept axes of the transposed tensor, in order, are x's axes p[i] (i not in A);
-/// the pushed op keeps them in x's order.
-std::vector<int64_t> reducedPerm(const std::vector<int64_t>& perm,
-                                 const std::vector<int64_t>& axes) {
-  std::vector<int64_t> kept_x;  // x's axes the original result keeps, in its order
-  for (size_t i = 0; i < perm.size(); ++i) {
-    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) == axes.end()) {
-      kept_x.push_back(perm[i]);
-    }
-  }
-  std::vector<int64_t> sorted = kept_x;
-  std::sort(sorted.begin(), sorted.end());
-  std::vector<int64_t> q;
-  for (int64_t a : kept_x) {
-    q.push_back(std::lower_bound(sorted.begin(), sorted.end(), a) - sorted.begin());
-  }
-  return q;
-}
-
-std::optional<AxisRemap> axisRemapOf(const ir::Node& n, int64_t opset, int64_t rank,
-                                     const std::vector<int64_t>& perm) {
-  if (!n.domain().empty() || n.numOutputs() != 1) return std::nullopt;
-  const std::string& op = n.opType();
-  auto one = [&](int64_t fallback) -> std::optional<AxisRemap> {
-    auto axis = pass::normalizeAxis(pass::attrInt(n, "axis", fallback), rank);
-    if (!axis) return std::nullopt;
-    AxisRemap r;
-    r.attribute = "axis";
-    r.axes = {perm[static_cast<size_t>(*axis)]};
-    return r;
-  };
-  // Softmax and its kin take one axis from opset 13 (before, the axis split the input in two).
-  if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset >= 13) return one(-1);
-  if (op == "Concat" && n.findAttribute("axis") != nullptr) return one(0);
-  // Per-axis quantization: the scale's axis.
-  if ((op == "QuantizeLinear" || op == "DequantizeLinear") && n.numInputs() >= 2 &&
-      pass::rankOf(n.input(1)) == 1) {
-    return one(1);
-  }
-  // Slice (inputs from opset 10) with constant starts and axes: the axes renamed, the starts,
-  // ends and steps per axis as they were.
-  if (op == "Slice" && opset >= 10 && n.numInputs() >= 3) {
-    auto starts = pass::constantInts(n.input(1));
-    if (!starts || !pass::constantInts(n.input(2))) return std::nullopt;
-    std::vector<int64_t> axes;
-    if (n.numInputs() > 3 && n.input(3) != nullptr) {
-      auto given = pass::constantInts(n.input(3));
-      if (!given) return std::nullopt;
-      axes = *given;
-    } else {
-      for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-    }
-    AxisRemap r;
-    std::vector<int64_t> renamed;
-    for (int64_t a : axes) {
-      auto norm = pass::normalizeAxis(a, rank);
-      if (!norm) return std::nullopt;
-      renamed.push_back(perm[static_cast<size_t>(*norm)]);
-    }
-    r.inputs.push_back({3, int64Vector(renamed)});
-    return r;
-  }
-  // Pad (pads as an input from opset 11, no axes input): x's pads are the transposed tensor's,
-  // permuted (dim p[i] of x is dim i of the transposed tensor).
-  if (op == "Pad" && opset >= 11 && n.numInputs() >= 2 &&
-      (n.numInputs() < 4 || n.input(3) == nullptr)) {
-    auto pads = pass::constantInts(n.input(1));
-    if (!pads || pads->size() != 2 * static_cast<size_t>(rank)) return std::nullopt;
-    std::vector<int64_t> on_x(pads->size());
-    for (size_t i = 0; i < static_cast<size_t>(rank); ++i) {
-      on_x[static_cast<size_t>(perm[i])] = (*pads)[i];
-      on_x[static_cast<size_t>(rank + perm[i])] = (*pads)[rank + i];
-    }
-    AxisRemap r;
-    r.inputs.push_back({1, int64Vector(on_x)});
-    return r;
-  }
-  // Squeeze with explicit axes: x's axes p[A] go, and the kept ones keep x's order.
-  if (op == "Squeeze") {
-    auto given = squeezeAxes(n, opset);
-    if (!given || given->empty()) return std::nullopt;
-    std::vector<int64_t> axes;
-    for (int64_t a : *given) {
-      auto norm = pass::normalizeAxis(a, rank);
-      if (!norm) return std::nullopt;
-      axes.push_back(*norm);
-    }
-    AxisRemap r;
-    r.attribute = "axes";
-    r.axes_input = opset >= 13;
-    for (int64_t a : axes) r.axes.push_back(perm[static_cast<size_t>(a)]);
-    std::sort(r.axes.begin(), r.axes.end());
-    r.result_perm = reducedPerm(perm, axes);
-    return r;
-  }
-  // Unsqueeze: the same new unit dims on x, then the Transpose that puts x's dims in order.
-  if (op == "Unsqueeze") {
-    auto given = squeezeAxes(n, opset);
-    if (!given || given->empty()) return std::nullopt;
-    int64_t out_rank = rank + static_cast<int64_t>(given->size());
-    AxisRemap r;
-    r.attribute = "axes";
-    r.axes_input = opset >= 13;
-    for (int64_t a : *given) {
-      auto norm = pass::normalizeAxis(a, out_rank);
-      if (!norm) return std::nullopt;
-      r.axes.push_back(*norm);
-    }
-    std::sort(r.axes.begin(), r.axes.end());
-    if (std::adjacent_find(r.axes.begin(), r.axes.end()) != r.axes.end()) return std::nullopt;
-    r.result_perm = unsqueezedPerm(perm, r.axes);
-    return r;
-  }
-  // Resize (opset 11+, no axes attribute, an empty or unused roi) with constant scales or sizes:
-  // interpolation is separable, so each dim's factor goes with the dim (x's dim p[i] gets the
-  // transposed tensor's factor i).
-  if (op == "Resize" && opset >= 11 && n.findAttribute("axes") == nullptr) {
-    bool crop = n.findAttribute("coordinate_transformation_mode") != nullptr &&
-                n.findAttribute("coordinate_transformation_mode")->s == "tf_crop_and_resize";
-    if (crop || n.numInputs() < 3) return std::nullopt;
-    AxisRemap r;
-    for (size_t index : {size_t{2}, size_t{3}}) {
-      if (index >= n.numInputs() || n.input(index) == nullptr) continue;
-      auto t = pass::constantTensor(n.input(index));
-      if (!t) return std::nullopt;
-      if (t->numElements().value_or(-1) == 0) continue;  // an empty scales beside sizes
-      if (t->numElements().value_or(-1) != rank) return std::nullopt;
-      if (index == 2) {
-        auto v = pass::floatValues(*t);
-        if (!v) return std::nullopt;
-        std::vector<double> on_x(v->size());
-        for (size_t i = 0; i < v->size(); ++i) on_x[static_cast<size_t>(perm[i])] = (*v)[i];
-        r.inputs.push_back({2, pass::makeFloatTensor(t->dtype(), {rank}, on_x)});
-      } else {
-        auto v = pass::constantInts(n.input(index));
-        if (!v) return std::nullopt;
-        std::vector<int64_t> on_x(v->size());
-        for (size_t i = 0; i < v->size(); ++i) on_x[static_cast<size_t>(perm[i])] = (*v)[i];
-        r.inputs.push_back({3, int64Vector(on_x)});
-      }
-    }
-    if (r.inputs.empty()) return std::nullopt;
-    return r;
-  }
-  if (op == "ArgMax" || op == "ArgMin") {
-    auto r = one(0);
-    if (r && pass::attrInt(n, "keepdims", 1) == 0) {
-      auto axis = pass::normalizeAxis(pass::attrInt(n, "axis", 0), rank);
-      r->result_perm = reducedPerm(perm, {*axis});
-    }
-    return r;
-  }
-  if (op.rfind("Reduce", 0) == 0) {
-    // Explicit constant axes; keepdims 0 or 1.
-    auto axes = pass::reduceAxes(n, opset, rank, /*any_keepdims=*/true);
-    if (!axes) return std::nullopt;
-    AxisRemap r;
-    r.attribute = "axes";
-    r.axes_input = pass::reduceAxesFromInput(n, opset);
-    for (int64_t a : *axes) r.axes.push_back(perm[static_cast<size_t>(a)]);
-    std::sort(r.axes.begin(), r.axes.end());
-    if (pass::attrInt(n, "keepdims", 1) == 0) r.result_perm = reducedPerm(perm, *axes);
-    return r;
-  }
-  return std::nullopt;
-}
 
 class PushTransposePattern final : public rewrite::Pattern {
  public:
@@ -365,7 +135,8 @@ class PushTransposePattern final : public rewrite::Pattern {
       if (!remap) return ctx.fail("its user is no elementwise op nor one whose axes remap");
       if (node->opType() != "Concat") data_inputs = 1;
       // Size-weighted: past an op whose result is larger than its input (Pad, an upsampling
-      // Resize) the Transpose would move more bytes, so only where it then meets its inverse.
+      // Resize) the Transpose would move more bytes, so only where it then meets its inverse,
+      // there or past ops it is pushed through for free.
       if (node->opType() == "Pad" || node->opType() == "Resize") {
         auto in = pass::staticShape(transpose->output(0));
         auto res = pass::staticShape(node->output(0));
@@ -374,10 +145,7 @@ class PushTransposePattern final : public rewrite::Pattern {
           for (int64_t v : d) n *= v;
           return n;
         };
-        ir::Value* result = node->output(0);
-        ir::Node* next = pass::hasSingleUse(result) ? result->uses().front().user : nullptr;
-        bool meets_inverse = next != nullptr && next->opType() == "Transpose" &&
-                             next->domain().empty() && pass::attrInts(*next, "perm") == inverse;
+        bool meets_inverse = reachesInverse(node->output(0), inverse);
         if (!meets_inverse && (!in || !res || count(*res) > count(*in))) {
           return ctx.fail("the Transpose would move onto a larger tensor that nothing cancels");
         }
@@ -460,31 +228,11 @@ class PushTransposePattern final : public rewrite::Pattern {
     }
     ir::Node* pushed = rw.createNodeLike(node->opType(), "", inputs, node);
     for (const ir::Attribute& a : node->attributes()) rw.copyAttribute(*node, pushed, a.name);
-    if (remap && !remap->inputs.empty()) {
-      for (const auto& [index, tensor] : remap->inputs) {
-        ir::Value* v = rw.createInitializer(graph, node->opType() + "_input", tensor);
-        while (pushed->numInputs() <= index) rw.addInput(pushed, nullptr);
-        rw.setInput(pushed, index, v);
-      }
-    } else if (remap) {
-      if (remap->axes_input) {
-        rw.setInput(
-            pushed, 1,
-            rw.createInitializer(
-                graph, "axes",
-                pass::makeInt64Tensor(remap->axes, {static_cast<int64_t>(remap->axes.size())})));
-      } else {
-        ir::Attribute a;
-        a.name = remap->attribute;
-        if (remap->attribute == "axes") {
-          a.kind = ir::Attribute::Kind::kInts;
-          a.ints = remap->axes;
-        } else {
-          a.kind = ir::Attribute::Kind::kInt;
-          a.i = remap->axes.front();
-        }
-        rw.setAttribute(pushed, std::move(a));
-      }
+    if (remap && remap->attribute) rw.setAttribute(pushed, std::move(*remap->attribute));
+    for (RemappedInput& in : remap ? remap->inputs : std::vector<RemappedInput>{}) {
+      ir::Value* v = rw.createInitializer(graph, in.name, std::move(in.tensor));
+      while (pushed->numInputs() <= in.index) rw.addInput(pushed, nullptr);
+      rw.setInput(pushed, in.index, v);
     }
     if (remap && remap->result_perm) {
       // Another rank (keepdims=0, Squeeze, Unsqueeze): what is left of the pushed Transpose is
@@ -626,37 +374,49 @@ class SplitPattern final : public rewrite::Pattern {
 };
 
 /// Shape<start, end>(Transpose<p>(x)) ==> Gather(Shape(x), p[start:end]): the dims are x's,
-/// reordered; the Transpose loses a user (and goes where that was its only one).
+/// reordered. Only where every user of the Transpose is such a Shape: all of them are rewritten
+/// at once, over one Shape(x), and the Transpose goes (k Shapes and the Transpose become one Shape
+/// and k Gathers). Where the Transpose stays for another user, a Gather would be one node more.
 class ShapeOfTransposePattern final : public rewrite::Pattern {
  public:
-  ShapeOfTransposePattern() : Pattern("shape-of-transpose", "Shape") {}
-  bool matchAndRewrite(ir::Node* shape, PatternContext& ctx) const override {
-    ir::Node* tr = shape->input(0) == nullptr ? nullptr : shape->input(0)->producer();
-    if (tr == nullptr || tr->opType() != "Transpose" || !tr->domain().empty()) {
-      return ctx.fail("not the Shape of a Transpose");
-    }
+  ShapeOfTransposePattern() : Pattern("shape-of-transpose", "Transpose") {}
+  bool matchAndRewrite(ir::Node* tr, PatternContext& ctx) const override {
     auto perm = pass::attrInts(*tr, "perm");
     if (!perm) return ctx.fail("the perm is not explicit");
+    std::vector<ir::Node*> shapes;
+    for (const ir::Use& u : tr->output(0)->uses()) {
+      if (u.user->opType() != "Shape" || !u.user->domain().empty() ||
+          u.user->owningGraph() != tr->owningGraph()) {
+        return ctx.fail("a user of the Transpose is no Shape of its graph: it would stay");
+      }
+      shapes.push_back(u.user);
+    }
+    if (shapes.empty()) return ctx.fail("no user");
     auto rank = static_cast<int64_t>(perm->size());
+    auto& rw = ctx.rewriter();
+    rw.setInsertionPoint(tr);
+    ir::Type dims =
+        ir::Type::tensor(ir::DataType::kInt64, std::vector<ir::Dim>{ir::Dim::known(rank)});
+    ir::Value* full = rw.createNode("Shape", "", {tr->input(0)}, {dims})->output(0);
     // start/end (opset 15), clamped as the spec says.
     auto clamp = [&](int64_t v) {
       return std::min(std::max(v < 0 ? v + rank : v, int64_t{0}), rank);
     };
-    int64_t start = clamp(pass::attrInt(*shape, "start", 0));
-    int64_t end = clamp(pass::attrInt(*shape, "end", rank));
-    std::vector<int64_t> picked;
-    for (int64_t i = start; i < end; ++i) picked.push_back((*perm)[static_cast<size_t>(i)]);
-    auto& rw = ctx.rewriter();
-    ir::Type dims =
-        ir::Type::tensor(ir::DataType::kInt64, std::vector<ir::Dim>{ir::Dim::known(rank)});
-    ir::Value* full = rw.createNode("Shape", "", {tr->input(0)}, {dims})->output(0);
-    ir::Value* indices =
-        rw.createInitializer(*shape->owningGraph(), "shape_perm",
-                             pass::makeInt64Tensor(picked, {static_cast<int64_t>(picked.size())}));
-    ir::Node* gather = rw.createNodeLike("Gather", "", {full, indices}, shape);
-    std::string name = shape->output(0)->name();
-    rw.replaceNode(shape, {gather->output(0)});
-    if (gather->output(0)->name() != name) rw.setName(gather->output(0), name);
+    for (ir::Node* shape : shapes) {
+      int64_t start = clamp(pass::attrInt(*shape, "start", 0));
+      int64_t end = clamp(pass::attrInt(*shape, "end", rank));
+      std::vector<int64_t> picked;
+      for (int64_t i = start; i < end; ++i) picked.push_back((*perm)[static_cast<size_t>(i)]);
+      rw.setInsertionPoint(shape);
+      ir::Value* indices = rw.createInitializer(
+          *shape->owningGraph(), "shape_perm",
+          pass::makeInt64Tensor(picked, {static_cast<int64_t>(picked.size())}));
+      ir::Node* gather = rw.createNodeLike("Gather", "", {full, indices}, shape);
+      std::string name = shape->output(0)->name();
+      rw.replaceNode(shape, {gather->output(0)});
+      if (gather->output(0)->name() != name) rw.setName(gather->output(0), name);
+    }
+    rw.eraseNode(tr);
     return true;
   }
 };
