@@ -62,17 +62,23 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //    K^T as its scale, and fuse-scale-chain merges a chain of them first; what is left
       //    (attention the fusion refused) moves into the projection weights. dce drops the old
       //    weights.
-      //  - optimize-transposes last, in a fixed point with merge-consecutive (which merges or
-      //    cancels the Transpose pairs it brings together), fold-constants (constants it
-      //    permutes) and dce: after the fusions, whose patterns read Transposes where the
-      //    exporters put them (fuse-attention's head split and K^T).
+      //  - optimize-transposes after the fusions, in a fixed point with merge-consecutive
+      //    (which merges or cancels the Transpose pairs it brings together), fold-constants
+      //    (constants it permutes) and dce: the fusions' patterns read Transposes where the
+      //    exporters put them (fuse-attention's head split and K^T), so they see that graph first.
+      //  - all of it in a fixed point: cancelling Transposes exposes chains to the fusions that a
+      //    Transpose hid (tf2onnx's NHWC Conv -> Transpose -> Add(bias): fuse-conv-affine takes
+      //    the Add once the Transposes are gone), so the fusions run again on that graph, and
+      //    -O2 of an -O2 result changes nothing. Each round runs the fusions to their own fixed
+      //    point before fuse-matmul-scale and the Transposes move, so the first round sees the
+      //    exporter's graph (attention fuses there, as before) and a later one only what the
+      //    transposes exposed; the transpose fixed point does not undo a fusion.
       // -O3 without a target is -O2: its rewrites are target-specific (pipelineFor).
       return std::string(kLevel1) +
-             ",fixpoint(einsum-to-matmul,fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-"
-             "rmsnorm,fuse-gelu,"
-             "fuse-activations,fuse-attention,fuse-scale-chain,fold-constants,"
+             ",fixpoint(fixpoint(einsum-to-matmul,fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-rmsnorm,"
+             "fuse-gelu,fuse-activations,fuse-attention,fuse-scale-chain,fold-constants,"
              "eliminate-noop{strict-signed-zero=false},cse,dce),fuse-matmul-scale,dce,"
-             "fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce)";
+             "fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce))";
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);
   }
