@@ -71,6 +71,34 @@ bool reachesInverse(ir::Value* v, const std::vector<int64_t>& inverse) {
   return false;
 }
 
+/// Size-weighted: past an op whose result is larger than its input (Pad, an upsampling Resize) a
+/// Transpose would move more bytes, so only where it then meets its inverse, there or past ops
+/// it is pushed through for free.
+bool sizeWeightAllows(const ir::Node& transpose, const ir::Node& node,
+                      const std::vector<int64_t>& inverse) {
+  if (node.opType() != "Pad" && node.opType() != "Resize") return true;
+  if (reachesInverse(node.output(0), inverse)) return true;
+  auto in = pass::staticShape(transpose.output(0));
+  auto res = pass::staticShape(node.output(0));
+  if (!in || !res) return false;
+  auto count = [](const std::vector<int64_t>& d) {
+    int64_t n = 1;
+    for (int64_t v : d) n *= v;
+    return n;
+  };
+  return count(*res) <= count(*in);
+}
+
+/// Gives `pushed` the attribute and constant inputs that name its axes on x.
+void applyRemap(rewrite::Rewriter& rw, ir::Graph& graph, ir::Node* pushed, AxisRemap& remap) {
+  if (remap.attribute) rw.setAttribute(pushed, std::move(*remap.attribute));
+  for (RemappedInput& in : remap.inputs) {
+    ir::Value* v = rw.createInitializer(graph, in.name, std::move(in.tensor));
+    while (pushed->numInputs() <= in.index) rw.addInput(pushed, nullptr);
+    rw.setInput(pushed, in.index, v);
+  }
+}
+
 /// How one other operand of the pushed-through node is rewritten.
 struct Operand {
   enum class Kind { kKeep, kCancel, kConstant, kRunTime } kind = Kind::kKeep;
@@ -134,21 +162,8 @@ class PushTransposePattern final : public rewrite::Pattern {
       remap = axisRemapOf(*node, ctx.opset(), rank, perm);
       if (!remap) return ctx.fail("its user is no elementwise op nor one whose axes remap");
       if (node->opType() != "Concat") data_inputs = 1;
-      // Size-weighted: past an op whose result is larger than its input (Pad, an upsampling
-      // Resize) the Transpose would move more bytes, so only where it then meets its inverse,
-      // there or past ops it is pushed through for free.
-      if (node->opType() == "Pad" || node->opType() == "Resize") {
-        auto in = pass::staticShape(transpose->output(0));
-        auto res = pass::staticShape(node->output(0));
-        auto count = [](const std::vector<int64_t>& d) {
-          int64_t n = 1;
-          for (int64_t v : d) n *= v;
-          return n;
-        };
-        bool meets_inverse = reachesInverse(node->output(0), inverse);
-        if (!meets_inverse && (!in || !res || count(*res) > count(*in))) {
-          return ctx.fail("the Transpose would move onto a larger tensor that nothing cancels");
-        }
+      if (!sizeWeightAllows(*transpose, *node, inverse)) {
+        return ctx.fail("the Transpose would move onto a larger tensor that nothing cancels");
       }
     }
     // Every operand: the pushed Transpose's (replaced by x), or one that adds no run-time
@@ -228,12 +243,7 @@ class PushTransposePattern final : public rewrite::Pattern {
     }
     ir::Node* pushed = rw.createNodeLike(node->opType(), "", inputs, node);
     for (const ir::Attribute& a : node->attributes()) rw.copyAttribute(*node, pushed, a.name);
-    if (remap && remap->attribute) rw.setAttribute(pushed, std::move(*remap->attribute));
-    for (RemappedInput& in : remap ? remap->inputs : std::vector<RemappedInput>{}) {
-      ir::Value* v = rw.createInitializer(graph, in.name, std::move(in.tensor));
-      while (pushed->numInputs() <= in.index) rw.addInput(pushed, nullptr);
-      rw.setInput(pushed, in.index, v);
-    }
+    if (remap) applyRemap(rw, graph, pushed, *remap);
     if (remap && remap->result_perm) {
       // Another rank (keepdims=0, Squeeze, Unsqueeze): what is left of the pushed Transpose is
       // the result's reordering, nothing when that is the identity (an NHWC global pool's
