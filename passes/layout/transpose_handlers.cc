@@ -212,15 +212,14 @@ std::optional<AxisRemap> slice(const ir::Node& n, const PushedTranspose& t) {
 
 // Pad, every mode (each pads a dim on its own): the pads of the transposed tensor permuted onto
 // x's dims; with an axes input (opset 18) the pads stay and the axes are renamed. Before opset
-// 11 the pads are an attribute ("paddings" in Pad-1).
+// 11 the pads are an attribute (Pad-1's "paddings", of opset 1 only, is left alone).
 std::optional<AxisRemap> pad(const ir::Node& n, const PushedTranspose& t) {
   AxisRemap r;
   if (t.opset < 11) {
-    const char* name = n.findAttribute("pads") != nullptr ? "pads" : "paddings";
-    auto pads = pass::attrInts(n, name);
+    auto pads = pass::attrInts(n, "pads");
     auto on_x = pads ? padsOnX(*pads, t) : std::nullopt;
     if (!on_x) return std::nullopt;
-    r.attribute = pass::intsAttr(name, *on_x);
+    r.attribute = pass::intsAttr("pads", *on_x);
     return r;
   }
   if (n.numInputs() < 2 || n.input(1) == nullptr) return std::nullopt;
