@@ -72,10 +72,13 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //    -O2 of an -O2 result changes nothing. Each round runs the fusions to their own fixed
       //    point before fuse-matmul-scale and the Transposes move, so the first round sees the
       //    exporter's graph (attention fuses there, as before) and a later one only what the
-      //    transposes exposed; the transpose fixed point does not undo a fusion.
+      //    transposes exposed; the transpose fixed point does not undo a fusion. infer-shapes
+      //    opens each round: values that folding made static had no rank when shapes were
+      //    first inferred (ONNX's expanded AffineGrid), and optimize-transposes needs the rank.
       // -O3 without a target is -O2: its rewrites are target-specific (pipelineFor).
       return std::string(kLevel1) +
-             ",fixpoint(fixpoint(einsum-to-matmul,fuse-pad,fuse-conv-affine,fuse-gemm,fuse-layernorm,fuse-rmsnorm,"
+             ",fixpoint(infer-shapes,fixpoint(einsum-to-matmul,fuse-pad,fuse-conv-affine,fuse-gemm,"
+             "fuse-layernorm,fuse-rmsnorm,"
              "fuse-gelu,fuse-activations,fuse-attention,fuse-scale-chain,fold-constants,"
              "eliminate-noop{strict-signed-zero=false},cse,dce),fuse-matmul-scale,dce,"
              "fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce))";
