@@ -254,17 +254,13 @@ void expectConvClose(const HostTensor& want, const HostTensor& got) {
 
 class ConvTest : public test::CudaTest, public ::testing::WithParamInterface<ConvCase> {};
 
-TEST_P(ConvTest, MatchesReference) {
-  const ConvCase& c = GetParam();
-  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
-  auto random = [&](const std::vector<int64_t>& dims, double scale) {
-    return uniformTensor(c.dtype, dims, scale, rng);
-  };
-  int64_t fan_in = 1;
-  for (size_t i = 1; i < c.w.size(); ++i) fan_in *= c.w[i];
-  std::vector<HostTensor> host = {random(c.x, 1.0), random(c.w, 1.0 / std::sqrt(fan_in))};
+/// The case's inputs X, W and (with bias) B, each made by `make(dims, role)`, run through the
+/// reference kernel and the CUDA kernel; `check(want, got)` compares their outputs.
+template <typename Make, typename Check>
+void runConvCase(const ConvCase& c, Make make, Check check) {
   int64_t m = c.op == "Conv" ? c.w[0] : c.w[1] * c.attrs.getInt("group", 1);
-  if (c.bias) host.push_back(random({m}, 0.5));
+  std::vector<HostTensor> host = {make(c.x, 'x'), make(c.w, 'w')};
+  if (c.bias) host.push_back(make({m}, 'b'));
   std::vector<const HostTensor*> ptrs;
   for (const HostTensor& t : host) ptrs.push_back(&t);
   auto expected = runReferenceKernel(c.op, 11, ptrs, c.attrs, 1);
@@ -272,7 +268,19 @@ TEST_P(ConvTest, MatchesReference) {
   const HostTensor& want = expected->at(0);
   auto got = test::runOnDevice(c.op, 11, host, c.attrs, want.dtype, want.dims);
   ASSERT_TRUE(got.isOk()) << got.status().toString();
-  expectConvClose(want, *got);
+  check(want, *got);
+}
+
+TEST_P(ConvTest, MatchesReference) {
+  const ConvCase& c = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
+  int64_t fan_in = 1;
+  for (size_t i = 1; i < c.w.size(); ++i) fan_in *= c.w[i];
+  auto random = [&](const std::vector<int64_t>& dims, char role) {
+    double scale = role == 'x' ? 1.0 : role == 'w' ? 1.0 / std::sqrt(fan_in) : 0.5;
+    return uniformTensor(c.dtype, dims, scale, rng);
+  };
+  runConvCase(c, random, expectConvClose);
 }
 
 INSTANTIATE_TEST_SUITE_P(Claimed, ConvTest, ::testing::ValuesIn(convCases()),
@@ -287,24 +295,17 @@ class ConvExactTest : public test::CudaTest, public ::testing::WithParamInterfac
 TEST_P(ConvExactTest, FloatIntegersExactly) {
   const ConvCase& c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.name)));
-  auto integers = [&](const std::vector<int64_t>& dims, int bound) {
+  auto integers = [&](const std::vector<int64_t>& dims, char role) {
+    int bound = role == 'x' ? 3 : role == 'w' ? 2 : 4;
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     std::vector<double> v(static_cast<size_t>(n));
     for (double& e : v) e = std::uniform_int_distribution<>(-bound, bound)(rng);
     return test::tensorOf(c.dtype, dims, v);
   };
-  std::vector<HostTensor> host = {integers(c.x, 3), integers(c.w, 2)};
-  int64_t m = c.op == "Conv" ? c.w[0] : c.w[1] * c.attrs.getInt("group", 1);
-  if (c.bias) host.push_back(integers({m}, 4));
-  std::vector<const HostTensor*> ptrs;
-  for (const HostTensor& t : host) ptrs.push_back(&t);
-  auto expected = runReferenceKernel(c.op, 11, ptrs, c.attrs, 1);
-  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
-  const HostTensor& want = expected->at(0);
-  auto got = test::runOnDevice(c.op, 11, host, c.attrs, want.dtype, want.dims);
-  ASSERT_TRUE(got.isOk()) << got.status().toString();
-  test::expectClose(want, *got, {0.0, 0.0});
+  runConvCase(c, integers, [](const HostTensor& want, const HostTensor& got) {
+    test::expectClose(want, got, {0.0, 0.0});
+  });
 }
 
 std::vector<ConvCase> floatCases() {
