@@ -151,7 +151,13 @@ def test_ceil_mode_pool_sizes_match_onnxruntime(size, kernel, stride, pads, run_
     )
     x = np.random.default_rng(4).standard_normal((1, 1, size, size)).astype(np.float32)
     out = _optimize_and_compare(model, {"x": x}, run_opt, work_dir)
-    assert [n.op_type for n in out.graph.node] == []  # the shape is known, so it folds
+    # onnxruntime drops a last window that would start in the end padding; onnx's inference before
+    # opset 22 does not. Where the two sizes differ it is left unknown (never written where the
+    # checker would contradict it), so the Shape stays; elsewhere the shape is known and folds.
+    full = -(-(size + pads[0] + pads[2] - kernel) // stride) + 1
+    onnxruntime_size = full - 1 if (full - 1) * stride >= size + pads[0] else full
+    disputed = onnxruntime_size != full
+    assert [n.op_type for n in out.graph.node] == (["MaxPool", "Shape"] if disputed else [])
 
 
 # --- 4. Resize-18 keep_aspect_ratio_policy ------------------------------------------------------------

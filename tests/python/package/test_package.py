@@ -602,6 +602,8 @@ def test_optimize_file_writes_a_model_over_2_gb(tmp_path: Path) -> None:
     summary = onnxopt.optimize_file(model_path, out)  # over 2 GB: its data goes external
     assert summary["nodes_after"] == summary["nodes_before"] == large.TENSOR_COUNT
     large._check_large_output(out, expected)
-    # The same model as a ModelProto is refused with a clear message rather than a crash.
-    with pytest.raises(onnxopt.Error):
-        onnxopt.optimize(model_path)  # its result is over protobuf's limit
+    # The same model as a ModelProto: its big weights cross the native boundary apart from the
+    # graph (docs/python.md), so a result over protobuf's 2 GB serialization limit comes back whole.
+    result = onnxopt.optimize(model_path)
+    assert len(result.graph.node) == large.TENSOR_COUNT
+    assert sum(len(t.raw_data) for t in result.graph.initializer) >= large.MODEL_DATA_BYTES
