@@ -9,9 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +16,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import peak_rss
 import roundtrip_check
 
 TENSOR_COUNT = 17
@@ -83,18 +81,6 @@ def _data_file(model_path: Path, info: dict[str, str]) -> Path:
     return path
 
 
-def _run_measured(args: list[str], workdir: Path) -> tuple[int, str, int, float]:
-    """Runs a command; returns exit code, stderr, its own peak RSS in bytes (not its siblings'), seconds."""
-    with tempfile.TemporaryFile(dir=workdir) as err:
-        start = time.monotonic()
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        return proc.returncode, err.read().decode(errors="replace"), usage.ru_maxrss * 1024, seconds
-
-
 def _check_large_output(out: Path, expected: dict[str, str]) -> None:
     assert out.stat().st_size < 1 << 20, "the model file should hold the graph only, its data external"
     model = onnx.load(str(out), load_external_data=False)
@@ -128,15 +114,15 @@ def test_large_model_roundtrip(opt: Path, work_dir: Path) -> None:
         for label, extra in (("O0", roundtrip_check.ROUNDTRIP_ARGS), ("O2", ("-O2",))):
             out = folder / "out" / f"large_{label}.onnx"
             args = [str(opt), str(model_path), "-o", str(out), *extra]
-            code, stderr, peak_rss, seconds = _run_measured(args, folder)
+            run = peak_rss.run(args, folder)
             print(
-                f"\nLARGE_MODEL_PEAK_RSS_MB[{label}]={peak_rss / 2**20:.1f}"
-                f" (model data {MODEL_DATA_BYTES / 2**20:.0f} MiB, opt {seconds:.1f}s)"
+                f"\nLARGE_MODEL_PEAK_RSS_MB[{label}]={run.peak_rss / 2**20:.1f}"
+                f" (model data {MODEL_DATA_BYTES / 2**20:.0f} MiB, opt {run.seconds:.1f}s)"
             )
-            assert code == 0, f"opt {label} failed on the large model: {stderr.strip()}"
+            assert run.returncode == 0, f"opt {label} failed on the large model: {run.stderr.strip()}"
             _check_large_output(out, expected)
-            assert peak_rss < MODEL_DATA_BYTES / 2, (
-                f"opt {label} peaked at {peak_rss >> 20} MiB RSS on a {MODEL_DATA_BYTES >> 20} MiB model; "
+            assert run.peak_rss < MODEL_DATA_BYTES / 2, (
+                f"opt {label} peaked at {run.peak_rss >> 20} MiB RSS on a {MODEL_DATA_BYTES >> 20} MiB model; "
                 "the bound is half"
             )
             for f in (folder / "out").iterdir():

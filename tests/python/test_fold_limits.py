@@ -9,14 +9,14 @@ result.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+
+import peak_rss
 
 # Far below any of the results (4 GiB for the Concat, 1 GiB for the generators: under the reference
 # kernels' own 2 GiB cap, so only the order of check and work keeps them from being computed), well
@@ -25,20 +25,14 @@ ADDRESS_SPACE_LIMIT = 768 << 20
 
 
 def _optimize_limited(opt: Path, model: onnx.ModelProto, work_dir: Path) -> onnx.ModelProto:
-    """opt -O2 on the model; its own peak RSS (wait4's rusage of that child alone) must stay under the limit.
-    Measured rather than enforced with RLIMIT_AS, which AddressSanitizer builds cannot run under (their
-    shadow memory reserves terabytes of address space)."""
+    """opt -O2 on the model; its own peak RSS must stay under the limit. Measured rather than enforced with
+    RLIMIT_AS, which AddressSanitizer builds cannot run under (their shadow memory reserves terabytes of
+    address space)."""
     src, out = work_dir / "in.onnx", work_dir / "out.onnx"
     onnx.save(model, str(src))
-    err = work_dir / "stderr.txt"
-    with open(err, "w") as stderr:
-        proc = subprocess.Popen([str(opt), str(src), "-O2", "-o", str(out)], stdout=subprocess.DEVNULL,
-                                stderr=stderr)
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0, err.read_text()[-2000:]
-    peak = usage.ru_maxrss * 1024
-    assert peak < ADDRESS_SPACE_LIMIT, f"opt peaked at {peak / 2**20:.0f} MiB"
+    run = peak_rss.run([str(opt), str(src), "-O2", "-o", str(out)], work_dir)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.peak_rss < ADDRESS_SPACE_LIMIT, f"opt peaked at {run.peak_rss / 2**20:.0f} MiB"
     return onnx.load(str(out))
 
 
