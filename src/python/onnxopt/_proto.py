@@ -62,18 +62,28 @@ def _has_unknown_fields(*messages: Any) -> bool:
     return any(len(UnknownFieldSet(m)) > 0 for m in messages)
 
 
+def _is_repeated(field: Any) -> bool:
+    is_repeated = getattr(field, "is_repeated", None)  # (newer protobuf; `label` is deprecated there)
+    return bool(is_repeated) if is_repeated is not None else field.label == field.LABEL_REPEATED
+
+
 def _copy_fields(src: Any, dst: Any, skip: str) -> None:
-    """Every set field of `src` but `skip` into the empty message `dst` (nested messages copied)."""
-    for field, value in src.ListFields():
-        if field.name == skip:
+    """Every set field of `src` but `skip` into the empty message `dst` (nested messages copied).
+    Walks the descriptor rather than ListFields, which would read `skip` too: for a tensor's
+    raw_data, that read is a copy of the weight."""
+    for field in src.DESCRIPTOR.fields:
+        name = field.name
+        if name == skip:
             continue
-        target = getattr(dst, field.name)
-        if hasattr(target, "extend"):  # a repeated field
-            target.extend(value)
-        elif field.message_type is not None:
-            target.CopyFrom(value)
-        else:
-            setattr(dst, field.name, value)
+        if _is_repeated(field):
+            value = getattr(src, name)
+            if len(value):
+                getattr(dst, name).extend(value)
+        elif src.HasField(name):
+            if field.message_type is not None:
+                getattr(dst, name).CopyFrom(getattr(src, name))
+            else:
+                setattr(dst, name, getattr(src, name))
 
 
 def split_weights(model: Any) -> Tuple[bytes, List[Optional[bytes]]]:

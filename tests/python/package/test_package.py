@@ -159,6 +159,8 @@ def _big_weights_model() -> onnx.ModelProto:
     raw_data), and F, a big one in float_data, stay in the serialized bytes."""
     rng = np.random.default_rng(0)
     w1 = onnx.numpy_helper.from_array(rng.standard_normal((256, 512), dtype=np.float32), "W1")
+    w1.doc_string = "the first projection"  # fields beside raw_data cross with the tensor
+    w1.metadata_props.add(key="origin", value="test")
     w2t = onnx.numpy_helper.from_array(rng.standard_normal((256, 512), dtype=np.float32), "W2t")
     b = onnx.numpy_helper.from_array(rng.standard_normal(256, dtype=np.float32), "b")
     stripped = TensorProto(name="E", data_type=TensorProto.FLOAT, dims=[512, 512], raw_data=b"")
@@ -187,6 +189,9 @@ def test_big_weights_cross_apart_and_back(tmp_path: Path) -> None:
     data, weights = _proto.split_weights(proto)
     assert [w is not None for w in weights] == [True, True, False, False, False]
     assert len(data) < 256 * 1024 + 1024  # W1 and W2t left out; F (128 KiB) in
+    # Joined back, the pieces are the model itself, every field of the tensors given apart included.
+    joined = _proto.join_weights(data, [(k, w) for k, w in enumerate(weights) if w is not None])
+    assert joined.SerializeToString() == original
     path = tmp_path / "in.onnx"
     path.write_bytes(original)
     out = tmp_path / "out.onnx"
