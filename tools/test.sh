@@ -5,7 +5,7 @@
 #   bash tools/test.sh [--sanitize] [pytest args...]   (ONNXOPT_TEST_JOBS=N: pytest workers, default one per core)
 # --sanitize builds everything with AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/ and
 # runs the same suite against it; a sanitizer report makes opt exit with 86/87 (never 0, 1 or 2, the
-# codes the tests expect), so every finding fails a test. The instrumented pytest run takes one in four
+# codes the tests expect), so every finding fails a test. The instrumented pytest run takes one in eight
 # of the corpus-marked cases (one per model of the 2018-model corpus, about 60% of the suite's time;
 # a fixed choice, tests/python/conftest.py --corpus-sample) and every other test; the normal run takes all.
 set -euo pipefail
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 pytest_args=()
 if [ "${1:-}" = "--sanitize" ]; then
   shift
-  pytest_args+=(--corpus-sample 4)
+  pytest_args+=(--corpus-sample 8)
   export ONNXOPT_BUILD_DIR=${ONNXOPT_BUILD_DIR:-build-asan}
   export ONNXOPT_SANITIZE=address,undefined
   export ASAN_OPTIONS=${ASAN_OPTIONS:-exitcode=86:detect_leaks=1:abort_on_error=0}
