@@ -126,10 +126,11 @@ std::optional<DataType> elemOf(const ir::Value* v) {
 }
 
 /// An If's outputs against each branch's; a Loop's carried values and scan outputs (outputs, from
-/// input 2 on) against its body's outputs from 1 on.
+/// input 2 on) against its body's outputs from 1 on; a Scan's final states and scan outputs
+/// against its body's outputs, one to one.
 Status checkSubgraphInterface(const ir::Node& n) {
   const size_t skip = n.opType() == "Loop" ? 1 : 0;
-  if (n.opType() != "If" && n.opType() != "Loop") return Status::ok();
+  if (n.opType() != "If" && n.opType() != "Loop" && n.opType() != "Scan") return Status::ok();
   for (const ir::Graph* body : n.subgraphs()) {
     for (size_t i = 0; i < n.numOutputs() && i + skip < body->numOutputs(); ++i) {
       std::optional<DataType> outer = elemOf(n.output(i)), inner = elemOf(body->output(i + skip));

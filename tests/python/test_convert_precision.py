@@ -558,3 +558,43 @@ def test_an_input_without_seeded_values_skips_the_analysis(run_opt, work_dir):
     converted = onnx.load(str(out))
     onnx.checker.check_model(converted, full_check=True)
     assert TensorProto.FLOAT16 in _elem_types(converted)
+
+
+def test_scan_body_converts_inside_with_a_float32_interface(run_opt, work_dir):
+    """A Scan whose body multiplies each step's row by a weight into a running sum: the body
+    converts inside (a MatMul to speed up), its state and scan interface stays float32, and
+    onnxruntime runs the result and matches the float32 original."""
+    rng = np.random.default_rng(0)
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["row", "w"], ["p"]), helper.make_node("Add", ["acc", "p"], ["acc_out"]),
+         helper.make_node("Identity", ["p"], ["step"])],
+        "body",
+        [helper.make_tensor_value_info("acc", TensorProto.FLOAT, [1, 4]),
+         helper.make_tensor_value_info("row", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [1, 4]),
+         helper.make_tensor_value_info("step", TensorProto.FLOAT, [1, 4])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["acc0", "x"], ["acc", "steps"], body=body, num_scan_inputs=1)],
+        "scan",
+        [helper.make_tensor_value_info("acc0", TensorProto.FLOAT, [1, 4]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 1, 8])],
+        [helper.make_tensor_value_info("acc", TensorProto.FLOAT, [1, 4]),
+         helper.make_tensor_value_info("steps", TensorProto.FLOAT, [5, 1, 4])],
+        [_init("w", (8, 4), rng)])
+    src, out = work_dir / "scan.onnx", work_dir / "scan16.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    r = run_opt(str(src), "--precision", "fp16", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    model = onnx.load(str(out))
+    onnx.checker.check_model(model, full_check=True)
+    scan = next(n for n in model.graph.node if n.op_type == "Scan")
+    inner = onnx.helper.get_attribute_value(scan.attribute[0])
+    assert TensorProto.FLOAT16 in {i.data_type for i in inner.initializer} | {
+        i.data_type for i in model.graph.initializer}, "nothing converted"
+    feeds = {"acc0": rng.standard_normal([1, 4]).astype(np.float32),
+             "x": rng.standard_normal([5, 1, 8]).astype(np.float32)}
+    want = ort.InferenceSession(str(src)).run(None, feeds)
+    got = ort.InferenceSession(str(out)).run(None, feeds)
+    for w, g in zip(want, got):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, w, atol=0.02, rtol=0.02)
