@@ -23,6 +23,11 @@
 #                Not part of all (issue 20).
 #   bench        `opt bench` on the bundled transformer and CNN models, with and without CUDA graphs
 #                (bench_cuda.py); skipped with a message while opt has no bench command.
+#   convalgos    the convolution node cases (Conv, ConvTranspose, ConvInteger, QLinearConv) through
+#                conformance_cuda.py once with the default choice, once with every algorithm allowed
+#                (ONNXOPT_CONV_ALGOS=all) and once with each cuDNN algorithm id 0..7 forced
+#                (ONNXOPT_CONV_ALGOS=N), so a case that fails under one algorithm names it; its
+#                reports in convalgos.log, a line per run in the summary. Not part of all.
 #   all          all of the above.
 #   gpubench     tools/bench/gpu_bench.py run: the four models exported from torch, optimized with
 #                -O3 --target cuda, timed against torch eager / compile / compile+cudagraphs and
@@ -63,10 +68,10 @@ groups=("$@")
 [ "${#groups[@]}" -gt 0 ] || groups=(build unit)
 for g in "${groups[@]}"; do
   case $g in
-    build | unit | conformance | models | precision | plugin | bench | pytest | gpubench | python) ;;
+    build | unit | conformance | convalgos | models | precision | plugin | bench | pytest | gpubench | python) ;;
     all) groups=(build unit conformance models bench) && break ;;
     *)
-      echo "test.sh: unknown group '$g' (build, unit, conformance, models, precision, plugin, bench, all," \
+      echo "test.sh: unknown group '$g' (build, unit, conformance, convalgos, models, precision, plugin, bench, all," \
         "pytest, gpubench, python)" >&2
       exit 2
       ;;
@@ -233,6 +238,16 @@ conformance() {
     --json "$out/conformance.json" --time-limit "$(time_limit 30)"
 }
 
+convalgos() {
+  local a
+  for a in default all 0 1 2 3 4 5 6 7; do
+    echo "== ONNXOPT_CONV_ALGOS=$a"
+    ( [ "$a" = default ] || export ONNXOPT_CONV_ALGOS=$a
+      python3 tools/gpu/conformance_cuda.py --device "$device" --jobs "$py_jobs" --cases 'conv' \
+        --time-limit "$(time_limit 30)" ) || true
+  done
+}
+
 models() {
   python3 tools/gpu/models_cuda.py --runner "$device" --against reference --jobs "$py_jobs" \
     --json "$out/models.json" --time-limit "$(time_limit 60)"
@@ -284,7 +299,7 @@ python_tests() {
 }
 
 export -f gpu_info unpack_deps configure build plugin_cuda gpu_ctest gpu_binaries memcheck unpack_data \
-  time_limit conformance models precision bench gpubench gpu_pytest python_module python_tests
+  time_limit conformance convalgos models precision bench gpubench gpu_pytest python_module python_tests
 # GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
 device=${GPU_TEST_DEVICE:-cuda}
 # Cases and models run at once by the python steps (each opt process makes its own CUDA context).
@@ -316,13 +331,18 @@ else
     section unit memcheck | grep -E "ERROR SUMMARY" | sed 's/^/memcheck: /' |
       tee -a "$summary" || true
   fi
-  if wants conformance || wants models || wants precision || wants pytest; then
+  if wants conformance || wants convalgos || wants models || wants precision || wants pytest; then
     step build data 60 unpack_data
   fi
   if wants conformance; then
     step conformance conformance 300 conformance
     section conformance conformance | grep -E "^total: " | sed 's/^total/conformance/' |
       tee -a "$summary" || true
+  fi
+  if wants convalgos; then
+    step convalgos convalgos 300 convalgos
+    section convalgos convalgos | grep -E "^== |^total: " | paste -d' ' - - |
+      sed 's/^== /convalgos: /' | tee -a "$summary" || true
   fi
   if wants models; then
     step models models 240 models
