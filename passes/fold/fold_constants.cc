@@ -3,6 +3,9 @@
 //   %y = Op(c1, ..., cn), every ci constant   ==>  initializer %y = ReferenceKernel[Op](c1, .., cn)
 //   %v = Reshape|Flatten|Squeeze|Unsqueeze(c), or Slice(c) selecting one contiguous run of c
 //                                             ==>  initializer %v viewing c's bytes (no copy)
+//   %v = Concat(c1, ..., cn), axis k          ==>  initializer %v: for each index of the axes
+//                                                   before k, the ci's slabs after it, in order
+//                                                   (one copy, no kernel)
 //   Shape chains over static and partly static shapes, and Reshape targets computed from them,
 //   become constants: shape_folding.h has those rules.
 //
@@ -275,6 +278,66 @@ class FoldConstantsPass final : public pass::GraphPass {
     return views;
   }
 
+  /// Concat of constants `inputs` (one per input of `n`) as bytes: each input's slab at each index
+  /// of the axes before `axis`, appended in order into the result, under the output's inferred
+  /// static dims (the slabs are whole runs of bytes, so nothing is computed or zero-filled first).
+  /// nullopt when the types or dims do not agree, or the element type is not whole bytes.
+  static std::optional<std::vector<ir::Tensor>> foldConcatBytes(
+      const ir::Node& n, const std::vector<const ir::Tensor*>& inputs) {
+    if (n.opType() != "Concat" || !(n.domain().empty() || n.domain() == "ai.onnx") ||
+        n.numOutputs() != 1 || inputs.empty()) {
+      return std::nullopt;
+    }
+    auto dims = pass::staticShape(n.output(0));
+    auto elem = pass::elemTypeOf(n.output(0));
+    const ir::Attribute* axis_attr = n.findAttribute("axis");
+    const int bits = elem ? dataTypeBits(*elem) : 0;
+    if (!dims || dims->empty() || bits == 0 || bits % 8 != 0 || *elem == DataType::kString ||
+        axis_attr == nullptr || axis_attr->kind != ir::Attribute::Kind::kInt) {
+      return std::nullopt;
+    }
+    const auto rank = static_cast<int64_t>(dims->size());
+    const int64_t axis = axis_attr->i < 0 ? axis_attr->i + rank : axis_attr->i;
+    if (axis < 0 || axis >= rank) return std::nullopt;
+    // outer: the product of the dims before the axis; each input's slab: its dims from the axis on.
+    uint64_t outer = 1, total = 0;
+    std::vector<uint64_t> slab(inputs.size());
+    int64_t axis_sum = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ir::Tensor* t = inputs[i];
+      if (t == nullptr || t->dtype() != *elem || t->dims().size() != dims->size()) {
+        return std::nullopt;
+      }
+      uint64_t bytes = static_cast<uint64_t>(bits / 8);
+      for (int64_t a = 0; a < rank; ++a) {
+        const int64_t d = t->dims()[static_cast<size_t>(a)];
+        if (d < 0 || (a != axis && d != (*dims)[static_cast<size_t>(a)])) return std::nullopt;
+        if (a >= axis && __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) {
+          return std::nullopt;
+        }
+      }
+      axis_sum += t->dims()[static_cast<size_t>(axis)];
+      slab[i] = bytes;
+      total += t->byteSize();
+    }
+    for (int64_t a = 0; a < axis; ++a)
+      outer *= static_cast<uint64_t>((*dims)[static_cast<size_t>(a)]);
+    if (axis_sum != (*dims)[static_cast<size_t>(axis)]) return std::nullopt;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (outer * slab[i] != inputs[i]->byteSize()) return std::nullopt;
+    }
+    std::string out;
+    out.reserve(total);
+    for (uint64_t o = 0; o < outer; ++o) {
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        out.append(reinterpret_cast<const char*>(inputs[i]->data()) + o * slab[i], slab[i]);
+      }
+    }
+    std::vector<ir::Tensor> result(1, ir::Tensor(*elem, *dims));
+    result[0].setBytes(std::move(out));
+    return result;
+  }
+
   /// The element offset at which Slice `n` of an input of `in` dims, yielding `out` dims, selects
   /// one contiguous run (steps 1, see foldAsView); nullopt otherwise.
   static std::optional<int64_t> contiguousSliceOffset(const ir::Node& n,
@@ -377,6 +440,18 @@ class FoldConstantsPass final : public pass::GraphPass {
       if (auto view = foldAsView(n, tensors.front())) {
         bump("folded-as-views");
         return view;
+      }
+    }
+    if (predicted && n.opType() == "Concat") {
+      std::vector<const ir::Tensor*> in;
+      for (const ir::Value* v : n.inputs()) {
+        auto it = std::find(distinct.begin(), distinct.end(), v);
+        in.push_back(it == distinct.end() ? nullptr
+                                          : &tensors[static_cast<size_t>(it - distinct.begin())]);
+      }
+      if (auto joined = foldConcatBytes(n, in)) {
+        bump("concats-joined");
+        return joined;
       }
     }
     std::vector<kernels::HostTensor> hosts;
