@@ -16,6 +16,7 @@ and the models on which the floor alone rules 10x out. Writes a markdown table a
 as JSON.
 
     .venv/bin/python tools/bench/python_bench.py [--runs 5] [--out docs/bench/python_bench.md]
+        [--json results/python_bench.json]
         [--models DIR_OR_FILE ...]   (other models instead: e.g. tools/bench/export_torch_zoo.py's)
 """
 
@@ -158,6 +159,8 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "python_bench.md")
+    parser.add_argument("--json", type=Path, default=ROOT / "results" / "python_bench.json",
+                        help="the measurements behind --out")
     parser.add_argument("--opt", type=Path,
                         default=Path(os.environ.get("ONNXOPT_OPT", ROOT / "build" / "bin" / "opt")))
     parser.add_argument("--limit", type=int, default=0, help="only the first N models (a quick look)")
@@ -249,7 +252,8 @@ def main() -> int:
         lines += [f"- {m}, {t}: {e}" for m, t, e in failures]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
-    args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(rows, indent=1) + "\n")
     print("\n".join(lines))
     return 0
 
