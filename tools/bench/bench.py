@@ -22,6 +22,7 @@ import dataclasses
 import importlib.metadata
 import json
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -256,7 +257,11 @@ def write_markdown(results: list[Result], models: list[str], refs: dict[str, Ref
     errors = [r for r in results if not r.ok or r.error or (r.max_error is not None and r.max_error > 1e-4)]
     lines += ["", "## Failures and errors over 1e-4", ""]
     lines += [f"- {r.model}, {r.tool}: " + (r.error or f"max error {r.max_error:.2e}") for r in errors] or ["- none"]
-    out.write_text("\n".join(lines) + "\n")
+    # Sections other tools write (scaling.py) or that are kept by hand sit between
+    # <!-- NAME:begin --> and <!-- NAME:end --> markers; they stay, after the tables.
+    old = out.read_text() if out.exists() else ""
+    kept = [m.group(0) for m in re.finditer(r"<!-- (\w+):begin.*?<!-- \1:end -->", old, re.S)]
+    out.write_text("\n".join(lines) + "\n" + "".join(f"\n{block}\n" for block in kept))
 
 
 def main() -> int:
