@@ -172,6 +172,7 @@ def charts(results: list[Result], models: list[str], folder: Path) -> list[str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from chart_png import save_png
 
     folder.mkdir(parents=True, exist_ok=True)
     files = []
@@ -194,7 +195,7 @@ def charts(results: list[Result], models: list[str], folder: Path) -> list[str]:
                            fontsize=7)
         ax.legend(fontsize=7, ncol=4)
         fig.tight_layout()
-        fig.savefig(folder / name, dpi=110)
+        save_png(fig, folder / name)
         plt.close(fig)
         files.append(name)
     return files

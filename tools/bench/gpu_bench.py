@@ -663,6 +663,7 @@ def report(results: dict, doc: Path, chart: Path | None) -> str:
 
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
+            from chart_png import save_png
 
             labels = [f"{c['model']}\nbs{c['batch']}" for c in lat]
             series = [("ours", lambda c: p50(c, "ours", "compute")),
@@ -680,7 +681,7 @@ def report(results: dict, doc: Path, chart: Path | None) -> str:
             ax.set_title(f"fp16 latency on {env.get('gpu', 'the GPU')}")
             ax.legend()
             fig.tight_layout()
-            fig.savefig(chart, dpi=110)
+            save_png(fig, chart)
             body = f"![fp16 latency per model and batch]({chart.name})\n\n" + body
         except ImportError:
             body = "(no chart: matplotlib is not installed where the report was written)\n\n" + body
