@@ -12,7 +12,7 @@
 // in 1 GiB: S = scale * Q K^T in float and Y = P V as cuBLASLt batched GEMMs (fp16/bf16 on
 // tensor cores, float accumulation), between them one softmax kernel over S with the mask and
 // is_causal (P in Q's type), S and P in the workspace. The fused kernel computes on CUDA cores,
-// in float: it took 1.28 ms a layer of vit_b_16 at batch 32.
+// in float, several times slower (docs/gpu_benchmarks.md, "Measurements behind design choices").
 //
 // qk_matmul_output (output 3) is a separate kernel (one warp per query row), as the reference
 // defines its modes. canImplement refuses (so the node runs on the CPU): head sizes above 256,

@@ -245,8 +245,8 @@ std::optional<ConvGraphSpec> graphSpecOf(const ConvArgs& args, const Geometry& g
 }
 
 /// The spec less Z and the ReLU (conv + B alone, our epilogue kernel then adding Z and applying
-/// the ReLU): cuDNN 9.19's heuristics offer no precompiled engine for conv + B + Z + ReLU on the
-/// H200 (every one listed compiles at run time), for conv + B they do.
+/// the ReLU): cuDNN's heuristics may offer no precompiled engine for conv + B + Z + ReLU (every
+/// one listed compiles at run time) where they do for conv + B (docs/gpu_benchmarks.md).
 ConvGraphSpec reducedSpec(ConvGraphSpec spec) {
   spec.z = false;
   spec.relu = false;
@@ -513,10 +513,10 @@ struct Decision {
 /// Times every candidate the way the plan will launch it, on buffers of the geometry's sizes:
 /// each legacy algorithm (cudnnConvolutionForward or BackwardData with its math type set; for
 /// channels-last plus our epilogue kernel's time when there is an epilogue) and each graph plan
-/// (which has its epilogue inside). cudnnFind's choice left resnet50 fp16 at batch 32 on the
-/// H200 at 3.97 ms; timing the legacy algorithms so made it 1.77 ms (session 13). Leaves the
-/// times in `cands` and `plan_ms` (negative where a launch failed or nothing was timed) and the
-/// epilogue's in `epilogue_ms`.
+/// (which has its epilogue inside): cudnnFind's choice, timed otherwise, is not the fastest as
+/// launched (docs/gpu_benchmarks.md, "Kernel measurements"). Leaves the times in `cands` and
+/// `plan_ms` (negative where a launch failed or nothing was timed) and the epilogue's in
+/// `epilogue_ms`.
 void timeAll(const ConvArgs& args, const Geometry& g, Descriptors& d, cudnnHandle_t handle,
              std::vector<Candidate>& cands,
              const std::vector<std::unique_ptr<ConvGraphPlan>>& plans, std::vector<float>& plan_ms,
@@ -803,8 +803,8 @@ Support supportOf(const ConvArgs& args, bool transpose) {
 /// Whether a channels-last convolution is a plain product: a 1x1 window, unit strides and
 /// dilations, no pads, one group. Then X is a [N*H*W, C] row-major matrix, W (stored [M, 1, 1, C])
 /// a [M, C] one, and Y = X W^T + B runs through cuBLASLt with the bias (and, without Z, the ReLU)
-/// in its epilogue. cuDNN's legacy API ran these as 13 to 160 us implicit_convolve_sgemm kernels
-/// at resnet50's batch 1 on the H200 (ncu), where cuBLASLt's take 4 to 8 us.
+/// in its epilogue. cuDNN's legacy API runs these as implicit_convolve_sgemm kernels many times
+/// slower than cuBLASLt's GEMMs (docs/gpu_benchmarks.md, "Measurements behind design choices").
 bool isChannelsLastProduct(const ConvArgs& args, const Geometry& g, bool transpose) {
   if (!args.channels_last || transpose || g.staged_x || args.group != 1) return false;
   for (size_t d = 2; d < g.w.size(); ++d) {
@@ -949,9 +949,9 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
   if (args.channels_last) {
     // The convolution alone (beta 0: the algorithm cudnnFind timed), then B, Z and the ReLU in
     // one pass of our own over Y (conv_epilogue.cu). The bias-first form below (then the ReLU
-    // and the residual through cudnnConvolutionBiasActivationForward) made resnet50 fp16 at
-    // batch 32 on the H200 5.56 ms, this 2.79 ms; for NCHW the bias-first form is the faster
-    // (4.60 against 6.00 ms, the epilogue then an extra pass before the separate Relu).
+    // and the residual through cudnnConvolutionBiasActivationForward) made resnet50 fp16 about
+    // twice as slow; for NCHW the bias-first form is the faster (the epilogue then an extra pass
+    // before the separate Relu). Figures: docs/gpu_benchmarks.md.
     ONNXOPT_CUDA_CHECK(
         cudnnConvolutionForward(handle, &one, d.x.get(), x, d.w.get(), args.w.data, d.conv.get(),
                                 static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), args.workspace,

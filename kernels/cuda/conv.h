@@ -20,8 +20,7 @@
 //     epilogue kernel after) and its legacy algorithms;
 //   - the legacy algorithm alone (the convolution, beta 0), then our epilogue kernel
 //     (conv_epilogue.cu) adding B and Z and applying the ReLU in one pass.
-// resnet50 fp16 on the H200 (session 14, against torch.compile+cudagraphs in the same run):
-// batch 1 0.349 ms (0.465), batch 32 1.110 ms (1.537).
+// (docs/gpu_benchmarks.md, "Kernel measurements": what these forms bought on resnet50.)
 // Host code only.
 #pragma once
 

@@ -4,8 +4,8 @@
 //   X [N,C,H,W] (NHWC memory) --conv(W)--> acc (fp32, virtual) --+B--> --+Z--> --ReLU--> Y
 //
 // each of +B, +Z and ReLU present only when asked for. cuDNN's legacy API offers channels-last
-// fp16 only its old algorithms 0 and 1 (implicit_convolve_sgemm, convolve_common_engine_float_NHWC:
-// 13-700 us per resnet50 conv at batch 1 under ncu, session 13) while its graph engines run the
+// fp16 only its old algorithms 0 and 1 (implicit_convolve_sgemm, convolve_common_engine_float_NHWC;
+// docs/gpu_benchmarks.md, "Kernel measurements", has their times) while its graph engines run the
 // Hopper tensor-core kernels (sm90_xmma_fprop, cutlass) and fuse the epilogue into them. The
 // engine configurations come from cuDNN's heuristics (mode A), less those that compile at run
 // time (NVRTC: seconds per geometry at planning), fp16 accumulation or down-converted inputs;

@@ -158,8 +158,8 @@ bool pairAligned(const StridedCopy& copy, int a) {
 }
 
 /// The tiled transpose's case of a short destination-innermost dim b (at most kShortInner: the
-/// NCHW -> NHWC copy of an image's 3 channels filled 3 of each tile's 32 columns, and took 135 us
-/// for resnet50's batch-32 input on the H200): each thread moves one index of the
+/// NCHW -> NHWC copy of an image's 3 channels filled 3 of each tile's 32 columns; its time is in
+/// docs/gpu_benchmarks.md): each thread moves one index of the
 /// source-contiguous dim a across all of b, so a warp's reads are contiguous per b and its writes
 /// one contiguous run. blockIdx.x walks (chunk of kThreads along a, the other dims' index).
 constexpr int64_t kShortInner = 8;

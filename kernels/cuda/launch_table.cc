@@ -16,7 +16,7 @@
 #include "attention.h"
 #include "einsum.h"
 #include "rotary.h"
-// reductions, scans, TopK, fills (owner: reduce)
+// reductions, scans, TopK, fills
 #include "arg_reduce.h"
 #include "fill.h"
 #include "reduce.h"
@@ -34,7 +34,7 @@
 #include "tile.h"
 #include "transpose.h"
 #include "trilu.h"
-// The recurrent family and QuantizeLinear/DequantizeLinear (rnn).
+// The recurrent family and QuantizeLinear/DequantizeLinear.
 #include "quantize.h"
 #include "rnn.h"
 // normalization family and Resize

@@ -122,7 +122,7 @@ __global__ void windowPool(PoolDeviceArgs a, int64_t total) {
 
 /// Channels-last 2-D MaxPool without Indices, kLanes channels per thread through one 16-byte
 /// load per tap (windowPool's generic form, one element per thread and 64-bit index arithmetic,
-/// took 0.29 ms on resnet50's stem pool at batch 32 on the H200, 0.2 TB/s). Same choice per
+/// was memory-bound far below the bandwidth: docs/gpu_benchmarks.md). Same choice per
 /// channel as windowPool: a tap replaces the best when it is the first or compares greater, so a
 /// NaN is kept only when it is the first tap. Every index fits int (checked by the launcher).
 template <typename T>

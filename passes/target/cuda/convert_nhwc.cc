@@ -1,5 +1,5 @@
 // convert-nhwc (CUDA target): convolutions and windowed pools move to channels-last memory, the
-// layout the H200's tensor cores take (cuDNN transposes NCHW fp16 tensors inside every call). Each
+// layout the GPU's tensor cores take (cuDNN transposes NCHW fp16 tensors inside every call). Each
 // op is wrapped in the two Transposes that keep the graph's meaning; optimize-transposes and
 // merge-consecutive, run after it, push the Transposes through the elementwise ops between such
 // ops and cancel them in pairs, so that only the borders of a channels-last region keep one.
@@ -17,10 +17,9 @@
 // type. The model gets each op's function (its decomposition), so other tools still run it.
 //
 // Policy: a model with a grouped Conv (group > 1: depthwise, as MobileNets) stays NCHW unless the
-// option grouped=true asks: measured on the H200 in fp16 (docs/gpu_benchmarks.md, layout table),
-// channels-last made resnet50 at batch 32 faster (5.25 -> 3.43 ms; 2.79 to 4.54 ms over three
-// processes, cudnnFind's choices vary) and mobilenet_v2 slower (bs1 0.66 -> 1.70 ms, bs32 2.60 ->
-// 3.39 ms) through cuDNN's legacy API; which of mobilenet's convolutions costs it is not profiled
+// option grouped=true asks: measured in fp16 (docs/gpu_benchmarks.md, the layout table and
+// "Measurements behind design choices"), channels-last made resnet50 faster and mobilenet_v2
+// slower through cuDNN's legacy API; which of mobilenet's convolutions costs it is not profiled
 // yet (a channels-last depthwise kernel of our own is the candidate fix). The statistic
 // skipped-grouped says when the policy held a model back.
 #include "onnxopt/bridge/kernel_bridge.h"

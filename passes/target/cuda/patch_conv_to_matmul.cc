@@ -12,9 +12,9 @@
 // W' = W reshaped to [M, C kh kw] and transposed, stored once as a constant. The Add of B (when
 // the Conv has one) is left for fuse-matmul-epilogue to take into the GEMM. The final Transpose
 // back to NCHW stays: ViT's own Reshape (flatten the patches) and Transpose (channels last) after
-// it undo it, but optimize-transposes does not see through the Reshape between them. Measured on an H100 in fp16 (docs/gpu_benchmarks.md):
-// vit_b_16's 16 x 16 patch Conv at batch 32 took cuDNN 0.288 ms at best of the 12 algorithms and
-// engines conv.cc timed (a generic engine); with this pass the whole model went 3.307 -> 2.984 ms.
+// it undo it, but optimize-transposes does not see through the Reshape between them. cuDNN runs
+// vit_b_16's 16 x 16 patch Conv on a generic engine at best, slower than the GEMM
+// (docs/gpu_benchmarks.md, "Measurements behind design choices").
 //
 // Conditions: X 4-D with C, H and W known, H and W multiples of the kernel (a Conv that drops a
 // remainder is left alone), kernel = strides, pads 0 (auto_pad NOTSET or VALID), dilations 1,

@@ -1,5 +1,5 @@
 // Host-side checks of the reduction-like CUDA families (Reduce*, ArgMax/ArgMin, CumSum, TopK,
-// Range, ConstantOfShape; owner: reduce):
+// Range, ConstantOfShape):
 // every (row, type) kernels/cuda/ops.def claims passes the family's canImplement at a shape of
 // its own, and what the kernels cannot run is refused with a reason naming the op, so that the
 // executor runs it on the CPU. Runs without a GPU.
