@@ -70,3 +70,24 @@ def test_allowed_includes_pass(tmp_path):
           '#include "onnxopt/ir/graph.h"\n#include "onnxopt/kernels/host_tensor.h"\n')
     write(tmp_path, "include/onnxopt/kernels/host_tensor.h", "#pragma once\n")
     assert run(tmp_path).returncode == 0
+
+
+def run_table_check(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), "--root", str(root), "--check-table"],
+                          capture_output=True, text=True)
+
+
+def test_architecture_table_is_generated():
+    r = run_table_check(ROOT)
+    assert r.returncode == 0, r.stdout
+
+
+def test_architecture_table_that_differs_fails(tmp_path):
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    row = "| api (`onnxopt::api`) |"
+    assert row in doc
+    write(tmp_path, "docs/architecture.md", doc.replace(row, "| api (`onnxopt::facade`) |"))
+    r = run_table_check(tmp_path)
+    assert r.returncode == 1 and "not the generated one" in r.stdout
+    write(tmp_path, "docs/architecture.md", "# no table\n")
+    assert run_table_check(tmp_path).returncode == 1
