@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare_nodes  # noqa: E402
 import peers  # noqa: E402
 import roundtrip_check  # noqa: E402
+from report_text import portable  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ("opt", *peers.BENCH_PEERS)
@@ -257,7 +258,8 @@ def write_markdown(results: list[Result], models: list[str], refs: dict[str, Ref
             lines.append(f"| {m} | {_fmt(orig, spec, '')} | " + " | ".join(cells) + " |")
     errors = [r for r in results if not r.ok or r.error or (r.max_error is not None and r.max_error > 1e-4)]
     lines += ["", "## Failures and errors over 1e-4", ""]
-    lines += [f"- {r.model}, {r.tool}: " + (r.error or f"max error {r.max_error:.2e}") for r in errors] or ["- none"]
+    lines += [f"- {r.model}, {r.tool}: " + portable(r.error or f"max error {r.max_error:.2e}")
+              for r in errors] or ["- none"]
     # Sections other tools write (scaling.py) or that are kept by hand sit between
     # <!-- NAME:begin --> and <!-- NAME:end --> markers; they stay, after the tables.
     old = out.read_text() if out.exists() else ""

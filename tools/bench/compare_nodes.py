@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import onnx  # noqa: E402
 import peers  # noqa: E402
 import roundtrip_check  # noqa: E402
+from report_text import portable  # noqa: E402
 
 SUITES = ("bundled", "real", "light")
 TOOLS = ("opt", *peers.PEERS)
@@ -79,7 +80,7 @@ def main() -> int:
                 if not run.ok:
                     rejected = tool == "opt" and not checker_ok(case.model)
                     cells.append("rejected" if rejected else "error")
-                    notes.append(f"{tool}: {run.error}")
+                    notes.append(f"{tool}: {portable(run.error)}")
                     if tool == "opt" and not rejected:
                         bad_opt += 1
                     continue

@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from report_text import portable
+
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("ONNXOPT_SHARED", ROOT.parent / "shared"))
 TIMEOUT_S = 600
@@ -245,7 +247,7 @@ def main() -> int:
                             f"tool returning a new ModelProto) takes {written:.1f} ms in total, "
                             f"which bounds the total ratio at {theirs / written:.2f}x"
                             if written > 0 else ""))
-    failures = [(r["model"], t, r[t]["error"]) for r in rows for t in ("cli",) + tuple(tools)
+    failures = [(r["model"], t, portable(r[t]["error"])) for r in rows for t in ("cli",) + tuple(tools)
                 if "error" in r[t]]
     if failures:
         lines += ["", "Failures (reported, not retried):", ""]

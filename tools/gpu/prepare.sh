@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Here, before a run on the GPU machine: packs what the run needs there into the ignored folder
-# .gpu/, which the device call carries (../shared does not travel):
-#   .gpu/debs/*.deb               the Debian packages the build needs (../shared/gpu/debs, see
-#                                 ../shared/gpu/README.md)
-#   .gpu/onnx-node-tests.tar.xz   ../shared/onnx-node-tests (the conformance group's cases)
-#   .gpu/models-real.tar.xz       ../shared/models/real (part of the models group's corpus)
+# .gpu/, which goes there with the tree (the shared folder does not):
+#   .gpu/debs/*.deb               the Debian packages the build needs (SHARED/gpu/debs, see
+#                                 SHARED/gpu/README.md)
+#   .gpu/onnx-node-tests.tar.xz   SHARED/onnx-node-tests (the conformance group's cases)
+#   .gpu/models-real.tar.xz       SHARED/models/real (part of the models group's corpus)
+# SHARED is $ONNXOPT_SHARED_DIR (or $ONNXOPT_SHARED), by default ../shared beside the repository.
 # A tarball newer than every file of its source is kept (xz takes a minute on a busy machine).
-# Then, through the device tool:
-#   run(command="bash tools/gpu/test.sh [GROUP...]", carry=[".gpu"], timeout_s=600)
+# Then, on the GPU machine, from the root of a copy of this tree that includes .gpu/:
+#   bash tools/gpu/test.sh [GROUP...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 shared=${ONNXOPT_SHARED_DIR:-${ONNXOPT_SHARED:-$root/../shared}}
-[ -d "$shared/gpu/debs" ] || shared=/work/shared
 src=$shared/gpu/debs
 if ! ls "$src"/*.deb >/dev/null 2>&1; then
   echo "prepare.sh: no .deb files in $src (set ONNXOPT_SHARED_DIR to the shared folder)" >&2
@@ -49,4 +49,4 @@ if ! ls "$root/.gpu/wheels/nanobind-$nb-"*.whl >/dev/null 2>&1; then
   "$root/.venv/bin/python" -m pip download -q --no-deps -d "$root/.gpu/wheels" "nanobind==$nb"
 fi
 echo "prepare.sh: $(ls "$root/.gpu/wheels")"
-echo "prepare.sh: .gpu holds $(du -sh "$root/.gpu" | cut -f1) (the device call carries 64 MiB with the tree)"
+echo "prepare.sh: .gpu holds $(du -sh "$root/.gpu" | cut -f1) (it travels with the tree: keep it small)"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The GPU test suite, on the GPU machine (through the device tool, from the repository root, after
-# tools/gpu/prepare.sh here):
-#   run(command="bash tools/gpu/test.sh [GROUP...]", carry=[".gpu"], timeout_s=600)
+# The GPU test suite, on the GPU machine (a Linux machine with an NVIDIA GPU of compute capability
+# 9.0, the CUDA toolkit and cuDNN 9, and no network), from the root of a copy of this tree that
+# includes .gpu/ (tools/gpu/prepare.sh fills it here):
+#   bash tools/gpu/test.sh [GROUP...]
 # GROUPs (default: build unit):
-#   build        nvidia-smi; unpacks the carried Debian packages (.gpu/debs) into /opt/deps as
-#                ../shared/gpu/deps.sh does; configures build-gpu for sm_90 with CUDA on; builds the
+#   build        nvidia-smi; unpacks the carried Debian packages (.gpu/debs) into $GPU_DEPS_DIR
+#                (default /opt/deps) as the shared folder's gpu/deps.sh does; configures build-gpu for sm_90 with CUDA on; builds the
 #                test binaries and opt. Always runs first when any other group is asked for
 #                (incremental: seconds when build-gpu is up to date).
 #   unit         the host-side CUDA tests, `ctest -L gpu` (ONNXOPT_REQUIRE_CUDA=1: a missing device
@@ -46,8 +47,9 @@
 # instead (to test this script without a GPU); GPU_TEST_JOBS (default 12) is how many cases or
 # models those run at once. Each step has a time limit, and the whole call a
 # budget (TEST_BUDGET_S, default 570 s): a step gets at most what is left of it, and one with no
-# time left is reported as skipped, so the call ends inside the device tool's 10 minutes with every
-# log written. Files in $OUT (8 at most, the device tool's limit): summary.txt (one line per step,
+# time left is reported as skipped, so a run ends inside a 10-minute limit on one command with every
+# log written. Files in $OUT (default build-gpu-out; 8 at most, so that a runner that returns a few
+# files returns them all): summary.txt (one line per step,
 # the totals, result: PASS or FAIL), one log per group (build.log, unit.log, conformance.log,
 # models.log, bench.log) and the JSON results (conformance.json, models.json). The exit status is 1
 # when any step failed or was skipped.
@@ -56,6 +58,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=${OUT:-$root/build-gpu-out}
+# Where the Debian packages of .gpu/debs are unpacked (the build's protobuf, LLVM lit, FileCheck).
+export GPU_DEPS_DIR=${GPU_DEPS_DIR:-/opt/deps}
 mkdir -p "$out"
 summary=$out/summary.txt
 : >"$summary"
@@ -129,12 +133,12 @@ gpu_info() {
 
 unpack_deps() {
   ls .gpu/debs/*.deb
-  mkdir -p /opt/deps
-  for f in .gpu/debs/*.deb; do dpkg -x "$f" /opt/deps; done
+  mkdir -p "$GPU_DEPS_DIR"
+  for f in .gpu/debs/*.deb; do dpkg -x "$f" "$GPU_DEPS_DIR"; done
 }
 
 configure() {
-  local p=/opt/deps/usr
+  local p=$GPU_DEPS_DIR/usr
   cmake -S . -B build-gpu -G Ninja \
     "-DCMAKE_PREFIX_PATH=$p;$p/lib/x86_64-linux-gnu/cmake" \
     "-DLIT_PY=$p/lib/llvm-14/build/utils/lit/lit.py" "-DFILECHECK=$p/lib/llvm-14/bin/FileCheck" \
@@ -206,7 +210,7 @@ unpack_data() {
   local name dest dir stamp
   for name in onnx-node-tests models-real; do
     if [ ! -f ".gpu/$name.tar.xz" ]; then
-      echo "no .gpu/$name.tar.xz: run tools/gpu/prepare.sh here before the device call"
+      echo "no .gpu/$name.tar.xz: run tools/gpu/prepare.sh before copying the tree to the GPU machine"
       return 1
     fi
     dest=.gpu/shared dir=onnx-node-tests
@@ -305,8 +309,8 @@ device=${GPU_TEST_DEVICE:-cuda}
 # Cases and models run at once by the python steps (each opt process makes its own CUDA context).
 py_jobs=${GPU_TEST_JOBS:-12}
 export jobs out device py_jobs
-export PATH=/opt/deps/usr/bin:/opt/deps/usr/lib/llvm-14/bin:/usr/local/cuda/bin:$PATH
-export LD_LIBRARY_PATH=/opt/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export PATH=$GPU_DEPS_DIR/usr/bin:$GPU_DEPS_DIR/usr/lib/llvm-14/bin:/usr/local/cuda/bin:$PATH
+export LD_LIBRARY_PATH=$GPU_DEPS_DIR/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export ONNXOPT_OPT=$root/build-gpu/bin/opt ONNXOPT_SHARED=$root/.gpu/shared PYTHONUNBUFFERED=1
 
 echo "groups: ${groups[*]} (budget ${budget} s)" | tee -a "$summary"
@@ -379,7 +383,7 @@ else
   fi
 fi
 count=$(find "$out" -type f | wc -l)
-[ "$count" -le 8 ] || echo "warning: $count files in \$OUT, the device tool returns 8" |
+[ "$count" -le 8 ] || echo "warning: $count files in \$OUT, more than the 8 a runner may return" |
   tee -a "$summary"
 echo "time: $(($(date +%s) - started)) s" | tee -a "$summary"
 echo "result: $([ "$failed" -eq 0 ] && echo PASS || echo FAIL)" | tee -a "$summary"
