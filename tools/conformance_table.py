@@ -8,7 +8,7 @@ JSON of tools/gpu/conformance_cuda.py run on the GPU machine.
     .venv/bin/python tools/conformance_table.py --cuda-json conformance.json   # from the GPU run's $OUT
     .venv/bin/python tools/conformance_table.py --cuda-json conformance.json --keep-reference  # seconds
 
---cuda-json also writes results/conformance_cuda.json (what the columns need), which later runs without
+--cuda-json also writes tools/results/conformance_cuda.json (what the columns need), which later runs without
 the flag read, so regenerating the reference column keeps the last GPU run's columns. --keep-reference
 takes the reference column from the existing table instead of running every case again.
 """
@@ -31,7 +31,7 @@ import roundtrip_check  # noqa: E402
 
 
 # The CUDA columns' data between GPU runs (cuda_digest of the last --cuda-json).
-CUDA_DIGEST = ROOT / "results" / "conformance_cuda.json"
+CUDA_DIGEST = ROOT / "tools" / "results" / "conformance_cuda.json"
 
 # Why an op stays without a kernel, beside what opt says about it.
 WHY = {
@@ -86,7 +86,7 @@ def _cuda_header(cuda: dict) -> list[str]:
             "through `opt run --device cuda` on its input .pb files at the same tolerances. *pass*: right, every",
             "node on the GPU; *fallback*: right, some node on the CPU reference kernels (reasons below); *fail*:",
             "wrong or an error. The reference's unsupported cases are not run there. Regenerate with",
-            "`tools/conformance_table.py --cuda-json conformance.json` (kept in `results/conformance_cuda.json`)."]
+            "`tools/conformance_table.py --cuda-json conformance.json` (kept in `tools/results/conformance_cuda.json`)."]
 
 
 def reference_part(results: list[conformance.Result]) -> tuple[dict[str, collections.Counter], list[str]]:

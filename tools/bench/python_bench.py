@@ -15,8 +15,8 @@ onnxsim and onnxslim; the summary gives per-model ratios, totals over the corpus
 and the models on which the floor alone rules 10x out. Writes a markdown table and the raw figures
 as JSON.
 
-    .venv/bin/python tools/bench/python_bench.py [--runs 5] [--out results/python_bench.md]
-        [--json results/python_bench.json]
+    .venv/bin/python tools/bench/python_bench.py [--runs 5] [--out tools/results/python_bench.md]
+        [--json tools/results/python_bench.json]
         [--models DIR_OR_FILE ...]   (other models instead: e.g. tools/bench/export_torch_zoo.py's)
 """
 
@@ -160,8 +160,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "python_bench.md")
-    parser.add_argument("--json", type=Path, default=ROOT / "results" / "python_bench.json",
+    parser.add_argument("--out", type=Path, default=ROOT / "tools" / "results" / "python_bench.md")
+    parser.add_argument("--json", type=Path, default=ROOT / "tools" / "results" / "python_bench.json",
                         help="the measurements behind --out")
     parser.add_argument("--opt", type=Path,
                         default=Path(os.environ.get("ONNXOPT_OPT", ROOT / "build" / "bin" / "opt")))
