@@ -1,6 +1,7 @@
 // The real DeviceApi: one CUDA device and one stream (copies, launches, graph capture), through
-// include/onnxopt/kernels/cuda.h.
+// include/onnxopt/kernels/cuda.h. Part of the CUDA provider, libonnxopt_cuda.so (provider.h).
 #include "device_api.h"
+#include "provider.h"
 
 #include <unordered_map>
 #include <vector>
@@ -97,7 +98,7 @@ class CudaDeviceApi : public DeviceApi {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<DeviceApi>> createCudaDeviceApi(int device_id) {
+StatusOr<std::unique_ptr<DeviceApi>> createNativeCudaDeviceApi(int device_id) {
   auto device = kernels::probeCudaDevice(device_id);
   if (!device.isOk()) {
     return device.status().withContext(

@@ -2,7 +2,8 @@
 // kernels' canImplement / workspace / launch), behind one interface, so that the executor's
 // traversal of a plan (pointers, offsets, copies, in-place reuse) is tested on a machine without a
 // GPU against a host-memory device (tests/runtime/fake_device.h). createCudaDeviceApi is the real
-// one, through include/onnxopt/kernels/cuda.h (no CUDA headers here).
+// one: the CUDA provider's (provider.h), loaded on first use, through include/onnxopt/kernels/cuda.h
+// (no CUDA headers here).
 #pragma once
 
 #include <cstddef>
@@ -60,8 +61,8 @@ class DeviceApi {
   virtual Status replay(const CapturedGraph& graph) = 0;
 };
 
-/// The CUDA device `device_id` with a stream of its own: an error where there is no device,
-/// no driver, or no CUDA in this build.
+/// The CUDA device `device_id` with a stream of its own, from the CUDA provider: an error where
+/// the provider cannot be loaded, there is no device, no driver, or no CUDA in this build.
 StatusOr<std::unique_ptr<DeviceApi>> createCudaDeviceApi(int device_id);
 
 /// An owned allocation of a DeviceApi (which must outlive it): device memory, or with
