@@ -13,3 +13,8 @@ step(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 step(${WORK_DIR}/build/consumer)
+# The CUDA runtime is a provider loaded on demand: the consumer links no CUDA library.
+execute_process(COMMAND ldd ${WORK_DIR}/build/consumer OUTPUT_VARIABLE needed RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR needed MATCHES "lib(cudart|cudnn|cublas)")
+  message(FATAL_ERROR "the consumer links a CUDA library (ldd: ${rc}):\n${needed}")
+endif()

@@ -1,6 +1,8 @@
 // Builds a model through the public API, optimizes it with onnxopt::optimize, writes it, reads it
 // back and checks it survived; then optimizes a model with a wrong declared type and checks that
-// the warning about it reached a collecting diagnostics sink.
+// the warning about it reached a collecting diagnostics sink; then creates the runner "cuda", which
+// must find the installed CUDA provider (the error it may give is "no device", never "could not be
+// loaded").
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/ir/printer.h"
 #include "onnxopt/ir/verifier.h"
+#include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/diagnostics.h"
 
 namespace {
@@ -63,6 +66,21 @@ int diagnosticsReachTheSink() {
   return 0;
 }
 
+/// The runner "cuda" on `model`: created (a GPU), or the error of a machine without one, or of a
+/// build without CUDA; the provider not found is a failure.
+int cudaRunnerFindsTheProvider(const ir::Model& model) {
+  auto executor = runtime::createExecutor("cuda", model);
+  if (executor.isOk()) return 0;
+  const std::string& why = executor.status().message();
+  std::printf("cuda runner: %s\n", why.c_str());
+  const char* expected = CONSUMER_HAVE_CUDA ? "no usable CUDA device" : "built without CUDA";
+  if (why.find(expected) == std::string::npos) {
+    std::fprintf(stderr, "the runner cuda failed otherwise than with '%s'\n", expected);
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main() {
@@ -91,5 +109,6 @@ int main() {
     return 1;
   }
   std::printf("%s", ir::printModel(**back).c_str());
-  return diagnosticsReachTheSink();
+  if (int rc = diagnosticsReachTheSink(); rc != 0) return rc;
+  return cudaRunnerFindsTheProvider(**back);
 }
