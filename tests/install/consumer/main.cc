@@ -72,7 +72,7 @@ int cudaRunnerFindsTheProvider(const ir::Model& model) {
   auto executor = runtime::createExecutor("cuda", model);
   if (executor.isOk()) return 0;
   const std::string& why = executor.status().message();
-  std::printf("cuda runner: %s\n", why.c_str());
+  std::printf("%s\n", why.c_str());
   const char* expected = CONSUMER_HAVE_CUDA ? "no usable CUDA device" : "built without CUDA";
   if (why.find(expected) == std::string::npos) {
     std::fprintf(stderr, "the runner cuda failed otherwise than with '%s'\n", expected);
