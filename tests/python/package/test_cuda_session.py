@@ -6,6 +6,8 @@ torch's stream ordered before the run."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +36,39 @@ def test_no_device_is_a_clear_error() -> None:
     assert "no usable CUDA device 0" in reason or "without CUDA" in reason, reason
     with pytest.raises(onnxopt.UnimplementedError):
         onnxopt.run(MODEL, runner="cuda")
+
+
+_MAPPED_CUDA = """
+import re, sys
+import onnxopt, onnxopt.cuda
+def mapped():
+    lines = open("/proc/self/maps").read().splitlines()
+    return sorted({l.split()[-1] for l in lines if re.search(r"/lib(cudart|cudnn|cublas|onnxopt_cuda)", l)})
+print(mapped())
+try:
+    onnxopt.cuda.Session(sys.argv[1])
+except onnxopt.UnimplementedError as e:
+    print(e, file=sys.stderr)
+print(mapped())
+"""
+
+
+def test_the_cuda_provider_is_loaded_by_the_first_session() -> None:
+    # The native module links no CUDA library: importing the package maps none, and the first
+    # CUDA session loads the provider shipped beside the module (docs/cuda_runtime.md).
+    model = REPO / "models/tiny_cnn/model.onnx"
+    proc = subprocess.run([sys.executable, "-c", _MAPPED_CUDA, str(model)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    before, after = proc.stdout.splitlines()
+    assert before == "[]", before
+    if "without CUDA" in proc.stderr:
+        assert after == "[]", after
+        return
+    assert "could not be loaded" not in proc.stderr, proc.stderr
+    provider = Path(onnxopt.__file__).parent / "libonnxopt_cuda.so"
+    assert f"'{provider}'" in after, (after, provider)
+    assert "libcudart" in after, after
 
 
 @pytest.fixture(scope="module")
