@@ -292,7 +292,9 @@ python_module() {
   cmake build-gpu -DONNXOPT_PYTHON=ON "-DPython_EXECUTABLE=$(command -v python3)" \
     "-Dnanobind_DIR=$nb/nanobind/cmake"
   cmake --build build-gpu -j"$jobs" --target onnxopt_python opt
-  cp src/python/onnxopt/*.py src/python/onnxopt/py.typed build-gpu/python/onnxopt/
+  # The CUDA provider beside the module, as the wheel ships it.
+  cp src/python/onnxopt/*.py src/python/onnxopt/py.typed build-gpu/lib/libonnxopt_cuda.so \
+    build-gpu/python/onnxopt/
   mkdir -p build-gpu/python/onnxopt/_bin
   cp build-gpu/bin/opt tools/opt/ort_runner.py build-gpu/python/onnxopt/_bin/
 }
