@@ -1,6 +1,7 @@
-"""The CUDA runtime is a provider library (libonnxopt_cuda.so) that opt loads on the first use of the
-runner "cuda" (docs/cuda_runtime.md): a run that never touches the GPU maps no CUDA library, and a
-provider that cannot be loaded is one error line, exit 1 and no output file.
+"""The CUDA runtime is a provider library (libonnxopt_cuda.so) that opt loads on the first use of
+the runner "cuda" (docs/cuda_runtime.md): a run that never touches the GPU maps no CUDA library,
+a provider that cannot be loaded is one error line, exit 1 and no output file, and the provider
+found first (beside opt, then in ../lib) is the one loaded.
 
 What a process loaded is read from the dynamic linker's own trace (LD_DEBUG=files, written to a file
 of its own so that opt's stderr stays clean): every library it opens, by the caller's DT_NEEDED or
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -21,7 +23,7 @@ CUDA_LIBRARIES = re.compile(r"lib(cudart|cudnn|cublas|cublasLt|cuda)\b[^/\s]*\.s
 
 
 def _traced(opt: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = None):
-    """Runs opt under LD_DEBUG=files; returns the process and the names of the libraries it opened."""
+    """Runs opt under LD_DEBUG=files; returns the process and the libraries it opened."""
     trace = tmp_path / "ld_trace"
     full_env = dict(os.environ, LD_DEBUG="files", LD_DEBUG_OUTPUT=str(trace), **(env or {}))
     full_env.pop("LD_PRELOAD", None)
@@ -69,7 +71,8 @@ def test_the_cuda_runner_loads_the_provider(opt: Path, tmp_path: Path) -> None:
     assert any(Path(name).name == "libonnxopt_cuda.so" for name in opened), sorted(opened)
     assert any("libcudart" in name for name in opened)
     if proc.returncode == 1:
-        assert proc.stderr.startswith("opt: error: cuda runner: no usable CUDA device 0"), proc.stderr
+        expected = "opt: error: cuda runner: no usable CUDA device 0"
+        assert proc.stderr.startswith(expected), proc.stderr
     else:
         assert proc.returncode == 0, proc.stderr
 
@@ -95,7 +98,8 @@ BROKEN = {
 }
 COMMANDS = {
     "run": lambda m, out: ["run", str(m), "--device", "cuda", "--save-outputs", str(out)],
-    "bench": lambda m, out: ["bench", str(m), "--device", "cuda", "--iters", "1", "--json", str(out)],
+    "bench": lambda m, out: ["bench", str(m), "--device", "cuda", "--iters", "1",
+                             "--json", str(out)],
     "check": lambda m, out: ["check", str(m), str(m), "--runner", "cuda", "--report", str(out)],
 }
 REASONS = {
@@ -122,3 +126,46 @@ def test_a_provider_that_cannot_be_loaded_is_one_error(opt: Path, tmp_path: Path
     assert lines[0].startswith("opt: error: cuda runner: the CUDA runtime could not be loaded: "), \
         lines[0]
     assert REASONS[broken] in lines[0], lines[0]
+
+
+def _installed(opt: Path, tmp_path: Path, provider: bytes | None, folder: str) -> Path:
+    """opt copied to tmp/bin, with `provider` (bytes of a file) at tmp/FOLDER/libonnxopt_cuda.so."""
+    (tmp_path / "bin").mkdir()
+    copy = tmp_path / "bin" / "opt"
+    shutil.copy2(opt, copy)
+    if provider is not None:
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "libonnxopt_cuda.so").write_bytes(provider)
+    return copy
+
+
+def _run_cuda(opt: Path) -> subprocess.CompletedProcess:
+    unset = ("ONNXOPT_CUDA_PROVIDER", "LD_LIBRARY_PATH")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    return subprocess.run([str(opt), "run", str(MODEL), "--device", "cuda"], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("folder", ["bin", "lib"])
+def test_the_provider_found_beside_or_in_lib_is_the_one_loaded(opt: Path, tmp_path: Path,
+                                                               folder: str) -> None:
+    # A broken file where the search finds one is reported as that file's failure, not as "not
+    # found" from a later place.
+    copy = _installed(opt, tmp_path, b"not a library\n" * 64, folder)
+    proc = _run_cuda(copy)
+    assert proc.returncode == 1, proc.stderr
+    if proc.stderr.rstrip().endswith("onnxopt was built without CUDA"):
+        return
+    broken = tmp_path / folder / "libonnxopt_cuda.so"
+    assert proc.stderr == (f"opt: error: cuda runner: the CUDA runtime could not be loaded: "
+                           f"{broken}: invalid ELF header\n"), proc.stderr
+
+
+def test_no_provider_anywhere_is_not_found(opt: Path, tmp_path: Path) -> None:
+    proc = _run_cuda(_installed(opt, tmp_path, None, "lib"))
+    assert proc.returncode == 1, proc.stderr
+    if proc.stderr.rstrip().endswith("onnxopt was built without CUDA"):
+        return
+    assert proc.stderr == ("opt: error: cuda runner: the CUDA runtime could not be loaded: "
+                           "libonnxopt_cuda.so: cannot open shared object file: No such file or "
+                           "directory\n"), proc.stderr

@@ -37,8 +37,8 @@ struct CudaProviderV1 {
 StatusOr<std::unique_ptr<DeviceApi>> createNativeCudaDeviceApi(int device_id);
 
 /// Loads the provider (once per process; a failure is retried at the next call): the file named
-/// by $ONNXOPT_CUDA_PROVIDER, else libonnxopt_cuda.so beside the object holding this code, in
-/// ../lib from there, or on the dynamic linker's path. Errors say "the CUDA runtime could not be
+/// by $ONNXOPT_CUDA_PROVIDER, else the first libonnxopt_cuda.so that exists beside the object
+/// holding this code or in ../lib from there, else the name on the dynamic linker's path. Errors say "the CUDA runtime could not be
 /// loaded: " and why (dlerror's text, a missing entry point, another version).
 StatusOr<const CudaProviderV1*> loadCudaProvider();
 

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -31,23 +30,23 @@ std::filesystem::path ownFolder() {
   return ec ? std::filesystem::path() : self.parent_path();
 }
 
-/// Where to look, in order: beside this object (a wheel, a build's bin/ for tests), its ../lib
-/// (the build tree and an install: bin/opt, lib/libonnxopt_cuda.so), then the bare name, which
-/// the dynamic linker searches for (LD_LIBRARY_PATH, the caller's RUNPATH, the system folders).
-std::vector<std::string> candidates() {
+/// The file to load: the first of these that exists, beside this object (a wheel), in its ../lib
+/// (the build tree and an install: bin/opt, lib/libonnxopt_cuda.so); else the bare name, which the
+/// dynamic linker searches for (LD_LIBRARY_PATH, the caller's RUNPATH, the system folders). The
+/// first found is the one loaded: a provider there that fails (libcudnn missing) is reported, not
+/// hidden behind a later "not found".
+std::string providerPath() {
   if (const char* forced = std::getenv(kCudaProviderEnv); forced != nullptr && *forced != '\0') {
-    return {forced};
+    return forced;
   }
-  std::vector<std::string> out;
   std::filesystem::path folder = ownFolder();
   if (!folder.empty()) {
     for (const std::filesystem::path& p :
          {folder / kCudaProviderFile, folder.parent_path() / "lib" / kCudaProviderFile}) {
-      if (std::filesystem::exists(p)) out.push_back(p.string());
+      if (std::filesystem::exists(p)) return p.string();
     }
   }
-  out.push_back(kCudaProviderFile);
-  return out;
+  return kCudaProviderFile;
 }
 
 StatusOr<const CudaProviderV1*> openProvider(const std::string& path) {
@@ -144,23 +143,16 @@ StatusOr<const CudaProviderV1*> loadCudaProvider() {
   static const CudaProviderV1* loaded = nullptr;
   std::lock_guard<std::mutex> lock(mu);
   if (loaded != nullptr) return loaded;
-  Status last = notLoaded(kCudaProviderFile);
-  for (const std::string& path : candidates()) {
-    auto table = openProvider(path);
-    if (table.isOk()) {
-      loaded = table.value();
-      return loaded;
-    }
-    last = table.status();
-  }
-  return last;
+  ASSIGN_OR_RETURN(loaded, openProvider(providerPath()));
+  return loaded;
 }
 
 StatusOr<std::unique_ptr<DeviceApi>> createCudaDeviceApi(int device_id) {
 #if ONNXOPT_CUDA_PROVIDER_BUILT
   auto provider = loadCudaProvider();
   if (!provider.isOk()) return provider.status().withContext("cuda runner");
-  ASSIGN_OR_RETURN(std::unique_ptr<DeviceApi> device, provider.value()->create_device_api(device_id));
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceApi> device,
+                   provider.value()->create_device_api(device_id));
   return std::unique_ptr<DeviceApi>(std::make_unique<PluginKernelDevice>(std::move(device)));
 #else
   return Status(StatusCode::kUnimplemented,

@@ -43,7 +43,8 @@ import re, sys
 import onnxopt, onnxopt.cuda
 def mapped():
     lines = open("/proc/self/maps").read().splitlines()
-    return sorted({l.split()[-1] for l in lines if re.search(r"/lib(cudart|cudnn|cublas|onnxopt_cuda)", l)})
+    pattern = re.compile(r"/lib(cudart|cudnn|cublas|onnxopt_cuda)")
+    return sorted({l.split()[-1] for l in lines if pattern.search(l)})
 print(mapped())
 try:
     onnxopt.cuda.Session(sys.argv[1])
