@@ -12,23 +12,8 @@ namespace onnxopt::kernels::cuda {
 template <>
 StatusOr<BinaryArgs> argsFromCall<BinaryArgs>(const CudaKernelCall& call) {
   static const std::map<std::string, BinaryOp> kOps = {
-      {"Add", BinaryOp::kAdd},
-      {"Sub", BinaryOp::kSub},
-      {"Mul", BinaryOp::kMul},
-      {"Div", BinaryOp::kDiv},
-      {"Pow", BinaryOp::kPow},
-      {"Equal", BinaryOp::kEqual},
-      {"Less", BinaryOp::kLess},
-      {"Greater", BinaryOp::kGreater},
-      {"LessOrEqual", BinaryOp::kLessOrEqual},
-      {"GreaterOrEqual", BinaryOp::kGreaterOrEqual},
-      {"And", BinaryOp::kAnd},
-      {"Or", BinaryOp::kOr},
-      {"Xor", BinaryOp::kXor},
-      {"BitwiseAnd", BinaryOp::kBitwiseAnd},
-      {"BitwiseOr", BinaryOp::kBitwiseOr},
-      {"BitwiseXor", BinaryOp::kBitwiseXor},
-      {"PRelu", BinaryOp::kPRelu},
+#define CUDA_BINARY(op, ...) {#op, BinaryOp::k##op},
+#include "ops.def"
   };
   auto it = kOps.find(call.op);
   if (it == kOps.end()) return invalidArgument("{}: not a binary CUDA kernel", call.op);

@@ -118,10 +118,9 @@ class CudaCapabilities final : public Capabilities {
 }  // namespace
 
 const std::vector<CudaKernelInfo>& cudaKernelTable() {
-#define TYPES(...)       \
-  std::vector<TypeSet> { \
-    __VA_ARGS__          \
-  }
+// Parenthesised: ops.def's kind macros (CUDA_UNARY, ...) pass a row's TYPES on to CUDA_KERNEL
+// after expanding it, where a bare comma would split the argument.
+#define TYPES(...) (std::vector<TypeSet>{__VA_ARGS__})
 #define NONE \
   std::vector<TypeSet> {}
 #define CUDA_KERNEL(domain, op, since, until, family, min_in, max_in, same_from, inputs, outputs, \

@@ -11,72 +11,23 @@
 
 namespace onnxopt::kernels::cuda {
 
+/// One value per op of ops.def's CUDA_UNARY rows (k<op>), and Gelu's tanh form. How the device
+/// args carry the attributes: Shrink's lambd and bias are alpha and beta; IsInf's detect_negative
+/// and detect_positive are alpha and beta (nonzero: detected); Clip before 11 has min and max in
+/// alpha and beta.
 enum class UnaryOp {
-  kAbs,
-  kNeg,
-  kRelu,
-  kSign,
-  kSigmoid,
-  kTanh,
-  kExp,
-  kLog,
-  kSqrt,
-  kReciprocal,
-  kErf,
-  kFloor,
-  kCeil,
-  kRound,
-  kSin,
-  kCos,
-  kNot,
-  kGelu,
-  kGeluTanh,
-  kLeakyRelu,
-  kElu,
-  kSelu,
-  kHardSigmoid,
-  kHardSwish,
-  kSoftplus,
-  kSoftsign,
-  kClip,
-  kAcos,
-  kAcosh,
-  kAsin,
-  kAsinh,
-  kAtan,
-  kAtanh,
-  kCosh,
-  kSinh,
-  kTan,
-  kSwish,            ///< x * sigmoid(alpha * x)
-  kCelu,             ///< max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
-  kMish,             ///< x * tanh(softplus(x))
-  kThresholdedRelu,  ///< x > alpha ? x : 0
-  kShrink,  ///< x < -alpha ? x + beta : x > alpha ? x - beta : 0 (alpha: lambd, beta: bias)
-  kIsNaN,   ///< bool output
-  kIsInf    ///< bool output: alpha != 0 detects -inf, beta != 0 +inf
+#define CUDA_UNARY(op, ...) k##op,
+#include "ops.def"
+  kGeluTanh,  ///< Gelu with approximate = "tanh" (unary.cc picks it)
 };
 
+/// One value per op of ops.def's CUDA_BINARY rows (k<op>), and Mod's two remainders (its own
+/// family: binary.cc picks one by the `fmod` attribute).
 enum class BinaryOp {
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kPow,
-  kEqual,
-  kLess,
-  kGreater,
-  kLessOrEqual,
-  kGreaterOrEqual,
-  kAnd,
-  kOr,
-  kXor,
+#define CUDA_BINARY(op, ...) k##op,
+#include "ops.def"
   kMod,   ///< integers, fmod = 0: Python's remainder (the divisor's sign)
   kFmod,  ///< fmod = 1: C's remainder (the dividend's sign), for every numeric type
-  kBitwiseAnd,
-  kBitwiseOr,
-  kBitwiseXor,
-  kPRelu  ///< x < 0 ? slope * x : x (the slope is input 1, broadcast to x)
 };
 
 /// Whether a binary op writes bool (comparisons) rather than its input type.

@@ -103,8 +103,12 @@ struct FillDeviceArgs {
 /// The most inputs one Sum/Mean kernel reads.
 inline constexpr int kMaxVariadicInputs = 8;
 
-/// The variadic ops: Sum, Mean, Max, Min.
-enum class VariadicOp { kSum, kMean, kMax, kMin };
+/// The variadic ops: one value per op of ops.def's CUDA_VARIADIC rows (k<op>: Sum, Mean, Max,
+/// Min).
+enum class VariadicOp {
+#define CUDA_VARIADIC(op, ...) k##op,
+#include "ops.def"
+};
 
 struct VariadicDeviceArgs {
   VariadicOp op;

@@ -25,10 +25,10 @@ StatusOr<BroadcastPlan> inputPlan(const VariadicArgs& args, size_t k) {
 
 template <>
 StatusOr<VariadicArgs> argsFromCall<VariadicArgs>(const CudaKernelCall& call) {
-  static const std::map<std::string, VariadicOp> kOps = {{"Sum", VariadicOp::kSum},
-                                                         {"Mean", VariadicOp::kMean},
-                                                         {"Max", VariadicOp::kMax},
-                                                         {"Min", VariadicOp::kMin}};
+  static const std::map<std::string, VariadicOp> kOps = {
+#define CUDA_VARIADIC(op, ...) {#op, VariadicOp::k##op},
+#include "ops.def"
+  };
   auto it = kOps.find(call.op);
   if (it == kOps.end()) return invalidArgument("{}: not a CUDA variadic op", call.op);
   if (call.inputs.empty()) return invalidArgument("{}: needs at least one input", call.op);

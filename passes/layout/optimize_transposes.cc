@@ -3,8 +3,9 @@
 //
 //   N(Transpose<p>(x), y1, ...)  ==>  Transpose<p>(N(x, y1', ...))      y' = Transpose<p^-1>(y)
 //
-// N is an elementwise op of the default domain with one output: the unary math and activation
-// ops, Cast, Clip, the binary arithmetic, comparison and logic ops, Sum/Max/Min/Mean, Where.
+// N is an elementwise op of the default domain with one output (ir/op_traits.def): the unary
+// math and activation ops, Cast, Clip, the binary arithmetic, bitwise, comparison and logic ops,
+// Mod, PRelu, Sum/Max/Min/Mean, Where.
 // Elementwise ops commute with moving elements, so N on the permuted operands is N's result
 // permuted. Or N names axes of its input, which are renamed on x (axis a of Transpose<p>(x) is
 // axis p[a] of x): Softmax, Concat, ArgMax, per-axis Q/DQ, Slice, Pad, Resize, Reduce*, Squeeze,

@@ -22,28 +22,19 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
+#include "onnxopt/ir/op_traits.h"
 #include "onnxopt/pass/matchers.h"
 
 namespace onnxopt::passes {
 
 bool isElementwise(const ir::Node& n) {
-  static const std::set<std::string> kOps = {
-      // unary
-      "Abs", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Floor",
-      "Ceil", "Round", "Sign", "Sin", "Cos", "Not", "IsNaN", "IsInf", "Gelu", "LeakyRelu", "Elu",
-      "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Mish", "Swish",
-      "ThresholdedRelu", "Cast", "Clip",
-      // binary and variadic
-      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Less", "Greater",
-      "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where"};
   if (!n.domain().empty() || n.numOutputs() != 1) return false;
   // QuantizeLinear/DequantizeLinear with a per-tensor (scalar) scale: elementwise.
   if ((n.opType() == "QuantizeLinear" || n.opType() == "DequantizeLinear") && n.numInputs() >= 2) {
     return pass::rankOf(n.input(1)) == 0;
   }
-  return kOps.count(n.opType()) > 0;
+  return ir::isElementwise(n.domain(), n.opType());
 }
 
 bool isConstantOperand(const ir::Value* v) {

@@ -22,6 +22,7 @@
 
 #include "../opset/op_versions.h"
 #include "onnxopt/ir/constants.h"
+#include "onnxopt/ir/op_traits.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/passes/target_ops.h"
 #include "onnxopt/rewrite/pattern.h"
@@ -52,9 +53,8 @@ int64_t sinceVersion(const std::string& op, int64_t opset) {
 }
 
 bool isCommutative(const ir::Node& n) {
-  static const std::set<std::string> ops = {"Add", "Mul", "Max",   "Min", "And",
-                                            "Or",  "Xor", "Equal", "Sum"};
-  return canonical(n.domain()).empty() && n.numInputs() == 2 && ops.count(n.opType()) > 0;
+  return n.numInputs() == 2 &&
+         ir::hasTrait(canonical(n.domain()), n.opType(), ir::OpTrait::kCommutative);
 }
 
 /// The number of inputs up to the last present one.

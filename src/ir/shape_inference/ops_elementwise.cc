@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "helpers.h"
+#include "onnxopt/ir/op_traits.h"
 
 namespace onnxopt::ir::detail {
 namespace {
@@ -176,66 +177,19 @@ void dropout(InferenceContext& ctx) {
 }  // namespace
 
 void registerElementwiseOps(std::vector<OpInference>& t) {
-  for (const char* op : {"Abs",
-                         "Neg",
-                         "Relu",
-                         "Sigmoid",
-                         "Tanh",
-                         "Exp",
-                         "Log",
-                         "Sqrt",
-                         "Reciprocal",
-                         "Floor",
-                         "Ceil",
-                         "Round",
-                         "Sign",
-                         "Erf",
-                         "Sin",
-                         "Cos",
-                         "Tan",
-                         "Asin",
-                         "Acos",
-                         "Atan",
-                         "Sinh",
-                         "Cosh",
-                         "Asinh",
-                         "Acosh",
-                         "Atanh",
-                         "LeakyRelu",
-                         "Elu",
-                         "Selu",
-                         "Celu",
-                         "HardSigmoid",
-                         "HardSwish",
-                         "Softplus",
-                         "Softsign",
-                         "Mish",
-                         "Gelu",
-                         "ThresholdedRelu",
-                         "Clip",
-                         "Softmax",
-                         "LogSoftmax",
-                         "Hardmax",
-                         "Shrink",
-                         "CumSum",
-                         "LRN",
-                         "InstanceNormalization",
-                         "LpNormalization",
-                         "MeanVarianceNormalization",
-                         "Trilu",
-                         "BitwiseNot",
-                         "Swish",
-                         "ReverseSequence",
-                         "ScatterND",
-                         "ScatterElements",
-                         "Scatter",
-                         "CumProd",
-                         "RotaryEmbedding"}) {
+  // Unary elementwise ops keep input 0's shape, and its type unless they write bool; Cast's own
+  // rule is below.
+  for (const OpTraits& op : opTraitTable()) {
+    if (op.elementwise != Elementwise::kUnary || op.has(OpTrait::kConverts)) continue;
+    t.push_back({"", op.op.data(), 1, op.has(OpTrait::kWritesBool) ? &unaryBool : &unary});
+  }
+  // Not elementwise, but output 0 has input 0's type and shape.
+  for (const char* op :
+       {"Softmax", "LogSoftmax", "Hardmax", "CumSum", "LRN", "InstanceNormalization",
+        "LpNormalization", "MeanVarianceNormalization", "Trilu", "ReverseSequence", "ScatterND",
+        "ScatterElements", "Scatter", "CumProd", "RotaryEmbedding"}) {
     t.push_back({"", op, 1, &unary});
   }
-  t.push_back({"", "Not", 1, &unaryBool});
-  t.push_back({"", "IsNaN", 1, &unaryBool});
-  t.push_back({"", "IsInf", 1, &unaryBool});
   t.push_back({"", "Identity", 1, &identity});
   t.push_back({"", "Dropout", 1, &dropout});
   t.push_back({"", "Add", 1, &arithmetic<0>});

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "onnxopt/ir/op_traits.h"
+
 namespace onnxopt::runtime::plan_detail {
 namespace {
 
@@ -16,21 +18,15 @@ bool isOneOf(const std::string& op, std::initializer_list<const char*> ops) {
 }  // namespace
 
 bool isUnaryElementwise(const std::string& op) {
-  static const char* const kOps[] = {"Abs",  "Neg",  "Relu",     "LeakyRelu",      "Elu",
-                                     "Selu", "Celu", "Sigmoid",  "HardSigmoid",    "HardSwish",
-                                     "Tanh", "Exp",  "Log",      "Sqrt",           "Reciprocal",
-                                     "Erf",  "Gelu", "Softplus", "Softsign",       "Mish",
-                                     "Sin",  "Cos",  "Floor",    "Ceil",           "Round",
-                                     "Sign", "Not",  "Clip",     "ThresholdedRelu"};
-  return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* o) { return op == o; });
+  // Cast too is elementwise, but its output may have another element size: it keeps input 0's
+  // shape (keepsShape) without being offered an input's buffer.
+  const ir::OpTraits* t = ir::opTraits("", op);
+  return t != nullptr && t->elementwise == ir::Elementwise::kUnary &&
+         !t->has(ir::OpTrait::kConverts);
 }
 
 bool broadcasts(const std::string& op) {
-  return isOneOf(op, {"Add",      "Sub",        "Mul",       "Div",         "Pow",
-                      "Mod",      "Max",        "Min",       "Sum",         "Mean",
-                      "Equal",    "Less",       "Greater",   "LessOrEqual", "GreaterOrEqual",
-                      "And",      "Or",         "Xor",       "Where",       "PRelu",
-                      "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"});
+  return ir::broadcasts("", op);
 }
 
 bool isElementwise(const std::string& op) {
@@ -41,12 +37,11 @@ namespace {
 
 /// Ops whose output 0 has input 0's shape: the unary elementwise ones and these.
 bool keepsShape(const std::string& op) {
-  return isUnaryElementwise(op) ||
-         isOneOf(op, {"IsNaN", "IsInf", "Cast", "CastLike", "Identity", "Dropout", "Softmax",
-                      "LogSoftmax", "Hardmax", "LayerNormalization", "RMSNormalization",
-                      "SimplifiedLayerNormalization", "BatchNormalization", "InstanceNormalization",
-                      "GroupNormalization", "LpNormalization", "CumSum", "QuantizeLinear",
-                      "DequantizeLinear"});
+  return ir::isElementwise("", op, ir::Elementwise::kUnary) ||
+         isOneOf(op, {"CastLike", "Identity", "Dropout", "Softmax", "LogSoftmax", "Hardmax",
+                      "LayerNormalization", "RMSNormalization", "SimplifiedLayerNormalization",
+                      "BatchNormalization", "InstanceNormalization", "GroupNormalization",
+                      "LpNormalization", "CumSum", "QuantizeLinear", "DequantizeLinear"});
 }
 
 std::optional<Dims> broadcast(const Dims& a, const Dims& b) {

@@ -14,6 +14,7 @@
 #include "dim_eval.h"
 #include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/ir/constants.h"
+#include "onnxopt/ir/op_traits.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/runtime/memory_planner.h"
 #include "onnxopt/runtime/reference_executor.h"
@@ -54,8 +55,7 @@ using plan_detail::Bindings;
 using plan_detail::evalDim;
 
 bool isViewOp(const std::string& op) {
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
-         op == "Identity";
+  return ir::hasTrait("", op, ir::OpTrait::kView);
 }
 
 /// Whether output `index` of the op is one its device kernel may be handed absent (and then
