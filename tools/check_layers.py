@@ -48,7 +48,9 @@ LAYER_DOCS: dict[str, tuple[str, str, str]] = {
                 "inference, passes and kernels)"),
     "ir": ("`onnxopt::ir`", "",
            "Model/Graph/Node/Value, Tensor (owned or mapped), tensor equality/hash, types and symbolic "
-           "dims, shape inference, verifier, printer, stats"),
+           "dims, the op-trait table (`op_traits.h`: elementwise kind, broadcasting, commutative, "
+           "bool output, view; the one list passes, shape inference and the planner read), shape "
+           "inference, verifier, printer, stats"),
     "io": ("`onnxopt::io`", "protobuf, libonnx (privately)",
            "import (binary, textual, external data, schema checks), export, output transactions. The "
            "only layer that includes protobuf or onnx headers."),
