@@ -62,6 +62,13 @@ const std::set<std::string>& defaultKept() {
   return ops;
 }
 
+/// A policy, not a trait: the ops kept in float32 where they feed an accumulation kept in float32
+/// (defaultKept()), since their results magnify the low-precision type's rounding of their input
+/// (Exp, Pow) or lose its relative precision (Log): a log-sum-exp chain stays float32 whole.
+bool feedsAccumulationInFloat32(const std::string& op) {
+  return op == "Exp" || op == "Pow" || op == "Log";
+}
+
 std::set<std::string> splitList(const std::string& text) {
   std::set<std::string> out;
   std::stringstream in(text);
@@ -351,7 +358,7 @@ class ConvertPrecisionPass final : public pass::Pass {
     }
     // Measured safe: the constant saturates to the type's largest finite value.
     if (!safe && readsBeyondRange(n)) return kBeyondRange;
-    if (n.opType() == "Exp" || n.opType() == "Pow" || n.opType() == "Log") {
+    if (feedsAccumulationInFloat32(n.opType())) {
       // A chain into a reduction kept in float32: its values are computed in float32 too.
       for (const ir::Use& u : n.output(0)->uses()) {
         if (defaultKept().count(u.user->opType()) > 0 && !measuredSafe(*u.user)) {
