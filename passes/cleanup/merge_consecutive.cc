@@ -4,9 +4,9 @@
 //                                              (an absent perm reverses the dims: x's rank known)
 //   Cast<T2>(Cast<T1>(x)), T0 -> T1 exact   -> Cast<T2>(x); x when T2 = T0
 //   Concat<k>(.., Concat<k>(a, b), ..)      -> Concat<k>(.., a, b, ..)
-//   f(f(x)) -> f(x),  f = Relu, Abs, Floor, Ceil, Round, Sign   (idempotent for every value,
-//                                              NaN, infinities and -0 included)
-//   g(g(x)) -> x,     g = Neg, Not           (involutions; Neg wraps INT_MIN to itself)
+//   f(f(x)) -> f(x),  f idempotent in ir/op_traits.def: Relu, Abs, Floor, Ceil, Round, Sign
+//                                             (for every value, NaN, infinities and -0 included)
+//   g(g(x)) -> x,     g an involution there: Neg, Not, BitwiseNot (Neg wraps INT_MIN to itself)
 //   Where(Not(c), x, y)                     -> Where(c, y, x)
 //   Reshape/Squeeze/Unsqueeze/Flatten and Reduce-then-Unsqueeze chains: merge_view_ops.cc
 //   Slice of a Slice: merge_slices.cc
@@ -18,6 +18,7 @@
 #include <numeric>
 
 #include "merge_consecutive.h"
+#include "onnxopt/ir/op_traits.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 
@@ -236,11 +237,11 @@ class MergeConsecutivePass final : public pass::PatternPass {
     list.push_back(std::make_unique<CastCastPattern>());
     list.push_back(std::make_unique<ConcatConcatPattern>());
     merge::addSlicePatterns(list);
-    for (const char* op : {"Relu", "Abs", "Floor", "Ceil", "Round", "Sign"}) {
-      list.push_back(std::make_unique<RepeatedUnaryPattern>(op, false));
-    }
-    for (const char* op : {"Neg", "Not"}) {
-      list.push_back(std::make_unique<RepeatedUnaryPattern>(op, true));
+    for (const ir::OpTraits& t : ir::opTraitTable()) {
+      bool involution = t.has(ir::OpTrait::kInvolution);
+      if (involution || t.has(ir::OpTrait::kIdempotent)) {
+        list.push_back(std::make_unique<RepeatedUnaryPattern>(t.op.data(), involution));
+      }
     }
     list.push_back(std::make_unique<WhereNotPattern>());
     return list;

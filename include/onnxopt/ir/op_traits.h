@@ -1,5 +1,5 @@
 // What kind of computation a default-domain ONNX op is (elementwise, broadcasting, commutative,
-// a view), from one table (src/ir/op_traits.def) that every pass, shape inference and the
+// a view, idempotent), from one table (src/ir/op_traits.def) that every pass, shape inference and the
 // runtime planner read instead of keeping lists of their own.
 #pragma once
 
@@ -26,6 +26,8 @@ enum class OpTrait : uint32_t {
   kConverts = 1u << 2,     ///< the output type is named by an attribute (Cast)
   kToFirst = 1u << 3,      ///< the other operands broadcast to input 0 (PRelu's slope)
   kView = 1u << 4,         ///< output 0 is input 0's data with other dims
+  kIdempotent = 1u << 5,   ///< f(f(x)) = f(x)
+  kInvolution = 1u << 6,   ///< f(f(x)) = x
 };
 
 constexpr OpTrait operator|(OpTrait a, OpTrait b) {
