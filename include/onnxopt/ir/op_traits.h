@@ -1,6 +1,6 @@
 // What kind of computation a default-domain ONNX op is (elementwise, broadcasting, commutative,
-// a view, idempotent), from one table (src/ir/op_traits.def) that every pass, shape inference and the
-// runtime planner read instead of keeping lists of their own.
+// a view, idempotent), from one table (src/ir/op_traits.def) that the passes, shape inference
+// and the runtime planner read instead of keeping lists of their own.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +24,9 @@ enum class OpTrait : uint32_t {
   kCommutative = 1u << 0,  ///< two operands swap (any order, for a variadic op)
   kWritesBool = 1u << 1,   ///< the output is bool whatever the inputs' types
   kConverts = 1u << 2,     ///< the output type is named by an attribute (Cast)
-  kToFirst = 1u << 3,      ///< the other operands broadcast to input 0 (PRelu's slope)
-  kView = 1u << 4,         ///< output 0 is input 0's data with other dims
-  kIdempotent = 1u << 5,   ///< f(f(x)) = f(x)
-  kInvolution = 1u << 6,   ///< f(f(x)) = x
+  kView = 1u << 3,         ///< output 0 is input 0's data with other dims
+  kIdempotent = 1u << 4,   ///< f(f(x)) = f(x)
+  kInvolution = 1u << 5,   ///< f(f(x)) = x
 };
 
 constexpr OpTrait operator|(OpTrait a, OpTrait b) {
