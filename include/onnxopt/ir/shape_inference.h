@@ -138,6 +138,7 @@ struct OpInference {
 };
 void registerElementwiseOps(std::vector<OpInference>& table);
 void registerShapeOps(std::vector<OpInference>& table);
+void registerDataMovementOps(std::vector<OpInference>& table);
 void registerNnOps(std::vector<OpInference>& table);
 void registerMiscOps(std::vector<OpInference>& table);
 }  // namespace detail

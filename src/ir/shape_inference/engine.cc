@@ -86,6 +86,7 @@ std::shared_ptr<const InferenceTable> inferenceTable() {
   std::vector<detail::OpInference> builtin;
   detail::registerElementwiseOps(builtin);
   detail::registerShapeOps(builtin);
+  detail::registerDataMovementOps(builtin);
   detail::registerNnOps(builtin);
   detail::registerMiscOps(builtin);
   for (const auto& e : builtin) {
