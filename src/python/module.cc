@@ -11,66 +11,12 @@
 // optimizes or runs a model does so without the GIL; Python objects are made after it is taken
 // back. A failed Status becomes the onnxopt.Error subclass of its code, with the message `opt`
 // prints after "opt: error: ".
-#include <nanobind/nanobind.h>
-#include <nanobind/ndarray.h>
-#include <nanobind/stl/map.h>
-#include <nanobind/stl/optional.h>
-#include <nanobind/stl/pair.h>
-#include <nanobind/stl/string.h>
-#include <nanobind/stl/tuple.h>
-#include <nanobind/stl/unique_ptr.h>
-#include <nanobind/stl/vector.h>
+#include "module_shared.h"
 
-#include <algorithm>
-#include <array>
-#include <cstdint>
-#include <cstring>
-#include <memory>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include "onnxopt/api/optimize.h"
-#include "onnxopt/api/run.h"
-#include "onnxopt/io/model_io.h"
-#include "onnxopt/ir/shape_inference.h"
-#include "onnxopt/ir/stats.h"
-#include "onnxopt/passes/registry.h"
-#include "onnxopt/runtime/check.h"
-#include "onnxopt/runtime/cuda_executor.h"
-#include "onnxopt/runtime/executor.h"
-#include "onnxopt/runtime/inputs.h"
-#include "onnxopt/runtime/precision_analysis.h"
-#include "onnxopt/support/diagnostics.h"
-#include "ort_executor.h"  // tools/opt: the runner "onnxruntime", as opt registers it
-
-namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace onnxopt::python {
 namespace {
-
-/// A failed Status on its way out of a call (made without the GIL); the translator registered in
-/// the module raises it as the onnxopt.Error subclass of its code.
-struct StatusError : std::exception {
-  explicit StatusError(Status s) : status(std::move(s)) {}
-  const char* what() const noexcept override { return status.message().c_str(); }
-  Status status;
-};
-
-void throwIfError(const Status& s) {
-  if (!s.isOk()) throw StatusError(s);
-}
-
-template <typename T>
-T valueOrThrow(StatusOr<T> v) {
-  if (!v.isOk()) throw StatusError(v.status());
-  return std::move(v).value();
-}
 
 /// The Python exception class of each StatusCode (indexed by its value), made at import.
 std::array<PyObject*, 7> g_errors{};
@@ -126,20 +72,6 @@ void defineErrors(nb::module_& m) {
 
 // --- models ---------------------------------------------------------------------------------------
 
-/// Where a model comes from: a file, or serialized ModelProto bytes (whose external data, if any,
-/// is read relative to base_dir). `name` stands for it in messages.
-struct Source {
-  std::optional<std::string> path;
-  std::optional<nb::bytes> data;
-  /// With `data`: the main graph's initializers' raw_data that `data` leaves out, one entry per
-  /// initializer (None where it holds its own), or empty (io::parseModelBinary).
-  std::vector<std::optional<nb::bytes>> weights;
-  std::string base_dir = ".";
-  std::string name = "(in-memory model)";
-
-  std::string label() const { return path ? *path : name; }
-};
-
 /// Bytes that the caller keeps alive for as long as the model viewing them lives (not owned).
 class BorrowedBytes final : public ir::Buffer {
  public:
@@ -151,16 +83,11 @@ class BorrowedBytes final : public ir::Buffer {
   std::string_view bytes_;
 };
 
-/// Whether the model read from a Source may view its bytes (the Python object) or must copy them.
-enum class Lifetime {
-  kCall,  ///< the model is freed before the call returns, while the caller holds the bytes
-  kOwn,   ///< the model outlives the call (a CUDA session): it copies what it keeps
-};
+}  // namespace
 
 /// Reads the model (without the GIL: the caller released it; `data` stays referenced by the
 /// caller's arguments). Warnings about accepted input go to `sink`.
-std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink,
-                                      Lifetime lifetime = Lifetime::kCall) {
+std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink, Lifetime lifetime) {
   io::LoadLimits limits;
   limits.diagnostics = sink;
   // A session's model outlives the call: it must not depend on the file staying as it is.
@@ -190,6 +117,8 @@ std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink,
   if (!model.isOk()) throw StatusError(model.status().withContext(src.name));
   return std::move(model).value();
 }
+
+namespace {
 
 /// A model serialized straight into a new Python bytes object: no copy after the exporter's
 /// (a 2 MB model's bytes used to be written into a std::string, then copied). serialize() runs
@@ -277,184 +206,6 @@ std::vector<std::string> messages(const CollectingDiagnosticSink& sink, Severity
   std::vector<std::string> out;
   for (const Diagnostic& d : sink.diagnostics()) {
     if (d.severity == severity) out.push_back(d.message);
-  }
-  return out;
-}
-
-// --- tensors --------------------------------------------------------------------------------------
-
-using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
-
-/// A tensor from the raw bytes of a C-contiguous host array: `dims` elements of `dtype` (its ONNX
-/// name, e.g. "float16"). The package hands bfloat16 and float8 arrays over as same-sized integer
-/// views and sub-byte types (int4, ...) packed as ONNX stores them, so the array's own shape and
-/// type do not matter, only its byte count. One copy, into the HostTensor.
-kernels::HostTensor tensorFromArray(const std::string& name, const std::string& dtype,
-                                    const std::vector<int64_t>& dims, const HostArray& a) {
-  std::optional<DataType> type = dataTypeFromName(dtype);
-  if (!type || *type == DataType::kString) {
-    throw StatusError(
-        invalidArgument("input '{}': element type '{}' is not one onnxopt takes "
-                        "from an array",
-                        name, dtype));
-  }
-  kernels::HostTensor t;
-  t.dtype = *type;
-  uint64_t elements = 1;
-  for (int64_t d : dims) {
-    if (d < 0) throw StatusError(invalidArgument("input '{}': dim {} is negative", name, d));
-    elements *= static_cast<uint64_t>(d);
-  }
-  t.dims = dims;
-  std::optional<uint64_t> want = dataTypeStorageBytes(*type, elements);
-  if (!want || *want != a.nbytes()) {
-    throw StatusError(invalidArgument("input '{}': {} bytes for {} elements of {}", name,
-                                      a.nbytes(), elements, dtype));
-  }
-  t.bytes.assign(static_cast<const char*>(a.data()), a.nbytes());
-  return t;
-}
-
-/// What crosses back for one tensor: (ONNX type name, dims, raw bytes as a uint8 array that owns
-/// the HostTensor's memory; for string tensors a list of str instead).
-nb::tuple tensorToPython(kernels::HostTensor t) {
-  std::string dtype = dataTypeName(t.dtype);
-  nb::list dims;
-  for (int64_t d : t.dims) dims.append(d);
-  if (t.dtype == DataType::kString) {
-    nb::list strings;
-    for (const std::string& s : t.strings) strings.append(nb::bytes(s.data(), s.size()));
-    return nb::make_tuple(dtype, dims, strings);
-  }
-  auto* owned = new kernels::HostTensor(std::move(t));
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<kernels::HostTensor*>(p); });
-  size_t shape[1] = {owned->bytes.size()};
-  nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>> raw(owned->bytes.data(), 1, shape, owner);
-  return nb::make_tuple(dtype, dims, raw.cast());
-}
-
-/// Numeric inputs as {name: (dtype, dims, raw array)}, string ones as {name: (dims, [bytes])}.
-using ArrayFeeds = std::map<std::string, std::tuple<std::string, std::vector<int64_t>, HostArray>>;
-using StringFeeds = std::map<std::string, std::pair<std::vector<int64_t>, std::vector<nb::bytes>>>;
-
-runtime::Feeds feedsFrom(const ArrayFeeds& arrays, const StringFeeds& strings) {
-  runtime::Feeds feeds;
-  for (const auto& [name, typed] : arrays) {
-    feeds[name] = tensorFromArray(name, std::get<0>(typed), std::get<1>(typed), std::get<2>(typed));
-  }
-  for (const auto& [name, value] : strings) {
-    kernels::HostTensor t;
-    t.dtype = DataType::kString;
-    t.dims = value.first;
-    for (const nb::bytes& b : value.second) t.strings.emplace_back(b.c_str(), b.size());
-    if (t.numElements() != static_cast<int64_t>(t.strings.size())) {
-      throw StatusError(invalidArgument("input '{}': {} strings for dims of {} elements", name,
-                                        t.strings.size(), t.numElements()));
-    }
-    feeds[name] = std::move(t);
-  }
-  return feeds;
-}
-
-using DeviceArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cuda>;
-
-/// The ONNX element type of a DLPack dtype (single lanes; nullopt for the others).
-std::optional<DataType> dataTypeOfDlpack(nb::dlpack::dtype t) {
-  using Code = nb::dlpack::dtype_code;
-  struct Known {
-    Code code;
-    uint8_t bits;
-    DataType type;
-  };
-  static constexpr Known kKnown[] = {
-      {Code::Int, 8, DataType::kInt8},       {Code::Int, 16, DataType::kInt16},
-      {Code::Int, 32, DataType::kInt32},     {Code::Int, 64, DataType::kInt64},
-      {Code::UInt, 8, DataType::kUint8},     {Code::UInt, 16, DataType::kUint16},
-      {Code::UInt, 32, DataType::kUint32},   {Code::UInt, 64, DataType::kUint64},
-      {Code::Float, 16, DataType::kFloat16}, {Code::Float, 32, DataType::kFloat},
-      {Code::Float, 64, DataType::kDouble},  {Code::Bfloat, 16, DataType::kBfloat16},
-      {Code::Bool, 8, DataType::kBool},
-  };
-  if (t.lanes != 1) return std::nullopt;
-  for (const Known& k : kKnown) {
-    if (static_cast<uint8_t>(k.code) == t.code && k.bits == t.bits) return k.type;
-  }
-  return std::nullopt;
-}
-
-/// Device inputs from {name: array on a CUDA device} (DLPack: torch or cupy tensors, or the
-/// capsules their __dlpack__ made). No copy here: the run copies them on the device.
-runtime::DeviceFeeds deviceFeedsFrom(const std::map<std::string, DeviceArray>& arrays, int device) {
-  runtime::DeviceFeeds feeds;
-  for (const auto& [name, a] : arrays) {
-    std::optional<DataType> type = dataTypeOfDlpack(a.dtype());
-    if (!type) {
-      throw StatusError(invalidArgument(
-          "input '{}': the DLPack element type (code {}, {} bits, {} lanes) is not an ONNX one",
-          name, static_cast<int>(a.dtype().code), static_cast<int>(a.dtype().bits),
-          static_cast<int>(a.dtype().lanes)));
-    }
-    if (a.device_id() != device) {
-      throw StatusError(invalidArgument("input '{}' is on CUDA device {}, the session on device {}",
-                                        name, a.device_id(), device));
-    }
-    runtime::DeviceInput in;
-    in.dtype = *type;
-    for (size_t d = 0; d < a.ndim(); ++d) in.dims.push_back(static_cast<int64_t>(a.shape(d)));
-    in.data = a.data();
-    feeds[name] = std::move(in);
-  }
-  return feeds;
-}
-
-/// Every given name must be an input of the graph (a typo is an error, not an ignored value).
-void checkFeedNames(const ir::Model& model, const runtime::Feeds& feeds, const std::string& what) {
-  std::vector<std::string> names;
-  for (const ir::Value* in : model.graph->inputs()) names.push_back(in->name());
-  for (const auto& [name, t] : feeds) {
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-      throw StatusError(invalidArgument("{}: '{}' is not an input of the model (its inputs: {})",
-                                        what, name, fmt::join(names, ", ")));
-    }
-  }
-}
-
-/// The random-input options `opt run` and `opt check` use for the inputs not given.
-runtime::RandomInputOptions randomOptions(const ir::Graph& graph, uint64_t seed) {
-  runtime::RandomInputOptions random;
-  random.seed = seed;
-  random.spatial = runtime::spatialInputSizes(graph);
-  random.symbols = runtime::symbolSizes(graph, random);
-  random.int_ranges = runtime::inferIntRanges(graph, random);
-  return random;
-}
-
-/// `feeds` completed with a seeded random value for every input without one or a default.
-runtime::Feeds completeFeeds(const ir::Model& model, runtime::Feeds feeds, uint64_t seed,
-                             const std::string& label) {
-  auto made = runtime::makeInputs(*model.graph, feeds, randomOptions(*model.graph, seed));
-  if (!made.isOk()) throw StatusError(made.status().withContext(label));
-  for (runtime::InputValue& in : *made) feeds[in.name] = std::move(in.value);
-  return feeds;
-}
-
-/// An execution result as [(name, kind, value)]: kind "tensor" (value a tensor tuple), "sequence"
-/// (a list of them) or "none" (an empty optional).
-nb::list resultToPython(runtime::ExecutionResult result) {
-  nb::list out;
-  for (size_t i = 0; i < result.names.size(); ++i) {
-    runtime::OutputKind kind =
-        i < result.kinds.size() ? result.kinds[i] : runtime::OutputKind::kTensor;
-    if (kind == runtime::OutputKind::kNone) {
-      out.append(nb::make_tuple(result.names[i], "none", nb::none()));
-    } else if (kind == runtime::OutputKind::kSequence) {
-      nb::list elems;
-      for (kernels::HostTensor& t : result.sequences[i]) elems.append(tensorToPython(std::move(t)));
-      out.append(nb::make_tuple(result.names[i], "sequence", elems));
-    } else {
-      out.append(
-          nb::make_tuple(result.names[i], "tensor", tensorToPython(std::move(result.outputs[i]))));
-    }
   }
   return out;
 }
@@ -631,112 +382,7 @@ nb::dict optimizeToFile(const Source& src, const OptimizeArgs& args, const std::
   return summaryToPython(out.result, out.before, out.after, out.sink);
 }
 
-// --- check, run, infer_shapes ---------------------------------------------------------------------
-
-nb::dict comparisonToPython(const runtime::TensorComparison& c) {
-  nb::dict d;
-  d["name"] = c.name;
-  d["dtype"] = dataTypeName(c.dtype);
-  d["shape"] = c.dims;
-  d["max_abs_error"] = c.max_abs;
-  d["max_rel_error"] = c.max_rel;
-  d["mean_abs_error"] = c.mean_abs;
-  d["cosine_similarity"] = c.cosine;
-  d["atol"] = c.tolerance.atol;
-  d["rtol"] = c.tolerance.rtol;
-  d["mismatches"] = c.mismatches;
-  d["passed"] = c.passed;
-  d["problem"] = c.problem;
-  return d;
-}
-
-/// run's and check's max_iterations and max_memory (None: RunLimits' defaults).
-runtime::RunLimits runLimits(std::optional<int64_t> max_iterations,
-                             std::optional<uint64_t> max_memory) {
-  runtime::RunLimits limits;
-  if (max_iterations) {
-    if (*max_iterations < 1) throw StatusError(invalidArgument("max_iterations must be positive"));
-    limits.max_iterations = *max_iterations;
-  }
-  if (max_memory) {
-    if (*max_memory < 1) throw StatusError(invalidArgument("max_memory must be positive"));
-    limits.max_memory = *max_memory;
-  }
-  return limits;
-}
-
-nb::dict checkModels(const Source& original_src, const Source& optimized_src,
-                     const runtime::Feeds& given, const std::string& runner, bool per_layer,
-                     std::optional<double> atol, std::optional<double> rtol, uint64_t seed,
-                     const runtime::RunLimits& limits) {
-  runtime::CheckResult result;
-  {
-    nb::gil_scoped_release unlocked;
-    if (!runtime::hasRunner(runner)) {
-      throw StatusError(invalidArgument("no runner '{}' (runners: {})", runner,
-                                        fmt::join(runtime::runnerNames(), ", ")));
-    }
-    auto original = loadSource(original_src, nullptr);
-    auto optimized = loadSource(optimized_src, nullptr);
-    throwIfError(prepareForRunner(*original, runner).withContext(original_src.label()));
-    throwIfError(prepareForRunner(*optimized, runner).withContext(optimized_src.label()));
-    checkFeedNames(*original, given, original_src.label());
-    runtime::CheckOptions options;
-    options.runner = runner;
-    options.inputs = given;
-    options.seed = seed;
-    options.compare.atol = atol;
-    options.compare.rtol = rtol;
-    options.compare.per_layer = per_layer;
-    options.limits = limits;
-    options.original_path = original_src.path.value_or("");
-    options.optimized_path = optimized_src.path.value_or("");
-    result = valueOrThrow(runtime::checkModels(*original, *optimized, options));
-  }
-  nb::dict d;
-  d["runner"] = result.runner;
-  d["seed"] = result.seed;
-  d["passed"] = result.passed;
-  nb::list inputs;
-  for (const runtime::InputValue& in : result.inputs) {
-    nb::dict i;
-    i["name"] = in.name;
-    i["dtype"] = dataTypeName(in.value.dtype);
-    i["shape"] = in.value.dims;
-    i["dynamic_dims"] = in.dynamic_dims;
-    inputs.append(i);
-  }
-  d["inputs"] = inputs;
-  nb::list outputs, layers;
-  for (const auto& c : result.outputs) outputs.append(comparisonToPython(c));
-  for (const auto& c : result.layers) layers.append(comparisonToPython(c));
-  d["outputs"] = outputs;
-  d["per_layer"] = layers;
-  d["first_failing_value"] = result.first_failing_layer;
-  d["first_failing_op"] = result.first_failing_op;
-  return d;
-}
-
-nb::list runModel(const Source& src, const runtime::Feeds& given, const std::string& runner,
-                  uint64_t seed, const runtime::RunLimits& limits) {
-  runtime::ExecutionResult result;
-  {
-    nb::gil_scoped_release unlocked;
-    auto model = loadSource(src, nullptr);
-    throwIfError(prepareForRunner(*model, runner).withContext(src.label()));
-    checkFeedNames(*model, given, src.label());
-    runtime::Feeds feeds = completeFeeds(*model, given, seed, src.label());
-    auto executor =
-        valueOrThrow(runtime::createExecutor(runner, {model.get(), src.path.value_or("")}));
-    runtime::ExecutionOptions exec;
-    exec.non_tensor_outputs = true;
-    exec.limits = limits;
-    auto ran = executor->run(feeds, exec);
-    if (!ran.isOk()) throw StatusError(ran.status().withContext(src.label()));
-    result = std::move(ran).value();
-  }
-  return resultToPython(std::move(result));
-}
+// --- infer_shapes, list_passes -------------------------------------------------------------------
 
 nb::tuple inferShapes(const Source& src) {
   PendingBytes bytes;
