@@ -149,6 +149,42 @@ class PushTransposePattern final : public rewrite::Pattern {
   }
 
  private:
+  /// The pushed op's inputs: x for the pushed Transpose's output, and each other data operand
+  /// as `operands` classified it (its Transpose's input, or made to read in x's order).
+  std::vector<ir::Value*> pushedInputs(ir::Node* transpose, ir::Node* node,
+                                       const std::vector<Operand>& operands, size_t data_inputs,
+                                       const std::vector<int64_t>& inverse, int64_t rank,
+                                       rewrite::Rewriter& rw, ir::Graph& graph) const {
+    ir::Value* out = transpose->output(0);
+    std::vector<ir::Value*> inputs(node->inputs().begin(), node->inputs().end());
+    for (size_t i = 0; i < data_inputs; ++i) {
+      if (inputs[i] == out) {
+        inputs[i] = transpose->input(0);
+        continue;
+      }
+      const Operand& o = operands[i];
+      if (o.kind == Operand::Kind::kCancel) {
+        inputs[i] = o.value;
+      } else if (o.kind == Operand::Kind::kRunTime) {
+        inputs[i] = pass::createTranspose(rw, inputs[i], inverse);
+      } else if (o.kind == Operand::Kind::kConstant) {
+        ir::Value* c = inputs[i];
+        if (o.rank < rank) {  // numpy broadcasting: leading dims of 1
+          std::vector<int64_t> axes;
+          for (int64_t a = 0; a < rank - o.rank; ++a) axes.push_back(a);
+          ir::Value* axes_value = rw.createInitializer(
+              graph, "unsqueeze_axes",
+              pass::makeInt64Tensor(axes, {static_cast<int64_t>(axes.size())}));
+          ir::Type wide = c->type();
+          if (wide.shape) wide.shape->insert(wide.shape->begin(), axes.size(), ir::Dim::known(1));
+          c = rw.createNode("Unsqueeze", "", {c, axes_value}, {wide})->output(0);
+        }
+        inputs[i] = pass::createTranspose(rw, c, inverse);
+      }
+    }
+    return inputs;
+  }
+
   /// Pushes `transpose` (perm, its inverse, the rank of its input) into `node`, one of its users.
   /// `must_cancel`: only where the result then meets the inverse Transpose (cancelled here).
   bool pushInto(ir::Node* transpose, ir::Node* node, const std::vector<int64_t>& perm,
@@ -216,32 +252,8 @@ class PushTransposePattern final : public rewrite::Pattern {
     auto& rw = ctx.rewriter();
     ir::Graph& graph = *node->owningGraph();
     rw.setInsertionPoint(node);
-    std::vector<ir::Value*> inputs(node->inputs().begin(), node->inputs().end());
-    for (size_t i = 0; i < data_inputs; ++i) {
-      if (inputs[i] == out) {
-        inputs[i] = transpose->input(0);
-        continue;
-      }
-      const Operand& o = operands[i];
-      if (o.kind == Operand::Kind::kCancel) {
-        inputs[i] = o.value;
-      } else if (o.kind == Operand::Kind::kRunTime) {
-        inputs[i] = pass::createTranspose(rw, inputs[i], inverse);
-      } else if (o.kind == Operand::Kind::kConstant) {
-        ir::Value* c = inputs[i];
-        if (o.rank < rank) {  // numpy broadcasting: leading dims of 1
-          std::vector<int64_t> axes;
-          for (int64_t a = 0; a < rank - o.rank; ++a) axes.push_back(a);
-          ir::Value* axes_value = rw.createInitializer(
-              graph, "unsqueeze_axes",
-              pass::makeInt64Tensor(axes, {static_cast<int64_t>(axes.size())}));
-          ir::Type wide = c->type();
-          if (wide.shape) wide.shape->insert(wide.shape->begin(), axes.size(), ir::Dim::known(1));
-          c = rw.createNode("Unsqueeze", "", {c, axes_value}, {wide})->output(0);
-        }
-        inputs[i] = pass::createTranspose(rw, c, inverse);
-      }
-    }
+    std::vector<ir::Value*> inputs =
+        pushedInputs(transpose, node, operands, data_inputs, inverse, rank, rw, graph);
     ir::Node* pushed = rw.createNodeLike(node->opType(), "", inputs, node);
     for (const ir::Attribute& a : node->attributes()) rw.copyAttribute(*node, pushed, a.name);
     if (remap) applyRemap(rw, graph, pushed, *remap);

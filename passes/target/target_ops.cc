@@ -179,6 +179,150 @@ class Body {
   rewrite::Rewriter rw_;
 };
 
+/// SkipLayerNormalization: Y = LayerNormalization(X + Skip, Scale, B), Sum = X + Skip.
+void skipLayerNormBody(ir::Function& fn, Body& body) {
+  fn.attribute_names = {"axis", "epsilon"};
+  fn.doc_string = "Y = LayerNormalization(X + Skip, Scale, B); Sum = X + Skip";
+  ir::Value* x = body.input("X");
+  ir::Value* skip = body.input("Skip");
+  ir::Value* scale = body.input("Scale");
+  ir::Value* bias = body.input("B");
+  ir::Value* sum = body.node("Add", {x, skip}, "Sum");
+  ir::Value* y =
+      body.node("LayerNormalization", {sum, scale, bias}, "Y",
+                {{"axis", ir::Attribute::Kind::kInt}, {"epsilon", ir::Attribute::Kind::kFloat}});
+  body.output(y);
+  body.output(sum);
+}
+
+/// The attention family: (Safe)(Packed|SeqFirstPacked)Attention.
+void attentionBody(ir::Function& fn, Body& body, const std::string& op, int64_t opset) {
+  using K = ir::Attribute::Kind;
+  // The Safe ops take a mask and make the softmax's NaNs 0; the Packed ones split one QKV;
+  // SeqFirst's rows are [S, B] where the others' are [B, S].
+  const bool safe = op.rfind("Safe", 0) == 0;
+  const bool seq_first = op == "SeqFirstPackedAttention";
+  fn.attribute_names = {"num_heads", "scale"};
+  fn.doc_string =
+      safe ? "Y = merge(MatMul(Where(IsNaN(P), 0, P), split(V))), P = Softmax(split(Q) "
+             "split(K)^T * scale + M): 3-D [B, S, num_heads * D] inputs, the softmax's NaNs made 0"
+           : "Y = merge(MatMul(P, split(V))), P = Softmax(split(Q) split(K)^T * scale): 3-D [B, "
+             "S, num_heads * D] parts";
+  if (seq_first) fn.doc_string += " ([S, B, num_heads * D]: sequence-first)";
+  ir::Value *q, *k, *v;
+  if (op != "SafeAttention") {
+    fn.doc_string += "; Q, K, V the three equal parts of QKV's last dim";
+    ir::Value* qkv = body.input("QKV");
+    std::vector<ir::Value*> parts = body.nodes("Split", {qkv}, {"Q", "K", "V"});
+    body.set(parts[0], pass::intAttr("axis", 2));
+    // Equal parts: num_outputs from opset 18, the outputs' count before.
+    if (opset >= 18) body.set(parts[0], pass::intAttr("num_outputs", 3));
+    q = parts[0];
+    k = parts[1];
+    v = parts[2];
+  } else {
+    q = body.input("Q");
+    k = body.input("K");
+    v = body.input("V");
+  }
+  ir::Value* m = safe ? body.input("M") : nullptr;
+  ir::Value* heads = body.node(
+      "Unsqueeze",
+      {body.constantRef("value_int", "num_heads", K::kInt, "heads"), body.ints({0}, "axes")},
+      "heads_1d");
+  ir::Value* split_shape =
+      body.withInt(body.node("Concat", {body.ints({0, 0}, "lead"), heads, body.ints({-1}, "rest")},
+                             "split_shape"),
+                   "axis", 0);
+  auto split = [&](ir::Value* x, const std::vector<int64_t>& perm, const std::string& name) {
+    return body.transpose(body.node("Reshape", {x, split_shape}, name + "_heads"), perm, name);
+  };
+  // [B, S, H, D] or, sequence-first, [S, B, H, D] to [B, H, S, D] (K to [B, H, D, S]).
+  const std::vector<int64_t> heads_first =
+      seq_first ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
+  ir::Value* q4 = split(q, heads_first, "q4");
+  ir::Value* kt = split(
+      k, seq_first ? std::vector<int64_t>{1, 2, 3, 0} : std::vector<int64_t>{0, 2, 3, 1}, "kt");
+  ir::Value* v4 = split(v, heads_first, "v4");
+  ir::Value* s0 = body.node("MatMul", {q4, kt}, "qk");
+  ir::Value* c = body.node(
+      "CastLike", {body.constantRef("value_float", "scale", K::kFloat, "scale_f"), s0}, "c");
+  ir::Value* s1 = body.node("Mul", {s0, c}, "scaled");
+  if (m != nullptr) s1 = body.node("Add", {s1, m}, "scores");
+  ir::Value* p = body.withInt(body.node("Softmax", {s1}, "probs"), "axis", -1);
+  if (safe) {
+    ir::Value* zero_f = body.node("Constant", {}, "zero_f");
+    ir::Attribute zf;
+    zf.name = "value_float";
+    zf.kind = K::kFloat;
+    zf.f = 0.0f;
+    body.set(zero_f, std::move(zf));
+    ir::Value* zero = body.node("CastLike", {zero_f, p}, "zero");
+    p = body.node("Where", {body.node("IsNaN", {p}, "nan"), zero, p}, "safe_probs");
+  }
+  ir::Value* y4 = body.node("MatMul", {p, v4}, "y4");
+  body.output(body.node(
+      "Reshape",
+      {body.transpose(
+           y4, seq_first ? std::vector<int64_t>{2, 0, 1, 3} : std::vector<int64_t>{0, 2, 1, 3},
+           "y_heads"),
+       body.ints({0, 0, -1}, "merge_shape")},
+      "Y"));
+}
+
+/// The channels-last family: NhwcConv(AddRelu|Relu), NhwcMaxPool, NhwcAveragePool.
+void nhwcBody(ir::Function& fn, Body& body, const std::string& op) {
+  const std::vector<int64_t> to_nchw = {0, 3, 1, 2}, to_nhwc = {0, 2, 3, 1};
+  AttrRefs refs = windowRefs(op);
+  for (const auto& r : refs) fn.attribute_names.push_back(r.first);
+  ir::Value* x = body.transpose(body.input("X"), to_nchw, "x_nchw");
+  if (op == "NhwcMaxPool" || op == "NhwcAveragePool") {
+    std::string pool = op.substr(4);
+    fn.doc_string = fmt::format("Y = {} on channels-last X ([N, H, W, C])", pool);
+    body.output(body.transpose(body.node(pool, {x}, "y_nchw", refs), to_nhwc, "Y"));
+    return;
+  }
+  ir::Value* w = body.transpose(body.input("W"), to_nchw, "w_nchw");
+  ir::Value* b = body.input("B");
+  ir::Value* z = op == "NhwcConvAddRelu" ? body.input("Z") : nullptr;
+  ir::Value* conv = body.node("Conv", {x, w, b}, "conv_nchw", refs);
+  if (op == "NhwcConv") {
+    fn.doc_string = "Y = Conv(X, W, B) on channels-last X, W ([M, kH, kW, C / group]) and Y";
+    body.output(body.transpose(conv, to_nhwc, "Y"));
+    return;
+  }
+  ir::Value* y = body.transpose(conv, to_nhwc, "conv");
+  if (z != nullptr) {
+    fn.doc_string = "Y = Relu(Conv(X, W, B) + Z), channels-last (as NhwcConv)";
+    y = body.node("Add", {y, z}, "sum");
+  } else {
+    fn.doc_string = "Y = Relu(Conv(X, W, B)), channels-last (as NhwcConv)";
+  }
+  body.output(body.node("Relu", {y}, "Y"));
+}
+
+/// The MatMulBias family.
+void matMulBiasBody(ir::Function& fn, Body& body, const std::string& op) {
+  ir::Value* a = body.input("A");
+  ir::Value* b = body.input("B");
+  ir::Value* bias = body.input("bias");
+  ir::Value* t = body.node("MatMul", {a, b}, "product");
+  if (op == "MatMulBias") {
+    fn.doc_string = "Y = MatMul(A, B) + bias";
+    body.output(body.node("Add", {t, bias}, "Y"));
+    return;
+  }
+  ir::Value* u = body.node("Add", {t, bias}, "biased");
+  if (op == "MatMulBiasRelu") {
+    fn.doc_string = "Y = Relu(MatMul(A, B) + bias)";
+    body.output(body.node("Relu", {u}, "Y"));
+  } else {
+    fn.attribute_names = {"approximate"};
+    fn.doc_string = "Y = Gelu(MatMul(A, B) + bias), approximate as the call says";
+    body.output(body.node("Gelu", {u}, "Y", {{"approximate", ir::Attribute::Kind::kString}}));
+  }
+}
+
 std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset) {
   auto fn = std::make_unique<ir::Function>();
   fn->name = op;
@@ -187,143 +331,13 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
   fn->body = std::make_unique<ir::Graph>();
   Body body(*fn);
   if (op == "SkipLayerNormalization") {
-    fn->attribute_names = {"axis", "epsilon"};
-    fn->doc_string = "Y = LayerNormalization(X + Skip, Scale, B); Sum = X + Skip";
-    ir::Value* x = body.input("X");
-    ir::Value* skip = body.input("Skip");
-    ir::Value* scale = body.input("Scale");
-    ir::Value* bias = body.input("B");
-    ir::Value* sum = body.node("Add", {x, skip}, "Sum");
-    ir::Value* y =
-        body.node("LayerNormalization", {sum, scale, bias}, "Y",
-                  {{"axis", ir::Attribute::Kind::kInt}, {"epsilon", ir::Attribute::Kind::kFloat}});
-    body.output(y);
-    body.output(sum);
-    return fn;
-  }
-  if (op.find("Attention") != std::string::npos) {
-    using K = ir::Attribute::Kind;
-    // The Safe ops take a mask and make the softmax's NaNs 0; the Packed ones split one QKV;
-    // SeqFirst's rows are [S, B] where the others' are [B, S].
-    const bool safe = op.rfind("Safe", 0) == 0;
-    const bool seq_first = op == "SeqFirstPackedAttention";
-    fn->attribute_names = {"num_heads", "scale"};
-    fn->doc_string =
-        safe
-            ? "Y = merge(MatMul(Where(IsNaN(P), 0, P), split(V))), P = Softmax(split(Q) "
-              "split(K)^T * scale + M): 3-D [B, S, num_heads * D] inputs, the softmax's NaNs made 0"
-            : "Y = merge(MatMul(P, split(V))), P = Softmax(split(Q) split(K)^T * scale): 3-D [B, "
-              "S, num_heads * D] parts";
-    if (seq_first) fn->doc_string += " ([S, B, num_heads * D]: sequence-first)";
-    ir::Value *q, *k, *v;
-    if (op != "SafeAttention") {
-      fn->doc_string += "; Q, K, V the three equal parts of QKV's last dim";
-      ir::Value* qkv = body.input("QKV");
-      std::vector<ir::Value*> parts = body.nodes("Split", {qkv}, {"Q", "K", "V"});
-      body.set(parts[0], pass::intAttr("axis", 2));
-      // Equal parts: num_outputs from opset 18, the outputs' count before.
-      if (opset >= 18) body.set(parts[0], pass::intAttr("num_outputs", 3));
-      q = parts[0];
-      k = parts[1];
-      v = parts[2];
-    } else {
-      q = body.input("Q");
-      k = body.input("K");
-      v = body.input("V");
-    }
-    ir::Value* m = safe ? body.input("M") : nullptr;
-    ir::Value* heads = body.node(
-        "Unsqueeze",
-        {body.constantRef("value_int", "num_heads", K::kInt, "heads"), body.ints({0}, "axes")},
-        "heads_1d");
-    ir::Value* split_shape = body.withInt(
-        body.node("Concat", {body.ints({0, 0}, "lead"), heads, body.ints({-1}, "rest")},
-                  "split_shape"),
-        "axis", 0);
-    auto split = [&](ir::Value* x, const std::vector<int64_t>& perm, const std::string& name) {
-      return body.transpose(body.node("Reshape", {x, split_shape}, name + "_heads"), perm, name);
-    };
-    // [B, S, H, D] or, sequence-first, [S, B, H, D] to [B, H, S, D] (K to [B, H, D, S]).
-    const std::vector<int64_t> heads_first =
-        seq_first ? std::vector<int64_t>{1, 2, 0, 3} : std::vector<int64_t>{0, 2, 1, 3};
-    ir::Value* q4 = split(q, heads_first, "q4");
-    ir::Value* kt = split(
-        k, seq_first ? std::vector<int64_t>{1, 2, 3, 0} : std::vector<int64_t>{0, 2, 3, 1}, "kt");
-    ir::Value* v4 = split(v, heads_first, "v4");
-    ir::Value* s0 = body.node("MatMul", {q4, kt}, "qk");
-    ir::Value* c = body.node(
-        "CastLike", {body.constantRef("value_float", "scale", K::kFloat, "scale_f"), s0}, "c");
-    ir::Value* s1 = body.node("Mul", {s0, c}, "scaled");
-    if (m != nullptr) s1 = body.node("Add", {s1, m}, "scores");
-    ir::Value* p = body.withInt(body.node("Softmax", {s1}, "probs"), "axis", -1);
-    if (safe) {
-      ir::Value* zero_f = body.node("Constant", {}, "zero_f");
-      ir::Attribute zf;
-      zf.name = "value_float";
-      zf.kind = K::kFloat;
-      zf.f = 0.0f;
-      body.set(zero_f, std::move(zf));
-      ir::Value* zero = body.node("CastLike", {zero_f, p}, "zero");
-      p = body.node("Where", {body.node("IsNaN", {p}, "nan"), zero, p}, "safe_probs");
-    }
-    ir::Value* y4 = body.node("MatMul", {p, v4}, "y4");
-    body.output(body.node(
-        "Reshape",
-        {body.transpose(
-             y4, seq_first ? std::vector<int64_t>{2, 0, 1, 3} : std::vector<int64_t>{0, 2, 1, 3},
-             "y_heads"),
-         body.ints({0, 0, -1}, "merge_shape")},
-        "Y"));
-    return fn;
-  }
-  if (op.rfind("Nhwc", 0) == 0) {
-    const std::vector<int64_t> to_nchw = {0, 3, 1, 2}, to_nhwc = {0, 2, 3, 1};
-    AttrRefs refs = windowRefs(op);
-    for (const auto& r : refs) fn->attribute_names.push_back(r.first);
-    ir::Value* x = body.transpose(body.input("X"), to_nchw, "x_nchw");
-    if (op == "NhwcMaxPool" || op == "NhwcAveragePool") {
-      std::string pool = op.substr(4);
-      fn->doc_string = fmt::format("Y = {} on channels-last X ([N, H, W, C])", pool);
-      body.output(body.transpose(body.node(pool, {x}, "y_nchw", refs), to_nhwc, "Y"));
-      return fn;
-    }
-    ir::Value* w = body.transpose(body.input("W"), to_nchw, "w_nchw");
-    ir::Value* b = body.input("B");
-    ir::Value* z = op == "NhwcConvAddRelu" ? body.input("Z") : nullptr;
-    ir::Value* conv = body.node("Conv", {x, w, b}, "conv_nchw", refs);
-    if (op == "NhwcConv") {
-      fn->doc_string = "Y = Conv(X, W, B) on channels-last X, W ([M, kH, kW, C / group]) and Y";
-      body.output(body.transpose(conv, to_nhwc, "Y"));
-      return fn;
-    }
-    ir::Value* y = body.transpose(conv, to_nhwc, "conv");
-    if (z != nullptr) {
-      fn->doc_string = "Y = Relu(Conv(X, W, B) + Z), channels-last (as NhwcConv)";
-      y = body.node("Add", {y, z}, "sum");
-    } else {
-      fn->doc_string = "Y = Relu(Conv(X, W, B)), channels-last (as NhwcConv)";
-    }
-    body.output(body.node("Relu", {y}, "Y"));
-    return fn;
-  }
-  // The MatMulBias family.
-  ir::Value* a = body.input("A");
-  ir::Value* b = body.input("B");
-  ir::Value* bias = body.input("bias");
-  ir::Value* t = body.node("MatMul", {a, b}, "product");
-  if (op == "MatMulBias") {
-    fn->doc_string = "Y = MatMul(A, B) + bias";
-    body.output(body.node("Add", {t, bias}, "Y"));
-    return fn;
-  }
-  ir::Value* u = body.node("Add", {t, bias}, "biased");
-  if (op == "MatMulBiasRelu") {
-    fn->doc_string = "Y = Relu(MatMul(A, B) + bias)";
-    body.output(body.node("Relu", {u}, "Y"));
+    skipLayerNormBody(*fn, body);
+  } else if (op.find("Attention") != std::string::npos) {
+    attentionBody(*fn, body, op, opset);
+  } else if (op.rfind("Nhwc", 0) == 0) {
+    nhwcBody(*fn, body, op);
   } else {
-    fn->attribute_names = {"approximate"};
-    fn->doc_string = "Y = Gelu(MatMul(A, B) + bias), approximate as the call says";
-    body.output(body.node("Gelu", {u}, "Y", {{"approximate", ir::Attribute::Kind::kString}}));
+    matMulBiasBody(*fn, body, op);
   }
   return fn;
 }

@@ -59,136 +59,161 @@ bool sameBits(const kernels::HostTensor& a, const kernels::HostTensor& b) {
   return a.dtype == b.dtype && a.dims == b.dims && a.bytes == b.bytes;
 }
 
-}  // namespace
+/// One node's error in the target type (Analyzer::measure).
+struct Measure {
+  double error = 0;
+  double magnitude = 0;
+  std::string failed;
+};
 
-StatusOr<PrecisionAnalysis> analyzePrecision(const ir::Model& model, const std::string& source,
-                                             const Feeds& feeds,
-                                             const PrecisionAnalysisOptions& options) {
-  if (options.target != DataType::kFloat16 && options.target != DataType::kBfloat16) {
-    return makeError(StatusCode::kInvalidArgument,
-                     "precision analysis: the target must be float16 or bfloat16");
-  }
-  const DataType target = options.target;
-  const double lim = maxFinite(target);
-  const double limit = options.range_fraction * lim;
-  const double tolerance =
-      options.tolerance > 0 ? options.tolerance : (target == DataType::kFloat16 ? 0x1p-7 : 0x1p-4);
-
-  ASSIGN_OR_RETURN(auto runner, createExecutor("reference", {&model, source}));
-  ExecutionOptions run_opts;
-  run_opts.record_intermediates = true;
-  ASSIGN_OR_RETURN(ExecutionResult ran, runner->run(feeds, run_opts));
-
-  // The float32 run's values by name; `masked` overrides some (below).
-  std::map<std::string, const kernels::HostTensor*> recorded;
-  for (const RecordedValue& r : ran.intermediates) {
-    recorded[r.name] = &r.value;
-  }
-  for (const auto& [name, t] : feeds) recorded.emplace(name, &t);
-  std::map<const ir::Value*, kernels::HostTensor> initializers;  // converted on first use
-  std::map<std::string, kernels::HostTensor> masked;
-  auto valueOf = [&](const ir::Value* v, bool with_masks) -> const kernels::HostTensor* {
-    if (with_masks) {
-      if (auto it = masked.find(v->name()); it != masked.end()) return &it->second;
+/// The analysis of one float32 run of a model: the run's recorded values, the masks that
+/// saturating constants make, and the four steps that fill a PrecisionAnalysis in order.
+class Analyzer {
+ public:
+  Analyzer(const ir::Model& model, const Feeds& feeds, const ExecutionResult& ran,
+           const PrecisionAnalysisOptions& options)
+      : model_(model),
+        ran_(ran),
+        options_(options),
+        target_(options.target),
+        lim_(maxFinite(target_)),
+        limit_(options.range_fraction * lim_),
+        tolerance_(options.tolerance > 0 ? options.tolerance
+                                         : (target_ == DataType::kFloat16 ? 0x1p-7 : 0x1p-4)) {
+    for (const RecordedValue& r : ran.intermediates) {
+      recorded_[r.name] = &r.value;
     }
-    if (auto it = recorded.find(v->name()); it != recorded.end()) return it->second;
-    if (v->initializer() == nullptr) return nullptr;
-    auto [it, fresh] = initializers.try_emplace(v);
-    if (fresh) it->second = bridge::toHost(*v->initializer());
-    return &it->second;
-  };
-  // By the recorded value (a model's intermediate types may be undeclared before shape
-  // inference).
-  auto isFloat = [&](const ir::Value* v) {
-    if (v == nullptr) return false;
-    const kernels::HostTensor* t = valueOf(v, false);
-    return t != nullptr ? t->dtype == DataType::kFloat
-                        : v->type().isTensor() && v->type().elem_type == DataType::kFloat;
-  };
-  // A constant (initializer or Constant output) with a finite float past the type's range.
-  auto beyondRange = [&](const ir::Value* v) {
-    if (v == nullptr) return false;
-    bool constant = v->initializer() != nullptr ||
-                    (v->producer() != nullptr && v->producer()->opType() == "Constant");
-    if (!constant) return false;
-    const kernels::HostTensor* t = valueOf(v, false);
-    return t != nullptr && magnitudeOf(*t).first > lim;
-  };
-  auto measured = [&](const ir::Node& n) {
-    if (n.numOutputs() == 0 || n.output(0) == nullptr || !n.subgraphs().empty()) return false;
-    if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
-    return std::any_of(n.outputs().begin(), n.outputs().end(), isFloat);
-  };
+    for (const auto& [name, t] : feeds) recorded_.emplace(name, &t);
+  }
 
-  // One node on its own recorded inputs rounded to the type (constants saturated): the largest
-  // error of its float outputs against the recorded ones clipped to the type's range, relative
-  // to their largest magnitude; infinity where the type's result is not finite and float32's is.
-  // Elements infinite or NaN in float32 are left out. A string: why it was not evaluated.
-  struct Measure {
-    double error = 0;
-    double magnitude = 0;
-    std::string failed;
-  };
-  auto measure = [&](const ir::Node& n, bool with_masks) {
-    Measure m;
-    std::vector<kernels::HostTensor> inputs;
-    inputs.reserve(n.numInputs());
-    for (const ir::Value* v : n.inputs()) {
-      if (v == nullptr) continue;
-      const kernels::HostTensor* t = valueOf(v, with_masks);
-      if (t == nullptr) {
-        m.failed = "an input was not recorded";
-        return m;
-      }
-      inputs.push_back(rounded(*t, target, true));
-    }
-    std::vector<const kernels::HostTensor*> ptrs;  // nullptr for omitted inputs
-    size_t next = 0;
-    for (const ir::Value* v : n.inputs()) ptrs.push_back(v == nullptr ? nullptr : &inputs[next++]);
-    auto result = evaluate(model, n, ptrs);
-    if (!result.isOk()) {
-      m.failed = "not evaluated: " + result.status().message();
+  void findSaturating(PrecisionAnalysis& out);
+  void propagateMasks();
+  void findPastRange(PrecisionAnalysis& out);
+  void measureOthers(PrecisionAnalysis& out);
+
+ private:
+  const kernels::HostTensor* valueOf(const ir::Value* v, bool with_masks);
+  bool isFloat(const ir::Value* v);
+  bool beyondRange(const ir::Value* v);
+  bool measured(const ir::Node& n);
+  Measure measure(const ir::Node& n, bool with_masks);
+  std::string describe(double error) const {
+    return std::isinf(error) ? std::string("not finite in the type")
+                             : fmt::format("error {:.2g} past {:.2g}", error, tolerance_);
+  }
+
+  const ir::Model& model_;
+  const ExecutionResult& ran_;
+  const PrecisionAnalysisOptions& options_;
+  const DataType target_;
+  const double lim_;
+  const double limit_;
+  const double tolerance_;
+  /// The float32 run's values by name; `masked_` overrides some (findSaturating).
+  std::map<std::string, const kernels::HostTensor*> recorded_;
+  std::map<const ir::Value*, kernels::HostTensor> initializers_;  // converted on first use
+  std::map<std::string, kernels::HostTensor> masked_;
+  std::set<const ir::Node*> saturating_;
+  std::set<std::string> past_;
+};
+
+const kernels::HostTensor* Analyzer::valueOf(const ir::Value* v, bool with_masks) {
+  if (with_masks) {
+    if (auto it = masked_.find(v->name()); it != masked_.end()) return &it->second;
+  }
+  if (auto it = recorded_.find(v->name()); it != recorded_.end()) return it->second;
+  if (v->initializer() == nullptr) return nullptr;
+  auto [it, fresh] = initializers_.try_emplace(v);
+  if (fresh) it->second = bridge::toHost(*v->initializer());
+  return &it->second;
+}
+
+// By the recorded value (a model's intermediate types may be undeclared before shape
+// inference).
+bool Analyzer::isFloat(const ir::Value* v) {
+  if (v == nullptr) return false;
+  const kernels::HostTensor* t = valueOf(v, false);
+  return t != nullptr ? t->dtype == DataType::kFloat
+                      : v->type().isTensor() && v->type().elem_type == DataType::kFloat;
+}
+
+// A constant (initializer or Constant output) with a finite float past the type's range.
+bool Analyzer::beyondRange(const ir::Value* v) {
+  if (v == nullptr) return false;
+  bool constant = v->initializer() != nullptr ||
+                  (v->producer() != nullptr && v->producer()->opType() == "Constant");
+  if (!constant) return false;
+  const kernels::HostTensor* t = valueOf(v, false);
+  return t != nullptr && magnitudeOf(*t).first > lim_;
+}
+
+bool Analyzer::measured(const ir::Node& n) {
+  if (n.numOutputs() == 0 || n.output(0) == nullptr || !n.subgraphs().empty()) return false;
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+  return std::any_of(n.outputs().begin(), n.outputs().end(),
+                     [this](const ir::Value* v) { return isFloat(v); });
+}
+
+// One node on its own recorded inputs rounded to the type (constants saturated): the largest
+// error of its float outputs against the recorded ones clipped to the type's range, relative
+// to their largest magnitude; infinity where the type's result is not finite and float32's is.
+// Elements infinite or NaN in float32 are left out. A string: why it was not evaluated.
+Measure Analyzer::measure(const ir::Node& n, bool with_masks) {
+  Measure m;
+  std::vector<kernels::HostTensor> inputs;
+  inputs.reserve(n.numInputs());
+  for (const ir::Value* v : n.inputs()) {
+    if (v == nullptr) continue;
+    const kernels::HostTensor* t = valueOf(v, with_masks);
+    if (t == nullptr) {
+      m.failed = "an input was not recorded";
       return m;
     }
-    for (size_t i = 0; i < n.numOutputs(); ++i) {
-      const ir::Value* o = n.output(i);
-      if (o == nullptr || (*result)[i].dtype != DataType::kFloat) continue;
-      const kernels::HostTensor* ref = valueOf(o, with_masks);
-      if (ref == nullptr || ref->dtype != DataType::kFloat ||
-          ref->numElements() != (*result)[i].numElements()) {
-        m.failed = "its float32 output was not recorded";
-        return m;
-      }
-      double scale = 0, err = 0;
-      for (int64_t k = 0; k < ref->numElements(); ++k) {
-        double y = ref->get<float>(k);
-        if (!std::isfinite(y)) continue;
-        scale = std::max(scale, std::min(std::fabs(y), lim));
-        double got = roundTo((*result)[i].get<float>(k), target, false);
-        err = std::isfinite(got) ? std::max(err, std::fabs(got - std::clamp(y, -lim, lim)))
-                                 : INFINITY;
-      }
-      m.magnitude = std::max(m.magnitude, scale);
-      m.error = std::max(m.error, scale > 0 ? err / scale : (err > 0 ? INFINITY : 0));
-    }
+    inputs.push_back(rounded(*t, target_, true));
+  }
+  std::vector<const kernels::HostTensor*> ptrs;  // nullptr for omitted inputs
+  size_t next = 0;
+  for (const ir::Value* v : n.inputs()) ptrs.push_back(v == nullptr ? nullptr : &inputs[next++]);
+  auto result = evaluate(model_, n, ptrs);
+  if (!result.isOk()) {
+    m.failed = "not evaluated: " + result.status().message();
     return m;
-  };
-  auto describe = [&](double error) {
-    return std::isinf(error) ? std::string("not finite in the type")
-                             : fmt::format("error {:.2g} past {:.2g}", error, tolerance);
-  };
+  }
+  for (size_t i = 0; i < n.numOutputs(); ++i) {
+    const ir::Value* o = n.output(i);
+    if (o == nullptr || (*result)[i].dtype != DataType::kFloat) continue;
+    const kernels::HostTensor* ref = valueOf(o, with_masks);
+    if (ref == nullptr || ref->dtype != DataType::kFloat ||
+        ref->numElements() != (*result)[i].numElements()) {
+      m.failed = "its float32 output was not recorded";
+      return m;
+    }
+    double scale = 0, err = 0;
+    for (int64_t k = 0; k < ref->numElements(); ++k) {
+      double y = ref->get<float>(k);
+      if (!std::isfinite(y)) continue;
+      scale = std::max(scale, std::min(std::fabs(y), lim_));
+      double got = roundTo((*result)[i].get<float>(k), target_, false);
+      err = std::isfinite(got) ? std::max(err, std::fabs(got - std::clamp(y, -lim_, lim_)))
+                               : INFINITY;
+    }
+    m.magnitude = std::max(m.magnitude, scale);
+    m.error = std::max(m.error, scale > 0 ? err / scale : (err > 0 ? INFINITY : 0));
+  }
+  return m;
+}
 
-  PrecisionAnalysis out;
-  // 1. Nodes reading a constant past the range, on the float32 run: with the constant saturated,
-  // is the output the float32 one clipped to the type's range?
-  std::set<const ir::Node*> saturating;
-  for (const ir::Node* n : *model.graph) {
-    if (!measured(*n) || std::none_of(n->inputs().begin(), n->inputs().end(), beyondRange))
+// 1. Nodes reading a constant past the range, on the float32 run: with the constant saturated,
+// is the output the float32 one clipped to the type's range?
+void Analyzer::findSaturating(PrecisionAnalysis& out) {
+  for (const ir::Node* n : *model_.graph) {
+    if (!measured(*n) || std::none_of(n->inputs().begin(), n->inputs().end(),
+                                      [this](const ir::Value* v) { return beyondRange(v); }))
       continue;
-    saturating.insert(n);
+    saturating_.insert(n);
     Measure m = measure(*n, false);
     PrecisionFinding f{n->output(0)->name(), n->opType(), m.magnitude, false, m.error, "", {}};
-    if (m.failed.empty() && m.error <= tolerance) {
+    if (m.failed.empty() && m.error <= tolerance_) {
       out.safe.push_back(f);
       // Where the float32 output is past the range it is a mask: -inf (or inf) there from now
       // on, so what it reaches downstream reads as masked, not as a value past the range.
@@ -199,10 +224,10 @@ StatusOr<PrecisionAnalysis> analyzePrecision(const ir::Model& model, const std::
         kernels::HostTensor mask = *t;
         for (int64_t k = 0; k < mask.numElements(); ++k) {
           float y = mask.get<float>(k);
-          if (std::isfinite(y) && std::fabs(y) > lim)
+          if (std::isfinite(y) && std::fabs(y) > lim_)
             mask.set<float>(k, std::copysign(INFINITY, y));
         }
-        masked[o->name()] = std::move(mask);
+        masked_[o->name()] = std::move(mask);
       }
     } else {
       f.reason =
@@ -210,60 +235,67 @@ StatusOr<PrecisionAnalysis> analyzePrecision(const ir::Model& model, const std::
       out.unsafe.push_back(f);
     }
   }
-  // 2. The masked values carried downstream: each node reading one again on the float32 kernels,
-  // until its output is the recorded one (a Softmax's exp(lowest) and exp(-inf) are both 0).
-  if (!masked.empty()) {
-    for (const ir::Node* n : *model.graph) {
-      if (saturating.count(n) > 0 || !n->subgraphs().empty()) continue;
-      bool reads = std::any_of(n->inputs().begin(), n->inputs().end(), [&](const ir::Value* v) {
-        return v != nullptr && masked.count(v->name()) > 0;
-      });
-      if (!reads) continue;
-      std::vector<const kernels::HostTensor*> ptrs;
-      bool missing = false;
-      for (const ir::Value* v : n->inputs()) {
-        ptrs.push_back(v == nullptr ? nullptr : valueOf(v, true));
-        missing |= v != nullptr && ptrs.back() == nullptr;
-      }
-      if (missing) continue;
-      auto result = evaluate(model, *n, ptrs);
-      if (!result.isOk()) continue;  // its recorded value stands
-      for (size_t i = 0; i < n->numOutputs(); ++i) {
-        const ir::Value* o = n->output(i);
-        if (o == nullptr) continue;
-        const kernels::HostTensor* before = valueOf(o, false);
-        if (before == nullptr || !sameBits(*before, (*result)[i])) masked[o->name()] = (*result)[i];
-      }
+}
+
+// 2. The masked values carried downstream: each node reading one again on the float32 kernels,
+// until its output is the recorded one (a Softmax's exp(lowest) and exp(-inf) are both 0).
+void Analyzer::propagateMasks() {
+  if (masked_.empty()) return;
+  for (const ir::Node* n : *model_.graph) {
+    if (saturating_.count(n) > 0 || !n->subgraphs().empty()) continue;
+    bool reads = std::any_of(n->inputs().begin(), n->inputs().end(), [&](const ir::Value* v) {
+      return v != nullptr && masked_.count(v->name()) > 0;
+    });
+    if (!reads) continue;
+    std::vector<const kernels::HostTensor*> ptrs;
+    bool missing = false;
+    for (const ir::Value* v : n->inputs()) {
+      ptrs.push_back(v == nullptr ? nullptr : valueOf(v, true));
+      missing |= v != nullptr && ptrs.back() == nullptr;
+    }
+    if (missing) continue;
+    auto result = evaluate(model_, *n, ptrs);
+    if (!result.isOk()) continue;  // its recorded value stands
+    for (size_t i = 0; i < n->numOutputs(); ++i) {
+      const ir::Value* o = n->output(i);
+      if (o == nullptr) continue;
+      const kernels::HostTensor* before = valueOf(o, false);
+      if (before == nullptr || !sameBits(*before, (*result)[i])) masked_[o->name()] = (*result)[i];
     }
   }
-  // 3. Values past the range (finite ones: an infinity of the float32 run stays one in the type),
-  // and float16 values wholly under its smallest normal (not all zero): subnormal there, they
-  // keep few bits or none (bfloat16 has float32's exponent range).
-  const double tiny = target == DataType::kFloat16 ? 0x1p-14 : 0.0;
-  std::set<std::string> past;
-  for (const RecordedValue& r : ran.intermediates) {
+}
+
+// 3. Values past the range (finite ones: an infinity of the float32 run stays one in the type),
+// and float16 values wholly under its smallest normal (not all zero): subnormal there, they
+// keep few bits or none (bfloat16 has float32's exponent range).
+void Analyzer::findPastRange(PrecisionAnalysis& out) {
+  const double tiny = target_ == DataType::kFloat16 ? 0x1p-14 : 0.0;
+  for (const RecordedValue& r : ran_.intermediates) {
     // Constants are convert-precision's to judge (a constant past the range keeps its readers
     // float32 unless measured to saturate, above; a small one, an epsilon under float16's
     // smallest normal, is its readers' precision to measure, below).
     if (r.op == "Constant") continue;
-    auto it = masked.find(r.name);
-    const kernels::HostTensor& v = it != masked.end() ? it->second : r.value;
+    auto it = masked_.find(r.name);
+    const kernels::HostTensor& v = it != masked_.end() ? it->second : r.value;
     auto [most, inf] = magnitudeOf(v);
     const bool under = v.dtype == DataType::kFloat && most > 0 && most < tiny;
-    if (most <= limit && !under) continue;
+    if (most <= limit_ && !under) continue;
     out.past_range.push_back({r.name, r.op, most, inf, 0, "", {}});
-    past.insert(r.name);
+    past_.insert(r.name);
   }
-  // 4. Every other node with a float output, on its own (masked) inputs.
-  auto isPast = [&](const ir::Value* v) { return v != nullptr && past.count(v->name()) > 0; };
-  for (const ir::Node* n : *model.graph) {
-    if (saturating.count(n) > 0 || !measured(*n)) continue;
+}
+
+// 4. Every other node with a float output, on its own (masked) inputs.
+void Analyzer::measureOthers(PrecisionAnalysis& out) {
+  auto isPast = [&](const ir::Value* v) { return v != nullptr && past_.count(v->name()) > 0; };
+  for (const ir::Node* n : *model_.graph) {
+    if (saturating_.count(n) > 0 || !measured(*n)) continue;
     // A node reading or writing a value past the range stays float32 for that already.
     if (std::any_of(n->inputs().begin(), n->inputs().end(), isPast) ||
         std::any_of(n->outputs().begin(), n->outputs().end(), isPast)) {
       continue;
     }
-    const bool measurable = options.measurable && options.measurable(*n);
+    const bool measurable = options_.measurable && options_.measurable(*n);
     Measure m = measure(*n, true);
     PrecisionFinding f{n->output(0)->name(), n->opType(), m.magnitude, false, m.error, "", {}};
     if (!m.failed.empty()) {
@@ -271,7 +303,7 @@ StatusOr<PrecisionAnalysis> analyzePrecision(const ir::Model& model, const std::
       if (measurable) out.unsafe.push_back(f);
       continue;
     }
-    if (m.error <= tolerance) {
+    if (m.error <= tolerance_) {
       if (measurable) out.safe.push_back(f);
       continue;
     }
@@ -284,6 +316,28 @@ StatusOr<PrecisionAnalysis> analyzePrecision(const ir::Model& model, const std::
     }
     out.imprecise.push_back(f);
   }
+}
+
+}  // namespace
+
+StatusOr<PrecisionAnalysis> analyzePrecision(const ir::Model& model, const std::string& source,
+                                             const Feeds& feeds,
+                                             const PrecisionAnalysisOptions& options) {
+  if (options.target != DataType::kFloat16 && options.target != DataType::kBfloat16) {
+    return makeError(StatusCode::kInvalidArgument,
+                     "precision analysis: the target must be float16 or bfloat16");
+  }
+  ASSIGN_OR_RETURN(auto runner, createExecutor("reference", {&model, source}));
+  ExecutionOptions run_opts;
+  run_opts.record_intermediates = true;
+  ASSIGN_OR_RETURN(ExecutionResult ran, runner->run(feeds, run_opts));
+
+  Analyzer analyzer(model, feeds, ran, options);
+  PrecisionAnalysis out;
+  analyzer.findSaturating(out);
+  analyzer.propagateMasks();
+  analyzer.findPastRange(out);
+  analyzer.measureOthers(out);
   return out;
 }
 
