@@ -1,6 +1,8 @@
-// ModelProto -> IR. Builds use-lists directly from names, sorts each graph's nodes topologically
-// (ONNX files need not be sorted), resolves outer-scope references of subgraphs, and rejects what
-// cannot be represented faithfully with an error naming the node or value.
+// ModelProto -> IR: the entry points (textual syntax, serialized bytes, files), the model's own
+// fields and the checks after import. What cannot be represented faithfully is rejected with an
+// error naming the node or value. The parts: import_graph.cc (graphs, nodes, attributes,
+// functions), import_values.cc (types, tensors, external data), import_checks.cc (model-level
+// checks), function_file.cc (rules and target libraries).
 #include "io/importer_internal.h"
 
 namespace onnxopt::io {
