@@ -91,24 +91,57 @@ size_t aligned(size_t bytes) {
   return (bytes + kAlign - 1) / kAlign * kAlign;
 }
 
-StatusOr<EinsumPlan> planOf(const EinsumArgs& args) {
-  const auto& xs = args.inputs;
-  if (xs.empty()) return invalidArgument("Einsum: no inputs");
-  if (xs.size() > static_cast<size_t>(kEinsumDirectMaxOperands)) {
-    return makeError(StatusCode::kUnimplemented, "Einsum: {} operands; the CUDA kernel takes {}",
-                     xs.size(), kEinsumDirectMaxOperands);
+/// An Einsum equation read against its operands: each operand's dims as labels (the ellipsis
+/// right-aligned), every label's extent, and the output's labels.
+struct EinsumLabels {
+  std::vector<std::vector<int>> dim_labels;
+  std::map<int, int64_t> extent;
+  std::vector<int> out_labels;
+  bool repeated = false;  ///< a label twice in one operand: a diagonal
+};
+
+/// The output's labels: the equation's right-hand side, or without one the ellipsis dims and then
+/// the labels used once, in character order.
+StatusOr<std::vector<int>> outputLabelsOf(const std::string& equation, size_t arrow,
+                                          int64_t ell_rank, const std::map<int, int>& uses,
+                                          const std::map<int, int64_t>& extent) {
+  std::vector<int> out_labels;
+  for (int64_t j = 0; j < ell_rank && arrow == std::string::npos; ++j) {
+    out_labels.push_back(kEllipsisLabel + static_cast<int>(j));
   }
-  EinsumPlan p;
-  p.dtype = xs[0].dtype;
-  if (!einsumDirectTypeExists(p.dtype)) {
-    return makeError(StatusCode::kUnimplemented, "Einsum: no CUDA kernel for {}",
-                     dataTypeName(p.dtype));
+  if (arrow == std::string::npos) {
+    std::vector<int> once;
+    for (const auto& [l, count] : uses) {
+      if (count == 1) once.push_back(l);
+    }
+    // Character order: 'A'-'Z' (26..51) before 'a'-'z' (0..25).
+    std::sort(once.begin(), once.end(), [](int x, int y) {
+      auto key = [](int l) { return l >= 26 ? l - 26 : l + 26; };
+      return key(x) < key(y);
+    });
+    out_labels.insert(out_labels.end(), once.begin(), once.end());
+  } else {
+    ASSIGN_OR_RETURN(std::vector<int> out, parseTerm(equation.substr(arrow + 2)));
+    for (int l : out) {
+      if (l < 0) {
+        for (int64_t j = 0; j < ell_rank; ++j) {
+          out_labels.push_back(kEllipsisLabel + static_cast<int>(j));
+        }
+        continue;
+      }
+      if (extent.count(l) == 0) return invalidArgument("Einsum: output label not in any input");
+      if (std::count(out_labels.begin(), out_labels.end(), l) > 0) {
+        return invalidArgument("Einsum: output label repeated");
+      }
+      out_labels.push_back(l);
+    }
   }
-  for (const ConstTensorView& x : xs) {
-    if (x.dtype != p.dtype) return invalidArgument("Einsum: the inputs must share one type");
-  }
+  return out_labels;
+}
+
+StatusOr<EinsumLabels> labelsOf(const std::string& text, const std::vector<ConstTensorView>& xs) {
   std::string equation;
-  for (char ch : args.equation) {
+  for (char ch : text) {
     if (!std::isspace(static_cast<unsigned char>(ch))) equation.push_back(ch);
   }
   size_t arrow = equation.find("->");
@@ -167,74 +200,52 @@ StatusOr<EinsumPlan> planOf(const EinsumArgs& args) {
       return invalidArgument("Einsum: label extents differ ({} vs {})", it->second, size);
     }
   }
-  std::vector<int> out_labels;
-  for (int64_t j = 0; j < ell_rank && arrow == std::string::npos; ++j) {
-    out_labels.push_back(kEllipsisLabel + static_cast<int>(j));
-  }
-  if (arrow == std::string::npos) {
-    std::vector<int> once;
-    for (const auto& [l, count] : uses) {
-      if (count == 1) once.push_back(l);
-    }
-    // Character order: 'A'-'Z' (26..51) before 'a'-'z' (0..25).
-    std::sort(once.begin(), once.end(), [](int x, int y) {
-      auto key = [](int l) { return l >= 26 ? l - 26 : l + 26; };
-      return key(x) < key(y);
-    });
-    out_labels.insert(out_labels.end(), once.begin(), once.end());
-  } else {
-    ASSIGN_OR_RETURN(std::vector<int> out, parseTerm(equation.substr(arrow + 2)));
-    for (int l : out) {
-      if (l < 0) {
-        for (int64_t j = 0; j < ell_rank; ++j) {
-          out_labels.push_back(kEllipsisLabel + static_cast<int>(j));
-        }
-        continue;
-      }
-      if (extent.count(l) == 0) return invalidArgument("Einsum: output label not in any input");
-      if (std::count(out_labels.begin(), out_labels.end(), l) > 0) {
-        return invalidArgument("Einsum: output label repeated");
-      }
-      out_labels.push_back(l);
-    }
-  }
-  for (int l : out_labels) p.out_dims.push_back(extent.at(l));
-  if (extent.size() > static_cast<size_t>(kEinsumDirectMaxLabels)) {
-    return makeError(StatusCode::kUnimplemented,
-                     "Einsum: {} distinct labels; the CUDA kernel takes at most {}", extent.size(),
-                     kEinsumDirectMaxLabels);
-  }
-  // The GEMM lowering takes one or two float operands without diagonals; the rest (double and
-  // integers, diagonals, three or more operands) runs on the direct kernel.
-  if (!isFloatType(p.dtype) || xs.size() > 2 || repeated ||
-      extent.size() > static_cast<size_t>(kEinsumMaxRank)) {
-    std::vector<int> labels = out_labels;
-    for (const auto& [l, size] : extent) {
-      if (std::count(labels.begin(), labels.end(), l) == 0) labels.push_back(l);
-    }
-    EinsumDirectArgs& d = p.direct_args;
-    p.direct = true;
-    d.dtype = p.dtype;
-    d.operands = static_cast<int>(xs.size());
-    d.out_rank = static_cast<int>(out_labels.size());
-    d.sum_rank = static_cast<int>(labels.size() - out_labels.size());
-    d.out_count = d.sum_count = 1;
-    for (size_t j = 0; j < labels.size(); ++j) {
-      d.dims[j] = extent.at(labels[j]);
-      (static_cast<int>(j) < d.out_rank ? d.out_count : d.sum_count) *= d.dims[j];
-    }
-    for (size_t i = 0; i < xs.size(); ++i) {
-      std::vector<int64_t> strides = contiguousStrides(xs[i].dims);
-      for (size_t dim = 0; dim < dim_labels[i].size(); ++dim) {
-        int l = dim_labels[i][dim];
-        if (xs[i].dims[dim] == 1 && extent.at(l) != 1) continue;  // broadcast
-        auto j = std::find(labels.begin(), labels.end(), l) - labels.begin();
-        d.strides[i][j] += strides[dim];  // a repeated label adds up: the diagonal
-      }
-    }
-    return p;
-  }
+  EinsumLabels labels{std::move(dim_labels), std::move(extent), {}, repeated};
+  ASSIGN_OR_RETURN(labels.out_labels,
+                   outputLabelsOf(equation, arrow, ell_rank, uses, labels.extent));
+  return labels;
+}
 
+/// The direct kernel's arguments: every label's extent, the output's first, and each operand's
+/// stride per label (a repeated label adds up: the diagonal).
+void planDirect(const std::vector<ConstTensorView>& xs, const EinsumLabels& labels_of,
+                EinsumPlan& p) {
+  const auto& dim_labels = labels_of.dim_labels;
+  const auto& extent = labels_of.extent;
+  const auto& out_labels = labels_of.out_labels;
+  std::vector<int> labels = out_labels;
+  for (const auto& [l, size] : extent) {
+    if (std::count(labels.begin(), labels.end(), l) == 0) labels.push_back(l);
+  }
+  EinsumDirectArgs& d = p.direct_args;
+  p.direct = true;
+  d.dtype = p.dtype;
+  d.operands = static_cast<int>(xs.size());
+  d.out_rank = static_cast<int>(out_labels.size());
+  d.sum_rank = static_cast<int>(labels.size() - out_labels.size());
+  d.out_count = d.sum_count = 1;
+  for (size_t j = 0; j < labels.size(); ++j) {
+    d.dims[j] = extent.at(labels[j]);
+    (static_cast<int>(j) < d.out_rank ? d.out_count : d.sum_count) *= d.dims[j];
+  }
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::vector<int64_t> strides = contiguousStrides(xs[i].dims);
+    for (size_t dim = 0; dim < dim_labels[i].size(); ++dim) {
+      int l = dim_labels[i][dim];
+      if (xs[i].dims[dim] == 1 && extent.at(l) != 1) continue;  // broadcast
+      auto j = std::find(labels.begin(), labels.end(), l) - labels.begin();
+      d.strides[i][j] += strides[dim];  // a repeated label adds up: the diagonal
+    }
+  }
+}
+
+/// The GEMM lowering of one or two float operands: the copies that bring each operand (and the
+/// product) into GEMM order, and the GEMM's sizes.
+void planGemm(const std::vector<ConstTensorView>& xs, const EinsumLabels& labels_of,
+              EinsumPlan& p) {
+  const auto& dim_labels = labels_of.dim_labels;
+  const auto& extent = labels_of.extent;
+  const auto& out_labels = labels_of.out_labels;
   // Operand i's element stride for label l: 0 where it lacks l or broadcasts it (size 1).
   auto strideOf = [&](size_t i, int l) -> int64_t {
     auto it = std::find(dim_labels[i].begin(), dim_labels[i].end(), l);
@@ -277,7 +288,7 @@ StatusOr<EinsumPlan> planOf(const EinsumArgs& args) {
     p.k = product(summed);
     p.sums = !summed.empty();
     if (p.sums && !p.a.identity()) p.a_bytes = aligned(static_cast<size_t>(p.a.count()) * bytes);
-    return p;
+    return;
   }
 
   // Two operands: batch (both, kept), M (A's own kept), N (B's own kept) in the output's order;
@@ -318,6 +329,41 @@ StatusOr<EinsumPlan> planOf(const EinsumArgs& args) {
   if (!p.b.identity()) p.b_bytes = aligned(static_cast<size_t>(p.b.count()) * bytes);
   if (!p.out.identity()) p.c_bytes = aligned(static_cast<size_t>(p.batch * p.m * p.n) * bytes);
   p.gemm_bytes = workspaceBytes(MatMulArgs{});
+}
+
+StatusOr<EinsumPlan> planOf(const EinsumArgs& args) {
+  const auto& xs = args.inputs;
+  if (xs.empty()) return invalidArgument("Einsum: no inputs");
+  if (xs.size() > static_cast<size_t>(kEinsumDirectMaxOperands)) {
+    return makeError(StatusCode::kUnimplemented, "Einsum: {} operands; the CUDA kernel takes {}",
+                     xs.size(), kEinsumDirectMaxOperands);
+  }
+  EinsumPlan p;
+  p.dtype = xs[0].dtype;
+  if (!einsumDirectTypeExists(p.dtype)) {
+    return makeError(StatusCode::kUnimplemented, "Einsum: no CUDA kernel for {}",
+                     dataTypeName(p.dtype));
+  }
+  for (const ConstTensorView& x : xs) {
+    if (x.dtype != p.dtype) return invalidArgument("Einsum: the inputs must share one type");
+  }
+  ASSIGN_OR_RETURN(EinsumLabels labels, labelsOf(args.equation, xs));
+  const auto& extent = labels.extent;
+  const auto& out_labels = labels.out_labels;
+  for (int l : out_labels) p.out_dims.push_back(extent.at(l));
+  if (extent.size() > static_cast<size_t>(kEinsumDirectMaxLabels)) {
+    return makeError(StatusCode::kUnimplemented,
+                     "Einsum: {} distinct labels; the CUDA kernel takes at most {}", extent.size(),
+                     kEinsumDirectMaxLabels);
+  }
+  // The GEMM lowering takes one or two float operands without diagonals; the rest (double and
+  // integers, diagonals, three or more operands) runs on the direct kernel.
+  if (!isFloatType(p.dtype) || xs.size() > 2 || labels.repeated ||
+      extent.size() > static_cast<size_t>(kEinsumMaxRank)) {
+    planDirect(xs, labels, p);
+    return p;
+  }
+  planGemm(xs, labels, p);
   return p;
 }
 

@@ -271,6 +271,116 @@ size_t workspaceBytes(const MatMulArgs&) {
   return kWorkspaceBytes;
 }
 
+namespace {
+
+/// An empty sum (K = 0): the output is the bias then the activation, or beta * C (or zeros).
+Status launchEmptySum(const MatMulArgs& args, float beta, bool with_bias, CudaStream stream) {
+  if (with_bias) {
+    RETURN_IF_ERROR(copyBroadcastBias(args, stream));
+    if (hasActivation(args.epilogue)) {
+      RETURN_IF_ERROR(activateInPlace(args, activationOf(args.epilogue), stream));
+    }
+    return Status::ok();
+  }
+  // Without a bias: beta * C (or zeros).
+  if (beta == 0.0f) {
+    ONNXOPT_CUDA_CHECK(cudaMemsetAsync(args.y.data, 0,
+                                       static_cast<size_t>(args.y.numElements()) *
+                                           static_cast<size_t>(dataTypeBits(args.y.dtype) / 8),
+                                       streamOf(stream)),
+                       args.op);
+    return Status::ok();
+  }
+  if (beta == 1.0f) return Status::ok();
+  return Status(StatusCode::kUnimplemented, args.op + ": K = 0 with beta other than 0 or 1");
+}
+
+/// How the batches run: one strided call when the offsets are progressions, a shared B folded
+/// into M (A's matrices are consecutive rows), otherwise one call per batch.
+struct Batching {
+  int64_t m = 0, a_stride = 0, b_stride = 0;
+  int32_t batch = 1;
+  int64_t calls = 0;
+};
+
+Batching batchingOf(const MatMulArgs& args, const Product& p) {
+  auto count = static_cast<int64_t>(p.a_offsets.size());
+  int64_t m = p.m, a_stride = 0, b_stride = 0;
+  bool strided = isProgression(p.a_offsets, &a_stride) && isProgression(p.b_offsets, &b_stride);
+  int32_t batch = 1;
+  int64_t calls = count;
+  if (strided && count > 1 && b_stride == 0 && a_stride == p.m * p.k && !args.trans_a) {
+    m = p.m * count;
+    calls = 1;
+  } else if (strided && count > 1 && count <= INT32_MAX) {
+    batch = static_cast<int32_t>(count);
+    calls = 1;
+  }
+  return {m, a_stride, b_stride, batch, calls};
+}
+
+/// Picks cuBLASLt's algorithm into `heuristic` (`found`: 0 where it has none): one with the bias
+/// epilogue where there is one (true), else one without it (false).
+StatusOr<bool> pickAlgorithm(const MatMulArgs& args, cublasLtHandle_t handle,
+                             cublasLtMatmulDesc_t raw_desc, cublasLtMatrixLayout_t lb,
+                             cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t ld,
+                             cublasLtMatmulPreference_t raw_pref, bool with_bias,
+                             cublasLtMatmulHeuristicResult_t* heuristic, int* found) {
+  // The epilogue, where cuBLASLt has an algorithm with it: else the bias is copied into the
+  // output first (accumulated into with beta 1) and the activation runs after, as our kernels.
+  cublasLtEpilogue_t epilogue = ltEpilogueOf(args.epilogue);
+  bool lt_epilogue = false;
+  if (with_bias) {
+    const void* bias_ptr = args.bias.data;
+    ONNXOPT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(raw_desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                      &epilogue, sizeof epilogue),
+                       args.op);
+    ONNXOPT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(raw_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                      &bias_ptr, sizeof bias_ptr),
+                       args.op);
+    ONNXOPT_CUDA_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, raw_desc, lb, la, ld, ld, raw_pref, 1,
+                                                      heuristic, found),
+                       args.op);
+    lt_epilogue = *found > 0;
+    if (!lt_epilogue) {
+      epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+      ONNXOPT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(raw_desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                        &epilogue, sizeof epilogue),
+                         args.op);
+    }
+  }
+  if (!lt_epilogue) {
+    ONNXOPT_CUDA_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, raw_desc, lb, la, ld, ld, raw_pref, 1,
+                                                      heuristic, found),
+                       args.op);
+  }
+  return lt_epilogue;
+}
+
+/// What cuBLASLt's epilogue did not do, after the product: the bias added in place (where C was
+/// read directly), and the activation.
+Status finishEpilogue(const MatMulArgs& args, bool lt_epilogue, bool direct_c, CudaStream stream) {
+  const bool with_bias = args.epilogue != Epilogue::kNone;
+  if (with_bias && !lt_epilogue && direct_c) {
+    // No cuBLASLt algorithm with the bias epilogue: the bias added in place after the product.
+    BinaryArgs add;
+    add.op = args.op;
+    add.kind = BinaryOp::kAdd;
+    add.a = ConstTensorView(args.y.dtype, args.y.dims, args.y.strides, args.y.data,
+                            MemoryKind::kDevice);
+    add.b = args.bias;
+    add.y = args.y;
+    RETURN_IF_ERROR(launch(add, stream));
+  }
+  // GELU's erf form always, ReLU and GELU's tanh form when cuBLASLt did not apply them.
+  if (hasActivation(args.epilogue) && (!lt_epilogue || args.epilogue == Epilogue::kBiasGelu)) {
+    RETURN_IF_ERROR(activateInPlace(args, activationOf(args.epilogue), stream));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status launch(const MatMulArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
   ASSIGN_OR_RETURN(Product p, productOf(args));
@@ -287,41 +397,13 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
     beta = args.beta;
   }
   const bool with_bias = args.epilogue != Epilogue::kNone;
-  if (p.k == 0 && with_bias) {  // an empty sum: the output is the bias, then the activation
-    RETURN_IF_ERROR(copyBroadcastBias(args, stream));
-    if (hasActivation(args.epilogue)) {
-      RETURN_IF_ERROR(activateInPlace(args, activationOf(args.epilogue), stream));
-    }
-    return Status::ok();
-  }
-  if (p.k == 0) {  // an empty sum: the output is beta * C (or zeros)
-    if (beta == 0.0f) {
-      ONNXOPT_CUDA_CHECK(cudaMemsetAsync(args.y.data, 0,
-                                         static_cast<size_t>(args.y.numElements()) *
-                                             static_cast<size_t>(dataTypeBits(args.y.dtype) / 8),
-                                         streamOf(stream)),
-                         args.op);
-      return Status::ok();
-    }
-    if (beta == 1.0f) return Status::ok();
-    return Status(StatusCode::kUnimplemented, args.op + ": K = 0 with beta other than 0 or 1");
-  }
+  if (p.k == 0) return launchEmptySum(args, beta, with_bias, stream);
   ASSIGN_OR_RETURN(cublasLtHandle_t handle, ltHandle(args.op));
 
-  // Batches: one strided call when the offsets are progressions; a shared B folds the batch into
-  // M (A's matrices are consecutive rows); otherwise one call per batch.
-  auto count = static_cast<int64_t>(p.a_offsets.size());
-  int64_t m = p.m, a_stride = 0, b_stride = 0;
-  bool strided = isProgression(p.a_offsets, &a_stride) && isProgression(p.b_offsets, &b_stride);
-  int32_t batch = 1;
-  int64_t calls = count;
-  if (strided && count > 1 && b_stride == 0 && a_stride == p.m * p.k && !args.trans_a) {
-    m = p.m * count;
-    calls = 1;
-  } else if (strided && count > 1 && count <= INT32_MAX) {
-    batch = static_cast<int32_t>(count);
-    calls = 1;
-  }
+  Batching bt = batchingOf(args, p);
+  int64_t m = bt.m, a_stride = bt.a_stride, b_stride = bt.b_stride;
+  int32_t batch = bt.batch;
+  int64_t calls = bt.calls;
 
   cudaDataType_t type = cudaTypeOf(args.a.dtype);
   cublasLtMatmulDesc_t raw_desc = nullptr;
@@ -356,36 +438,9 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
       args.op);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  // The epilogue, where cuBLASLt has an algorithm with it: else the bias is copied into the
-  // output first (accumulated into with beta 1) and the activation runs after, as our kernels.
-  cublasLtEpilogue_t epilogue = ltEpilogueOf(args.epilogue);
-  bool lt_epilogue = false;
-  if (with_bias) {
-    const void* bias_ptr = args.bias.data;
-    ONNXOPT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(raw_desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                      &epilogue, sizeof epilogue),
-                       args.op);
-    ONNXOPT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(raw_desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                      &bias_ptr, sizeof bias_ptr),
-                       args.op);
-    ONNXOPT_CUDA_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, raw_desc, lb_slot.get(),
-                                                      la_slot.get(), ld_slot.get(), ld_slot.get(),
-                                                      raw_pref, 1, &heuristic, &found),
-                       args.op);
-    lt_epilogue = found > 0;
-    if (!lt_epilogue) {
-      epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-      ONNXOPT_CUDA_CHECK(cublasLtMatmulDescSetAttribute(raw_desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                        &epilogue, sizeof epilogue),
-                         args.op);
-    }
-  }
-  if (!lt_epilogue) {
-    ONNXOPT_CUDA_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, raw_desc, lb_slot.get(),
-                                                      la_slot.get(), ld_slot.get(), ld_slot.get(),
-                                                      raw_pref, 1, &heuristic, &found),
-                       args.op);
-  }
+  ASSIGN_OR_RETURN(bool lt_epilogue,
+                   pickAlgorithm(args, handle, raw_desc, lb_slot.get(), la_slot.get(),
+                                 ld_slot.get(), raw_pref, with_bias, &heuristic, &found));
   if (found == 0) {
     return Status(StatusCode::kUnimplemented,
                   fmt::format("{}: cuBLASLt has no algorithm for {} x {} x {} in {}", args.op, m,
@@ -411,22 +466,7 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
                        workspace_bytes, streamOf(stream)),
         args.op);
   }
-  if (with_bias && !lt_epilogue && direct_c) {
-    // No cuBLASLt algorithm with the bias epilogue: the bias added in place after the product.
-    BinaryArgs add;
-    add.op = args.op;
-    add.kind = BinaryOp::kAdd;
-    add.a = ConstTensorView(args.y.dtype, args.y.dims, args.y.strides, args.y.data,
-                            MemoryKind::kDevice);
-    add.b = args.bias;
-    add.y = args.y;
-    RETURN_IF_ERROR(launch(add, stream));
-  }
-  // GELU's erf form always, ReLU and GELU's tanh form when cuBLASLt did not apply them.
-  if (hasActivation(args.epilogue) && (!lt_epilogue || args.epilogue == Epilogue::kBiasGelu)) {
-    RETURN_IF_ERROR(activateInPlace(args, activationOf(args.epilogue), stream));
-  }
-  return Status::ok();
+  return finishEpilogue(args, lt_epilogue, direct_c, stream);
 }
 
 }  // namespace onnxopt::kernels::cuda

@@ -170,6 +170,26 @@ bool isIdentity(ResizeCoord coord, const AxisPlan& a) {
   return coord != ResizeCoord::kTfHalfPixelForNn;
 }
 
+/// The axes Resize-18's `axes` names (each once, normalized), or every axis.
+StatusOr<std::vector<int64_t>> resizedAxes(const CudaKernelCall& call, const KernelAttrs& at,
+                                           int64_t rank, bool upsample) {
+  std::vector<int64_t> axes;
+  std::optional<std::vector<int64_t>> axes_attr = at.getInts("axes");
+  if (!upsample && call.opset >= 18 && axes_attr) {
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    for (int64_t a : *axes_attr) {
+      ASSIGN_OR_RETURN(int64_t n, normalizedAxis(call.op, a, rank));
+      if (seen[static_cast<size_t>(n)])
+        return invalidArgument("{}: axis {} appears twice", call.op, a);
+      seen[static_cast<size_t>(n)] = true;
+      axes.push_back(n);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  return axes;
+}
+
 }  // namespace
 
 template <>
@@ -220,20 +240,7 @@ StatusOr<ResizeArgs> argsFromCall<ResizeArgs>(const CudaKernelCall& call) {
     return unimplemented(
         call.op, fmt::format("rank {} is above the CUDA kernel's {}", rank, kMaxResizeRank));
   }
-  std::vector<int64_t> axes;
-  std::optional<std::vector<int64_t>> axes_attr = at.getInts("axes");
-  if (!upsample && call.opset >= 18 && axes_attr) {
-    std::vector<bool> seen(static_cast<size_t>(rank), false);
-    for (int64_t a : *axes_attr) {
-      ASSIGN_OR_RETURN(int64_t n, normalizedAxis(call.op, a, rank));
-      if (seen[static_cast<size_t>(n)])
-        return invalidArgument("{}: axis {} appears twice", call.op, a);
-      seen[static_cast<size_t>(n)] = true;
-      axes.push_back(n);
-    }
-  } else {
-    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, resizedAxes(call, at, rank, upsample));
   std::vector<double> scales, roi;
   std::vector<int64_t> sizes;
   if (scales_attr) {
