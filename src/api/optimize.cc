@@ -6,7 +6,32 @@
 
 namespace onnxopt {
 
+std::vector<passes::PassOptionSetting> passOptionSettings(const OptimizeOptions& options) {
+  std::vector<passes::PassOptionSetting> settings = options.pass_options;
+  if (options.fold_qdq) settings.push_back({"fold-constants", "fold-qdq", "true"});
+  if (options.fold_grow_weights) settings.push_back({"fold-constants", "grow-weights", "true"});
+  if (options.fold_size_limit) {
+    settings.push_back({"fold-constants", "size-limit", std::to_string(*options.fold_size_limit)});
+  }
+  if (options.inline_max_nodes) {
+    settings.push_back(
+        {"inline-functions", "max-nodes", std::to_string(*options.inline_max_nodes)});
+  }
+  if (options.keep_initializer_inputs) {
+    settings.push_back({"freeze-initializer-inputs", "keep-overridable", "true"});
+  }
+  if (!options.function_bodies) settings.push_back({"rewrite-rules", "function-bodies", "false"});
+  return settings;
+}
+
 Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult* result) {
+  if (options.range_analysis && !options.precision.empty()) {
+    // The analysis reads the model before any pass; its findings join a copy of the options.
+    OptimizeOptions analysed = options;
+    analysed.range_analysis = false;
+    runPrecisionAnalysis(model, analysed);
+    return optimize(model, analysed, result);
+  }
   OptimizeResult local;
   OptimizeResult& out = result != nullptr ? *result : local;
   std::string text = options.pipeline;
@@ -25,9 +50,7 @@ Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult
   text = passes::withTargetOpset(text, options.target_opset);
   ASSIGN_OR_RETURN(auto pipeline, pass::parsePipeline(text, &passes::createPass));
   RETURN_IF_ERROR(passes::removePasses(pipeline, options.disabled_passes));
-  std::vector<passes::PassOptionSetting> settings = options.pass_options;
-  if (!options.function_bodies) settings.push_back({"rewrite-rules", "function-bodies", "false"});
-  RETURN_IF_ERROR(passes::applyPassOptions(pipeline, settings));
+  RETURN_IF_ERROR(passes::applyPassOptions(pipeline, passOptionSettings(options)));
   passes::setRewriteRules(pipeline, options.rewrite_rules);
   out.pipeline = pass::pipelineToString(pipeline);
   pass::PassManager manager(std::move(pipeline), options.context, options.instrumentation);

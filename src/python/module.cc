@@ -224,38 +224,8 @@ struct OptimizeArgs {
   std::vector<std::string> disabled_passes;
 };
 
-/// --precision's range analysis, as `opt` runs it (tools/opt/optimize_command.cc): the float32
-/// model on seeded random inputs; values past the type's range and imprecise nodes stay float32,
-/// nodes measured safe convert. A model the reference kernels cannot run is converted without it
-/// (a warning says so).
-void analyzePrecision(const ir::Model& model, const std::string& label, OptimizeOptions& options,
-                      DiagnosticSink& sink) {
-  runtime::PrecisionAnalysisOptions analysis;
-  analysis.target = options.precision == "fp16" ? DataType::kFloat16 : DataType::kBfloat16;
-  analysis.measurable = [](const ir::Node& n) { return passes::precisionMeasurable(n); };
-  auto made = runtime::makeInputs(*model.graph, {}, randomOptions(*model.graph, 0));
-  StatusOr<runtime::PrecisionAnalysis> found = made.status();
-  if (made.isOk()) {
-    runtime::Feeds feeds;
-    for (runtime::InputValue& in : *made) feeds[in.name] = std::move(in.value);
-    found = runtime::analyzePrecision(model, label, feeds, analysis);
-  }
-  if (!found.isOk()) {
-    report(&sink, {Severity::kWarning, "",
-                   fmt::format("{}: precision analysis skipped (the float32 run failed: {}); "
-                               "values past {}'s range are not detected and the "
-                               "accumulation-sensitive ops stay float32",
-                               label, found.status().message(), dataTypeName(analysis.target))});
-    return;
-  }
-  for (const auto& f : found->past_range) options.keep_values.push_back(f.value);
-  for (const auto& f : found->safe) options.safe_values.push_back(f.value);
-  for (const auto& f : found->imprecise) {
-    options.keep_values.insert(options.keep_values.end(), f.values.begin(), f.values.end());
-  }
-}
-
-OptimizeOptions optimizeOptions(const OptimizeArgs& args, DiagnosticSink& sink) {
+OptimizeOptions optimizeOptions(const OptimizeArgs& args, const std::string& label,
+                                DiagnosticSink& sink) {
   if (args.level < 0 || args.level > 3) {
     throw StatusError(invalidArgument("level {} is not one of 0, 1, 2, 3", args.level));
   }
@@ -274,16 +244,13 @@ OptimizeOptions optimizeOptions(const OptimizeArgs& args, DiagnosticSink& sink) 
   options.precision = args.precision;
   options.target = args.target;
   options.disabled_passes = args.disabled_passes;
-  if (args.fold_size_limit) {
-    if (*args.fold_size_limit < 0) {
-      throw StatusError(invalidArgument("fold_size_limit {} is negative", *args.fold_size_limit));
-    }
-    options.pass_options.push_back(
-        {"fold-constants", "size-limit", std::to_string(*args.fold_size_limit)});
+  if (args.fold_size_limit && *args.fold_size_limit < 0) {
+    throw StatusError(invalidArgument("fold_size_limit {} is negative", *args.fold_size_limit));
   }
-  if (args.keep_initializer_inputs) {
-    options.pass_options.push_back({"freeze-initializer-inputs", "keep-overridable", "true"});
-  }
+  options.fold_size_limit = args.fold_size_limit;
+  options.keep_initializer_inputs = args.keep_initializer_inputs;
+  options.range_analysis = args.range_analysis;
+  options.label = label;
   options.context.diagnostics = &sink;
   return options;
 }
@@ -315,10 +282,7 @@ struct Optimized {
 
 /// Optimizes `out.model` (read from `src`, with its warnings in `out.sink`).
 void optimizeLoaded(const Source& src, const OptimizeArgs& args, Optimized& out) {
-  OptimizeOptions options = optimizeOptions(args, out.sink);
-  if (!args.precision.empty() && args.range_analysis) {
-    analyzePrecision(*out.model, src.label(), options, out.sink);
-  }
+  OptimizeOptions options = optimizeOptions(args, src.label(), out.sink);
   out.before = ir::computeStats(*out.model);
   Status ran = optimize(*out.model, options, &out.result);
   if (!ran.isOk()) {

@@ -35,7 +35,6 @@
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/runtime/inputs.h"
-#include "onnxopt/runtime/precision_analysis.h"
 #include "onnxopt/support/diagnostics.h"
 #include "ort_executor.h"  // tools/opt: the runner "onnxruntime", as opt registers it
 
@@ -100,8 +99,6 @@ void checkFeedNames(const ir::Model& model, const runtime::Feeds& feeds, const s
 runtime::Feeds completeFeeds(const ir::Model& model, runtime::Feeds feeds, uint64_t seed,
                              const std::string& label);
 nb::list resultToPython(runtime::ExecutionResult result);
-/// The random-input options `opt run` and `opt check` use for the inputs not given.
-runtime::RandomInputOptions randomOptions(const ir::Graph& graph, uint64_t seed);
 
 // check and run (run.cc).
 runtime::RunLimits runLimits(std::optional<int64_t> max_iterations,

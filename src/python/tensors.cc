@@ -132,20 +132,11 @@ void checkFeedNames(const ir::Model& model, const runtime::Feeds& feeds, const s
   }
 }
 
-/// The random-input options `opt run` and `opt check` use for the inputs not given.
-runtime::RandomInputOptions randomOptions(const ir::Graph& graph, uint64_t seed) {
-  runtime::RandomInputOptions random;
-  random.seed = seed;
-  random.spatial = runtime::spatialInputSizes(graph);
-  random.symbols = runtime::symbolSizes(graph, random);
-  random.int_ranges = runtime::inferIntRanges(graph, random);
-  return random;
-}
-
 /// `feeds` completed with a seeded random value for every input without one or a default.
 runtime::Feeds completeFeeds(const ir::Model& model, runtime::Feeds feeds, uint64_t seed,
                              const std::string& label) {
-  auto made = runtime::makeInputs(*model.graph, feeds, randomOptions(*model.graph, seed));
+  auto made =
+      runtime::makeInputs(*model.graph, feeds, runtime::randomInputOptions(*model.graph, seed));
   if (!made.isOk()) throw StatusError(made.status().withContext(label));
   for (runtime::InputValue& in : *made) feeds[in.name] = std::move(in.value);
   return feeds;

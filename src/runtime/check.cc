@@ -194,11 +194,7 @@ StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& op
   }
   // Named symbolic dims get 2, so that broadcasting and attention see more than one element;
   // spatial dims of inputs feeding a convolution or pooling get enough for every window.
-  RandomInputOptions random;
-  random.seed = options.seed;
-  random.shapes = options.shapes;
-  random.symbolic_dim = 2;
-  random.spatial = spatialInputSizes(graph);
+  RandomInputOptions random = randomInputOptions(graph, options.seed, options.shapes, 2);
   ExecutionOptions exec;
   exec.record_intermediates = options.compare.per_layer;
   exec.limits = options.limits;
@@ -214,8 +210,7 @@ StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& op
   // ones (a Reshape to a fixed size or a pooling the guess does not see); other failures stand.
   for (int attempt = 0;; ++attempt) {
     // Symbols and lengths follow the sizes of this attempt.
-    random.symbols = symbolSizes(graph, random);
-    random.int_ranges = inferIntRanges(graph, random);
+    if (attempt > 0) deriveInputSizes(graph, random);
     auto made = makeInputs(graph, options.inputs, random);
     if (!made.isOk()) return made.status().withContext(original_label);
     result.inputs = std::move(made).value();

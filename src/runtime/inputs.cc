@@ -407,4 +407,21 @@ StatusOr<std::vector<InputValue>> makeInputs(const ir::Graph& graph, const Feeds
   return inputs;
 }
 
+RandomInputOptions randomInputOptions(const ir::Graph& graph, uint64_t seed,
+                                      std::map<std::string, std::vector<int64_t>> shapes,
+                                      int64_t symbolic_dim) {
+  RandomInputOptions options;
+  options.seed = seed;
+  options.shapes = std::move(shapes);
+  options.symbolic_dim = symbolic_dim;
+  options.spatial = spatialInputSizes(graph);
+  deriveInputSizes(graph, options);
+  return options;
+}
+
+void deriveInputSizes(const ir::Graph& graph, RandomInputOptions& options) {
+  options.symbols = symbolSizes(graph, options);
+  options.int_ranges = inferIntRanges(graph, options);
+}
+
 }  // namespace onnxopt::runtime

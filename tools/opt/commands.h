@@ -51,10 +51,12 @@ struct OptimizeCommandOptions {
   std::vector<std::string> keep_nodes;          ///< --keep-node
   std::vector<std::string> calibration_inputs;  ///< --calibration-input NAME=FILE.npy
   bool range_analysis = true;                   ///< --range-analysis
-  std::vector<std::string> keep_values;         ///< the range analysis' findings (not a flag)
-  std::vector<std::string> safe_values;         ///< the precision analysis' findings (not a flag)
-  std::vector<std::string> rewrite_rules;       ///< --rewrite-rules FILE
-  bool no_function_bodies = false;              ///< --no-function-bodies
+  /// The --calibration-input values, read and checked (optimizeCommand).
+  std::map<std::string, kernels::HostTensor> calibration_feeds;
+  std::vector<std::string> keep_values;    ///< the range analysis' findings (not a flag)
+  std::vector<std::string> safe_values;    ///< the precision analysis' findings (not a flag)
+  std::vector<std::string> rewrite_rules;  ///< --rewrite-rules FILE
+  bool no_function_bodies = false;         ///< --no-function-bodies
   int64_t fold_size_limit = int64_t{1} << 20;
   bool fold_size_limit_given = false;
   bool max_nodes_given = false;  ///< --max-nodes: also the inline-functions pass's limit
@@ -127,13 +129,14 @@ CLI::App* addBenchCommand(CLI::App& app, BenchCommandOptions& opts);
 StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
                                                   const std::string& device);
 /// The inputs of `opt run` and `opt bench`: --input files, the rest seeded random (shapes from
-/// --input-shape); printed when `print`. 0, or the exit status of the error it printed. With
-/// `unseedable`, an input that cannot be seeded (a string, an optional) is not an error: it is
-/// set there and 0 returned, `feeds` incomplete (--precision's analysis then skips).
+/// --input-shape); printed when `print`. 0, or the exit status of the error it printed.
 int prepareFeeds(const ir::Model& model, const std::string& path,
                  const std::vector<std::string>& inputs, const std::vector<std::string>& shapes,
-                 uint64_t seed, bool print, std::map<std::string, kernels::HostTensor>* feeds,
-                 Status* unseedable = nullptr);
+                 uint64_t seed, bool print, std::map<std::string, kernels::HostTensor>* feeds);
+/// The NAME=FILE values of `inputs`, each checked against its model input. 0, or the exit status
+/// of the error it printed.
+int readGivenFeeds(const ir::Model& model, const std::vector<std::string>& inputs,
+                   std::map<std::string, kernels::HostTensor>* feeds);
 /// The runner `device` ("reference", "cuda", ...) for `model`; the cuda one with or without CUDA
 /// graphs, and timing its node steps (CudaOptions::time_compute) when `time_compute`.
 StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,

@@ -21,13 +21,11 @@ StatusOr<kernels::HostTensor> readTensorFile(const std::string& path);
 using runtime::checkedByteSize;
 using runtime::checkGivenInput;
 using runtime::firstSpatialAxis;
-using runtime::inferIntRanges;
 using runtime::IntRange;
 using runtime::kMaxInputBytes;
 using runtime::maxSpatialSize;
 using runtime::randomInput;
 using runtime::RandomInputOptions;
-using runtime::spatialInputSizes;
 
 /// Checks that NAME in each NAME=... spec is an input of `graph` that needs a value (not an
 /// initializer-only input); the error names the flag and lists the graph's inputs.

@@ -22,7 +22,6 @@
 #include "onnxopt/plugin/plugin.h"
 #include "onnxopt/runtime/compare.h"
 #include "onnxopt/runtime/executor.h"
-#include "onnxopt/runtime/precision_analysis.h"
 #include "onnxopt/support/diagnostics.h"
 #include "report.h"
 
@@ -108,25 +107,11 @@ StatusOr<passes::PassOptionSetting> parsePassOption(const std::string& text) {
   return s;
 }
 
-/// The pass options the flags set: each applies to every entry of its pass in the pipeline
-/// that runs (-O or --passes) that does not set the option itself (passes::applyPassOptions).
-/// --pass-option settings come first (checked by optimizeCommand before): they win over the
-/// other flags' for the same option.
+/// The --pass-option settings (checked by optimizeCommand before).
 std::vector<passes::PassOptionSetting> flagPassOptions(const OptimizeCommandOptions& opts) {
   std::vector<passes::PassOptionSetting> settings;
   for (const std::string& text : opts.pass_options) {
     if (auto s = parsePassOption(text); s.isOk()) settings.push_back(*s);
-  }
-  if (opts.fold_qdq) settings.push_back({"fold-constants", "fold-qdq", "true"});
-  if (opts.fold_grow_weights) settings.push_back({"fold-constants", "grow-weights", "true"});
-  if (opts.fold_size_limit_given) {
-    settings.push_back({"fold-constants", "size-limit", std::to_string(opts.fold_size_limit)});
-  }
-  if (opts.max_nodes_given) {
-    settings.push_back({"inline-functions", "max-nodes", std::to_string(opts.limits.max_nodes)});
-  }
-  if (opts.keep_initializer_inputs) {
-    settings.push_back({"freeze-initializer-inputs", "keep-overridable", "true"});
   }
   return settings;
 }
@@ -149,6 +134,14 @@ OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSi
   options.keep_values = opts.keep_values;
   options.safe_values = opts.safe_values;
   options.pass_options = flagPassOptions(opts);
+  options.fold_qdq = opts.fold_qdq;
+  options.fold_grow_weights = opts.fold_grow_weights;
+  if (opts.fold_size_limit_given) options.fold_size_limit = opts.fold_size_limit;
+  if (opts.max_nodes_given) options.inline_max_nodes = opts.limits.max_nodes;
+  options.keep_initializer_inputs = opts.keep_initializer_inputs;
+  options.range_analysis = opts.range_analysis;
+  options.calibration_inputs = opts.calibration_feeds;
+  options.label = opts.input;
   options.disabled_passes = opts.disabled_passes;
   options.function_bodies = !opts.no_function_bodies;
   pass::PassContext& ctx = options.context;
@@ -310,81 +303,6 @@ int writeOutputs(const OptimizeCommandOptions& opts, const ir::Model& model,
 
 }  // namespace
 
-/// --precision's analysis (runtime/precision_analysis.h): runs the float32 model (before any
-/// pass) on the reference kernels with the calibration inputs (the rest seeded random). Values
-/// outside the type's range, and the values of nodes losing precision, keep their producers and
-/// readers float32 (keep-values); the
-/// nodes convert-precision keeps by default for a reason a measurement lifts, and those reading
-/// a constant past the range, convert where measured safe (safe-values). Notes say what it found.
-/// 0, or the exit status of the error it printed (a bad calibration file; a failed run only
-/// warns).
-int precisionAnalysis(const OptimizeCommandOptions& opts, const ir::Model& model,
-                      std::vector<std::string>* keep, std::vector<std::string>* safe) {
-  runtime::Feeds feeds;
-  Status unseedable;
-  if (int status = prepareFeeds(model, opts.input, opts.calibration_inputs, {}, 0, false, &feeds,
-                                &unseedable);
-      status != 0) {
-    return status;
-  }
-  runtime::PrecisionAnalysisOptions options;
-  options.target = opts.precision == "fp16" ? DataType::kFloat16 : DataType::kBfloat16;
-  auto skipped = [&](const std::string& why) {
-    fmt::print(stderr,
-               "opt: warning: {}: precision analysis skipped ({}); values past {}'s range are "
-               "not detected and the accumulation-sensitive ops stay float32\n",
-               opts.input, why, dataTypeName(options.target));
-    return 0;
-  };
-  // An input no seeded value stands for (a string, an optional) is no reason to refuse the
-  // conversion: it goes on without the analysis, as where the reference run fails.
-  if (!unseedable.isOk()) return skipped(unseedable.message());
-  options.measurable = [](const ir::Node& n) { return passes::precisionMeasurable(n); };
-  auto found = runtime::analyzePrecision(model, opts.input, feeds, options);
-  if (!found.isOk()) {
-    // A model the reference kernels cannot run (an op they lack, inputs the seeded ones do not
-    // fit) is still converted, without the analysis: a warning says so.
-    return skipped("the float32 run failed: " + found.status().message());
-  }
-  for (const auto& f : found->past_range) keep->push_back(f.value);
-  for (const auto& f : found->safe) safe->push_back(f.value);
-  for (const auto& f : found->imprecise)
-    keep->insert(keep->end(), f.values.begin(), f.values.end());
-  // One note per finding kind: how many, what it means, the first five.
-  const std::string type = dataTypeName(options.target);
-  auto note = [](const std::vector<runtime::PrecisionFinding>& list, const std::string& what,
-                 auto&& item) {
-    if (list.empty()) return;
-    std::vector<std::string> shown;
-    for (size_t i = 0; i < list.size() && i < 5; ++i) shown.push_back(item(list[i]));
-    fmt::print(stderr, "opt: note: precision analysis: {} {}: {}{}\n", list.size(), what,
-               fmt::join(shown, ", "), list.size() > shown.size() ? ", ..." : "");
-  };
-  note(found->past_range,
-       "values outside " + type +
-           "'s range (past half of its largest, or wholly under its smallest normal) stay "
-           "float32 with their producers and readers",
-       [](const runtime::PrecisionFinding& f) {
-         return fmt::format("{} ({}, |x| up to {:.3g})", f.value, f.op, f.magnitude);
-       });
-  note(found->safe,
-       "nodes kept float32 by default were measured safe in " + type + " (they convert)",
-       [](const runtime::PrecisionFinding& f) {
-         return fmt::format("{} ({}, error {:.2g})", f.value, f.op, f.error);
-       });
-  note(found->imprecise,
-       "nodes lose more than 16 units of " + type +
-           "'s rounding and stay float32 with their inputs' producers and outputs' readers",
-       [](const runtime::PrecisionFinding& f) {
-         return fmt::format("{} ({}, {})", f.value, f.op, f.reason);
-       });
-  note(found->unsafe, "nodes kept float32 by default stay so",
-       [](const runtime::PrecisionFinding& f) {
-         return fmt::format("{} ({}: {})", f.value, f.op, f.reason);
-       });
-  return 0;
-}
-
 int optimizeCommand(const OptimizeCommandOptions& opts) {
   // Warnings quote names from the model: the sink escapes their control characters.
   StreamDiagnosticSink diagnostics(std::cerr);
@@ -418,12 +336,14 @@ int optimizeCommand(const OptimizeCommandOptions& opts) {
     return usage(Status(StatusCode::kInvalidArgument,
                         "--calibration-input needs --precision with the range analysis on"));
   }
+  // The analysis (onnxopt::optimize) gives the other inputs seeded random values.
   OptimizeCommandOptions run_opts = opts;
-  if (!opts.precision.empty() && opts.range_analysis) {
-    if (int status = precisionAnalysis(opts, **model, &run_opts.keep_values, &run_opts.safe_values);
-        status != 0) {
-      return status;
-    }
+  if (Status st = checkSpecNames(**model, opts.calibration_inputs, "--input", {}); !st.isOk()) {
+    return usage(st.withContext(opts.input));
+  }
+  if (int status = readGivenFeeds(**model, opts.calibration_inputs, &run_opts.calibration_feeds);
+      status != 0) {
+    return status;
   }
   ir::ModelStats before = ir::computeStats(**model);
   OptimizeResult optimized;

@@ -21,31 +21,34 @@
 
 namespace onnxopt::tools {
 
+int readGivenFeeds(const ir::Model& model, const std::vector<std::string>& inputs,
+                   runtime::Feeds* feeds) {
+  auto given = readInputSpecs(inputs);
+  if (!given.isOk()) return fail(given.status());
+  *feeds = std::move(given).value();
+  for (const ir::Value* in : model.graph->inputs()) {
+    if (auto it = feeds->find(in->name()); it != feeds->end()) {
+      Status st = checkGivenInput(*in, it->second, inputFileOf(inputs, in->name()));
+      if (!st.isOk()) return fail(st);
+    }
+  }
+  return 0;
+}
+
 int prepareFeeds(const ir::Model& model, const std::string& path,
                  const std::vector<std::string>& inputs, const std::vector<std::string>& shapes,
-                 uint64_t seed, bool print, runtime::Feeds* feeds, Status* unseedable) {
+                 uint64_t seed, bool print, runtime::Feeds* feeds) {
   const ir::Graph& graph = *model.graph;
   if (Status st = checkSpecNames(model, inputs, "--input", shapes); !st.isOk()) {
     return usage(st.withContext(path));
   }
-  RandomInputOptions random;
-  random.seed = seed;
   // --input-shape errors name the model, whose input the flag is about.
   auto parsed = parseShapeSpecs(shapes);
   if (!parsed.isOk()) return fail(parsed.status().withContext(path));
-  random.shapes = std::move(parsed).value();
-  random.spatial = spatialInputSizes(graph);
-  random.symbols = symbolSizes(graph, random);
-  random.int_ranges = inferIntRanges(graph, random);
-  auto given = readInputSpecs(inputs);
-  if (!given.isOk()) return fail(given.status());
-  *feeds = std::move(given).value();
+  RandomInputOptions random = runtime::randomInputOptions(graph, seed, std::move(parsed).value());
+  if (int status = readGivenFeeds(model, inputs, feeds); status != 0) return status;
   for (const ir::Value* in : graph.inputs()) {
-    if (auto it = feeds->find(in->name()); it != feeds->end()) {
-      Status st = checkGivenInput(*in, it->second, inputFileOf(inputs, in->name()));
-      if (!st.isOk()) return fail(st);
-      continue;
-    }
+    if (feeds->count(in->name()) > 0) continue;
     if (auto it = random.shapes.find(in->name()); it != random.shapes.end()) {
       if (Status st = checkPinnedShape(*in, it->second); !st.isOk()) {
         return fail(st.withContext(path));
@@ -54,10 +57,6 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
     if (in->initializer() != nullptr) continue;
     std::vector<std::string> chosen;
     auto t = randomInput(*in, random, &chosen);
-    if (!t.isOk() && unseedable != nullptr) {
-      *unseedable = t.status();
-      return 0;
-    }
     if (!t.isOk()) return fail(t.status().withContext(path));
     if (print) {
       fmt::print("input  {}\n", summarize(in->name(), *t));

@@ -10,7 +10,9 @@
 //   // result.pipeline is what ran (the text `opt --passes=` takes, to reproduce a failure)
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "onnxopt/pass/pass_manager.h"
 #include "onnxopt/passes/registry.h"
 #include "onnxopt/passes/rewrite_rules.h"
+#include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt {
@@ -37,6 +40,13 @@ struct OptimizeOptions {
   bool keep_io_types = true;
   std::vector<std::string> keep_ops;
   std::vector<std::string> keep_nodes;
+  /// Run --precision's range analysis first (runPrecisionAnalysis): the float32 model on the
+  /// reference kernels, with `calibration_inputs` and seeded random values for the other inputs;
+  /// its findings join keep_values and safe_values. A model it cannot run is converted without it
+  /// (a warning says so); notes say what it found. `label` names the model in those messages.
+  bool range_analysis = false;
+  runtime::Feeds calibration_inputs;
+  std::string label;
   /// Values whose producers and readers stay float32 (the range analysis' findings).
   std::vector<std::string> keep_values;
   /// Nodes (by first output) kept float32 by default that convert: measured within precision
@@ -58,6 +68,15 @@ struct OptimizeOptions {
   /// set them itself (passes::applyPassOptions), e.g. {"fold-constants", "fold-qdq", "true"};
   /// OptimizeResult::pipeline shows them.
   std::vector<passes::PassOptionSetting> pass_options;
+  // The front ends' options that are pass options: each applies after `pass_options` (which win
+  // for the same option), as {"pass", "option", value}.
+  bool fold_qdq = false;                   ///< fold-constants: fold QuantizeLinear pairs
+  bool fold_grow_weights = false;          ///< fold-constants: folds that grow the weights
+  std::optional<int64_t> fold_size_limit;  ///< fold-constants: the largest folded output
+  std::optional<int64_t>
+      inline_max_nodes;  ///< inline-functions: the node limit (`opt --max-nodes`)
+  /// freeze-initializer-inputs keeps the initializers that are graph inputs overridable.
+  bool keep_initializer_inputs = false;
   /// Pass ids left out of the pipeline (the level's or `pipeline`) wherever they occur
   /// (`opt --disable-pass`; passes::removePasses).
   std::vector<std::string> disabled_passes;
@@ -81,7 +100,16 @@ struct OptimizeResult {
   double seconds = 0;
 };
 
-/// Optimizes `model` in place. On failure the model may be partly rewritten (it stays valid IR:
+/// The pass options that `options`' front-end fields stand for, after options.pass_options.
+std::vector<passes::PassOptionSetting> passOptionSettings(const OptimizeOptions& options);
+
+/// --precision's range analysis (runtime::analyzePrecision) of `model` before any pass: adds its
+/// findings to options.keep_values and options.safe_values; warns (a skipped analysis) and notes
+/// (what it found) through options.context.diagnostics. Errors: none; a failed run only warns.
+void runPrecisionAnalysis(const ir::Model& model, OptimizeOptions& options);
+
+/// Optimizes `model` in place (after the range analysis when options.range_analysis and
+/// options.precision are set). On failure the model may be partly rewritten (it stays valid IR:
 /// the verifier ran after every pass that completed) and `result` still says what ran.
 Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult* result = nullptr);
 

@@ -54,6 +54,19 @@ struct RandomInputOptions {
 std::map<std::string, int64_t> symbolSizes(const ir::Graph& graph,
                                            const RandomInputOptions& options);
 
+/// The one recipe for the random inputs of a run (`opt run`, `opt check`, the Python package's
+/// run() and check(), --precision's analysis): `seed`, the pinned `shapes`, `symbolic_dim`, the
+/// spatial sizes of inputs feeding a window (spatialInputSizes), then the sizes derived from
+/// those (deriveInputSizes).
+RandomInputOptions randomInputOptions(const ir::Graph& graph, uint64_t seed,
+                                      std::map<std::string, std::vector<int64_t>> shapes = {},
+                                      int64_t symbolic_dim = 1);
+
+/// Recomputes what follows from the shapes, spatial sizes and symbolic_dim of `options`: the
+/// symbols' sizes (symbolSizes) and the integer inputs' ranges (inferIntRanges). Call it again
+/// after changing the spatial sizes.
+void deriveInputSizes(const ir::Graph& graph, RandomInputOptions& options);
+
 /// A seeded random value for graph input `input`: normal floats, integers in their range, random
 /// bools. `chosen`, when given, receives the sizes picked for dynamic dims ("batch=2", "dim 2=32").
 StatusOr<kernels::HostTensor> randomInput(const ir::Value& input, const RandomInputOptions& options,
