@@ -78,9 +78,16 @@ LAYER_DOCS: dict[str, tuple[str, str, str]] = {
                "bodies in `passes/target/target_ops.cc` (docs/target_ops.md)"),
     "runtime": ("`onnxopt::runtime`", "",
                 "the `Executor` interface and runner registry, the reference executor, the plan and "
-                "memory planner (`src/runtime/plan`, docs/cuda_runtime.md), seeded random inputs, "
+                "memory planner (`src/runtime/plan`, docs/cuda_runtime.md), seeded random inputs (one "
+                "recipe, `randomInputOptions`, for every front end and `checkModels`), "
                 "output comparison, `checkModels` (what `opt check` computes)"),
-    "api": ("`onnxopt::api`", "", "`onnxopt::optimize(model, options, result)`"),
+    "api": ("`onnxopt::api`", "",
+            "`onnxopt::optimize(model, options, result)`, and with it the one front-end policy "
+            "`opt` and the Python module share: `OptimizeOptions`' fields for their flags and "
+            "keywords become pass options (`passOptionSettings`), --precision's range analysis "
+            "(`runPrecisionAnalysis`: seeded inputs, keep- and safe-values, its notes), the CUDA "
+            "kernel table in `PassContext::target_kernels`; `prepareForRunner`. tools/opt and "
+            "src/python only parse their syntax into it (tests/python/test_front_end_policy.py)"),
     "plugin": ("`onnxopt::plugin`", "dl",
                "`plugin::loadPlugin` / `registerPlugin`: a shared library's one `extern \"C\"` entry "
                "point (`ONNXOPT_DEFINE_PLUGIN`), its ABI version checked first, then what it "
@@ -112,7 +119,8 @@ CUDA_PARTS: dict[str, tuple[str, str, str, str]] = {
         "the CUDA executor, the runner `cuda`: weights uploaded once, one arena per plan, the "
         "plan's steps launched, CUDA graphs, `opt bench` (docs/cuda_runtime.md)"),
     "passes/target/cuda/": (
-        "passes", "part of `onnxopt::passes`", "the CUDA capability table (host C++)",
+        "passes", "part of `onnxopt::passes`",
+        "the kernel table of the pass context (`PassContext::target_kernels`)",
         "the CUDA target's rewrites of `-O3 --target cuda`: convert-nhwc (the channels-last "
         "layout) and the fusions into ai.onnxopt ops a CUDA kernel claims (docs/target_ops.md)"),
 }

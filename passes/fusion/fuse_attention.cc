@@ -199,10 +199,10 @@ struct AttentionMatch {
   bool threeD() const { return q3 && k3 && v3 && out_reshape; }
 };
 
-class AttentionPattern final : public rewrite::Pattern {
+class AttentionPattern final : public TargetPattern {
  public:
-  explicit AttentionPattern(bool nan_guard)
-      : Pattern("fuse-attention", "MatMul", "", 4, 23),
+  AttentionPattern(TargetClaims claims, bool nan_guard)
+      : TargetPattern(claims, "fuse-attention", "MatMul", "", 4, 23),
         nan_guard_(nan_guard),
         rule_(rule(false)),
         guarded_rule_(rule(true)) {}
@@ -310,7 +310,7 @@ class AttentionPattern final : public rewrite::Pattern {
         return ctx.fail("a NaN-guarded softmax fuses only 3-D, with a mask, without grouped heads"),
                std::nullopt;
       }
-      if (kernels::Support s = cudaClaims("SafeAttention", {a.q3, a.k3, a.v3, a.mask}); !s) {
+      if (kernels::Support s = claims_("SafeAttention", {a.q3, a.k3, a.v3, a.mask}); !s) {
         return ctx.fail("no CUDA kernel for SafeAttention: {}", s.reason), std::nullopt;
       }
     }
@@ -450,6 +450,7 @@ class FuseAttentionPass final : public pass::PatternPass {
     return Status::ok();
   }
   StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
+    kernels_ = ctx.target_kernels;
     ASSIGN_OR_RETURN(bool changed, PatternPass::run(model, ctx));
     if (!nan_guard_) return changed;
     // SafeAttention calls get their decomposition as a model-local function.
@@ -458,17 +459,19 @@ class FuseAttentionPass final : public pass::PatternPass {
   }
 
  protected:
+  /// With nan-guard the patterns hold the run's kernel table: built for each run.
   std::optional<std::string> patternKey() const override {
-    return nan_guard_ ? "nan-guard" : "plain";
+    return nan_guard_ ? std::nullopt : std::optional<std::string>("plain");
   }
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
-    list.push_back(std::make_unique<AttentionPattern>(nan_guard_));
+    list.push_back(std::make_unique<AttentionPattern>(TargetClaims(kernels_), nan_guard_));
     return list;
   }
 
  private:
   bool nan_guard_ = false;
+  const kernels::Capabilities* kernels_ = nullptr;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "onnxopt/kernels/cuda.h"
 #include "onnxopt/passes/registry.h"
 
 namespace onnxopt {
@@ -53,7 +54,11 @@ Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult
   RETURN_IF_ERROR(passes::applyPassOptions(pipeline, passOptionSettings(options)));
   passes::setRewriteRules(pipeline, options.rewrite_rules);
   out.pipeline = pass::pipelineToString(pipeline);
-  pass::PassManager manager(std::move(pipeline), options.context, options.instrumentation);
+  pass::PassContext context = options.context;
+  // The CUDA target's passes run only where the pipeline names them (-O3 --target cuda, or
+  // --passes): the table they ask is the CUDA kernels', unless the caller gave another.
+  if (context.target_kernels == nullptr) context.target_kernels = &kernels::cudaCapabilities();
+  pass::PassManager manager(std::move(pipeline), context, options.instrumentation);
   auto start = std::chrono::steady_clock::now();
   auto ran = manager.run(model);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

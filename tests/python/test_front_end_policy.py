@@ -51,5 +51,5 @@ def test_the_names_are_the_apis():
     api = "\n".join(p.read_text() for p in sorted((REPO / "src" / "api").glob("*.cc")))
     for name in ["size-limit", "max-nodes", "keep-overridable", "fold-qdq", "grow-weights"]:
         assert f'"{name}"' in api, name
-    for name in ["analyzePrecision", "precisionMeasurable", "randomInputOptions"]:
+    for name in ["analyzePrecision", "precisionMeasurable", "randomInputOptions", "cudaCapabilities"]:
         assert name in api, name

@@ -81,7 +81,8 @@ struct OptimizeOptions {
   /// (`opt --disable-pass`; passes::removePasses).
   std::vector<std::string> disabled_passes;
   /// Driver limits; where warnings and notes go (context.diagnostics, e.g. a
-  /// CollectingDiagnosticSink).
+  /// CollectingDiagnosticSink); the kernel table the CUDA target's passes ask
+  /// (context.target_kernels: the CUDA kernels' when left null).
   pass::PassContext context;
   /// IR dumps, verification after each pass, timing.
   pass::Instrumentation instrumentation;

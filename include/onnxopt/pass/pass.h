@@ -15,6 +15,10 @@
 #include "onnxopt/support/diagnostics.h"
 #include "onnxopt/support/status.h"
 
+namespace onnxopt::kernels {
+class Capabilities;  // kernels/capabilities.h: the pass layer only carries the pointer
+}  // namespace onnxopt::kernels
+
 namespace onnxopt::pass {
 
 /// Settings every pass run sees (from the command line or the library caller). What one pass
@@ -23,6 +27,10 @@ struct PassContext {
   rewrite::DriverConfig driver;  ///< rounds cap, verify-convergence, --debug-patterns stream
   /// Where warnings and notes go (stderr in `opt`); nullptr drops them.
   DiagnosticSink* diagnostics = nullptr;
+  /// What the execution target's kernels run: the target's passes (passes/target/cuda) rewrite
+  /// only to ops it claims. Set by whoever runs the pipeline (onnxopt::optimize: the CUDA kernel
+  /// table); nullptr: those passes rewrite nothing.
+  const kernels::Capabilities* target_kernels = nullptr;
 };
 
 /// A pass option: its name, type and default, for --list-passes and option parsing.

@@ -53,18 +53,18 @@ void wrapInNhwc(ir::Node* node, const std::string& op, const std::vector<ir::Val
 }
 
 /// Whether X is known to be 4-D and of a type the kernel table claims `op` for.
-bool claimed(const std::string& op, const std::vector<const ir::Value*>& inputs,
-             PatternContext& ctx) {
+bool claimed(const TargetClaims& claims, const std::string& op,
+             const std::vector<const ir::Value*>& inputs, PatternContext& ctx) {
   if (pass::rankOf(inputs[0]) != 4) return ctx.fail("X is not known to be 4-D");
   auto t = pass::elemTypeOf(inputs[0]);
   if (!t || !pass::isFloatType(*t)) return ctx.fail("X is not of a known float type");
-  if (!cudaClaims(op, inputs)) return ctx.fail("no CUDA kernel for {} of {}", op, dataTypeName(*t));
+  if (!claims(op, inputs)) return ctx.fail("no CUDA kernel for {} of {}", op, dataTypeName(*t));
   return true;
 }
 
-class ConvPattern final : public rewrite::Pattern {
+class ConvPattern final : public TargetPattern {
  public:
-  ConvPattern() : Pattern("convert-nhwc-conv", "Conv") {}
+  explicit ConvPattern(TargetClaims claims) : TargetPattern(claims, "convert-nhwc-conv", "Conv") {}
   bool matchAndRewrite(ir::Node* conv, PatternContext& ctx) const override {
     if (conv->numInputs() < 2 || conv->input(0) == nullptr) return ctx.fail("no X or W");
     ir::Value* w = conv->input(1);
@@ -85,7 +85,7 @@ class ConvPattern final : public rewrite::Pattern {
         return ctx.fail("pads of unequal ends, which cuDNN does not take");
       }
     }
-    if (!claimed("NhwcConv", {conv->input(0), w}, ctx)) return false;
+    if (!claimed(claims_, "NhwcConv", {conv->input(0), w}, ctx)) return false;
     auto& rw = ctx.rewriter();
     ir::Graph& graph = *conv->owningGraph();
     kernels::HostTensor host = bridge::toHost(*weight);
@@ -106,10 +106,10 @@ class ConvPattern final : public rewrite::Pattern {
   }
 };
 
-class PoolPattern final : public rewrite::Pattern {
+class PoolPattern final : public TargetPattern {
  public:
-  PoolPattern(const char* op, const char* nhwc)
-      : Pattern(std::string("convert-nhwc-") + op, op), nhwc_(nhwc) {}
+  PoolPattern(TargetClaims claims, const char* op, const char* nhwc)
+      : TargetPattern(claims, std::string("convert-nhwc-") + op, op), nhwc_(nhwc) {}
   bool matchAndRewrite(ir::Node* pool, PatternContext& ctx) const override {
     if (pool->numOutputs() > 1 && pool->output(1) != nullptr && pool->output(1)->hasUses()) {
       return ctx.fail("MaxPool's Indices are used");
@@ -117,7 +117,7 @@ class PoolPattern final : public rewrite::Pattern {
     if (pool->numOutputs() > 1 && pool->output(1) != nullptr && pool->output(1)->isGraphOutput()) {
       return ctx.fail("MaxPool's Indices are a graph output");
     }
-    if (pool->input(0) == nullptr || !claimed(nhwc_, {pool->input(0)}, ctx)) return false;
+    if (pool->input(0) == nullptr || !claimed(claims_, nhwc_, {pool->input(0)}, ctx)) return false;
     if (pass::elemTypeOf(pool->output(0)) != pass::elemTypeOf(pool->input(0))) {
       return ctx.fail("the output's type is not known to be X's");
     }
@@ -167,13 +167,12 @@ class ConvertNhwcPass final : public TargetPatternPass {
   }
 
  protected:
-  // The patterns do not read the option (run() does).
-  std::optional<std::string> patternKey() const override { return std::string(); }
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
-    list.push_back(std::make_unique<ConvPattern>());
-    list.push_back(std::make_unique<PoolPattern>("MaxPool", "NhwcMaxPool"));
-    list.push_back(std::make_unique<PoolPattern>("AveragePool", "NhwcAveragePool"));
+    list.push_back(std::make_unique<ConvPattern>(targetKernels()));
+    list.push_back(std::make_unique<PoolPattern>(targetKernels(), "MaxPool", "NhwcMaxPool"));
+    list.push_back(
+        std::make_unique<PoolPattern>(targetKernels(), "AveragePool", "NhwcAveragePool"));
     return list;
   }
 

@@ -38,14 +38,14 @@ void replaceWith(ir::Node* relu, ir::Node* conv, const std::string& fused,
   rw.replaceNode(relu, {node->output(0)});  // which gives it relu's output name
 }
 
-class ConvReluPattern final : public rewrite::Pattern {
+class ConvReluPattern final : public TargetPattern {
  public:
-  ConvReluPattern() : Pattern("fuse-conv-relu", "Relu") {}
+  explicit ConvReluPattern(TargetClaims claims) : TargetPattern(claims, "fuse-conv-relu", "Relu") {}
   bool matchAndRewrite(ir::Node* relu, PatternContext& ctx) const override {
     ir::Value* in = relu->input(0);
     if (ir::Node* conv = fusableConv(in, relu)) {
       std::vector<const ir::Value*> operands(conv->inputs().begin(), conv->inputs().end());
-      if (!cudaClaims("NhwcConvRelu", operands)) return ctx.fail("no CUDA kernel for NhwcConvRelu");
+      if (!claims_("NhwcConvRelu", operands)) return ctx.fail("no CUDA kernel for NhwcConvRelu");
       replaceWith(relu, conv, "NhwcConvRelu", {}, ctx);
       ctx.rewriter().eraseNode(conv);
       return true;
@@ -64,7 +64,7 @@ class ConvReluPattern final : public rewrite::Pattern {
       }
       std::vector<const ir::Value*> operands(conv->inputs().begin(), conv->inputs().end());
       operands.push_back(z);
-      if (!cudaClaims("NhwcConvAddRelu", operands)) {
+      if (!claims_("NhwcConvAddRelu", operands)) {
         return ctx.fail("no CUDA kernel for NhwcConvAddRelu");
       }
       replaceWith(relu, conv, "NhwcConvAddRelu", {z}, ctx);
@@ -87,7 +87,7 @@ class FuseConvActivationPass final : public TargetPatternPass {
  protected:
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
-    list.push_back(std::make_unique<ConvReluPattern>());
+    list.push_back(std::make_unique<ConvReluPattern>(targetKernels()));
     return list;
   }
 };

@@ -39,9 +39,10 @@ bool replaceWith(ir::Node* last, const std::string& op, const std::vector<ir::Va
   return true;
 }
 
-class MatMulBiasPattern final : public rewrite::Pattern {
+class MatMulBiasPattern final : public TargetPattern {
  public:
-  MatMulBiasPattern() : Pattern("fuse-matmul-bias", "Add") {}
+  explicit MatMulBiasPattern(TargetClaims claims)
+      : TargetPattern(claims, "fuse-matmul-bias", "Add") {}
   bool matchAndRewrite(ir::Node* add, PatternContext& ctx) const override {
     for (size_t side = 0; side < 2; ++side) {
       ir::Node* mm = pass::singleUseProducer(add->input(side), "MatMul");
@@ -59,7 +60,7 @@ class MatMulBiasPattern final : public rewrite::Pattern {
       if (!ta || ta != pass::elemTypeOf(mm->input(1)) || ta != pass::elemTypeOf(c)) {
         return ctx.fail("A, W and the bias do not share one known type");
       }
-      if (!cudaClaims("MatMulBias", {mm->input(0), mm->input(1), c})) {
+      if (!claims_("MatMulBias", {mm->input(0), mm->input(1), c})) {
         return ctx.fail("no CUDA kernel for MatMulBias of {}", dataTypeName(*ta));
       }
       replaceWith(add, "MatMulBias", {mm->input(0), mm->input(1), c}, ctx);
@@ -72,9 +73,10 @@ class MatMulBiasPattern final : public rewrite::Pattern {
 
 /// Gemm(A, W, c) with transA 0, alpha 1 and beta 1 -> MatMulBias(A, W', c): W' is W, or W^T stored
 /// once for transB 1 (W constant and used only here, so the model does not grow).
-class GemmBiasPattern final : public rewrite::Pattern {
+class GemmBiasPattern final : public TargetPattern {
  public:
-  GemmBiasPattern() : Pattern("fuse-gemm-bias", "Gemm", "", 1, 11) {}
+  explicit GemmBiasPattern(TargetClaims claims)
+      : TargetPattern(claims, "fuse-gemm-bias", "Gemm", "", 1, 11) {}
   bool matchAndRewrite(ir::Node* gemm, PatternContext& ctx) const override {
     if (gemm->numInputs() < 3 || gemm->input(2) == nullptr) return ctx.fail("no C");
     if (pass::attrInt(*gemm, "transA", 0) != 0 || pass::attrFloat(*gemm, "alpha", 1.0f) != 1.0f ||
@@ -96,7 +98,7 @@ class GemmBiasPattern final : public rewrite::Pattern {
     if (!ta || ta != pass::elemTypeOf(w) || ta != pass::elemTypeOf(c)) {
       return ctx.fail("A, W and C do not share one known type");
     }
-    if (!cudaClaims("MatMulBias", {a, w, c})) {
+    if (!claims_("MatMulBias", {a, w, c})) {
       return ctx.fail("no CUDA kernel for MatMulBias of {}", dataTypeName(*ta));
     }
     ir::Value* weight = w;
@@ -118,10 +120,12 @@ class GemmBiasPattern final : public rewrite::Pattern {
 };
 
 /// Relu or Gelu of a single-use MatMulBias.
-class MatMulBiasActivationPattern final : public rewrite::Pattern {
+class MatMulBiasActivationPattern final : public TargetPattern {
  public:
-  MatMulBiasActivationPattern(const char* activation, const char* fused, int64_t min_opset)
-      : Pattern(std::string("fuse-matmul-bias-") + activation, activation, "", 1, min_opset),
+  MatMulBiasActivationPattern(TargetClaims claims, const char* activation, const char* fused,
+                              int64_t min_opset)
+      : TargetPattern(claims, std::string("fuse-matmul-bias-") + activation, activation, "", 1,
+                      min_opset),
         fused_(fused) {}
   bool matchAndRewrite(ir::Node* act, PatternContext& ctx) const override {
     ir::Value* in = act->input(0);
@@ -131,7 +135,7 @@ class MatMulBiasActivationPattern final : public rewrite::Pattern {
       return ctx.fail("not the only user of a MatMulBias");
     }
     std::vector<const ir::Value*> operands(mb->inputs().begin(), mb->inputs().end());
-    if (!cudaClaims(fused_, operands)) return ctx.fail("no CUDA kernel for {}", fused_);
+    if (!claims_(fused_, operands)) return ctx.fail("no CUDA kernel for {}", fused_);
     replaceWith(act, fused_, {mb->input(0), mb->input(1), mb->input(2)}, ctx);
     ctx.rewriter().eraseNode(mb);
     return true;
@@ -145,10 +149,12 @@ class MatMulBiasActivationPattern final : public rewrite::Pattern {
 /// possibly behind a Reshape, which commutes with the activation) -> the fused op with a zero bias
 /// (cuBLASLt's activation epilogues come with the bias): models whose zero biases eliminate-noop
 /// removed, and MLPs without bias.
-class ProductActivationPattern final : public rewrite::Pattern {
+class ProductActivationPattern final : public TargetPattern {
  public:
-  ProductActivationPattern(const char* activation, const char* fused, int64_t min_opset)
-      : Pattern(std::string("fuse-matmul-") + activation, activation, "", 1, min_opset),
+  ProductActivationPattern(TargetClaims claims, const char* activation, const char* fused,
+                           int64_t min_opset)
+      : TargetPattern(claims, std::string("fuse-matmul-") + activation, activation, "", 1,
+                      min_opset),
         fused_(fused) {}
   bool matchAndRewrite(ir::Node* act, PatternContext& ctx) const override {
     ir::Value* in = act->input(0);
@@ -175,7 +181,7 @@ class ProductActivationPattern final : public rewrite::Pattern {
       return ctx.fail("A and W do not share one float type");
     }
     auto& rw = ctx.rewriter();
-    if (!cudaClaims(fused_, {a, w, w})) return ctx.fail("no CUDA kernel for {}", fused_);
+    if (!claims_(fused_, {a, w, w})) return ctx.fail("no CUDA kernel for {}", fused_);
     ir::Value* zero = rw.createInitializer(
         *act->owningGraph(), w->name() + "_zero_bias",
         pass::makeFloatTensor(*ta, {(*ws)[1]}, std::vector<double>(static_cast<size_t>((*ws)[1]))));
@@ -207,12 +213,16 @@ class FuseMatMulEpiloguePass final : public TargetPatternPass {
  protected:
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
-    list.push_back(std::make_unique<MatMulBiasPattern>());
-    list.push_back(std::make_unique<GemmBiasPattern>());
-    list.push_back(std::make_unique<MatMulBiasActivationPattern>("Relu", "MatMulBiasRelu", 1));
-    list.push_back(std::make_unique<MatMulBiasActivationPattern>("Gelu", "MatMulBiasGelu", 20));
-    list.push_back(std::make_unique<ProductActivationPattern>("Relu", "MatMulBiasRelu", 1));
-    list.push_back(std::make_unique<ProductActivationPattern>("Gelu", "MatMulBiasGelu", 20));
+    list.push_back(std::make_unique<MatMulBiasPattern>(targetKernels()));
+    list.push_back(std::make_unique<GemmBiasPattern>(targetKernels()));
+    list.push_back(std::make_unique<MatMulBiasActivationPattern>(targetKernels(), "Relu",
+                                                                 "MatMulBiasRelu", 1));
+    list.push_back(std::make_unique<MatMulBiasActivationPattern>(targetKernels(), "Gelu",
+                                                                 "MatMulBiasGelu", 20));
+    list.push_back(
+        std::make_unique<ProductActivationPattern>(targetKernels(), "Relu", "MatMulBiasRelu", 1));
+    list.push_back(
+        std::make_unique<ProductActivationPattern>(targetKernels(), "Gelu", "MatMulBiasGelu", 20));
     return list;
   }
 };

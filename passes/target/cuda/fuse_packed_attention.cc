@@ -97,9 +97,10 @@ void replaceAttention(ir::Node* attention, ir::Value* qkv, PatternContext& ctx) 
 }
 
 /// Split(QKV) -> SafeAttention  ==>  SafePackedAttention(QKV).
-class SplitPattern final : public rewrite::Pattern {
+class SplitPattern final : public TargetPattern {
  public:
-  SplitPattern() : Pattern("fuse-packed-attention-split", "SafeAttention", kTargetDomain) {}
+  explicit SplitPattern(TargetClaims claims)
+      : TargetPattern(claims, "fuse-packed-attention-split", "SafeAttention", kTargetDomain) {}
   bool matchAndRewrite(ir::Node* attention, PatternContext& ctx) const override {
     ir::Node* split = attention->input(0) == nullptr ? nullptr : attention->input(0)->producer();
     if (split == nullptr || split->opType() != "Split" || !split->domain().empty()) {
@@ -114,7 +115,7 @@ class SplitPattern final : public rewrite::Pattern {
     }
     if (!equalThirds(*split, ctx.opset())) return ctx.fail("the Split is not into equal thirds");
     ir::Value* qkv = split->input(0);
-    if (!cudaClaims("SafePackedAttention", {qkv, attention->input(3)})) {
+    if (!claims_("SafePackedAttention", {qkv, attention->input(3)})) {
       return ctx.fail("no CUDA kernel for SafePackedAttention of these types");
     }
     replaceAttention(attention, qkv, ctx);
@@ -140,10 +141,11 @@ ir::Tensor concatColumns(const std::vector<ir::Tensor>& parts) {
 }
 
 /// SafeAttention(P(X, Wq), P(X, Wk), P(X, Wv), M)  ==>  SafePackedAttention(P(X, W), M).
-class ProjectionsPattern final : public rewrite::Pattern {
+class ProjectionsPattern final : public TargetPattern {
  public:
-  ProjectionsPattern()
-      : Pattern("fuse-packed-attention-projections", "SafeAttention", kTargetDomain) {}
+  explicit ProjectionsPattern(TargetClaims claims)
+      : TargetPattern(claims, "fuse-packed-attention-projections", "SafeAttention", kTargetDomain) {
+  }
   bool matchAndRewrite(ir::Node* attention, PatternContext& ctx) const override {
     std::vector<ir::Node*> products;
     std::vector<ir::Tensor> weights, biases;
@@ -185,10 +187,10 @@ class ProjectionsPattern final : public rewrite::Pattern {
     // Claims first, before the graph changes: the merged product's operands have the types of
     // the first projection's (the biases were checked to have the weights' type).
     ir::Value* w0 = products[0]->input(1);
-    if (any_bias && !cudaClaims("MatMulBias", {x, w0, w0})) {
+    if (any_bias && !claims_("MatMulBias", {x, w0, w0})) {
       return ctx.fail("no CUDA kernel for the merged MatMulBias");
     }
-    if (!cudaClaims("SafePackedAttention", {products[0]->output(0), attention->input(3)})) {
+    if (!claims_("SafePackedAttention", {products[0]->output(0), attention->input(3)})) {
       return ctx.fail("no CUDA kernel for SafePackedAttention of these types");
     }
     auto& rw = ctx.rewriter();
@@ -229,9 +231,10 @@ class ProjectionsPattern final : public rewrite::Pattern {
 
 /// Attention(view_0(QKV), view_1(QKV), view_2(QKV)) -> Y, Y' = view(Y)
 ///   ==>  Y' = reshape(SeqFirstPackedAttention(QKV)), QKV [S, B, 3E].
-class SeqFirstViewsPattern final : public rewrite::Pattern {
+class SeqFirstViewsPattern final : public TargetPattern {
  public:
-  SeqFirstViewsPattern() : Pattern("fuse-packed-attention-seq-first", "Attention", /*domain=*/"") {}
+  explicit SeqFirstViewsPattern(TargetClaims claims)
+      : TargetPattern(claims, "fuse-packed-attention-seq-first", "Attention", /*domain=*/"") {}
   bool matchAndRewrite(ir::Node* attention, PatternContext& ctx) const override {
     if (attention->numInputs() < 3 || attention->numOutputs() < 1) {
       return ctx.fail("not Q, K, V -> Y");
@@ -304,7 +307,7 @@ class SeqFirstViewsPattern final : public rewrite::Pattern {
       chain.insert(chain.begin(), user);
       row_major = isRowMajor(y);
     }
-    if (!cudaClaims("SeqFirstPackedAttention", {qkv})) {
+    if (!claims_("SeqFirstPackedAttention", {qkv})) {
       return ctx.fail("no CUDA kernel for SeqFirstPackedAttention of this type");
     }
     auto& rw = ctx.rewriter();
@@ -400,10 +403,11 @@ bool isRowWise(const ir::Node& node, const ir::Value* value) {
 /// [B, S, N], the Reshapes to rank 3 reshape to that). The row-wise ops see the same rows in
 /// another order, so the two Transposes go: torch's nn.MultiheadAttention with batch_first
 /// (torchvision's ViT) transposes its input to sequence-first and its output back.
-class BatchFirstPattern final : public rewrite::Pattern {
+class BatchFirstPattern final : public TargetPattern {
  public:
-  BatchFirstPattern()
-      : Pattern("fuse-packed-attention-batch-first", "SeqFirstPackedAttention", kTargetDomain) {}
+  explicit BatchFirstPattern(TargetClaims claims)
+      : TargetPattern(claims, "fuse-packed-attention-batch-first", "SeqFirstPackedAttention",
+                      kTargetDomain) {}
   bool matchAndRewrite(ir::Node* attention, PatternContext& ctx) const override {
     ir::Value* qkv = attention->input(0);
     auto qkv_dims = pass::staticShape(qkv);
@@ -457,7 +461,7 @@ class BatchFirstPattern final : public rewrite::Pattern {
         return ctx.fail("the result reaches no Transpose<1,0,2> through row-wise ops");
       }
     }
-    if (!cudaClaims("PackedAttention", {qkv})) {
+    if (!claims_("PackedAttention", {qkv})) {
       return ctx.fail("no CUDA kernel for PackedAttention of this type");
     }
     auto& rw = ctx.rewriter();
@@ -511,10 +515,10 @@ class FusePackedAttentionPass final : public TargetPatternPass {
  protected:
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
-    list.push_back(std::make_unique<SplitPattern>());
-    list.push_back(std::make_unique<ProjectionsPattern>());
-    list.push_back(std::make_unique<SeqFirstViewsPattern>());
-    list.push_back(std::make_unique<BatchFirstPattern>());
+    list.push_back(std::make_unique<SplitPattern>(targetKernels()));
+    list.push_back(std::make_unique<ProjectionsPattern>(targetKernels()));
+    list.push_back(std::make_unique<SeqFirstViewsPattern>(targetKernels()));
+    list.push_back(std::make_unique<BatchFirstPattern>(targetKernels()));
     return list;
   }
 };

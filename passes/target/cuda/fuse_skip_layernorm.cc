@@ -36,9 +36,10 @@ bool usedOnlyAfter(const ir::Value& v, const ir::Node* after) {
   return pending.empty();
 }
 
-class SkipLayerNormPattern final : public rewrite::Pattern {
+class SkipLayerNormPattern final : public TargetPattern {
  public:
-  SkipLayerNormPattern() : Pattern("fuse-skip-layernorm", "LayerNormalization", "", 1, 17) {}
+  explicit SkipLayerNormPattern(TargetClaims claims)
+      : TargetPattern(claims, "fuse-skip-layernorm", "LayerNormalization", "", 1, 17) {}
   bool matchAndRewrite(ir::Node* ln, PatternContext& ctx) const override {
     ir::Value* s = ln->input(0);
     ir::Node* add = s == nullptr ? nullptr : s->producer();
@@ -66,7 +67,7 @@ class SkipLayerNormPattern final : public rewrite::Pattern {
     auto tx = pass::elemTypeOf(x);
     if (!tx || tx != pass::elemTypeOf(skip))
       return ctx.fail("X and Skip do not share one known type");
-    if (kernels::Support ok = cudaClaims("SkipLayerNormalization", {inputs.begin(), inputs.end()});
+    if (kernels::Support ok = claims_("SkipLayerNormalization", {inputs.begin(), inputs.end()});
         !ok) {
       return ctx.fail("no CUDA kernel: {}", ok.reason);
     }
@@ -102,7 +103,7 @@ class FuseSkipLayerNormPass final : public TargetPatternPass {
  protected:
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
-    list.push_back(std::make_unique<SkipLayerNormPattern>());
+    list.push_back(std::make_unique<SkipLayerNormPattern>(targetKernels()));
     return list;
   }
 };
