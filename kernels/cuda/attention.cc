@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "cublas_lt.h"
+#include "attention_variants.h"
 #include "device.h"
 
 namespace onnxopt::kernels::cuda {
@@ -56,9 +56,8 @@ StatusOr<HeadView> headView(const ConstTensorView& t, int64_t heads, const char*
   return h;
 }
 
-/// The device arguments the node asks for (pointers copied, never dereferenced), or why the
-/// kernel cannot run it.
-StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
+/// Q, K and V of one float type and rank, non-empty, with the attributes 3-D inputs need.
+Status checkOperands(const AttentionArgs& a) {
   DataType t = a.q.dtype;
   if (!isFloatType(t)) {
     return makeError(StatusCode::kUnimplemented, "Attention: no CUDA kernel for {}",
@@ -83,11 +82,20 @@ StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
   if (a.qk_matmul_output_mode < 0 || a.qk_matmul_output_mode > 3) {
     return invalidArgument("Attention: qk_matmul_output_mode {}", a.qk_matmul_output_mode);
   }
+  return Status::ok();
+}
+
+/// Q, K and V as [B, H, S, D], checked against each other and the kernel's head-size limit.
+struct QkvViews {
+  HeadView q, k, v;
+};
+
+StatusOr<QkvViews> qkvViews(const AttentionArgs& a) {
   ASSIGN_OR_RETURN(HeadView q, headView(a.q, a.q_num_heads, "Q"));
   ASSIGN_OR_RETURN(HeadView k, headView(a.k, a.kv_num_heads, "K"));
   ASSIGN_OR_RETURN(HeadView v, headView(a.v, a.kv_num_heads, "V"));
-  if (rank == 4 && ((a.has_q_heads && a.q_num_heads != q.heads) ||
-                    (a.has_kv_heads && a.kv_num_heads != k.heads))) {
+  if (a.q.dims.size() == 4 && ((a.has_q_heads && a.q_num_heads != q.heads) ||
+                               (a.has_kv_heads && a.kv_num_heads != k.heads))) {
     return invalidArgument("Attention: q_num_heads/kv_num_heads contradict the input shapes");
   }
   if (k.batch != q.batch || v.batch != q.batch || k.heads != v.heads || k.seq != v.seq) {
@@ -105,145 +113,289 @@ StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
                      "Attention: head sizes {} (Q, K) and {} (V); the CUDA kernel takes at most {}",
                      q.size, v.size, kAttentionMaxHeadSize);
   }
+  return QkvViews{q, k, v};
+}
 
+/// The device arguments Q, K, V and the attributes give (no caches, mask or outputs yet).
+AttentionDeviceArgs qkvDeviceArgs(const AttentionArgs& a, const QkvViews& s) {
   AttentionDeviceArgs d{};
-  d.dtype = t;
-  d.batch = q.batch;
-  d.q_heads = q.heads;
-  d.kv_heads = k.heads;
-  d.q_seq = q.seq;
-  d.kv_seq = k.seq;
-  d.qk_size = q.size;
-  d.v_size = v.size;
+  d.dtype = a.q.dtype;
+  d.batch = s.q.batch;
+  d.q_heads = s.q.heads;
+  d.kv_heads = s.k.heads;
+  d.q_seq = s.q.seq;
+  d.kv_seq = s.k.seq;
+  d.qk_size = s.q.size;
+  d.v_size = s.v.size;
   d.q = a.q.data;
   d.k = a.k.data;
   d.v = a.v.data;
-  d.q_strides = q.strides;
-  d.k_strides = k.strides;
-  d.v_strides = v.strides;
+  d.q_strides = s.q.strides;
+  d.k_strides = s.k.strides;
+  d.v_strides = s.v.strides;
+  d.causal = a.causal;
+  d.nan_guard = a.nan_guard;
+  d.scale = a.has_scale ? a.scale : 1.0f / std::sqrt(static_cast<float>(s.q.size));
+  d.softcap = a.softcap;
+  return d;
+}
 
+/// past_key/past_value: 4-D [B, Hkv, P, D] of Q's type, together or not at all.
+Status addPast(const AttentionArgs& a, const QkvViews& s, AttentionDeviceArgs& d) {
   if (present(a.past_key) != present(a.past_value)) {
     return invalidArgument("Attention: past_key and past_value go together");
   }
+  if (!present(a.past_key)) return Status::ok();
+  for (const ConstTensorView* p : {&a.past_key, &a.past_value}) {
+    if (p->dtype != d.dtype || p->dims.size() != 4) {
+      return invalidArgument("Attention: past_key/past_value must be 4-D of Q's type");
+    }
+  }
+  const auto& pk = a.past_key.dims;
+  const auto& pv = a.past_value.dims;
+  if (pk != std::vector<int64_t>{s.q.batch, s.k.heads, pk[2], s.q.size} ||
+      pv != std::vector<int64_t>{s.q.batch, s.k.heads, pk[2], s.v.size}) {
+    return invalidArgument("Attention: past_key {} and past_value {} do not match the keys/values",
+                           dimsText(pk), dimsText(pv));
+  }
+  d.past_seq = pk[2];
+  d.past_key = a.past_key.data;
+  d.past_value = a.past_value.data;
+  return Status::ok();
+}
+
+/// nonpad_kv_seqlen (opset 24): int64 [B], each constant value within the keys.
+Status addNonpad(const AttentionArgs& a, int64_t total, AttentionDeviceArgs& d) {
+  if (!present(a.nonpad)) return Status::ok();
+  if (a.opset < 24) return invalidArgument("Attention: nonpad_kv_seqlen needs opset 24");
   if (present(a.past_key)) {
-    for (const ConstTensorView* p : {&a.past_key, &a.past_value}) {
-      if (p->dtype != t || p->dims.size() != 4) {
-        return invalidArgument("Attention: past_key/past_value must be 4-D of Q's type");
+    return invalidArgument("Attention: nonpad_kv_seqlen cannot be combined with past_key");
+  }
+  if (a.nonpad.dtype != DataType::kInt64 || a.nonpad.dims != std::vector<int64_t>{d.batch}) {
+    return invalidArgument("Attention: nonpad_kv_seqlen must be int64 of shape [{}]", d.batch);
+  }
+  if (a.nonpad_values != nullptr) {
+    for (int64_t b = 0; b < d.batch; ++b) {
+      int64_t n = a.nonpad_values->get<int64_t>(b);
+      if (n < 0 || n > total) {
+        return invalidArgument("Attention: nonpad_kv_seqlen {} is outside [0, {}]", n, total);
       }
     }
-    const auto& pk = a.past_key.dims;
-    const auto& pv = a.past_value.dims;
-    if (pk != std::vector<int64_t>{q.batch, k.heads, pk[2], q.size} ||
-        pv != std::vector<int64_t>{q.batch, k.heads, pk[2], v.size}) {
-      return invalidArgument(
-          "Attention: past_key {} and past_value {} do not match the keys/values", dimsText(pk),
-          dimsText(pv));
-    }
-    d.past_seq = pk[2];
-    d.past_key = a.past_key.data;
-    d.past_value = a.past_value.data;
   }
-  int64_t total = d.past_seq + d.kv_seq;
+  d.nonpad = static_cast<const int64_t*>(a.nonpad.data);
+  return Status::ok();
+}
 
-  if (present(a.nonpad)) {
-    if (a.opset < 24) return invalidArgument("Attention: nonpad_kv_seqlen needs opset 24");
-    if (present(a.past_key)) {
-      return invalidArgument("Attention: nonpad_kv_seqlen cannot be combined with past_key");
-    }
-    if (a.nonpad.dtype != DataType::kInt64 || a.nonpad.dims != std::vector<int64_t>{q.batch}) {
-      return invalidArgument("Attention: nonpad_kv_seqlen must be int64 of shape [{}]", q.batch);
-    }
-    if (a.nonpad_values != nullptr) {
-      for (int64_t b = 0; b < q.batch; ++b) {
-        int64_t n = a.nonpad_values->get<int64_t>(b);
-        if (n < 0 || n > total) {
-          return invalidArgument("Attention: nonpad_kv_seqlen {} is outside [0, {}]", n, total);
-        }
-      }
-    }
-    d.nonpad = static_cast<const int64_t*>(a.nonpad.data);
+/// attn_mask: rank 2 to 4, bool or float, broadcast to [B, Hq, Sq, <= total].
+Status addMask(const AttentionArgs& a, int64_t total, AttentionDeviceArgs& d) {
+  if (!present(a.mask)) return Status::ok();
+  const auto& md = a.mask.dims;
+  if (md.size() < 2 || md.size() > 4) {
+    return invalidArgument("Attention: attn_mask must have rank 2 to 4");
   }
-
-  if (present(a.mask)) {
-    const auto& md = a.mask.dims;
-    if (md.size() < 2 || md.size() > 4) {
-      return invalidArgument("Attention: attn_mask must have rank 2 to 4");
-    }
-    if (a.mask.dtype != DataType::kBool && !isFloatType(a.mask.dtype)) {
-      return makeError(StatusCode::kUnimplemented, "Attention: no CUDA kernel for a {} attn_mask",
-                       dataTypeName(a.mask.dtype));
-    }
-    d.mask_len = md.back();
-    if (d.mask_len > total) {
-      return invalidArgument("Attention: attn_mask has {} columns for {} keys", d.mask_len, total);
-    }
-    // The leading mask dims, right-aligned to [B, Hq, Sq], broadcast (size 1: stride 0).
-    const int64_t target[3] = {q.batch, q.heads, q.seq};
-    int64_t strides[3] = {0, 0, 0};
-    int64_t stride = d.mask_len;
-    for (size_t i = md.size() - 1; i-- > 0;) {
-      size_t slot = 3 - (md.size() - 1 - i);
-      if (md[i] != 1 && md[i] != target[slot]) {
-        return invalidArgument("Attention: attn_mask {} cannot be broadcast to [{}, {}, {}, {}]",
-                               dimsText(md), q.batch, q.heads, q.seq, total);
-      }
-      strides[slot] = md[i] == 1 ? 0 : stride;
-      stride *= md[i];
-    }
-    d.mask = a.mask.data;
-    d.mask_dtype = a.mask.dtype;
-    d.mask_strides = {strides[0], strides[1], strides[2]};
+  if (a.mask.dtype != DataType::kBool && !isFloatType(a.mask.dtype)) {
+    return makeError(StatusCode::kUnimplemented, "Attention: no CUDA kernel for a {} attn_mask",
+                     dataTypeName(a.mask.dtype));
   }
+  d.mask_len = md.back();
+  if (d.mask_len > total) {
+    return invalidArgument("Attention: attn_mask has {} columns for {} keys", d.mask_len, total);
+  }
+  // The leading mask dims, right-aligned to [B, Hq, Sq], broadcast (size 1: stride 0).
+  const int64_t target[3] = {d.batch, d.q_heads, d.q_seq};
+  int64_t strides[3] = {0, 0, 0};
+  int64_t stride = d.mask_len;
+  for (size_t i = md.size() - 1; i-- > 0;) {
+    size_t slot = 3 - (md.size() - 1 - i);
+    if (md[i] != 1 && md[i] != target[slot]) {
+      return invalidArgument("Attention: attn_mask {} cannot be broadcast to [{}, {}, {}, {}]",
+                             dimsText(md), d.batch, d.q_heads, d.q_seq, total);
+    }
+    strides[slot] = md[i] == 1 ? 0 : stride;
+    stride *= md[i];
+  }
+  d.mask = a.mask.data;
+  d.mask_dtype = a.mask.dtype;
+  d.mask_strides = {strides[0], strides[1], strides[2]};
+  return Status::ok();
+}
 
-  d.causal = a.causal;
-  d.nan_guard = a.nan_guard;
-  d.scale = a.has_scale ? a.scale : 1.0f / std::sqrt(static_cast<float>(q.size));
-  d.softcap = a.softcap;
-
-  // Outputs: Y as the inputs' layout, the present caches 4-D.
-  std::vector<int64_t> y_dims = rank == 3 ? std::vector<int64_t>{q.batch, q.seq, q.heads * v.size}
-                                          : std::vector<int64_t>{q.batch, q.heads, q.seq, v.size};
-  if (a.y.dims != y_dims || a.y.dtype != t) {
+/// Y as the inputs' layout (3-D rows may be strided: SeqFirstPackedAttention's [S, B, E] seen as
+/// [B, S, E]).
+Status addY(const AttentionArgs& a, const QkvViews& s, AttentionDeviceArgs& d) {
+  const HeadView& q = s.q;
+  const int64_t v_size = s.v.size;
+  const bool three_d = a.q.dims.size() == 3;
+  std::vector<int64_t> y_dims = three_d ? std::vector<int64_t>{q.batch, q.seq, q.heads * v_size}
+                                        : std::vector<int64_t>{q.batch, q.heads, q.seq, v_size};
+  if (a.y.dims != y_dims || a.y.dtype != d.dtype) {
     return invalidArgument("Attention: Y is {} {}; the op writes {} {}", dataTypeName(a.y.dtype),
-                           dimsText(a.y.dims), dataTypeName(t), dimsText(y_dims));
+                           dimsText(a.y.dims), dataTypeName(d.dtype), dimsText(y_dims));
   }
   d.y = a.y.data;
-  // 3-D Y may have strided rows (SeqFirstPackedAttention's [S, B, E] seen as [B, S, E]).
-  const bool y_rows = rank == 3 && a.y.strides.size() == 3 && a.y.strides[2] == 1;
-  d.y_strides = rank == 3 ? HeadStrides{y_rows ? a.y.strides[0] : q.seq * q.heads * v.size, v.size,
-                                        y_rows ? a.y.strides[1] : q.heads * v.size}
-                          : HeadStrides{q.heads * q.seq * v.size, q.seq * v.size, v.size};
-  const std::pair<const TensorView*, int64_t> caches[] = {{&a.present_key, q.size},
-                                                          {&a.present_value, v.size}};
+  const bool y_rows = three_d && a.y.strides.size() == 3 && a.y.strides[2] == 1;
+  d.y_strides = three_d ? HeadStrides{y_rows ? a.y.strides[0] : q.seq * q.heads * v_size, v_size,
+                                      y_rows ? a.y.strides[1] : q.heads * v_size}
+                        : HeadStrides{q.heads * q.seq * v_size, q.seq * v_size, v_size};
+  return Status::ok();
+}
+
+/// present_key/present_value (4-D [B, Hkv, total, D]) and qk_matmul_output ([B, Hq, Sq, total]).
+Status addCachesAndScores(const AttentionArgs& a, const QkvViews& s, int64_t total,
+                          AttentionDeviceArgs& d) {
+  const std::pair<const TensorView*, int64_t> caches[] = {{&a.present_key, s.q.size},
+                                                          {&a.present_value, s.v.size}};
   for (const auto& [view, size] : caches) {
     if (view->dtype == DataType::kUndefined) continue;
-    std::vector<int64_t> want = {q.batch, k.heads, total, size};
-    if (view->dims != want || view->dtype != t) {
+    std::vector<int64_t> want = {s.q.batch, s.k.heads, total, size};
+    if (view->dims != want || view->dtype != d.dtype) {
       return invalidArgument("Attention: a present output is {} {}; the op writes {} {}",
-                             dataTypeName(view->dtype), dimsText(view->dims), dataTypeName(t),
+                             dataTypeName(view->dtype), dimsText(view->dims), dataTypeName(d.dtype),
                              dimsText(want));
     }
   }
   if (present(a.qk_output)) {
-    std::vector<int64_t> want = {q.batch, q.heads, q.seq, total};
-    if (a.qk_output.dims != want || a.qk_output.dtype != t) {
+    std::vector<int64_t> want = {s.q.batch, s.q.heads, s.q.seq, total};
+    if (a.qk_output.dims != want || a.qk_output.dtype != d.dtype) {
       return invalidArgument("Attention: qk_matmul_output is {} {}; the op writes {} {}",
                              dataTypeName(a.qk_output.dtype), dimsText(a.qk_output.dims),
-                             dataTypeName(t), dimsText(want));
+                             dataTypeName(d.dtype), dimsText(want));
     }
     d.qk_output = a.qk_output.data;
     d.qk_mode = static_cast<int>(a.qk_matmul_output_mode);
   }
   d.present_key = a.present_key.dtype != DataType::kUndefined ? a.present_key.data : nullptr;
   d.present_value = a.present_value.dtype != DataType::kUndefined ? a.present_value.data : nullptr;
+  return Status::ok();
+}
 
-  int64_t q_blocks = (q.seq + 15) / 16;
-  if (q.batch * q.heads > std::numeric_limits<int32_t>::max() / q_blocks) {
+/// The device arguments the node asks for (pointers copied, never dereferenced), or why the
+/// kernel cannot run it: the steps above in the order the reference kernel checks.
+StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
+  RETURN_IF_ERROR(checkOperands(a));
+  ASSIGN_OR_RETURN(QkvViews s, qkvViews(a));
+  AttentionDeviceArgs d = qkvDeviceArgs(a, s);
+  RETURN_IF_ERROR(addPast(a, s, d));
+  const int64_t total = d.past_seq + d.kv_seq;
+  RETURN_IF_ERROR(addNonpad(a, total, d));
+  RETURN_IF_ERROR(addMask(a, total, d));
+  RETURN_IF_ERROR(addY(a, s, d));
+  RETURN_IF_ERROR(addCachesAndScores(a, s, total, d));
+  int64_t q_blocks = (s.q.seq + 15) / 16;
+  if (s.q.batch * s.q.heads > std::numeric_limits<int32_t>::max() / q_blocks) {
     return makeError(StatusCode::kUnimplemented,
-                     "Attention: {} x {} x {} query rows exceed the CUDA grid", q.batch, q.heads,
-                     q.seq);
+                     "Attention: {} x {} x {} query rows exceed the CUDA grid", s.q.batch,
+                     s.q.heads, s.q.seq);
   }
   return d;
+}
+
+}  // namespace
+
+namespace {
+
+/// ai.onnxopt.PackedAttention / SeqFirstPackedAttention as Attention on views of QKV's parts.
+StatusOr<AttentionArgs> packedArgs(const CudaKernelCall& call) {
+  // ai.onnxopt.PackedAttention(QKV): QKV [B, S, 3E], Y [B, S, E]; SeqFirstPackedAttention:
+  // QKV [S, B, 3E], Y [S, B, E], read and written as [B, S, E] views (a batch 3E or E
+  // elements on, rows B times that apart). Q, K and V are the three parts of QKV's rows.
+  const bool seq_first = call.op == "SeqFirstPackedAttention";
+  if (call.inputs.size() != 1 || call.outputs.size() != 1) {
+    return invalidArgument("{}: takes QKV and has one output", call.op);
+  }
+  const ConstTensorView& qkv = call.inputs[0];
+  const TensorView& y = call.outputs[0];
+  if (qkv.dims.size() != 3 || qkv.dims[2] % 3 != 0 || !qkv.isContiguous()) {
+    return invalidArgument("{}: QKV must be a contiguous 3-D [{}, 3E]", call.op,
+                           seq_first ? "S, B" : "B, S");
+  }
+  const int64_t part = qkv.dims[2] / 3;
+  if (y.dims != std::vector<int64_t>{qkv.dims[0], qkv.dims[1], part} || !y.isContiguous()) {
+    return invalidArgument("{}: Y is {}, not a contiguous [{}, {}, {}]", call.op, dimsText(y.dims),
+                           qkv.dims[0], qkv.dims[1], part);
+  }
+  const int64_t batch = seq_first ? qkv.dims[1] : qkv.dims[0];
+  const int64_t seq = seq_first ? qkv.dims[0] : qkv.dims[1];
+  // [B, S, E] strides of QKV's rows and of Y's.
+  const std::vector<int64_t> rows = seq_first ? std::vector<int64_t>{3 * part, batch * 3 * part, 1}
+                                              : std::vector<int64_t>{seq * 3 * part, 3 * part, 1};
+  const std::vector<int64_t> y_rows = seq_first ? std::vector<int64_t>{part, batch * part, 1}
+                                                : std::vector<int64_t>{seq * part, part, 1};
+  const int64_t elem = dataTypeBits(qkv.dtype) / 8;
+  CudaKernelCall unpacked = call;
+  unpacked.op = "Attention";
+  unpacked.inputs.clear();
+  for (int64_t i = 0; i < 3; ++i) {
+    unpacked.inputs.emplace_back(qkv.dtype, std::vector<int64_t>{batch, seq, part}, rows,
+                                 static_cast<const char*>(qkv.data) + i * part * elem, qkv.memory);
+  }
+  unpacked.outputs = {TensorView(y.dtype, {batch, seq, part}, y_rows, y.data, y.memory)};
+  unpacked.constant_inputs.clear();
+  ASSIGN_OR_RETURN(AttentionArgs a, argsFromCall<AttentionArgs>(unpacked));
+  const KernelAttrs& attrs = attrsOf(call);
+  if (!attrs.has("num_heads") || !attrs.has("scale")) {
+    return invalidArgument("{}: num_heads and scale are required", call.op);
+  }
+  a.op = call.op;
+  a.has_q_heads = a.has_kv_heads = true;
+  a.q_num_heads = a.kv_num_heads = attrs.getInt("num_heads", 0);
+  a.has_scale = true;
+  a.scale = attrs.getFloat("scale", 1.0f);
+  return a;
+}
+
+/// ai.onnxopt.SafePackedAttention as SafeAttention on views of QKV's parts.
+StatusOr<AttentionArgs> safePackedArgs(const CudaKernelCall& call) {
+  // ai.onnxopt.SafePackedAttention(QKV, M): SafeAttention on the three parts of QKV's last dim,
+  // each a view of rows 3 H D elements apart (docs/target_ops.md).
+  if (call.inputs.size() != 2) {
+    return invalidArgument("SafePackedAttention: takes QKV and M, not {} inputs",
+                           call.inputs.size());
+  }
+  const ConstTensorView& qkv = call.inputs[0];
+  if (qkv.dims.size() != 3 || qkv.dims[2] % 3 != 0 || qkv.strides.size() != 3 ||
+      qkv.strides[2] != 1) {
+    return invalidArgument(
+        "SafePackedAttention: QKV must be 3-D with a contiguous last dim of 3 parts");
+  }
+  const int64_t part = qkv.dims[2] / 3, elem = dataTypeBits(qkv.dtype) / 8;
+  CudaKernelCall unpacked = call;
+  unpacked.op = "SafeAttention";
+  unpacked.inputs.clear();
+  for (int64_t i = 0; i < 3; ++i) {
+    unpacked.inputs.emplace_back(qkv.dtype, std::vector<int64_t>{qkv.dims[0], qkv.dims[1], part},
+                                 qkv.strides, static_cast<const char*>(qkv.data) + i * part * elem,
+                                 qkv.memory);
+  }
+  unpacked.inputs.push_back(call.inputs[1]);
+  unpacked.constant_inputs.clear();
+  ASSIGN_OR_RETURN(AttentionArgs a, argsFromCall<AttentionArgs>(unpacked));
+  a.op = call.op;
+  return a;
+}
+
+/// ai.onnxopt.SafeAttention's contract and attributes over the Attention fields `a` holds.
+Status applySafeAttention(const CudaKernelCall& call, const KernelAttrs& attrs, AttentionArgs& a) {
+  // ai.onnxopt.SafeAttention<num_heads, scale>(Q, K, V, M): 3-D, a mask, one output, and the
+  // NaN guard (docs/target_ops.md).
+  if (call.inputs.size() != 4 || call.outputs.size() != 1 || !present(a.mask)) {
+    return invalidArgument("SafeAttention: takes Q, K, V and M, and has one output");
+  }
+  if (a.q.dims.size() != 3 || a.k.dims.size() != 3) {
+    return invalidArgument("SafeAttention: Q and K must be 3-D, not rank {} and {}",
+                           a.q.dims.size(), a.k.dims.size());
+  }
+  if (a.mask.dims.empty() || a.mask.dims.back() != a.k.dims[1]) {
+    return invalidArgument("SafeAttention: M's last dim must be the {} keys", a.k.dims[1]);
+  }
+  if (!attrs.has("num_heads") || !attrs.has("scale")) {
+    return invalidArgument("SafeAttention: num_heads and scale are required");
+  }
+  a.has_q_heads = a.has_kv_heads = true;
+  a.q_num_heads = a.kv_num_heads = attrs.getInt("num_heads", 0);
+  a.causal = false;
+  a.nan_guard = true;
+  return Status::ok();
 }
 
 }  // namespace
@@ -251,83 +403,9 @@ StatusOr<AttentionDeviceArgs> geometryOf(const AttentionArgs& a) {
 template <>
 StatusOr<AttentionArgs> argsFromCall<AttentionArgs>(const CudaKernelCall& call) {
   if (call.op == "SeqFirstPackedAttention" || call.op == "PackedAttention") {
-    // ai.onnxopt.PackedAttention(QKV): QKV [B, S, 3E], Y [B, S, E]; SeqFirstPackedAttention:
-    // QKV [S, B, 3E], Y [S, B, E], read and written as [B, S, E] views (a batch 3E or E
-    // elements on, rows B times that apart). Q, K and V are the three parts of QKV's rows.
-    const bool seq_first = call.op == "SeqFirstPackedAttention";
-    if (call.inputs.size() != 1 || call.outputs.size() != 1) {
-      return invalidArgument("{}: takes QKV and has one output", call.op);
-    }
-    const ConstTensorView& qkv = call.inputs[0];
-    const TensorView& y = call.outputs[0];
-    if (qkv.dims.size() != 3 || qkv.dims[2] % 3 != 0 || !qkv.isContiguous()) {
-      return invalidArgument("{}: QKV must be a contiguous 3-D [{}, 3E]", call.op,
-                             seq_first ? "S, B" : "B, S");
-    }
-    const int64_t part = qkv.dims[2] / 3;
-    if (y.dims != std::vector<int64_t>{qkv.dims[0], qkv.dims[1], part} || !y.isContiguous()) {
-      return invalidArgument("{}: Y is {}, not a contiguous [{}, {}, {}]", call.op,
-                             dimsText(y.dims), qkv.dims[0], qkv.dims[1], part);
-    }
-    const int64_t batch = seq_first ? qkv.dims[1] : qkv.dims[0];
-    const int64_t seq = seq_first ? qkv.dims[0] : qkv.dims[1];
-    // [B, S, E] strides of QKV's rows and of Y's.
-    const std::vector<int64_t> rows = seq_first
-                                          ? std::vector<int64_t>{3 * part, batch * 3 * part, 1}
-                                          : std::vector<int64_t>{seq * 3 * part, 3 * part, 1};
-    const std::vector<int64_t> y_rows = seq_first ? std::vector<int64_t>{part, batch * part, 1}
-                                                  : std::vector<int64_t>{seq * part, part, 1};
-    const int64_t elem = dataTypeBits(qkv.dtype) / 8;
-    CudaKernelCall unpacked = call;
-    unpacked.op = "Attention";
-    unpacked.inputs.clear();
-    for (int64_t i = 0; i < 3; ++i) {
-      unpacked.inputs.emplace_back(qkv.dtype, std::vector<int64_t>{batch, seq, part}, rows,
-                                   static_cast<const char*>(qkv.data) + i * part * elem,
-                                   qkv.memory);
-    }
-    unpacked.outputs = {TensorView(y.dtype, {batch, seq, part}, y_rows, y.data, y.memory)};
-    unpacked.constant_inputs.clear();
-    ASSIGN_OR_RETURN(AttentionArgs a, argsFromCall<AttentionArgs>(unpacked));
-    const KernelAttrs& attrs = attrsOf(call);
-    if (!attrs.has("num_heads") || !attrs.has("scale")) {
-      return invalidArgument("{}: num_heads and scale are required", call.op);
-    }
-    a.op = call.op;
-    a.has_q_heads = a.has_kv_heads = true;
-    a.q_num_heads = a.kv_num_heads = attrs.getInt("num_heads", 0);
-    a.has_scale = true;
-    a.scale = attrs.getFloat("scale", 1.0f);
-    return a;
+    return packedArgs(call);
   }
-  if (call.op == "SafePackedAttention") {
-    // ai.onnxopt.SafePackedAttention(QKV, M): SafeAttention on the three parts of QKV's last dim,
-    // each a view of rows 3 H D elements apart (docs/target_ops.md).
-    if (call.inputs.size() != 2) {
-      return invalidArgument("SafePackedAttention: takes QKV and M, not {} inputs",
-                             call.inputs.size());
-    }
-    const ConstTensorView& qkv = call.inputs[0];
-    if (qkv.dims.size() != 3 || qkv.dims[2] % 3 != 0 || qkv.strides.size() != 3 ||
-        qkv.strides[2] != 1) {
-      return invalidArgument(
-          "SafePackedAttention: QKV must be 3-D with a contiguous last dim of 3 parts");
-    }
-    const int64_t part = qkv.dims[2] / 3, elem = dataTypeBits(qkv.dtype) / 8;
-    CudaKernelCall unpacked = call;
-    unpacked.op = "SafeAttention";
-    unpacked.inputs.clear();
-    for (int64_t i = 0; i < 3; ++i) {
-      unpacked.inputs.emplace_back(
-          qkv.dtype, std::vector<int64_t>{qkv.dims[0], qkv.dims[1], part}, qkv.strides,
-          static_cast<const char*>(qkv.data) + i * part * elem, qkv.memory);
-    }
-    unpacked.inputs.push_back(call.inputs[1]);
-    unpacked.constant_inputs.clear();
-    ASSIGN_OR_RETURN(AttentionArgs a, argsFromCall<AttentionArgs>(unpacked));
-    a.op = call.op;
-    return a;
-  }
+  if (call.op == "SafePackedAttention") return safePackedArgs(call);
   if (call.inputs.size() < 3 || call.inputs.size() > 7) {
     return invalidArgument("Attention: {} inputs; the op takes 3 to 7", call.inputs.size());
   }
@@ -367,25 +445,7 @@ StatusOr<AttentionArgs> argsFromCall<AttentionArgs>(const CudaKernelCall& call) 
   a.softcap = attrs.getFloat("softcap", 0.0f);
   a.qk_matmul_output_mode = attrs.getInt("qk_matmul_output_mode", 0);
   if (call.op == "SafeAttention") {
-    // ai.onnxopt.SafeAttention<num_heads, scale>(Q, K, V, M): 3-D, a mask, one output, and the
-    // NaN guard (docs/target_ops.md).
-    if (call.inputs.size() != 4 || call.outputs.size() != 1 || !present(a.mask)) {
-      return invalidArgument("SafeAttention: takes Q, K, V and M, and has one output");
-    }
-    if (a.q.dims.size() != 3 || a.k.dims.size() != 3) {
-      return invalidArgument("SafeAttention: Q and K must be 3-D, not rank {} and {}",
-                             a.q.dims.size(), a.k.dims.size());
-    }
-    if (a.mask.dims.empty() || a.mask.dims.back() != a.k.dims[1]) {
-      return invalidArgument("SafeAttention: M's last dim must be the {} keys", a.k.dims[1]);
-    }
-    if (!attrs.has("num_heads") || !attrs.has("scale")) {
-      return invalidArgument("SafeAttention: num_heads and scale are required");
-    }
-    a.has_q_heads = a.has_kv_heads = true;
-    a.q_num_heads = a.kv_num_heads = attrs.getInt("num_heads", 0);
-    a.causal = false;
-    a.nan_guard = true;
+    RETURN_IF_ERROR(applySafeAttention(call, attrs, a));
   }
   return a;
 }
@@ -431,195 +491,33 @@ Support canImplement(const AttentionArgs& args) {
   return Support::yes();
 }
 
-namespace {
-
-constexpr size_t kAlign = 256;
-constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
-constexpr int64_t kMaxScoreBytes = int64_t{1} << 30;
-
-size_t alignUp(size_t n) {
-  return (n + kAlign - 1) / kAlign * kAlign;
+StatusOr<AttentionDeviceArgs> attentionDeviceArgs(const AttentionArgs& args) {
+  return geometryOf(args);
 }
-
-int64_t scoreCount(const AttentionDeviceArgs& d) {
-  return d.batch * d.q_heads * d.q_seq * d.kv_seq;
-}
-
-/// Whether the node takes the tensor-core path (attention.h).
-bool gemmPath(const AttentionDeviceArgs& d) {
-  return d.past_key == nullptr && d.present_key == nullptr && d.present_value == nullptr &&
-         d.qk_output == nullptr && d.nonpad == nullptr && d.softcap == 0.0f &&
-         d.q_heads == d.kv_heads && scoreCount(d) * 4 <= kMaxScoreBytes;
-}
-
-/// S (float), P (Q's type), then cuBLASLt's scratch.
-size_t gemmWorkspace(const AttentionDeviceArgs& d) {
-  auto n = static_cast<size_t>(scoreCount(d));
-  return alignUp(n * sizeof(float)) + alignUp(n * static_cast<size_t>(dataTypeBits(d.dtype) / 8)) +
-         kLtWorkspaceBytes;
-}
-
-/// One cuBLASLt product D = alpha op(A) B, column-major, `batch` matrices each operand's stride
-/// apart: op(A) is m x k (A stored k x m when transposed), B k x n, D m x n.
-struct LtProduct {
-  bool trans_a = false;
-  int64_t m = 0, n = 0, k = 0;
-  cudaDataType_t ab_type = CUDA_R_32F, d_type = CUDA_R_32F;
-  const void* a = nullptr;
-  int64_t lda = 0, stride_a = 0;
-  const void* b = nullptr;
-  int64_t ldb = 0, stride_b = 0;
-  void* d = nullptr;
-  int64_t ldd = 0, stride_d = 0;
-  int32_t batch = 1;
-  float alpha = 1.0f;
-};
-
-/// The largest power of two up to 256 dividing every address a product touches first (pointers,
-/// leading dims and batch strides in bytes): what cuBLASLt may assume of its operands.
-uint32_t alignmentOf(const void* p, int64_t ld, int64_t stride, int64_t bytes) {
-  uint64_t bits = reinterpret_cast<uintptr_t>(p) | static_cast<uint64_t>(ld * bytes) |
-                  static_cast<uint64_t>(stride * bytes) | 256u;
-  return static_cast<uint32_t>(bits & (~bits + 1));
-}
-
-Status runProduct(const LtProduct& g, void* scratch, const std::string& op, cudaStream_t stream) {
-  ASSIGN_OR_RETURN(cublasLtHandle_t handle, ltHandle(op));
-  cublasLtMatmulDesc_t raw_desc = nullptr;
-  ONNXOPT_CUDA_CHECK(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), op);
-  LtDesc desc(raw_desc);
-  cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  ONNXOPT_CUDA_CHECK(
-      cublasLtMatmulDescSetAttribute(raw_desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), op);
-  ASSIGN_OR_RETURN(LtLayout la, makeLayout(g.ab_type, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k,
-                                           g.lda, g.batch, g.stride_a, op));
-  ASSIGN_OR_RETURN(LtLayout lb, makeLayout(g.ab_type, g.k, g.n, g.ldb, g.batch, g.stride_b, op));
-  ASSIGN_OR_RETURN(LtLayout ld, makeLayout(g.d_type, g.m, g.n, g.ldd, g.batch, g.stride_d, op));
-  cublasLtMatmulPreference_t raw_pref = nullptr;
-  ONNXOPT_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref), op);
-  LtPreference pref(raw_pref);
-  size_t scratch_bytes = kLtWorkspaceBytes;
-  ONNXOPT_CUDA_CHECK(
-      cublasLtMatmulPreferenceSetAttribute(raw_pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                           &scratch_bytes, sizeof scratch_bytes),
-      op);
-  const int64_t ab_bytes = g.ab_type == CUDA_R_32F ? 4 : 2,
-                d_bytes = g.d_type == CUDA_R_32F ? 4 : 2;
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignmentOf(g.a, g.lda, g.stride_a, ab_bytes)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignmentOf(g.b, g.ldb, g.stride_b, ab_bytes)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignmentOf(g.d, g.ldd, g.stride_d, d_bytes)},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignmentOf(g.d, g.ldd, g.stride_d, d_bytes)}};
-  for (const auto& [attr, bytes] : alignments) {
-    ONNXOPT_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(raw_pref, attr, &bytes, sizeof bytes),
-                       op);
-  }
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  ONNXOPT_CUDA_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, raw_desc, la.get(), lb.get(), ld.get(),
-                                                    ld.get(), raw_pref, 1, &heuristic, &found),
-                     op);
-  if (found == 0) {
-    return makeError(StatusCode::kUnimplemented,
-                     "{}: cuBLASLt has no algorithm for a {} x {} x {} product", op, g.m, g.k, g.n);
-  }
-  const float beta = 0.0f;
-  ONNXOPT_CUDA_CHECK(
-      cublasLtMatmul(handle, raw_desc, &g.alpha, g.a, la.get(), g.b, lb.get(), &beta, g.d, ld.get(),
-                     g.d, ld.get(), &heuristic.algo, scratch, scratch_bytes, stream),
-      op);
-  return Status::ok();
-}
-
-/// The tensor-core path: S = scale Q K^T, P = softmax(S + mask), Y = P V, per (batch, head) as
-/// column-major products (S^T = K^T' Q^T', i.e. op(A) = K as stored [Sk, D] rows, B = Q rows;
-/// Y^T = V^T P^T the same way). One batched call over every (batch, head) when each tensor's
-/// batch stride is its head stride times the heads (4-D inputs), else one per batch.
-Status launchGemmPath(const AttentionArgs& args, const AttentionDeviceArgs& d,
-                      cudaStream_t stream) {
-  if (args.workspace == nullptr || args.workspace_bytes < gemmWorkspace(d)) {
-    return invalidArgument("Attention: the workspace has {} bytes, {} needed", args.workspace_bytes,
-                           gemmWorkspace(d));
-  }
-  auto n = static_cast<size_t>(scoreCount(d));
-  const int64_t elem = dataTypeBits(d.dtype) / 8;
-  auto* base = static_cast<char*>(args.workspace);
-  auto* scores = reinterpret_cast<float*>(base);
-  char* probs = base + alignUp(n * sizeof(float));
-  char* scratch = probs + alignUp(n * static_cast<size_t>(elem));
-  const int64_t heads = d.q_heads, sq = d.q_seq, sk = d.kv_seq;
-  const int64_t s_head = sq * sk;
-  auto foldable = [&](const HeadStrides& s) { return s.batch == heads * s.head; };
-  bool one_call = foldable(d.q_strides) && foldable(d.k_strides) && foldable(d.v_strides) &&
-                  foldable(d.y_strides) && d.batch * heads <= INT32_MAX;
-  const int64_t calls = one_call ? 1 : d.batch;
-  const auto batch = static_cast<int32_t>(one_call ? d.batch * heads : heads);
-  cudaDataType_t type = cudaTypeOf(d.dtype);
-  const auto* q = static_cast<const char*>(d.q);
-  const auto* k = static_cast<const char*>(d.k);
-  const auto* v = static_cast<const char*>(d.v);
-  auto* y = static_cast<char*>(d.y);
-  for (int64_t b = 0; b < calls; ++b) {
-    LtProduct qk;
-    qk.trans_a = true;
-    qk.m = sk;
-    qk.n = sq;
-    qk.k = d.qk_size;
-    qk.ab_type = type;
-    qk.d_type = CUDA_R_32F;
-    qk.a = k + b * d.k_strides.batch * elem;
-    qk.lda = d.k_strides.seq;
-    qk.stride_a = d.k_strides.head;
-    qk.b = q + b * d.q_strides.batch * elem;
-    qk.ldb = d.q_strides.seq;
-    qk.stride_b = d.q_strides.head;
-    qk.d = scores + b * heads * s_head;
-    qk.ldd = sk;
-    qk.stride_d = s_head;
-    qk.batch = batch;
-    qk.alpha = d.scale;
-    RETURN_IF_ERROR(runProduct(qk, scratch, args.op, stream));
-  }
-  ONNXOPT_CUDA_CHECK(launchAttentionSoftmax(d, scores, probs, stream), args.op);
-  for (int64_t b = 0; b < calls; ++b) {
-    LtProduct pv;
-    pv.m = d.v_size;
-    pv.n = sq;
-    pv.k = sk;
-    pv.ab_type = type;
-    pv.d_type = type;
-    pv.a = v + b * d.v_strides.batch * elem;
-    pv.lda = d.v_strides.seq;
-    pv.stride_a = d.v_strides.head;
-    pv.b = probs + b * heads * s_head * elem;
-    pv.ldb = sk;
-    pv.stride_b = s_head;
-    pv.d = y + b * d.y_strides.batch * elem;
-    pv.ldd = d.y_strides.seq;
-    pv.stride_d = d.y_strides.head;
-    pv.batch = batch;
-    RETURN_IF_ERROR(runProduct(pv, scratch, args.op, stream));
-  }
-  return Status::ok();
-}
-
-}  // namespace
 
 size_t workspaceBytes(const AttentionArgs& args) {
   StatusOr<AttentionDeviceArgs> d = geometryOf(args);
-  return d.isOk() && !flashAttentionApplies(*d) && gemmPath(*d) ? gemmWorkspace(*d) : 0;
+  if (!d.isOk()) return 0;
+  // The flash rows, the only ones the device decides between, need no workspace: no device query.
+  StatusOr<const AttentionVariant*> v =
+      chooseAttentionVariant(*d, AttentionDevice{}, attentionOverrideFromEnv());
+  return v.isOk() ? (*v)->workspace(*d) : 0;
+}
+
+std::string variantName(const AttentionArgs& args) {
+  StatusOr<AttentionDeviceArgs> d = geometryOf(args);
+  if (!d.isOk()) return {};
+  StatusOr<const AttentionVariant*> v =
+      chooseAttentionVariant(*d, currentAttentionDevice(), attentionOverrideFromEnv());
+  return v.isOk() ? (*v)->name : std::string();
 }
 
 Status launch(const AttentionArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
   ASSIGN_OR_RETURN(AttentionDeviceArgs d, geometryOf(args));
-  if (flashAttentionApplies(d)) {
-    ONNXOPT_CUDA_CHECK(launchFlashAttention(d, streamOf(stream)), args.op);
-    return Status::ok();
-  }
-  if (gemmPath(d)) return launchGemmPath(args, d, streamOf(stream));
-  ONNXOPT_CUDA_CHECK(launchAttention(d, streamOf(stream)), args.op);
-  return Status::ok();
+  ASSIGN_OR_RETURN(const AttentionVariant* v,
+                   chooseAttentionVariant(d, currentAttentionDevice(), attentionOverrideFromEnv()));
+  return v->launch(args, d, streamOf(stream));
 }
 
 }  // namespace onnxopt::kernels::cuda

@@ -7,12 +7,10 @@
 // past_key/past_value and the present_key/present_value outputs. Host half (this header,
 // attention.cc): parsing the node, canImplement, launch.
 //
-// The tensor-core path, where there are no past or present caches, no qk_matmul_output, no
-// nonpad_kv_seqlen, no softcap, as many key/value heads as query heads and the float scores fit
-// in 1 GiB: S = scale * Q K^T in float and Y = P V as cuBLASLt batched GEMMs (fp16/bf16 on
-// tensor cores, float accumulation), between them one softmax kernel over S with the mask and
-// is_causal (P in Q's type), S and P in the workspace. The fused kernel computes on CUDA cores,
-// in float, several times slower (docs/gpu_benchmarks.md, "Measurements behind design choices").
+// Which kernel runs a node is attention_variants.h's table: the flash tensor-core kernels
+// (attention_flash.cu), cuBLASLt products around a softmax kernel (attention_gemm.cc), or the
+// fused kernel, which computes on CUDA cores in float, several times slower
+// (docs/gpu_benchmarks.md, "Measurements behind design choices").
 //
 // qk_matmul_output (output 3) is a separate kernel (one warp per query row), as the reference
 // defines its modes. canImplement refuses (so the node runs on the CPU): head sizes above 256,
@@ -56,6 +54,8 @@ StatusOr<AttentionArgs> argsFromCall<AttentionArgs>(const CudaKernelCall& call);
 /// device memory, and what the kernel does not implement (see the file comment).
 Support canImplement(const AttentionArgs& args);
 size_t workspaceBytes(const AttentionArgs& args);
+/// The name of the variant (attention_variants.h) that launch runs, or empty where it runs none.
+std::string variantName(const AttentionArgs& args);
 Status launch(const AttentionArgs& args, CudaStream stream);
 
 }  // namespace onnxopt::kernels::cuda

@@ -59,8 +59,21 @@ struct AttentionDeviceArgs {
 /// nonpad_kv_seqlen, no softcap.
 bool flashAttentionApplies(const AttentionDeviceArgs& args);
 
-/// The tensor-core kernel: Y on `stream` (cudaErrorInvalidValue where it does not apply).
-cudaError_t launchFlashAttention(const AttentionDeviceArgs& args, cudaStream_t stream);
+/// The tensor-core kernel's three forms (attention_variants.h chooses one): split-key (several
+/// blocks share a query tile's keys, for grids smaller than the GPU), mma.sync (16-byte aligned
+/// operands only) and WMMA.
+enum class FlashKernel { kSplit, kMma, kWmma };
+
+/// Whether Q, K, V and Y start on 16 bytes and every stride is a multiple of 8 elements (the
+/// vectorized loads; FlashKernel::kMma needs them).
+bool flashAttentionAligned(const AttentionDeviceArgs& args);
+
+/// The blocks of the kMma/kWmma grid (one per 64 query rows of each batch and head).
+int64_t flashAttentionBlocks(const AttentionDeviceArgs& args);
+
+/// The tensor-core kernel `which`: Y on `stream` (cudaErrorInvalidValue where it does not apply).
+cudaError_t launchFlashAttention(const AttentionDeviceArgs& args, FlashKernel which,
+                                 cudaStream_t stream);
 
 /// Whether attention.cu instantiates the kernel for these element types.
 bool attentionKernelExists(DataType dtype, DataType mask_dtype);

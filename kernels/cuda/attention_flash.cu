@@ -842,37 +842,6 @@ bool aligned16Elements(const void* p, const HeadStrides& s) {
          s.seq % 8 == 0;
 }
 
-/// The SMs of the current device (the split-key variant runs where the grid would fill fewer).
-int smCount() {
-  int device = 0, count = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    return 0;
-  }
-  return count;
-}
-
-/// ONNXOPT_FLASH_SPLIT=0 or 1 forces the choice (tests run both); otherwise the split-key
-/// variant runs where the kernel's grid fills fewer blocks than the GPU has SMs.
-bool splitKeys(int64_t blocks) {
-  static const int forced = [] {
-    const char* e = std::getenv("ONNXOPT_FLASH_SPLIT");
-    return e == nullptr || *e == '\0' ? -1 : (*e == '1' ? 1 : 0);
-  }();
-  if (forced >= 0) return forced == 1;
-  static const int sms = smCount();
-  return blocks < sms;
-}
-
-/// ONNXOPT_FLASH_MMA=0 keeps the WMMA kernel where the mma.sync one would run (to compare them).
-bool useMmaKernel() {
-  static const bool use = [] {
-    const char* e = std::getenv("ONNXOPT_FLASH_MMA");
-    return e == nullptr || *e != '0';
-  }();
-  return use;
-}
-
 /// `kernel` over `blocks` blocks of `warps` warps with `smem` bytes of dynamic shared memory
 /// (raising the limit past the default 48 KiB where needed).
 template <typename Kernel>
@@ -889,19 +858,19 @@ cudaError_t launchWithSmem(Kernel kernel, unsigned blocks, int warps, size_t sme
 }
 
 template <typename T, int D>
-cudaError_t launchFlashTyped(const AttentionDeviceArgs& a, cudaStream_t stream) {
+cudaError_t launchFlashTyped(const AttentionDeviceArgs& a, FlashKernel which, cudaStream_t stream) {
   const int q_blocks = static_cast<int>((a.q_seq + kFlashRows - 1) / kFlashRows);
   const auto blocks = static_cast<unsigned>(a.batch * a.q_heads * q_blocks);
-  const bool vec = aligned16Elements(a.q, a.q_strides) && aligned16Elements(a.k, a.k_strides) &&
-                   aligned16Elements(a.v, a.v_strides) && aligned16Elements(a.y, a.y_strides);
-  if (splitKeys(blocks)) {
+  const bool vec = flashAttentionAligned(a);
+  if (which == FlashKernel::kSplit) {
     const int split_q = static_cast<int>((a.q_seq + kSplitRows - 1) / kSplitRows);
     return launchWithSmem(flashAttentionSplitKernel<T, D>,
                           static_cast<unsigned>(a.batch * a.q_heads * split_q), kSplitWarps,
                           SplitLayout<D>::kBytes, stream, a, split_q, vec);
   }
   static_assert(kMmaRows == kFlashRows, "one grid for both kernels");
-  if (vec && useMmaKernel()) {
+  if (which == FlashKernel::kMma) {
+    if (!vec) return cudaErrorInvalidValue;
     auto kernel =
         a.nan_guard ? flashAttentionMmaKernel<T, D, true> : flashAttentionMmaKernel<T, D, false>;
     return launchWithSmem(kernel, blocks, kMmaWarps, MmaLayout<D>::kBytes, stream, a, q_blocks,
@@ -912,12 +881,12 @@ cudaError_t launchFlashTyped(const AttentionDeviceArgs& a, cudaStream_t stream) 
 }
 
 template <typename T>
-cudaError_t launchFlashSized(const AttentionDeviceArgs& a, cudaStream_t stream) {
+cudaError_t launchFlashSized(const AttentionDeviceArgs& a, FlashKernel which, cudaStream_t stream) {
   switch (a.qk_size) {
     case 64:
-      return launchFlashTyped<T, 64>(a, stream);
+      return launchFlashTyped<T, 64>(a, which, stream);
     case 128:
-      return launchFlashTyped<T, 128>(a, stream);
+      return launchFlashTyped<T, 128>(a, which, stream);
     default:
       return cudaErrorInvalidValue;
   }
@@ -933,11 +902,21 @@ bool flashAttentionApplies(const AttentionDeviceArgs& a) {
          a.batch * a.q_heads * ((a.q_seq + 15) / 16) <= INT32_MAX;
 }
 
-cudaError_t launchFlashAttention(const AttentionDeviceArgs& a, cudaStream_t stream) {
+bool flashAttentionAligned(const AttentionDeviceArgs& a) {
+  return aligned16Elements(a.q, a.q_strides) && aligned16Elements(a.k, a.k_strides) &&
+         aligned16Elements(a.v, a.v_strides) && aligned16Elements(a.y, a.y_strides);
+}
+
+int64_t flashAttentionBlocks(const AttentionDeviceArgs& a) {
+  return a.batch * a.q_heads * ((a.q_seq + kFlashRows - 1) / kFlashRows);
+}
+
+cudaError_t launchFlashAttention(const AttentionDeviceArgs& a, FlashKernel which,
+                                 cudaStream_t stream) {
   if (a.batch * a.q_heads * a.q_seq == 0) return cudaSuccess;
   if (!flashAttentionApplies(a)) return cudaErrorInvalidValue;
-  if (a.dtype == DataType::kFloat16) return launchFlashSized<__half>(a, stream);
-  return launchFlashSized<__nv_bfloat16>(a, stream);
+  if (a.dtype == DataType::kFloat16) return launchFlashSized<__half>(a, which, stream);
+  return launchFlashSized<__nv_bfloat16>(a, which, stream);
 }
 
 }  // namespace onnxopt::kernels::cuda

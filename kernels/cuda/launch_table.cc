@@ -60,6 +60,7 @@ struct LaunchEntry {
   Support (*check)(const CudaKernelCall&);
   StatusOr<size_t> (*workspace)(const CudaKernelCall&);
   Status (*launch)(const CudaKernelCall&, CudaStream);
+  std::string (*variant)(const CudaKernelCall&);
 };
 
 template <typename Args>
@@ -77,6 +78,15 @@ struct Family {
     ASSIGN_OR_RETURN(Args args, argsFromCall<Args>(call));
     return cuda::launch(args, stream);
   }
+  /// The family's variantName where it has one (a table of variants), else empty.
+  static std::string variant(const CudaKernelCall& call) {
+    if constexpr (requires(const Args& a) { cuda::variantName(a); }) {
+      StatusOr<Args> args = argsFromCall<Args>(call);
+      return args.isOk() ? cuda::variantName(*args) : std::string();
+    } else {
+      return {};
+    }
+  }
 };
 
 constexpr int64_t kOpen = kCudaOpenOpset;
@@ -89,7 +99,8 @@ constexpr int64_t kOpen = kCudaOpenOpset;
               until,                                       \
               &Family<cuda::family##Args>::check,          \
               &Family<cuda::family##Args>::workspace,      \
-              &Family<cuda::family##Args>::launch},
+              &Family<cuda::family##Args>::launch,         \
+              &Family<cuda::family##Args>::variant},
 const LaunchEntry kLaunchTable[] = {
 #include "ops.def"
 };
@@ -133,6 +144,11 @@ StatusOr<size_t> cudaWorkspaceBytes(const CudaKernelCall& call) {
   const CudaPluginKernel* plugin = findCudaPluginKernel(call.domain, call.op, call.opset);
   if (plugin == nullptr) return cuda::refused(noKernel(call));
   return plugin->workspace_bytes ? plugin->workspace_bytes(call) : StatusOr<size_t>(size_t{0});
+}
+
+std::string cudaKernelVariant(const CudaKernelCall& call) {
+  const LaunchEntry* e = findEntry(call.domain, call.op, call.opset);
+  return e != nullptr ? e->variant(call) : std::string();
 }
 
 Status launchCudaKernel(const CudaKernelCall& call, CudaStream stream) {

@@ -99,5 +99,8 @@ StatusOr<size_t> cudaWorkspaceBytes(const CudaKernelCall&) {
 Status launchCudaKernel(const CudaKernelCall&, CudaStream) {
   return notBuilt();
 }
+std::string cudaKernelVariant(const CudaKernelCall&) {
+  return {};
+}
 
 }  // namespace onnxopt::kernels

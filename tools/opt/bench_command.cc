@@ -144,7 +144,7 @@ int benchCommand(const BenchCommandOptions& opts) {
         return fail(r.status().withContext(fmt::format("{}: profiled run", opts.model)));
       }
       std::vector<ProfileSample> samples;
-      for (const auto& t : times) samples.push_back({t.name, t.op, t.placement, t.ms});
+      for (const auto& t : times) samples.push_back({t.name, t.op, t.placement, t.ms, t.variant});
       runs.push_back(std::move(samples));
     }
     rows = profileRows(runs);
@@ -196,9 +196,10 @@ int benchCommand(const BenchCommandOptions& opts) {
     std::vector<std::string> profile;
     for (const ProfileRow& r : rows) {
       profile.push_back(fmt::format(
-          "{{\"name\": {}, \"op\": {}, \"placement\": {}, \"mean_ms\": {}, \"percent\": {}}}",
-          jsonString(r.name), jsonString(r.op), jsonString(r.placement), jsonNumber(r.mean_ms),
-          jsonNumber(r.percent)));
+          "{{\"name\": {}, \"op\": {}, \"placement\": {}, \"variant\": {}, \"mean_ms\": {}, "
+          "\"percent\": {}}}",
+          jsonString(r.name), jsonString(r.op), jsonString(r.placement), jsonString(r.variant),
+          jsonNumber(r.mean_ms), jsonNumber(r.percent)));
     }
     std::string json = fmt::format(
         "{{\"model\": {}, \"device\": {}, \"inputs\": {}, \"warmup\": {}, \"iters\": {}, "

@@ -37,7 +37,8 @@ LatencyStats latencyStats(std::vector<double> ms) {
 std::vector<ProfileRow> profileRows(const std::vector<std::vector<ProfileSample>>& runs) {
   std::vector<ProfileRow> rows;
   if (runs.empty()) return rows;
-  for (const ProfileSample& s : runs.front()) rows.push_back({s.name, s.op, s.placement, 0, 0});
+  for (const ProfileSample& s : runs.front())
+    rows.push_back({s.name, s.op, s.placement, 0, 0, s.variant});
   for (const auto& run : runs) {
     for (size_t i = 0; i < run.size() && i < rows.size(); ++i) rows[i].mean_ms += run[i].ms;
   }
@@ -63,8 +64,10 @@ std::string formatProfile(const std::vector<ProfileRow>& rows, size_t top) {
                      "node");
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
     const ProfileRow& r = rows[i];
+    // The op with its kernel's variant where it has several: "Attention [flash-mma]".
+    std::string op = r.variant.empty() ? r.op : fmt::format("{} [{}]", r.op, r.variant);
     out += fmt::format("  {:>10.4f}  {:>6.2f}  {:<12}  {:<20}  {}\n", r.mean_ms, r.percent,
-                       r.placement, r.op, r.name);
+                       r.placement, op, r.name);
   }
   if (rows.size() > top) out += fmt::format("  ... {} more steps\n", rows.size() - top);
   struct OpTotal {

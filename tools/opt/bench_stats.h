@@ -28,6 +28,7 @@ struct ProfileSample {
   std::string op;
   std::string placement;
   double ms = 0;
+  std::string variant;  ///< the kernel's variant (Attention's table), or empty
 };
 
 /// One row of the profile table: a step's mean time over the profiled runs.
@@ -37,6 +38,7 @@ struct ProfileRow {
   std::string placement;
   double mean_ms = 0;
   double percent = 0;  ///< of the sum of every row's mean
+  std::string variant;
 };
 
 /// The rows of `runs` (each run's samples, the same steps in the same order), sorted by mean time,

@@ -43,8 +43,12 @@ TEST(BenchLatencyStats, SortsAndSummarizes) {
 
 TEST(BenchProfile, RowsAreMeansSortedByCostWithPerOpTotals) {
   std::vector<std::vector<ProfileSample>> runs = {
-      {{"a", "MatMul", "device", 2}, {"b", "Relu", "device", 1}, {"c", "MatMul", "device", 5}},
-      {{"a", "MatMul", "device", 4}, {"b", "Relu", "device", 1}, {"c", "MatMul", "device", 3}},
+      {{"a", "MatMul", "device", 2, ""},
+       {"b", "Relu", "device", 1, ""},
+       {"c", "MatMul", "device", 5, ""}},
+      {{"a", "MatMul", "device", 4, ""},
+       {"b", "Relu", "device", 1, ""},
+       {"c", "MatMul", "device", 3, ""}},
   };
   std::vector<ProfileRow> rows = profileRows(runs);
   ASSERT_EQ(rows.size(), 3u);
@@ -67,6 +71,20 @@ TEST(BenchProfile, RowsAreMeansSortedByCostWithPerOpTotals) {
   ASSERT_NE(relu, std::string::npos);
   EXPECT_LT(matmul, relu);
   EXPECT_NE(table.find("7.0000   87.50      2  MatMul"), std::string::npos) << table;
+}
+
+TEST(BenchProfile, RowsNameTheKernelVariant) {
+  std::vector<std::vector<ProfileSample>> runs = {
+      {{"attn", "Attention", "device", 3, "flash-mma"}, {"r", "Relu", "device", 1, ""}},
+  };
+  std::vector<ProfileRow> rows = profileRows(runs);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].variant, "flash-mma");
+  std::string table = formatProfile(rows);
+  EXPECT_NE(table.find("Attention [flash-mma]"), std::string::npos) << table;
+  EXPECT_EQ(table.find("Relu ["), std::string::npos) << table;
+  // The per-op totals stay per op.
+  EXPECT_NE(table.find("1  Attention\n"), std::string::npos) << table;
 }
 
 /// Parses `args` (after "opt") as the bench subcommand; returns whether it parsed.

@@ -254,6 +254,10 @@ Support cudaCanImplement(const CudaKernelCall& call);
 /// Device scratch memory the node's kernel needs (0 for the elementwise families).
 StatusOr<size_t> cudaWorkspaceBytes(const CudaKernelCall& call);
 
+/// The name of the variant the node's kernel runs, for families with several (Attention's
+/// table: kernels/cuda/attention_variants.h), or empty. `opt bench --profile` prints it.
+std::string cudaKernelVariant(const CudaKernelCall& call);
+
 /// Launches the node's kernel on `stream` (asynchronously: errors of the kernel's execution show
 /// at the next synchronization). A node cudaCanImplement refuses is kUnimplemented with its reason;
 /// a CUDA error names the call and the op.

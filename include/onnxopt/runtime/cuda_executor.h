@@ -119,6 +119,7 @@ class CudaExecutor : public Executor {
     std::string name;
     std::string op;
     std::string placement;
+    std::string variant;  ///< the kernel's variant where it has several (Attention), or empty
     double ms = 0;
   };
   /// A run with an event pair around each step that does work (views and folded nodes do none),

@@ -8,13 +8,19 @@
 
 namespace onnxopt::runtime {
 
-CudaExecutor::StepTime CudaExecutor::Impl::describeStep(const Plan& plan, const Step& step) const {
+CudaExecutor::StepTime CudaExecutor::Impl::describeStep(const PlanState& state,
+                                                        const Step& step) const {
+  const Plan& plan = *state.plan;
   CudaExecutor::StepTime t;
   if (step.kind == Step::Kind::kNode) {
     const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
     t.name = pn.name;
     t.op = pn.op;
     t.placement = placementName(pn.placement);
+    auto prepared = state.prepared.find(step.node);
+    if (prepared != state.prepared.end() && prepared->second.demoted.empty()) {
+      t.variant = api->kernelVariant(prepared->second.call);
+    }
     return t;
   }
   bool down = step.kind == Step::Kind::kCopyToHost;
@@ -27,7 +33,8 @@ CudaExecutor::StepTime CudaExecutor::Impl::describeStep(const Plan& plan, const 
 Status CudaExecutor::Impl::collectProfile(RunState& run) {
   const Plan& plan = *run.state.plan;
   for (const RunState::Timed& t : run.timed) {
-    CudaExecutor::StepTime time = describeStep(plan, plan.steps[static_cast<size_t>(t.step)]);
+    CudaExecutor::StepTime time =
+        describeStep(run.state, plan.steps[static_cast<size_t>(t.step)]);
     ASSIGN_OR_RETURN(time.ms, api->elapsedMs(t.start, t.end));
     run.profile->push_back(std::move(time));
   }

@@ -61,6 +61,9 @@ class CudaDeviceApi : public DeviceApi {
   Status launch(const kernels::CudaKernelCall& call) override {
     return kernels::launchCudaKernel(call, stream_.get());
   }
+  std::string kernelVariant(const kernels::CudaKernelCall& call) override {
+    return kernels::cudaKernelVariant(call);
+  }
   StatusOr<size_t> recordMarker() override {
     // Events are kept across runs (created once, recorded again).
     if (next_marker_ == events_.size()) {

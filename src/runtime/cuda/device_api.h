@@ -46,6 +46,9 @@ class DeviceApi {
   virtual kernels::Support canImplement(const kernels::CudaKernelCall& call) = 0;
   virtual StatusOr<size_t> workspaceBytes(const kernels::CudaKernelCall& call) = 0;
   virtual Status launch(const kernels::CudaKernelCall& call) = 0;
+  /// The variant of the node's kernel (kernels::cudaKernelVariant), for the profile; empty where
+  /// the kernel has one form.
+  virtual std::string kernelVariant(const kernels::CudaKernelCall&) { return {}; }
   /// CUDA graphs: the launches between beginCapture and endCapture are recorded, not run;
   /// replay runs them again (with the pointers they were captured with). A call that cannot be
   /// captured fails, and so does endCapture then (the device is out of capture mode either way);

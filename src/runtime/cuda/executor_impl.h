@@ -248,8 +248,8 @@ struct CudaExecutor::Impl {
   StatusOr<bool> runAsGraph(RunState& run);
 
   // cuda_profile.cc
-  /// What a step is, for the profile: its node, op and placement, or the copy.
-  CudaExecutor::StepTime describeStep(const Plan& plan, const Step& step) const;
+  /// What a step is, for the profile: its node, op, placement and kernel variant, or the copy.
+  CudaExecutor::StepTime describeStep(const PlanState& state, const Step& step) const;
 
   /// Appends each timed step's device time to the run's profile (after the final synchronization).
   Status collectProfile(RunState& run);
