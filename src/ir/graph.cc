@@ -1,5 +1,7 @@
 #include "onnxopt/ir/graph.h"
 
+#include "onnxopt/ir/builder.h"
+
 #include "support/big_blocks.h"
 
 #include <algorithm>
@@ -147,6 +149,25 @@ void Value::replaceAllUsesWith(Value* other) {
 
 // ---------------------------------------------------------------------------------------------
 // Attribute
+
+Attribute copyPlainAttribute(const Attribute& a, const std::string& name) {
+  ONNXOPT_CHECK(a.graphs.empty(), "copying a graph attribute");
+  Attribute c;
+  c.name = name;
+  c.kind = a.kind;
+  c.doc_string = a.doc_string;
+  c.f = a.f;
+  c.i = a.i;
+  c.s = a.s;
+  c.floats = a.floats;
+  c.ints = a.ints;
+  c.strings = a.strings;
+  c.tensors = a.tensors;
+  c.sparse_tensors = a.sparse_tensors;
+  c.types = a.types;
+  c.unknown_fields = a.unknown_fields;
+  return c;
+}
 
 const char* Attribute::kindName(Kind kind) {
   switch (kind) {

@@ -497,22 +497,7 @@ std::vector<ir::Value*> Rewriter::inlineBranch(ir::Node* node, ir::Graph& branch
 }
 
 ir::Attribute copyPlainAttribute(const ir::Attribute& a, const std::string& name) {
-  ONNXOPT_CHECK(a.graphs.empty(), "copying a graph attribute");
-  ir::Attribute c;
-  c.name = name;
-  c.kind = a.kind;
-  c.doc_string = a.doc_string;
-  c.f = a.f;
-  c.i = a.i;
-  c.s = a.s;
-  c.floats = a.floats;
-  c.ints = a.ints;
-  c.strings = a.strings;
-  c.tensors = a.tensors;
-  c.sparse_tensors = a.sparse_tensors;
-  c.types = a.types;
-  c.unknown_fields = a.unknown_fields;
-  return c;
+  return ir::copyPlainAttribute(a, name);
 }
 
 std::unique_ptr<ir::Function> copyToFunction(
@@ -537,7 +522,7 @@ std::unique_ptr<ir::Function> copyToFunction(
     ir::Node* c = rw.createNode(n->opType(), n->domain(), ins, n->numOutputs());
     for (const ir::Attribute& a : n->attributes()) {
       if (drop && drop(*n, a)) continue;
-      ir::Attribute copy = copyPlainAttribute(a, a.name);
+      ir::Attribute copy = ir::copyPlainAttribute(a, a.name);
       if (!a.ref_attr_name.empty()) {
         auto it = rename.find(a.ref_attr_name);
         copy.ref_attr_name = it == rename.end() ? a.ref_attr_name : it->second;
@@ -557,7 +542,7 @@ std::unique_ptr<ir::Function> copyToFunction(
 bool Rewriter::copyAttribute(const ir::Node& from, ir::Node* to, const std::string& name) {
   const ir::Attribute* a = from.findAttribute(name);
   if (a == nullptr) return false;
-  setAttribute(to, copyPlainAttribute(*a, a->name));
+  setAttribute(to, ir::copyPlainAttribute(*a, a->name));
   return true;
 }
 
@@ -604,7 +589,7 @@ std::vector<ir::Value*> Rewriter::inlineFunctionCall(ir::Node* call, const ir::F
         value = call->findAttribute(a.ref_attr_name);
         if (value == nullptr) continue;  // the caller left it out: so is the body's
       }
-      setAttribute(copy, copyPlainAttribute(*value, a.name));
+      setAttribute(copy, ir::copyPlainAttribute(*value, a.name));
     }
   }
   insert_graph_ = saved_graph;

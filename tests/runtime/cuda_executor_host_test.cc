@@ -219,6 +219,13 @@ TEST(CudaExecutorOnFakeDevice, RefusedKernelRunsOnTheCpu) {
   EXPECT_NE(session.executor->lastSummary().find("fake device refuses Add"), std::string::npos)
       << session.executor->lastSummary();
   EXPECT_EQ(session.log->launches, 2);  // MatMul, Relu (both Adds refused)
+  // The refusal is a placement of the plan: its summary is what ran, nothing demoted later.
+  auto plan = session.executor->lastPlan();
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->countPlacement(Placement::kCpuFallback), 3) << plan->summary();
+  EXPECT_NE(plan->summary().find("fake device refuses Add"), std::string::npos) << plan->summary();
+  EXPECT_EQ(session.executor->lastSummary().find("refused at these shapes"), std::string::npos)
+      << session.executor->lastSummary();
   session.expectClean();
 }
 

@@ -5,12 +5,12 @@
 #include "onnxopt/runtime/plan.h"
 
 #include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 
 #include <gtest/gtest.h>
 
-#include "../../src/runtime/plan/concrete_shapes.h"
 #include "../../src/runtime/plan/dim_eval.h"
 #include "model_feeds.h"
 #include "onnxopt/io/model_io.h"
@@ -92,11 +92,46 @@ std::unique_ptr<ir::Model> parseInferred(const std::string& text) {
   return model;
 }
 
+/// The summary tells what runs: its counts per placement are those of the nodes the steps run
+/// (each node once) and of the folded ones (no step), and it names each fallback with its reason.
+void expectSummaryIsWhatRuns(const Plan& plan) {
+  std::map<Placement, int64_t> ran;
+  std::vector<int> steps_of(plan.nodes.size(), 0);
+  for (const Step& st : plan.steps) {
+    if (st.kind != Step::Kind::kNode) continue;
+    ++steps_of[static_cast<size_t>(st.node)];
+    ++ran[plan.nodes[static_cast<size_t>(st.node)].placement];
+  }
+  int64_t folded = 0;
+  std::string summary = plan.summary();
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const PlannedNode& n = plan.nodes[i];
+    EXPECT_EQ(steps_of[i], n.folded ? 0 : 1) << n.name;
+    if (n.folded) {
+      ++folded;
+      ++ran[n.placement];
+    }
+    if (n.placement == Placement::kCpuFallback) {
+      EXPECT_NE(summary.find("fallback: " + n.name + ": " + n.fallback_reason + "\n"),
+                std::string::npos)
+          << summary;
+    }
+  }
+  std::string head = "plan: " + std::to_string(plan.nodes.size()) +
+                     " nodes: " + std::to_string(ran[Placement::kDevice]) + " device, " +
+                     std::to_string(ran[Placement::kHost]) + " host (" + std::to_string(folded) +
+                     " folded), " + std::to_string(ran[Placement::kCpuFallback]) +
+                     " cpu-fallback, " + std::to_string(ran[Placement::kView]) + " view;";
+  EXPECT_EQ(summary.rfind(head, 0), 0u) << summary;
+}
+
 Plan planOf(const ir::Model& model, const InputShapes& shapes,
             const kernels::Capabilities& device = everything(), PlanOptions options = {}) {
   auto plan = buildPlan(model, shapes, device, options);
   EXPECT_TRUE(plan.isOk()) << plan.status().toString();
-  return plan.isOk() ? std::move(plan).value() : Plan{};
+  if (!plan.isOk()) return Plan{};
+  expectSummaryIsWhatRuns(*plan);
+  return std::move(plan).value();
 }
 
 const PlannedValue* valueNamed(const Plan& plan, const std::string& name) {
@@ -285,58 +320,53 @@ TEST(DimEval, CanonicalTextEvaluates) {
   EXPECT_EQ(evalExprText("N +", b), std::nullopt);
 }
 
-kernels::HostTensor int64s(std::vector<int64_t> dims, const std::vector<int64_t>& values) {
-  kernels::HostTensor t = kernels::HostTensor::zeros(DataType::kInt64, std::move(dims));
-  for (size_t i = 0; i < values.size(); ++i) t.set<int64_t>(static_cast<int64_t>(i), values[i]);
-  return t;
+TEST(Plan, UnnamedDimsResolveByTheNodesOwnInference) {
+  // Every input dim is unnamed, so the model's inference leaves them open; the plan infers each
+  // node alone on its inputs' concrete dims and known data. MatMul, Transpose, Slice and Conv had
+  // no rule in the lowering before it used the IR's inference.
+  auto model = parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[?,?,?] x, bool[?,?] m) => (float[?,?,?] add, float[?,?,?] sel, float[?,?,?] ex,
+    float[?,?,?] cos, float[?,?,?] tile, float[?,?,?] top, float[?,?,?] cat, float[?,?,?] rs,
+    float[?,?,?] re, float[?,?,?] mm, float[?,?,?] tr, float[?,?,?] sl, float[?,?,?,?] cv,
+    float[?,?,?] sm)
+  <float[3,1] b = {1,2,3}, int64[1] k = {3}, int64[3] target = {0,-1,2}, float[3] scales = {1,1,2.5},
+   float[4,5] w = {1,1,1,1,1, 1,1,1,1,1, 1,1,1,1,1, 1,1,1,1,1}, int64[1] one = {1},
+   int64[1] two = {2}, int64[1] axis = {2}, float[1,1,1,1] kern = {1}> {
+  s = Shape(x)
+  add = Add(x, b)
+  sel = Where(m, x, b)
+  ex = Expand(b, s)
+  cos = ConstantOfShape(s)
+  tile = Tile(x, s)
+  top, idx = TopK<axis = 2>(x, k)
+  cat = Concat<axis = -1>(x, x)
+  rs = Reshape(x, target)
+  re = Resize(x, , scales)
+  mm = MatMul(x, w)
+  tr = Transpose<perm = [2, 0, 1]>(x)
+  sl = Slice(x, one, two, axis)
+  x4 = Unsqueeze(x, one)
+  cv = Conv(x4, kern)
+  sm = Softmax(x)
 }
-
-TEST(ConcreteShapes, RulesFromDimsAndShapeInputs) {
-  using plan_detail::concreteOutputDims;
-  using plan_detail::KnownInput;
+)");
+  ASSERT_NE(model, nullptr);
+  Plan plan =
+      planOf(*model, {{"x", {DataType::kFloat, {2, 1, 4}}}, {"m", {DataType::kBool, {3, 1}}}});
   using Dims = std::vector<int64_t>;
-  kernels::KernelAttrs none;
-  Dims a = {2, 1, 4}, b = {3, 1}, c = {5};
-  EXPECT_EQ(concreteOutputDims("Add", none, {{&a, nullptr}, {&b, nullptr}}), (Dims{2, 3, 4}));
-  EXPECT_EQ(concreteOutputDims("Where", none, {{&b, nullptr}, {&a, nullptr}, {&b, nullptr}}),
-            (Dims{2, 3, 4}));
-  EXPECT_EQ(concreteOutputDims("Add", none, {{&a, nullptr}, {&c, nullptr}}), std::nullopt);
-  EXPECT_EQ(concreteOutputDims("Add", none, {{&a, nullptr}, {}}), std::nullopt);
-  EXPECT_EQ(concreteOutputDims("Gelu", none, {{&a, nullptr}}), a);
-  kernels::HostTensor target = int64s({3}, {0, -1, 2});
-  EXPECT_EQ(concreteOutputDims("Reshape", none, {{&a, nullptr}, {nullptr, &target}}),
-            (Dims{2, 2, 2}));
-  kernels::HostTensor bad = int64s({2}, {3, -1});
-  EXPECT_EQ(concreteOutputDims("Reshape", none, {{&a, nullptr}, {nullptr, &bad}}), std::nullopt);
-  kernels::HostTensor shape = int64s({3}, {2, 3, 1});
-  EXPECT_EQ(concreteOutputDims("Expand", none, {{&b, nullptr}, {nullptr, &shape}}),
-            (Dims{2, 3, 1}));
-  EXPECT_EQ(concreteOutputDims("ConstantOfShape", none, {{nullptr, &shape}}), (Dims{2, 3, 1}));
-  kernels::HostTensor repeats = int64s({3}, {1, 3, 2});
-  EXPECT_EQ(concreteOutputDims("Tile", none, {{&a, nullptr}, {nullptr, &repeats}}),
-            (Dims{2, 3, 8}));
-  kernels::HostTensor s0 = int64s({}, {1}), s1 = int64s({}, {10}), s2 = int64s({}, {4});
-  EXPECT_EQ(concreteOutputDims("Range", none, {{nullptr, &s0}, {nullptr, &s1}, {nullptr, &s2}}),
-            (Dims{3}));
-  kernels::HostTensor k = int64s({1}, {3}), k_big = int64s({1}, {9});
-  kernels::KernelAttrs axis1;
-  axis1.ints["axis"] = 2;
-  EXPECT_EQ(concreteOutputDims("TopK", axis1, {{&a, nullptr}, {nullptr, &k}}), (Dims{2, 1, 3}));
-  EXPECT_EQ(concreteOutputDims("TopK", axis1, {{&a, nullptr}, {nullptr, &k_big}}), std::nullopt);
-  kernels::KernelAttrs axis2;
-  axis2.ints["axis"] = -1;
-  Dims a2 = {2, 1, 3};
-  EXPECT_EQ(concreteOutputDims("Concat", axis2, {{&a, nullptr}, {&a2, nullptr}}), (Dims{2, 1, 7}));
-  EXPECT_EQ(concreteOutputDims("Concat", axis2, {{&a, nullptr}, {&b, nullptr}}), std::nullopt);
-  kernels::HostTensor scales = kernels::HostTensor::zeros(DataType::kFloat, {3});
-  for (int64_t i = 0; i < 3; ++i) scales.set<float>(i, i == 2 ? 2.5f : 1.0f);
-  EXPECT_EQ(concreteOutputDims("Resize", none, {{&a, nullptr}, {}, {nullptr, &scales}}),
-            (Dims{2, 1, 10}));
-  kernels::HostTensor sizes = int64s({3}, {4, 2, 8});
-  EXPECT_EQ(concreteOutputDims("Resize", none,
-                               {{&a, nullptr}, {}, {nullptr, &scales}, {nullptr, &sizes}}),
-            (Dims{4, 2, 8}));
-  EXPECT_EQ(concreteOutputDims("Conv", none, {{&a, nullptr}}), std::nullopt);
+  std::map<std::string, Dims> expected = {
+      {"add", {2, 3, 4}},   {"sel", {2, 3, 4}},   {"ex", {2, 3, 4}},  {"cos", {2, 1, 4}},
+      {"tile", {4, 1, 16}}, {"top", {2, 1, 3}},   {"idx", {2, 1, 3}}, {"cat", {2, 1, 8}},
+      {"rs", {2, 2, 2}},    {"re", {2, 1, 10}},   {"mm", {2, 1, 5}},  {"tr", {4, 2, 1}},
+      {"sl", {2, 1, 1}},    {"cv", {2, 1, 1, 4}}, {"sm", {2, 1, 4}}};
+  for (const auto& [name, dims] : expected) {
+    const PlannedValue* v = valueNamed(plan, name);
+    ASSERT_NE(v, nullptr);
+    EXPECT_FALSE(v->dynamic) << name;
+    EXPECT_EQ(v->dims, dims) << name;
+  }
+  EXPECT_FALSE(plan.has_dynamic) << plan.summary();
 }
 
 // --- placements and copies ----------------------------------------------------------------------
@@ -378,6 +408,38 @@ TEST(Plan, UnsupportedOpFallsBackWithCopiesAsSteps) {
       << summary;
   EXPECT_NE(summary.find("weights 64 bytes"), std::string::npos) << summary;
   expectValidMemory(plan);
+}
+
+TEST(Plan, KernelRefusalAtTheseShapesIsDecidedWhenPlanning) {
+  // The device's capabilities admit Tanh, but its kernel takes at most 8 elements: at batch 1
+  // Tanh runs on the device, at batch 4 on the CPU, and the plan (its summary) says so.
+  auto model = parseInferred(kMlp);
+  PlanOptions options;
+  options.check_node = [](const Plan& plan, const PlannedNode& pn) {
+    for (const std::vector<int>* ids : {&pn.inputs, &pn.outputs}) {
+      for (int id : *ids) {
+        for (int64_t d : plan.values[static_cast<size_t>(id)].dims) EXPECT_GE(d, 0) << pn.name;
+      }
+    }
+    const PlannedValue& out = plan.values[static_cast<size_t>(pn.outputs[0])];
+    if (pn.op == "Tanh" && out.bytes > 8 * 4) return kernels::Support::no("Tanh: at most 8");
+    return kernels::Support::yes();
+  };
+  Plan small = planOf(*model, {{"x", {DataType::kFloat, {1, 4}}}}, everything(), options);
+  EXPECT_EQ(nodeProducing(small, "a")->placement, Placement::kDevice);
+  EXPECT_EQ(small.countPlacement(Placement::kCpuFallback), 0) << small.summary();
+
+  Plan big = planOf(*model, {{"x", {DataType::kFloat, {4, 4}}}}, everything(), options);
+  const PlannedNode* tanh = nodeProducing(big, "a");
+  ASSERT_NE(tanh, nullptr);
+  EXPECT_EQ(tanh->placement, Placement::kCpuFallback);
+  EXPECT_EQ(tanh->fallback_reason, "Tanh: at most 8");
+  EXPECT_NE(big.summary().find("Tanh: at most 8"), std::string::npos) << big.summary();
+  EXPECT_EQ(valueNamed(big, "a")->location, Location::kHost);
+  int64_t copies = 0;
+  for (const Step& st : big.steps) copies += st.kind != Step::Kind::kNode;
+  EXPECT_EQ(copies, 2) << big.summary();  // h down to the host, a up for Relu
+  expectValidMemory(big);
 }
 
 TEST(Plan, EverythingOnTheDeviceNeedsNoCopies) {
@@ -795,13 +857,20 @@ INSTANTIATE_TEST_SUITE_P(
 
 // --- plan cache ---------------------------------------------------------------------------------
 
+/// buildPlan on everything(), its summary checked against its steps when it plans.
+StatusOr<Plan> checkedPlan(const ir::Model& model, const InputShapes& shapes) {
+  auto plan = buildPlan(model, shapes, everything());
+  if (plan.isOk()) expectSummaryIsWhatRuns(*plan);
+  return plan;
+}
+
 TEST(PlanCache, HitsReuseThePlanAndMissesPlanAgain) {
   auto model = parseInferred(kReshapeChain);
   int builds = 0;
   PlanCache cache(
       [&](const InputShapes& s) {
         ++builds;
-        return buildPlan(*model, s, everything());
+        return checkedPlan(*model, s);
       },
       2);
   InputShapes a = {{"x", {DataType::kFloat, {3, 4}}}};
@@ -834,7 +903,7 @@ TEST(PlanCache, HitsReuseThePlanAndMissesPlanAgain) {
 
 TEST(PlanCache, FailedBuildIsNotCached) {
   auto model = parseInferred(kReshapeChain);
-  PlanCache cache([&](const InputShapes& s) { return buildPlan(*model, s, everything()); });
+  PlanCache cache([&](const InputShapes& s) { return checkedPlan(*model, s); });
   InputShapes bad = {{"x", {DataType::kFloat, {3, 5}}}};
   EXPECT_FALSE(cache.get(bad).isOk());
   EXPECT_FALSE(cache.get(bad).isOk());
@@ -848,7 +917,7 @@ TEST(PlanCache, ClearPlansAgainAndKeepsTheCounters) {
   int builds = 0;
   PlanCache cache([&](const InputShapes& s) {
     ++builds;
-    return buildPlan(*model, s, everything());
+    return checkedPlan(*model, s);
   });
   InputShapes a = {{"x", {DataType::kFloat, {3, 4}}}};
   auto first = cache.get(a);

@@ -93,4 +93,8 @@ class Builder {
   static void removeOutput(Graph& g, size_t i) { g.removeOutput(i); }
 };
 
+/// A copy of attribute `a` under `name` (its ref_attr_name dropped). `a` must hold no graph: a
+/// graph attribute owns its body.
+Attribute copyPlainAttribute(const Attribute& a, const std::string& name);
+
 }  // namespace onnxopt::ir

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -112,6 +113,8 @@ struct Step {
   int dst = -1;
 };
 
+struct Plan;
+
 struct PlanOptions {
   /// A host (kHost) node's outputs may hold at most this many elements each.
   int64_t max_host_elements = 64;
@@ -120,6 +123,12 @@ struct PlanOptions {
   /// Values (by name) whose inferred or declared dims a run's data contradicted (a declared output
   /// shape no input can make): planned as shaped at run time, nothing assumed of their dims.
   std::set<std::string> shaped_at_run_time;
+  /// The device's check of a node at its planned dtypes, dims and constant inputs (a kernel may
+  /// refuse shapes, ranks or attribute values that its capability row admits), asked of every
+  /// node the capabilities place on the device whose values are all static. A "no" places the
+  /// node on the CPU (kCpuFallback, with the reason), so the plan's placements are what runs.
+  /// Empty: the capability answer stands. `plan` holds the node's values (it is being built).
+  std::function<kernels::Support(const Plan& plan, const PlannedNode& node)> check_node;
 };
 
 struct Plan {

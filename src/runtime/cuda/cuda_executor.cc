@@ -89,6 +89,9 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
   impl->last_thread = std::this_thread::get_id();
   const ir::Model* m = &model;
   PlanOptions plan_options = options.plan;
+  plan_options.check_node = [checker = impl.get()](const Plan& plan, const PlannedNode& pn) {
+    return checker->checkWhilePlanning(plan, pn);
+  };
   const std::set<std::string>* distrusted = &impl->shaped_at_run_time;
   impl->cache = std::make_unique<PlanCache>(
       [m, plan_options, distrusted](const InputShapes& shapes) {

@@ -2,7 +2,9 @@
 // buffers, the constants uploaded, every device node's call bound to its buffers (or demoted to
 // the CPU where the kernel refuses its shapes), the one workspace, and pinned staging.
 #include <algorithm>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -215,6 +217,44 @@ StatusOr<PlanState*> CudaExecutor::Impl::stateFor(const InputShapes& shapes) {
   state.last_used = ++clock;
   RETURN_IF_ERROR(prepare(state));
   return &states.emplace(key, std::move(state)).first->second;
+}
+
+kernels::Support CudaExecutor::Impl::checkWhilePlanning(const Plan& plan,
+                                                        const PlannedNode& pn) const {
+  kernels::CudaKernelCall call;
+  call.domain = pn.domain;
+  call.op = pn.op;
+  call.opset = pn.opset;
+  call.attrs = &pn.attrs;
+  std::vector<std::optional<HostTensor>> constants;
+  for (int id : pn.inputs) {
+    if (id < 0) {
+      call.inputs.emplace_back();
+      constants.emplace_back();
+      continue;
+    }
+    const PlannedValue& v = value(plan, id);
+    call.inputs.emplace_back(v.dtype, v.dims, kernels::contiguousStrides(v.dims), nullptr,
+                             kernels::MemoryKind::kDevice);
+    std::optional<HostTensor> data;
+    if (value(plan, rootOf(plan, id)).location == Location::kConstant) {
+      if (auto c = constantData(plan, id); c.isOk()) data = std::move(c).value();
+    }
+    constants.push_back(std::move(data));
+  }
+  for (int id : pn.outputs) {
+    if (id < 0) {
+      call.outputs.emplace_back();
+      continue;
+    }
+    const PlannedValue& v = value(plan, id);
+    call.outputs.emplace_back(v.dtype, v.dims, kernels::contiguousStrides(v.dims), nullptr,
+                              kernels::MemoryKind::kDevice);
+  }
+  for (const std::optional<HostTensor>& c : constants) {
+    call.constant_inputs.push_back(c ? &*c : nullptr);
+  }
+  return api->canImplement(call);
 }
 
 }  // namespace onnxopt::runtime

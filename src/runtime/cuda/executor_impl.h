@@ -169,6 +169,10 @@ struct CudaExecutor::Impl {
   // cuda_weights.cc
   /// The host data of a constant value (a view of a constant reads its root's data).
   StatusOr<HostTensor> constantData(const Plan& plan, int id) const;
+  /// The kernel's check of a node at its planned dims and constant inputs, asked while planning
+  /// (PlanOptions::check_node) so that the plan's placement is what runs. No memory exists yet:
+  /// the views carry no pointer (the arena's, where the node runs, are aligned).
+  kernels::Support checkWhilePlanning(const Plan& plan, const PlannedNode& pn) const;
 
   /// Uploads the constants the plan's device side reads: initializers once per session, folded
   /// values once per plan.

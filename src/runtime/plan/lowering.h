@@ -12,16 +12,27 @@
 #include <fmt/ranges.h>
 
 #include "../describe_node.h"
-#include "concrete_shapes.h"
 #include "dim_eval.h"
 #include "onnxopt/bridge/kernel_bridge.h"
+#include "onnxopt/ir/builder.h"
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/op_traits.h"
+#include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/kernels/reference.h"
 #include "onnxopt/runtime/memory_planner.h"
 #include "onnxopt/runtime/reference_executor.h"
 
 namespace onnxopt::runtime::plan_detail {
+
+/// Each output element depends only on the input elements at its index (unary elementwise ops
+/// that keep the element type, and broadcasting ops): the output may take the buffer of an input
+/// of its dtype and size (in-place reuse).
+inline bool isElementwise(const std::string& op) {
+  const ir::OpTraits* t = ir::opTraits("", op);
+  bool unary =
+      t != nullptr && t->elementwise == ir::Elementwise::kUnary && !t->has(ir::OpTrait::kConverts);
+  return unary || ir::broadcasts("", op);
+}
 
 inline bool isViewOp(const std::string& op) {
   return ir::hasTrait("", op, ir::OpTrait::kView);
@@ -101,9 +112,14 @@ class Lowering {
     return nullptr;
   }
 
-  /// Output 0's dims by the op's concrete rule (concrete_shapes.h), from what is known of the
-  /// inputs.
-  std::optional<std::vector<int64_t>> ruleDims(const PlannedNode& pn);
+  /// The output types of the IR's shape inference (ir/shape_inference.h) run on the node alone,
+  /// its inputs bound to their planned dims and known host data; nullopt for a node with
+  /// subgraphs or when inference fails.
+  std::optional<std::vector<ir::Type>> inferAlone(const ir::Node& n, const PlannedNode& pn);
+
+  /// Fills the dims of `partial` left open (-1) from `alone`, an output type inferAlone gave,
+  /// taking its rank when none was known; true when every dim is then known.
+  static bool completeDims(const ir::Type& alone, std::vector<int64_t>& partial, bool& rank_known);
 
   /// Creates the planned outputs of a node from inferred types (or `computed` dims). With
   /// `omit_unused` (a device node), an optional output nothing reads is planned as absent
@@ -120,6 +136,16 @@ class Lowering {
   bool isHostNode(const ir::Node& n, const PlannedNode& pn);
 
   Status lowerNode(const ir::Node& n);
+
+  /// Whether some input or output of the node has dims known only at run time.
+  bool hasDynamicValue(const PlannedNode& pn) {
+    for (const std::vector<int>* ids : {&pn.inputs, &pn.outputs}) {
+      for (int id : *ids) {
+        if (id >= 0 && value(id).dynamic) return true;
+      }
+    }
+    return false;
+  }
 
   /// Forgets the outputs addOutputs made (a host candidate that turned out too large).
   void dropOutputs(const ir::Node& n, PlannedNode& pn);

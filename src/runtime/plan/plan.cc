@@ -159,6 +159,16 @@ Status Lowering::lowerNode(const ir::Node& n) {
   }
   kernels::Support s = device_.supports(bridge::opQuery(n, pn.opset));
   RETURN_IF_ERROR(addOutputs(n, pn, /*omit_unused=*/static_cast<bool>(s)));
+  if (s && options_.check_node && !hasDynamicValue(pn)) {
+    // The kernel's own check at these shapes, decided here rather than when the plan runs.
+    kernels::Support k = options_.check_node(plan_, pn);
+    if (!k) {
+      dropOutputs(n, pn);
+      RETURN_IF_ERROR(addOutputs(n, pn));
+      s = kernels::Support::no(k.reason.empty() ? "refused by the kernel at these shapes"
+                                                : k.reason);
+    }
+  }
   pn.placement = s ? Placement::kDevice : Placement::kCpuFallback;
   if (!s) pn.fallback_reason = s.reason.empty() ? "not supported by the device" : s.reason;
   for (int id : pn.outputs) {

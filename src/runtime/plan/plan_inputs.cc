@@ -136,22 +136,63 @@ void Lowering::learnSymbols(const ir::Value& v, const std::vector<int64_t>& dims
   }
 }
 
-std::optional<std::vector<int64_t>> Lowering::ruleDims(const PlannedNode& pn) {
-  if (!pn.domain.empty()) return std::nullopt;
-  std::vector<plan_detail::KnownInput> known;
+std::optional<std::vector<ir::Type>> Lowering::inferAlone(const ir::Node& n,
+                                                          const PlannedNode& pn) {
+  if (!n.subgraphs().empty()) return std::nullopt;  // a body is not copied
+  ir::Model m;
+  m.ir_version = model_.ir_version;
+  m.opset_imports = model_.opset_imports;
+  m.graph = std::make_unique<ir::Graph>();
+  ir::Graph& g = *m.graph;
+  std::vector<ir::Value*> ins;
   for (size_t i = 0; i < pn.inputs.size(); ++i) {
-    plan_detail::KnownInput k;
-    if (pn.inputs[i] >= 0) {
-      const PlannedValue& v = value(pn.inputs[i]);
-      if (!v.dynamic && v.rank_known) k.dims = &v.dims;
-      k.value = hostValueOf(pn, i);
+    if (pn.inputs[i] < 0) {
+      ins.push_back(nullptr);
+      continue;
     }
-    known.push_back(k);
+    std::string name = fmt::format("in{}", i);
+    if (const kernels::HostTensor* t = hostValueOf(pn, i)) {
+      // Known data (a shape target, a scale): inference reads it as a constant.
+      ins.push_back(
+          ir::Builder::addInitializer(g, name, bridge::fromHost(kernels::HostTensor(*t))));
+      continue;
+    }
+    const PlannedValue& v = value(pn.inputs[i]);
+    ir::Shape shape;
+    if (v.rank_known) {
+      shape.emplace();
+      for (int64_t d : v.dims) shape->push_back(d >= 0 ? ir::Dim::known(d) : ir::Dim::unknown());
+    }
+    ins.push_back(ir::Builder::addInput(g, name, ir::Type::tensor(v.dtype, std::move(shape))));
   }
-  return plan_detail::concreteOutputDims(pn.op, pn.attrs, known);
+  ir::Node* copy = ir::Builder::createNode(g, n.opType(), n.domain(), ins, n.numOutputs());
+  for (const ir::Attribute& a : n.attributes())
+    ir::Builder::appendAttribute(copy, ir::copyPlainAttribute(a, a.name));
+  if (!ir::inferShapes(m).isOk()) return std::nullopt;
+  std::vector<ir::Type> types;
+  for (size_t i = 0; i < copy->numOutputs(); ++i) types.push_back(copy->output(i)->type());
+  return types;
+}
+
+bool Lowering::completeDims(const ir::Type& alone, std::vector<int64_t>& partial,
+                            bool& rank_known) {
+  if (!alone.isTensor() || !alone.shape) return false;
+  if (rank_known && alone.shape->size() != partial.size()) return false;
+  if (!rank_known) partial.assign(alone.shape->size(), -1);
+  rank_known = true;
+  bool all = true;
+  for (size_t d = 0; d < partial.size(); ++d) {
+    const ir::Dim& dim = (*alone.shape)[d];
+    // What the symbolic evaluation knows stands; the node's own inference fills the rest.
+    if (partial[d] < 0 && dim.isKnown()) partial[d] = dim.value;
+    all &= partial[d] >= 0;
+  }
+  return all;
 }
 
 Status Lowering::addOutputs(const ir::Node& n, PlannedNode& pn, bool omit_unused) {
+  std::optional<std::vector<ir::Type>> alone;
+  bool alone_tried = false;
   for (size_t i = 0; i < n.numOutputs(); ++i) {
     const ir::Value* out = n.output(i);
     if (out == nullptr ||
@@ -171,14 +212,13 @@ Status Lowering::addOutputs(const ir::Node& n, PlannedNode& pn, bool omit_unused
       partial.clear();
       v.rank_known = false;
     }
-    if (!dims && !distrusted && (i == 0 || (i == 1 && pn.op == "TopK"))) {
-      // Inference left some dim open: the op's concrete rule fills it where it knows it.
-      if (auto rule = ruleDims(pn); rule && (!v.rank_known || rule->size() == partial.size())) {
-        for (size_t d = 0; d < partial.size(); ++d) {
-          if (partial[d] >= 0) (*rule)[d] = partial[d];  // what inference knows stands
-        }
-        dims = rule;
-        v.rank_known = true;
+    if (!dims && !distrusted) {
+      // Some dim does not evaluate (an unnamed input dim, a size only a host evaluation made
+      // known): inference of the node alone, on its inputs' concrete dims and known data.
+      if (!alone_tried) alone = inferAlone(n, pn);
+      alone_tried = true;
+      if (alone && i < alone->size() && completeDims((*alone)[i], partial, v.rank_known)) {
+        dims = partial;
         learnSymbols(*out, *dims);
       }
     }

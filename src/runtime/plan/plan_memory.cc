@@ -71,8 +71,8 @@ Status Lowering::assignMemory() {
       const Step& st = plan_.steps[static_cast<size_t>(s)];
       if (st.kind != Step::Kind::kNode) continue;
       PlannedNode& pn = plan_.nodes[static_cast<size_t>(st.node)];
-      if (pn.placement != Placement::kDevice || !pn.domain.empty() ||
-          !plan_detail::isElementwise(pn.op) || pn.outputs.empty() || pn.outputs[0] < 0) {
+      if (pn.placement != Placement::kDevice || !pn.domain.empty() || !isElementwise(pn.op) ||
+          pn.outputs.empty() || pn.outputs[0] < 0) {
         continue;
       }
       PlannedValue& out = value(pn.outputs[0]);
