@@ -119,6 +119,19 @@ struct ShapeInferenceStats {
 /// rests on a declared dim that inference contradicts.
 StatusOr<ShapeInferenceStats> inferShapes(Model& model, const ShapeInferenceOptions& options = {});
 
+/// One input of inferNodeAlone: its type, and its content where known (a shape target, a scale).
+struct NodeInput {
+  Type type;
+  std::optional<Tensor> data;
+};
+
+/// The output types inference gives `node` alone (a copy of it in a one-node model of `model`'s
+/// opsets), when its inputs have these types and data (nullopt: an omitted input). For callers
+/// that know more of the inputs than the model's types say (the runtime's plan, which knows
+/// concrete dims and folded shape values). nullopt for a node with subgraphs.
+std::optional<std::vector<Type>> inferNodeAlone(
+    const Model& model, const Node& node, const std::vector<std::optional<NodeInput>>& inputs);
+
 /// Adds the inference function of an op of a plugin's own domain (include/onnxopt/plugin/
 /// plugin.h) for this process: every later inferShapes runs it for that op from `since` on. A
 /// domain of ONNX, or an op and version already registered, is kInvalidArgument.

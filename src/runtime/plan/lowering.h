@@ -14,7 +14,6 @@
 #include "../describe_node.h"
 #include "dim_eval.h"
 #include "onnxopt/bridge/kernel_bridge.h"
-#include "onnxopt/ir/builder.h"
 #include "onnxopt/ir/constants.h"
 #include "onnxopt/ir/op_traits.h"
 #include "onnxopt/ir/shape_inference.h"
@@ -112,9 +111,8 @@ class Lowering {
     return nullptr;
   }
 
-  /// The output types of the IR's shape inference (ir/shape_inference.h) run on the node alone,
-  /// its inputs bound to their planned dims and known host data; nullopt for a node with
-  /// subgraphs or when inference fails.
+  /// The output types of the IR's shape inference on the node alone (ir::inferNodeAlone), its
+  /// inputs bound to their planned dims and known host data; nullopt for a node with subgraphs.
   std::optional<std::vector<ir::Type>> inferAlone(const ir::Node& n, const PlannedNode& pn);
 
   /// Fills the dims of `partial` left open (-1) from `alone`, an output type inferAlone gave,

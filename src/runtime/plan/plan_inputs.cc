@@ -138,40 +138,27 @@ void Lowering::learnSymbols(const ir::Value& v, const std::vector<int64_t>& dims
 
 std::optional<std::vector<ir::Type>> Lowering::inferAlone(const ir::Node& n,
                                                           const PlannedNode& pn) {
-  if (!n.subgraphs().empty()) return std::nullopt;  // a body is not copied
-  ir::Model m;
-  m.ir_version = model_.ir_version;
-  m.opset_imports = model_.opset_imports;
-  m.graph = std::make_unique<ir::Graph>();
-  ir::Graph& g = *m.graph;
-  std::vector<ir::Value*> ins;
+  std::vector<std::optional<ir::NodeInput>> inputs;
   for (size_t i = 0; i < pn.inputs.size(); ++i) {
     if (pn.inputs[i] < 0) {
-      ins.push_back(nullptr);
-      continue;
-    }
-    std::string name = fmt::format("in{}", i);
-    if (const kernels::HostTensor* t = hostValueOf(pn, i)) {
-      // Known data (a shape target, a scale): inference reads it as a constant.
-      ins.push_back(
-          ir::Builder::addInitializer(g, name, bridge::fromHost(kernels::HostTensor(*t))));
+      inputs.emplace_back();
       continue;
     }
     const PlannedValue& v = value(pn.inputs[i]);
-    ir::Shape shape;
+    ir::NodeInput in;
     if (v.rank_known) {
-      shape.emplace();
-      for (int64_t d : v.dims) shape->push_back(d >= 0 ? ir::Dim::known(d) : ir::Dim::unknown());
+      std::vector<ir::Dim> dims;
+      for (int64_t d : v.dims) dims.push_back(d >= 0 ? ir::Dim::known(d) : ir::Dim::unknown());
+      in.type = ir::Type::tensor(v.dtype, std::move(dims));
+    } else {
+      in.type = ir::Type::tensor(v.dtype);
     }
-    ins.push_back(ir::Builder::addInput(g, name, ir::Type::tensor(v.dtype, std::move(shape))));
+    if (const kernels::HostTensor* t = hostValueOf(pn, i)) {
+      in.data = bridge::fromHost(kernels::HostTensor(*t));
+    }
+    inputs.push_back(std::move(in));
   }
-  ir::Node* copy = ir::Builder::createNode(g, n.opType(), n.domain(), ins, n.numOutputs());
-  for (const ir::Attribute& a : n.attributes())
-    ir::Builder::appendAttribute(copy, ir::copyPlainAttribute(a, a.name));
-  if (!ir::inferShapes(m).isOk()) return std::nullopt;
-  std::vector<ir::Type> types;
-  for (size_t i = 0; i < copy->numOutputs(); ++i) types.push_back(copy->output(i)->type());
-  return types;
+  return ir::inferNodeAlone(model_, n, inputs);
 }
 
 bool Lowering::completeDims(const ir::Type& alone, std::vector<int64_t>& partial,
