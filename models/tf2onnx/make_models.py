@@ -5,7 +5,7 @@ wraps each of them in Transpose<perm=[0, 3, 1, 2]> ... Transpose<perm=[0, 2, 3, 
 elementwise ops (Relu, Clip, Add), Concat (axis 3, the channels) and reductions (ReduceMean over
 axes [1, 2]) in NHWC between them. The transpose optimizers (ours: optimize-transposes; onnxruntime's
 in ORT_ENABLE_BASIC) are measured on how many of those Transposes they remove
-(tools/bench/transpose_counts.py, docs/node_counts.md). Input [N, 32, 32, 3] NHWC (N dynamic),
+(tools/bench/transpose_counts.py, tools/results/node_counts.md). Input [N, 32, 32, 3] NHWC (N dynamic),
 opset 17, seeded random weights; goldens from onnxruntime on these unoptimized models.
 
     plain      conv-bn-relu x 3 with a MaxPool, global ReduceMean, MatMul + Add

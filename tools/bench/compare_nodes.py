@@ -105,7 +105,7 @@ def main() -> int:
     print(f"\nopt invalid or different: {bad_opt}; opt above a peer that kept outputs: {len(worse)} {worse}")
     if args.markdown:
         lines = ["# Node counts: opt -O2 against onnxsim, onnxslim and onnxoptimizer", "",
-                 "Written by `.venv/bin/python tools/bench/compare_nodes.py --markdown docs/node_counts.md`. "
+                 "Written by `.venv/bin/python tools/bench/compare_nodes.py --markdown tools/results/node_counts.md`. "
                  "Nodes include subgraphs. A count is shown only for an output that passes onnx.checker (where "
                  "the original does) and matches onnxruntime on the original (float32 within rtol 1e-4).", "",
                  "| model | nodes | " + " | ".join(TOOLS) + " |", "|---|---:|" + "---:|" * len(TOOLS)]

@@ -4,7 +4,7 @@ issue's acceptance): `opt -O2`, onnxruntime's ORT_ENABLE_BASIC (its transpose op
 onnxslim and onnxoptimizer, each output checked against onnxruntime on the original (the model's golden
 input, max abs difference within 1e-5) and by onnx.checker.
 
-    python tools/bench/transpose_counts.py [--markdown docs/node_counts.md]
+    python tools/bench/transpose_counts.py [--markdown tools/results/node_counts.md]
 
 With --markdown the table replaces what follows the `<!-- transposes -->` marker of that file
 (compare_nodes.py keeps it when it rewrites the rest). The peers are the optional benchmark
@@ -104,7 +104,7 @@ def main() -> int:
         print(f"{name:<12} {t0:>4} / {n0:<4} " + " ".join(f"{c:>14}" for c in cells), flush=True)
     if args.markdown:
         lines = [MARKER, "", "## Transposes on tf2onnx-style models", "",
-                 "Written by `python tools/bench/transpose_counts.py --markdown docs/node_counts.md`: the "
+                 "Written by `python tools/bench/transpose_counts.py --markdown tools/results/node_counts.md`: the "
                  "models of models/tf2onnx (NHWC inputs, a Transpose pair around every Conv, pool, "
                  "BatchNormalization and Resize, as tf2onnx converts Keras models), Transposes / nodes after "
                  "each tool. A count is valid (onnx.checker) and matches onnxruntime on the original within "
