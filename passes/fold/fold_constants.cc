@@ -442,13 +442,15 @@ class FoldConstantsPass final : public pass::GraphPass {
         return view;
       }
     }
+    // Each input's index among the distinct constants (-1: an absent input).
+    std::vector<int> slot;
+    for (const ir::Value* v : n.inputs()) {
+      auto it = std::find(distinct.begin(), distinct.end(), v);
+      slot.push_back(v == nullptr ? -1 : static_cast<int>(it - distinct.begin()));
+    }
     if (predicted && n.opType() == "Concat") {
       std::vector<const ir::Tensor*> in;
-      for (const ir::Value* v : n.inputs()) {
-        auto it = std::find(distinct.begin(), distinct.end(), v);
-        in.push_back(it == distinct.end() ? nullptr
-                                          : &tensors[static_cast<size_t>(it - distinct.begin())]);
-      }
+      for (int k : slot) in.push_back(k < 0 ? nullptr : &tensors[static_cast<size_t>(k)]);
       if (auto joined = foldConcatBytes(n, in)) {
         bump("concats-joined");
         return joined;
@@ -458,10 +460,7 @@ class FoldConstantsPass final : public pass::GraphPass {
     hosts.reserve(tensors.size());
     for (const ir::Tensor& t : tensors) hosts.push_back(bridge::toHost(t));
     std::vector<const kernels::HostTensor*> ptrs;
-    for (const ir::Value* v : n.inputs()) {
-      auto it = std::find(distinct.begin(), distinct.end(), v);
-      ptrs.push_back(v == nullptr ? nullptr : &hosts[static_cast<size_t>(it - distinct.begin())]);
-    }
+    for (int k : slot) ptrs.push_back(k < 0 ? nullptr : &hosts[static_cast<size_t>(k)]);
     auto results =
         kernels::runReferenceKernel(kernels::referenceOpName(n.domain(), n.opType()), opset, ptrs,
                                     bridge::toKernelAttrs(n), n.numOutputs());

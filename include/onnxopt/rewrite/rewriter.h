@@ -241,6 +241,7 @@ class Rewriter {
 bool isNamedOutput(const ir::Value* value);
 
 /// A copy of attribute `a` under `name` (its ref_attr_name dropped). `a` must hold no graph.
+/// ir::copyPlainAttribute for passes, which may not include ir/builder.h (the layering check).
 ir::Attribute copyPlainAttribute(const ir::Attribute& a, const std::string& name);
 
 /// A model-local function `domain`.`name` whose body copies the nodes of `body` (which hold no

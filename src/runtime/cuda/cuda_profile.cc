@@ -33,8 +33,7 @@ CudaExecutor::StepTime CudaExecutor::Impl::describeStep(const PlanState& state,
 Status CudaExecutor::Impl::collectProfile(RunState& run) {
   const Plan& plan = *run.state.plan;
   for (const RunState::Timed& t : run.timed) {
-    CudaExecutor::StepTime time =
-        describeStep(run.state, plan.steps[static_cast<size_t>(t.step)]);
+    CudaExecutor::StepTime time = describeStep(run.state, plan.steps[static_cast<size_t>(t.step)]);
     ASSIGN_OR_RETURN(time.ms, api->elapsedMs(t.start, t.end));
     run.profile->push_back(std::move(time));
   }

@@ -86,6 +86,20 @@ class Lowering {
     return static_cast<int>(plan_.values.size() - 1);
   }
   PlannedValue& value(int id) { return plan_.values[static_cast<size_t>(id)]; }
+  /// A constant value of `source` whose data is `data`, held on the host; its id (bound to source).
+  int addHostConstant(const ir::Value* source, kernels::HostTensor data) {
+    PlannedValue v;
+    v.name = source->name();
+    v.source = source;
+    v.dtype = data.dtype;
+    v.dims = data.dims;
+    v.bytes = byteSize(v.dtype, v.dims).value_or(0);
+    v.location = Location::kConstant;
+    v.host_value = std::move(data);
+    int id = addValue(std::move(v));
+    ids_[source] = id;
+    return id;
+  }
 
   /// Binds each graph input to its given shape, checking it against the declared type, and binds
   /// the symbols of the declared dims.

@@ -211,17 +211,7 @@ Status Lowering::setFoldedOutput(const ir::Node& n, PlannedNode& pn, size_t i,
     }
     learnSymbols(*out, t.dims);
   }
-  PlannedValue v;
-  v.name = out->name();
-  v.source = out;
-  v.dtype = t.dtype;
-  v.dims = t.dims;
-  v.bytes = byteSize(t.dtype, t.dims).value_or(0);
-  v.location = Location::kConstant;
-  v.host_value = std::move(t);
-  int id = addValue(std::move(v));
-  ids_[out] = id;
-  pn.outputs.push_back(id);
+  pn.outputs.push_back(addHostConstant(out, std::move(t)));
   return Status::ok();
 }
 

@@ -87,15 +87,7 @@ Status Lowering::addConstantValue(const ir::Value* v) {
   if (t == nullptr && v->sparseInitializer() != nullptr) {
     // A sparse initializer: its dense data, as the reference executor reads it.
     ASSIGN_OR_RETURN(kernels::HostTensor dense, densifySparse(*v->sparseInitializer(), v->name()));
-    PlannedValue pv;
-    pv.name = v->name();
-    pv.source = v;
-    pv.dtype = dense.dtype;
-    pv.dims = dense.dims;
-    pv.bytes = byteSize(pv.dtype, pv.dims).value_or(0);
-    pv.location = Location::kConstant;
-    pv.host_value = std::move(dense);
-    ids_[v] = addValue(std::move(pv));
+    addHostConstant(v, std::move(dense));
     return Status::ok();
   }
   if (t == nullptr) return invalidArgument("'{}' has no data", v->name());
