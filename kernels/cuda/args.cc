@@ -1,9 +1,9 @@
 // Shared helpers of the kernel families' argument parsing (args.h).
-#include "args.h"
+#include "kernels/cuda/args.h"
 
 #include <fmt/format.h>
 
-#include "broadcast.h"
+#include "kernels/cuda/elementwise/broadcast.h"
 
 namespace onnxopt::kernels::cuda {
 

@@ -1,7 +1,7 @@
 // The device layer (CUDA builds): probing devices, streams, allocations (device and pinned host),
 // copies, events, stream capture into CUDA graphs, and the translation of CUDA errors into Status
 // (device.h).
-#include "device.h"
+#include "kernels/cuda/device.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "broadcast_plan.h"
+#include "kernels/cuda/elementwise/broadcast_plan.h"
 #include "onnxopt/support/data_type.h"
 
 namespace onnxopt::kernels::cuda {

@@ -63,3 +63,15 @@ def test_tables_comments_and_strings_do_not_count(tmp_path):
     tricky = 'int f() {\n  // }\n  /* { */\n  const char* s = "}}";\n  char c = \'{\';\n  return 0;\n}\n'
     write(tmp_path, "passes/t.cc", "namespace a {\n" + table + tricky + function("g", 100) + "}\n")
     assert run(tmp_path).returncode == 0
+
+
+def test_cuda_kernels_count_and_are_named(tmp_path):
+    # A __global__ kernel in a .cu file of kernels/cuda is a function like any other, named by its
+    # name, not by its __launch_bounds__ attribute.
+    kernel = function("attendKernel", 130, "__global__ void __launch_bounds__(128, D == 64 ? 3 : 1)")
+    write(tmp_path, "kernels/cuda/attention/a.cu", "namespace a {\n" + kernel + "}\n")
+    write(tmp_path, "kernels/cuda/b.cuh", "namespace a {\n" + function("helper", 121) + "}\n")
+    r = run(tmp_path)
+    assert r.returncode == 1
+    assert "kernels/cuda/attention/a.cu:2: function attendKernel has 130 lines" in r.stdout
+    assert "kernels/cuda/b.cuh:2: function helper has 121 lines" in r.stdout

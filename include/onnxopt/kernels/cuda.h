@@ -255,7 +255,7 @@ Support cudaCanImplement(const CudaKernelCall& call);
 StatusOr<size_t> cudaWorkspaceBytes(const CudaKernelCall& call);
 
 /// The name of the variant the node's kernel runs, for families with several (Attention's
-/// table: kernels/cuda/attention_variants.h), or empty. `opt bench --profile` prints it.
+/// table: kernels/cuda/attention/attention_variants.h), or empty. `opt bench --profile` prints it.
 std::string cudaKernelVariant(const CudaKernelCall& call);
 
 /// Launches the node's kernel on `stream` (asynchronously: errors of the kernel's execution show

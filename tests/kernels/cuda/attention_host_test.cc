@@ -1,4 +1,4 @@
-// The fused CUDA Attention kernel's host half (kernels/cuda/attention.cc) without a device: what
+// The fused CUDA Attention kernel's host half (kernels/cuda/attention/attention.cc) without a device: what
 // canImplement accepts (every shape and attribute combination the reference takes, output shapes
 // as the reference computes them, qk_matmul_output included; the 64 ONNX node test cases) and what
 // it refuses, with the reason (head sizes above 256, mixed types, broken contracts). Runs in CI.

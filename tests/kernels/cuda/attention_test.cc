@@ -1,4 +1,4 @@
-// The CUDA Attention kernels (kernels/cuda/attention.cu, attention_flash.cu, attention.cc) against
+// The CUDA Attention kernels (kernels/cuda/attention/attention.cu, attention_flash.cu, attention.cc) against
 // the reference kernel, for float, float16 and bfloat16: 3-D and 4-D inputs, grouped-query
 // attention (4:2, 4:1, 12:4), decoding (Sq 1), key counts that are not a multiple of the tile,
 // head sizes 8 to 256 and a V head size that differs, bool and float masks broadcast from

@@ -1,4 +1,4 @@
-// Attention's variant table (kernels/cuda/attention_variants.h) without a device: the rows, the
+// Attention's variant table (kernels/cuda/attention/attention_variants.h) without a device: the rows, the
 // environment's overrides mapped onto them, and the variant each geometry takes, named as the
 // dispatch before the table chose it (flash where it applies: split-key on grids smaller than the
 // SMs, mma.sync on aligned operands, else WMMA; then cuBLASLt; then the fused kernel).
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/attention_variants.h"
+#include "kernels/cuda/attention/attention_variants.h"
 
 namespace onnxopt::kernels::cuda {
 namespace {

@@ -1,7 +1,7 @@
-// The host planner of the CUDA elementwise kernels' broadcasting (kernels/cuda/broadcast.h): output
+// The host planner of the CUDA elementwise kernels' broadcasting (kernels/cuda/elementwise/broadcast.h): output
 // dims, per-input strides (0 on broadcast dims), the linear fast path and the refusals. Runs
 // without a GPU.
-#include "kernels/cuda/broadcast.h"
+#include "kernels/cuda/elementwise/broadcast.h"
 
 #include <gtest/gtest.h>
 

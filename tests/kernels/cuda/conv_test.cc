@@ -1,4 +1,4 @@
-// Conv and ConvTranspose through cuDNN (kernels/cuda/conv.cc) against the reference kernels, for
+// Conv and ConvTranspose through cuDNN (kernels/cuda/conv/conv.cc) against the reference kernels, for
 // float, float16 and bfloat16: 1-D, 2-D and 3-D, bias, strides, dilations, groups (depthwise),
 // explicit symmetric and asymmetric pads (X staged), every auto_pad, 1x1 kernels; ConvTranspose
 // with output_padding, output_shape and the pads that crop the adjoint's output; ai.onnxopt's
@@ -288,7 +288,7 @@ INSTANTIATE_TEST_SUITE_P(Claimed, ConvTest, ::testing::ValuesIn(convCases()),
 
 /// Float convolutions of small integers are exact in every algorithm the runtime may choose for
 /// float (each output's terms and their sums are integers below 2^24): the transform-domain
-/// algorithms, which spread rounding over a tile (kernels/cuda/conv.cc, algoAllowed), would not
+/// algorithms, which spread rounding over a tile (kernels/cuda/conv/conv.cc, algoAllowed), would not
 /// be. ONNX's node tests use such data with an absolute tolerance of 1e-7.
 class ConvExactTest : public test::CudaTest, public ::testing::WithParamInterface<ConvCase> {};
 
@@ -400,7 +400,7 @@ TEST_P(NhwcConvTest, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Claimed, NhwcConvTest, ::testing::ValuesIn(nhwcCases()),
                          [](const ::testing::TestParamInfo<NhwcCase>& p) { return p.param.name; });
 
-/// ConvInteger and QLinearConv (kernels/cuda/quant_conv.cu): exact against the reference.
+/// ConvInteger and QLinearConv (kernels/cuda/conv/quant_conv.cu): exact against the reference.
 struct QuantCase {
   std::string op;
   DataType x_type, w_type, y_type;  ///< y_type: QLinearConv's output

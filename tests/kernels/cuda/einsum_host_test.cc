@@ -1,4 +1,4 @@
-// The CUDA Einsum lowering's host half (kernels/cuda/einsum.cc) without a device: it accepts the
+// The CUDA Einsum lowering's host half (kernels/cuda/gemm/einsum.cc) without a device: it accepts the
 // equations the reference runs at the reference's output shapes (and asks for workspace only where
 // an operand or the product needs a copy), and refuses what it does not lower, with the reason.
 // The direct kernel takes what the lowering does not (double and integers, diagonals, up to 8

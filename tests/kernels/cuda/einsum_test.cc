@@ -1,4 +1,4 @@
-// Einsum on CUDA (kernels/cuda/einsum.cc: strided copies around one cuBLASLt GEMM, or a row sum)
+// Einsum on CUDA (kernels/cuda/gemm/einsum.cc: strided copies around one cuBLASLt GEMM, or a row sum)
 // against the reference kernel, for float, float16 and bfloat16: matrix products with every
 // operand layout (transposed operands, batch labels, attention's QK^T and PV), '...' with
 // broadcast batch dims (missing and size 1), the implicit output, outer and inner products, labels

@@ -1,4 +1,4 @@
-// MatMul and Gemm through cuBLASLt (kernels/cuda/matmul.cc) against the reference kernels, for
+// MatMul and Gemm through cuBLASLt (kernels/cuda/gemm/matmul.cc) against the reference kernels, for
 // float, float16 and bfloat16: 1-D promotion, a shared B folded into M, strided batches, broadcast
 // batch dims (one call per batch), a shared A (batch stride 0), transA/transB, alpha, beta and
 // every broadcast of C; ai.onnxopt.MatMulBias* (bias, ReLU and GELU epilogues). Label gpu.

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/concat.h"
-#include "kernels/cuda/copy.h"
-#include "kernels/cuda/expand.h"
-#include "kernels/cuda/slice.h"
-#include "kernels/cuda/split.h"
-#include "kernels/cuda/tile.h"
-#include "kernels/cuda/transpose.h"
+#include "kernels/cuda/movement/concat.h"
+#include "kernels/cuda/movement/copy.h"
+#include "kernels/cuda/movement/expand.h"
+#include "kernels/cuda/movement/slice.h"
+#include "kernels/cuda/movement/split.h"
+#include "kernels/cuda/movement/tile.h"
+#include "kernels/cuda/movement/transpose.h"
 #include "movement_case_lists.h"
 #include "onnxopt/kernels/cuda.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../../../kernels/cuda/copy.h"
+#include "kernels/cuda/movement/copy.h"
 #include "movement_case_lists.h"
 
 namespace onnxopt::kernels {

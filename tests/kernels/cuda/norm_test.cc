@@ -1,4 +1,4 @@
-// The normalizations on CUDA (kernels/cuda/norm.cu) against the reference kernels, for float,
+// The normalizations on CUDA (kernels/cuda/norm/norm.cu) against the reference kernels, for float,
 // float16 and bfloat16 (float statistics): LayerNormalization and RMSNormalization over rows of
 // 1 to 4097 elements, a non-last axis, broadcast Scale/B shapes, no B and another epsilon;
 // InstanceNormalization; GroupNormalization 18 (per-group parameters) and 21 (per-channel);

@@ -1,4 +1,4 @@
-// The pools on CUDA (kernels/cuda/pool.cu) against the reference kernels: MaxPool (float types,
+// The pools on CUDA (kernels/cuda/conv/pool.cu) against the reference kernels: MaxPool (float types,
 // int8, uint8; strides, pads, asymmetric pads, dilations, ceil_mode, auto_pad, 1-D to 3-D, the
 // Indices output in both storage orders), AveragePool (count_include_pad both ways, ceil_mode,
 // dilations at opset 19), LpPool, GlobalAveragePool and GlobalMaxPool (channels longer than a

@@ -1,4 +1,4 @@
-// QuantizeLinear and DequantizeLinear on CUDA (kernels/cuda/quantize.cc) against the reference
+// QuantizeLinear and DequantizeLinear on CUDA (kernels/cuda/quant/quantize.cc) against the reference
 // kernels: int8 and uint8 (int16 and uint16 from opset 21, and int32 into DequantizeLinear), float,
 // float16 and bfloat16, per tensor (a scalar and a [1] scale), per axis (axis 0, 1 and -1) and
 // blocked (opset 21: blocks of 2 along axis 1, of 3 along the last), with and without a zero

@@ -1,4 +1,4 @@
-// Resize and Upsample on CUDA (kernels/cuda/resize.cu) against the reference kernel, nearest and
+// Resize and Upsample on CUDA (kernels/cuda/movement/resize.cu) against the reference kernel, nearest and
 // linear for every element type the kernels handle (float, float16, bfloat16, int8, uint8, int32,
 // int64, bool): every nearest_mode and the legacy rounding of Upsample and Resize-10; linear 2-D,
 // 3-D, 5-D trilinear and 4 resized axes; every coordinate_transformation_mode, scales and sizes,

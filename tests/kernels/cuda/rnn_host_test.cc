@@ -1,4 +1,4 @@
-// The recurrent family's host-side checks (kernels/cuda/rnn.cc), without a GPU: every LSTM/GRU/RNN
+// The recurrent family's host-side checks (kernels/cuda/rnn/rnn.cc), without a GPU: every LSTM/GRU/RNN
 // row of ops.def passes canImplement for each claimed type, the output shapes it accepts are the
 // reference kernel's (every direction, both layouts), and what it refuses it refuses with a
 // reason: other element types, mixed types, int64 sequence_lens, host memory, unknown

@@ -1,4 +1,4 @@
-// LSTM, GRU and RNN on CUDA (kernels/cuda/rnn.cc) against the reference kernels, for float,
+// LSTM, GRU and RNN on CUDA (kernels/cuda/rnn/rnn.cc) against the reference kernels, for float,
 // float16 and bfloat16: steps 1, 5 and 17, batch 1 and 3, input 4 and 16, hidden 8 and 32, and odd
 // sizes (3 steps, batch 2, input 7, hidden 37), every direction, then one attribute at a time:
 // layout 1, shorter sequence_lens (one of length 0), as a constant and as a run-time value,

@@ -1,4 +1,4 @@
-// RotaryEmbedding on CUDA (kernels/cuda/rotary.cu) against the reference kernel, for float,
+// RotaryEmbedding on CUDA (kernels/cuda/attention/rotary.cu) against the reference kernel, for float,
 // float16 and bfloat16: 4-D and 3-D inputs, halves and interleaved pairs, a partial
 // rotary_embedding_dim, caches read at position_ids or per token. Label gpu; and (host) what
 // canImplement refuses.

@@ -1,4 +1,4 @@
-// Softmax, LogSoftmax, Hardmax and LpNormalization on CUDA (kernels/cuda/softmax.cu) against the
+// Softmax, LogSoftmax, Hardmax and LpNormalization on CUDA (kernels/cuda/reduce/softmax.cu) against the
 // reference kernels, for float, float16 and bfloat16 (Hardmax also with ties and NaN,
 // LpNormalization with a zero row): rows along the last axis of 1, 7, 32, 33, 1024 and 4097
 // elements (a warp per row up to 1024, a block beyond),

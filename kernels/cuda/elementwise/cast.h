@@ -1,0 +1,33 @@
+// Cast on CUDA: between float, float16, bfloat16, int8, uint8, int32, int64 and bool, with the
+// reference kernels' conversion rules (float to integer truncates, NaN to 0, saturates to int64
+// then wraps; 16-bit floats round to nearest even). Host half (this header, cast.cc); device
+// half: cast.cu.
+#pragma once
+
+#include <string>
+
+#include "kernels/cuda/args.h"
+#include "kernels/cuda/elementwise/broadcast.h"
+#include "kernels/cuda/elementwise/elementwise_device.h"
+
+namespace onnxopt::kernels::cuda {
+
+struct CastArgs {
+  std::string op = "Cast";
+  ConstTensorView x;
+  TensorView y;  ///< of the `to` type
+};
+
+/// CastLike: Cast to the type of its second input (read for its type only).
+struct CastLikeArgs : CastArgs {};
+
+template <>
+StatusOr<CastArgs> argsFromCall<CastArgs>(const CudaKernelCall& call);
+template <>
+StatusOr<CastLikeArgs> argsFromCall<CastLikeArgs>(const CudaKernelCall& call);
+
+Support canImplement(const CastArgs& args);
+size_t workspaceBytes(const CastArgs& args);
+Status launch(const CastArgs& args, CudaStream stream);
+
+}  // namespace onnxopt::kernels::cuda
