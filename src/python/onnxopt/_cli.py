@@ -6,19 +6,26 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Dict
+
+_BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin")
+PACKAGE_OPT = os.path.join(_BIN, "opt")
+
+
+def opt_env() -> Dict[str, str]:
+    """The environment to run the package's opt in (onnxopt.cluster's tasks run it too)."""
+    env = dict(os.environ)
+    env.setdefault("ONNXOPT_ORT_RUNNER", os.path.join(_BIN, "ort_runner.py"))
+    env.setdefault("ONNXOPT_PYTHON", sys.executable)
+    return env
 
 
 def main() -> None:
-    bin_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin")
-    opt = os.path.join(bin_dir, "opt")
-    if not os.access(opt, os.X_OK):
-        sys.stderr.write(f"onnxopt: error: {opt}: the package's opt binary is missing; "
+    if not os.access(PACKAGE_OPT, os.X_OK):
+        sys.stderr.write(f"onnxopt: error: {PACKAGE_OPT}: the package's opt binary is missing; "
                          "reinstall onnxopt\n")
         sys.exit(2)
-    env = dict(os.environ)
-    env.setdefault("ONNXOPT_ORT_RUNNER", os.path.join(bin_dir, "ort_runner.py"))
-    env.setdefault("ONNXOPT_PYTHON", sys.executable)
-    os.execve(opt, [opt, *sys.argv[1:]], env)
+    os.execve(PACKAGE_OPT, [PACKAGE_OPT, *sys.argv[1:]], opt_env())
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""CheckReport: what onnxopt.check found (the figures of `opt check --report`)."""
+"""CheckReport: what onnxopt.check found (the figures of `opt check --report`); merged reports
+of many `opt --report` objects (onnxopt.cluster's)."""
 
 from __future__ import annotations
 
@@ -102,3 +103,55 @@ def report_from_core(d: Dict[str, Any]) -> CheckReport:
         first_failing_value=d["first_failing_value"] or None,
         first_failing_op=d["first_failing_op"] or None,
     )
+
+
+# --- Merged reports: many `opt --report` objects in one (onnxopt.cluster writes them) -----------
+
+#: The record statuses, in the order summaries count them.
+STATUSES = ("passed", "failed", "error")
+
+
+def merge_reports(header: Dict[str, Any], records: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """One report of many: `header` (what every record shares), a summary (how many records have
+    each status) and the records, each an `opt --report` object (or the error that stopped it),
+    in the order of their "task" names."""
+    records = sorted(records, key=lambda r: r["task"])
+    summary = {"tasks": len(records), **{s: sum(r["status"] == s for r in records)
+                                           for s in STATUSES}}
+    return {**header, "summary": summary, "results": records}
+
+
+def _worst_output(check: Dict[str, Any]) -> str:
+    worst = max(check["outputs"], key=lambda o: (not o["passed"], o["max_abs_error"] or 0.0),
+                default=None)
+    if worst is None:
+        return ""
+    return f"{worst['name']}: {worst['max_abs_error']:.3g}" if worst["max_abs_error"] is not None \
+        else f"{worst['name']}: {worst.get('problem') or 'not finite'}"
+
+
+def _markdown_row(r: Dict[str, Any]) -> List[str]:
+    row = [r["input"], f"-O{r['level']}" + (f" {r['target']}" if r.get("target") else ""),
+           r["status"]]
+    if r["status"] == "error":
+        return row + ["", "", "", r["error"].replace("|", "\\|").replace("\n", " ")]
+    nodes = f"{r['before']['nodes']} -> {r['after']['nodes']}"
+    if "bench" in r:
+        lat = r["bench"]["latency_ms"]
+        return row + [nodes, f"{r['seconds']:.3g}", f"{lat['p50']:.4g} / {lat['p90']:.4g}", ""]
+    return row + [nodes, f"{r['seconds']:.3g}", _worst_output(r["check"]), ""]
+
+
+def merged_markdown(merged: Dict[str, Any]) -> str:
+    """A merged report as a Markdown page: the summary, then a table with one row per record."""
+    s = merged["summary"]
+    bench = merged["command"].endswith("bench")
+    lines = [f"# onnxopt {merged['command']}: {s['tasks']} tasks, "
+             + f"{s['passed']} passed, {s['failed']} failed, {s['error']} errors", "",
+             f"runner {merged['runner']}, onnxopt {merged['onnxopt_version']}"
+             + (f", opt arguments `{' '.join(merged['opt_args'])}`" if merged["opt_args"] else ""),
+             "", "| model | level | result | nodes | optimize s | "
+             + ("latency p50 / p90 ms" if bench else "largest abs error") + " | error |",
+             "|---|---|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(_markdown_row(r)) + " |" for r in merged["results"]]
+    return "\n".join(lines) + "\n"
