@@ -27,12 +27,13 @@ from onnxopt.cluster import main
 REPO = Path(__file__).resolve().parents[3]
 OPT = Path(os.environ.get("ONNXOPT_OPT", REPO / "build" / "bin" / "opt"))
 
-# Runs opt; first appends a line to RUNS/<model>.runs. "kill_worker" kills the Ray worker that
-# runs it (its parent) on the first of its runs (mkdir: one of two at once), "always_kill" on every run; "crash" dies of SIGSEGV as a
-# crash in native code would; "slow" waits for RUNS/release (30 s at most).
+# Runs opt; first appends "run $CUDA_VISIBLE_DEVICES" to RUNS/<model>.runs. "kill_worker" kills
+# the Ray worker that runs it (its parent) on the first of its runs (mkdir: one of two at once),
+# "always_kill" on every run; "crash" dies of SIGSEGV as a crash in native code would; "slow"
+# waits for RUNS/release (30 s at most).
 WRAPPER = """#!/bin/sh
 name=$(basename "$1" .onnx)
-echo run >> "{runs}/$name.runs"
+echo "run ${{CUDA_VISIBLE_DEVICES-}}" >> "{runs}/$name.runs"
 case "$name" in
   kill_worker) ! mkdir "{runs}/killed" 2>/dev/null || {{ kill -9 $PPID; exec sleep 30; }} ;;
   always_kill) kill -9 $PPID; exec sleep 30 ;;
@@ -45,8 +46,9 @@ exec "{opt}" "$@"
 
 @pytest.fixture(scope="module")
 def local_ray():
-    # Two worker processes, as on a CI machine of two cores; runs in this process use it.
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # Two worker processes, as on a CI machine of two cores; runs in this process use it. The GPU
+    # is declared, not real: Ray hands it to the cuda runner's tasks (CUDA_VISIBLE_DEVICES).
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -173,6 +175,18 @@ def test_results_stream_and_resume_runs_the_rest(local_ray, tmp_path: Path, sig:
     rc = main(["check", *models, "--report", str(report), "--opt", opt, "--resume",
                "--runner", "onnxruntime"])
     assert rc == 2 and run_counts(runs)["e"] == 1
+
+
+def test_the_cuda_runner_takes_a_gpu_per_task(local_ray, tmp_path: Path) -> None:
+    opt, runs = wrapper(tmp_path)
+    models = make_models(tmp_path / "m", ["a", "b"])
+    report = tmp_path / "r.json"
+    rc = main(["check", *models, "--report", str(report), "--opt", opt, "--runner", "cuda"])
+    # Each run saw the one GPU Ray gave its task; the CPU-only tools answer what opt answers.
+    assert {p.read_text() for p in runs.glob("*.runs")} == {"run 0\n"}
+    got = results(report)
+    assert len(got) == 2 and rc == (0 if all(r["status"] == "passed" for r in got.values()) else 3)
+    assert all(r["runner"] == "cuda" for r in got.values())
 
 
 def test_without_ray_one_error_line_and_exit_2(tmp_path: Path) -> None:

@@ -109,7 +109,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ImportError:
         sys.stderr.write(f"{_PROG}: error: Ray is not installed; pip install 'onnxopt[ray]'\n")
         return 2
-    from ._driver import connect, task_list
+    from ._driver import connect, missing_gpus, task_list
     from ._journal import Journal, ResumeMismatch, previous_records
 
     try:
@@ -133,6 +133,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stderr.write(f"{_PROG}: error: cannot start or reach Ray{where}: {e}\n")
         return 1
     try:
+        problem = missing_gpus(tasks, args.address)
+        if problem:
+            sys.stderr.write(f"{_PROG}: error: {problem}\n")
+            return 1
         return _run(args, tasks, Journal(args.report, header, records), opt_args)
     except OSError as e:
         sys.stderr.write(f"{_PROG}: error: {args.report}: {e.strerror}\n")

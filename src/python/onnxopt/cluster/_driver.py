@@ -26,7 +26,8 @@ class Progress:
     def update(self, record: Dict[str, Any]) -> None:
         self.done += 1
         self.counts[record["status"]] += 1
-        counts = ", ".join(f"{v} {k}" for k, v in self.counts.items())
+        c = self.counts
+        counts = f"{c['passed']} passed, {c['failed']} failed, {c['error']} errors"
         if self.tty:
             filled = 30 * self.done // max(self.total, 1)
             self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}"
@@ -64,6 +65,20 @@ def connect(address: Optional[str], num_cpus: Optional[int]) -> bool:
     else:
         ray.init(num_cpus=num_cpus, include_dashboard=False, **kwargs)
     return True
+
+
+def missing_gpus(tasks: Sequence[Task], address: Optional[str]) -> Optional[str]:
+    """Why tasks that need a GPU would never run (a cluster without one), else None. A cluster
+    named by --address may autoscale: there a warning is printed instead."""
+    import ray
+
+    if not any(t.runner == "cuda" for t in tasks) or ray.cluster_resources().get("GPU", 0) > 0:
+        return None
+    if address:
+        sys.stderr.write(f"warning: the Ray cluster at {address} has no GPU yet: the cuda "
+                         "runner's tasks wait for a node with one\n")
+        return None
+    return "the Ray cluster has no GPU, which each task of the cuda runner takes"
 
 
 def run_tasks(tasks: Sequence[Task], journal: Journal, *, opt: Optional[str],
