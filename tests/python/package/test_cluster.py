@@ -9,6 +9,7 @@ around opt (--opt) counts the runs of each model and kills or crashes where a mo
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -204,6 +205,14 @@ def test_without_ray_one_error_line_and_exit_2(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", "import sys, onnxopt, onnxopt.cluster; "
                            "print('ray' in sys.modules)"], capture_output=True, text=True)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_ray_is_the_packages_extra_only() -> None:
+    # pip install onnxopt[ray] brings Ray (with its client, for ray:// addresses); onnxopt does not.
+    requires = importlib.metadata.requires("onnxopt") or []
+    ray_deps = [r for r in requires if r.startswith("ray")]
+    assert ray_deps and all(r.replace(" ", "").endswith(';extra=="ray"') for r in ray_deps)
+    assert any(r.startswith("ray[client]") for r in ray_deps)
 
 
 def test_bad_usage_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
