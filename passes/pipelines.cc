@@ -47,6 +47,8 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //  - fuse-layernorm (opset 17+), fuse-gelu (opset 20+), fuse-rmsnorm and fuse-attention
       //    (opset 23+) after cleanup has removed Identity/Cast noise from the chains they match.
       //    fuse-attention after the normalizations: neither reads into the other's chain.
+      //  - fuse-rotary (opset 23+) before fuse-attention: RoPE sits between Q's and K's head
+      //    split and the attention, which then reads RotaryEmbedding's results as its Q and K.
       //  - eliminate-noop with strict-signed-zero=false: x + 0 -> x may turn a -0 into +0. -O2
       //    already accepts float reassociation (absorbed weights, fused kernels); signed zeros
       //    compare equal, and only 1/x, atan2 and copysign see the difference. -O1 stays strict.
@@ -78,7 +80,7 @@ StatusOr<std::string> pipelineForLevel(int level) {
       // -O3 without a target is -O2: its rewrites are target-specific (pipelineFor).
       return std::string(kLevel1) +
              ",fixpoint(infer-shapes,fixpoint(einsum-to-matmul,fuse-pad,fuse-conv-affine,fuse-gemm,"
-             "fuse-layernorm,fuse-rmsnorm,"
+             "fuse-layernorm,fuse-rmsnorm,fuse-rotary,"
              "fuse-gelu,fuse-activations,fuse-attention,fuse-scale-chain,fold-constants,"
              "eliminate-noop{strict-signed-zero=false},cse,dce),fuse-matmul-scale,dce,"
              "fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce))";

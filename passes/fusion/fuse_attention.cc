@@ -21,6 +21,7 @@
 // not broadcast those) and the rest 1 or equal. Scales are scalar constants. Float, float16 and
 // bfloat16. Every intermediate must have no other user.
 #include "../target/cuda/target_pattern_pass.h"
+#include "dims.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/pass/pattern_match.h"
@@ -29,21 +30,12 @@ namespace onnxopt::passes {
 namespace {
 
 using namespace pass::match;  // NOLINT: the matcher vocabulary reads as the rule
+using dims::Dims;
+using dims::sameDim;
+using dims::shapeOf;
 using pass::floatAttr;
 using pass::intAttr;
 using rewrite::PatternContext;
-using Dims = std::vector<ir::Dim>;
-
-/// Dims that are known to be equal (never two unknowns).
-bool sameDim(const ir::Dim& a, const ir::Dim& b) {
-  return !a.isUnknown() && !b.isUnknown() && a.kind == b.kind && a.value == b.value &&
-         a.param == b.param;
-}
-
-const Dims* shapeOf(const ir::Value* v) {
-  if (v == nullptr || !v->type().isTensor() || !v->type().shape) return nullptr;
-  return &*v->type().shape;
-}
 
 /// Kkv when `v` is repeat_kv(Kkv) as HF writes it; else `v`.
 ir::Value* throughRepeatKv(ir::Value* v) {
