@@ -12,6 +12,12 @@
 // Grouped KV heads (repeat_kv) are read through, since Attention groups heads itself:
 //   Reshape(Expand(Unsqueeze<axes=[2]>(Kkv), [B,Hkv,n,L,D]), [B,Hkv*n,L,D])  ==>  Kkv
 //
+// A KV cache (HF's DynamicCache.update) goes into Attention's own past and present:
+//   K = Concat<axis=2>(Kp, Kc), V = Concat<axis=2>(Vp, Vc)     Kp, Vp: [B, Hkv, P, D]
+//   ==>  Y, K, V = Attention(Q, Kc, Vc, M, Kp, Vp)            (present_key and present_value)
+// where the Concats' other readers are graph outputs (the present cache) and the repeat_kv read
+// through; the mask then covers the P + L keys as before.
+//
 // 3-D form, when Q, K and V are all split into heads from rank-3 tensors and Y is merged back:
 //   Transpose<0,2,1,3>(Reshape(x: [B,S,H*D]) -> [B,S,H,D])  (for K: Transpose<0,2,3,1> as K^T)
 //   Reshape(Transpose<0,2,1,3>(Y)) -> [B,S,Hq*Dv]
@@ -37,8 +43,8 @@ using pass::floatAttr;
 using pass::intAttr;
 using rewrite::PatternContext;
 
-/// Kkv when `v` is repeat_kv(Kkv) as HF writes it; else `v`.
-ir::Value* throughRepeatKv(ir::Value* v) {
+/// Kkv when `v` is repeat_kv(Kkv) as HF writes it, its three nodes appended to *nodes; else `v`.
+ir::Value* throughRepeatKv(ir::Value* v, std::vector<ir::Node*>* nodes) {
   static const Matcher kRepeat = op(
       "Reshape", bind("e", op("Expand", op("Unsqueeze", bind("kv"), bind("axes")), any())), any());
   Match m = kRepeat.match(v);
@@ -62,6 +68,8 @@ ir::Value* throughRepeatKv(ir::Value* v) {
       !sameDim(R[2], K[2]) || !sameDim(R[3], K[3])) {
     return v;
   }
+  nodes->insert(nodes->end(),
+                {v->producer(), m.node("e"), m["e"]->producer()->input(0)->producer()});
   return m["kv"];
 }
 
@@ -185,9 +193,12 @@ struct AttentionMatch {
   ir::Value* v3 = nullptr;
   ir::Node* out_tr = nullptr;
   ir::Node* out_reshape = nullptr;
-  bool out_flat = false;         ///< out_reshape merges to [B*S, Hq*Dv]: it stays, reading Y
-  bool guarded = false;          ///< P = Where(IsNaN(P0), 0, P0): ai.onnxopt.SafeAttention
-  std::vector<ir::Node*> chain;  ///< users first
+  bool out_flat = false;           ///< out_reshape merges to [B*S, Hq*Dv]: it stays, reading Y
+  bool guarded = false;            ///< P = Where(IsNaN(P0), 0, P0): ai.onnxopt.SafeAttention
+  std::vector<ir::Node*> chain;    ///< users first
+  std::vector<ir::Node*> repeats;  ///< repeat_kv's nodes read through, users first
+  ir::Node* k_cat = nullptr;       ///< K = Concat(past_key, K): the KV cache
+  ir::Node* v_cat = nullptr;
   bool threeD() const { return q3 && k3 && v3 && out_reshape; }
 };
 
@@ -297,6 +308,7 @@ class AttentionPattern final : public TargetPattern {
     if (!checkOperands(*ps, node->input(1), a, ctx) || !matchHeads(*node, a, ctx)) {
       return std::nullopt;
     }
+    if (!guarded) matchCache(a);
     if (guarded) {
       if (!a.threeD() || a.mask == nullptr || a.q_heads != a.kv_heads) {
         return ctx.fail("a NaN-guarded softmax fuses only 3-D, with a mask, without grouped heads"),
@@ -335,8 +347,8 @@ class AttentionPattern final : public TargetPattern {
         if (!ok) return ctx.fail("mask does not match the scores' shape");
       }
     }
-    if (a.kperm == std::vector<int64_t>{0, 1, 2, 3}) a.k = throughRepeatKv(a.k0);
-    a.v = throughRepeatKv(v);
+    if (a.kperm == std::vector<int64_t>{0, 1, 2, 3}) a.k = throughRepeatKv(a.k0, &a.repeats);
+    a.v = throughRepeatKv(v, &a.repeats);
     return true;
   }
 
@@ -369,6 +381,42 @@ class AttentionPattern final : public TargetPattern {
     return true;
   }
 
+  /// The KV cache: K = Concat<axis=2>(Kp, Kc) and V likewise, 4-D, whose results only the graph
+  /// outputs, repeat_kv and the chain read (all of which go: the present values are defined at
+  /// the Attention, after them).
+  static void matchCache(AttentionMatch& a) {
+    if (a.threeD() || a.k == nullptr) return;
+    if (a.ktr != nullptr && !pass::hasSingleUse(a.ktr->output(0))) return;
+    for (const ir::Node* r : a.repeats) {
+      if (!pass::hasSingleUse(r->output(0))) return;
+    }
+    auto cacheConcat = [&](ir::Value* x) -> ir::Node* {
+      ir::Node* cat = x->producer();
+      if (cat == nullptr || cat->opType() != "Concat" || !cat->domain().empty() ||
+          cat->numInputs() != 2 || pass::normalizeAxis(pass::attrInt(*cat, "axis", 0), 4) != 2)
+        return nullptr;
+      const Dims* past = shapeOf(cat->input(0));
+      const Dims* cur = shapeOf(cat->input(1));
+      if (past == nullptr || cur == nullptr || past->size() != 4 || cur->size() != 4 ||
+          !sameDim((*past)[0], (*cur)[0]) || !sameDim((*past)[1], (*cur)[1]) ||
+          !sameDim((*past)[3], (*cur)[3]) || pass::elemTypeOf(cat->input(0)) != pass::elemTypeOf(x))
+        return nullptr;
+      const ir::Node* ret = x->owningGraph()->returnNode();
+      for (const ir::Use& u : x->uses()) {
+        auto in = [&](const std::vector<ir::Node*>& list) {
+          return std::find(list.begin(), list.end(), u.user) != list.end();
+        };
+        if (u.user != ret && u.user != a.ktr && !in(a.chain) && !in(a.repeats)) return nullptr;
+      }
+      return cat;
+    };
+    ir::Node* k_cat = cacheConcat(a.k);
+    ir::Node* v_cat = cacheConcat(a.v);
+    if (k_cat == nullptr || v_cat == nullptr) return;
+    a.k_cat = k_cat;
+    a.v_cat = v_cat;
+  }
+
   static void rewriteAt(ir::Node* node, AttentionMatch& a, PatternContext& ctx) {
     auto& rw = ctx.rewriter();
     const bool three_d = a.threeD();
@@ -387,9 +435,16 @@ class AttentionPattern final : public TargetPattern {
       }
       inputs = {a.q, k, a.v};
     }
-    if (a.mask != nullptr) inputs.push_back(a.mask);
-    ir::Node* attn = rw.createNode(a.guarded ? "SafeAttention" : "Attention",
-                                   a.guarded ? kTargetDomain : "", inputs, 1);
+    if (a.mask != nullptr || a.k_cat != nullptr) inputs.push_back(a.mask);
+    if (a.k_cat != nullptr) {
+      inputs[1] = a.k_cat->input(1);
+      inputs[2] = a.v_cat->input(1);
+      inputs.push_back(a.k_cat->input(0));
+      inputs.push_back(a.v_cat->input(0));
+    }
+    ir::Node* attn =
+        rw.createNode(a.guarded ? "SafeAttention" : "Attention", a.guarded ? kTargetDomain : "",
+                      inputs, a.k_cat != nullptr ? 3 : 1);
     rw.setAttribute(attn, floatAttr("scale", static_cast<float>(a.scale)));
     ir::Value* out = node->output(0);
     if (a.guarded) {
@@ -415,7 +470,17 @@ class AttentionPattern final : public TargetPattern {
       rw.replaceAllUsesWith(out, attn->output(0));
     }
     a.chain.push_back(a.ktr);
+    a.chain.insert(a.chain.end(), a.repeats.begin(), a.repeats.end());
     rw.eraseDeadNodes(a.chain);
+    if (a.k_cat != nullptr) {
+      // The present cache: what the Concats computed, now Attention's second and third outputs.
+      for (size_t i = 1; i < 3; ++i) {
+        ir::Value* cat = (i == 1 ? a.k_cat : a.v_cat)->output(0);
+        rw.setType(attn->output(i), cat->type());
+        rw.replaceAllUsesWith(cat, attn->output(i));
+      }
+      rw.eraseDeadNodes({a.k_cat, a.v_cat});
+    }
   }
 
   const bool nan_guard_;
