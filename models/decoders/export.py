@@ -1,0 +1,125 @@
+"""Exports tiny decoder-only LLMs with a KV cache (random weights, hidden size 64, 2 layers, grouped KV
+heads) through PyTorch's dynamo exporter, and writes golden inputs/outputs from onnxruntime: Llama,
+Qwen2 (biases on Q/K/V, made nonzero here) and Phi (partial rotary: half of each head rotates).
+
+Inputs: input_ids [batch, seq], attention_mask [batch, past + seq], past_key_values.{i}.key/value
+[batch, kv_heads, past, head]; outputs: logits and present.{i}.key/value [batch, kv_heads, past + seq,
+head]. Needs torch, transformers, onnx, onnxscript and onnxruntime; not run in CI. The exported files
+are committed beside this script.
+
+    python models/decoders/export.py --out models/decoders
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+from onnx import numpy_helper
+
+SEED = 20261206
+BATCH, SEQ, PAST, LAYERS = 2, 4, 5, 2
+
+
+def config(kind: str):
+    import transformers as tf
+
+    common = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    if kind == "llama":
+        return tf.LlamaConfig(**common)
+    if kind == "qwen2":
+        return tf.Qwen2Config(**common)
+    if kind == "phi":
+        return tf.PhiConfig(partial_rotary_factor=0.5, **common)
+    raise ValueError(kind)
+
+
+class WithPast(torch.nn.Module):
+    """Flat tensors in and out: the cache as 2 * LAYERS tensors, so the ONNX signature is plain."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, *past):
+        from transformers import DynamicCache
+
+        pairs = [(past[2 * i], past[2 * i + 1]) for i in range(LAYERS)]
+        cache = DynamicCache(pairs, config=self.model.config)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache,
+                         use_cache=True)
+        present = []
+        for layer in out.past_key_values.layers:
+            present += [layer.keys, layer.values]
+        return (out.logits, *present)
+
+
+def export(kind: str, out_dir: str) -> str:
+    import transformers as tf
+
+    torch.manual_seed(SEED)
+    cfg = config(kind)
+    model = tf.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+    with torch.no_grad():  # HF initializes biases to zero, which -O1 would drop as Add(x, 0)
+        for module in model.modules():
+            if isinstance(module, torch.nn.Linear) and module.bias is not None:
+                module.bias.normal_(0.0, 0.02)
+    g = torch.Generator().manual_seed(SEED)
+    head = cfg.hidden_size // cfg.num_attention_heads
+    ids = torch.randint(0, cfg.vocab_size, (BATCH, SEQ), generator=g)
+    mask = torch.ones(BATCH, PAST + SEQ, dtype=torch.int64)
+    past = [torch.randn(BATCH, cfg.num_key_value_heads, PAST, head, generator=g) for _ in range(2 * LAYERS)]
+    past_names = [f"past_key_values.{i}.{kv}" for i in range(LAYERS) for kv in ("key", "value")]
+    names = ["input_ids", "attention_mask", *past_names]
+    out_names = ["logits"] + [f"present.{i}.{kv}" for i in range(LAYERS) for kv in ("key", "value")]
+    batch, seq, total = torch.export.Dim("batch"), torch.export.Dim("seq"), torch.export.Dim("total")
+    past_len = torch.export.Dim("past")
+    shapes = {"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: total},
+              "past": [{0: batch, 2: past_len} for _ in past]}
+    wrapped = WithPast(model)
+    path = os.path.join(out_dir, f"{kind}_kv_dynamo")
+    os.makedirs(path, exist_ok=True)
+    with torch.no_grad():
+        expected = wrapped(ids, mask, *past)
+        prog = torch.onnx.export(wrapped, (ids, mask, *past), dynamo=True, input_names=names,
+                                 output_names=out_names, dynamic_shapes=(shapes["input_ids"],
+                                 shapes["attention_mask"], tuple(shapes["past"])), opset_version=18)
+    prog.save(os.path.join(path, "model.onnx"))
+    onnx_model = onnx.load(os.path.join(path, "model.onnx"))
+    sess = ort.InferenceSession(onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {n: t.numpy() for n, t in zip(names, (ids, mask, *past))}
+    got = sess.run(None, feeds)
+    err = max(float(np.abs(a - b.numpy()).max()) for a, b in zip(got, expected))
+    data = os.path.join(path, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    for i, n in enumerate(names):
+        onnx.save_tensor(numpy_helper.from_array(feeds[n], n), os.path.join(data, f"input_{i}.pb"))
+    for i, (n, v) in enumerate(zip(out_names, got)):
+        onnx.save_tensor(numpy_helper.from_array(v, n), os.path.join(data, f"output_{i}.pb"))
+    size = os.path.getsize(os.path.join(path, "model.onnx")) // 1024
+    return f"{kind:6} dynamo  ok (max |ort - torch| = {err:.2e}, {size} KiB)"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--models", nargs="*", default=["llama", "qwen2", "phi"])
+    args = ap.parse_args()
+    import transformers
+
+    lines = [f"torch {torch.__version__}, transformers {transformers.__version__}, onnx {onnx.__version__}, "
+             f"onnxruntime {ort.__version__}"]
+    for kind in args.models:
+        lines.append(export(kind, args.out))
+        print(lines[-1])
+    with open(os.path.join(args.out, "EXPORTED.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
