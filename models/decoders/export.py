@@ -1,6 +1,7 @@
 """Exports tiny decoder-only LLMs with a KV cache (random weights, hidden size 64, 2 layers, grouped KV
 heads) through PyTorch's dynamo exporter, and writes golden inputs/outputs from onnxruntime: Llama,
-Qwen2 (biases on Q/K/V, made nonzero here) and Phi (partial rotary: half of each head rotates).
+Qwen2 (biases on Q/K/V, made nonzero here), Phi (partial rotary: half of each head rotates) and
+GPT-J (interleaved partial rotary before the head transpose; no grouped heads).
 
 Inputs: input_ids [batch, seq], attention_mask [batch, past + seq], past_key_values.{i}.key/value
 [batch, kv_heads, past, head]; outputs: logits and present.{i}.key/value [batch, kv_heads, past + seq,
@@ -36,6 +37,9 @@ def config(kind: str):
         return tf.Qwen2Config(**common)
     if kind == "phi":
         return tf.PhiConfig(partial_rotary_factor=0.5, **common)
+    if kind == "gptj":
+        return tf.GPTJConfig(vocab_size=256, n_embd=64, n_layer=LAYERS, n_head=4, rotary_dim=8,
+                             n_positions=128)
     raise ValueError(kind)
 
 
@@ -73,7 +77,8 @@ def export(kind: str, out_dir: str) -> str:
     head = cfg.hidden_size // cfg.num_attention_heads
     ids = torch.randint(0, cfg.vocab_size, (BATCH, SEQ), generator=g)
     mask = torch.ones(BATCH, PAST + SEQ, dtype=torch.int64)
-    past = [torch.randn(BATCH, cfg.num_key_value_heads, PAST, head, generator=g) for _ in range(2 * LAYERS)]
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    past = [torch.randn(BATCH, kv_heads, PAST, head, generator=g) for _ in range(2 * LAYERS)]
     past_names = [f"past_key_values.{i}.{kv}" for i in range(LAYERS) for kv in ("key", "value")]
     names = ["input_ids", "attention_mask", *past_names]
     out_names = ["logits"] + [f"present.{i}.{kv}" for i in range(LAYERS) for kv in ("key", "value")]
@@ -108,17 +113,21 @@ def export(kind: str, out_dir: str) -> str:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
-    ap.add_argument("--models", nargs="*", default=["llama", "qwen2", "phi"])
+    ap.add_argument("--models", nargs="*", default=["llama", "qwen2", "phi", "gptj"])
     args = ap.parse_args()
     import transformers
 
-    lines = [f"torch {torch.__version__}, transformers {transformers.__version__}, onnx {onnx.__version__}, "
-             f"onnxruntime {ort.__version__}"]
+    # EXPORTED.txt: one line per model, the versions first; a partial run (--models) keeps the others.
+    path = os.path.join(args.out, "EXPORTED.txt")
+    old = open(path).read().splitlines()[1:] if os.path.exists(path) else []
+    lines = {line.split()[0]: line for line in old if line.strip()}
     for kind in args.models:
-        lines.append(export(kind, args.out))
-        print(lines[-1])
-    with open(os.path.join(args.out, "EXPORTED.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+        lines[kind] = export(kind, args.out)
+        print(lines[kind])
+    versions = (f"torch {torch.__version__}, transformers {transformers.__version__}, onnx {onnx.__version__}, "
+                f"onnxruntime {ort.__version__}")
+    with open(path, "w") as f:
+        f.write("\n".join([versions, *lines.values()]) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,18 +1,24 @@
 // fuse-rotary: rotary position embedding as the exporters write it becomes RotaryEmbedding (23).
 //
-//   rotate_half(x) = Concat<axis=-1>(Neg(Slice(x, h:2h)), Slice(x, 0:h))         h = rot / 2
-//   y = Add(Mul(x, C), Mul(rotate_half(x), S))  ==>  y = RotaryEmbedding(x, c, s)
+//   rotate_half(x)      = Concat<axis=-1>(Neg(Slice(x, h:2h)), Slice(x, 0:h))          h = rot / 2
+//   rotate_every_two(x) = Reshape(Concat<axis=-1>(Unsqueeze<-1>(Neg(Slice(x, 1::2))),
+//                                                 Unsqueeze<-1>(Slice(x, 0::2))), shape(x))
+//   y = Add(Mul(x, C), Mul(rotate(x), S))
+//   ==>  y = RotaryEmbedding<interleaved = (rotate is rotate_every_two)>(x, c, s)
 //
-// Partial rotary (rot < D, Phi's), the rotated part x = Slice(x0, 0:rot) of the last axis:
+// Partial rotary (rot < D: Phi's, GPT-J's), the rotated part x = Slice(x0, 0:rot) of the last axis:
 //   Concat<axis=-1>(y, Slice(x0, rot:D))  ==>  RotaryEmbedding<rotary_embedding_dim=rot>(x0, c, s)
 //
-// x0: [B, H, S, D], heads before the sequence (HF applies RoPE after the head transpose). C and S
-// broadcast to it as [Bc, 1, S, rot] with the two halves of their last axis equal, proven by
-// structure or by data:
-//   C = Unsqueeze<axes=[1]>(u1(...uk(Concat<axis=-1>(a, a))))  ==>  c = u1(...uk(a))
+// x0 is [B, H, S, D] (HF applies rotate_half after the head transpose; C and S broadcast to it as
+// [Bc, 1, S, rot]), or [B, S, H, D] (GPT-J, before it; [Bc, S, 1, rot]), which RotaryEmbedding takes
+// as [B, S, H*D] with num_heads: the head split's own input where x0 is Reshape(x: [B, S, H*D]),
+// else a Reshape to it, and a Reshape back. C and S have each pair of the last axis equal (the two
+// halves, or each even/odd pair when interleaved), proven by structure or by data:
+//   C = Unsqueeze<head axis>(u1(...uk(Concat<axis=-1>(a, a))))  ==>  c = u1(...uk(a))
 //       (HF's emb = cat(freqs, freqs); cos = emb.cos() * attention_scaling; each ui one of Cos,
 //       Sin, Cast, and Mul or Div by a scalar constant, all elementwise: the halves stay equal)
-//   C constant                                                 ==>  c = its first half
+//   C = Reshape(Expand(Unsqueeze<head axis, -1>(a), [.., 2]))    ==>  c = a  (repeat_interleave)
+//   C constant                                                  ==>  c = its first of each pair
 // c and s are RotaryEmbedding's caches without position ids, [B, S, rot / 2]: a cache of batch 1
 // (HF's default position ids, arange(S)[None]) is expanded to x0's batch. A constant cache of a
 // static batch is stored expanded. Float, float16 and bfloat16; every intermediate single-use.
@@ -35,23 +41,31 @@ bool isOne(const ir::Dim& d) {
   return d.isKnown() && d.value == 1;
 }
 
-/// Slice(x, [start], [end], [axis] [, [1]]) over the last axis of x (rank `rank`), read as the
-/// half-open range [start, min(end, dim)); nullopt when not that.
-std::optional<std::pair<int64_t, int64_t>> lastAxisRange(const ir::Node& slice, int64_t rank,
-                                                         int64_t dim) {
+/// A Slice of the last axis: [start, end) by step, end clamped to the dim.
+struct Range {
+  int64_t start, end, step;
+  bool operator==(const Range&) const = default;
+};
+
+/// Slice(x, [start], [end], [axis] [, [step]]) over the last axis of x (rank `rank`); nullopt
+/// when not that, or with indices from the end or a negative step (not the exporters' form).
+std::optional<Range> lastAxisRange(const ir::Node& slice, int64_t rank, int64_t dim) {
   if (slice.numInputs() < 4) return std::nullopt;
   auto starts = pass::constantInts(slice.input(1));
   auto ends = pass::constantInts(slice.input(2));
   auto axes = pass::constantInts(slice.input(3));
   if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || axes->size() != 1)
     return std::nullopt;
-  if (slice.numInputs() > 4 && slice.input(4) != nullptr &&
-      pass::constantInts(slice.input(4)) != std::vector<int64_t>{1})
-    return std::nullopt;
+  int64_t step = 1;
+  if (slice.numInputs() > 4 && slice.input(4) != nullptr) {
+    auto steps = pass::constantInts(slice.input(4));
+    if (!steps || steps->size() != 1) return std::nullopt;
+    step = (*steps)[0];
+  }
   if (pass::normalizeAxis((*axes)[0], rank) != rank - 1) return std::nullopt;
   int64_t b = (*starts)[0], e = (*ends)[0];
-  if (b < 0 || e < 0) return std::nullopt;  // from-the-end indices: not HF's form
-  return std::make_pair(std::min(b, dim), std::min(e, dim));
+  if (b < 0 || e < 0 || step < 1) return std::nullopt;
+  return Range{std::min(b, dim), std::min(e, dim), step};
 }
 
 /// Whether Concat `node` joins its two inputs along the last axis of a rank-`rank` result.
@@ -60,16 +74,22 @@ bool concatsLastAxis(const ir::Node& node, int64_t rank) {
          pass::normalizeAxis(pass::attrInt(node, "axis", 0), rank) == rank - 1;
 }
 
-/// One of the caches: how to make its first half, [Bc, S, rot / 2].
+/// Where x0's axes are: heads at 1 ([B, H, S, D]) or at 2 ([B, S, H, D]).
+struct Layout {
+  int64_t head_axis = 1;
+  int64_t seqAxis() const { return 3 - head_axis; }
+};
+
+/// One of the caches: how to make it, [Bc, S, rot / 2].
 struct Cache {
-  ir::Value* base = nullptr;       ///< a, of Concat(a, a); nullptr for a constant
+  ir::Value* base = nullptr;       ///< a, of Concat(a, a) or repeat_interleave(a); or nullptr
   std::vector<ir::Node*> unary;    ///< the elementwise ops from C back to the Concat
-  std::optional<ir::Tensor> half;  ///< a constant C's first half, [Bc, S, rot / 2]
+  std::optional<ir::Tensor> half;  ///< a constant C's first of each pair, [Bc, S, rot / 2]
   Dims dims;                       ///< [Bc, S, rot / 2]
 };
 
-/// Elementwise ops that keep the two halves of the last axis equal.
-bool keepsHalves(const ir::Node& node) {
+/// Elementwise ops that keep the pairs of the last axis equal.
+bool keepsPairs(const ir::Node& node) {
   const std::string& op = node.opType();
   if (!node.domain().empty()) return false;
   if (op == "Cos" || op == "Sin" || op == "Cast") return node.numInputs() == 1;
@@ -80,74 +100,129 @@ bool keepsHalves(const ir::Node& node) {
   return false;
 }
 
-/// The constant C ([.., 1, S, rot] broadcasting to x0 [B, H, S, D]) as its first half.
-std::optional<Cache> constantCache(const ir::Value* c, const Dims& x, int64_t rot) {
+/// The constant C ([.., S, rot] broadcasting to x0, 1 at the head axis) as its first of each pair.
+std::optional<Cache> constantCache(const ir::Value* c, const Dims& x, int64_t rot, Layout lay,
+                                   bool interleaved) {
   auto t = ir::constantTensor(c);
+  const ir::Dim& seq = x[static_cast<size_t>(lay.seqAxis())];
   if (!t || t->dtype() != pass::elemTypeOf(c) || t->dims().size() > 4 || t->dims().size() < 2 ||
-      !x[2].isKnown())
+      !seq.isKnown())
     return std::nullopt;
   std::vector<int64_t> d(4 - t->dims().size(), 1);
   d.insert(d.end(), t->dims().begin(), t->dims().end());
-  if (d[1] != 1 || d[2] != x[2].value || d[3] != rot) return std::nullopt;
+  if (d[static_cast<size_t>(lay.head_axis)] != 1 ||
+      d[static_cast<size_t>(lay.seqAxis())] != seq.value || d[3] != rot)
+    return std::nullopt;
   auto values = pass::floatValues(*t);
   if (!values) return std::nullopt;
   int64_t h = rot / 2;
   std::vector<double> half;
-  for (int64_t row = 0; row < d[0] * d[2]; ++row) {
+  for (int64_t row = 0; row < d[0] * seq.value; ++row) {
     for (int64_t i = 0; i < h; ++i) {
-      double lo = (*values)[static_cast<size_t>(row * rot + i)];
-      double hi = (*values)[static_cast<size_t>(row * rot + h + i)];
+      double lo = (*values)[static_cast<size_t>(row * rot + (interleaved ? 2 * i : i))];
+      double hi = (*values)[static_cast<size_t>(row * rot + (interleaved ? 2 * i + 1 : h + i))];
       if (lo != hi && !(std::isnan(lo) && std::isnan(hi))) return std::nullopt;
       half.push_back(lo);
     }
   }
   Cache cache;
-  cache.half = pass::makeFloatTensor(t->dtype(), {d[0], d[2], h}, half);
-  cache.dims = {ir::Dim::known(d[0]), x[2], ir::Dim::known(h)};
+  cache.half = pass::makeFloatTensor(t->dtype(), {d[0], seq.value, h}, half);
+  cache.dims = {ir::Dim::known(d[0]), seq, ir::Dim::known(h)};
   return cache;
 }
 
-/// C as one of the rule's caches; nullopt when its halves are not provably equal.
-std::optional<Cache> matchCache(ir::Value* c, const Dims& x, int64_t rot) {
-  if (auto k = constantCache(c, x, rot)) return k;
-  ir::Node* unsq = c->producer();
+/// a when `v` = Unsqueeze<axes>(a) with a of rank 3 [Bc, S, n] (S x0's sequence dim).
+ir::Value* unsqueezedCache(ir::Value* v, const std::vector<int64_t>& axes, const ir::Dim& seq,
+                           int64_t n) {
+  ir::Node* unsq = v->producer();
   if (unsq == nullptr || unsq->opType() != "Unsqueeze" || !unsq->domain().empty() ||
-      unsq->numInputs() != 2 || pass::constantInts(unsq->input(1)) != std::vector<int64_t>{1})
-    return std::nullopt;
+      unsq->numInputs() != 2)
+    return nullptr;
+  auto got = pass::constantInts(unsq->input(1));
+  int64_t rank = static_cast<int64_t>(3 + axes.size());
+  if (!got || got->size() != axes.size()) return nullptr;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (pass::normalizeAxis((*got)[i], rank) != axes[i]) return nullptr;
+  }
+  ir::Value* a = unsq->input(0);
+  const Dims* as = shapeOf(a);
+  if (as == nullptr || as->size() != 3 || !sameDim((*as)[1], seq) || !(*as)[2].isKnown() ||
+      (*as)[2].value != n)
+    return nullptr;
+  return a;
+}
+
+/// C = Unsqueeze<head axis>(u1(...uk(Concat(a, a)))), as the ui applied to a.
+std::optional<Cache> halvesCache(ir::Value* c, const ir::Dim& seq, int64_t rot, Layout lay) {
+  ir::Value* e = unsqueezedCache(c, {lay.head_axis}, seq, rot);
+  if (e == nullptr) return std::nullopt;
   Cache cache;
-  ir::Value* e = unsq->input(0);
-  const Dims* es = shapeOf(e);
-  if (es == nullptr || es->size() != 3 || !sameDim((*es)[1], x[2]) || !(*es)[2].isKnown() ||
-      (*es)[2].value != rot)
-    return std::nullopt;
-  cache.dims = {(*es)[0], (*es)[1], ir::Dim::known(rot / 2)};
-  ir::Value* v = e;
-  while (ir::Node* p = v->producer()) {
+  const Dims& es = *shapeOf(e);
+  cache.dims = {es[0], es[1], ir::Dim::known(rot / 2)};
+  for (ir::Node* p = e->producer(); p != nullptr && p->input(0) != nullptr;
+       p = p->input(0)->producer()) {
     if (p->opType() == "Concat" && p->domain().empty() && concatsLastAxis(*p, 3) &&
         p->input(0) == p->input(1)) {
       cache.base = p->input(0);
       return cache;
     }
-    if (!keepsHalves(*p)) return std::nullopt;
+    if (!keepsPairs(*p)) return std::nullopt;
     cache.unary.push_back(p);
-    v = p->input(0);
   }
   return std::nullopt;
 }
 
+/// C = Reshape(Expand(Unsqueeze<head axis, 4>(a), [.., 2])) (torch's repeat_interleave(a, 2, -1)
+/// with the head axis added), as a: [Bc, S, rot / 2].
+std::optional<Cache> interleavedCache(ir::Value* c, const ir::Dim& seq, int64_t rot, Layout lay) {
+  ir::Node* reshape = c->producer();
+  if (reshape == nullptr || reshape->opType() != "Reshape" || !reshape->domain().empty())
+    return std::nullopt;
+  ir::Node* expand = reshape->input(0)->producer();
+  if (expand == nullptr || expand->opType() != "Expand" || !expand->domain().empty())
+    return std::nullopt;
+  const Dims* es = shapeOf(expand->output(0));
+  if (es == nullptr || es->size() != 5 || !(*es)[4].isKnown() || (*es)[4].value != 2 ||
+      !isOne((*es)[static_cast<size_t>(lay.head_axis)]))
+    return std::nullopt;
+  ir::Value* a = unsqueezedCache(expand->input(0), {lay.head_axis, 4}, seq, rot / 2);
+  if (a == nullptr) return std::nullopt;
+  const Dims& as = *shapeOf(a);
+  // The Expand only doubles the last axis: every other dim stays a's.
+  const size_t seq_axis = static_cast<size_t>(lay.seqAxis());
+  if (!sameDim((*es)[0], as[0]) || !sameDim((*es)[seq_axis], as[1]) || !sameDim((*es)[3], as[2]))
+    return std::nullopt;
+  Cache cache;
+  cache.base = a;
+  cache.dims = as;
+  return cache;
+}
+
+/// C as one of the rule's caches; nullopt when its pairs are not provably equal.
+std::optional<Cache> matchCache(ir::Value* c, const Dims& x, int64_t rot, Layout lay,
+                                bool interleaved) {
+  if (auto k = constantCache(c, x, rot, lay, interleaved)) return k;
+  const ir::Dim& seq = x[static_cast<size_t>(lay.seqAxis())];
+  return interleaved ? interleavedCache(c, seq, rot, lay) : halvesCache(c, seq, rot, lay);
+}
+
 /// What the pattern found.
 struct Rotary {
-  ir::Value* x0 = nullptr;  ///< RotaryEmbedding's input
+  ir::Value* x0 = nullptr;  ///< the rotated input, [B, H, S, D] or [B, S, H, D]
   ir::Node* out = nullptr;  ///< the node whose result RotaryEmbedding computes
   int64_t rot = 0;          ///< rotated features; the head size for full rotation
   bool partial = false;
+  Layout layout;
   Cache cos, sin;
   std::vector<ir::Node*> chain;  ///< users first
 };
 
 class RotaryPattern final : public rewrite::Pattern {
  public:
-  RotaryPattern() : Pattern("fuse-rotary-half", "Add", "", 3, 23), rule_(rule()) {}
+  explicit RotaryPattern(bool interleaved)
+      : Pattern(interleaved ? "fuse-rotary-interleaved" : "fuse-rotary-half", "Add", "", 3, 23),
+        interleaved_(interleaved),
+        rule_(rule(interleaved)) {}
 
   bool matchAndRewrite(ir::Node* node, PatternContext& ctx) const override {
     auto r = matchAt(node, ctx);
@@ -157,19 +232,45 @@ class RotaryPattern final : public rewrite::Pattern {
   }
 
  private:
-  /// y = Add(Mul(x, C), Mul(Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h)), S)).
-  static Matcher rule() {
+  /// y = Add(Mul(x, C), Mul(rotate(x), S)), rotate one of the rule's two.
+  static Matcher rule(bool interleaved) {
+    auto slice = [](const char* name) {
+      return bind(name, singleUse(op("Slice", bind("x"), any(), any(), any(), anyOrAbsent())));
+    };
     Matcher rotated =
-        singleUse(
-            op("Concat",
-               singleUse(op("Neg", bind("hi", singleUse(op("Slice", bind("x"), any(), any(), any(),
-                                                           anyOrAbsent()))))),
-               bind("lo", singleUse(op("Slice", bind("x"), any(), any(), any(), anyOrAbsent())))))
-            .orFail("no rotate_half: Concat(Neg(Slice(x)), Slice(x))");
-    // x * cos is read after the match (x is bound inside rotate_half, which decides the order).
+        interleaved
+            ? singleUse(
+                  op("Reshape",
+                     bind("pairs",
+                          singleUse(op("Concat",
+                                       singleUse(op("Unsqueeze", singleUse(op("Neg", slice("hi"))),
+                                                    bind("ax1"))),
+                                       singleUse(op("Unsqueeze", slice("lo"), bind("ax2")))))),
+                     any()))
+                  .orFail("no rotate_every_two: Concat(Neg(Slice(x, 1::2)), Slice(x, 0::2))")
+            : singleUse(op("Concat", singleUse(op("Neg", slice("hi"))), slice("lo")))
+                  .orFail("no rotate_half: Concat(Neg(Slice(x)), Slice(x))");
+    // x * cos is read after the match (x is bound inside rotate, which decides the order).
     return commutative("Add", bind("xc", singleUse(op("Mul", any(), any()))),
                        singleUse(commutative("Mul", bind("rot", rotated), bind("sin"))))
-        .orFail("no x * cos + rotate_half(x) * sin");
+        .orFail("no x * cos + rotate(x) * sin");
+  }
+
+  /// The slices are rotate's: the two halves, or the odd and even features (stacked on a new
+  /// last axis and merged back).
+  bool rotates(const Match& m, int64_t d) const {
+    auto hi = lastAxisRange(*m.node("hi"), 4, d);
+    auto lo = lastAxisRange(*m.node("lo"), 4, d);
+    if (!interleaved_) {
+      return concatsLastAxis(*m.node("rot"), 4) && hi == Range{d / 2, d, 1} &&
+             lo == Range{0, d / 2, 1};
+    }
+    for (const char* ax : {"ax1", "ax2"}) {
+      auto axes = pass::constantInts(m[ax]);
+      if (!axes || axes->size() != 1 || pass::normalizeAxis((*axes)[0], 5) != 4) return false;
+    }
+    return concatsLastAxis(*m.node("pairs"), 5) && hi == Range{1, d, 2} && lo == Range{0, d, 2} &&
+           pass::sameKnownShape(m["rot"], m["x"]);
   }
 
   std::optional<Rotary> matchAt(ir::Node* node, PatternContext& ctx) const {
@@ -191,12 +292,7 @@ class RotaryPattern final : public rewrite::Pattern {
       return ctx.fail("x not 4-D with a static, even last dim"), std::nullopt;
     Rotary r;
     r.rot = (*xs)[3].value;
-    const int64_t h = r.rot / 2;
-    auto hi = lastAxisRange(*m.node("hi"), 4, r.rot);
-    auto lo = lastAxisRange(*m.node("lo"), 4, r.rot);
-    if (!concatsLastAxis(*m.node("rot"), 4) || hi != std::make_pair(h, r.rot) ||
-        lo != std::make_pair(int64_t{0}, h))
-      return ctx.fail("the slices are not the two halves of the last axis"), std::nullopt;
+    if (!rotates(m, r.rot)) return ctx.fail("the slices do not rotate x's features"), std::nullopt;
     if (!pass::sameKnownShape(node->output(0), x))
       return ctx.fail("the result is broadcast past x's shape"), std::nullopt;
     r.x0 = x;
@@ -204,15 +300,24 @@ class RotaryPattern final : public rewrite::Pattern {
     r.chain = m.nodes();
     matchPartial(node, r);
     const Dims& x0 = *shapeOf(r.x0);
-    auto cos = matchCache(cos_v, x0, r.rot);
-    auto sin = matchCache(m["sin"], x0, r.rot);
-    if (!cos || !sin)
-      return ctx.fail("cos or sin is not [B|1, 1, S, rot] with equal halves"), std::nullopt;
-    r.cos = std::move(*cos);
-    r.sin = std::move(*sin);
-    if (!batchFits(r.cos.dims[0], x0[0]) || !batchFits(r.sin.dims[0], x0[0]))
-      return ctx.fail("the caches' batch is neither x's nor 1"), std::nullopt;
-    return r;
+    for (int64_t head_axis : {1, 2}) {
+      Layout lay{head_axis};
+      auto cos = matchCache(cos_v, x0, r.rot, lay, interleaved_);
+      auto sin = matchCache(m["sin"], x0, r.rot, lay, interleaved_);
+      if (!cos || !sin) continue;
+      if (!batchFits(cos->dims[0], x0[0]) || !batchFits(sin->dims[0], x0[0]))
+        return ctx.fail("the caches' batch is neither x's nor 1"), std::nullopt;
+      if (head_axis == 2 && (!x0[2].isKnown() || !x0[3].isKnown()))
+        return ctx.fail("[B, S, H, D] with H or D unknown"), std::nullopt;
+      r.layout = lay;
+      r.cos = std::move(*cos);
+      r.sin = std::move(*sin);
+      return r;
+    }
+    return ctx.fail(
+               "cos or sin do not broadcast with equal pairs as [B|1, 1, S, rot] or "
+               "[B|1, S, 1, rot]"),
+           std::nullopt;
   }
 
   static bool batchFits(const ir::Dim& cache, const ir::Dim& x) {
@@ -230,8 +335,8 @@ class RotaryPattern final : public rewrite::Pattern {
     const Dims* s0 = shapeOf(x0);
     if (s0 == nullptr || s0->size() != 4 || !(*s0)[3].isKnown()) return false;
     int64_t d = (*s0)[3].value;
-    if (lastAxisRange(*head, 4, d) != std::make_pair(int64_t{0}, r.rot) || r.rot >= d) return false;
-    // x's uses are the chain's three (Mul and the two halves' Slices).
+    if (lastAxisRange(*head, 4, d) != Range{0, r.rot, 1} || r.rot >= d) return false;
+    // x's uses are the chain's three (Mul and the two Slices of rotate).
     if (r.x0->uses().size() != 3 || r.x0->isGraphOutput()) return false;
     ir::Node* cat = node->output(0)->uses()[0].user;
     if (cat->opType() != "Concat" || !cat->domain().empty() || !concatsLastAxis(*cat, 4) ||
@@ -240,7 +345,7 @@ class RotaryPattern final : public rewrite::Pattern {
     ir::Node* tail = cat->input(1)->producer();
     if (tail == nullptr || tail->opType() != "Slice" || !tail->domain().empty() ||
         tail->input(0) != x0 || !pass::hasSingleUse(cat->input(1)) ||
-        lastAxisRange(*tail, 4, d) != std::make_pair(r.rot, d))
+        lastAxisRange(*tail, 4, d) != Range{r.rot, d, 1})
       return false;
     r.x0 = x0;
     r.out = cat;
@@ -319,17 +424,56 @@ class RotaryPattern final : public rewrite::Pattern {
     return rw.createNode("Expand", "", {v, shape}, {t})->output(0);
   }
 
-  static void rewriteAt(const Rotary& r, PatternContext& ctx) {
+  /// x0 [B, S, H, D] as [B, S, H*D]: the head split's input where x0 is Reshape(x: [B, S, H*D]),
+  /// else Reshape(x0, [0, 0, -1]).
+  static ir::Value* mergedHeads(const Rotary& r, PatternContext& ctx) {
+    const Dims& x0 = *shapeOf(r.x0);
+    const ir::Dim merged = ir::Dim::known(x0[2].value * x0[3].value);
+    if (ir::Node* split = r.x0->producer();
+        split != nullptr && split->opType() == "Reshape" && split->domain().empty()) {
+      const Dims* xs = shapeOf(split->input(0));
+      if (xs != nullptr && xs->size() == 3 && sameDim((*xs)[0], x0[0]) &&
+          sameDim((*xs)[1], x0[1]) && sameDim((*xs)[2], merged))
+        return split->input(0);
+    }
+    return reshaped(r.x0, {0, 0, -1}, Dims{x0[0], x0[1], merged}, r, ctx);
+  }
+
+  /// Reshape<allowzero=0>(v, target), typed `dims`.
+  static ir::Value* reshaped(ir::Value* v, std::vector<int64_t> target, Dims dims, const Rotary& r,
+                             PatternContext& ctx) {
+    auto& rw = ctx.rewriter();
+    auto n = static_cast<int64_t>(target.size());
+    ir::Value* shape = rw.createInitializer(*r.out->owningGraph(), "rotary_shape",
+                                            pass::makeInt64Tensor(std::move(target), {n}));
+    ir::Type t = v->type();
+    t.shape = std::move(dims);
+    return rw.createNode("Reshape", "", {v, shape}, {t})->output(0);
+  }
+
+  void rewriteAt(const Rotary& r, PatternContext& ctx) const {
     auto& rw = ctx.rewriter();
     rw.setInsertionPoint(r.out);
     ir::Value* c = makeCache(r.cos, r, ctx);
     ir::Value* s = makeCache(r.sin, r, ctx);
-    ir::Node* rope = rw.createNodeLike("RotaryEmbedding", "", {r.x0, c, s}, r.out);
+    const bool seq_first = r.layout.head_axis == 2;
+    ir::Value* x = seq_first ? mergedHeads(r, ctx) : r.x0;
+    ir::Node* rope = rw.createNodeLike("RotaryEmbedding", "", {x, c, s}, r.out);
     if (r.partial) rw.setAttribute(rope, intAttr("rotary_embedding_dim", r.rot));
-    rw.replaceAllUsesWith(r.out->output(0), rope->output(0));
+    if (interleaved_) rw.setAttribute(rope, intAttr("interleaved", 1));
+    ir::Value* y = rope->output(0);
+    if (seq_first) {
+      // [B, S, H*D] in and out, with num_heads; the result split into heads again.
+      const Dims& x0 = *shapeOf(r.x0);
+      rw.setAttribute(rope, intAttr("num_heads", x0[2].value));
+      rw.setType(y, x->type());
+      y = reshaped(y, {0, 0, x0[2].value, x0[3].value}, x0, r, ctx);
+    }
+    rw.replaceAllUsesWith(r.out->output(0), y);
     rw.eraseDeadNodes(r.chain);
   }
 
+  const bool interleaved_;
   const Matcher rule_;
 };
 
@@ -337,14 +481,15 @@ class FuseRotaryPass final : public pass::PatternPass {
  public:
   std::string id() const override { return "fuse-rotary"; }
   std::string summary() const override {
-    return "Fuse rotary position embedding (x * cos + rotate_half(x) * sin) into RotaryEmbedding "
-           "(opset 23+)";
+    return "Fuse rotary position embedding (x * cos + rotate(x) * sin, rotate_half or "
+           "rotate_every_two) into RotaryEmbedding (opset 23+)";
   }
 
  protected:
   rewrite::PatternList patterns() const override {
     rewrite::PatternList list;
-    list.push_back(std::make_unique<RotaryPattern>());
+    list.push_back(std::make_unique<RotaryPattern>(false));
+    list.push_back(std::make_unique<RotaryPattern>(true));
     return list;
   }
 };

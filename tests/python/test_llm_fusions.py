@@ -1,6 +1,6 @@
 """-O2 --target-opset 23 on decoder LLMs exported from PyTorch: models/transformers' Llamas (both
-exporters, no cache) and models/decoders' Llama, Qwen2 and Phi (dynamo, with a KV cache; Phi's rotary
-is partial). Every rotary embedding becomes RotaryEmbedding and every attention Attention, with the
+exporters, no cache) and models/decoders' Llama, Qwen2, Phi and GPT-J (dynamo, with a KV cache; Phi's
+rotary is partial, GPT-J's partial and interleaved, before the head transpose). Every rotary embedding becomes RotaryEmbedding and every attention Attention, with the
 grouped KV heads and the cache folded in (past_key_values.{i}.* in, present.{i}.* out of the op
 itself); the result matches the original on onnxruntime and on the reference kernels."""
 
@@ -19,7 +19,7 @@ from roundtrip_check import REPO_ROOT
 
 LAYERS = 2
 MODELS = ["transformers/llama_dynamo", "transformers/llama_legacy", "decoders/llama_kv_dynamo",
-          "decoders/qwen2_kv_dynamo", "decoders/phi_kv_dynamo"]
+          "decoders/qwen2_kv_dynamo", "decoders/phi_kv_dynamo", "decoders/gptj_kv_dynamo"]
 
 
 def _inputs(model_dir: Path) -> list[np.ndarray]:
