@@ -16,7 +16,8 @@
 //   K = Concat<axis=2>(Kp, Kc), V = Concat<axis=2>(Vp, Vc)     Kp, Vp: [B, Hkv, P, D]
 //   ==>  Y, K, V = Attention(Q, Kc, Vc, M, Kp, Vp)            (present_key and present_value)
 // where the Concats' other readers are graph outputs (the present cache) and the repeat_kv read
-// through; the mask then covers the P + L keys as before.
+// through; the mask then covers the P + L keys as before. With Q, Kc and Vc split into heads from
+// rank 3 (and Y merged back), Attention takes the 3-D forms below and the 4-D past.
 //
 // 3-D form, when Q, K and V are all split into heads from rank-3 tensors and Y is merged back:
 //   Transpose<0,2,1,3>(Reshape(x: [B,S,H*D]) -> [B,S,H,D])  (for K: Transpose<0,2,3,1> as K^T)
@@ -415,6 +416,17 @@ class AttentionPattern final : public TargetPattern {
     if (k_cat == nullptr || v_cat == nullptr) return;
     a.k_cat = k_cat;
     a.v_cat = v_cat;
+    // The 3-D form with a cache: the new keys and values split into heads from rank 3 (the past
+    // stays 4-D, as Attention's past_key/past_value are). Their head splits take no scaling, which
+    // the past keys would lack.
+    double q_factor = 1.0;
+    a.q3 = headsFrom3d(a.q, {0, 2, 1, 3}, &q_factor);
+    ir::Value* k3 = headsFrom3d(k_cat->input(1), {0, 2, 1, 3});
+    ir::Value* v3 = headsFrom3d(v_cat->input(1), {0, 2, 1, 3});
+    if (a.q3 == nullptr || k3 == nullptr || v3 == nullptr || a.out_reshape == nullptr) return;
+    a.k3 = k3;
+    a.v3 = v3;
+    a.scale *= q_factor;
   }
 
   static void rewriteAt(ir::Node* node, AttentionMatch& a, PatternContext& ctx) {
@@ -437,8 +449,10 @@ class AttentionPattern final : public TargetPattern {
     }
     if (a.mask != nullptr || a.k_cat != nullptr) inputs.push_back(a.mask);
     if (a.k_cat != nullptr) {
-      inputs[1] = a.k_cat->input(1);
-      inputs[2] = a.v_cat->input(1);
+      if (!three_d) {
+        inputs[1] = a.k_cat->input(1);
+        inputs[2] = a.v_cat->input(1);
+      }
       inputs.push_back(a.k_cat->input(0));
       inputs.push_back(a.v_cat->input(0));
     }

@@ -12,7 +12,10 @@
 // x0 is [B, H, S, D] (HF applies rotate_half after the head transpose; C and S broadcast to it as
 // [Bc, 1, S, rot]), or [B, S, H, D] (GPT-J, before it; [Bc, S, 1, rot]), which RotaryEmbedding takes
 // as [B, S, H*D] with num_heads: the head split's own input where x0 is Reshape(x: [B, S, H*D]),
-// else a Reshape to it, and a Reshape back. C and S have each pair of the last axis equal (the two
+// else a Reshape to it, and a Reshape back. A [B, H, S, D] x0 that is the head split
+// Transpose<0,2,1,3>(Reshape(x: [B, S, H*D])), read only by the rotation, is rotated as x and
+// split after: the split's two nodes move behind the rotation, where fuse-attention's 3-D form
+// takes them (Q and K projections straight into Attention). C and S have each pair of the last axis equal (the two
 // halves, or each even/odd pair when interleaved), proven by structure or by data:
 //   C = Unsqueeze<head axis>(u1(...uk(Concat<axis=-1>(a, a))))  ==>  c = u1(...uk(a))
 //       (HF's emb = cat(freqs, freqs); cos = emb.cos() * attention_scaling; each ui one of Cos,
@@ -451,26 +454,58 @@ class RotaryPattern final : public rewrite::Pattern {
     return rw.createNode("Reshape", "", {v, shape}, {t})->output(0);
   }
 
+  /// x3 when x0 [B, H, S, D] is Transpose<0,2,1,3>(Reshape(x3: [B, S, H*D])) that only the chain
+  /// reads: the rotation is done on x3 and the head split after it, where fuse-attention's 3-D
+  /// form reads it (the split's two nodes move, none is added).
+  static ir::Value* splitAfter(const Rotary& r) {
+    ir::Node* tr = r.x0->producer();
+    if (tr == nullptr || tr->opType() != "Transpose" || !tr->domain().empty() ||
+        pass::attrInts(*tr, "perm") != std::vector<int64_t>{0, 2, 1, 3} || r.x0->isGraphOutput())
+      return nullptr;
+    for (const ir::Use& u : r.x0->uses()) {
+      if (std::find(r.chain.begin(), r.chain.end(), u.user) == r.chain.end()) return nullptr;
+    }
+    ir::Node* split = tr->input(0)->producer();
+    if (split == nullptr || split->opType() != "Reshape" || !split->domain().empty())
+      return nullptr;
+    const Dims& x0 = *shapeOf(r.x0);
+    const Dims* xs = shapeOf(split->input(0));
+    if (!x0[1].isKnown() || xs == nullptr || xs->size() != 3 || !sameDim((*xs)[0], x0[0]) ||
+        !sameDim((*xs)[1], x0[2]) || !(*xs)[2].isKnown() ||
+        (*xs)[2].value != x0[1].value * x0[3].value)
+      return nullptr;
+    return split->input(0);
+  }
+
   void rewriteAt(const Rotary& r, PatternContext& ctx) const {
     auto& rw = ctx.rewriter();
     rw.setInsertionPoint(r.out);
     ir::Value* c = makeCache(r.cos, r, ctx);
     ir::Value* s = makeCache(r.sin, r, ctx);
     const bool seq_first = r.layout.head_axis == 2;
-    ir::Value* x = seq_first ? mergedHeads(r, ctx) : r.x0;
-    ir::Node* rope = rw.createNodeLike("RotaryEmbedding", "", {x, c, s}, r.out);
+    ir::Value* x3 = seq_first ? mergedHeads(r, ctx) : splitAfter(r);
+    ir::Node* rope = rw.createNodeLike("RotaryEmbedding", "", {x3 ? x3 : r.x0, c, s}, r.out);
     if (r.partial) rw.setAttribute(rope, intAttr("rotary_embedding_dim", r.rot));
     if (interleaved_) rw.setAttribute(rope, intAttr("interleaved", 1));
     ir::Value* y = rope->output(0);
-    if (seq_first) {
+    if (x3 != nullptr) {
       // [B, S, H*D] in and out, with num_heads; the result split into heads again.
       const Dims& x0 = *shapeOf(r.x0);
-      rw.setAttribute(rope, intAttr("num_heads", x0[2].value));
-      rw.setType(y, x->type());
-      y = reshaped(y, {0, 0, x0[2].value, x0[3].value}, x0, r, ctx);
+      const int64_t heads = x0[seq_first ? 2 : 1].value;
+      rw.setAttribute(rope, intAttr("num_heads", heads));
+      rw.setType(y, x3->type());
+      const ir::Dim seq = x0[seq_first ? 1 : 2];
+      y = reshaped(y, {0, 0, heads, x0[3].value}, {x0[0], seq, ir::Dim::known(heads), x0[3]}, r,
+                   ctx);
+      if (!seq_first) y = pass::createTranspose(rw, y, {0, 2, 1, 3});
     }
     rw.replaceAllUsesWith(r.out->output(0), y);
-    rw.eraseDeadNodes(r.chain);
+    std::vector<ir::Node*> dead = r.chain;
+    if (x3 != nullptr && !seq_first) {
+      ir::Node* tr = r.x0->producer();
+      dead.insert(dead.end(), {tr, tr->input(0)->producer()});
+    }
+    rw.eraseDeadNodes(dead);
   }
 
   const bool interleaved_;
