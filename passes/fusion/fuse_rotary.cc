@@ -9,14 +9,16 @@
 // Partial rotary (rot < D: Phi's, GPT-J's), the rotated part x = Slice(x0, 0:rot) of the last axis:
 //   Concat<axis=-1>(y, Slice(x0, rot:D))  ==>  RotaryEmbedding<rotary_embedding_dim=rot>(x0, c, s)
 //
-// x0 is [B, H, S, D] (HF applies rotate_half after the head transpose; C and S broadcast to it as
-// [Bc, 1, S, rot]), or [B, S, H, D] (GPT-J, before it; [Bc, S, 1, rot]), which RotaryEmbedding takes
-// as [B, S, H*D] with num_heads: the head split's own input where x0 is Reshape(x: [B, S, H*D]),
-// else a Reshape to it, and a Reshape back. A [B, H, S, D] x0 that is the head split
-// Transpose<0,2,1,3>(Reshape(x: [B, S, H*D])), read only by the rotation, is rotated as x and
-// split after: the split's two nodes move behind the rotation, where fuse-attention's 3-D form
-// takes them (Q and K projections straight into Attention). C and S have each pair of the last axis equal (the two
-// halves, or each even/odd pair when interleaved), proven by structure or by data:
+// x0 is [B, H, S, D] (HF applies rotate_half after the head transpose; C and S broadcast to it
+// as [Bc, 1, S, rot]), or [B, S, H, D] (GPT-J, before it; [Bc, S, 1, rot]), which RotaryEmbedding
+// takes as [B, S, H*D] with num_heads: the head split's own input where x0 is
+// Reshape(x: [B, S, H*D]), else a Reshape to it, and a Reshape back. A [B, H, S, D] x0 that is the
+// head split Transpose<0,2,1,3>(Reshape(x: [B, S, H*D])), read only by the rotation, is rotated as
+// x and split after: the split's two nodes move behind the rotation, where fuse-attention's 3-D
+// form takes them (Q and K projections straight into Attention).
+//
+// C and S have each pair of the last axis equal (the two halves, or each even/odd pair when
+// interleaved), proven by structure or by data:
 //   C = Unsqueeze<head axis>(u1(...uk(Concat<axis=-1>(a, a))))  ==>  c = u1(...uk(a))
 //       (HF's emb = cat(freqs, freqs); cos = emb.cos() * attention_scaling; each ui one of Cos,
 //       Sin, Cast, and Mul or Div by a scalar constant, all elementwise: the halves stay equal)

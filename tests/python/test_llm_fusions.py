@@ -1,8 +1,9 @@
 """-O2 --target-opset 23 on decoder LLMs exported from PyTorch: models/transformers' Llamas (both
-exporters, no cache) and models/decoders' Llama, Qwen2, Phi and GPT-J (dynamo, with a KV cache; Phi's
-rotary is partial, GPT-J's partial and interleaved, before the head transpose). Every rotary embedding becomes RotaryEmbedding and every attention Attention, with the
-grouped KV heads and the cache folded in (past_key_values.{i}.* in, present.{i}.* out of the op
-itself); the result matches the original on onnxruntime and on the reference kernels."""
+exporters, no cache) and models/decoders' Llama, Qwen2, Phi and GPT-J (dynamo, with a KV cache;
+Phi's rotary is partial, GPT-J's partial and interleaved, before the head transpose). Every rotary
+embedding becomes RotaryEmbedding and every attention Attention, with the grouped KV heads and the
+cache folded in (past_key_values.{i}.* in, present.{i}.* out of the op itself); the result matches
+the original on onnxruntime and on the reference kernels."""
 
 from __future__ import annotations
 
