@@ -26,7 +26,10 @@
 //   C constant                                                  ==>  c = its first of each pair
 // c and s are RotaryEmbedding's caches without position ids, [B, S, rot / 2]: a cache of batch 1
 // (HF's default position ids, arange(S)[None]) is expanded to x0's batch. A constant cache of a
-// static batch is stored expanded. Float, float16 and bfloat16; every intermediate single-use.
+// static batch is stored expanded. Where c and s are halves of one constant table read at the
+// position ids (GPT-J's Split(GatherND(T [max_pos, rot], I [Bc, S, 1]))), the caches are T's
+// halves, [max_pos, rot / 2], and the ids I squeezed to [B, S] are RotaryEmbedding's position_ids.
+// Float, float16 and bfloat16; every intermediate single-use.
 #include "dims.h"
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
@@ -91,7 +94,46 @@ struct Cache {
   std::vector<ir::Node*> unary;    ///< the elementwise ops from C back to the Concat
   std::optional<ir::Tensor> half;  ///< a constant C's first of each pair, [Bc, S, rot / 2]
   Dims dims;                       ///< [Bc, S, rot / 2]
+  /// a's rows of a constant table read at position ids: [max_pos, rot / 2], and the ids as
+  /// GatherND's indices [Bc, S, 1].
+  std::optional<ir::Tensor> table;
+  ir::Value* positions = nullptr;
 };
+
+/// Where a = Split<last axis, halves>(GatherND(T, I))[k] with T a constant [max_pos, rot] and I
+/// int64 [Bc, S, 1] (GPT-J's sin/cos table read at the position ids): T's k-th half of columns as
+/// the table, and I.
+void readTable(Cache& cache, int64_t h) {
+  ir::Node* split = cache.base->producer();
+  if (split == nullptr || split->opType() != "Split" || !split->domain().empty() ||
+      split->numOutputs() != 2 || pass::normalizeAxis(pass::attrInt(*split, "axis", 0), 3) != 2)
+    return;
+  if (split->numInputs() > 1 && split->input(1) != nullptr &&
+      pass::constantInts(split->input(1)) != std::vector<int64_t>{h, h})
+    return;
+  ir::Node* gather = split->input(0)->producer();
+  if (gather == nullptr || gather->opType() != "GatherND" || !gather->domain().empty() ||
+      pass::attrInt(*gather, "batch_dims", 0) != 0)
+    return;
+  auto t = ir::constantTensor(gather->input(0));
+  ir::Value* pos = gather->input(1);
+  const Dims* ps = shapeOf(pos);
+  if (!t || t->dims().size() != 2 || t->dims()[1] != 2 * h || ps == nullptr || ps->size() != 3 ||
+      pass::elemTypeOf(pos) != DataType::kInt64 || !sameDim((*ps)[0], cache.dims[0]) ||
+      !sameDim((*ps)[1], cache.dims[1]) || !isOne((*ps)[2]))
+    return;
+  auto values = pass::floatValues(*t);
+  if (!values) return;
+  const int64_t rows = t->dims()[0];
+  const auto k = static_cast<int64_t>(cache.base->outputIndex());
+  std::vector<double> half;
+  for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t i = 0; i < h; ++i)
+      half.push_back((*values)[static_cast<size_t>(row * 2 * h + k * h + i)]);
+  }
+  cache.table = pass::makeFloatTensor(t->dtype(), {rows, h}, half);
+  cache.positions = pos;
+}
 
 /// Elementwise ops that keep the pairs of the last axis equal.
 bool keepsPairs(const ir::Node& node) {
@@ -200,6 +242,7 @@ std::optional<Cache> interleavedCache(ir::Value* c, const ir::Dim& seq, int64_t 
   Cache cache;
   cache.base = a;
   cache.dims = as;
+  readTable(cache, rot / 2);
   return cache;
 }
 
@@ -393,16 +436,19 @@ class RotaryPattern final : public rewrite::Pattern {
     return expandBatch(v, k.dims, r, ctx);
   }
 
-  /// Expand(v: [1, S, h], [B, 1, 1]), B read from a graph input holding x0's batch symbol where
-  /// one does (so that every layer's caches read one Shape and merge), else from x0.
+  /// Expand(v: [1, ...], [B, 1, ...]), B read from a graph input holding x0's batch symbol where
+  /// one does (so that every layer's caches read one Shape and merge), else from x0. `dims`: v's.
   static ir::Value* expandBatch(ir::Value* v, const Dims& dims, const Rotary& r,
                                 PatternContext& ctx) {
     auto& rw = ctx.rewriter();
     ir::Graph& g = *r.out->owningGraph();
     const ir::Dim& b = (*shapeOf(r.x0))[0];
     ir::Value* shape = nullptr;
+    const auto rank = static_cast<int64_t>(dims.size());
+    std::vector<int64_t> ones(dims.size() - 1, 1);
     if (b.isKnown()) {
-      shape = rw.createInitializer(g, "rotary_batch", pass::makeInt64Tensor({b.value, 1, 1}, {3}));
+      ones.insert(ones.begin(), b.value);
+      shape = rw.createInitializer(g, "rotary_batch", pass::makeInt64Tensor(ones, {rank}));
     } else {
       ir::Value* src = nullptr;
       int64_t axis = 0;
@@ -418,14 +464,16 @@ class RotaryPattern final : public rewrite::Pattern {
       ir::Node* sh = rw.createNode("Shape", "", {src}, {it});
       rw.setAttribute(sh, intAttr("start", axis));
       rw.setAttribute(sh, intAttr("end", axis + 1));
-      ir::Value* ones = rw.createInitializer(g, "rotary_ones", pass::makeInt64Tensor({1, 1}, {2}));
-      it.shape = Dims{ir::Dim::known(3)};
-      ir::Node* cat = rw.createNode("Concat", "", {sh->output(0), ones}, {it});
+      ir::Value* rest =
+          rw.createInitializer(g, "rotary_ones", pass::makeInt64Tensor(ones, {rank - 1}));
+      it.shape = Dims{ir::Dim::known(rank)};
+      ir::Node* cat = rw.createNode("Concat", "", {sh->output(0), rest}, {it});
       rw.setAttribute(cat, intAttr("axis", 0));
       shape = cat->output(0);
     }
     ir::Type t = v->type();
-    t.shape = Dims{b, dims[1], dims[2]};
+    t.shape = dims;
+    (*t.shape)[0] = b;
     return rw.createNode("Expand", "", {v, shape}, {t})->output(0);
   }
 
@@ -482,11 +530,29 @@ class RotaryPattern final : public rewrite::Pattern {
   void rewriteAt(const Rotary& r, PatternContext& ctx) const {
     auto& rw = ctx.rewriter();
     rw.setInsertionPoint(r.out);
-    ir::Value* c = makeCache(r.cos, r, ctx);
-    ir::Value* s = makeCache(r.sin, r, ctx);
+    std::vector<ir::Value*> caches;
+    if (r.cos.table && r.sin.table && r.cos.positions == r.sin.positions) {
+      // Constant tables read at the position ids: RotaryEmbedding's own gather.
+      ir::Graph& g = *r.out->owningGraph();
+      const Dims& idx = *shapeOf(r.cos.positions);
+      ir::Type t = r.cos.positions->type();
+      t.shape = Dims{idx[0], idx[1]};
+      ir::Node* pos =
+          rw.createNode("Squeeze", "",
+                        {r.cos.positions,
+                         rw.createInitializer(g, "rotary_axis", pass::makeInt64Tensor({2}, {1}))},
+                        {t});
+      caches = {rw.createInitializer(g, "rotary_cos", *r.cos.table),
+                rw.createInitializer(g, "rotary_sin", *r.sin.table), pos->output(0)};
+      if (!sameDim(idx[0], (*shapeOf(r.x0))[0]))
+        caches[2] = expandBatch(caches[2], *t.shape, r, ctx);
+    } else {
+      caches = {makeCache(r.cos, r, ctx), makeCache(r.sin, r, ctx)};
+    }
     const bool seq_first = r.layout.head_axis == 2;
     ir::Value* x3 = seq_first ? mergedHeads(r, ctx) : splitAfter(r);
-    ir::Node* rope = rw.createNodeLike("RotaryEmbedding", "", {x3 ? x3 : r.x0, c, s}, r.out);
+    caches.insert(caches.begin(), x3 ? x3 : r.x0);
+    ir::Node* rope = rw.createNodeLike("RotaryEmbedding", "", caches, r.out);
     if (r.partial) rw.setAttribute(rope, intAttr("rotary_embedding_dim", r.rot));
     if (interleaved_) rw.setAttribute(rope, intAttr("interleaved", 1));
     ir::Value* y = rope->output(0);
