@@ -55,6 +55,20 @@ StatusOr<Outputs> packedAttentionKernel(const KernelContext& ctx);
 StatusOr<Outputs> nhwcConvKernel(const KernelContext& ctx);  // NhwcConv, NhwcConvRelu/AddRelu
 StatusOr<Outputs> nhwcPoolKernel(const KernelContext& ctx);  // NhwcMaxPool, NhwcAveragePool
 
+// microsoft_ops.cc and microsoft_attention.cc: onnxruntime's contrib ops (com.microsoft 1)
+StatusOr<Outputs> simplifiedLayerNormKernel(const KernelContext& ctx);  // default domain
+StatusOr<Outputs> skipSimplifiedLayerNormKernel(const KernelContext& ctx);
+StatusOr<Outputs> contribRotaryEmbeddingKernel(const KernelContext& ctx);
+StatusOr<Outputs> matMulNBitsKernel(const KernelContext& ctx);
+StatusOr<Outputs> groupQueryAttentionKernel(const KernelContext& ctx);
+/// Fails (kUnimplemented) unless `t` is float, float16 or bfloat16: the contrib ops' float types.
+Status requireContribFloat(const KernelContext& ctx, DataType t);
+/// Rotates the first `rot` features of one head in place by the angles of a cache row:
+/// y1 = x1 cos - x2 sin, y2 = x2 cos + x1 sin (halves, or even and odd features when
+/// interleaved).
+void rotateHead(double* x, const double* cos_row, const double* sin_row, int64_t rot,
+                bool interleaved);
+
 // misc.cc
 StatusOr<Outputs> castKernel(const KernelContext& ctx);  // Cast CastLike
 StatusOr<Outputs> rangeKernel(const KernelContext& ctx);

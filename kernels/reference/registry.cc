@@ -30,7 +30,8 @@ int64_t maxOpset(const std::string& domain) {
   if (domain.empty() || domain == "ai.onnx") return kMaxOpset;
   if (domain == "ai.onnx.ml") return 5;
   if (domain == "ai.onnx.preview.training" || domain == "ai.onnx.preview") return 1;
-  if (domain == "ai.onnxopt") return 1;  // our own ops (include/onnxopt/passes/target_ops.h)
+  if (domain == "ai.onnxopt") return 1;     // our own ops (include/onnxopt/passes/target_ops.h)
+  if (domain == "com.microsoft") return 1;  // onnxruntime's contrib ops (microsoft_ops.cc)
   return 0;
 }
 
@@ -145,6 +146,9 @@ const std::map<std::string, Entry>& registry() {
     const TypeSet kUnsigned = {DataType::kUint8, DataType::kUint16, DataType::kUint32,
                                DataType::kUint64};
     Signature reduce_min_max = in({N | kBool, X});
+    // onnxruntime's contrib ops: their float types, and their index types.
+    const TypeSet kOrtF = {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16};
+    const TypeSet kI32 = {DataType::kInt32}, kI64 = {DataType::kInt64};
     return std::map<std::string, Entry>{
         // elementwise.cc
         {"Add", {7, ref::binaryArithmetic, binary}},
@@ -394,6 +398,24 @@ const std::map<std::string, Entry>& registry() {
         {"ai.onnxopt.SafePackedAttention", {1, ref::safePackedAttentionKernel, in({F, F})}},
         {"ai.onnxopt.SeqFirstPackedAttention", {1, ref::seqFirstPackedAttentionKernel, in({F})}},
         {"ai.onnxopt.PackedAttention", {1, ref::packedAttentionKernel, in({F})}},
+        // microsoft_ops.cc, microsoft_attention.cc: onnxruntime's contrib ops; onnxruntime keeps
+        // SimplifiedLayerNormalization in the default domain, at every opset
+        {"SimplifiedLayerNormalization",
+         {1, ref::simplifiedLayerNormKernel,
+          withOutputs(in({F, F}), {F, TypeSet{DataType::kFloat}})}},
+        {"com.microsoft.SkipSimplifiedLayerNormalization",
+         {1, ref::skipSimplifiedLayerNormKernel, in({kOrtF, kOrtF, kOrtF, kOrtF})}},
+        {"com.microsoft.RotaryEmbedding",
+         {1, ref::contribRotaryEmbeddingKernel, in({kOrtF, kI64, kOrtF, kOrtF})}},
+        {"com.microsoft.MatMulNBits",
+         {1, ref::matMulNBitsKernel,
+          in({kOrtF, TypeSet{DataType::kUint8}, kOrtF, kOrtF | TypeSet{DataType::kUint8},
+              TypeSet{DataType::kInt32}, kOrtF})}},
+        // query key value past_key past_value seqlens_k total_sequence_length cos_cache sin_cache
+        // position_ids attention_bias head_sink
+        {"com.microsoft.GroupQueryAttention",
+         {1, ref::groupQueryAttentionKernel,
+          in({kOrtF, kOrtF, kOrtF, kOrtF, kOrtF, kI32, kI32, kOrtF, kOrtF, kI64, kOrtF, kOrtF})}},
         // ml.cc: ai.onnx.ml, by referenceOpName, at that domain's opsets
         {"ai.onnx.ml.Binarizer",
          {1, ref::binarizerKernel,

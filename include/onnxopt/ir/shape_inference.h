@@ -154,6 +154,7 @@ void registerShapeOps(std::vector<OpInference>& table);
 void registerDataMovementOps(std::vector<OpInference>& table);
 void registerNnOps(std::vector<OpInference>& table);
 void registerMiscOps(std::vector<OpInference>& table);
+void registerMicrosoftOps(std::vector<OpInference>& table);
 }  // namespace detail
 
 }  // namespace onnxopt::ir

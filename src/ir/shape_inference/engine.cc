@@ -89,6 +89,7 @@ std::shared_ptr<const InferenceTable> inferenceTable() {
   detail::registerDataMovementOps(builtin);
   detail::registerNnOps(builtin);
   detail::registerMiscOps(builtin);
+  detail::registerMicrosoftOps(builtin);
   for (const auto& e : builtin) {
     (*fresh)[std::string(e.domain) + ":" + e.op].push_back({e.since, e.fn});
   }
