@@ -673,6 +673,54 @@ std::vector<Case> cases() {
                    fixed(la),
                    2});
   }
+  // microsoft_ops.cc and microsoft_attention.cc: onnxruntime's contrib ops
+  out.push_back({"SimplifiedLayerNormalization",
+                 21,
+                 {kF, kF},
+                 {{0, {1, 2}, {1, 2}}, {1, {2}, {1, 1}}},
+                 fixed({}),
+                 2});
+  out.push_back({"com.microsoft.SkipSimplifiedLayerNormalization",
+                 1,
+                 {kF},
+                 {{0, {1, 2}, {1, 2}}, {0, {1, 2}, {0, 1}}, {0, {2}, {1, 1}}},
+                 fixed({}),
+                 4});
+  // RotaryEmbedding: one head of 2 (the caches' width says so), position offset 0.
+  out.push_back({"com.microsoft.RotaryEmbedding",
+                 1,
+                 {kF, kI64},
+                 {{0, {1, 1, 2}, {1, 2}}, {1, {1}, {0}}, {0, {1, 1}, {1}}, {0, {1, 1}, {0}}},
+                 fixed({}),
+                 1,
+                 {},
+                 {1}});
+  // MatMulNBits: K = block_size = 16, N = 1, 8 bits, no zero points.
+  out.push_back({"com.microsoft.MatMulNBits",
+                 1,
+                 {kF, DataType::kUint8},
+                 {{0, {1, 16}, std::vector<double>(16, 1)},
+                  {1, {1, 1, 16}, std::vector<double>(16, 129)},
+                  {0, {1}, {0.5}}},
+                 fixed(intAttrs({{"K", 16}, {"N", 1}, {"bits", 8}, {"block_size", 16}})),
+                 1,
+                 {},
+                 {1}});
+  // GroupQueryAttention: a first prompt of one token, one head of 2, an empty past.
+  out.push_back({"com.microsoft.GroupQueryAttention",
+                 1,
+                 {kF, DataType::kInt32},
+                 {{0, {1, 1, 2}, {1, 2}},
+                  {0, {1, 1, 2}, {0, 1}},
+                  {0, {1, 1, 2}, {1, 1}},
+                  {0, {1, 1, 0, 2}, {}},
+                  {0, {1, 1, 0, 2}, {}},
+                  {1, {1}, {0}},
+                  {1, {}, {1}}},
+                 fixed(intAttrs({{"num_heads", 1}, {"kv_num_heads", 1}})),
+                 3,
+                 {},
+                 {1}});
   // training.cc: roles R, T, the optimized tensors
   {
     const std::string d = "ai.onnx.preview.training.";
@@ -800,7 +848,11 @@ TEST(ReferenceCapabilities, RefusalsSayWhy) {
       {{"", "Gather", 13, {kF, kF}, {}, {}},
        "Gather: input 1 is float; the reference kernel takes int32, int64"},
       {{"com.microsoft", "FusedConv", 1, {kF}, {}, {}},
-       "domain 'com.microsoft' has no reference kernels"},
+       "no reference kernel for com.microsoft.FusedConv"},
+      {{"com.microsoft", "MatMulNBits", 1, {DataType::kDouble}, {}, {}},
+       "MatMulNBits: input 0 is double; the reference kernel takes float, float16, bfloat16"},
+      {{"ai.onnx.contrib", "Tokenizer", 1, {DataType::kString}, {}, {}},
+       "domain 'ai.onnx.contrib' has no reference kernels"},
       {{"", "MaxPool", 17, {kF}, {}, Layout::kNHWC},
        "MaxPool: the reference kernel reads channels-first (NCHW) data, not NHWC"},
       {{"", "Cast", 17, {kF}, {DataType::kComplex64}, {}},
