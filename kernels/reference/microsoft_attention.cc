@@ -6,7 +6,8 @@
 //   (T_b: batch entry b's tokens after this step), total_sequence_length T (the batch's largest).
 //   A first prompt (S == T) has no past; otherwise entry b's P_b = T_b - S tokens come from past.
 //   present[b, h] = [past[b, h, :P_b]; K[b, h]; zeros] of C = max(T, P) rows (BNSH).
-//   With do_rotary, Q and K are rotated (RotaryEmbedding) at positions P_b + s, or position_ids.
+//   With do_rotary, Q and K are rotated (RotaryEmbedding) at positions P_b + s, or position_ids
+//   (of which a first prompt reads the first element only, p + s).
 //   Y[b, s, n] = sum_j p_j present_v[b, n / (N / KVN), j], over the keys j < P_b + s + 1 (causal)
 //   and, with local_window_size W >= 0, the last W of them (j > P_b + s - W; W = 0 attends to
 //   none and gives 0, as onnxruntime does),
@@ -229,8 +230,11 @@ Status applyRotary(const KernelContext& ctx, const Gqa& g, const std::vector<int
   const bool interleaved = ctx.attrs.getInt("rotary_interleaved", 0) != 0;
   for (int64_t b = 0; b < g.batch; ++b) {
     for (int64_t s = 0; s < g.seq; ++s) {
-      const int64_t p = pos_t != nullptr ? pos[static_cast<size_t>(b * g.seq + s)]
-                                         : past[static_cast<size_t>(b)] + s;
+      // A first prompt reads position_ids' first element only (ContribOperators.md): the
+      // prompt's tokens follow it.
+      const int64_t p = pos_t == nullptr ? past[static_cast<size_t>(b)] + s
+                        : g.first_prompt ? pos[0] + s
+                                         : pos[static_cast<size_t>(b * g.seq + s)];
       if (p < 0 || p >= cos_t->dims[0]) {
         return invalidArgument("{}: position {} is outside the caches' {} rows", ctx.op, p,
                                cos_t->dims[0]);

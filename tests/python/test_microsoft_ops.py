@@ -252,3 +252,129 @@ def test_gqa_decode_with_past(seed: int, run_opt, work_dir: Path) -> None:
 def test_gqa_float16(run_opt, work_dir: Path) -> None:
     model = _gqa_model(work_dir / "m.onnx", np.random.default_rng(7), elem=F16, b=2, s=3, rotary=True)
     _check(run_opt, model, *_tol(F16))
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_gqa_bias_sink_and_position_ids(seed: int, run_opt, work_dir: Path) -> None:
+    """attention_bias [B or 1, N or 1, S, T] added after softcap, head_sink, given position_ids."""
+    rng = np.random.default_rng(300 + seed)
+    b, s, heads, kv_heads, head = 2, 3, 4, 2, 16
+    model = _gqa_model(work_dir / "m.onnx", rng, b=b, s=s, heads=heads, kv_heads=kv_heads, head=head,
+                       rotary=True, softcap=1.5)
+    m = onnx.load(model)
+    node = m.graph.node[0]
+    pos = np.stack([rng.permutation(8)[:s] for _ in range(b)]).astype(np.int64)
+    bias = rng.standard_normal((b if seed else 1, heads if seed else 1, s, s)).astype(np.float32)
+    sink = rng.standard_normal(heads).astype(np.float32)
+    node.input.extend(["pos", "bias", "sink"])
+    m.graph.initializer.extend([_const("pos", pos), _const("bias", bias), _const("sink", sink)])
+    onnx.save(m, model)
+    _check(run_opt, model, *_tol(F32))
+
+
+# --- a decoder layer as onnxruntime-genai writes it ------------------------------------------------
+
+
+def _decoder_layer(path: Path, rng, past: int = 0, s: int = 4) -> Path:
+    """SimplifiedLayerNormalization -> MatMulNBits q/k/v -> GroupQueryAttention (rotary, past) ->
+    MatMulNBits o -> SkipSimplifiedLayerNormalization (residual) -> MatMulNBits gate/up -> SiLU ->
+    MatMulNBits down -> Add."""
+    b, hidden, heads, kv_heads, head = 1, 64, 4, 2, 16
+    nodes, inits = [], [_const("ln1", (rng.random(hidden) + 0.5).astype(np.float32)),
+                        _const("ln2", (rng.random(hidden) + 0.5).astype(np.float32))]
+
+    def nbits(a: str, y: str, k: int, n: int, prefix: str) -> None:
+        node, more = _matmul_nbits(rng, F32, k, n, 4, 32, "packed", False, a, y, prefix)
+        nodes.append(node)
+        inits.extend(more)
+
+    nodes.append(helper.make_node("SimplifiedLayerNormalization", ["x", "ln1"], ["h"], axis=-1, epsilon=1e-5,
+                                  stash_type=1))
+    nbits("h", "q", hidden, heads * head, "wq_")
+    nbits("h", "k", hidden, kv_heads * head, "wk_")
+    nbits("h", "v", hidden, kv_heads * head, "wv_")
+    cos, sin = _caches(rng, 32, head // 2, np.float32)
+    inits += [_const("cos", cos), _const("sin", sin), _const("seqlens", np.array([past + s - 1], np.int32)),
+              _const("total", np.array(past + s, np.int32))]
+    kv_in = ["pk", "pv"] if past else ["", ""]
+    nodes.append(helper.make_node("GroupQueryAttention", ["q", "k", "v", *kv_in, "seqlens", "total", "cos", "sin"],
+                                  ["attn", "present_k", "present_v"], domain=MS, num_heads=heads,
+                                  kv_num_heads=kv_heads, do_rotary=1))
+    nbits("attn", "o", heads * head, hidden, "wo_")
+    nodes.append(helper.make_node("SkipSimplifiedLayerNormalization", ["o", "x", "ln2"], ["h2", "", "", "res"],
+                                  domain=MS, epsilon=1e-5))
+    nbits("h2", "gate", hidden, 96, "wg_")
+    nbits("h2", "up", hidden, 96, "wu_")
+    nodes += [helper.make_node("Sigmoid", ["gate"], ["sg"]), helper.make_node("Mul", ["gate", "sg"], ["silu"]),
+              helper.make_node("Mul", ["silu", "up"], ["mlp"])]
+    nbits("mlp", "down", 96, hidden, "wd_")
+    nodes.append(helper.make_node("Add", ["res", "down"], ["y"]))
+    inputs = [_io("x", F32, [b, s, hidden])]
+    if past:
+        inputs += [_io("pk", F32, [b, kv_heads, past, head]), _io("pv", F32, [b, kv_heads, past, head])]
+    outputs = [_io("y", F32, [b, s, hidden]), _io("present_k", F32, None), _io("present_v", F32, None)]
+    return _save(path, nodes, inputs, outputs, inits)
+
+
+@pytest.mark.parametrize("past,s", [(0, 4), (5, 1)])
+def test_decoder_layer_runs_and_survives_optimization(past: int, s: int, run_opt, work_dir: Path) -> None:
+    model = _decoder_layer(work_dir / "m.onnx", np.random.default_rng(past), past=past, s=s)
+    _check(run_opt, model, *_tol(F32))
+    stats = run_opt(model, "--stats")
+    assert stats.returncode == 0, stats.stderr
+    for level in ("-O2", "-O3"):
+        out = work_dir / f"o{level}.onnx"
+        proc = run_opt(model, level, "--verify-each", "--infer-shapes", "-o", out)
+        assert proc.returncode == 0, proc.stderr
+        optimized = onnx.load(out)
+        ops = {(n.domain, n.op_type) for n in optimized.graph.node}
+        for op in ("GroupQueryAttention", "MatMulNBits", "SkipSimplifiedLayerNormalization"):
+            assert (MS, op) in ops, (level, ops)
+        # Inference gives the contrib ops' outputs their shapes.
+        shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in optimized.graph.value_info}
+        assert shapes.get("attn") == [1, s, 64], shapes
+        # The optimized model runs on onnxruntime and equals the original there.
+        check = run_opt("check", model, out, "--runner", "onnxruntime", *_tol(F32))
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert "check: passed" in check.stdout
+
+
+# --- bad nodes -----------------------------------------------------------------------------------
+
+
+def _bad_cases(work_dir: Path):
+    rng = np.random.default_rng(0)
+    node, inits = _matmul_nbits(rng, F32, 32, 4, 4, 16, "none", False, "a", "y", "")
+    bits3 = helper.make_node("MatMulNBits", list(node.input), ["y"], domain=MS, K=32, N=4, bits=3, block_size=16,
+                             name="proj")
+    yield "bits3", _save(work_dir / "bits3.onnx", [bits3], [_io("a", F32, [2, 32])], [_io("y", F32, None)], inits), \
+        "node 'proj' (MatMulNBits): com.microsoft.MatMulNBits: bits is 3; it must be 2, 4 or 8"
+    wrong_k = helper.make_node("MatMulNBits", list(node.input), ["y"], domain=MS, K=32, N=4, bits=4, block_size=16,
+                               name="proj")
+    yield "mismatched_a", _save(work_dir / "k.onnx", [wrong_k], [_io("a", F32, [2, 31])], [_io("y", F32, None)],
+                                inits), "node 'proj' (MatMulNBits): com.microsoft.MatMulNBits: A's last dim must be K = 32"
+    gqa = _gqa_model(work_dir / "gqa.onnx", rng)
+    m = onnx.load(gqa)
+    del m.graph.node[0].input[5:]
+    m.graph.node[0].name = "attn"
+    onnx.save(m, gqa)
+    yield "gqa_inputs", gqa, "node 'attn' (GroupQueryAttention): com.microsoft.GroupQueryAttention: needs query, " \
+        "seqlens_k and total_sequence_length"
+    gqa_k = _gqa_model(work_dir / "gqa_k.onnx", rng)
+    m = onnx.load(gqa_k)
+    m.graph.input[1].type.tensor_type.shape.dim[2].dim_value = 48
+    m.graph.node[0].name = "attn"
+    onnx.save(m, gqa_k)
+    yield "gqa_shapes", gqa_k, "node 'attn' (GroupQueryAttention): com.microsoft.GroupQueryAttention: key and " \
+        "value must be [1, 4, 32]"
+
+
+@pytest.mark.parametrize("case", ["bits3", "mismatched_a", "gqa_inputs", "gqa_shapes"])
+def test_bad_nodes_are_one_error_line(case: str, run_opt, work_dir: Path) -> None:
+    path, message = next((p, msg) for name, p, msg in _bad_cases(work_dir) if name == case)
+    out = work_dir / "out"
+    proc = run_opt("run", path, "--save-outputs", out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("opt: error:")]
+    assert len(errors) == 1 and message in errors[0], proc.stderr
+    assert not out.exists() or not any(out.iterdir())
