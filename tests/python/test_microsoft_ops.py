@@ -94,8 +94,8 @@ def _caches(rng, max_pos: int, half: int, dtype) -> tuple[np.ndarray, np.ndarray
     return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_rotary_embedding(seed: int, run_opt, work_dir: Path) -> None:
+@pytest.mark.parametrize("seed,elem", [(seed, F32) for seed in range(6)] + [(1, F16), (4, F16)])
+def test_rotary_embedding(seed: int, elem: int, run_opt, work_dir: Path) -> None:
     rng = np.random.default_rng(seed)
     b, s, heads = int(rng.integers(1, 3)), int(rng.integers(1, 5)), int(rng.integers(1, 4))
     head = 2 * int(rng.integers(2, 6))
@@ -108,14 +108,14 @@ def test_rotary_embedding(seed: int, run_opt, work_dir: Path) -> None:
         attrs.update(num_heads=heads)
     if partial:
         attrs.update(rotary_embedding_dim=rot)
-    cos, sin = _caches(rng, 16, rot // 2, np.float32)
+    cos, sin = _caches(rng, 16, rot // 2, NP[elem])
     shape = [b, heads, s, head] if four_d else [b, s, heads * head]
     # position_ids: [B, S] on odd seeds, else one start offset.
     pos = rng.integers(0, 16 - s, (b, s)) if seed % 3 else np.array([int(rng.integers(0, 16 - s))])
     node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], domain=MS, **attrs)
-    model = _save(work_dir / "m.onnx", [node], [_io("x", F32, shape)], [_io("y", F32, None)],
+    model = _save(work_dir / "m.onnx", [node], [_io("x", elem, shape)], [_io("y", elem, None)],
                   [_const("pos", pos.astype(np.int64)), _const("cos", cos), _const("sin", sin)])
-    _check(run_opt, model, *_tol(F32))
+    _check(run_opt, model, *_tol(elem))
 
 
 def _pack(q: np.ndarray, bits: int, block: int) -> np.ndarray:
@@ -162,7 +162,8 @@ def _matmul_nbits(rng, elem: int, k: int, n: int, bits: int, block: int, zp_kind
     return node, inits
 
 
-@pytest.mark.parametrize("bits,zp_kind", [(4, "none"), (4, "packed"), (4, "float"), (8, "none"), (8, "packed")])
+@pytest.mark.parametrize("bits,zp_kind", [(2, "none"), (2, "packed"), (4, "none"), (4, "packed"), (4, "float"), (8, "none"),
+                                          (8, "packed")])
 @pytest.mark.parametrize("elem", [F32, F16])
 def test_matmul_nbits(bits: int, zp_kind: str, elem: int, run_opt, work_dir: Path) -> None:
     """onnxruntime's CPU kernel takes bits 2, 4 and 8, float zero points with 4 bits only."""
