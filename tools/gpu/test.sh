@@ -36,6 +36,14 @@
 #                log gpubench.log in $OUT (GPU_BENCH_ARGS: more arguments, e.g. --models bert).
 #                Not part of all (it takes most of a call); `gpu_bench.py report` here makes
 #                docs/gpu_benchmarks.md from the JSON.
+#   zoo          tools/bench/zoo_bench.py run (issue 50): 30 models no kernel was tuned for (torchvision,
+#                detectors, a diffusion UNet, transformers, RNNs, timm), each exported by both of
+#                torch's exporters, at -O3 and -O2 --target cuda, checked against torch fp32 and
+#                timed against torch eager and torch.compile+cudagraphs at batch 1 and 16, fp32 and
+#                fp16; zoo_bench.json and its log zoo.log in $OUT. The whole zoo takes far more than
+#                one call: ZOO_ARGS picks the subset (e.g. --models squeezenet1_1,rnn --precisions
+#                fp16), and `zoo_bench.py report` here merges the calls' JSONs into
+#                docs/gpu_benchmarks.md's zoo section. Not part of all.
 #   python       the Python package's native module built in build-gpu with CUDA (nanobind from
 #                the wheel prepare.sh carries in .gpu/wheels), the package put together in
 #                build-gpu/python, and tests/python/package/test_cuda_session.py: onnxopt.cuda.Session
@@ -72,11 +80,11 @@ groups=("$@")
 [ "${#groups[@]}" -gt 0 ] || groups=(build unit)
 for g in "${groups[@]}"; do
   case $g in
-    build | unit | conformance | convalgos | models | precision | plugin | bench | pytest | gpubench | python) ;;
+    build | unit | conformance | convalgos | models | precision | plugin | bench | pytest | gpubench | zoo | python) ;;
     all) groups=(build unit conformance models bench) && break ;;
     *)
       echo "test.sh: unknown group '$g' (build, unit, conformance, convalgos, models, precision, plugin, bench, all," \
-        "pytest, gpubench, python)" >&2
+        "pytest, gpubench, zoo, python)" >&2
       exit 2
       ;;
   esac
@@ -276,6 +284,12 @@ gpubench() {
     --time-limit "$(time_limit 20)" ${GPU_BENCH_ARGS:-}
 }
 
+zoo() {
+  # shellcheck disable=SC2086  # ZOO_ARGS is a list of arguments
+  python3 tools/bench/zoo_bench.py run --opt build-gpu/bin/opt --out "$out" --work /tmp/zoo_bench \
+    --time-limit "$(time_limit 20)" ${ZOO_ARGS:-}
+}
+
 gpu_pytest() {
   local k=()
   [ -z "${GPU_PYTEST_K:-}" ] || k=(-k "$GPU_PYTEST_K")
@@ -305,7 +319,7 @@ python_tests() {
 }
 
 export -f gpu_info unpack_deps configure build plugin_cuda gpu_ctest gpu_binaries memcheck unpack_data \
-  time_limit conformance convalgos models precision bench gpubench gpu_pytest python_module python_tests
+  time_limit conformance convalgos models precision bench gpubench zoo gpu_pytest python_module python_tests
 # GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
 device=${GPU_TEST_DEVICE:-cuda}
 # Cases and models run at once by the python steps (each opt process makes its own CUDA context).
@@ -367,6 +381,10 @@ else
   if wants gpubench; then
     step gpubench gpubench 590 gpubench
     section gpubench gpubench | grep -E "FAILED|: check|p50|TB/s|done:" | tee -a "$summary" || true
+  fi
+  if wants zoo; then
+    step zoo zoo 590 zoo
+    section zoo zoo | grep -E "FAILED|check FAIL|done:" | tee -a "$summary" || true
   fi
   if wants python; then
     step python module 240 python_module
