@@ -63,7 +63,15 @@ PRECISIONS = ("fp32", "fp16")
 LEVELS = ("O3", "O2")
 # The share of the output's magnitude that ours may differ by beyond twice torch's own error.
 FLOOR = {"fp32": 1e-4, "fp16": 1e-3}
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PLAN = re.compile(r"plan: (\d+) nodes: (\d+) device, (\d+) host \((\d+) folded\), (\d+) cpu-fallback, (\d+) view")
+
+
+def short(e: BaseException) -> str:
+    """An exception in a few hundred characters: its start and its end (where torch.export's
+    message puts the cause, after its advice)."""
+    text = " ".join(ANSI.sub("", str(e)).split())
+    return f"{type(e).__name__}: " + (text if len(text) <= 700 else f"{text[:200]} ... {text[-500:]}")
 
 
 def placements(stats_out: str, ops: dict[str, str]) -> dict:
@@ -138,7 +146,7 @@ class Runner:
         tmp.replace(path)
 
     def error(self, what: str, e: BaseException) -> str:
-        msg = f"{type(e).__name__}: {str(e).strip()[-1500:]}"
+        msg = f"{type(e).__name__}: {ANSI.sub('', str(e)).strip()[-1500:]}"
         log(f"FAILED {what}: {msg}")
         self.results["errors"].append(f"{what}: {msg}")
         self.failed = True
@@ -269,7 +277,7 @@ class Runner:
             log(f"{name}: {key} exported in {info[key]['s']} s")
             return path
         except Exception as e:  # noqa: BLE001 - a static export per batch may still work
-            info[key] = {"dynamic": False, "dynamic_error": f"{type(e).__name__}: {str(e).strip()[:600]}"}
+            info[key] = {"dynamic": False, "dynamic_error": short(e)}
             log(f"{name}: {key} with a dynamic batch failed ({info[key]['dynamic_error'][:200]}); static per batch")
             return None
         finally:
@@ -311,7 +319,7 @@ class Runner:
             try:
                 self.export_at(built, net, exporter, precision, batch, static, dynamic=False)
             except Exception as e:  # noqa: BLE001 - the exporter's failure is this row's result
-                row["error"] = f"export: {type(e).__name__}: {str(e).strip()[:600]}"
+                row["error"] = f"export: {short(e)}"
                 log(f"{name} {exporter} {precision} bs{batch}: {row['error'][:300]}")
                 self.save()
                 return
@@ -358,7 +366,8 @@ class Runner:
                 self.failed = True
             if device == "cuda":
                 m = onnx.load(str(path), load_external_data=False)
-                row.setdefault("placement", {})[level] = placements(stats_out, {n.name: n.op_type for n in m.graph.node})
+                ops = {n.name: n.op_type for n in m.graph.node}
+                row.setdefault("placement", {})[level] = placements(stats_out, ops)
             log(f"{row['model']} {row['exporter']} {precision} bs{row['batch']} -{level}: check {c['verdict']}"
                 + (f" {c['failures'][:2]}" if c["failures"] else ""))
             self.save()
