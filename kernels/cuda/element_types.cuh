@@ -164,24 +164,15 @@ inline bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
 }
 
-/// Blocks for a grid-stride loop over `items` that keeps every SM of the current device full
-/// (8 blocks of kThreads each, 2048 threads: the SM's limit) without launching more blocks than
-/// that: each thread then loops over several items, which costs nothing for memory-bound work
-/// and saves the block scheduling of a one-item-per-thread grid. The SM count is the first
-/// device's that asks (the executor runs on one device).
-inline unsigned residentBlocksFor(int64_t items) {
-  static const int64_t kResident = [] {
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        sms <= 0) {
-      (void)cudaGetLastError();
-      sms = 132;  // an H100/H200's
-    }
-    return int64_t{sms} * 8;
-  }();
+/// Blocks for a grid-stride loop over `items` that keeps every SM of the device full (8 blocks of
+/// kThreads each, 2048 threads: the SM's limit) without launching more blocks than that: each
+/// thread then loops over several items, which costs nothing for memory-bound work and saves the
+/// block scheduling of a one-item-per-thread grid. `sm_count` is the device context's
+/// (CudaDeviceContext::smCount); 0 (unknown) caps the grid as blocksFor does.
+inline unsigned residentBlocksFor(int64_t items, int sm_count) {
+  const int64_t resident = sm_count > 0 ? int64_t{sm_count} * 8 : int64_t{1} << 20;
   int64_t blocks = (items + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < kResident ? (blocks > 0 ? blocks : 1) : kResident);
+  return static_cast<unsigned>(blocks < resident ? (blocks > 0 ? blocks : 1) : resident);
 }
 
 /// Blocks for a grid-stride loop over `count` elements.

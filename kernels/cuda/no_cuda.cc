@@ -87,6 +87,21 @@ StatusOr<DeviceGraph> endStreamCapture(CudaStream) {
   return notBuilt();
 }
 
+struct CudaDeviceContext::Libraries {};
+CudaDeviceContext::CudaDeviceContext(CudaStream stream, int device, int sm_count)
+    : stream_(stream), device_(device), sm_count_(sm_count) {}
+CudaDeviceContext::~CudaDeviceContext() = default;
+StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::create(CudaStream) {
+  return notBuilt();
+}
+StatusOr<std::unique_ptr<PreparedCudaKernel>> prepareCudaKernel(const CudaKernelCall&,
+                                                                CudaDeviceContext&) {
+  return notBuilt();
+}
+Status launchCudaKernel(const CudaKernelCall&, CudaDeviceContext&) {
+  return notBuilt();
+}
+
 bool hasCudaLaunch(const std::string&, const std::string&, int64_t) {
   return false;
 }

@@ -293,9 +293,10 @@ StatusOr<std::unique_ptr<Executor>> executorOn(const ir::Model& model, const Cud
 class AddWritesNothing : public test::FakeDevice {
  public:
   using FakeDevice::FakeDevice;
-  Status launch(const kernels::CudaKernelCall& call) override {
-    if (call.op == "Add") return Status::ok();
-    return FakeDevice::launch(call);
+  Status launch(const kernels::PreparedCudaKernel& kernel) override {
+    const kernels::CudaKernelCall* call = callOf(kernel);
+    if (call != nullptr && call->op == "Add") return Status::ok();
+    return FakeDevice::launch(kernel);
   }
 };
 
@@ -353,6 +354,27 @@ TEST(CudaExecutorOnFakeDevice, AllDeviceRunSynchronizesOnce) {
   EXPECT_EQ(session.log->captures, 0);  // graphs off: never captured
   EXPECT_EQ(session.executor->cudaGraphState(), "off");
   EXPECT_NE(session.executor->lastSummary().find("cuda graph: off"), std::string::npos);
+  session.expectClean();
+}
+
+// Eager runs (graphs off) launch the kernels prepared with the plan: each device node is prepared
+// once per plan, never again at a run, whatever the number of runs; a new plan prepares its own.
+TEST(CudaExecutorOnFakeDevice, EagerRunsLaunchKernelsPreparedOncePerPlan) {
+  auto model = test::parseInferred(test::kMixed);
+  ASSERT_TRUE(model);
+  CudaOptions options = poisonedOptions();
+  options.cuda_graphs = false;
+  FakeSession session(*model, {}, {}, options);
+  ASSERT_TRUE(session.executor);
+  for (float start : {0.5f, -0.25f, 1.5f}) {
+    test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({2, 4}, start)}});
+  }
+  EXPECT_EQ(session.log->prepares, 4);  // MatMul, Add, Relu, Add: one plan
+  EXPECT_EQ(session.log->launches, 4 * 3);
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({5, 4}, 2.f)}});
+  test::expectMatchesReference(*session.executor, *model, {{"x", test::ramp({5, 4}, 3.f)}});
+  EXPECT_EQ(session.log->prepares, 4 * 2);  // a second signature: a second plan
+  EXPECT_EQ(session.log->launches, 4 * 5);
   session.expectClean();
 }
 

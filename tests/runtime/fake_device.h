@@ -1,6 +1,7 @@
 // A host-memory stand-in for the CUDA device (cuda_detail::DeviceApi): "device" buffers are heap
-// blocks, copies are memcpy, a launch runs the node's reference kernel on the views' memory, and a
-// capture records launches that a replay runs again (a copy or sync during a capture fails it).
+// blocks, copies are memcpy, a prepared kernel keeps its node's call and a launch runs the node's
+// reference kernel on the views' memory, and a capture records launches that a replay runs again
+// (a copy or sync during a capture fails it).
 // Work is queued as on a stream and runs at synchronize(): a host read of device data that the
 // executor did not synchronize before sees stale bytes, and the results differ.
 // Every pointer a call passes is checked to lie inside a live allocation, every release to match
@@ -27,6 +28,7 @@ namespace onnxopt::runtime::test {
 /// What the fake saw; shared with the test, which reads it after the executor (and the fake) are
 /// gone.
 struct FakeDeviceLog {
+  int64_t prepares = 0;  ///< kernels prepared (one per device node and plan)
   int64_t launches = 0;
   int64_t allocations = 0;
   int64_t live = 0;  ///< allocations not released
@@ -153,20 +155,30 @@ class FakeDevice : public cuda_detail::DeviceApi {
     if (refuse_.count(call.op)) return kernels::Support::no("fake device refuses " + call.op);
     return kernels::Support::yes();
   }
-  StatusOr<size_t> workspaceBytes(const kernels::CudaKernelCall& call) override {
-    return call.op == "MatMul" || call.op == "Gemm" ? 1024 : 0;
+  StatusOr<std::unique_ptr<kernels::PreparedCudaKernel>> prepare(
+      const kernels::CudaKernelCall& call) override {
+    ++log_->prepares;
+    size_t workspace = call.op == "MatMul" || call.op == "Gemm" ? 1024 : 0;
+    return std::unique_ptr<kernels::PreparedCudaKernel>(
+        std::make_unique<Kernel>(call, canImplement(call), workspace));
   }
-  Status launch(const kernels::CudaKernelCall& call) override {
+  /// The call a kernel this device prepared was prepared from (nullptr for another's).
+  static const kernels::CudaKernelCall* callOf(const kernels::PreparedCudaKernel& kernel);
+  Status launch(const kernels::PreparedCudaKernel& kernel) override {
+    const auto* prepared = dynamic_cast<const Kernel*>(&kernel);
+    if (prepared == nullptr) return fail("launch of a kernel this device did not prepare");
+    const kernels::CudaKernelCall& call = prepared->call;
+    if (!prepared->support()) return fail("launch of refused op " + call.op);
     if (refuse_.count(call.op)) return fail("launch of refused op " + call.op);
     if (capturing_) {
       if (capture_.uncapturable_ops.count(call.op)) {
         invalidated_ = true;
         return Status(StatusCode::kInternal, "fake device: " + call.op + " cannot be captured");
       }
-      captured_.push_back(call);
+      captured_.emplace_back(call, prepared->workspaceBytes());
       return Status::ok();
     }
-    enqueue([this, call] { return run(call); });
+    enqueue([this, call, workspace = prepared->workspaceBytes()] { return run(call, workspace); });
     return Status::ok();
   }
   // Markers: the host clock when the queue reaches them.
@@ -207,21 +219,41 @@ class FakeDevice : public cuda_detail::DeviceApi {
   }
   Status replay(const cuda_detail::CapturedGraph& graph) override {
     RETURN_IF_ERROR(notCapturing("replay"));
-    for (const kernels::CudaKernelCall& call : static_cast<const Graph&>(graph).calls) {
-      enqueue([this, call] { return run(call); });
+    for (const auto& [call, workspace] : static_cast<const Graph&>(graph).calls) {
+      enqueue([this, call, workspace] { return run(call, workspace); });
     }
     ++log_->replays;
     return Status::ok();
   }
 
  private:
+  /// A prepared kernel: the call it was prepared from (its workspace set by setWorkspace).
+  struct Kernel : kernels::PreparedCudaKernel {
+    Kernel(kernels::CudaKernelCall c, kernels::Support s, size_t w)
+        : call(std::move(c)), support_(std::move(s)), workspace_(w) {}
+    const kernels::Support& support() const override { return support_; }
+    size_t workspaceBytes() const override { return support_ ? workspace_ : 0; }
+    void setWorkspace(void* workspace, size_t bytes) override {
+      call.workspace = workspace;
+      call.workspace_bytes = bytes;
+    }
+    const std::string& variant() const override { return variant_; }
+    Status run(kernels::CudaDeviceContext&) const override {
+      return Status(StatusCode::kInternal, "fake device: a kernel runs through launch()");
+    }
+    kernels::CudaKernelCall call;
+    kernels::Support support_;
+    size_t workspace_ = 0;
+    std::string variant_;
+  };
+
   struct Graph : cuda_detail::CapturedGraph {
-    std::vector<kernels::CudaKernelCall> calls;
+    std::vector<std::pair<kernels::CudaKernelCall, size_t>> calls;
   };
 
   /// Runs a launch: the reference kernel on the views' memory.
-  Status run(const kernels::CudaKernelCall& call) {
-    if (workspaceBytes(call).value() > 0) {
+  Status run(const kernels::CudaKernelCall& call, size_t workspace) {
+    if (workspace > 0) {
       if (call.workspace_bytes < 1024) return fail(call.op + ": no workspace");
       RETURN_IF_ERROR(check(call.workspace, 1024, call.op + " workspace"));
     }
@@ -296,10 +328,16 @@ class FakeDevice : public cuda_detail::DeviceApi {
   FakeCapture capture_;
   bool capturing_ = false;
   bool invalidated_ = false;
-  std::vector<kernels::CudaKernelCall> captured_;
+  std::vector<std::pair<kernels::CudaKernelCall, size_t>> captured_;
   /// The "stream": work runs at synchronize, so a host read without one sees stale data.
   std::vector<std::function<Status()>> queue_;
   std::vector<std::shared_ptr<std::chrono::steady_clock::time_point>> markers_;
 };
+
+inline const kernels::CudaKernelCall* FakeDevice::callOf(
+    const kernels::PreparedCudaKernel& kernel) {
+  const auto* prepared = dynamic_cast<const Kernel*>(&kernel);
+  return prepared != nullptr ? &prepared->call : nullptr;
+}
 
 }  // namespace onnxopt::runtime::test

@@ -268,6 +268,39 @@ TEST(Plan, SameModelAtAnotherBatch) {
   EXPECT_EQ(valueNamed(plan, "y")->bytes, 7 * 4 * 4);
 }
 
+// Weights are named by handle (their place among the graph's initializers), the same in every
+// plan of the model, and their data comes from the plan's PlanHost: an executor reads no IR.
+TEST(Plan, WeightsAreHandlesThePlanHostReads) {
+  auto model = parseInferred(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4] x) => (float[N,4] y) <float[4] a = {1, 2, 3, 4}, float[4] b = {5, 6, 7, 8}> {
+  t = Add(x, b)
+  y = Mul(t, a)
+}
+)");
+  ASSERT_TRUE(model);
+  PlanOptions options;
+  options.max_host_elements = 0;  // no host copy in the plan: the data comes from the host
+  Plan two = planOf(*model, {{"x", {DataType::kFloat, {2, 4}}}}, everything(), options);
+  Plan five = planOf(*model, {{"x", {DataType::kFloat, {5, 4}}}}, everything(), options);
+  ASSERT_NE(two.host, nullptr);
+  for (const char* name : {"a", "b"}) {
+    const PlannedValue* v = valueNamed(two, name);
+    ASSERT_NE(v, nullptr);
+    EXPECT_FALSE(v->host_value) << name;
+    EXPECT_GE(v->weight, 0) << name;
+    EXPECT_EQ(valueNamed(five, name)->weight, v->weight) << name;
+    auto data = two.host->weightData(v->weight);
+    ASSERT_TRUE(data.isOk()) << data.status().toString();
+    EXPECT_EQ(data->dims, (std::vector<int64_t>{4}));
+    EXPECT_EQ(data->get<float>(0), name[0] == 'a' ? 1.f : 5.f);
+  }
+  EXPECT_NE(valueNamed(two, "a")->weight, valueNamed(two, "b")->weight);
+  EXPECT_EQ(valueNamed(two, "x")->weight, -1);
+  EXPECT_EQ(valueNamed(two, "t")->weight, -1);
+  EXPECT_FALSE(two.host->weightData(7).isOk());
+}
+
 TEST(Plan, UnnamedInputDimsResolveThroughHostEvaluation) {
   // x's first dim has no name: inference knows nothing of it, but Shape(x) is concrete when
   // planning, so the Reshape target is too, and the Relu after it.

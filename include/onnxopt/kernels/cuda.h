@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -189,6 +190,38 @@ Status beginStreamCapture(CudaStream stream);
 /// or an empty one, is an error with CUDA's reason; the stream is out of capture mode either way.
 StatusOr<DeviceGraph> endStreamCapture(CudaStream stream);
 
+// --- a device's state for the kernels (kernels/cuda/device_context.cc) ---------------------------
+
+/// What the kernels of one device need besides their operands (IREE's HAL device): the stream
+/// they are queued on, the device and its SM count (probed once), and the library handles and
+/// caches (cuBLASLt, cuDNN, the convolution algorithm choices), made on first use and owned here,
+/// not in statics. One per executor and device; used by one thread at a time (the executor's
+/// runs are serialized).
+class CudaDeviceContext {
+ public:
+  /// A context of the calling thread's current device, its work queued on `stream` (not owned:
+  /// it must outlive the context).
+  static StatusOr<std::unique_ptr<CudaDeviceContext>> create(CudaStream stream);
+  ~CudaDeviceContext();
+  CudaDeviceContext(const CudaDeviceContext&) = delete;
+  CudaDeviceContext& operator=(const CudaDeviceContext&) = delete;
+
+  CudaStream stream() const { return stream_; }
+  int device() const { return device_; }
+  int smCount() const { return sm_count_; }
+
+  /// The library handles and caches (kernels/cuda/device_context.h, CUDA builds).
+  struct Libraries;
+  Libraries& libraries() { return *libraries_; }
+
+ private:
+  CudaDeviceContext(CudaStream stream, int device, int sm_count);
+  CudaStream stream_ = nullptr;
+  int device_ = 0;
+  int sm_count_ = 0;
+  std::unique_ptr<Libraries> libraries_;
+};
+
 // --- launching a node's kernel (kernels/cuda/launch_table.cc) ------------------------------------
 
 /// A node as the kernels see it: the op, its opset, device views of its inputs and outputs (shapes
@@ -258,9 +291,45 @@ StatusOr<size_t> cudaWorkspaceBytes(const CudaKernelCall& call);
 /// table: kernels/cuda/attention/attention_variants.h), or empty. `opt bench --profile` prints it.
 std::string cudaKernelVariant(const CudaKernelCall& call);
 
-/// Launches the node's kernel on `stream` (asynchronously: errors of the kernel's execution show
-/// at the next synchronization). A node cudaCanImplement refuses is kUnimplemented with its reason;
-/// a CUDA error names the call and the op.
+/// A node's kernel prepared once (CUTLASS's can_implement / initialize / run): the family's
+/// arguments parsed from the call, its check and its workspace size asked once, so that a launch
+/// only runs it. The pointers of the call's views are kept: a prepared kernel runs on the buffers
+/// it was prepared with (the executor's are fixed per plan). The call's attributes and constant
+/// inputs must outlive it (the arguments may point at them).
+class PreparedCudaKernel {
+ public:
+  virtual ~PreparedCudaKernel() = default;
+  /// The family's canImplement at preparation (a call that does not parse: no, with the reason).
+  virtual const Support& support() const = 0;
+  /// Device scratch bytes the kernel needs (0 for a refused kernel).
+  virtual size_t workspaceBytes() const = 0;
+  /// The workspace run() hands the kernel: at least workspaceBytes() bytes of device memory.
+  virtual void setWorkspace(void* workspace, size_t bytes) = 0;
+  /// The variant the kernel runs, for families with several (cudaKernelVariant), or empty.
+  virtual const std::string& variant() const = 0;
+  /// Enqueues the kernel on `ctx`'s stream (the context it was prepared with). A refused kernel is
+  /// kUnimplemented with its reason.
+  virtual Status run(CudaDeviceContext& ctx) const = 0;
+};
+
+/// Prepares the node's kernel on `ctx` (a workspace query may need the device: cuDNN's algorithm
+/// choice). A node no kernel covers, or one the family refuses, gives a kernel whose support() is
+/// no; errors are those of the workspace query.
+StatusOr<std::unique_ptr<PreparedCudaKernel>> prepareCudaKernel(const CudaKernelCall& call,
+                                                                CudaDeviceContext& ctx);
+
+/// A registered plugin kernel prepared for `call` (its can_implement and workspace_bytes asked
+/// once); run() calls its launch on the context's stream. Host C++ in every build: the runtime
+/// prepares plugin kernels in the process they registered in.
+StatusOr<std::unique_ptr<PreparedCudaKernel>> preparePluginKernel(const CudaPluginKernel& plugin,
+                                                                  const CudaKernelCall& call);
+
+/// Prepares and runs the node's kernel on `ctx` (tests and one-off launches; the executor prepares
+/// once per plan).
+Status launchCudaKernel(const CudaKernelCall& call, CudaDeviceContext& ctx);
+
+/// The same on `stream`, with a device context made for this call (its handles and caches last as
+/// long as the call: for tests and plugins; repeated launches keep a context).
 Status launchCudaKernel(const CudaKernelCall& call, CudaStream stream);
 
 }  // namespace onnxopt::kernels

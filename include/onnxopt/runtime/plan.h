@@ -3,12 +3,14 @@
 // arithmetic, CPU fallback, zero-copy view), and the steps that run are listed in order, copies
 // between host and device included, with each device buffer's offset in one arena (the memory
 // planner, memory_planner.h). Plain C++, no CUDA: the CUDA executor reads a Plan and never the IR
-// nodes (docs/cuda_runtime.md).
+// (docs/cuda_runtime.md): what it needs of the model besides the plan (weights' data, the nodes
+// the reference interpreter runs) comes through the plan's PlanHost.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,6 +19,7 @@
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/kernels/capabilities.h"
 #include "onnxopt/kernels/host_tensor.h"
+#include "onnxopt/runtime/reference_executor.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::runtime {
@@ -58,7 +61,11 @@ const char* locationName(Location location);
 /// One value of the main graph (or a copy of one on the other side, see Step::kCopy*).
 struct PlannedValue {
   std::string name;
-  const ir::Value* source = nullptr;  ///< the IR value (weights read their data from it)
+  const ir::Value* source =
+      nullptr;  ///< the IR value (for messages and tests; executors use `weight`)
+  /// A weight (an initializer, or an input's default): its handle for PlanHost::weightData, the
+  /// same in every plan of the model (an executor keeps one upload per handle); -1: none.
+  int weight = -1;
   DataType dtype = DataType::kUndefined;
   /// Concrete dims; when `dynamic`, the dims known when planning with -1 for the others (empty
   /// when not even the rank is known).
@@ -82,7 +89,7 @@ struct PlannedValue {
 
 /// One node of the main graph, in topological order.
 struct PlannedNode {
-  const ir::Node* node = nullptr;  ///< for messages, and for fallback of ops with subgraphs
+  const ir::Node* node = nullptr;  ///< for messages and tests (executors use PlanHost::runNode)
   std::string name;                ///< the node's name, or "Op producing 'out'"
   std::string domain, op;
   int64_t opset = 0;
@@ -94,6 +101,7 @@ struct PlannedNode {
   /// as inputs: live until the node runs, copied to its side like inputs.
   std::vector<int> implicit_inputs;
   kernels::KernelAttrs attrs;  ///< parsed once (the executor never reads the node's attributes)
+  bool has_subgraphs = false;  ///< If/Loop/Scan: the host runs it through PlanHost::runNode
   /// kHost nodes whose inputs were all known: evaluated while planning, no run-time step.
   bool folded = false;
   /// Some input or output has dims known only at run time: the executor shapes it when it runs.
@@ -114,6 +122,24 @@ struct Step {
 };
 
 struct Plan;
+
+/// What an executor of a plan reads of the model besides the plan (whose values and nodes name
+/// it by handle and index), behind an interface so that no executor reads the IR: the data of the
+/// weights, and the nodes the host runs through the reference interpreter. buildPlan makes it
+/// over the IR (the model must outlive it).
+class PlanHost {
+ public:
+  virtual ~PlanHost() = default;
+  /// The data of weight `handle` (PlannedValue::weight): the initializer's, a sparse one's dense
+  /// data.
+  virtual StatusOr<kernels::HostTensor> weightData(int handle) const = 0;
+  /// Runs plan node `node` (an index in Plan::nodes) as the reference executor runs it
+  /// (runNodeOnHost: subgraphs, sequence and optional ops, other domains). `inputs` is aligned
+  /// with the node's inputs followed by its implicit inputs (nullptr: omitted or not given).
+  virtual StatusOr<std::vector<HostValue>> runNode(int node,
+                                                   const std::vector<const HostValue*>& inputs,
+                                                   const RunLimits& limits) const = 0;
+};
 
 struct PlanOptions {
   /// A host (kHost) node's outputs may hold at most this many elements each.
@@ -145,6 +171,8 @@ struct Plan {
   /// take (arena_bytes / intermediate_bytes is the planner's saving).
   int64_t intermediate_bytes = 0;
   bool has_dynamic = false;  ///< some node must be shaped at run time
+  /// The model's side of the plan (weights' data, interpreted nodes); set by buildPlan.
+  std::shared_ptr<const PlanHost> host;
 
   int64_t countPlacement(Placement placement) const;
   /// A text summary: counts per placement, each fallback node with its reason, the dynamic

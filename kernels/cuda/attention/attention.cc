@@ -504,20 +504,21 @@ size_t workspaceBytes(const AttentionArgs& args) {
   return v.isOk() ? (*v)->workspace(*d) : 0;
 }
 
-std::string variantName(const AttentionArgs& args) {
+std::string variantName(const AttentionArgs& args, int sm_count) {
   StatusOr<AttentionDeviceArgs> d = geometryOf(args);
   if (!d.isOk()) return {};
   StatusOr<const AttentionVariant*> v =
-      chooseAttentionVariant(*d, currentAttentionDevice(), attentionOverrideFromEnv());
+      chooseAttentionVariant(*d, AttentionDevice{sm_count}, attentionOverrideFromEnv());
   return v.isOk() ? (*v)->name : std::string();
 }
 
-Status launch(const AttentionArgs& args, CudaStream stream) {
+Status launch(const AttentionArgs& args, CudaDeviceContext& ctx) {
   if (Support s = canImplement(args); !s) return refused(s);
   ASSIGN_OR_RETURN(AttentionDeviceArgs d, geometryOf(args));
-  ASSIGN_OR_RETURN(const AttentionVariant* v,
-                   chooseAttentionVariant(d, currentAttentionDevice(), attentionOverrideFromEnv()));
-  return v->launch(args, d, streamOf(stream));
+  ASSIGN_OR_RETURN(
+      const AttentionVariant* v,
+      chooseAttentionVariant(d, AttentionDevice{ctx.smCount()}, attentionOverrideFromEnv()));
+  return v->launch(args, d, ctx);
 }
 
 }  // namespace onnxopt::kernels::cuda

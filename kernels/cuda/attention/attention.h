@@ -54,8 +54,10 @@ StatusOr<AttentionArgs> argsFromCall<AttentionArgs>(const CudaKernelCall& call);
 /// device memory, and what the kernel does not implement (see the file comment).
 Support canImplement(const AttentionArgs& args);
 size_t workspaceBytes(const AttentionArgs& args);
-/// The name of the variant (attention_variants.h) that launch runs, or empty where it runs none.
-std::string variantName(const AttentionArgs& args);
-Status launch(const AttentionArgs& args, CudaStream stream);
+/// The name of the variant (attention_variants.h) that launch runs on a device of `sm_count` SMs
+/// (0: unknown, no split-key variant), or empty where it runs none.
+std::string variantName(const AttentionArgs& args, int sm_count = 0);
+/// Runs the chosen variant on `ctx` (its stream, SM count, cuBLASLt handle).
+Status launch(const AttentionArgs& args, CudaDeviceContext& ctx);
 
 }  // namespace onnxopt::kernels::cuda

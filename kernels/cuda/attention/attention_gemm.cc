@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/attention/attention_variants.h"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/gemm/cublas_lt.h"
 
 namespace onnxopt::kernels::cuda {
@@ -65,8 +66,8 @@ uint32_t alignmentOf(const void* p, int64_t ld, int64_t stride, int64_t bytes) {
   return static_cast<uint32_t>(bits & (~bits + 1));
 }
 
-Status runProduct(const LtProduct& g, void* scratch, const std::string& op, cudaStream_t stream) {
-  ASSIGN_OR_RETURN(cublasLtHandle_t handle, ltHandle(op));
+Status runProduct(const LtProduct& g, void* scratch, const std::string& op, cublasLtHandle_t handle,
+                  cudaStream_t stream) {
   cublasLtMatmulDesc_t raw_desc = nullptr;
   ONNXOPT_CUDA_CHECK(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), op);
   LtDesc desc(raw_desc);
@@ -120,11 +121,13 @@ Status runProduct(const LtProduct& g, void* scratch, const std::string& op, cuda
 }  // namespace
 
 Status launchGemmAttention(const AttentionArgs& args, const AttentionDeviceArgs& d,
-                           cudaStream_t stream) {
+                           CudaDeviceContext& ctx) {
+  const cudaStream_t stream = streamOf(ctx.stream());
   if (args.workspace == nullptr || args.workspace_bytes < gemmAttentionWorkspace(d)) {
     return invalidArgument("Attention: the workspace has {} bytes, {} needed", args.workspace_bytes,
                            gemmAttentionWorkspace(d));
   }
+  ASSIGN_OR_RETURN(cublasLtHandle_t handle, ltHandle(ctx, args.op));
   auto n = static_cast<size_t>(scoreCount(d));
   const int64_t elem = dataTypeBits(d.dtype) / 8;
   auto* base = static_cast<char*>(args.workspace);
@@ -162,7 +165,7 @@ Status launchGemmAttention(const AttentionArgs& args, const AttentionDeviceArgs&
     qk.stride_d = s_head;
     qk.batch = batch;
     qk.alpha = d.scale;
-    RETURN_IF_ERROR(runProduct(qk, scratch, args.op, stream));
+    RETURN_IF_ERROR(runProduct(qk, scratch, args.op, handle, stream));
   }
   ONNXOPT_CUDA_CHECK(launchAttentionSoftmax(d, scores, probs, stream), args.op);
   for (int64_t b = 0; b < calls; ++b) {
@@ -182,7 +185,7 @@ Status launchGemmAttention(const AttentionArgs& args, const AttentionDeviceArgs&
     pv.ldd = d.y_strides.seq;
     pv.stride_d = d.y_strides.head;
     pv.batch = batch;
-    RETURN_IF_ERROR(runProduct(pv, scratch, args.op, stream));
+    RETURN_IF_ERROR(runProduct(pv, scratch, args.op, handle, stream));
   }
   return Status::ok();
 }

@@ -49,13 +49,15 @@ size_t noWorkspace(const AttentionDeviceArgs&) {
 }
 
 template <FlashKernel kWhich>
-Status launchFlash(const AttentionArgs& args, const AttentionDeviceArgs& d, cudaStream_t stream) {
-  ONNXOPT_CUDA_CHECK(launchFlashAttention(d, kWhich, stream), args.op);
+Status launchFlash(const AttentionArgs& args, const AttentionDeviceArgs& d,
+                   CudaDeviceContext& ctx) {
+  ONNXOPT_CUDA_CHECK(launchFlashAttention(d, kWhich, streamOf(ctx.stream())), args.op);
   return Status::ok();
 }
 
-Status launchFused(const AttentionArgs& args, const AttentionDeviceArgs& d, cudaStream_t stream) {
-  ONNXOPT_CUDA_CHECK(launchAttention(d, stream), args.op);
+Status launchFused(const AttentionArgs& args, const AttentionDeviceArgs& d,
+                   CudaDeviceContext& ctx) {
+  ONNXOPT_CUDA_CHECK(launchAttention(d, streamOf(ctx.stream())), args.op);
   return Status::ok();
 }
 
@@ -81,16 +83,6 @@ std::string envOf(const char* name) {
 }
 
 }  // namespace
-
-AttentionDevice currentAttentionDevice() {
-  AttentionDevice device;
-  int id = 0, count = 0;
-  if (cudaGetDevice(&id) == cudaSuccess &&
-      cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, id) == cudaSuccess) {
-    device.sm_count = count;
-  }
-  return device;
-}
 
 std::span<const AttentionVariant> attentionVariants() {
   return kVariants;

@@ -28,9 +28,6 @@ struct AttentionDevice {
   int sm_count = 0;  ///< 0: unknown (no split-key variant)
 };
 
-/// The current device's, or sm_count 0 where there is none.
-AttentionDevice currentAttentionDevice();
-
 struct AttentionVariant {
   const char* name;
   /// Whether the row can run these arguments (why not, when not); host-only.
@@ -39,7 +36,7 @@ struct AttentionVariant {
   /// the row bypasses it.
   Support (*worthwhile)(const AttentionDeviceArgs& d, const AttentionDevice& device);
   size_t (*workspace)(const AttentionDeviceArgs& d);
-  Status (*launch)(const AttentionArgs& args, const AttentionDeviceArgs& d, cudaStream_t stream);
+  Status (*launch)(const AttentionArgs& args, const AttentionDeviceArgs& d, CudaDeviceContext& ctx);
 };
 
 /// The rows, in the order of preference.
@@ -70,6 +67,6 @@ StatusOr<AttentionDeviceArgs> attentionDeviceArgs(const AttentionArgs& args);
 bool gemmAttentionApplies(const AttentionDeviceArgs& d);
 size_t gemmAttentionWorkspace(const AttentionDeviceArgs& d);
 Status launchGemmAttention(const AttentionArgs& args, const AttentionDeviceArgs& d,
-                           cudaStream_t stream);
+                           CudaDeviceContext& ctx);
 
 }  // namespace onnxopt::kernels::cuda

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "kernels/cuda/conv/conv_algo.h"
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/gemm/matmul.h"
 
 namespace onnxopt::kernels::cuda {
@@ -140,7 +141,7 @@ MatMulArgs productArgs(const ConvArgs& args) {
   return mm;
 }
 
-StatusOr<size_t> workspaceOf(const ConvArgs& args, bool transpose) {
+StatusOr<size_t> workspaceOf(const ConvArgs& args, bool transpose, CudaDeviceContext& ctx) {
   if (Support s = supportOf(args, transpose); !s) return refused(s);
   if (args.y.numElements() == 0) return size_t{0};
   ASSIGN_OR_RETURN(Geometry g, geometryOf(args, transpose));
@@ -150,8 +151,8 @@ StatusOr<size_t> workspaceOf(const ConvArgs& args, bool transpose) {
     if (Support s = canImplement(mm); !s) return refused(s);
     return workspaceBytes(mm);
   }
-  ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(nullptr, args.op));
-  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, handle, transpose));
+  ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandle(ctx, args.op));
+  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, ctx, handle, transpose));
   return alignUp(std::max(p->choice.bytes, p->choice.graph_bytes)) + g.stage_bytes;
 }
 
@@ -174,8 +175,9 @@ Status fillBias(const ConvArgs& args, const Geometry& g, cudnnHandle_t handle, C
   return Status::ok();
 }
 
-Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
+Status launchOf(const ConvArgs& args, bool transpose, CudaDeviceContext& ctx) {
   if (Support s = supportOf(args, transpose); !s) return refused(s);
+  const CudaStream stream = ctx.stream();
   if (args.y.numElements() == 0) return Status::ok();
   // A constant without bytes (weights stripped from the model) must not reach cuDNN.
   auto missing = [](const void* data, int64_t n) { return data == nullptr && n > 0; };
@@ -187,15 +189,15 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
   }
   ASSIGN_OR_RETURN(Geometry g, geometryOf(args, transpose));
   if (isChannelsLastProduct(args, g, transpose)) {
-    RETURN_IF_ERROR(launch(productArgs(args), stream));
+    RETURN_IF_ERROR(launch(productArgs(args), ctx));
     bool has_b = args.b.dtype != DataType::kUndefined;
     bool has_z = args.z.dtype != DataType::kUndefined;
     if (has_b || (!has_z && !args.relu)) return Status::ok();  // cuBLASLt did it all
-    return launchEpilogue(args, nullptr, stream);              // no B: Z and the ReLU after
+    return launchEpilogue(args, nullptr, ctx);                 // no B: Z and the ReLU after
   }
-  ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandleFor(stream, args.op));
+  ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnnHandle(ctx, args.op));
   if (g.bias_only) return fillBias(args, g, handle, stream);
-  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, handle, transpose));
+  ASSIGN_OR_RETURN(const Prepared* p, preparedFor(args, g, ctx, handle, transpose));
   const Descriptors& d = p->d;
   const AlgoChoice& choice = p->choice;
   size_t algo_bytes = alignUp(std::max(choice.bytes, choice.graph_bytes));
@@ -229,7 +231,7 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
     RETURN_IF_ERROR(p->graph->execute(handle, x, args.w.data, args.b.data, args.z.data, args.y.data,
                                       args.workspace));
     if (!needsEpilogue(args, *p->graph)) return Status::ok();
-    return launchEpilogue(args, nullptr, stream);  // Z and the ReLU after a reduced plan
+    return launchEpilogue(args, nullptr, ctx);  // Z and the ReLU after a reduced plan
   }
   if (args.channels_last) {
     // The convolution alone (beta 0: the algorithm cudnnFind timed), then B, Z and the ReLU in
@@ -244,7 +246,7 @@ Status launchOf(const ConvArgs& args, bool transpose, CudaStream stream) {
         args.op);
     bool has_z = args.z.dtype != DataType::kUndefined;
     if (!has_b && !has_z && !args.relu) return Status::ok();
-    return launchEpilogue(args, has_b ? args.b.data : nullptr, stream);
+    return launchEpilogue(args, has_b ? args.b.data : nullptr, ctx);
   }
   float beta = 0.0f;
   if (has_b) {
@@ -426,20 +428,20 @@ Support canImplement(const ConvTransposeArgs& args) {
   return supportOf(args, true);
 }
 
-StatusOr<size_t> workspaceBytes(const ConvArgs& args) {
-  return workspaceOf(args, false);
+StatusOr<size_t> workspaceBytes(const ConvArgs& args, CudaDeviceContext& ctx) {
+  return workspaceOf(args, false, ctx);
 }
 
-StatusOr<size_t> workspaceBytes(const ConvTransposeArgs& args) {
-  return workspaceOf(args, true);
+StatusOr<size_t> workspaceBytes(const ConvTransposeArgs& args, CudaDeviceContext& ctx) {
+  return workspaceOf(args, true, ctx);
 }
 
-Status launch(const ConvArgs& args, CudaStream stream) {
-  return launchOf(args, false, stream);
+Status launch(const ConvArgs& args, CudaDeviceContext& ctx) {
+  return launchOf(args, false, ctx);
 }
 
-Status launch(const ConvTransposeArgs& args, CudaStream stream) {
-  return launchOf(args, true, stream);
+Status launch(const ConvTransposeArgs& args, CudaDeviceContext& ctx) {
+  return launchOf(args, true, ctx);
 }
 
 }  // namespace onnxopt::kernels::cuda

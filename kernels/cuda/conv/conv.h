@@ -67,10 +67,11 @@ StatusOr<ConvTransposeArgs> argsFromCall<ConvTransposeArgs>(const CudaKernelCall
 Support canImplement(const ConvArgs& args);
 Support canImplement(const ConvTransposeArgs& args);
 /// The chosen algorithm's workspace plus the padded X (Conv) or uncropped Y (ConvTranspose); it
-/// chooses the algorithm (needs the device: run where launch will).
-StatusOr<size_t> workspaceBytes(const ConvArgs& args);
-StatusOr<size_t> workspaceBytes(const ConvTransposeArgs& args);
-Status launch(const ConvArgs& args, CudaStream stream);
-Status launch(const ConvTransposeArgs& args, CudaStream stream);
+/// chooses the algorithm on `ctx` (its cuDNN handle; the choice is kept in its conv cache).
+StatusOr<size_t> workspaceBytes(const ConvArgs& args, CudaDeviceContext& ctx);
+StatusOr<size_t> workspaceBytes(const ConvTransposeArgs& args, CudaDeviceContext& ctx);
+/// Runs on `ctx`: its stream, cuDNN handle, conv cache and SM count (the epilogue kernel).
+Status launch(const ConvArgs& args, CudaDeviceContext& ctx);
+Status launch(const ConvTransposeArgs& args, CudaDeviceContext& ctx);
 
 }  // namespace onnxopt::kernels::cuda

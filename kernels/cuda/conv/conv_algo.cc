@@ -6,7 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <mutex>
+
+#include "kernels/cuda/device_context.h"
 
 namespace onnxopt::kernels::cuda::conv_detail {
 
@@ -248,7 +249,7 @@ struct Decision {
 /// `plan_ms` (negative where a launch failed or nothing was timed) and the epilogue's in
 /// `epilogue_ms`.
 void timeAll(const ConvArgs& args, const Geometry& g, Descriptors& d, cudnnHandle_t handle,
-             std::vector<Candidate>& cands,
+             int sm_count, std::vector<Candidate>& cands,
              const std::vector<std::unique_ptr<ConvGraphPlan>>& plans, std::vector<float>& plan_ms,
              float& epilogue_ms) {
   plan_ms.assign(plans.size(), -1.0f);
@@ -298,7 +299,8 @@ void timeAll(const ConvArgs& args, const Geometry& g, Descriptors& d, cudnnHandl
   if (args.channels_last && (has_b || has_z || args.relu)) {
     ConvEpilogueArgs e = epilogueOf(args, b.ptr, z.ptr, y.ptr);
     epilogue_ms = std::max(
-        0.0f, timer.median([&] { return launchConvEpilogue(e, stream) == cudaSuccess; }, -1.0f));
+        0.0f, timer.median([&] { return launchConvEpilogue(e, sm_count, stream) == cudaSuccess; },
+                           -1.0f));
     if (best >= 0.0f) best += epilogue_ms;
   }
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -314,7 +316,8 @@ void timeAll(const ConvArgs& args, const Geometry& g, Descriptors& d, cudnnHandl
 /// The choice among the legacy candidates and the graph plans: the fastest by our timing (a
 /// legacy algorithm's time with its epilogue), else the legacy list's first.
 StatusOr<Decision> decide(const ConvArgs& args, const Geometry& g, Descriptors& d,
-                          cudnnHandle_t handle, bool transpose, const std::string& key) {
+                          cudnnHandle_t handle, bool transpose, const std::string& key,
+                          int sm_count) {
   ASSIGN_OR_RETURN(std::vector<Candidate> cands, legacyCandidates(args, g, d, handle));
   if (cands.empty()) {
     return makeError(StatusCode::kUnimplemented,
@@ -336,7 +339,7 @@ StatusOr<Decision> decide(const ConvArgs& args, const Geometry& g, Descriptors& 
   }
   std::vector<float> plan_ms;
   float epilogue_ms = 0.0f;
-  timeAll(args, g, d, handle, cands, plans, plan_ms, epilogue_ms);
+  timeAll(args, g, d, handle, sm_count, cands, plans, plan_ms, epilogue_ms);
   const Candidate* best = &cands.front();
   for (const Candidate& c : cands) {
     if (c.ms >= 0.0f && (best->ms < 0.0f || c.ms < best->ms)) best = &c;
@@ -385,68 +388,35 @@ std::string decisionKey(const ConvArgs& args, const Geometry& g, int device) {
                      args.relu);
 }
 
-/// The choice for this geometry and epilogue: on first use (planning: workspaceOf, never inside
-/// a CUDA graph capture) every legacy algorithm and math type cuDNN accepts for it, and each
-/// graph plan, is timed as the launch will run it (decide, timeAll: not cudnnFind*, whose
-/// choice was slower, see there), and the fastest is cached for the process (the plan asks for
-/// the same shapes on every run).
-StatusOr<Decision> algoFor(const ConvArgs& args, const Geometry& g, Descriptors& d,
-                           cudnnHandle_t handle, bool transpose) {
-  static std::mutex mutex;
-  static std::map<std::string, AlgoChoice> cache;
-  int device = 0;
-  ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), args.op);
-  std::string key = decisionKey(args, g, device);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
-    if (it != cache.end()) {
-      ONNXOPT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv.get(), it->second.math), args.op);
-      return Decision{it->second, nullptr};
-    }
-  }
-  ASSIGN_OR_RETURN(Decision decision, decide(args, g, d, handle, transpose, key));
-  std::lock_guard<std::mutex> lock(mutex);
-  cache.emplace(key, decision.choice);
-  return decision;
-}
+/// The conv family's cache in a device context: the Prepared of each geometry and epilogue.
+struct ConvCache : CudaContextCache {
+  std::map<std::string, std::unique_ptr<Prepared>> prepared;
+};
 
 }  // namespace
 
-/// The Prepared of this geometry, built once per thread (descriptors are not shared between
-/// threads): a repeated launch makes no descriptor or algorithm calls. A thread other than the
-/// one that chose builds the chosen graph plan again (the heuristics list it in the same place).
-StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g, cudnnHandle_t handle,
+/// The Prepared of this geometry, built once per device context: on first use (planning:
+/// workspaceOf, never inside a CUDA graph capture) every legacy algorithm and math type cuDNN
+/// accepts for it, and each graph plan, is timed as the launch will run it (decide, timeAll: not
+/// cudnnFind*, whose choice was slower, see there), and the fastest is kept with its descriptors:
+/// a repeated launch makes no descriptor or algorithm calls.
+StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g,
+                                      CudaDeviceContext& ctx, cudnnHandle_t handle,
                                       bool transpose) {
-  thread_local std::map<std::string, std::unique_ptr<Prepared>> cache;
-  int device = 0;
-  ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), args.op);
-  bool has_b = args.b.dtype != DataType::kUndefined;
-  std::string key = decisionKey(args, g, device);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second.get();
+  ConvCache& cache = cuda::contextCache<ConvCache>(ctx.libraries().conv);
+  std::string key = decisionKey(args, g, ctx.device());
+  auto it = cache.prepared.find(key);
+  if (it != cache.prepared.end()) return it->second.get();
   auto p = std::make_unique<Prepared>();
   ASSIGN_OR_RETURN(p->d, descriptorsOf(args, g));
-  ASSIGN_OR_RETURN(Decision decision, algoFor(args, g, p->d, handle, transpose));
+  ASSIGN_OR_RETURN(Decision decision, decide(args, g, p->d, handle, transpose, key, ctx.smCount()));
   p->choice = decision.choice;
   p->graph = std::move(decision.plan);
-  if (p->choice.graph >= 0 && p->graph == nullptr) {
-    std::optional<ConvGraphSpec> spec = graphSpecOf(args, g, transpose);
-    if (spec) {
-      ASSIGN_OR_RETURN(auto plans,
-                       convGraphPlans(p->choice.graph_reduced ? reducedSpec(*spec) : *spec, handle,
-                                      kMaxAlgoWorkspace, static_cast<size_t>(p->choice.graph) + 1));
-      if (plans.size() == static_cast<size_t>(p->choice.graph) + 1 &&
-          plans.back()->workspaceBytes() <= p->choice.graph_bytes) {
-        p->graph = std::move(plans.back());
-      }
-    }
-  }
-  if (has_b) {
+  if (args.b.dtype != DataType::kUndefined) {
     ASSIGN_OR_RETURN(p->bias, biasDesc(args, g));
   }
   const Prepared* raw = p.get();
-  cache.emplace(std::move(key), std::move(p));
+  cache.prepared.emplace(std::move(key), std::move(p));
   return raw;
 }
 

@@ -31,10 +31,10 @@ struct Prepared {
   std::unique_ptr<ConvGraphPlan> graph;
 };
 
-/// The Prepared of this geometry, built once per thread (descriptors are not shared between
-/// threads): a repeated launch makes no descriptor or algorithm calls. A thread other than the
-/// one that chose builds the chosen graph plan again (the heuristics list it in the same place).
-StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g, cudnnHandle_t handle,
-                                      bool transpose);
+/// The Prepared of this geometry, chosen and built once per device context (kept in its conv
+/// cache, device_context.h): a repeated launch makes no descriptor or algorithm calls. `handle`
+/// is the context's cuDNN handle.
+StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g,
+                                      CudaDeviceContext& ctx, cudnnHandle_t handle, bool transpose);
 
 }  // namespace onnxopt::kernels::cuda::conv_detail

@@ -24,7 +24,8 @@ struct ConvEpilogueArgs {
   bool relu = false;  ///< max(v, 0) with NaN kept
 };
 
-/// Launches the epilogue on `stream` (cudaErrorInvalidValue for another type).
-cudaError_t launchConvEpilogue(const ConvEpilogueArgs& args, cudaStream_t stream);
+/// Launches the epilogue on `stream` (cudaErrorInvalidValue for another type); `sm_count` (the
+/// device context's) sizes the vectorized grid.
+cudaError_t launchConvEpilogue(const ConvEpilogueArgs& args, int sm_count, cudaStream_t stream);
 
 }  // namespace onnxopt::kernels::cuda

@@ -61,13 +61,13 @@ __global__ void epilogueVecKernel(ConvEpilogueArgs a) {
 }
 
 template <typename T>
-cudaError_t launchTyped(const ConvEpilogueArgs& a, cudaStream_t stream) {
+cudaError_t launchTyped(const ConvEpilogueArgs& a, int sm_count, cudaStream_t stream) {
   constexpr int kV = kVecElements<T>;
   bool vec = a.count % kV == 0 && aligned16(a.y) && (a.z == nullptr || aligned16(a.z)) &&
              (a.bias == nullptr ||
               (a.inner == 1 ? a.channels % kV == 0 && aligned16(a.bias) : a.inner % kV == 0));
   if (vec) {
-    epilogueVecKernel<T><<<residentBlocksFor(a.count / kV), kThreads, 0, stream>>>(a);
+    epilogueVecKernel<T><<<residentBlocksFor(a.count / kV, sm_count), kThreads, 0, stream>>>(a);
   } else {
     epilogueKernel<T><<<blocksFor(a.count), kThreads, 0, stream>>>(a);
   }
@@ -76,16 +76,16 @@ cudaError_t launchTyped(const ConvEpilogueArgs& a, cudaStream_t stream) {
 
 }  // namespace
 
-cudaError_t launchConvEpilogue(const ConvEpilogueArgs& args, cudaStream_t stream) {
+cudaError_t launchConvEpilogue(const ConvEpilogueArgs& args, int sm_count, cudaStream_t stream) {
   if (args.count == 0) return cudaSuccess;
   if (args.channels <= 0 || args.inner <= 0) return cudaErrorInvalidValue;
   switch (args.dtype) {
     case DataType::kFloat16:
-      return launchTyped<__half>(args, stream);
+      return launchTyped<__half>(args, sm_count, stream);
     case DataType::kBfloat16:
-      return launchTyped<__nv_bfloat16>(args, stream);
+      return launchTyped<__nv_bfloat16>(args, sm_count, stream);
     case DataType::kFloat:
-      return launchTyped<float>(args, stream);
+      return launchTyped<float>(args, sm_count, stream);
     default:
       return cudaErrorInvalidValue;
   }

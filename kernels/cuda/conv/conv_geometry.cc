@@ -188,9 +188,10 @@ ConvEpilogueArgs epilogueOf(const ConvArgs& args, const void* bias, const void* 
   return e;
 }
 
-Status launchEpilogue(const ConvArgs& args, const void* bias, CudaStream stream) {
+Status launchEpilogue(const ConvArgs& args, const void* bias, CudaDeviceContext& ctx) {
   const void* z = args.z.dtype != DataType::kUndefined ? args.z.data : nullptr;
-  ONNXOPT_CUDA_CHECK(launchConvEpilogue(epilogueOf(args, bias, z, args.y.data), streamOf(stream)),
+  ONNXOPT_CUDA_CHECK(launchConvEpilogue(epilogueOf(args, bias, z, args.y.data), ctx.smCount(),
+                                        streamOf(ctx.stream())),
                      args.op);
   return Status::ok();
 }

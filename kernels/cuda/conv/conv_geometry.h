@@ -105,7 +105,7 @@ ConvGraphSpec reducedSpec(ConvGraphSpec spec);
 ConvEpilogueArgs epilogueOf(const ConvArgs& args, const void* bias, const void* z, void* y);
 
 /// The epilogue on args' own Y and Z (where it has one), with `bias` (null: B is in Y already).
-Status launchEpilogue(const ConvArgs& args, const void* bias, CudaStream stream);
+Status launchEpilogue(const ConvArgs& args, const void* bias, CudaDeviceContext& ctx);
 
 /// Whether a launch of `plan` leaves Z or the ReLU to our epilogue kernel.
 bool needsEpilogue(const ConvArgs& args, const ConvGraphPlan& plan);

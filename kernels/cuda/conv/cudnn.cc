@@ -1,10 +1,10 @@
-// The cuDNN layer (cudnn.h): status translation, the per-thread handles, the descriptor makers.
+// The cuDNN layer (cudnn.h): status translation and the descriptor makers (the handle is the
+// device context's: device_context.h).
 #include "kernels/cuda/conv/cudnn.h"
 
 #include <fmt/format.h>
 
 #include <climits>
-#include <map>
 
 namespace onnxopt::kernels::cuda {
 
@@ -26,17 +26,6 @@ Status toStatus(cudnnStatus_t status, const char* call, const std::string& op) {
 
 namespace {
 
-/// The calling thread's handles, one per device, destroyed when the thread ends.
-struct ThreadHandles {
-  std::map<int, cudnnHandle_t> by_device;
-  ThreadHandles() = default;
-  ThreadHandles(const ThreadHandles&) = delete;
-  ThreadHandles& operator=(const ThreadHandles&) = delete;
-  ~ThreadHandles() {
-    for (auto& [device, handle] : by_device) (void)cudnnDestroy(handle);
-  }
-};
-
 Status checkIntDims(const std::vector<int64_t>& dims, const std::string& op) {
   for (int64_t d : dims) {
     if (d < 0 || d > INT_MAX) {
@@ -51,20 +40,6 @@ std::vector<int> toInts(const std::vector<int64_t>& v) {
 }
 
 }  // namespace
-
-StatusOr<cudnnHandle_t> cudnnHandleFor(CudaStream stream, const std::string& op) {
-  thread_local ThreadHandles handles;
-  int device = 0;
-  ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), op);
-  auto it = handles.by_device.find(device);
-  if (it == handles.by_device.end()) {
-    cudnnHandle_t handle = nullptr;
-    ONNXOPT_CUDA_CHECK(cudnnCreate(&handle), op);
-    it = handles.by_device.emplace(device, handle).first;
-  }
-  ONNXOPT_CUDA_CHECK(cudnnSetStream(it->second, streamOf(stream)), op);
-  return it->second;
-}
 
 cudnnDataType_t cudnnTypeOf(DataType t) {
   switch (t) {

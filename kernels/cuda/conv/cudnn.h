@@ -1,7 +1,7 @@
 // The cuDNN layer of kernels/cuda (host code, CUDA builds): cudnnStatus_t as Status (the
-// ONNXOPT_CUDA_CHECK overload device.h promises), one cuDNN handle per thread and device bound to
-// the caller's stream, RAII owners of the descriptors, and the cuDNN data type of an element type.
-// The conv and pool families reach cuDNN only through here.
+// ONNXOPT_CUDA_CHECK overload device.h promises), RAII owners of the descriptors, and the cuDNN
+// data type of an element type (the handle is the device context's: device_context.h). The conv
+// and pool families reach cuDNN only through here.
 #pragma once
 
 #include <cudnn.h>
@@ -20,11 +20,6 @@ namespace onnxopt::kernels::cuda {
 /// message)": kUnimplemented for the NOT_SUPPORTED category, kResourceExhausted for an allocation
 /// failure, kInvalidArgument for BAD_PARAM, kInternal otherwise.
 Status toStatus(cudnnStatus_t status, const char* call, const std::string& op);
-
-/// The calling thread's cuDNN handle for the current device, its stream set to `stream`. Created
-/// on first use and destroyed when the thread ends (a handle is not to be shared by threads that
-/// call cuDNN concurrently).
-StatusOr<cudnnHandle_t> cudnnHandleFor(CudaStream stream, const std::string& op);
 
 /// float, float16 and bfloat16 (the conv family's types); CUDNN_DATA_FLOAT otherwise.
 cudnnDataType_t cudnnTypeOf(DataType t);

@@ -67,12 +67,12 @@ size_t workspaceBytes(const BinaryArgs&) {
   return 0;
 }
 
-Status launch(const BinaryArgs& args, CudaStream stream) {
+Status launch(const BinaryArgs& args, CudaDeviceContext& ctx) {
   if (Support s = canImplement(args); !s) return refused(s);
   ASSIGN_OR_RETURN(BroadcastPlan plan, planBroadcast({args.a, args.b}, args.y, args.op));
   BinaryDeviceArgs d{args.kind,   args.a.dtype, plan,        args.a.data,
                      args.b.data, args.y.data,  args.b.dtype};
-  ONNXOPT_CUDA_CHECK(launchBinary(d, streamOf(stream)), args.op);
+  ONNXOPT_CUDA_CHECK(launchBinary(d, ctx.smCount(), streamOf(ctx.stream())), args.op);
   return Status::ok();
 }
 

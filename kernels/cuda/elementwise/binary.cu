@@ -322,7 +322,7 @@ bool mixedPowKernelExists(DataType base, DataType exponent) {
          exponent != DataType::kBool && visitCudaType(exponent, [](auto) {});
 }
 
-cudaError_t launchBinary(const BinaryDeviceArgs& args, cudaStream_t stream) {
+cudaError_t launchBinary(const BinaryDeviceArgs& args, int sm_count, cudaStream_t stream) {
   if (args.plan.count == 0) return cudaSuccess;
   if (args.b_dtype != args.dtype) {
     if (args.op != BinaryOp::kPow || !mixedPowKernelExists(args.dtype, args.b_dtype)) {
@@ -345,11 +345,12 @@ cudaError_t launchBinary(const BinaryDeviceArgs& args, cudaStream_t stream) {
       binaryKernel<T, true><<<blocksFor(args.plan.count), kThreads, 0, stream>>>(args);
     } else if constexpr (kIsFloating<T>) {
       if (args.plan.linear && aligned16(args.a) && aligned16(args.b) && aligned16(args.y)) {
-        binaryVecKernel<T>
-            <<<residentBlocksFor(args.plan.count / kVecElements<T>), kThreads, 0, stream>>>(args);
+        binaryVecKernel<T><<<residentBlocksFor(args.plan.count / kVecElements<T>, sm_count),
+                             kThreads, 0, stream>>>(args);
       } else if (broadcastVectorizable<T>(args)) {
         binaryBroadcastVecKernel<T>
-            <<<residentBlocksFor(args.plan.count / kVecElements<T>), kThreads, 0, stream>>>(args);
+            <<<residentBlocksFor(args.plan.count / kVecElements<T>, sm_count), kThreads, 0,
+               stream>>>(args);
       } else {
         binaryKernel<T, false><<<blocksFor(args.plan.count), kThreads, 0, stream>>>(args);
       }

@@ -35,6 +35,7 @@ StatusOr<ModArgs> argsFromCall<ModArgs>(const CudaKernelCall& call);
 /// comparisons), broadcastable shapes, rank at most 8, device memory.
 Support canImplement(const BinaryArgs& args);
 size_t workspaceBytes(const BinaryArgs& args);
-Status launch(const BinaryArgs& args, CudaStream stream);
+/// Runs on `ctx`'s stream; its SM count sizes the vectorized grid.
+Status launch(const BinaryArgs& args, CudaDeviceContext& ctx);
 
 }  // namespace onnxopt::kernels::cuda

@@ -86,9 +86,10 @@ bool mixedPowKernelExists(DataType base, DataType exponent);
 bool castKernelExists(DataType from, DataType to);
 
 /// Launch on `stream`; the launch status (cudaGetLastError) is returned. Nothing is launched for
-/// an empty output. Arguments are not checked here: the host half did.
-cudaError_t launchUnary(const UnaryDeviceArgs& args, cudaStream_t stream);
-cudaError_t launchBinary(const BinaryDeviceArgs& args, cudaStream_t stream);
+/// an empty output. Arguments are not checked here: the host half did. `sm_count` (the device
+/// context's) sizes the grid-stride grids of the vectorized kernels (residentBlocksFor).
+cudaError_t launchUnary(const UnaryDeviceArgs& args, int sm_count, cudaStream_t stream);
+cudaError_t launchBinary(const BinaryDeviceArgs& args, int sm_count, cudaStream_t stream);
 cudaError_t launchWhere(const WhereDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchCast(const CastDeviceArgs& args, cudaStream_t stream);
 

@@ -100,12 +100,12 @@ size_t workspaceBytes(const UnaryArgs&) {
   return 0;
 }
 
-Status launch(const UnaryArgs& args, CudaStream stream) {
+Status launch(const UnaryArgs& args, CudaDeviceContext& ctx) {
   if (Support s = canImplement(args); !s) return refused(s);
   ASSIGN_OR_RETURN(BroadcastPlan plan, planBroadcast({args.x}, args.y, args.op));
   UnaryDeviceArgs d{args.kind,  args.x.dtype, plan,       args.x.data,   args.y.data,
                     args.alpha, args.beta,    args.gamma, args.min.data, args.max.data};
-  ONNXOPT_CUDA_CHECK(launchUnary(d, streamOf(stream)), args.op);
+  ONNXOPT_CUDA_CHECK(launchUnary(d, ctx.smCount(), streamOf(ctx.stream())), args.op);
   return Status::ok();
 }
 

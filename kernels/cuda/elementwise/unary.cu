@@ -254,13 +254,13 @@ bool unaryKernelExists(UnaryOp op, DataType dtype) {
   }
 }
 
-cudaError_t launchUnary(const UnaryDeviceArgs& args, cudaStream_t stream) {
+cudaError_t launchUnary(const UnaryDeviceArgs& args, int sm_count, cudaStream_t stream) {
   if (args.plan.count == 0) return cudaSuccess;
   visitCudaType(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kIsFloating<T>) {
       if (args.plan.linear && !isPredicate(args.op) && aligned16(args.x) && aligned16(args.y)) {
-        const unsigned blocks = residentBlocksFor(args.plan.count / kVecElements<T>);
+        const unsigned blocks = residentBlocksFor(args.plan.count / kVecElements<T>, sm_count);
         switch (args.op) {
           case UnaryOp::kGelu:
             unaryVecKernel<T, static_cast<int>(UnaryOp::kGelu)>

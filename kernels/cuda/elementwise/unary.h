@@ -29,6 +29,7 @@ StatusOr<UnaryArgs> argsFromCall<UnaryArgs>(const CudaKernelCall& call);
 /// Host-only: types (what unary.cu instantiates), shapes, device memory, Clip's bounds.
 Support canImplement(const UnaryArgs& args);
 size_t workspaceBytes(const UnaryArgs& args);
-Status launch(const UnaryArgs& args, CudaStream stream);
+/// Runs on `ctx`'s stream; its SM count sizes the vectorized grid.
+Status launch(const UnaryArgs& args, CudaDeviceContext& ctx);
 
 }  // namespace onnxopt::kernels::cuda

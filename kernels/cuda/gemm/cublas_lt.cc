@@ -1,8 +1,6 @@
 // The shared cuBLASLt basics (cublas_lt.h).
 #include "kernels/cuda/gemm/cublas_lt.h"
 
-#include <mutex>
-
 #include "kernels/cuda/device.h"
 
 namespace onnxopt::kernels::cuda {
@@ -16,15 +14,6 @@ cudaDataType_t cudaTypeOf(DataType t) {
     default:
       return CUDA_R_32F;
   }
-}
-
-StatusOr<cublasLtHandle_t> ltHandle(const std::string& op) {
-  static std::once_flag once;
-  static cublasLtHandle_t handle = nullptr;
-  static cublasStatus_t created = CUBLAS_STATUS_SUCCESS;
-  std::call_once(once, [] { created = cublasLtCreate(&handle); });
-  RETURN_IF_ERROR(toStatus(created, "cublasLtCreate", op));
-  return handle;
 }
 
 StatusOr<LtLayout> makeLayout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,

@@ -1,6 +1,6 @@
-// The cuBLASLt basics the matrix-product kernels share (matmul.cc, rnn.cc): the process's handle,
-// owning wrappers of cuBLASLt's descriptors, matrix layouts, and an element type's
-// cudaDataType_t. Host code only (cuBLASLt is a host API).
+// The cuBLASLt basics the matrix-product kernels share (matmul.cc, rnn.cc): owning wrappers of
+// cuBLASLt's descriptors, matrix layouts, and an element type's cudaDataType_t (the handle is the
+// device context's: device_context.h). Host code only (cuBLASLt is a host API).
 #pragma once
 
 #include <cublasLt.h>
@@ -16,11 +16,6 @@ namespace onnxopt::kernels::cuda {
 
 /// CUDA_R_16F for float16, CUDA_R_16BF for bfloat16, CUDA_R_32F otherwise.
 cudaDataType_t cudaTypeOf(DataType t);
-
-/// One cuBLASLt handle for the process, created on first use (cuBLASLt handles may be shared
-/// between threads); a failure to create it names `op`. The CUDA executor will own its handles per
-/// device; this serves until then.
-StatusOr<cublasLtHandle_t> ltHandle(const std::string& op);
 
 struct LtDeleter {
   void operator()(cublasLtMatmulDescOpaque_t* d) const { (void)cublasLtMatmulDescDestroy(d); }

@@ -429,8 +429,9 @@ size_t workspaceBytes(const EinsumArgs& args) {
   return p->a_bytes + p->b_bytes + p->c_bytes + p->gemm_bytes;
 }
 
-Status launch(const EinsumArgs& args, CudaStream stream) {
+Status launch(const EinsumArgs& args, CudaDeviceContext& ctx) {
   if (Support s = canImplement(args); !s) return refused(s);
+  const CudaStream stream = ctx.stream();
   ASSIGN_OR_RETURN(EinsumPlan p, planOf(args));
   size_t copies = p.a_bytes + p.b_bytes + p.c_bytes;
   if (copies > 0 && (args.workspace == nullptr || args.workspace_bytes < copies)) {
@@ -475,7 +476,7 @@ Status launch(const EinsumArgs& args, CudaStream stream) {
     mm.workspace = ws + copies;
     mm.workspace_bytes = args.workspace_bytes - copies;
   }
-  RETURN_IF_ERROR(launch(mm, stream));
+  RETURN_IF_ERROR(launch(mm, ctx));
   if (p.c_bytes > 0) RETURN_IF_ERROR(stridedCopy(p.out, p.dtype, c, args.y.data, stream));
   return Status::ok();
 }

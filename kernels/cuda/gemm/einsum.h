@@ -37,6 +37,7 @@ StatusOr<EinsumArgs> argsFromCall<EinsumArgs>(const CudaKernelCall& call);
 Support canImplement(const EinsumArgs& args);
 /// The operand and product layouts the lowering writes, and cuBLASLt's workspace.
 size_t workspaceBytes(const EinsumArgs& args);
-Status launch(const EinsumArgs& args, CudaStream stream);
+/// Runs on `ctx` (its stream; the product through MatMul's launch).
+Status launch(const EinsumArgs& args, CudaDeviceContext& ctx);
 
 }  // namespace onnxopt::kernels::cuda

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/elementwise/binary.h"
 #include "kernels/cuda/elementwise/elementwise_device.h"
 #include "kernels/cuda/gemm/cublas_lt.h"
@@ -125,7 +126,7 @@ Status copyBroadcastBias(const MatMulArgs& args, CudaStream stream) {
 }
 
 /// The activation of the epilogue, in place on the output, where our kernel does it.
-Status activateInPlace(const MatMulArgs& args, UnaryOp op, CudaStream stream) {
+Status activateInPlace(const MatMulArgs& args, UnaryOp op, CudaDeviceContext& ctx) {
   ConstTensorView y(args.y.dtype, args.y.dims, args.y.strides, args.y.data, MemoryKind::kDevice);
   ASSIGN_OR_RETURN(BroadcastPlan plan, planBroadcast({y}, args.y, args.op));
   UnaryDeviceArgs d{};
@@ -134,7 +135,7 @@ Status activateInPlace(const MatMulArgs& args, UnaryOp op, CudaStream stream) {
   d.plan = plan;
   d.x = args.y.data;
   d.y = args.y.data;
-  ONNXOPT_CUDA_CHECK(launchUnary(d, streamOf(stream)), args.op);
+  ONNXOPT_CUDA_CHECK(launchUnary(d, ctx.smCount(), streamOf(ctx.stream())), args.op);
   return Status::ok();
 }
 
@@ -274,11 +275,12 @@ size_t workspaceBytes(const MatMulArgs&) {
 namespace {
 
 /// An empty sum (K = 0): the output is the bias then the activation, or beta * C (or zeros).
-Status launchEmptySum(const MatMulArgs& args, float beta, bool with_bias, CudaStream stream) {
+Status launchEmptySum(const MatMulArgs& args, float beta, bool with_bias, CudaDeviceContext& ctx) {
+  const CudaStream stream = ctx.stream();
   if (with_bias) {
     RETURN_IF_ERROR(copyBroadcastBias(args, stream));
     if (hasActivation(args.epilogue)) {
-      RETURN_IF_ERROR(activateInPlace(args, activationOf(args.epilogue), stream));
+      RETURN_IF_ERROR(activateInPlace(args, activationOf(args.epilogue), ctx));
     }
     return Status::ok();
   }
@@ -359,7 +361,8 @@ StatusOr<bool> pickAlgorithm(const MatMulArgs& args, cublasLtHandle_t handle,
 
 /// What cuBLASLt's epilogue did not do, after the product: the bias added in place (where C was
 /// read directly), and the activation.
-Status finishEpilogue(const MatMulArgs& args, bool lt_epilogue, bool direct_c, CudaStream stream) {
+Status finishEpilogue(const MatMulArgs& args, bool lt_epilogue, bool direct_c,
+                      CudaDeviceContext& ctx) {
   const bool with_bias = args.epilogue != Epilogue::kNone;
   if (with_bias && !lt_epilogue && direct_c) {
     // No cuBLASLt algorithm with the bias epilogue: the bias added in place after the product.
@@ -370,19 +373,20 @@ Status finishEpilogue(const MatMulArgs& args, bool lt_epilogue, bool direct_c, C
                             MemoryKind::kDevice);
     add.b = args.bias;
     add.y = args.y;
-    RETURN_IF_ERROR(launch(add, stream));
+    RETURN_IF_ERROR(launch(add, ctx));
   }
   // GELU's erf form always, ReLU and GELU's tanh form when cuBLASLt did not apply them.
   if (hasActivation(args.epilogue) && (!lt_epilogue || args.epilogue == Epilogue::kBiasGelu)) {
-    RETURN_IF_ERROR(activateInPlace(args, activationOf(args.epilogue), stream));
+    RETURN_IF_ERROR(activateInPlace(args, activationOf(args.epilogue), ctx));
   }
   return Status::ok();
 }
 
 }  // namespace
 
-Status launch(const MatMulArgs& args, CudaStream stream) {
+Status launch(const MatMulArgs& args, CudaDeviceContext& ctx) {
   if (Support s = canImplement(args); !s) return refused(s);
+  const CudaStream stream = ctx.stream();
   ASSIGN_OR_RETURN(Product p, productOf(args));
   if (args.y.numElements() == 0) return Status::ok();
   float beta = 0.0f;
@@ -397,8 +401,8 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
     beta = args.beta;
   }
   const bool with_bias = args.epilogue != Epilogue::kNone;
-  if (p.k == 0) return launchEmptySum(args, beta, with_bias, stream);
-  ASSIGN_OR_RETURN(cublasLtHandle_t handle, ltHandle(args.op));
+  if (p.k == 0) return launchEmptySum(args, beta, with_bias, ctx);
+  ASSIGN_OR_RETURN(cublasLtHandle_t handle, ltHandle(ctx, args.op));
 
   Batching bt = batchingOf(args, p);
   int64_t m = bt.m, a_stride = bt.a_stride, b_stride = bt.b_stride;
@@ -466,7 +470,7 @@ Status launch(const MatMulArgs& args, CudaStream stream) {
                        workspace_bytes, streamOf(stream)),
         args.op);
   }
-  return finishEpilogue(args, lt_epilogue, direct_c, stream);
+  return finishEpilogue(args, lt_epilogue, direct_c, ctx);
 }
 
 }  // namespace onnxopt::kernels::cuda

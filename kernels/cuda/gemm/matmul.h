@@ -52,6 +52,7 @@ StatusOr<MatMulBiasArgs> argsFromCall<MatMulBiasArgs>(const CudaKernelCall& call
 Support canImplement(const MatMulArgs& args);
 /// cuBLASLt's workspace (its algorithms run without one too, slower).
 size_t workspaceBytes(const MatMulArgs& args);
-Status launch(const MatMulArgs& args, CudaStream stream);
+/// Runs on `ctx`: its stream, its cuBLASLt handle, its SM count (the epilogue's kernels).
+Status launch(const MatMulArgs& args, CudaDeviceContext& ctx);
 
 }  // namespace onnxopt::kernels::cuda

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/gemm/cublas_lt.h"
 
 namespace onnxopt::kernels::cuda {
@@ -162,14 +163,15 @@ class StepGemm {
 
   static StatusOr<std::unique_ptr<StepGemm>> create(DataType dtype, const Shape& s, const void* a,
                                                     const void* b, const float* d,
-                                                    size_t workspace_bytes, const std::string& op) {
+                                                    size_t workspace_bytes, const std::string& op,
+                                                    CudaDeviceContext& ctx) {
     auto g = std::make_unique<StepGemm>();
     g->op_ = op;
     g->workspace_bytes_ = workspace_bytes;
     g->plain_ = RnnProductArgs{dtype,   s.m,     s.n,        s.k,        s.batch,   nullptr,
                                nullptr, nullptr, s.stride_a, s.stride_b, s.stride_d};
     if (s.m * s.n * s.k <= kPlainProductWork) return g;
-    ASSIGN_OR_RETURN(g->handle_, ltHandle(op));
+    ASSIGN_OR_RETURN(g->handle_, ltHandle(ctx, op));
     cudaDataType_t type = cudaTypeOf(dtype);
     auto elem = static_cast<int64_t>(dataTypeBits(dtype) / 8);
     cublasLtMatmulDesc_t desc = nullptr;
@@ -422,8 +424,9 @@ size_t workspaceBytes(const RnnArgs& args) {
   return l.fits ? l.total : 0;
 }
 
-Status launch(const RnnArgs& args, CudaStream stream) {
+Status launch(const RnnArgs& args, CudaDeviceContext& ctx) {
   if (Support s = canImplement(args); !s) return refused(s);
+  const CudaStream stream = ctx.stream();
   WorkspaceLayout l = layoutOf(args);
   if (args.workspace == nullptr || args.workspace_bytes < l.total) {
     return Status(StatusCode::kInvalidArgument,
@@ -483,7 +486,7 @@ Status launch(const RnnArgs& args, CudaStream stream) {
     } else {
       StepGemm::Shape xs{rows, args.dirs * gh, args.input};
       ASSIGN_OR_RETURN(auto gemm, StepGemm::create(args.x.dtype, xs, args.x.data, args.w.data, xw,
-                                                   kGemmWorkspaceBytes, args.op));
+                                                   kGemmWorkspaceBytes, args.op, ctx));
       RETURN_IF_ERROR(gemm->run(args.x.data, args.w.data, xw, gemm_ws, s));
     }
     // Per step: H R^T batched over the directions (R_d is [G * H, H]); with
@@ -495,7 +498,7 @@ Status launch(const RnnArgs& args, CudaStream stream) {
         args.batch,    n, args.hidden, batch, args.batch * args.hidden, gh * args.hidden,
         args.batch * n};
     ASSIGN_OR_RETURN(auto step_gemm, StepGemm::create(args.x.dtype, hs, d.h, args.r.data, hr,
-                                                      kGemmWorkspaceBytes, args.op));
+                                                      kGemmWorkspaceBytes, args.op, ctx));
     std::unique_ptr<StepGemm> reset_gemm;
     const void* r_h = static_cast<const char*>(args.r.data) + 2 * args.hidden * args.hidden * elem;
     if (reset_first) {
@@ -507,7 +510,7 @@ Status launch(const RnnArgs& args, CudaStream stream) {
                          gh * args.hidden,
                          args.batch * args.hidden};
       ASSIGN_OR_RETURN(reset_gemm, StepGemm::create(args.x.dtype, rs, d.rh, r_h, hn,
-                                                    kGemmWorkspaceBytes, args.op));
+                                                    kGemmWorkspaceBytes, args.op, ctx));
     }
     for (int64_t step = 0; step < args.seq; ++step) {
       RETURN_IF_ERROR(step_gemm->run(d.h, args.r.data, hr, gemm_ws, s));

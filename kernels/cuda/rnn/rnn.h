@@ -47,6 +47,7 @@ StatusOr<RnnArgs> argsFromCall<RnnArgs>(const CudaKernelCall& call);
 Support canImplement(const RnnArgs& args);
 /// The gates of every step (X W^T, in float), the per-step products and states, and cuBLASLt's.
 size_t workspaceBytes(const RnnArgs& args);
-Status launch(const RnnArgs& args, CudaStream stream);
+/// Runs on `ctx` (its stream and cuBLASLt handle).
+Status launch(const RnnArgs& args, CudaDeviceContext& ctx);
 
 }  // namespace onnxopt::kernels::cuda

@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 
 #include "executor_impl.h"
-#include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/runtime/weight_data.h"
 
 namespace onnxopt::runtime {
@@ -46,7 +45,7 @@ StatusOr<Feeds> CudaExecutor::Impl::withHostCopies(const Feeds& feeds, const Dev
 StatusOr<ExecutionResult> CudaExecutor::Impl::runOnReference(const Feeds& feeds,
                                                              const ExecutionOptions& options,
                                                              const Status& why) {
-  ASSIGN_OR_RETURN(ExecutionResult result, runModel(*model, feeds, options));
+  ASSIGN_OR_RETURN(ExecutionResult result, run_reference(feeds, options));
   last_summary = fmt::format(
       "plan: not usable for these inputs ({}): the whole run went to the reference executor "
       "(CPU)\n",
@@ -78,7 +77,13 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
   RETURN_IF_ERROR(checkRunData(*model.graph, [](const ir::Value&) { return true; }));
   auto impl = std::make_unique<Impl>();
   impl->api = std::move(device);
-  impl->model = &model;
+  const ir::Model* m = &model;
+  impl->check_feeds = [m](const Feeds& feeds, const DeviceFeeds& on_device) {
+    return checkCudaFeeds(*m, feeds, on_device);
+  };
+  impl->run_reference = [m](const Feeds& feeds, const ExecutionOptions& run_options) {
+    return runModel(*m, feeds, run_options);
+  };
   impl->options = options;
   auto info = impl->api->probe();
   if (!info.isOk()) {
@@ -87,7 +92,6 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
   }
   impl->device = std::move(info).value();
   impl->last_thread = std::this_thread::get_id();
-  const ir::Model* m = &model;
   PlanOptions plan_options = options.plan;
   plan_options.check_node = [checker = impl.get()](const Plan& plan, const PlannedNode& pn) {
     return checker->checkWhilePlanning(plan, pn);
@@ -101,13 +105,6 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
       },
       options.plan_cache_capacity);
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(impl)));
-}
-
-bool cudaRunsTargetCall(const ir::Model& model, const ir::Node& call) {
-  // Ours (ai.onnxopt) and plugins' ops: a standard op's call is always its body.
-  if (call.domain().empty() || call.domain() == "ai.onnx") return false;
-  int64_t opset = model.opsetVersion(call.domain()).value_or(0);
-  return static_cast<bool>(kernels::cudaCapabilities().supports(bridge::opQuery(call, opset)));
 }
 
 StatusOr<ExecutionResult> CudaExecutor::run(const Feeds& inputs, const ExecutionOptions& options) {
@@ -133,7 +130,7 @@ StatusOr<ExecutionResult> CudaExecutor::runProfiled(const Feeds& inputs,
 StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs, const DeviceFeeds& device,
                                                 const ExecutionOptions& options,
                                                 std::vector<StepTime>* profile) {
-  ASSIGN_OR_RETURN(InputShapes shapes, checkCudaFeeds(*impl_->model, inputs, device));
+  ASSIGN_OR_RETURN(InputShapes shapes, impl_->check_feeds(inputs, device));
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (std::this_thread::get_id() != impl_->last_thread) {
     // CUDA's current device is per thread: select ours on this one.

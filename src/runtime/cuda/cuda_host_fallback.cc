@@ -32,17 +32,17 @@ bool dimsFit(const PlannedValue& v, const std::vector<int64_t>& dims) {
   return true;
 }
 
-/// Whether the CPU side must run `pn` through the reference executor's interpreter
-/// (runNodeOnHost) rather than one reference kernel: ops with subgraphs, sequence and optional
+/// Whether the CPU side must run `pn` through the reference executor's interpreter (the plan's
+/// PlanHost::runNode) rather than one reference kernel: ops with subgraphs, sequence and optional
 /// ops, other domains (functions, FlexAttention), and nodes reading or writing values of no
 /// tensor type.
 bool needsInterpreter(const Plan& plan, const PlannedNode& pn) {
-  if (pn.node == nullptr) return false;
+  if (plan.host == nullptr) return false;
   // Ops without a reference kernel: the interpreter runs or refuses them as runModel does.
   if (!kernels::hasReferenceKernel(kernels::referenceOpName(pn.domain, pn.op), pn.opset)) {
     return true;
   }
-  if (!pn.node->subgraphs().empty()) return true;
+  if (pn.has_subgraphs) return true;
   if (!pn.domain.empty() && pn.domain != "ai.onnx") return true;
   const std::string& op = pn.op;
   if (op.rfind("Sequence", 0) == 0 || op.rfind("Optional", 0) == 0 || op == "SplitToSequence" ||
@@ -138,20 +138,20 @@ StatusOr<std::vector<HostValue>> CudaExecutor::Impl::runOnHost(RunState& run,
   RETURN_IF_ERROR(syncHost(run, "copying the node's inputs to the host"));
   std::vector<HostValue> outs;
   if (interpret) {
-    std::vector<std::pair<const ir::Value*, HostValue>> values;
+    // By position: the node's inputs, then its implicit inputs (PlanHost::runNode).
+    std::vector<HostValue> tensors(ids.size());
+    std::vector<const HostValue*> values(ids.size(), nullptr);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] < 0) continue;
-      const ir::Value* key = i < pn.inputs.size() ? pn.node->input(i) : value(plan, ids[i]).source;
-      if (key == nullptr) continue;
       if (auto other = run.others.find(ids[i]); other != run.others.end()) {
-        values.emplace_back(key, other->second);
+        values[i] = &other->second;
       } else {
-        HostValue hv;
-        hv.tensor = *inputs[i];
-        values.emplace_back(key, std::move(hv));
+        tensors[i].tensor = *inputs[i];
+        values[i] = &tensors[i];
       }
     }
-    ASSIGN_OR_RETURN(outs, runNodeOnHost(*model, *pn.node, values, run_limits));
+    const auto node = static_cast<int>(&pn - plan.nodes.data());
+    ASSIGN_OR_RETURN(outs, plan.host->runNode(node, values, run_limits));
   } else {
     std::vector<const HostTensor*> ptrs(pn.inputs.size(), nullptr);
     for (size_t i = 0; i < pn.inputs.size(); ++i) {

@@ -148,14 +148,15 @@ Status CudaExecutor::Impl::prepareNode(PlanState& state, int index, size_t* work
       }
     }
   }
-  kernels::Support support = api->canImplement(call);
+  auto kernel = api->prepare(call);
+  if (!kernel.isOk()) return kernel.status().withContext(pn.name);
+  const kernels::Support& support = (*kernel)->support();
   if (!support) {
     prepared.demoted = support.reason.empty() ? "refused by the kernel" : support.reason;
     state.demoted.push_back(fmt::format("{}: {}", pn.name, prepared.demoted));
   } else {
-    auto bytes = api->workspaceBytes(call);
-    if (!bytes.isOk()) return bytes.status().withContext(pn.name);
-    *workspace = std::max(*workspace, *bytes);
+    *workspace = std::max(*workspace, (*kernel)->workspaceBytes());
+    prepared.kernel = std::move(kernel).value();
   }
   state.prepared.emplace(index, std::move(prepared));
   return Status::ok();
@@ -174,6 +175,8 @@ Status CudaExecutor::Impl::allocateWorkspace(PlanState& state, size_t workspace)
   for (auto& [index, prepared] : state.prepared) {
     prepared.call.workspace = state.workspace.data();
     prepared.call.workspace_bytes = state.workspace.size();
+    if (prepared.kernel)
+      prepared.kernel->setWorkspace(state.workspace.data(), state.workspace.size());
   }
   return Status::ok();
 }

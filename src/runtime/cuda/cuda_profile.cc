@@ -18,8 +18,8 @@ CudaExecutor::StepTime CudaExecutor::Impl::describeStep(const PlanState& state,
     t.op = pn.op;
     t.placement = placementName(pn.placement);
     auto prepared = state.prepared.find(step.node);
-    if (prepared != state.prepared.end() && prepared->second.demoted.empty()) {
-      t.variant = api->kernelVariant(prepared->second.call);
+    if (prepared != state.prepared.end() && prepared->second.kernel) {
+      t.variant = prepared->second.kernel->variant();
     }
     return t;
   }

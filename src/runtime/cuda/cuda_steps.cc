@@ -118,7 +118,7 @@ Status CudaExecutor::Impl::runNode(RunState& run, const PlannedNode& pn, int ind
     return makeError(StatusCode::kInternal, "the device node was not prepared");
   }
   const PreparedNode& prepared = it->second;
-  if (prepared.demoted.empty()) return api->launch(prepared.call);
+  if (prepared.kernel) return api->launch(*prepared.kernel);
   // Refused at these shapes: the reference kernel on copies, written back to the arena.
   ASSIGN_OR_RETURN(std::vector<HostValue> outs, runOnHost(run, pn));
   return storeOutputs(run, pn, std::move(outs));

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "executor_impl.h"
-#include "onnxopt/bridge/kernel_bridge.h"
 
 namespace onnxopt::runtime {
 
@@ -22,13 +21,9 @@ StatusOr<HostTensor> CudaExecutor::Impl::constantData(const Plan& plan, int id) 
   const PlannedValue& v = value(plan, id);
   const PlannedValue& root = value(plan, rootOf(plan, id));
   if (root.host_value) return withDims(*root.host_value, v.dims);
-  if (root.source != nullptr && root.source->initializer() != nullptr) {
-    return withDims(bridge::toHost(*root.source->initializer()), v.dims);
-  }
-  if (root.source != nullptr && root.source->sparseInitializer() != nullptr) {
-    ASSIGN_OR_RETURN(HostTensor dense,
-                     densifySparse(*root.source->sparseInitializer(), root.source->name()));
-    return withDims(std::move(dense), v.dims);
+  if (root.weight >= 0 && plan.host != nullptr) {
+    ASSIGN_OR_RETURN(HostTensor data, plan.host->weightData(root.weight));
+    return withDims(std::move(data), v.dims);
   }
   return makeError(StatusCode::kInternal, "constant '{}' has no data", v.name);
 }
@@ -40,11 +35,9 @@ Status CudaExecutor::Impl::uploadConstants(PlanState& state) {
   for (size_t id = 0; id < plan.values.size(); ++id) {
     const PlannedValue& v = plan.values[id];
     if (v.location != Location::kConstant || !v.upload || v.base >= 0) continue;
-    const ir::Value* src = v.source;
-    bool initializer =
-        src != nullptr && (src->initializer() != nullptr || src->sparseInitializer() != nullptr);
+    const bool initializer = v.weight >= 0;
     if (initializer) {
-      if (auto it = weights.find(src); it != weights.end()) {
+      if (auto it = weights.find(v.weight); it != weights.end()) {
         state.constant_ptrs[static_cast<int>(id)] = it->second.data();
         continue;
       }
@@ -68,7 +61,7 @@ Status CudaExecutor::Impl::uploadConstants(PlanState& state) {
     state.constant_ptrs[static_cast<int>(id)] = buffer->data();
     if (initializer) {
       weight_bytes += static_cast<int64_t>(data.bytes.size());
-      weights.emplace(src, std::move(buffer).value());
+      weights.emplace(v.weight, std::move(buffer).value());
     } else {
       state.plan_constants.emplace(static_cast<int>(id), std::move(buffer).value());
     }

@@ -18,8 +18,9 @@ struct Graph : CapturedGraph {
 
 class CudaDeviceApi : public DeviceApi {
  public:
-  CudaDeviceApi(int device_id, kernels::DeviceStream stream)
-      : device_id_(device_id), stream_(std::move(stream)) {}
+  CudaDeviceApi(int device_id, kernels::DeviceStream stream,
+                std::unique_ptr<kernels::CudaDeviceContext> context)
+      : device_id_(device_id), stream_(std::move(stream)), context_(std::move(context)) {}
 
   StatusOr<kernels::CudaDeviceInfo> probe() override {
     return kernels::probeCudaDevice(device_id_);
@@ -55,14 +56,12 @@ class CudaDeviceApi : public DeviceApi {
   kernels::Support canImplement(const kernels::CudaKernelCall& call) override {
     return kernels::cudaCanImplement(call);
   }
-  StatusOr<size_t> workspaceBytes(const kernels::CudaKernelCall& call) override {
-    return kernels::cudaWorkspaceBytes(call);
+  StatusOr<std::unique_ptr<kernels::PreparedCudaKernel>> prepare(
+      const kernels::CudaKernelCall& call) override {
+    return kernels::prepareCudaKernel(call, *context_);
   }
-  Status launch(const kernels::CudaKernelCall& call) override {
-    return kernels::launchCudaKernel(call, stream_.get());
-  }
-  std::string kernelVariant(const kernels::CudaKernelCall& call) override {
-    return kernels::cudaKernelVariant(call);
+  Status launch(const kernels::PreparedCudaKernel& kernel) override {
+    return kernel.run(*context_);
   }
   StatusOr<size_t> recordMarker() override {
     // Events are kept across runs (created once, recorded again).
@@ -91,8 +90,10 @@ class CudaDeviceApi : public DeviceApi {
 
  private:
   int device_id_;
-  // Buffers are freed before the stream (members are destroyed in reverse order).
+  // Buffers and the context's handles go before the stream (members are destroyed in reverse
+  // order).
   kernels::DeviceStream stream_;
+  std::unique_ptr<kernels::CudaDeviceContext> context_;
   std::unordered_map<void*, kernels::DeviceBuffer> buffers_;
   std::unordered_map<void*, kernels::PinnedBuffer> pinned_;
   std::vector<kernels::DeviceEvent> events_;
@@ -109,8 +110,10 @@ StatusOr<std::unique_ptr<DeviceApi>> createNativeCudaDeviceApi(int device_id) {
   }
   auto stream = kernels::DeviceStream::create();
   if (!stream.isOk()) return stream.status().withContext("cuda runner: creating a stream");
-  return std::unique_ptr<DeviceApi>(
-      std::make_unique<CudaDeviceApi>(device_id, std::move(stream).value()));
+  auto context = kernels::CudaDeviceContext::create(stream->get());
+  if (!context.isOk()) return context.status().withContext("cuda runner: the device context");
+  return std::unique_ptr<DeviceApi>(std::make_unique<CudaDeviceApi>(
+      device_id, std::move(stream).value(), std::move(context).value()));
 }
 
 }  // namespace onnxopt::runtime::cuda_detail

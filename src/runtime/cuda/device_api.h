@@ -1,5 +1,5 @@
 // DeviceApi: the device operations the CUDA executor uses (memory, copies, synchronization, the
-// kernels' canImplement / workspace / launch), behind one interface, so that the executor's
+// kernels' check, preparation and launch), behind one interface, so that the executor's
 // traversal of a plan (pointers, offsets, copies, in-place reuse) is tested on a machine without a
 // GPU against a host-memory device (tests/runtime/fake_device.h). createCudaDeviceApi is the real
 // one: the CUDA provider's (provider.h), loaded on first use, through include/onnxopt/kernels/cuda.h
@@ -43,12 +43,14 @@ class DeviceApi {
   virtual void* nativeStream() = 0;
   /// Waits for the stream; a kernel's asynchronous fault shows here, named after `what`.
   virtual Status synchronize(const std::string& what) = 0;
+  /// The kernel's host-only check of a node (planning: views without pointers).
   virtual kernels::Support canImplement(const kernels::CudaKernelCall& call) = 0;
-  virtual StatusOr<size_t> workspaceBytes(const kernels::CudaKernelCall& call) = 0;
-  virtual Status launch(const kernels::CudaKernelCall& call) = 0;
-  /// The variant of the node's kernel (kernels::cudaKernelVariant), for the profile; empty where
-  /// the kernel has one form.
-  virtual std::string kernelVariant(const kernels::CudaKernelCall&) { return {}; }
+  /// The node's kernel prepared on this device's context (kernels::prepareCudaKernel: parsed once,
+  /// its refusal, workspace and variant asked once), for the executor to keep with its plan.
+  virtual StatusOr<std::unique_ptr<kernels::PreparedCudaKernel>> prepare(
+      const kernels::CudaKernelCall& call) = 0;
+  /// Enqueues a kernel this device prepared (no parsing: the prepared arguments run).
+  virtual Status launch(const kernels::PreparedCudaKernel& kernel) = 0;
   /// CUDA graphs: the launches between beginCapture and endCapture are recorded, not run;
   /// replay runs them again (with the pointers they were captured with). A call that cannot be
   /// captured fails, and so does endCapture then (the device is out of capture mode either way);

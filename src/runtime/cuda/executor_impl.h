@@ -1,7 +1,7 @@
 // The CUDA executor's internal state, shared by the files that implement it (cuda_executor.h is
 // the public interface). One concern per file:
 //   cuda_executor.cc       the public CudaExecutor: creation, a run, re-planning, the summary
-//   cuda_feeds.cc          checkCudaFeeds: the feeds against the model's inputs
+//   cuda_model.cc          checkCudaFeeds (the feeds against the model's inputs), cudaRunsTargetCall
 //   cuda_weights.cc        constants' host data and their upload (session weights, plan values)
 //   cuda_prepare.cc        a plan's device state: arena, inputs, prepared calls, workspace, staging
 //   cuda_steps.cc          a run: input uploads, the steps, output downloads
@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,11 +44,15 @@ inline kernels::HostTensor withDims(kernels::HostTensor t, const std::vector<int
   return t;
 }
 
-/// A device node, prepared once per plan.
+/// A device node, prepared once per plan: its kernel (arguments parsed, workspace asked) on the
+/// plan's buffers, which a run launches without looking at the node again.
 struct PreparedNode {
   kernels::CudaKernelCall call;
-  /// Host data of the node's constant inputs (call.constant_inputs points here).
+  /// Host data of the node's constant inputs (call.constant_inputs points here, and so may the
+  /// kernel's arguments).
   std::vector<std::optional<kernels::HostTensor>> constants;
+  /// Null where the node was demoted.
+  std::unique_ptr<kernels::PreparedCudaKernel> kernel;
   /// The kernel refused the node at its concrete shapes: it runs on the CPU reference kernels,
   /// with its inputs copied down and outputs copied up (`demoted` holds the kernel's reason).
   std::string demoted;
@@ -102,12 +107,16 @@ struct CudaExecutor::Impl {
 
   /// First: every buffer below is released through it.
   std::unique_ptr<cuda_detail::DeviceApi> api;
-  const ir::Model* model = nullptr;
+  /// What the executor asks of the model, bound when it is created (the one place it reads the
+  /// IR; plans bring the rest through Plan::host): the feeds checked against the model's inputs,
+  /// and a whole run on the reference executor where no plan fits.
+  std::function<StatusOr<InputShapes>(const Feeds&, const DeviceFeeds&)> check_feeds;
+  std::function<StatusOr<ExecutionResult>(const Feeds&, const ExecutionOptions&)> run_reference;
   CudaOptions options;
   kernels::CudaDeviceInfo device;
   std::unique_ptr<PlanCache> cache;
-  /// The session's weights: initializers uploaded once, by IR value.
-  std::unordered_map<const ir::Value*, DeviceMemory> weights;
+  /// The session's weights: initializers uploaded once, by weight handle (PlannedValue::weight).
+  std::unordered_map<int, DeviceMemory> weights;
   int64_t weight_bytes = 0;
   std::map<std::string, PlanState> states;  ///< by input signature
   uint64_t clock = 0;
@@ -212,8 +221,9 @@ struct CudaExecutor::Impl {
   Status upload(RunState& run, int id, std::shared_ptr<const HostTensor> t);
 
   /// Runs node `pn` on the host: the reference kernel, or for a node the reference executor
-  /// runs itself (subgraphs, sequences, optionals, other domains) runNodeOnHost. Inputs are read
-  /// from wherever they are (device values copied down, one synchronization for all).
+  /// runs itself (subgraphs, sequences, optionals, other domains) the plan's PlanHost::runNode.
+  /// Inputs are read from wherever they are (device values copied down, one synchronization for
+  /// all).
   StatusOr<std::vector<HostValue>> runOnHost(RunState& run, const PlannedNode& pn);
 
   /// Puts a host-run node's outputs where the plan wants them: non-tensor values and tensors

@@ -5,7 +5,7 @@
 // (~200 MB mapped, a tenth of a second). docs/cuda_runtime.md says how the library is found.
 //
 // The boundary is one C entry point returning a function table. What crosses it is C++ (the
-// DeviceApi interface, Status, kernels::CudaKernelCall), whose layout changes between versions of
+// DeviceApi interface, Status, kernels::CudaKernelCall and PreparedCudaKernel), whose layout changes between versions of
 // onnxopt: the table carries an ABI number and the onnxopt version, and the loader refuses a
 // library whose either differs from its own.
 #pragma once
@@ -18,8 +18,10 @@
 
 namespace onnxopt::runtime::cuda_detail {
 
-/// Bump on any change to DeviceApi, CudaKernelCall, CudaDeviceInfo or this table.
-inline constexpr uint32_t kCudaProviderAbi = 1;
+/// Bump on any change to DeviceApi, CudaKernelCall, PreparedCudaKernel, CudaDeviceContext,
+/// CudaDeviceInfo or this table. 2: kernels prepared once per plan (DeviceApi::prepare), run with
+/// the provider's device context.
+inline constexpr uint32_t kCudaProviderAbi = 2;
 inline constexpr const char* kCudaProviderFile = "libonnxopt_cuda.so";
 inline constexpr const char* kCudaProviderEntry = "onnxopt_cuda_provider_v1";
 /// Names the provider file to load instead of searching for it.

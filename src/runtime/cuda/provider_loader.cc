@@ -105,18 +105,16 @@ class PluginKernelDevice : public DeviceApi {
     if (plugin == nullptr) return inner_->canImplement(call);
     return plugin->can_implement ? plugin->can_implement(call) : kernels::Support::yes();
   }
-  StatusOr<size_t> workspaceBytes(const kernels::CudaKernelCall& call) override {
+  StatusOr<std::unique_ptr<kernels::PreparedCudaKernel>> prepare(
+      const kernels::CudaKernelCall& call) override {
     const kernels::CudaPluginKernel* plugin = findPlugin(call);
-    if (plugin == nullptr) return inner_->workspaceBytes(call);
-    return plugin->workspace_bytes ? plugin->workspace_bytes(call) : StatusOr<size_t>(size_t{0});
+    if (plugin == nullptr) return inner_->prepare(call);
+    return kernels::preparePluginKernel(*plugin, call);
   }
-  Status launch(const kernels::CudaKernelCall& call) override {
-    const kernels::CudaPluginKernel* plugin = findPlugin(call);
-    if (plugin == nullptr) return inner_->launch(call);
-    if (kernels::Support s = canImplement(call); !s) {
-      return Status(StatusCode::kUnimplemented, s.reason);
-    }
-    return plugin->launch(call, inner_->nativeStream());
+  // A plugin's prepared kernel is code of this process: the provider's launch calls its run()
+  // with the provider's context, whose stream it launches on.
+  Status launch(const kernels::PreparedCudaKernel& kernel) override {
+    return inner_->launch(kernel);
   }
   StatusOr<size_t> recordMarker() override { return inner_->recordMarker(); }
   StatusOr<double> elapsedMs(size_t from, size_t to) override {

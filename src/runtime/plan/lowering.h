@@ -91,6 +91,7 @@ class Lowering {
     PlannedValue v;
     v.name = source->name();
     v.source = source;
+    v.weight = weightHandle(source);
     v.dtype = data.dtype;
     v.dims = data.dims;
     v.bytes = byteSize(v.dtype, v.dims).value_or(0);
@@ -99,6 +100,13 @@ class Lowering {
     int id = addValue(std::move(v));
     ids_[source] = id;
     return id;
+  }
+
+  /// The handle of weight `v` (its index among the graph's initializers, PlannedValue::weight),
+  /// or -1 for a value that is not one.
+  int weightHandle(const ir::Value* v) const {
+    auto it = weight_handles_.find(v);
+    return it != weight_handles_.end() ? it->second : -1;
   }
 
   /// Binds each graph input to its given shape, checking it against the declared type, and binds
@@ -211,6 +219,9 @@ class Lowering {
 
   Status assignMemory();
 
+  /// The plan's PlanHost over the model (plan_host.cc), once its nodes and values are final.
+  std::shared_ptr<const PlanHost> makeHost() const;
+
   const ir::Model& model_;
   const kernels::Capabilities& device_;
   PlanOptions options_;
@@ -218,6 +229,7 @@ class Lowering {
   Plan plan_;
   Bindings bindings_;
   std::unordered_map<const ir::Value*, int> ids_;
+  std::unordered_map<const ir::Value*, int> weight_handles_;
   std::map<std::pair<int, bool>, int> mirrors_;
 };
 

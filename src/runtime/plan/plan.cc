@@ -37,6 +37,8 @@ namespace plan_detail {
 StatusOr<Plan> Lowering::run(const InputShapes& shapes) {
   if (model_.graph == nullptr) return invalidArgument("the model has no graph");
   plan_.input_shapes = shapes;
+  const std::vector<ir::Value*>& weights = model_.graph->initializers();
+  for (size_t i = 0; i < weights.size(); ++i) weight_handles_[weights[i]] = static_cast<int>(i);
   RETURN_IF_ERROR(bindInputs(shapes));
   for (const ir::Value* v : model_.graph->initializers()) {
     if (ids_.count(v)) continue;  // an input default, bound above
@@ -54,6 +56,7 @@ StatusOr<Plan> Lowering::run(const InputShapes& shapes) {
   }
   buildSteps();
   RETURN_IF_ERROR(assignMemory());
+  plan_.host = makeHost();
   return std::move(plan_);
 }
 
@@ -82,6 +85,7 @@ Status Lowering::lowerNode(const ir::Node& n) {
   pn.op = n.opType();
   pn.opset = model_.opsetVersion(n.domain()).value_or(0);
   pn.attrs = bridge::toKernelAttrs(n);
+  pn.has_subgraphs = !n.subgraphs().empty();
   for (const ir::Value* in : n.inputs()) {
     if (in == nullptr) {
       pn.inputs.push_back(-1);

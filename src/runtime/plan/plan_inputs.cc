@@ -94,6 +94,7 @@ Status Lowering::addConstantValue(const ir::Value* v) {
   PlannedValue pv;
   pv.name = v->name();
   pv.source = v;
+  pv.weight = weightHandle(v);
   pv.dtype = t->dtype();
   pv.dims = t->dims();
   pv.bytes = byteSize(pv.dtype, pv.dims).value_or(0);

@@ -1,5 +1,7 @@
-// checkCudaFeeds (cuda_executor.h): a run's feeds, host and device, against the model's inputs,
-// before any plan is looked up.
+// The CUDA runner's questions to the IR outside an executor (cuda_executor.h): checkCudaFeeds, a
+// run's feeds, host and device, against the model's inputs before any plan is looked up (the
+// executor binds it when it is created), and cudaRunsTargetCall, for the runners that inline a
+// model's functions.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -8,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "onnxopt/bridge/kernel_bridge.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/weight_data.h"
 
@@ -113,6 +116,13 @@ StatusOr<InputShapes> checkCudaFeeds(const ir::Model& model, const Feeds& feeds,
     shapes[in->name()] = {dtype, dims};
   }
   return shapes;
+}
+
+bool cudaRunsTargetCall(const ir::Model& model, const ir::Node& call) {
+  // Ours (ai.onnxopt) and plugins' ops: a standard op's call is always its body.
+  if (call.domain().empty() || call.domain() == "ai.onnx") return false;
+  int64_t opset = model.opsetVersion(call.domain()).value_or(0);
+  return static_cast<bool>(kernels::cudaCapabilities().supports(bridge::opQuery(call, opset)));
 }
 
 }  // namespace onnxopt::runtime
