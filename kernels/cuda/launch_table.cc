@@ -90,18 +90,23 @@ struct Family {
   };
 };
 
-/// A kernel that refuses its node (no kernel, a call that does not parse, canImplement's no).
+/// A kernel that refuses its node (no kernel, a call that does not parse, canImplement's no):
+/// run() returns `why` (the parser's error as launch returned it, or the refusal).
 class RefusedKernel final : public PreparedCudaKernel {
  public:
-  explicit RefusedKernel(Support support) : support_(std::move(support)) {}
+  explicit RefusedKernel(Support support) : support_(std::move(support)) {
+    why_ = cuda::refused(support_);
+  }
+  RefusedKernel(Support support, Status why) : support_(std::move(support)), why_(std::move(why)) {}
   const Support& support() const override { return support_; }
   size_t workspaceBytes() const override { return 0; }
   void setWorkspace(void*, size_t) override {}
   const std::string& variant() const override { return variant_; }
-  Status run(CudaDeviceContext&) const override { return cuda::refused(support_); }
+  Status run(CudaDeviceContext&) const override { return why_; }
 
  private:
   Support support_;
+  Status why_ = Status::ok();
   std::string variant_;
 };
 
@@ -138,7 +143,10 @@ template <typename Args>
 StatusOr<std::unique_ptr<PreparedCudaKernel>> prepareFamily(const CudaKernelCall& call,
                                                             CudaDeviceContext& ctx) {
   StatusOr<Args> args = argsFromCall<Args>(call);
-  if (!args.isOk()) return refusedKernel(Support::no(args.status().message()));
+  if (!args.isOk()) {
+    return std::unique_ptr<PreparedCudaKernel>(
+        std::make_unique<RefusedKernel>(Support::no(args.status().message()), args.status()));
+  }
   if (Support s = cuda::canImplement(*args); !s) return refusedKernel(std::move(s));
   ASSIGN_OR_RETURN(size_t workspace, Family<Args>::workspace(*args, ctx));
   if (workspace > 0 && !Family<Args>::kTakesWorkspace) {
@@ -271,6 +279,8 @@ Status launchCudaKernel(const CudaKernelCall& call, CudaDeviceContext& ctx) {
 }
 
 Status launchCudaKernel(const CudaKernelCall& call, CudaStream stream) {
+  // No kernel at all is said before any device is asked for.
+  if (!hasCudaLaunch(call.domain, call.op, call.opset)) return cuda::refused(noKernel(call));
   ASSIGN_OR_RETURN(std::unique_ptr<CudaDeviceContext> ctx, CudaDeviceContext::create(stream));
   return launchCudaKernel(call, *ctx);
 }

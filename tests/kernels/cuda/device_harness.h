@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -139,11 +140,14 @@ inline StatusOr<HostTensor> runOnDevice(const std::string& op, int64_t opset,
   call.attrs = &attrs;
   Support support = cudaCanImplement(call);
   if (!support) return Status(StatusCode::kUnimplemented, support.reason);
-  ASSIGN_OR_RETURN(size_t workspace_bytes, cudaWorkspaceBytes(call));
-  ASSIGN_OR_RETURN(DeviceBuffer workspace, DeviceBuffer::allocate(workspace_bytes));
-  call.workspace = workspace.data();
-  call.workspace_bytes = workspace.size();
-  RETURN_IF_ERROR(launchCudaKernel(call, stream.get()));
+  // Prepared once on a device context, as the executor does: the workspace the kernel asks for
+  // (the conv family's algorithm choice, kept in the context), then the run.
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaDeviceContext> ctx, CudaDeviceContext::create(stream.get()));
+  ASSIGN_OR_RETURN(std::unique_ptr<PreparedCudaKernel> kernel, prepareCudaKernel(call, *ctx));
+  if (!kernel->support()) return Status(StatusCode::kUnimplemented, kernel->support().reason);
+  ASSIGN_OR_RETURN(DeviceBuffer workspace, DeviceBuffer::allocate(kernel->workspaceBytes()));
+  kernel->setWorkspace(workspace.data(), workspace.size());
+  RETURN_IF_ERROR(kernel->run(*ctx));
   RETURN_IF_ERROR(copyToHost(got.bytes.data(), out.buffer.data(), got.bytes.size(), stream.get()));
   RETURN_IF_ERROR(stream.synchronize(op));
   return got;
