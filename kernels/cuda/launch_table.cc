@@ -151,9 +151,8 @@ StatusOr<std::unique_ptr<PreparedCudaKernel>> prepareFamily(const CudaKernelCall
   ASSIGN_OR_RETURN(size_t workspace, Family<Args>::workspace(*args, ctx));
   if (workspace > 0 && !Family<Args>::kTakesWorkspace) {
     return makeError(StatusCode::kInternal,
-                     "{}: the kernel asks for {} bytes of workspace it "
-                     "has no pointer for",
-                     call.op, workspace);
+                     "{}: the kernel asks for {} bytes of workspace it has no pointer for", call.op,
+                     workspace);
   }
   std::string variant = Family<Args>::variant(*args, ctx.smCount());
   auto kernel =
@@ -182,11 +181,15 @@ struct OneOff {
     }
   }
   static std::string variant(const CudaKernelCall& call) {
-    StatusOr<Args> args = argsFromCall<Args>(call);
-    if (!args.isOk()) return {};
-    // The SM count of the current device where there is one (0 otherwise: no split variant).
-    auto ctx = CudaDeviceContext::create(nullptr);
-    return Family<Args>::variant(*args, ctx.isOk() ? (*ctx)->smCount() : 0);
+    if constexpr (requires(const Args& a) { cuda::variantName(a, 0); }) {
+      StatusOr<Args> args = argsFromCall<Args>(call);
+      if (!args.isOk()) return {};
+      // The SM count of the current device where there is one (0 otherwise: no split variant).
+      auto ctx = CudaDeviceContext::create(nullptr);
+      return cuda::variantName(*args, ctx.isOk() ? (*ctx)->smCount() : 0);
+    } else {
+      return {};
+    }
   }
 };
 
