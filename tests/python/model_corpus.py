@@ -72,6 +72,24 @@ NOT_RUNNABLE = {
 SMALLER_INPUT = {"light/light_vgg19": 32, "light/light_zfnet512": 112,
                  "light/light_bvlc_alexnet": 112, "light/light_densenet121": 64}
 
+# Models whose inputs must agree with each other, so that random ones are invalid: decoders with a
+# KV cache read an attention mask as long as the cached and the new tokens together and take
+# positions from it (random lengths index past the rotary tables). They run on the inputs stored
+# beside them (test_data_set_0, written by their export script).
+STORED_INPUTS = {"models/decoders/gptj_kv_dynamo", "models/decoders/llama_kv_dynamo",
+                 "models/decoders/phi_kv_dynamo", "models/decoders/qwen2_kv_dynamo"}
+
+
+def stored_input_args(path: Path) -> list[str]:
+    """--input NAME=FILE for each input_N.pb of the model's test_data_set_0."""
+    args: list[str] = []
+    for pb in sorted((path.parent / "test_data_set_0").glob("input_*.pb")):
+        tensor = onnx.TensorProto()
+        tensor.ParseFromString(pb.read_bytes())
+        args += ["--input", f"{tensor.name}={pb}"]
+    return args
+
+
 def manifest() -> dict[str, dict]:
     data = json.loads((REPO / "models" / "golden" / "manifest.json").read_text())
     out = {}
@@ -84,6 +102,9 @@ def manifest() -> dict[str, dict]:
 
 def input_args(model: onnx.ModelProto, path: Path, work: Path) -> list[str]:
     """--input-shape and --input flags for what the model needs beyond random values."""
+    resolved = path.resolve()
+    if resolved.is_relative_to(REPO) and resolved.parent.relative_to(REPO).as_posix() in STORED_INPUTS:
+        return stored_input_args(resolved)
     fixed = manifest().get(str(path.resolve()), {})
     inits = {t.name for t in model.graph.initializer}
     args: list[str] = []

@@ -8,7 +8,9 @@ is checked against the original on the reference runner. Inputs are random unles
 - models in models/golden/manifest.json get that manifest's shapes and fixed values (silero_vad needs
   512 samples and sr=16000: the If on sr and a Squeeze of a one-frame axis make other sizes invalid);
 - inputs with no declared shape (polygraphy's attention models: MatMul inputs of unknown rank) get
-  [4, 4].
+  [4, 4];
+- decoders with a KV cache (STORED_INPUTS: mask, cache and token lengths must agree) run on the inputs
+  stored beside them.
 
 The corpus and its lists are in model_corpus.py (shared with tools/gpu/models_cuda.py). Models
 that no runtime can run are listed in NOT_RUNNABLE with why; for them the test asserts the
@@ -30,7 +32,7 @@ import pytest
 from onnx import helper
 
 import roundtrip_check
-from model_corpus import NOT_RUNNABLE, SMALLER_INPUT, input_args, models, smaller
+from model_corpus import NOT_RUNNABLE, SMALLER_INPUT, STORED_INPUTS, input_args, models, smaller
 
 CASES = models()
 
@@ -39,6 +41,7 @@ def test_every_model_is_listed() -> None:
     ids = {i for i, _ in CASES}
     assert not set(NOT_RUNNABLE) - ids, "NOT_RUNNABLE names models that are not there"
     assert not set(SMALLER_INPUT) - ids
+    assert not STORED_INPUTS - ids, "STORED_INPUTS names models that are not there"
     assert len(CASES) >= 100 and {"models/speech_rnn", "models/tiny_quant", "models/tiny_unet"} <= ids
 
 
