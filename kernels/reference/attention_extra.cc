@@ -94,23 +94,15 @@ StatusOr<Outputs> rotaryEmbeddingKernel(const KernelContext& ctx) {
     for (size_t i = 0; i < cache_row.size(); ++i) cache_row[i] = static_cast<int64_t>(i);
   }
 
-  ASSIGN_OR_RETURN(std::vector<double> in, readFloats<double>(ctx, *x));
+  ASSIGN_OR_RETURN(std::vector<double> y, readFloats<double>(ctx, *x));
   ASSIGN_OR_RETURN(std::vector<double> cosv, readFloats<double>(ctx, *cos_t));
   ASSIGN_OR_RETURN(std::vector<double> sinv, readFloats<double>(ctx, *sin_t));
-  std::vector<double> y = in;
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t s = 0; s < seq; ++s) {
       int64_t c0 = cache_row[static_cast<size_t>(b * seq + s)] * half;
       for (int64_t h = 0; h < heads; ++h) {
-        int64_t base = b * sb + h * hb + s * ssb;
-        for (int64_t i = 0; i < half; ++i) {
-          int64_t i1 = base + (interleaved ? 2 * i : i);
-          int64_t i2 = base + (interleaved ? 2 * i + 1 : i + half);
-          double c = cosv[static_cast<size_t>(c0 + i)], sn = sinv[static_cast<size_t>(c0 + i)];
-          double x1 = in[static_cast<size_t>(i1)], x2 = in[static_cast<size_t>(i2)];
-          y[static_cast<size_t>(i1)] = c * x1 - sn * x2;
-          y[static_cast<size_t>(i2)] = sn * x1 + c * x2;
-        }
+        rotateHead(y.data() + b * sb + h * hb + s * ssb, cosv.data() + c0, sinv.data() + c0,
+                   2 * half, interleaved);
       }
     }
   }
