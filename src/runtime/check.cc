@@ -216,8 +216,12 @@ StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& op
     result.inputs = std::move(made).value();
     feeds = takeFeeds(result.inputs);
     if (original_exec == nullptr) {
-      ASSIGN_OR_RETURN(original_exec,
-                       createExecutor(expected_runner, {&original, options.original_path}));
+      // An executor may check the model as it prepares it (the cuda runner uploads the weights).
+      auto made_exec = createExecutor(expected_runner, {&original, options.original_path});
+      if (!made_exec.isOk()) {
+        return runFailure(made_exec.status(), original_label, options.failure_note);
+      }
+      original_exec = std::move(made_exec).value();
     }
     auto run = original_exec->run(feeds, exec);
     if (run.isOk()) {
@@ -239,9 +243,11 @@ StatusOr<CheckResult> checkModels(const ir::Model& original, const ir::Model& op
       return runFailure(run.status(), original_label, options.failure_note);
     }
   }
-  ASSIGN_OR_RETURN(auto optimized_exec,
-                   createExecutor(options.runner, {&optimized, options.optimized_path}));
-  auto actual = optimized_exec->run(feeds, exec);
+  auto optimized_exec = createExecutor(options.runner, {&optimized, options.optimized_path});
+  if (!optimized_exec.isOk()) {
+    return runFailure(optimized_exec.status(), optimized_label, options.failure_note);
+  }
+  auto actual = (*optimized_exec)->run(feeds, exec);
   if (!actual.isOk()) {
     return runFailure(actual.status(), optimized_label, options.failure_note);
   }

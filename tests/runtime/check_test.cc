@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "onnxopt/runtime/executor.h"
 #include "onnxopt/runtime/reference_executor.h"
 #include "test_models.h"
 
@@ -183,6 +184,23 @@ g (float[1,2] x) => (float[1,2] y) {
   EXPECT_EQ(failed.status().message().rfind("a.onnx (a note): ", 0), 0u)
       << failed.status().message();
   EXPECT_NE(failed.status().message().find("NoKernelOp"), std::string::npos);
+
+  // A runner that refuses the model as it prepares it (the cuda runner checks the weights then):
+  // the error names the model too, on either side.
+  ASSERT_TRUE(registerRunner("test-refuses-model", [](const ExecutorSource&) {
+                return StatusOr<std::unique_ptr<Executor>>(
+                    invalidArgument("initializer 'w' has no data"));
+              }).isOk());
+  options.failure_note.clear();
+  options.against = "test-refuses-model";
+  auto refused = checkModels(*original, *original, options);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().message(), "a.onnx: initializer 'w' has no data");
+  options.against = "reference";
+  options.runner = "test-refuses-model";
+  refused = checkModels(*original, *original, options);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().message(), "b.onnx: initializer 'w' has no data");
 }
 
 TEST(MakeInputs, SeededRandomValuesForInputsWithoutDefaults) {

@@ -78,7 +78,10 @@ StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& dev
     runtime::CudaOptions options;
     options.cuda_graphs = cuda_graphs;
     options.time_compute = time_compute;
-    return runtime::createCudaExecutor(model, options);
+    // The CUDA executor checks the weights as it uploads them: its errors name the file here.
+    auto created = runtime::createCudaExecutor(model, options);
+    if (!created.isOk()) return created.status().withContext(path);
+    return created;
   }
   return runtime::createExecutor(device, {&model, path});
 }
