@@ -16,19 +16,21 @@ CudaDeviceContext::Libraries::~Libraries() {
   if (lt != nullptr) (void)cublasLtDestroy(lt);
 }
 
-CudaDeviceContext::CudaDeviceContext(CudaStream stream, int device, int sm_count)
+CudaDeviceContext::CudaDeviceContext(CudaStream stream, int device, int sm_count, Tf32 tf32)
     : stream_(stream),
       device_(device),
       sm_count_(sm_count),
+      tf32_(tf32),
       libraries_(std::make_unique<Libraries>()) {}
 
 CudaDeviceContext::~CudaDeviceContext() = default;
 
-StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::create(CudaStream stream) {
+StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::create(CudaStream stream,
+                                                                       Tf32 tf32) {
   int device = 0, sms = 0;
   ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), "cuda");
   ONNXOPT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cuda");
-  return std::unique_ptr<CudaDeviceContext>(new CudaDeviceContext(stream, device, sms));
+  return std::unique_ptr<CudaDeviceContext>(new CudaDeviceContext(stream, device, sms, tf32));
 }
 
 namespace cuda {

@@ -35,6 +35,13 @@ namespace cuda {
 /// The context's cuBLASLt handle, created on first use; a failure names `op`.
 StatusOr<cublasLtHandle_t> ltHandle(CudaDeviceContext& ctx, const std::string& op);
 
+/// The compute type of a cuBLASLt product of `t` operands on `ctx`: float32 accumulation, with
+/// TF32 tensor cores for float32 operands where the context allows TF32 for matrix products.
+inline cublasComputeType_t ltComputeType(const CudaDeviceContext& ctx, DataType t) {
+  return t == DataType::kFloat && ctx.tf32Matmuls() ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                    : CUBLAS_COMPUTE_32F;
+}
+
 /// The context's cuDNN handle, created on first use, its stream set to the context's.
 StatusOr<cudnnHandle_t> cudnnHandle(CudaDeviceContext& ctx, const std::string& op);
 

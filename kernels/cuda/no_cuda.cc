@@ -88,10 +88,10 @@ StatusOr<DeviceGraph> endStreamCapture(CudaStream) {
 }
 
 struct CudaDeviceContext::Libraries {};
-CudaDeviceContext::CudaDeviceContext(CudaStream stream, int device, int sm_count)
-    : stream_(stream), device_(device), sm_count_(sm_count) {}
+CudaDeviceContext::CudaDeviceContext(CudaStream stream, int device, int sm_count, Tf32 tf32)
+    : stream_(stream), device_(device), sm_count_(sm_count), tf32_(tf32) {}
 CudaDeviceContext::~CudaDeviceContext() = default;
-StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::create(CudaStream) {
+StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::create(CudaStream, Tf32) {
   return notBuilt();
 }
 StatusOr<std::unique_ptr<PreparedCudaKernel>> prepareCudaKernel(const CudaKernelCall&,

@@ -390,13 +390,24 @@ nb::list listPasses() {
 /// One model on one GPU: read and prepared once, planned per input signature, run many times.
 class CudaSession {
  public:
-  CudaSession(const Source& src, int device, bool cuda_graphs) : label_(src.label()) {
+  CudaSession(const Source& src, int device, bool cuda_graphs, const std::string& tf32)
+      : label_(src.label()) {
+    kernels::Tf32 policy = kernels::Tf32::kConvolutions;
+    if (tf32 == "none") {
+      policy = kernels::Tf32::kNone;
+    } else if (tf32 == "all") {
+      policy = kernels::Tf32::kAll;
+    } else if (tf32 != "convolutions") {
+      throw StatusError(
+          invalidArgument("tf32 must be 'convolutions', 'none' or 'all', not '{}'", tf32));
+    }
     nb::gil_scoped_release unlocked;
     model_ = loadSource(src, nullptr, Lifetime::kOwn);
     throwIfError(prepareForRunner(*model_, "cuda").withContext(label_));
     runtime::CudaOptions options;
     options.device_id = device;
     options.cuda_graphs = cuda_graphs;
+    options.tf32 = policy;
     options.time_compute = true;
     auto created = runtime::CudaExecutor::create(*model_, options);
     if (!created.isOk()) throw StatusError(created.status().withContext(label_));
@@ -507,7 +518,8 @@ NB_MODULE(_core, m) {
   m.def("runners", &onnxopt::runtime::runnerNames, "The runner names (reference, cuda, ...).");
 
   nb::class_<CudaSession>(m, "CudaSession", "A model on one GPU (see onnxopt.cuda.Session).")
-      .def(nb::init<const Source&, int, bool>(), "source"_a, "device"_a, "cuda_graphs"_a)
+      .def(nb::init<const Source&, int, bool, const std::string&>(), "source"_a, "device"_a,
+           "cuda_graphs"_a, "tf32"_a)
       .def(
           "run",
           [](CudaSession& s, const ArrayFeeds& arrays, const StringFeeds& strings,

@@ -227,7 +227,9 @@ def _run_batch(cases: list[_Case], opt: Path, device: str, work: Path, deadline:
         batch.write_text("".join(c.line + "\n" for c in pending))
         args = [str(opt), "run", "--batch", str(batch), "--device", device, "--save-format", "pb"]
         if device == "cuda":
-            args.append("--stats")
+            # The node tests hold float32 to float32's tolerance: no TF32 (opt's default lets
+            # convolutions use it, as torch's does).
+            args += ["--stats", "--no-tf32"]
         limit = min(BATCH_TIMEOUT_S + CASE_TIMEOUT_S * len(pending), max(5.0, deadline - time.time() + 15))
         start = time.monotonic()
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")

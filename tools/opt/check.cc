@@ -3,9 +3,41 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <set>
+#include <string>
+
 #include "inputs.h"
 
 namespace onnxopt::tools {
+
+namespace {
+
+/// Whether `policy` lets the cuda runner use TF32 on a float32 product of `graph`: a float32
+/// convolution (or, with kAll, a matrix product), subgraphs included.
+bool tf32Touches(const ir::Graph& graph, kernels::Tf32 policy) {
+  if (policy == kernels::Tf32::kNone) return false;
+  const std::set<std::string> convolutions = {"Conv", "ConvTranspose", "FusedConv"};
+  const std::set<std::string> products = {"MatMul", "Gemm", "FusedMatMul", "Attention",
+                                          "LSTM",   "GRU",  "RNN"};
+  for (const ir::Node* n : graph) {
+    for (const ir::Graph* sub : n->subgraphs()) {
+      if (tf32Touches(*sub, policy)) return true;
+    }
+    if (n->numInputs() == 0 || n->input(0) == nullptr) continue;
+    if (n->input(0)->type().elem_type != DataType::kFloat) continue;
+    if (convolutions.count(n->opType()) ||
+        (policy == kernels::Tf32::kAll && products.count(n->opType()))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool isCudaRunner(const std::string& runner) {
+  return runner.rfind("cuda", 0) == 0;
+}
+
+}  // namespace
 
 StatusOr<CheckResult> checkModels(const std::string& original_path, const ir::Model& original,
                                   const std::string& optimized_path, const ir::Model& optimized,
@@ -18,6 +50,11 @@ StatusOr<CheckResult> checkModels(const std::string& original_path, const ir::Mo
   check.compare.rtol = options.rtol;
   check.compare.per_layer = options.per_layer;
   check.limits = options.limits;
+  if ((isCudaRunner(options.runner) || isCudaRunner(options.against)) &&
+      runtime::narrowestFloatType(optimized) == DataType::kFloat &&
+      tf32Touches(*optimized.graph, options.cuda_tf32)) {
+    check.compare.compute_type = DataType::kFloat16;
+  }
   check.original_path = original_path;
   check.optimized_path = optimized_path;
   if (options.runner == "reference" && runtime::hasRunner("onnxruntime")) {

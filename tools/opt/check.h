@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "onnxopt/ir/graph.h"
+#include "onnxopt/kernels/cuda.h"
 #include "onnxopt/runtime/check.h"
 #include "onnxopt/support/status.h"
 
@@ -25,6 +26,9 @@ struct CheckOptions {
   std::string against;  ///< the original's runner, when not `runner` (runtime::CheckOptions)
   bool per_layer = false;
   runtime::RunLimits limits;  ///< --max-iterations, --max-memory
+  /// The TF32 policy of a cuda runner among runner and against: TF32 rounds float32 operands to
+  /// float16's 10-bit mantissa, so a float32 model it touches is compared at float16's tolerance.
+  kernels::Tf32 cuda_tf32 = kernels::Tf32::kConvolutions;
 };
 
 using runtime::CheckResult;

@@ -25,22 +25,30 @@ int checkCommand(const CheckCommandOptions& opts) {
     return usage(st.withContext(opts.original));
   }
   CheckOptions check = opts.check;
-  if (opts.no_cuda_graph) {
+  if (opts.no_cuda_graph || opts.tf32.given()) {
     if (check.runner != "cuda" && check.against != "cuda") {
-      return usage(invalidArgument("--no-cuda-graph needs --runner cuda or --against cuda"));
+      return usage(
+          invalidArgument("{} needs --runner cuda or --against cuda",
+                          opts.no_cuda_graph ? "--no-cuda-graph" : "--no-tf32/--allow-tf32"));
     }
-    // The cuda runner without CUDA graphs, under a name of its own for this process.
-    if (!runtime::hasRunner("cuda-no-graph")) {
-      Status st = runtime::registerRunner("cuda-no-graph", [](const runtime::ExecutorSource& s) {
-        runtime::CudaOptions options;
-        options.cuda_graphs = false;
+    // The cuda runner with these options, under a name of its own for this process.
+    std::string name = "cuda";
+    if (opts.no_cuda_graph) name += "-no-graph";
+    if (opts.tf32.none) name += "-no-tf32";
+    if (opts.tf32.all) name += "-tf32";
+    if (!runtime::hasRunner(name)) {
+      runtime::CudaOptions options;
+      options.cuda_graphs = !opts.no_cuda_graph;
+      options.tf32 = opts.tf32.policy();
+      Status st = runtime::registerRunner(name, [options](const runtime::ExecutorSource& s) {
         return runtime::createCudaExecutor(*s.model, options);
       });
       if (!st.isOk()) return fail(st);
     }
-    if (check.runner == "cuda") check.runner = "cuda-no-graph";
-    if (check.against == "cuda") check.against = "cuda-no-graph";
+    if (check.runner == "cuda") check.runner = name;
+    if (check.against == "cuda") check.against = name;
   }
+  check.cuda_tf32 = opts.tf32.policy();
   auto checked = checkModels(opts.original, **original, optimized_path, **optimized, check);
   if (!checked.isOk()) return fail(checked.status());
   std::fputs(formatCheck(*checked).c_str(), stdout);

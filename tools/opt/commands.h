@@ -14,6 +14,7 @@
 #include "check.h"
 #include "onnxopt/io/model_io.h"
 #include "onnxopt/ir/graph.h"
+#include "onnxopt/kernels/cuda.h"
 #include "onnxopt/kernels/host_tensor.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/support/status.h"
@@ -74,6 +75,17 @@ struct OptimizeCommandOptions {
   std::string report;
 };
 
+/// --no-tf32 / --allow-tf32 (run, check, bench): which float32 products the cuda runner may
+/// compute with TF32 tensor cores (kernels::Tf32); neither: torch's default, convolutions only.
+struct Tf32Flags {
+  bool none = false;  // --no-tf32
+  bool all = false;   // --allow-tf32
+  kernels::Tf32 policy() const {
+    return none ? kernels::Tf32::kNone : all ? kernels::Tf32::kAll : kernels::Tf32::kConvolutions;
+  }
+  bool given() const { return none || all; }
+};
+
 /// `opt check ORIGINAL OPTIMIZED` (check_command.cc).
 struct CheckCommandOptions {
   std::string original;
@@ -81,6 +93,7 @@ struct CheckCommandOptions {
   CheckOptions check;
   std::string report;
   bool no_cuda_graph = false;  // --no-cuda-graph: the cuda runner without CUDA graphs
+  Tf32Flags tf32;
 };
 
 /// `opt check ORIGINAL OPTIMIZED`: both models on the same inputs, every output compared.
@@ -97,7 +110,8 @@ struct RunCommandOptions {
   std::string device = "reference";  // or "cuda": the runner that runs it
   bool stats = false;                // --stats: the cuda runner's plan summary
   bool no_cuda_graph = false;        // --no-cuda-graph: every cuda run eager
-  runtime::RunLimits limits;         // --max-iterations, --max-memory
+  Tf32Flags tf32;
+  runtime::RunLimits limits;  // --max-iterations, --max-memory
 };
 
 /// `opt bench MODEL` (bench_command.cc).
@@ -110,6 +124,7 @@ struct BenchCommandOptions {
   int warmup = 10;
   int iters = 100;
   bool no_cuda_graph = false;
+  Tf32Flags tf32;
   bool profile = false;
   std::string json;           // --json FILE: the results as JSON
   runtime::RunLimits limits;  // --max-iterations, --max-memory
@@ -138,10 +153,12 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
 int readGivenFeeds(const ir::Model& model, const std::vector<std::string>& inputs,
                    std::map<std::string, kernels::HostTensor>* feeds);
 /// The runner `device` ("reference", "cuda", ...) for `model`; the cuda one with or without CUDA
-/// graphs, and timing its node steps (CudaOptions::time_compute) when `time_compute`.
+/// graphs, under `tf32`, and timing its node steps (CudaOptions::time_compute) when
+/// `time_compute`.
 StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,
                                                           const ir::Model& model,
                                                           const std::string& path, bool cuda_graphs,
+                                                          kernels::Tf32 tf32,
                                                           bool time_compute = false);
 
 /// Prints `opt: error: MESSAGE` (on one line); returns kExitError.
@@ -153,6 +170,8 @@ Status checkSpecNames(const ir::Model& model, const std::vector<std::string>& in
                       const char* input_flag, const std::vector<std::string>& shapes);
 /// The options `opt check` and `opt IN -o OUT --check` share.
 void addCheckOptions(CLI::App* app, CheckOptions& c, const char* input_flag);
+/// --no-tf32 and --allow-tf32 (`needs`: the flag that must come with them, for their help).
+void addTf32Flags(CLI::App* app, Tf32Flags& flags, const char* needs);
 /// --max-iterations and --max-memory: what one run may spend on the host (runtime::RunLimits).
 void addRunLimitOptions(CLI::App* app, runtime::RunLimits& limits);
 /// Runs a command; an exception that escapes it becomes an error naming `subject`.

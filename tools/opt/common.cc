@@ -59,6 +59,19 @@ void addCheckOptions(CLI::App* app, CheckOptions& c, const char* input_flag) {
   addRunLimitOptions(app, c.limits);
 }
 
+void addTf32Flags(CLI::App* app, Tf32Flags& flags, const char* needs) {
+  CLI::Option* none = app->add_flag(
+      "--no-tf32", flags.none,
+      fmt::format("With {}: float32 convolutions and matrix products in float32 throughout (by "
+                  "default convolutions may use TF32 tensor cores, as torch's defaults allow)",
+                  needs));
+  app->add_flag("--allow-tf32", flags.all,
+                fmt::format("With {}: float32 matrix products may use TF32 tensor cores too (as "
+                            "torch.backends.cuda.matmul.allow_tf32)",
+                            needs))
+      ->excludes(none);
+}
+
 void addRunLimitOptions(CLI::App* app, runtime::RunLimits& limits) {
   app->add_option("--max-iterations", limits.max_iterations,
                   "Loop, Scan and SequenceMap iterations one run may make on the host, nested "

@@ -73,10 +73,11 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
 StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,
                                                           const ir::Model& model,
                                                           const std::string& path, bool cuda_graphs,
-                                                          bool time_compute) {
+                                                          kernels::Tf32 tf32, bool time_compute) {
   if (device == "cuda") {
     runtime::CudaOptions options;
     options.cuda_graphs = cuda_graphs;
+    options.tf32 = tf32;
     options.time_compute = time_compute;
     // The CUDA executor checks the weights as it uploads them: its errors name the file here.
     auto created = runtime::createCudaExecutor(model, options);
@@ -99,6 +100,9 @@ StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
 }
 
 int runCommand(const RunCommandOptions& opts) {
+  if (opts.tf32.given() && opts.device != "cuda") {
+    return usage(invalidArgument("--no-tf32 and --allow-tf32 need --device cuda"));
+  }
   auto model = loadModelFor(opts.model, opts.device);
   if (!model.isOk()) return fail(model.status());
   runtime::Feeds feeds;
@@ -107,7 +111,8 @@ int runCommand(const RunCommandOptions& opts) {
       status != 0) {
     return status;
   }
-  auto executor = createRunner(opts.device, **model, opts.model, !opts.no_cuda_graph);
+  auto executor =
+      createRunner(opts.device, **model, opts.model, !opts.no_cuda_graph, opts.tf32.policy());
   if (!executor.isOk()) return fail(executor.status());
   runtime::ExecutionOptions exec;
   exec.non_tensor_outputs = true;

@@ -197,11 +197,19 @@ StatusOr<DeviceGraph> endStreamCapture(CudaStream stream);
 /// caches (cuBLASLt, cuDNN, the convolution algorithm choices), made on first use and owned here,
 /// not in statics. One per executor and device; used by one thread at a time (the executor's
 /// runs are serialized).
+/// Which float32 products may round their operands to TF32 (a 10-bit mantissa, float16's) on
+/// tensor cores. kConvolutions is torch's default (torch.backends.cudnn.allow_tf32 on,
+/// torch.backends.cuda.matmul.allow_tf32 off); kNone computes float32 in float32 throughout.
+/// Float16 and bfloat16 are not affected.
+enum class Tf32 { kNone, kConvolutions, kAll };
+
 class CudaDeviceContext {
  public:
   /// A context of the calling thread's current device, its work queued on `stream` (not owned:
-  /// it must outlive the context).
-  static StatusOr<std::unique_ptr<CudaDeviceContext>> create(CudaStream stream);
+  /// it must outlive the context). Kernels and tests default to no TF32 (results comparable with
+  /// float32 references); the runtime asks for its CudaOptions' policy.
+  static StatusOr<std::unique_ptr<CudaDeviceContext>> create(CudaStream stream,
+                                                             Tf32 tf32 = Tf32::kNone);
   ~CudaDeviceContext();
   CudaDeviceContext(const CudaDeviceContext&) = delete;
   CudaDeviceContext& operator=(const CudaDeviceContext&) = delete;
@@ -209,16 +217,21 @@ class CudaDeviceContext {
   CudaStream stream() const { return stream_; }
   int device() const { return device_; }
   int smCount() const { return sm_count_; }
+  Tf32 tf32() const { return tf32_; }
+  /// Whether a float32 convolution, or a float32 matrix product, may use TF32 tensor cores.
+  bool tf32Convolutions() const { return tf32_ != Tf32::kNone; }
+  bool tf32Matmuls() const { return tf32_ == Tf32::kAll; }
 
   /// The library handles and caches (kernels/cuda/device_context.h, CUDA builds).
   struct Libraries;
   Libraries& libraries() { return *libraries_; }
 
  private:
-  CudaDeviceContext(CudaStream stream, int device, int sm_count);
+  CudaDeviceContext(CudaStream stream, int device, int sm_count, Tf32 tf32);
   CudaStream stream_ = nullptr;
   int device_ = 0;
   int sm_count_ = 0;
+  Tf32 tf32_ = Tf32::kNone;
   std::unique_ptr<Libraries> libraries_;
 };
 

@@ -33,6 +33,9 @@ struct CudaOptions {
   /// copy step stays eager, and so does one whose capture fails (a kernel that allocates or
   /// synchronizes): never an error. Runs with record_intermediates are always eager.
   bool cuda_graphs = true;
+  /// Which float32 products may use TF32 tensor cores: by default convolutions, as torch's
+  /// defaults do (kernels::Tf32; `--no-tf32` / `--allow-tf32`, Session(tf32=...)).
+  kernels::Tf32 tf32 = kernels::Tf32::kConvolutions;
   PlanOptions plan;
   size_t plan_cache_capacity = PlanCache::kDefaultCapacity;
   /// Debugging and tests: with a value in 0..255, every byte of a plan's device arena is set to it

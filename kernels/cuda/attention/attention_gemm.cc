@@ -48,6 +48,7 @@ struct LtProduct {
   bool trans_a = false;
   int64_t m = 0, n = 0, k = 0;
   cudaDataType_t ab_type = CUDA_R_32F, d_type = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   const void* a = nullptr;
   int64_t lda = 0, stride_a = 0;
   const void* b = nullptr;
@@ -69,7 +70,7 @@ uint32_t alignmentOf(const void* p, int64_t ld, int64_t stride, int64_t bytes) {
 Status runProduct(const LtProduct& g, void* scratch, const std::string& op, cublasLtHandle_t handle,
                   cudaStream_t stream) {
   cublasLtMatmulDesc_t raw_desc = nullptr;
-  ONNXOPT_CUDA_CHECK(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), op);
+  ONNXOPT_CUDA_CHECK(cublasLtMatmulDescCreate(&raw_desc, g.compute, CUDA_R_32F), op);
   LtDesc desc(raw_desc);
   cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   ONNXOPT_CUDA_CHECK(
@@ -142,6 +143,7 @@ Status launchGemmAttention(const AttentionArgs& args, const AttentionDeviceArgs&
   const int64_t calls = one_call ? 1 : d.batch;
   const auto batch = static_cast<int32_t>(one_call ? d.batch * heads : heads);
   cudaDataType_t type = cudaTypeOf(d.dtype);
+  const cublasComputeType_t compute = ltComputeType(ctx, d.dtype);
   const auto* q = static_cast<const char*>(d.q);
   const auto* k = static_cast<const char*>(d.k);
   const auto* v = static_cast<const char*>(d.v);
@@ -154,6 +156,7 @@ Status launchGemmAttention(const AttentionArgs& args, const AttentionDeviceArgs&
     qk.k = d.qk_size;
     qk.ab_type = type;
     qk.d_type = CUDA_R_32F;
+    qk.compute = compute;
     qk.a = k + b * d.k_strides.batch * elem;
     qk.lda = d.k_strides.seq;
     qk.stride_a = d.k_strides.head;
@@ -175,6 +178,7 @@ Status launchGemmAttention(const AttentionArgs& args, const AttentionDeviceArgs&
     pv.k = sk;
     pv.ab_type = type;
     pv.d_type = type;
+    pv.compute = compute;
     pv.a = v + b * d.v_strides.batch * elem;
     pv.lda = d.v_strides.seq;
     pv.stride_a = d.v_strides.head;

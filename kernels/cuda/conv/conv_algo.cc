@@ -18,6 +18,16 @@ bool mathAllowed(DataType t, cudnnMathType_t math) {
   return t != DataType::kFloat || math == CUDNN_FMA_MATH || math == CUDNN_DEFAULT_MATH;
 }
 
+/// The math types a candidate algorithm is tried under: for fp16/bf16 tensor-op and default; for
+/// float FMA (exact float32), and default too where the context allows TF32 for convolutions
+/// (cuDNN's default math lets float32 convolutions use TF32 tensor cores, as torch's
+/// allow_tf32 does).
+std::vector<cudnnMathType_t> mathTypesFor(DataType t, bool tf32) {
+  if (t != DataType::kFloat) return {CUDNN_TENSOR_OP_MATH, CUDNN_DEFAULT_MATH};
+  if (tf32) return {CUDNN_FMA_MATH, CUDNN_DEFAULT_MATH};
+  return {CUDNN_FMA_MATH};
+}
+
 /// ONNXOPT_CONV_ALGOS, for diagnosis: "all" keeps the transform-domain algorithms for float too;
 /// an algorithm id (cuDNN's forward or backward-data enum value, by the op) is the only candidate
 /// wherever cuDNN accepts it.
@@ -161,18 +171,18 @@ struct Candidate {
 
 /// The candidates for this geometry: cuDNN's heuristic list first (in its order, the choice
 /// where nothing can be timed), then every other algorithm id under each math type allowed for
-/// the type (tensor-op and default for fp16/bf16, FMA only for float; for float no
-/// transform-domain algorithm, algoAllowed), each that cuDNN gives a workspace size for and that
-/// fits kMaxAlgoWorkspace.
+/// the type (mathTypesFor; for float no transform-domain algorithm, algoAllowed), each that cuDNN
+/// gives a workspace size for and that fits kMaxAlgoWorkspace.
 template <typename Perf>
 std::vector<Candidate> candidatesOf(const ConvArgs& args, const Geometry& g, Descriptors& d,
                                     cudnnHandle_t handle, const Perf* perfs, int count,
-                                    int algo_count) {
+                                    int algo_count, bool tf32) {
   DataType t = args.x.dtype;
   std::vector<std::pair<int, cudnnMathType_t>> order;
   auto add = [&](int algo, cudnnMathType_t math) {
     if (!mathAllowed(t, math) || !algoAllowed(t, g.transpose, algo)) return;
-    if (t == DataType::kFloat) math = CUDNN_FMA_MATH;
+    // Without TF32, a float heuristic entry runs under FMA math whatever cuDNN reported.
+    if (t == DataType::kFloat && !tf32) math = CUDNN_FMA_MATH;
     for (const auto& [a, m] : order) {
       if (a == algo && m == math) return;
     }
@@ -183,12 +193,7 @@ std::vector<Candidate> candidatesOf(const ConvArgs& args, const Geometry& g, Des
       add(static_cast<int>(perfs[i].algo), perfs[i].mathType);
   }
   for (int algo = 0; algo < algo_count; ++algo) {
-    if (t == DataType::kFloat) {
-      add(algo, CUDNN_FMA_MATH);
-    } else {
-      add(algo, CUDNN_TENSOR_OP_MATH);
-      add(algo, CUDNN_DEFAULT_MATH);
-    }
+    for (cudnnMathType_t math : mathTypesFor(t, tf32)) add(algo, math);
   }
   std::vector<Candidate> out;
   for (const auto& [algo, math] : order) {
@@ -213,7 +218,7 @@ std::vector<Candidate> candidatesOf(const ConvArgs& args, const Geometry& g, Des
 
 /// The legacy API's candidates for this geometry (candidatesOf over cuDNN's heuristic list).
 StatusOr<std::vector<Candidate>> legacyCandidates(const ConvArgs& args, const Geometry& g,
-                                                  Descriptors& d, cudnnHandle_t handle) {
+                                                  Descriptors& d, cudnnHandle_t handle, bool tf32) {
   if (g.transpose) {
     cudnnConvolutionBwdDataAlgoPerf_t perfs[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     int count = 0;
@@ -221,7 +226,8 @@ StatusOr<std::vector<Candidate>> legacyCandidates(const ConvArgs& args, const Ge
                            handle, d.w.get(), d.x.get(), d.conv.get(), d.y.get(),
                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perfs),
                        args.op);
-    return candidatesOf(args, g, d, handle, perfs, count, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+    return candidatesOf(args, g, d, handle, perfs, count, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                        tf32);
   }
   cudnnConvolutionFwdAlgoPerf_t perfs[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int count = 0;
@@ -229,7 +235,7 @@ StatusOr<std::vector<Candidate>> legacyCandidates(const ConvArgs& args, const Ge
       cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perfs),
       args.op);
-  return candidatesOf(args, g, d, handle, perfs, count, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+  return candidatesOf(args, g, d, handle, perfs, count, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, tf32);
 }
 
 /// At most this many graph plans are finalized and timed per geometry (cuDNN's heuristic order).
@@ -317,8 +323,10 @@ void timeAll(const ConvArgs& args, const Geometry& g, Descriptors& d, cudnnHandl
 /// legacy algorithm's time with its epilogue), else the legacy list's first.
 StatusOr<Decision> decide(const ConvArgs& args, const Geometry& g, Descriptors& d,
                           cudnnHandle_t handle, bool transpose, const std::string& key,
-                          int sm_count) {
-  ASSIGN_OR_RETURN(std::vector<Candidate> cands, legacyCandidates(args, g, d, handle));
+                          const CudaDeviceContext& ctx) {
+  const int sm_count = ctx.smCount();
+  ASSIGN_OR_RETURN(std::vector<Candidate> cands,
+                   legacyCandidates(args, g, d, handle, ctx.tf32Convolutions()));
   if (cands.empty()) {
     return makeError(StatusCode::kUnimplemented,
                      "{}: cuDNN has no algorithm for X {}, W {}, Y {} in {}", args.op,
@@ -409,7 +417,7 @@ StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g,
   if (it != cache.prepared.end()) return it->second.get();
   auto p = std::make_unique<Prepared>();
   ASSIGN_OR_RETURN(p->d, descriptorsOf(args, g));
-  ASSIGN_OR_RETURN(Decision decision, decide(args, g, p->d, handle, transpose, key, ctx.smCount()));
+  ASSIGN_OR_RETURN(Decision decision, decide(args, g, p->d, handle, transpose, key, ctx));
   p->choice = decision.choice;
   p->graph = std::move(decision.plan);
   if (args.b.dtype != DataType::kUndefined) {

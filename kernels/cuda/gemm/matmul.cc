@@ -411,7 +411,8 @@ Status launch(const MatMulArgs& args, CudaDeviceContext& ctx) {
 
   cudaDataType_t type = cudaTypeOf(args.a.dtype);
   cublasLtMatmulDesc_t raw_desc = nullptr;
-  ONNXOPT_CUDA_CHECK(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), args.op);
+  ONNXOPT_CUDA_CHECK(
+      cublasLtMatmulDescCreate(&raw_desc, ltComputeType(ctx, args.a.dtype), CUDA_R_32F), args.op);
   LtDesc desc(raw_desc);
   // cuBLASLt's A is our B, its B our A (see the file comment).
   cublasOperation_t op_a = args.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;

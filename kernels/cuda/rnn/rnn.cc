@@ -175,7 +175,7 @@ class StepGemm {
     cudaDataType_t type = cudaTypeOf(dtype);
     auto elem = static_cast<int64_t>(dataTypeBits(dtype) / 8);
     cublasLtMatmulDesc_t desc = nullptr;
-    ONNXOPT_CUDA_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), op);
+    ONNXOPT_CUDA_CHECK(cublasLtMatmulDescCreate(&desc, ltComputeType(ctx, dtype), CUDA_R_32F), op);
     g->desc_.reset(desc);
     cublasOperation_t trans = CUBLAS_OP_T, none = CUBLAS_OP_N;
     ONNXOPT_CUDA_CHECK(

@@ -40,11 +40,15 @@ class Session:
     """A model prepared for one GPU: `Session(model, device=0, cuda_graphs=True)`.
 
     model: a path, bytes or onnx.ModelProto (usually optimized with level=3, target="cuda").
+    tf32: which float32 products may use TF32 tensor cores: "convolutions" (torch's default),
+    "none" (float32 throughout) or "all" (matrix products too).
     Raises onnxopt.UnimplementedError where this build has no CUDA or there is no device.
     """
 
-    def __init__(self, model: Any, device: int = 0, cuda_graphs: bool = True) -> None:
-        self._core = _core.CudaSession(_source(model), device, cuda_graphs)
+    def __init__(
+        self, model: Any, device: int = 0, cuda_graphs: bool = True, tf32: str = "convolutions"
+    ) -> None:
+        self._core = _core.CudaSession(_source(model), device, cuda_graphs, tf32)
 
     def run(self, inputs: Mapping[str, Any]) -> Dict[str, Any]:
         """Runs the model; inputs by name (numpy arrays or CUDA DLPack tensors); returns

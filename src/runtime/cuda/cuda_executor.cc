@@ -63,7 +63,7 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const ir::Model& mo
                                                              const CudaOptions& options) {
   if (model.graph == nullptr) return invalidArgument("the model has no graph");
   ASSIGN_OR_RETURN(std::unique_ptr<cuda_detail::DeviceApi> api,
-                   cuda_detail::createCudaDeviceApi(options.device_id));
+                   cuda_detail::createCudaDeviceApi(options.device_id, options.tf32));
   return createOn(model, options, std::move(api));
 }
 

@@ -286,6 +286,36 @@ TEST_P(ConvTest, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Claimed, ConvTest, ::testing::ValuesIn(convCases()),
                          [](const ::testing::TestParamInfo<ConvCase>& p) { return p.param.name; });
 
+/// A float32 convolution under each TF32 policy of the device context: without TF32 within
+/// float32's tolerance of the reference; with TF32 for convolutions (the runtime's default, as
+/// torch's) within float16's, since TF32 keeps float16's 10-bit mantissa. A wide reduction
+/// (576 terms) so that cuDNN has tensor-core algorithms to choose.
+class ConvTf32Test : public test::CudaTest {};
+
+TEST_F(ConvTf32Test, EachPolicyWithinItsTolerance) {
+  std::mt19937 rng(7);
+  const std::vector<int64_t> x = {2, 64, 14, 14}, w = {64, 64, 3, 3};
+  KernelAttrs attrs = attrsOf({{"pads", {1, 1, 1, 1}}});
+  std::vector<HostTensor> host = {uniformTensor(DataType::kFloat, x, 1.0, rng),
+                                  uniformTensor(DataType::kFloat, w, 1.0 / 24, rng)};
+  std::vector<const HostTensor*> ptrs = {&host[0], &host[1]};
+  auto expected = runReferenceKernel("Conv", 11, ptrs, attrs, 1);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  const HostTensor& want = expected->at(0);
+  for (Tf32 policy : {Tf32::kNone, Tf32::kConvolutions, Tf32::kAll}) {
+    SCOPED_TRACE(static_cast<int>(policy));
+    auto got = test::runOnDevice("Conv", 11, host, attrs, want.dtype, want.dims, "", 0xA5, policy);
+    ASSERT_TRUE(got.isOk()) << got.status().toString();
+    double scale = 1;
+    for (int64_t i = 0; i < want.numElements(); ++i) {
+      scale = std::max(scale, std::fabs(test::valueAt(want, i)));
+    }
+    test::Tolerance tol =
+        convTolerance(policy == Tf32::kNone ? DataType::kFloat : DataType::kFloat16);
+    test::expectClose(want, *got, {tol.rtol, tol.atol * scale});
+  }
+}
+
 /// Float convolutions of small integers are exact in every algorithm the runtime may choose for
 /// float (each output's terms and their sums are integers below 2^24): the transform-domain
 /// algorithms, which spread rounding over a tile (kernels/cuda/conv/conv.cc, algoAllowed), would not

@@ -112,12 +112,13 @@ inline void expectClose(const HostTensor& expected, const HostTensor& actual, To
 
 /// Runs the node's CUDA kernel on `inputs` (uploaded, and given as constants too), into an output
 /// of `dtype` and `dims` poisoned with `poison` bytes first (0xFF: NaN in every float type), and
-/// returns the output; every step's error names the op.
+/// returns the output; every step's error names the op. The device context follows `tf32`.
 inline StatusOr<HostTensor> runOnDevice(const std::string& op, int64_t opset,
                                         const std::vector<HostTensor>& inputs,
                                         const KernelAttrs& attrs, DataType dtype,
                                         const std::vector<int64_t>& dims,
-                                        const std::string& domain = "", uint8_t poison = 0xA5) {
+                                        const std::string& domain = "", uint8_t poison = 0xA5,
+                                        Tf32 tf32 = Tf32::kNone) {
   ASSIGN_OR_RETURN(DeviceStream stream, DeviceStream::create());
   std::vector<DeviceTensor> device_inputs;
   for (const HostTensor& t : inputs) {
@@ -142,7 +143,8 @@ inline StatusOr<HostTensor> runOnDevice(const std::string& op, int64_t opset,
   if (!support) return Status(StatusCode::kUnimplemented, support.reason);
   // Prepared once on a device context, as the executor does: the workspace the kernel asks for
   // (the conv family's algorithm choice, kept in the context), then the run.
-  ASSIGN_OR_RETURN(std::unique_ptr<CudaDeviceContext> ctx, CudaDeviceContext::create(stream.get()));
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaDeviceContext> ctx,
+                   CudaDeviceContext::create(stream.get(), tf32));
   ASSIGN_OR_RETURN(std::unique_ptr<PreparedCudaKernel> kernel, prepareCudaKernel(call, *ctx));
   if (!kernel->support()) return Status(StatusCode::kUnimplemented, kernel->support().reason);
   ASSIGN_OR_RETURN(DeviceBuffer workspace, DeviceBuffer::allocate(kernel->workspaceBytes()));

@@ -130,6 +130,39 @@ TEST_P(ProductTest, MatchesReference) {
   test::expectClose(want, *got, productTolerance(c.dtype));
 }
 
+/// A float32 MatMul under each TF32 policy: only kAll lets matrix products use TF32, so kNone and
+/// kConvolutions stay within float32's tolerance, kAll within float16's (TF32 keeps float16's
+/// 10-bit mantissa), the absolute part scaled by the largest output.
+class MatMulTf32Test : public test::CudaTest {};
+
+TEST_F(MatMulTf32Test, EachPolicyWithinItsTolerance) {
+  std::mt19937 rng(11);
+  std::vector<HostTensor> host;
+  for (std::vector<int64_t> dims : {std::vector<int64_t>{32, 512}, std::vector<int64_t>{512, 48}}) {
+    std::vector<double> values(static_cast<size_t>(dims[0] * dims[1]));
+    for (double& v : values) v = std::uniform_real_distribution<>(-1, 1)(rng);
+    host.push_back(test::tensorOf(DataType::kFloat, dims, values));
+  }
+  std::vector<const HostTensor*> ptrs = {&host[0], &host[1]};
+  KernelAttrs attrs;
+  auto expected = runReferenceKernel("MatMul", 13, ptrs, attrs, 1);
+  ASSERT_TRUE(expected.isOk()) << expected.status().toString();
+  const HostTensor& want = expected->at(0);
+  double scale = 1;
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    scale = std::max(scale, std::fabs(test::valueAt(want, i)));
+  }
+  for (Tf32 policy : {Tf32::kNone, Tf32::kConvolutions, Tf32::kAll}) {
+    SCOPED_TRACE(static_cast<int>(policy));
+    auto got =
+        test::runOnDevice("MatMul", 13, host, attrs, want.dtype, want.dims, "", 0xA5, policy);
+    ASSERT_TRUE(got.isOk()) << got.status().toString();
+    test::Tolerance tol =
+        productTolerance(policy == Tf32::kAll ? DataType::kFloat16 : DataType::kFloat);
+    test::expectClose(want, *got, {tol.rtol, tol.atol * scale});
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Claimed, ProductTest, ::testing::ValuesIn(productCases()),
                          [](const ::testing::TestParamInfo<ProductCase>& p) {
                            return p.param.name;
