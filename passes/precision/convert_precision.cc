@@ -36,6 +36,7 @@
 #include "onnxopt/passes/registry.h"
 #include "onnxopt/support/half.h"
 #include "precision_schema.h"
+#include "qdq_precision.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -88,13 +89,6 @@ float maxFinite(DataType t) {
   return largestFinite(t);
 }
 
-/// The ops whose compute the target type speeds up (tensor cores, half the bytes per product).
-bool computeHeavy(const std::string& op) {
-  static const std::set<std::string> ops = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum",
-                                            "LSTM",   "GRU",  "RNN",  "Attention"};
-  return ops.count(op) > 0;
-}
-
 /// `t` (float32) converted to `to`, rounded to nearest even; a finite value past the type's range
 /// saturates to its largest finite value (only the readers measured safe that way convert).
 ir::Tensor convertedTensor(const ir::Tensor& t, DataType to) {
@@ -124,6 +118,8 @@ bool fits(const ir::Tensor& t, DataType to) {
 }
 
 constexpr const char* kBeyondRange = "a constant beyond the type's range";
+constexpr const char* kQdqOpset = "a Q/DQ below opset 19";
+constexpr const char* kQdqRegion = "between a DQ and a Q below opset 19";
 
 class ConvertPrecisionPass final : public pass::Pass {
  public:
@@ -214,6 +210,7 @@ class ConvertPrecisionPass final : public pass::Pass {
     // What the rules above miss must be an error, never a model that no runtime loads.
     RETURN_IF_ERROR(checkPrecisionTypes(g, opset_, target_));
     for (const auto& [why, count] : kept_why) bump("kept: " + why, count);
+    warnQuantized(ctx, kept_why);
     bump("converted", converted_);
     bump("casts", casts_);
     bump("clips", clips_);
@@ -240,6 +237,9 @@ class ConvertPrecisionPass final : public pass::Pass {
     to_target_.clear();
     to_float_.clear();
     captured_ = capturedValues(g);
+    qdq_region_.clear();
+    top_ = top;
+    if (opset_ < kLowPrecisionQdqOpset) qdq_region_ = qdqRegion(g, keep_io_ || !top);
     std::vector<ir::Node*> nodes;
     for (ir::Node* n : g) nodes.push_back(n);
     // A subgraph without a product or a convolution to speed up (a branch picking a padding, a
@@ -325,6 +325,9 @@ class ConvertPrecisionPass final : public pass::Pass {
     // Its value cannot be rewritten in the target type (a sparse_value).
     if (n.opType() == "Constant" && !ir::constantNodeTensor(n)) return "a sparse constant";
     if (keep_nodes_.count(n.name()) > 0) return "keep-nodes";
+    // Below opset 19 a Q/DQ cannot take the type: what lies between them stays float32 with them.
+    if (isQdq(n) && opset_ < kLowPrecisionQdqOpset) return kQdqOpset;
+    if (qdq_region_.count(&n) > 0) return kQdqRegion;
     if (keep_ops_.count(n.opType()) > 0) return "keep-ops";
     for (ir::Value* o : n.outputs()) {
       if (o != nullptr && keep_values_.count(o->name()) > 0)
@@ -343,6 +346,8 @@ class ConvertPrecisionPass final : public pass::Pass {
     if (opset_ < (half ? row->fp16_body_from : row->bf16_body_from)) {
       return "its function body does not allow the type at this opset";
     }
+    if (std::string why = quantizedKeepReason(n, target_); !why.empty()) return why;
+    if (isQdq(n) && floatSideKept(n)) return "a Q/DQ whose float side stays float32";
     // A narrower input changes what BitCast's output reinterprets.
     if (n.opType() == "BitCast") return "reinterprets the bits";
     // A constant made from scalars, nothing to speed up; onnxruntime mistypes its float16 form.
@@ -367,6 +372,30 @@ class ConvertPrecisionPass final : public pass::Pass {
       }
     }
     return "";
+  }
+
+  /// Whether a float32 value `v` read in graph `g` stays float32: a graph input or outer value
+  /// kept so (keep-io-types, a subgraph's interface), or the output of a node kept float32.
+  bool staysFloat32(const ir::Value* v, const ir::Graph& g) const {
+    const ir::Node* p = v->producer();
+    if (v->owningGraph() != &g) return true;
+    if (p == nullptr) return v->initializer() == nullptr && (keep_io_ || !top_);
+    return !isQdq(*p) && !keptBecause(*p).empty();
+  }
+
+  /// Whether the float side of a Q/DQ stays float32: a QuantizeLinear's x, or every reader of a
+  /// DequantizeLinear's output (and the graph output it is, where that stays float32). Converted,
+  /// the node would only move the Cast to its other side. Readers and producers that are Q/DQ
+  /// themselves count as converted (a requantization chain converts whole).
+  bool floatSideKept(const ir::Node& n) const {
+    const ir::Graph& g = *n.owningGraph();
+    if (n.opType() == "QuantizeLinear") return staysFloat32(n.input(0), g);
+    const ir::Value* o = n.output(0);
+    if (o == nullptr || (!o->hasUses() && !o->isGraphOutput())) return false;
+    if (o->isGraphOutput() && !(keep_io_ || !top_)) return false;
+    return std::all_of(o->uses().begin(), o->uses().end(), [this, &g](const ir::Use& u) {
+      return u.user == g.returnNode() || (!isQdq(*u.user) && !keptBecause(*u.user).empty());
+    });
   }
 
   /// Whether `n` is a Constant whose float value does not fit the target type, or reads a float
@@ -401,6 +430,32 @@ class ConvertPrecisionPass final : public pass::Pass {
   bool measuredSafe(const ir::Node& n) const {
     return n.numOutputs() > 0 && n.output(0) != nullptr &&
            safe_values_.count(n.output(0)->name()) > 0;
+  }
+
+  /// One warning for the Q/DQ kept float32 below opset 19, naming the opset that converts them;
+  /// one for those whose scale the type cannot hold.
+  void warnQuantized(pass::PassContext& ctx, std::map<std::string, int64_t>& kept_why) const {
+    const std::string type = dataTypeName(target_);
+    if (int64_t qdq = kept_why[kQdqOpset]; qdq > 0) {
+      report(
+          ctx.diagnostics,
+          {Severity::kWarning, "",
+           fmt::format("convert-precision: {} QuantizeLinear/DequantizeLinear nodes stay float32 "
+                       "at opset {} ({} scales need opset {}), with the {} nodes between "
+                       "them; --target-opset {} (or later) converts them",
+                       qdq, opset_, type, kLowPrecisionQdqOpset, kept_why[kQdqRegion],
+                       kLowPrecisionQdqOpset)});
+    }
+    for (const char* why : {kUnrepresentableScale, kDequantizedRange}) {
+      if (int64_t n = kept_why[why]; n > 0) {
+        report(ctx.diagnostics,
+               {Severity::kWarning, "",
+                fmt::format("convert-precision: {} QuantizeLinear/DequantizeLinear nodes stay "
+                            "float32: {} ({})",
+                            n, why, type)});
+      }
+    }
+    std::erase_if(kept_why, [](const auto& kv) { return kv.second == 0; });
   }
 
   void retype(rewrite::Rewriter& rw, ir::Value* v) {
@@ -560,6 +615,9 @@ class ConvertPrecisionPass final : public pass::Pass {
   std::set<std::string> keep_ops_, keep_nodes_, keep_values_, safe_values_;
   int64_t opset_ = 1;
   std::set<const ir::Value*> captured_;
+  std::set<const ir::Node*> qdq_region_;
+  bool top_ =
+      true;  ///< converting the main graph (not a subgraph)  ///< below opset 19: nodes between DQ and Q
   std::set<ir::Value*> retyped_;
   std::set<ir::Value*> saturated_;  ///< outputs of nodes kept for kBeyondRange
   std::map<ir::Value*, ir::Value*> to_target_, to_float_, init_copies_;
