@@ -253,7 +253,7 @@ class ConvertPrecisionPass final : public pass::Pass {
         convertNode(rw, n);
       } else {
         if (touchesFloat(*n)) ++kept_why[why];
-        if (why == kBeyondRange || readsBeyondRange(*n)) {
+        if (why == kBeyondRange || why == kDequantizedRange || readsBeyondRange(*n)) {
           for (ir::Value* o : n->outputs()) {
             if (isFloatTensor(o)) saturated_.insert(o);
           }

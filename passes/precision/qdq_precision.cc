@@ -5,6 +5,7 @@
 //                                       bfloat16), or (DQ) max|q - zp| * max s > T's largest
 //   DQ -> op -> Q      below 19         op float32 with its Q/DQ (a QDQ region)
 //   Mul(Cast<to=FLOAT>(MatMulInteger(..)), s)   float32: int32 sums pass float16's range
+//   Mul(DynamicQuantizeLinear(x)[1], s)        float32: a product of scales may underflow
 #include "qdq_precision.h"
 
 #include <algorithm>
@@ -108,6 +109,13 @@ bool castsIntegerSums(const ir::Node* n) {
          isIntegerProduct(n->input(0)->producer());
 }
 
+/// DynamicQuantizeLinear's y_scale.
+bool isDynamicScale(const ir::Value* v) {
+  const ir::Node* p = v->producer();
+  return p != nullptr && p->opType() == "DynamicQuantizeLinear" && p->numOutputs() > 1 &&
+         p->output(1) == v;
+}
+
 bool isFloatValue(const ir::Value* v) {
   return v != nullptr && v->type().isTensor() && v->type().elem_type == DataType::kFloat;
 }
@@ -133,6 +141,8 @@ std::string quantizedKeepReason(const ir::Node& n, DataType target) {
   if (n.opType() == "Mul") {
     for (const ir::Value* v : n.inputs()) {
       if (v != nullptr && castsIntegerSums(v->producer())) return "an integer product's sums";
+      // A product of scales can fall under float16's normals (0.02 * 0.001).
+      if (v != nullptr && isDynamicScale(v)) return "a dynamic quantization scale";
     }
   }
   return "";

@@ -37,7 +37,7 @@ bool isQdq(const ir::Node& n);
 ///   two units of `target`, or (DequantizeLinear) whose values would pass `target`'s range;
 ///   QLinearMatMul (its scales are all it has of float: nothing to speed up);
 ///   a Cast of MatMulInteger's or ConvInteger's int32 sums (they pass float16's range), and the
-///   Mul scaling it.
+///   Mul scaling it; a Mul of DynamicQuantizeLinear's scale (a product of scales may underflow).
 std::string quantizedKeepReason(const ir::Node& n, DataType target);
 
 /// The nodes of `g`, other than Q/DQ, inside a QDQ region: each float input that is not a
