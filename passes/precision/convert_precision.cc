@@ -23,6 +23,9 @@
 // and bool tensors are never touched. A node with subgraphs stays float32 and its subgraphs
 // convert inside, with a float32 interface (Casts at their border, inside them), when they hold
 // a product or convolution to speed up.
+// Quantized models (qdq_precision.h): from opset 19 Q/DQ scales convert with the float side;
+// below it Q/DQ and what lies between a DQ and the next Q stay float32 (one warning names
+// --target-opset 19); a Q/DQ whose float side stays float32 stays with it.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
