@@ -267,8 +267,13 @@ class ConvertPrecisionPass final : public pass::Pass {
     if (worth && (keep_io_ || !top)) restoreOutputs(rw, g);
     if (!worth) {
       ++kept_why["a subgraph without products or convolutions"];
-      // It may still read an outer graph input that keep-io-types=false retyped.
-      for (ir::Node* n : nodes) feedFloat(rw, n);
+      for (ir::Node* n : nodes) {
+        // Its Q/DQ count toward the warning that names the opset converting them.
+        std::string why = keptBecause(*n);
+        if (why == kQdqOpset || why == kQdqRegion) ++kept_why[why];
+        // It may still read an outer graph input that keep-io-types=false retyped.
+        feedFloat(rw, n);
+      }
     }
     for (ir::Node* n : nodes) {
       for (ir::Graph* sub : n->subgraphs()) convertGraph(rw, *sub, /*top=*/false, kept_why);
