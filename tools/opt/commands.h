@@ -17,6 +17,7 @@
 #include "onnxopt/kernels/cuda.h"
 #include "onnxopt/kernels/host_tensor.h"
 #include "onnxopt/runtime/executor.h"
+#include "onnxopt/runtime/generator.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::tools {
@@ -130,6 +131,16 @@ struct BenchCommandOptions {
   runtime::RunLimits limits;  // --max-iterations, --max-memory
 };
 
+/// `opt generate MODEL` (generate_command.cc).
+struct GenerateCommandOptions {
+  std::string model;
+  std::vector<std::string> input_ids;       // --input-ids, one row each
+  std::vector<std::string> attention_mask;  // --attention-mask, one row each
+  runtime::GenerationOptions options;
+  std::string device = "reference";
+  bool stream = false;
+};
+
 /// `opt run`: the reference (or, with --device cuda, the CUDA) executor on given or seeded random
 /// inputs; prints output summaries.
 
@@ -137,6 +148,9 @@ int optimizeCommand(const OptimizeCommandOptions& opts);
 int checkCommand(const CheckCommandOptions& opts);
 int runCommand(const RunCommandOptions& opts);
 int benchCommand(const BenchCommandOptions& opts);
+int generateCommand(const GenerateCommandOptions& opts);
+/// `opt generate`'s command line (its options into `opts`).
+CLI::App* addGenerateCommand(CLI::App& app, GenerateCommandOptions& opts);
 /// `opt bench`'s command line (its options into `opts`).
 CLI::App* addBenchCommand(CLI::App& app, BenchCommandOptions& opts);
 

@@ -1,5 +1,6 @@
 // opt: the onnxopt command-line driver. This file builds the command line and dispatches to the
-// subcommands, each in its own file (commands.h): optimize (the default), check, run, bench.
+// subcommands, each in its own file (commands.h): optimize (the default), check, run, bench,
+// generate.
 #include <cstdio>
 #include <string>
 
@@ -31,6 +32,8 @@ Examples:
   opt check model.onnx out.onnx --per-layer --runner onnxruntime --report check.json
   opt check model.onnx --runner cuda --against reference   the GPU against the CPU on one model
   opt bench model.onnx --iters 200 --profile  latency on GPU 0, and a per-node time table
+  opt generate decoder.onnx --input-ids 1,2,3 --max-new-tokens 64
+                                             greedy tokens from a decoder with a KV cache
   opt model.onnx -o out.onnx --check --report report.json
                                              optimize, then check the result against the input
   opt model.onnx --emit text                 print the IR as text (the format of pass tests)
@@ -291,8 +294,10 @@ int optMain(int argc, char** argv) {
   CLI::App* run_cmd = addRunCommand(app, run_opts);
   BenchCommandOptions bench_opts;
   CLI::App* bench_cmd = addBenchCommand(app, bench_opts);
+  GenerateCommandOptions generate_opts;
+  CLI::App* generate_cmd = addGenerateCommand(app, generate_opts);
   // --plugin on the command and on each subcommand (`opt run --plugin X.so m.onnx`).
-  std::vector<std::vector<std::string>> plugin_lists(4);
+  std::vector<std::vector<std::string>> plugin_lists(5);
   const char* plugin_help =
       "Load this plugin (a shared library: passes, op schemas, reference and CUDA kernels; "
       "docs/plugins.md) before anything else (repeatable)";
@@ -300,9 +305,10 @@ int optMain(int argc, char** argv) {
   check_cmd->add_option("--plugin", plugin_lists[1], plugin_help);
   run_cmd->add_option("--plugin", plugin_lists[2], plugin_help);
   bench_cmd->add_option("--plugin", plugin_lists[3], plugin_help);
+  generate_cmd->add_option("--plugin", plugin_lists[4], plugin_help);
   // A repeatable option takes one value per occurrence: `--plugin a.so model.onnx` leaves the
   // model to the positional argument.
-  for (CLI::App* a : {&app, check_cmd, run_cmd, bench_cmd}) {
+  for (CLI::App* a : {&app, check_cmd, run_cmd, bench_cmd, generate_cmd}) {
     for (CLI::Option* o : a->get_options()) {
       if (!o->get_lnames().empty() && o->get_items_expected_max() > 1) o->allow_extra_args(false);
     }
@@ -331,6 +337,9 @@ int optMain(int argc, char** argv) {
   }
   if (*run_cmd) return guarded(run_opts.model, [&] { return runCommand(run_opts); });
   if (*bench_cmd) return guarded(bench_opts.model, [&] { return benchCommand(bench_opts); });
+  if (*generate_cmd) {
+    return guarded(generate_opts.model, [&] { return generateCommand(generate_opts); });
+  }
   opts.external_data_given = flags.external_data->count() > 0;
   opts.passes_given = flags.passes->count() > 0;
   opts.fold_size_limit_given = flags.fold_size_limit->count() > 0;
