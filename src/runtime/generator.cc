@@ -119,8 +119,8 @@ Status Generator::checkPrompt(const Prompt& p) const {
   }
   if (masked) {
     if (p.attention_mask.size() != p.input_ids.size()) {
-      return invalidArgument("attention_mask has {} rows, input_ids {}", p.attention_mask.size(),
-                             p.input_ids.size());
+      return invalidArgument("{} rows of attention_mask for {} of input_ids",
+                             p.attention_mask.size(), p.input_ids.size());
     }
     for (size_t r = 0; r < p.input_ids.size(); ++r) {
       const auto& m = p.attention_mask[r];
