@@ -1,0 +1,109 @@
+"""`opt generate` on the tiny decoders of models/decoders (Llama, Qwen2, Phi, GPT-J; dynamo exports
+with a KV cache): greedy generation on the reference runner gives the ids Hugging Face `generate`
+gave in float32 (generate_golden.json beside each model, written by
+models/decoders/generate_golden.py), before and after -O2 --target-opset 23 (the cache folded into
+Attention-23); sampling is fixed by its seed; bad input is one error line naming the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roundtrip_check import REPO_ROOT
+
+DECODERS = ["llama_kv_dynamo", "qwen2_kv_dynamo", "phi_kv_dynamo", "gptj_kv_dynamo"]
+
+
+def golden_cases(name: str) -> list[dict]:
+    return json.loads((REPO_ROOT / "models" / "decoders" / name / "generate_golden.json").read_text())["cases"]
+
+
+def generate_args(case: dict) -> list[str]:
+    args = []
+    for row in case["input_ids"]:
+        args += ["--input-ids", ",".join(map(str, row))]
+    args += ["--max-new-tokens", str(case["max_new_tokens"])]
+    if case["eos_token_id"] is not None:
+        args += ["--eos-token-id", str(case["eos_token_id"])]
+    return args
+
+
+def printed_ids(stdout: str) -> list[list[int]]:
+    """The sequences of `opt generate`'s "ids ROW: ..." lines, in row order."""
+    rows = [line.split(":", 1) for line in stdout.splitlines() if line.startswith("ids ")]
+    assert [int(head.split()[1]) for head, _ in rows] == list(range(len(rows))), stdout
+    return [[int(t) for t in ids.split(",")] for _, ids in rows]
+
+
+def generate(run_opt, model: Path, *args) -> list[list[int]]:
+    proc = run_opt("generate", model, *args)
+    assert proc.returncode == 0, proc.stderr
+    return printed_ids(proc.stdout)
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_greedy_generation_is_hugging_faces(name: str, run_opt) -> None:
+    model = REPO_ROOT / "models" / "decoders" / name / "model.onnx"
+    for case in golden_cases(name):
+        assert generate(run_opt, model, *generate_args(case)) == case["sequences"], case["name"]
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_optimized_decoder_generates_the_same_ids(name: str, run_opt, work_dir: Path) -> None:
+    model, out = REPO_ROOT / "models" / "decoders" / name / "model.onnx", work_dir / "o2.onnx"
+    proc = run_opt(model, "-O2", "--target-opset", "23", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    for case in golden_cases(name):
+        assert generate(run_opt, out, *generate_args(case)) == case["sequences"], case["name"]
+
+
+def test_generate_prints_prefill_and_decode_figures(run_opt) -> None:
+    model = REPO_ROOT / "models" / "decoders" / "llama_kv_dynamo" / "model.onnx"
+    proc = run_opt("generate", model, "--input-ids", "1,2,3", "--input-ids", "4,5,6", "--max-new-tokens", "4",
+                   "--stream")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    steps = [line for line in lines if line.startswith("step ")]
+    assert [s.split(":")[0] for s in steps] == [f"step {i}" for i in range(4)]
+    # The streamed tokens are the new ids of each row.
+    ids = printed_ids(proc.stdout)
+    assert [[int(t) for t in s.split(": ")[1].split(",")] for s in steps] == [[r[3 + i] for r in ids] for i in range(4)]
+    assert any(line.startswith("prefill ") and "ms (2 x 3 tokens)" in line for line in lines), proc.stdout
+    assert any(line.startswith("decode  3 steps in ") and "tokens/s" in line for line in lines), proc.stdout
+
+
+def test_sampling_is_fixed_by_its_seed(run_opt) -> None:
+    model = REPO_ROOT / "models" / "decoders" / "qwen2_kv_dynamo" / "model.onnx"
+    args = ["--input-ids", "7,8,9", "--max-new-tokens", "16", "--temperature", "1.5", "--top-k", "50", "--top-p",
+            "0.95"]
+    first = generate(run_opt, model, *args, "--seed", "3")
+    assert len(first[0]) == 3 + 16
+    assert generate(run_opt, model, *args, "--seed", "3") == first
+    assert generate(run_opt, model, *args, "--seed", "4") != first
+    greedy = golden_cases("qwen2_kv_dynamo")[0]
+    assert generate(run_opt, model, *generate_args(greedy), "--temperature", "1.0", "--top-k", "1") == \
+        greedy["sequences"]
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["--input-ids", "1,256"], "input id 256 (row 0, position 1) is out of the vocabulary (0..255)"),
+    (["--input-ids", "1,2", "--input-ids", "3"],
+     "rows of input_ids have different lengths (2 and 1) and no attention_mask says which ids are padding"),
+    (["--input-ids", "1,2", "--top-p", "0"], "top_p must be in (0, 1], not 0"),
+])
+def test_bad_prompt_is_one_error_line(args: list[str], reason: str, run_opt) -> None:
+    model = REPO_ROOT / "models" / "decoders" / "llama_kv_dynamo" / "model.onnx"
+    proc = run_opt("generate", model, *args)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [f"opt: error: {model}: {reason}"]
+
+
+def test_model_without_cache_is_refused(run_opt) -> None:
+    model = REPO_ROOT / "models" / "transformers" / "llama_dynamo" / "model.onnx"
+    proc = run_opt("generate", model, "--input-ids", "1,2")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"opt: error: {model}: no KV-cache inputs (past_key_values.{{i}}.key/value): generation needs a decoder "
+        "exported with its cache"]
