@@ -512,6 +512,33 @@ NB_MODULE(_core, m) {
       },
       "source"_a, "arrays"_a, "strings"_a, "runner"_a, "seed"_a, "max_iterations"_a, "max_memory"_a,
       "Runs a model; returns [(name, kind, value)].");
+  nb::class_<GenerateArgs>(m, "GenerateArgs", "The options of generate (see onnxopt.generate).")
+      .def(nb::init<>())
+      .def_rw("runner", &GenerateArgs::runner)
+      .def_prop_rw(
+          "max_new_tokens", [](const GenerateArgs& a) { return a.options.max_new_tokens; },
+          [](GenerateArgs& a, int64_t v) { a.options.max_new_tokens = v; })
+      .def_prop_rw(
+          "max_length", [](const GenerateArgs& a) { return a.options.max_length; },
+          [](GenerateArgs& a, int64_t v) { a.options.max_length = v; })
+      .def_prop_rw(
+          "eos_token_id", [](const GenerateArgs& a) { return a.options.eos_token_id; },
+          [](GenerateArgs& a, int64_t v) { a.options.eos_token_id = v; })
+      .def_prop_rw(
+          "temperature", [](const GenerateArgs& a) { return a.options.sampling.temperature; },
+          [](GenerateArgs& a, double v) { a.options.sampling.temperature = v; })
+      .def_prop_rw(
+          "top_k", [](const GenerateArgs& a) { return a.options.sampling.top_k; },
+          [](GenerateArgs& a, int64_t v) { a.options.sampling.top_k = v; })
+      .def_prop_rw(
+          "top_p", [](const GenerateArgs& a) { return a.options.sampling.top_p; },
+          [](GenerateArgs& a, double v) { a.options.sampling.top_p = v; })
+      .def_prop_rw(
+          "seed", [](const GenerateArgs& a) { return a.options.sampling.seed; },
+          [](GenerateArgs& a, uint64_t v) { a.options.sampling.seed = v; });
+  m.def("generate", &generateIds, "source"_a, "input_ids"_a, "attention_mask"_a, "args"_a,
+        "callback"_a = nb::none(),
+        "Generates tokens with a decoder that has a KV cache; returns (sequences, stats).");
   m.def("infer_shapes", &inferShapes, "source"_a,
         "Infers types and shapes; returns (ModelProto bytes with value_info, warnings).");
   m.def("list_passes", &listPasses, "Every registered pass: id, summary, options.");

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "onnxopt/api/generate.h"
 #include "onnxopt/api/optimize.h"
 #include "onnxopt/api/run.h"
 #include "onnxopt/io/model_io.h"
@@ -109,5 +110,15 @@ nb::dict checkModels(const Source& original_src, const Source& optimized_src,
                      const runtime::RunLimits& limits);
 nb::list runModel(const Source& src, const runtime::Feeds& given, const std::string& runner,
                   uint64_t seed, const runtime::RunLimits& limits);
+/// generate's options (see onnxopt.generate): the Generator's, and the runner.
+struct GenerateArgs {
+  runtime::GenerationOptions options;
+  std::string runner = "reference";
+};
+/// Token generation (onnxopt::generate) without the GIL; `callback` (None or a callable taking
+/// the step and the row tokens; False stops) runs with it. Returns (sequences, stats dict).
+nb::tuple generateIds(const Source& src, std::vector<std::vector<int64_t>> input_ids,
+                      std::vector<std::vector<int64_t>> attention_mask, const GenerateArgs& args,
+                      nb::object callback);
 
 }  // namespace onnxopt::python

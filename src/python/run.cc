@@ -1,5 +1,7 @@
-// check and run: a model (or two) read, prepared for a runner and run without the GIL; the
-// results cross back as Python lists and dicts.
+// check, run and generate: a model (or two) read, prepared for a runner and run without the GIL;
+// the results cross back as Python lists and dicts.
+#include <exception>
+
 #include "module_shared.h"
 
 namespace onnxopt::python {
@@ -107,6 +109,46 @@ nb::list runModel(const Source& src, const runtime::Feeds& given, const std::str
     result = std::move(ran).value();
   }
   return resultToPython(std::move(result));
+}
+
+nb::tuple generateIds(const Source& src, std::vector<std::vector<int64_t>> input_ids,
+                      std::vector<std::vector<int64_t>> attention_mask, const GenerateArgs& args,
+                      nb::object callback) {
+  // An exception of the callback ends the generation and is raised once the GIL is back.
+  std::exception_ptr raised;
+  runtime::TokenCallback stream;
+  if (!callback.is_none()) {
+    stream = [&](int64_t step, const std::vector<int64_t>& tokens) {
+      nb::gil_scoped_acquire locked;
+      try {
+        nb::object r = callback(step, tokens);
+        return r.is_none() || nb::cast<bool>(r);
+      } catch (...) {
+        raised = std::current_exception();
+        return false;
+      }
+    };
+  }
+  GenerateResult result;
+  {
+    nb::gil_scoped_release unlocked;
+    auto model = loadSource(src, nullptr);
+    GenerateRequest request;
+    request.prompt = {std::move(input_ids), std::move(attention_mask)};
+    request.options = args.options;
+    request.runner = args.runner;
+    request.model_path = src.label();
+    result = valueOrThrow(generate(*model, request, stream));
+  }
+  if (raised) std::rethrow_exception(raised);
+  nb::dict stats;
+  stats["batch"] = result.stats.batch;
+  stats["prompt_tokens"] = result.stats.prompt_tokens;
+  stats["prefill_ms"] = result.stats.prefill_ms;
+  stats["decode_steps"] = result.stats.decode_steps;
+  stats["decode_ms"] = result.stats.decode_ms;
+  stats["decode_tokens_per_second"] = result.stats.decodeTokensPerSecond();
+  return nb::make_tuple(result.sequences, stats);
 }
 
 }  // namespace onnxopt::python

@@ -4,6 +4,7 @@
     model = onnxopt.optimize("model.onnx")              # -> onnx.ModelProto, as `opt -O2` makes it
     report = onnxopt.check("model.onnx", model)         # same outputs? (CheckReport)
     outputs = onnxopt.run(model, {"x": x})               # {name: numpy array}
+    ids = onnxopt.generate("decoder.onnx", [1, 2, 3], max_new_tokens=32)  # a decoder's tokens
 
 The work happens in onnxopt._core, a native module over the same C++ library as the `opt` tool
 (src/python/module.cc), without the GIL. Models cross as serialized bytes or paths, never as
@@ -17,7 +18,8 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple,
+                    Union)
 
 from . import _core
 from ._arrays import result_from_core, to_core
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     import onnx
 
 __all__ = [
-    "optimize", "optimize_file", "check", "run", "infer_shapes", "list_passes", "runners",
+    "optimize", "optimize_file", "check", "run", "generate", "infer_shapes", "list_passes", "runners",
     "CheckReport", "TensorCheck", "CheckInput", "OnnxoptWarning", "Error", "InvalidArgumentError",
     "NotFoundError", "IoError", "UnimplementedError", "ResourceExhaustedError", "InternalError",
 ]
@@ -183,6 +185,55 @@ def run(model: ModelLike, inputs: Optional[Mapping[str, Any]] = None, *,
     arrays, strings = to_core(inputs)
     return result_from_core(_core.run(_source(model), arrays, strings, runner, seed,
                                       max_iterations, max_memory))
+
+
+def _rows(ids: Any, what: str) -> Tuple[List[List[int]], bool]:
+    """A prompt (or its mask) as rows of ints, and whether it was one flat row. Arrays and tensors
+    cross through tolist(); rows may differ in length (the library says what is wrong then)."""
+    values = list(ids.tolist() if hasattr(ids, "tolist") else ids)
+    if all(isinstance(t, int) for t in values):
+        return [values], True
+    try:
+        return [[int(t) for t in row] for row in values], False
+    except TypeError:
+        raise TypeError(f"onnxopt: {what} is a sequence of ints or of rows of ints") from None
+
+
+def generate(model: ModelLike, input_ids: Any, *, max_new_tokens: int = 32,
+             max_length: Optional[int] = None, eos_token_id: Optional[int] = None,
+             temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
+             attention_mask: Any = None, runner: str = "reference",
+             callback: Optional[Callable[[int, List[int]], Optional[bool]]] = None) -> Any:
+    """Generates tokens with a decoder exported with its KV cache, as `opt generate` does: a
+    prefill run on the prompt, then one run per token with the cache the run before returned.
+
+    input_ids: one prompt (a sequence of ints) or a batch (rows; a 2-D array). Rows of different
+    lengths must be padded to one length and given an attention_mask (1 a token, 0 padding).
+    temperature 0 is greedy; above 0 the next token is sampled from softmax(logits / temperature)
+    among the top_k most likely (0: all) whose probability reaches top_p, seeded by `seed`. A row
+    that takes eos_token_id is finished and padded with it; generation stops after
+    max_new_tokens, at max_length (prompt included), or when every row is finished. callback:
+    called after each step with its index (0: the prefill) and each row's token; returning False
+    stops. runner: "reference" (the CPU kernels) or "cuda" where built.
+
+    Returns a numpy int64 array: the prompt, then the new ids, per row (one row: 1-D, as given).
+    """
+    import numpy as np
+
+    args = _core.GenerateArgs()
+    args.max_new_tokens = max_new_tokens
+    args.max_length = max_length or 0
+    args.eos_token_id = -1 if eos_token_id is None else eos_token_id
+    args.temperature = temperature
+    args.top_k = top_k
+    args.top_p = top_p
+    args.seed = seed
+    args.runner = runner
+    rows, flat = _rows(input_ids, "input_ids")
+    mask = [] if attention_mask is None else _rows(attention_mask, "attention_mask")[0]
+    sequences, _ = _core.generate(_source(model), rows, mask, args, callback)
+    out = np.asarray(sequences, dtype=np.int64)
+    return out[0] if flat else out
 
 
 def infer_shapes(model: ModelLike) -> "onnx.ModelProto":
