@@ -12,8 +12,10 @@ Cases, per model:
   - "batch": two prompts of 5 ids each (no padding: every mask entry is 1), 32 new tokens.
   - "eos": the "greedy" prompt with eos_token_id set to the 10th token greedy produced: generation
     stops after that token.
-Each case stores the prompt and the whole sequences (prompt, then the new ids), as `generate`
-returns them. Needs torch and transformers (the versions are written into each file); not run in CI:
+  - "padded": two prompts, the first of 3 ids left-padded with 2 pad ids (0) and masked, the
+    second of 5 ids: a batch of rows of different lengths, as a tokenizer pads them.
+Each case stores the prompt (and its attention_mask where one is given) and the whole sequences
+(prompt, then the new ids), as `generate` returns them. Needs torch and transformers (the versions are written into each file); not run in CI:
 
     python models/decoders/generate_golden.py
 """
@@ -65,12 +67,12 @@ def check_weights(model, path: str) -> float:
     return float(np.abs(out.logits.numpy() - read("output_0.pb")).max())
 
 
-def greedy(model, prompt: torch.Tensor, eos: int | None) -> list[list[int]]:
+def greedy(model, prompt: torch.Tensor, eos: int | None, mask: torch.Tensor | None = None) -> list[list[int]]:
     model.generation_config.eos_token_id = eos
     model.generation_config.pad_token_id = 0 if eos is None else eos
     with torch.no_grad():
-        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
-                             max_new_tokens=NEW_TOKENS, use_cache=True)
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt) if mask is None else mask,
+                             do_sample=False, max_new_tokens=NEW_TOKENS, use_cache=True)
     return out.tolist()
 
 
@@ -85,6 +87,9 @@ def golden(kind: str, out_dir: str) -> str:
     g = torch.Generator().manual_seed(PROMPT_SEED)
     one = torch.randint(0, cfg.vocab_size, (1, 6), generator=g)
     two = torch.randint(0, cfg.vocab_size, (2, 5), generator=g)
+    padded = torch.randint(0, cfg.vocab_size, (2, 5), generator=g)
+    mask = torch.ones_like(padded)
+    padded[0, :2], mask[0, :2] = 0, 0
     first = greedy(model, one, None)
     eos = first[0][one.shape[1] + 9]
     cases = [
@@ -94,6 +99,8 @@ def golden(kind: str, out_dir: str) -> str:
          "sequences": greedy(model, two, None)},
         {"name": "eos", "input_ids": one.tolist(), "max_new_tokens": NEW_TOKENS, "eos_token_id": eos,
          "sequences": greedy(model, one, eos)},
+        {"name": "padded", "input_ids": padded.tolist(), "attention_mask": mask.tolist(),
+         "max_new_tokens": NEW_TOKENS, "eos_token_id": None, "sequences": greedy(model, padded, None, mask)},
     ]
     doc = {"produced_by": "models/decoders/generate_golden.py: Hugging Face generate, greedy, float32",
            "versions": f"torch {torch.__version__}, transformers {transformers.__version__}",

@@ -1,6 +1,6 @@
 """`opt generate` on the tiny decoders of models/decoders (Llama, Qwen2, Phi, GPT-J; dynamo exports
 with a KV cache): greedy generation on the reference runner gives the ids Hugging Face `generate`
-gave in float32 (generate_golden.json beside each model, written by
+gave in float32 (one row, a batch, an end-of-sequence id, a left-padded batch with its mask) (generate_golden.json beside each model, written by
 models/decoders/generate_golden.py), before and after -O2 --target-opset 23 (the cache folded into
 Attention-23); sampling is fixed by its seed; bad input is one error line naming the file."""
 
@@ -22,8 +22,10 @@ def golden_cases(name: str) -> list[dict]:
 
 def generate_args(case: dict) -> list[str]:
     args = []
-    for row in case["input_ids"]:
+    for i, row in enumerate(case["input_ids"]):
         args += ["--input-ids", ",".join(map(str, row))]
+        if "attention_mask" in case:
+            args += ["--attention-mask", ",".join(map(str, case["attention_mask"][i]))]
     args += ["--max-new-tokens", str(case["max_new_tokens"])]
     if case["eos_token_id"] is not None:
         args += ["--eos-token-id", str(case["eos_token_id"])]

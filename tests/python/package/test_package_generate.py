@@ -27,7 +27,7 @@ def test_generate_is_hugging_faces_greedy(name: str) -> None:
     model = DECODERS / name / "model.onnx"
     for case in cases(name):
         ids = onnxopt.generate(model, case["input_ids"], max_new_tokens=case["max_new_tokens"],
-                               eos_token_id=case["eos_token_id"])
+                               eos_token_id=case["eos_token_id"], attention_mask=case.get("attention_mask"))
         assert ids.dtype == np.int64 and ids.tolist() == case["sequences"], case["name"]
 
 
