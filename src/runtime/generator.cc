@@ -34,7 +34,8 @@ kernels::HostTensor indexTensor(DataType dtype, int64_t rows, int64_t cols, At a
 }
 
 /// Row `row` of the last position of logits [batch, seq, vocab], as floats.
-StatusOr<std::vector<float>> lastLogits(const kernels::HostTensor& logits, int64_t row) {
+StatusOr<std::vector<float>> lastLogits(const kernels::HostTensor& logits, const std::string& name,
+                                        int64_t row) {
   const int64_t vocab = logits.dims[2];
   const int64_t base = (row * logits.dims[1] + logits.dims[1] - 1) * vocab;
   std::vector<float> out(vocab);
@@ -51,7 +52,7 @@ StatusOr<std::vector<float>> lastLogits(const kernels::HostTensor& logits, int64
         out[i] = fromLowPrecision(logits.get<uint16_t>(base + i), logits.dtype);
         break;
       default:
-        return invalidArgument("output '{}' is {}, not a float type", "logits",
+        return invalidArgument("output '{}' is {}, not a float type", name,
                                dataTypeName(logits.dtype));
     }
   }
@@ -210,12 +211,21 @@ Feeds Generator::stepFeeds() {
 StatusOr<std::vector<int64_t>> Generator::takeResult(ExecutionResult result, int64_t fed) {
   const int64_t batch = static_cast<int64_t>(sequences_.size());
   const int64_t total = static_cast<int64_t>(sequences_[0].size());
-  std::map<std::string, size_t> index;
-  for (size_t i = 0; i < result.names.size(); ++i) index[result.names[i]] = i;
+  std::map<std::string, kernels::HostTensor*> outputs;
+  for (size_t i = 0; i < result.names.size() && i < result.outputs.size(); ++i) {
+    outputs[result.names[i]] = &result.outputs[i];
+  }
+  for (const KvCacheEntry& e : signature_.cache) {
+    if (outputs.count(e.present) == 0)
+      return invalidArgument("the run returned no '{}'", e.present);
+  }
+  if (outputs.count(signature_.logits) == 0) {
+    return invalidArgument("the run returned no '{}'", signature_.logits);
+  }
   cache_.assign(signature_.cache.size(), {});
   for (size_t i = 0; i < signature_.cache.size(); ++i) {
     const KvCacheEntry& e = signature_.cache[i];
-    kernels::HostTensor& t = result.outputs[index.at(e.present)];
+    kernels::HostTensor& t = *outputs[e.present];
     const std::vector<int64_t> want{batch, e.heads, total, e.head_dim};
     if (t.dims != want) {
       return invalidArgument("mismatched cache shapes: present '{}' is [{}] after {} ids, not [{}]",
@@ -223,7 +233,7 @@ StatusOr<std::vector<int64_t>> Generator::takeResult(ExecutionResult result, int
     }
     cache_[i] = std::move(t);
   }
-  const kernels::HostTensor& logits = result.outputs[index.at(signature_.logits)];
+  const kernels::HostTensor& logits = *outputs[signature_.logits];
   if (logits.rank() != 3 || logits.dims[0] != batch || logits.dims[1] < 1 ||
       (signature_.vocab > 0 && logits.dims[2] != signature_.vocab)) {
     return invalidArgument("output 'logits' is [{}] for {} ids per row, not [{}, {}, vocab]",
@@ -243,7 +253,7 @@ StatusOr<std::vector<int64_t>> Generator::takeResult(ExecutionResult result, int
       tokens[r] = options_.eos_token_id;
       continue;
     }
-    ASSIGN_OR_RETURN(std::vector<float> row, lastLogits(logits, r));
+    ASSIGN_OR_RETURN(std::vector<float> row, lastLogits(logits, signature_.logits, r));
     tokens[r] = sampler_.pick(row);
     finished_[r] = tokens[r] == options_.eos_token_id;
   }
