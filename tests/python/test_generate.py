@@ -1,14 +1,19 @@
 """`opt generate` on the tiny decoders of models/decoders (Llama, Qwen2, Phi, GPT-J; dynamo exports
-with a KV cache): greedy generation on the reference runner gives the ids Hugging Face `generate`
-gave in float32 (one row, a batch, an end-of-sequence id, a left-padded batch with its mask) (generate_golden.json beside each model, written by
-models/decoders/generate_golden.py), before and after -O2 --target-opset 23 (the cache folded into
-Attention-23); sampling is fixed by its seed; bad input is one error line naming the file."""
+with a KV cache). Greedy generation on the reference runner gives the ids Hugging Face `generate`
+gave in float32 (generate_golden.json beside each model, written by
+models/decoders/generate_golden.py: one row, a batch, an end-of-sequence id, a left-padded batch
+with its mask), before and after -O2 --target-opset 23 (the cache folded into Attention-23); the
+fused model gives them on onnxruntime too. Sampling is fixed by its seed; bad input is one error
+line naming the file."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
+import onnx
+import onnxruntime as ort
 import pytest
 
 from roundtrip_check import REPO_ROOT
@@ -109,3 +114,29 @@ def test_model_without_cache_is_refused(run_opt) -> None:
     assert proc.stderr.splitlines() == [
         f"opt: error: {model}: no KV-cache inputs (past_key_values.{{i}}.key/value): generation needs a decoder "
         "exported with its cache"]
+
+
+def ort_greedy(model: Path, prompt: list[list[int]], new_tokens: int) -> list[list[int]]:
+    """Greedy generation on onnxruntime, the loop written out: the oracle for the fused model."""
+    sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    seq = np.array(prompt, dtype=np.int64)
+    past = {i.name: np.zeros((len(prompt), i.shape[1], 0, i.shape[3]), np.float32)
+            for i in sess.get_inputs() if i.name.startswith("past_key_values.")}
+    fed = seq
+    for _ in range(new_tokens):
+        out = dict(zip(names, sess.run(None, {"input_ids": fed, "attention_mask": np.ones_like(seq), **past})))
+        fed = out["logits"][:, -1].argmax(-1)[:, None].astype(np.int64)
+        seq = np.concatenate([seq, fed], axis=1)
+        past = {n: out[n.replace("past_key_values", "present")] for n in past}
+    return seq.tolist()
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_optimized_decoder_generates_hugging_faces_ids_on_onnxruntime(name: str, run_opt, work_dir: Path) -> None:
+    model, out = REPO_ROOT / "models" / "decoders" / name / "model.onnx", work_dir / "o2.onnx"
+    proc = run_opt(model, "-O2", "--target-opset", "23", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert any(n.op_type == "Attention" for n in onnx.load(str(out)).graph.node)
+    for case in golden_cases(name)[:2]:  # one row, and a batch (no mask, no end-of-sequence id)
+        assert ort_greedy(out, case["input_ids"], case["max_new_tokens"]) == case["sequences"], case["name"]
