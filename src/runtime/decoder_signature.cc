@@ -140,7 +140,7 @@ StatusOr<DecoderSignature> decoderSignature(const ir::Graph& graph) {
       ASSIGN_OR_RETURN(sig.position_dtype, indexType(*in));
     } else if (!cacheSlot(name, "past") && in->initializer() == nullptr) {
       return invalidArgument(
-          "input '{}' is not one generation feeds (input_ids, attention_mask, "
+          "input '{}' is not one that generation feeds (input_ids, attention_mask, "
           "position_ids, past_key_values.{{i}}.key/value)",
           name);
     }

@@ -208,7 +208,7 @@ plain (int64[B, S] input_ids) => (int64[B, S] logits) { logits = Identity(input_
             "toy.onnx: cache tensor 'past_key_values_0_key' is not of rank 4 ([batch, heads, "
             "seq, head_dim])");
   EXPECT_EQ(error(broken("int64[B, T] attention_mask", "int64[B, T] attention_mask, float[3] x")),
-            "toy.onnx: input 'x' is not one generation feeds (input_ids, attention_mask, "
+            "toy.onnx: input 'x' is not one that generation feeds (input_ids, attention_mask, "
             "position_ids, past_key_values.{i}.key/value)");
   // A present that does not grow by the ids fed is found at the first decode run.
   EXPECT_EQ(error(broken("present_0_key = Concat<axis = 2>(past_key_values_0_key, k)",

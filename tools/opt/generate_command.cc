@@ -22,7 +22,8 @@ constexpr const char* kGenerateExamples = R"(
 Examples:
   opt generate decoder.onnx --input-ids 1,2,3 --max-new-tokens 64       greedy, CPU reference
   opt generate decoder.onnx --input-ids 1,2,3 --input-ids 4,5,6         a batch of two rows
-  opt generate decoder.onnx --input-ids 0,0,7,8 --attention-mask 0,0,1,1 --input-ids 5,6,7,8
+  opt generate decoder.onnx --input-ids 0,0,7,8 --attention-mask 0,0,1,1 --input-ids 5,6,7,8 \
+      --attention-mask 1,1,1,1                                           a left-padded row
   opt generate decoder.onnx --input-ids 1,2,3 --temperature 0.8 --top-k 40 --top-p 0.95 --seed 7
   opt generate decoder.onnx --input-ids 1,2,3 --device cuda --stream
 
