@@ -539,6 +539,13 @@ NB_MODULE(_core, m) {
   m.def("generate", &generateIds, "source"_a, "input_ids"_a, "attention_mask"_a, "args"_a,
         "callback"_a = nb::none(),
         "Generates tokens with a decoder that has a KV cache; returns (sequences, stats).");
+  nb::class_<GeneratorSession>(m, "Generator", "Step-wise generation (see onnxopt.Generator).")
+      .def(nb::init<const Source&, const GenerateArgs&>(), "source"_a, "args"_a)
+      .def("start", &GeneratorSession::start, "input_ids"_a, "attention_mask"_a)
+      .def("step", &GeneratorSession::step)
+      .def_prop_ro("done", &GeneratorSession::done)
+      .def_prop_ro("sequences", &GeneratorSession::sequences)
+      .def_prop_ro("stats", &GeneratorSession::stats);
   m.def("infer_shapes", &inferShapes, "source"_a,
         "Infers types and shapes; returns (ModelProto bytes with value_info, warnings).");
   m.def("list_passes", &listPasses, "Every registered pass: id, summary, options.");

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -120,5 +121,24 @@ struct GenerateArgs {
 nb::tuple generateIds(const Source& src, std::vector<std::vector<int64_t>> input_ids,
                       std::vector<std::vector<int64_t>> attention_mask, const GenerateArgs& args,
                       nb::object callback);
+
+/// Step-wise generation (onnxopt.Generator): a model read once, its Generator, and a lock so
+/// that steps from several threads take turns. Steps run without the GIL.
+class GeneratorSession {
+ public:
+  GeneratorSession(const Source& src, const GenerateArgs& args);
+  void start(std::vector<std::vector<int64_t>> input_ids,
+             std::vector<std::vector<int64_t>> attention_mask);
+  std::vector<int64_t> step();
+  bool done();
+  std::vector<std::vector<int64_t>> sequences();
+  nb::dict stats();
+
+ private:
+  std::string label_;
+  std::mutex mu_;
+  std::unique_ptr<ir::Model> model_;
+  std::unique_ptr<runtime::Generator> generator_;
+};
 
 }  // namespace onnxopt::python

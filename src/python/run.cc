@@ -111,6 +111,21 @@ nb::list runModel(const Source& src, const runtime::Feeds& given, const std::str
   return resultToPython(std::move(result));
 }
 
+namespace {
+
+nb::dict statsToPython(const runtime::GenerationStats& s) {
+  nb::dict d;
+  d["batch"] = s.batch;
+  d["prompt_tokens"] = s.prompt_tokens;
+  d["prefill_ms"] = s.prefill_ms;
+  d["decode_steps"] = s.decode_steps;
+  d["decode_ms"] = s.decode_ms;
+  d["decode_tokens_per_second"] = s.decodeTokensPerSecond();
+  return d;
+}
+
+}  // namespace
+
 nb::tuple generateIds(const Source& src, std::vector<std::vector<int64_t>> input_ids,
                       std::vector<std::vector<int64_t>> attention_mask, const GenerateArgs& args,
                       nb::object callback) {
@@ -141,14 +156,49 @@ nb::tuple generateIds(const Source& src, std::vector<std::vector<int64_t>> input
     result = valueOrThrow(generate(*model, request, stream));
   }
   if (raised) std::rethrow_exception(raised);
-  nb::dict stats;
-  stats["batch"] = result.stats.batch;
-  stats["prompt_tokens"] = result.stats.prompt_tokens;
-  stats["prefill_ms"] = result.stats.prefill_ms;
-  stats["decode_steps"] = result.stats.decode_steps;
-  stats["decode_ms"] = result.stats.decode_ms;
-  stats["decode_tokens_per_second"] = result.stats.decodeTokensPerSecond();
-  return nb::make_tuple(result.sequences, stats);
+  return nb::make_tuple(result.sequences, statsToPython(result.stats));
+}
+
+GeneratorSession::GeneratorSession(const Source& src, const GenerateArgs& args)
+    : label_(src.label()) {
+  nb::gil_scoped_release unlocked;
+  model_ = loadSource(src, nullptr, Lifetime::kOwn);
+  generator_ = valueOrThrow(createGenerator(*model_, args.runner, args.options, label_));
+}
+
+void GeneratorSession::start(std::vector<std::vector<int64_t>> input_ids,
+                             std::vector<std::vector<int64_t>> attention_mask) {
+  nb::gil_scoped_release unlocked;
+  std::lock_guard<std::mutex> lock(mu_);
+  throwIfError(generator_->start({std::move(input_ids), std::move(attention_mask)}));
+}
+
+std::vector<int64_t> GeneratorSession::step() {
+  nb::gil_scoped_release unlocked;
+  std::lock_guard<std::mutex> lock(mu_);
+  return valueOrThrow(generator_->step());
+}
+
+bool GeneratorSession::done() {
+  nb::gil_scoped_release unlocked;
+  std::lock_guard<std::mutex> lock(mu_);
+  return generator_->done();
+}
+
+std::vector<std::vector<int64_t>> GeneratorSession::sequences() {
+  nb::gil_scoped_release unlocked;
+  std::lock_guard<std::mutex> lock(mu_);
+  return generator_->sequences();
+}
+
+nb::dict GeneratorSession::stats() {
+  runtime::GenerationStats stats;
+  {
+    nb::gil_scoped_release unlocked;
+    std::lock_guard<std::mutex> lock(mu_);
+    stats = generator_->stats();
+  }
+  return statsToPython(stats);
 }
 
 }  // namespace onnxopt::python

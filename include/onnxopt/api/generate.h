@@ -8,6 +8,7 @@
 //   auto result = onnxopt::generate(**model, request);   // result->sequences, result->stats
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,16 @@ struct GenerateResult {
   runtime::GenerationStats stats;
 };
 
-/// Prepares `model` for `request.runner` (prepareForRunner), creates that runner's executor and
-/// runs the Generator on the prompt, calling `callback` after each step. Errors name the model
-/// file: an unknown runner, a model that is no decoder with a KV cache, a bad prompt or option.
+/// A Generator for `model` (which must outlive it) on `runner`: checks that the model is a decoder
+/// with a KV cache, prepares it for the runner (prepareForRunner) and creates that runner's
+/// executor. Errors name `model_path`: an unknown runner, a model that is no such decoder, an
+/// option out of range.
+StatusOr<std::unique_ptr<runtime::Generator>> createGenerator(
+    ir::Model& model, const std::string& runner, const runtime::GenerationOptions& options,
+    const std::string& model_path = "");
+
+/// createGenerator, then the whole generation of the prompt, calling `callback` after each step.
+/// Errors name the model file, as createGenerator's and the Generator's.
 StatusOr<GenerateResult> generate(ir::Model& model, const GenerateRequest& request,
                                   const runtime::TokenCallback& callback = {});
 

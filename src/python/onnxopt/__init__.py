@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import onnx
 
 __all__ = [
-    "optimize", "optimize_file", "check", "run", "generate", "infer_shapes", "list_passes", "runners",
+    "optimize", "optimize_file", "check", "run", "generate", "Generator", "infer_shapes", "list_passes", "runners",
     "CheckReport", "TensorCheck", "CheckInput", "OnnxoptWarning", "Error", "InvalidArgumentError",
     "NotFoundError", "IoError", "UnimplementedError", "ResourceExhaustedError", "InternalError",
 ]
@@ -199,6 +199,21 @@ def _rows(ids: Any, what: str) -> Tuple[List[List[int]], bool]:
         raise TypeError(f"onnxopt: {what} is a sequence of ints or of rows of ints") from None
 
 
+def _generate_args(runner: str, max_new_tokens: int, max_length: Optional[int],
+                   eos_token_id: Optional[int], temperature: float, top_k: int, top_p: float,
+                   seed: int) -> _core.GenerateArgs:
+    args = _core.GenerateArgs()
+    args.runner = runner
+    args.max_new_tokens = max_new_tokens
+    args.max_length = max_length or 0
+    args.eos_token_id = -1 if eos_token_id is None else eos_token_id
+    args.temperature = temperature
+    args.top_k = top_k
+    args.top_p = top_p
+    args.seed = seed
+    return args
+
+
 def generate(model: ModelLike, input_ids: Any, *, max_new_tokens: int = 32,
              max_length: Optional[int] = None, eos_token_id: Optional[int] = None,
              temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0,
@@ -220,20 +235,53 @@ def generate(model: ModelLike, input_ids: Any, *, max_new_tokens: int = 32,
     """
     import numpy as np
 
-    args = _core.GenerateArgs()
-    args.max_new_tokens = max_new_tokens
-    args.max_length = max_length or 0
-    args.eos_token_id = -1 if eos_token_id is None else eos_token_id
-    args.temperature = temperature
-    args.top_k = top_k
-    args.top_p = top_p
-    args.seed = seed
-    args.runner = runner
+    args = _generate_args(runner, max_new_tokens, max_length, eos_token_id, temperature, top_k,
+                          top_p, seed)
     rows, flat = _rows(input_ids, "input_ids")
     mask = [] if attention_mask is None else _rows(attention_mask, "attention_mask")[0]
     sequences, _ = _core.generate(_source(model), rows, mask, args, callback)
     out = np.asarray(sequences, dtype=np.int64)
     return out[0] if flat else out
+
+
+class Generator:
+    """Step-wise generation with a decoder that has a KV cache, the model read once:
+
+        gen = onnxopt.Generator("decoder.onnx", max_new_tokens=16)
+        gen.start([[1, 2, 3]])
+        while not gen.done:
+            tokens = gen.step()          # one id per row; the first step is the prefill
+        gen.sequences, gen.stats         # rows of ids (prompt, then new); prefill/decode times
+
+    The options are generate()'s; start() takes a new prompt (and mask) and forgets the last."""
+
+    def __init__(self, model: ModelLike, *, runner: str = "reference", max_new_tokens: int = 32,
+                 max_length: Optional[int] = None, eos_token_id: Optional[int] = None,
+                 temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0):
+        self._session = _core.Generator(_source(model), _generate_args(
+            runner, max_new_tokens, max_length, eos_token_id, temperature, top_k, top_p, seed))
+
+    def start(self, input_ids: Any, attention_mask: Any = None) -> None:
+        mask = [] if attention_mask is None else _rows(attention_mask, "attention_mask")[0]
+        self._session.start(_rows(input_ids, "input_ids")[0], mask)
+
+    def step(self) -> List[int]:
+        return list(self._session.step())
+
+    @property
+    def done(self) -> bool:
+        return bool(self._session.done)
+
+    @property
+    def sequences(self) -> Any:
+        import numpy as np
+
+        return np.asarray(self._session.sequences, dtype=np.int64)
+
+    @property
+    def stats(self) -> Dict[str, Any]:
+        """batch, prompt_tokens, prefill_ms, decode_steps, decode_ms, decode_tokens_per_second."""
+        return dict(self._session.stats)
 
 
 def infer_shapes(model: ModelLike) -> "onnx.ModelProto":

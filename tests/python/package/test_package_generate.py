@@ -82,3 +82,24 @@ def test_bad_input_raises_with_the_reason() -> None:
     cnn = REPO / "models" / "tiny_cnn" / "model.onnx"
     with pytest.raises(onnxopt.InvalidArgumentError, match=f"{cnn}: no KV-cache inputs"):
         onnxopt.generate(cnn, [1])
+
+
+def test_step_wise_generator_is_the_whole_generation() -> None:
+    model = DECODERS / "llama_kv_dynamo" / "model.onnx"
+    case = cases("llama_kv_dynamo")[1]  # two rows
+    gen = onnxopt.Generator(model, max_new_tokens=32)
+    assert gen.done  # nothing started
+    gen.start(case["input_ids"])
+    steps = []
+    while not gen.done:
+        steps.append(gen.step())
+    prompt = len(case["input_ids"][0])
+    assert steps == [[row[prompt + i] for row in case["sequences"]] for i in range(32)]
+    assert gen.sequences.tolist() == case["sequences"]
+    stats = gen.stats
+    assert stats["batch"] == 2 and stats["prompt_tokens"] == prompt and stats["decode_steps"] == 31
+    assert stats["prefill_ms"] > 0 and stats["decode_tokens_per_second"] > 0
+    with pytest.raises(onnxopt.InvalidArgumentError, match="after the generation is done"):
+        gen.step()
+    gen.start(case["input_ids"][:1])  # a new prompt: the model is not read again
+    assert gen.step() == [case["sequences"][0][prompt]]
