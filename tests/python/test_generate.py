@@ -2,9 +2,9 @@
 with a KV cache). Greedy generation on the reference runner gives the ids Hugging Face `generate`
 gave in float32 (generate_golden.json beside each model, written by
 models/decoders/generate_golden.py: one row, a batch, an end-of-sequence id, a left-padded batch
-with its mask), before and after -O2 --target-opset 23 (the cache folded into Attention-23); the
-fused model gives them on onnxruntime too. Sampling is fixed by its seed; bad input is one error
-line naming the file."""
+with its mask), before and after -O2 --target-opset 23 (the cache folded into Attention-23) and
+-O3 --target cuda (its ai.onnxopt ops on the reference runner too); the -O2 model gives them on
+onnxruntime as well. Sampling is fixed by its seed; bad input is one error line naming the file."""
 
 from __future__ import annotations
 
@@ -57,10 +57,11 @@ def test_greedy_generation_is_hugging_faces(name: str, run_opt) -> None:
         assert generate(run_opt, model, *generate_args(case)) == case["sequences"], case["name"]
 
 
+@pytest.mark.parametrize("pipeline", ["-O2 --target-opset 23", "-O3 --target cuda --target-opset 23"])
 @pytest.mark.parametrize("name", DECODERS)
-def test_optimized_decoder_generates_the_same_ids(name: str, run_opt, work_dir: Path) -> None:
-    model, out = REPO_ROOT / "models" / "decoders" / name / "model.onnx", work_dir / "o2.onnx"
-    proc = run_opt(model, "-O2", "--target-opset", "23", "-o", out)
+def test_optimized_decoder_generates_the_same_ids(name: str, pipeline: str, run_opt, work_dir: Path) -> None:
+    model, out = REPO_ROOT / "models" / "decoders" / name / "model.onnx", work_dir / "out.onnx"
+    proc = run_opt(model, *pipeline.split(), "-o", out)
     assert proc.returncode == 0, proc.stderr
     for case in golden_cases(name):
         assert generate(run_opt, out, *generate_args(case)) == case["sequences"], case["name"]
