@@ -112,6 +112,9 @@ Status Generator::checkPrompt(const Prompt& p) const {
     }
     for (size_t c = 0; c < p.input_ids[r].size(); ++c) {
       int64_t id = p.input_ids[r][c];
+      if (id < 0 && signature_.vocab == 0) {
+        return invalidArgument("input id {} (row {}, position {}) is negative", id, r, c);
+      }
       if (id < 0 || (signature_.vocab > 0 && id >= signature_.vocab)) {
         return invalidArgument("input id {} (row {}, position {}) is out of the vocabulary (0..{})",
                                id, r, c, signature_.vocab - 1);

@@ -222,6 +222,13 @@ TEST(GeneratorTest, BadPromptsAreRefusedWithTheReason) {
             "toy.onnx: input id 4 (row 0, position 1) is out of the vocabulary (0..3)");
   EXPECT_EQ(generated(kNextToken, prompt({{-1}}), tokens(2)),
             "toy.onnx: input id -1 (row 0, position 0) is out of the vocabulary (0..3)");
+  // Where the logits do not declare the vocabulary, a negative id is still refused up front.
+  EXPECT_EQ(generated(broken("float[B, S, 4] logits", "float[B, S, V] logits"), prompt({{-1}}),
+                      tokens(2)),
+            "toy.onnx: input id -1 (row 0, position 0) is negative");
+  EXPECT_EQ(
+      generated(broken("float[B, S, 4] logits", "float[B, S, V] logits"), prompt({{1}}), tokens(2)),
+      "1,2,3");
   EXPECT_EQ(generated(kNextToken, prompt({{1, 2}, {3}}), tokens(2)),
             "toy.onnx: rows of input_ids have different lengths (2 and 1) and no attention_mask "
             "says which ids are padding");
