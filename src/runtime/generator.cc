@@ -237,7 +237,7 @@ StatusOr<std::vector<int64_t>> Generator::takeResult(ExecutionResult result, int
     cache_[i] = std::move(t);
   }
   const kernels::HostTensor& logits = *outputs[signature_.logits];
-  if (logits.rank() != 3 || logits.dims[0] != batch || logits.dims[1] < 1 ||
+  if (logits.rank() != 3 || logits.dims[0] != batch || logits.dims[1] < 1 || logits.dims[2] < 1 ||
       (signature_.vocab > 0 && logits.dims[2] != signature_.vocab)) {
     return invalidArgument("output 'logits' is [{}] for {} ids per row, not [{}, {}, vocab]",
                            fmt::join(logits.dims, ","), fed, batch, fed);

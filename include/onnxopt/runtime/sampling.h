@@ -27,7 +27,7 @@ class Sampler {
  public:
   explicit Sampler(const SamplingOptions& options);
 
-  /// The chosen index of `logits` (one row, the vocabulary). Greedy needs no draw; a row whose
+  /// The chosen index of `logits` (one row, the vocabulary; not empty). Greedy needs no draw; a row whose
   /// logits are all -inf or NaN gives the first index.
   int64_t pick(std::span<const float> logits);
 
