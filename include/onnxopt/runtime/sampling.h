@@ -27,8 +27,8 @@ class Sampler {
  public:
   explicit Sampler(const SamplingOptions& options);
 
-  /// The chosen index of `logits` (one row, the vocabulary; not empty). Greedy needs no draw; a row whose
-  /// logits are all -inf or NaN gives the first index.
+  /// The chosen index of `logits` (one row, the vocabulary; not empty). Greedy needs no draw; a
+  /// row whose logits are all -inf or NaN gives the first index.
   int64_t pick(std::span<const float> logits);
 
   /// The next uniform double in [0, 1): 53 bits of a SplitMix64 stream.
