@@ -80,13 +80,15 @@ LAYER_DOCS: dict[str, tuple[str, str, str]] = {
                 "the `Executor` interface and runner registry, the reference executor, the plan and "
                 "memory planner (`src/runtime/plan`, docs/cuda_runtime.md), seeded random inputs (one "
                 "recipe, `randomInputOptions`, for every front end and `checkModels`), "
-                "output comparison, `checkModels` (what `opt check` computes)"),
+                "output comparison, `checkModels` (what `opt check` computes), the `Generator` "
+                "(tokens from a decoder with a KV cache over any executor, docs/llm.md)"),
     "api": ("`onnxopt::api`", "",
             "`onnxopt::optimize(model, options, result)`, and with it the one front-end policy "
             "`opt` and the Python module share: `OptimizeOptions`' fields for their flags and "
             "keywords become pass options (`passOptionSettings`), --precision's range analysis "
             "(`runPrecisionAnalysis`: seeded inputs, keep- and safe-values, its notes), the CUDA "
-            "kernel table in `PassContext::target_kernels`; `prepareForRunner`. tools/opt and "
+            "kernel table in `PassContext::target_kernels`; `prepareForRunner`; `generate` and "
+            "`createGenerator` (opt generate, onnxopt.generate). tools/opt and "
             "src/python only parse their syntax into it (tests/python/test_front_end_policy.py)"),
     "plugin": ("`onnxopt::plugin`", "dl",
                "`plugin::loadPlugin` / `registerPlugin`: a shared library's one `extern \"C\"` entry "
