@@ -141,3 +141,25 @@ def test_optimized_decoder_generates_hugging_faces_ids_on_onnxruntime(name: str,
     assert any(n.op_type == "Attention" for n in onnx.load(str(out)).graph.node)
     for case in golden_cases(name)[:2]:  # one row, and a batch (no mask, no end-of-sequence id)
         assert ort_greedy(out, case["input_ids"], case["max_new_tokens"]) == case["sequences"], case["name"]
+
+
+def test_generate_on_cuda_or_a_clear_error(run_opt) -> None:
+    """The cuda runner of the registry: on a machine without a GPU (or a build without CUDA) one error
+    line naming the file; with one, Hugging Face's greedy ids (fp32)."""
+    model = REPO_ROOT / "models" / "decoders" / "llama_kv_dynamo" / "model.onnx"
+    case = golden_cases("llama_kv_dynamo")[1]
+    proc = run_opt("generate", model, *generate_args(case), "--device", "cuda")
+    if proc.returncode == 1:
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"opt: error: {model}: cuda runner: no usable CUDA device 0"), \
+            proc.stderr
+        assert proc.stdout == ""
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert printed_ids(proc.stdout) == case["sequences"]
+
+
+def test_unknown_device_is_a_usage_error(run_opt) -> None:
+    model = REPO_ROOT / "models" / "decoders" / "llama_kv_dynamo" / "model.onnx"
+    proc = run_opt("generate", model, "--input-ids", "1,2", "--device", "tpu")
+    assert proc.returncode == 2 and "--device" in proc.stderr, proc.stderr
