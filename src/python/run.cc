@@ -117,6 +117,7 @@ nb::dict statsToPython(const runtime::GenerationStats& s) {
   nb::dict d;
   d["batch"] = s.batch;
   d["prompt_tokens"] = s.prompt_tokens;
+  d["prefilled"] = s.prefilled;
   d["prefill_ms"] = s.prefill_ms;
   d["decode_steps"] = s.decode_steps;
   d["decode_ms"] = s.decode_ms;

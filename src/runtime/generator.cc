@@ -279,6 +279,7 @@ StatusOr<std::vector<int64_t>> Generator::step() {
     return error(tokens.status());
   }
   (steps_ == 0 ? stats_.prefill_ms : stats_.decode_ms) += msSince(begin);
+  stats_.prefilled = true;
   if (steps_ > 0) ++stats_.decode_steps;
   ++steps_;
   for (size_t r = 0; r < sequences_.size(); ++r) {

@@ -106,6 +106,7 @@ TEST(GeneratorTest, StepWiseIsTheWholeGeneration) {
   EXPECT_EQ(taken, (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ((*gen)->sequences()[0], (std::vector<int64_t>{3, 0, 1, 2, 3}));
   EXPECT_EQ((*gen)->stats().decode_steps, 3);
+  EXPECT_TRUE((*gen)->stats().prefilled);
   EXPECT_FALSE((*gen)->step().isOk());  // done
   // The callback sees every step and can end the generation.
   std::vector<int64_t> seen;

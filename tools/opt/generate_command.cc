@@ -66,6 +66,10 @@ StatusOr<runtime::Prompt> parsePrompt(const GenerateCommandOptions& opts) {
 }
 
 void printStats(const runtime::GenerationStats& s) {
+  if (!s.prefilled) {
+    fmt::print("prefill not run (no new tokens asked)\n");
+    return;
+  }
   fmt::print("prefill {:.3f} ms ({} x {} tokens)\n", s.prefill_ms, s.batch, s.prompt_tokens);
   if (s.decode_steps == 0) {
     fmt::print("decode  no steps\n");

@@ -49,6 +49,7 @@ using TokenCallback = std::function<bool(int64_t step, const std::vector<int64_t
 struct GenerationStats {
   int64_t batch = 0;
   int64_t prompt_tokens = 0;
+  bool prefilled = false;  ///< false until the first step (max_new_tokens 0 takes none)
   double prefill_ms = 0.0;
   int64_t decode_steps = 0;
   double decode_ms = 0.0;

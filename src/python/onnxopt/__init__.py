@@ -280,7 +280,8 @@ class Generator:
 
     @property
     def stats(self) -> Dict[str, Any]:
-        """batch, prompt_tokens, prefill_ms, decode_steps, decode_ms, decode_tokens_per_second."""
+        """batch, prompt_tokens, prefilled, prefill_ms, decode_steps, decode_ms,
+        decode_tokens_per_second."""
         return dict(self._session.stats)
 
 
