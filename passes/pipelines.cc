@@ -257,6 +257,34 @@ constexpr const char* kCudaLevel3 =
     "fixpoint(fuse-conv-activation,fuse-matmul-epilogue,fuse-skip-layernorm,dce),"
     "fixpoint(fuse-packed-attention,dce)";
 
+StatusOr<std::string> withQuantize(const std::string& pipeline, const WeightQuantization& q) {
+  if (q.weights != "int4" && q.weights != "int8") {
+    return invalidArgument("unknown weight quantization '{}' (int4 or int8)", q.weights);
+  }
+  std::string exclude;
+  for (const std::string& x : q.exclude) {
+    if (x.find_first_of(",\"") != std::string::npos || x.empty()) {
+      return invalidArgument(
+          "--quantize-exclude '{}': an empty pattern, or one with ',' or '\"', cannot be passed "
+          "to the pass",
+          x);
+    }
+    exclude += (exclude.empty() ? "" : ",") + x;
+  }
+  std::string step = fmt::format("quantize-weights{{weights={},block-size={},symmetric={}",
+                                 q.weights, q.block_size, q.symmetric ? "true" : "false");
+  if (!exclude.empty()) step += ",exclude=\"" + exclude + "\"";
+  if (!q.lm_head) step += ",lm-head=false";
+  if (q.embeddings) step += ",embeddings=true";
+  step += "}";
+  const std::string cuda(kCudaLevel3);
+  if (pipeline.size() >= cuda.size() &&
+      pipeline.compare(pipeline.size() - cuda.size(), cuda.size(), cuda) == 0) {
+    return pipeline.substr(0, pipeline.size() - cuda.size()) + "," + step + cuda;
+  }
+  return pipeline.empty() ? step : pipeline + "," + step;
+}
+
 StatusOr<std::string> pipelineFor(int level, int target_opset, const std::string& target,
                                   const std::vector<PassOptionSetting>& settings) {
   if (!target.empty() && target != "cuda") {

@@ -350,7 +350,7 @@ class QuantizeWeightsPass final : public pass::GraphPass {
     int64_t opset = model.opsetVersion("").value_or(0);
     if (opset >= kBlockedOpset) return Status::ok();
     return invalidArgument(
-        "quantize-weights: node '{}': blocked DequantizeLinear needs ai.onnx opset {} and the "
+        "node '{}': blocked DequantizeLinear needs ai.onnx opset {} and the "
         "model imports opset {} (add --target-opset {} to raise it first)",
         reader.name().empty() ? reader.output(0)->name() : reader.name(), kBlockedOpset, opset,
         kBlockedOpset);

@@ -44,6 +44,9 @@ Status optimize(ir::Model& model, const OptimizeOptions& options, OptimizeResult
                                                  options.keep_ops, options.keep_nodes,
                                                  options.keep_values, options.safe_values));
   }
+  if (!options.quantize.weights.empty()) {
+    ASSIGN_OR_RETURN(text, passes::withQuantize(text, options.quantize));
+  }
   // Plugins' passes join the level pipelines (-O1 and up); a --passes pipeline names them.
   std::vector<std::string> plugin_passes;
   if (options.pipeline.empty() && options.level >= 1) plugin_passes = passes::pipelinePasses();

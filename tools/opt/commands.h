@@ -16,6 +16,7 @@
 #include "onnxopt/ir/graph.h"
 #include "onnxopt/kernels/cuda.h"
 #include "onnxopt/kernels/host_tensor.h"
+#include "onnxopt/passes/registry.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/runtime/generator.h"
 #include "onnxopt/support/status.h"
@@ -55,8 +56,11 @@ struct OptimizeCommandOptions {
   bool range_analysis = true;                   ///< --range-analysis
   /// The --calibration-input values, read and checked (optimizeCommand).
   std::map<std::string, kernels::HostTensor> calibration_feeds;
-  std::vector<std::string> keep_values;    ///< the range analysis' findings (not a flag)
-  std::vector<std::string> safe_values;    ///< the precision analysis' findings (not a flag)
+  std::vector<std::string> keep_values;  ///< the range analysis' findings (not a flag)
+  std::vector<std::string> safe_values;  ///< the precision analysis' findings (not a flag)
+  std::string quantize;                  ///< --quantize: "" (none), weights=int4 or weights=int8
+  passes::WeightQuantization
+      quantization;                        ///< --block-size, --quantize-* (weights from --quantize)
   std::vector<std::string> rewrite_rules;  ///< --rewrite-rules FILE
   bool no_function_bodies = false;         ///< --no-function-bodies
   int64_t fold_size_limit = int64_t{1} << 20;

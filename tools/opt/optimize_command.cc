@@ -133,6 +133,10 @@ OptimizeOptions optimizeOptions(const OptimizeCommandOptions& opts, DiagnosticSi
   options.keep_nodes = opts.keep_nodes;
   options.keep_values = opts.keep_values;
   options.safe_values = opts.safe_values;
+  options.quantize = opts.quantization;
+  // --quantize weights=TYPE: the type after "weights=" (the flag's check allows no other form).
+  options.quantize.weights =
+      opts.quantize.empty() ? "" : opts.quantize.substr(opts.quantize.find('=') + 1);
   options.pass_options = flagPassOptions(opts);
   options.fold_qdq = opts.fold_qdq;
   options.fold_grow_weights = opts.fold_grow_weights;

@@ -40,6 +40,9 @@ struct OptimizeOptions {
   bool keep_io_types = true;
   std::vector<std::string> keep_ops;
   std::vector<std::string> keep_nodes;
+  /// Weight-only int4/int8 quantization (quantize.weights set): quantize-weights runs after the
+  /// portable rewrites (passes::withQuantize); the model must import opset 21+ (target_opset).
+  passes::WeightQuantization quantize;
   /// Run --precision's range analysis first (runPrecisionAnalysis): the float32 model on the
   /// reference kernels, with `calibration_inputs` and seeded random values for the other inputs;
   /// its findings join keep_values and safe_values. A model it cannot run is converted without it

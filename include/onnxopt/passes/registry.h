@@ -79,6 +79,24 @@ StatusOr<std::string> withPrecision(const std::string& pipeline, const std::stri
                                     const std::vector<std::string>& keep_values = {},
                                     const std::vector<std::string>& safe_values = {});
 
+/// Weight-only quantization as the front ends ask for it (`opt --quantize weights=int4`): the
+/// options of the quantize-weights pass.
+struct WeightQuantization {
+  std::string weights;  ///< "int4" or "int8"; "" quantizes nothing
+  int64_t block_size = 32;
+  bool symmetric = true;
+  std::vector<std::string> exclude;  ///< globs of node or weight names left float
+  bool lm_head = true;               ///< the main graph's last MatMul/Gemm too
+  bool embeddings = false;           ///< Gather embedding tables too
+};
+
+/// `pipeline` with quantize-weights{...} where the weights are final: after every portable
+/// rewrite (absorbed scalings, folded constants, a --precision conversion: the scales take the
+/// weights' type), before -O3's target rewrites (their fused products then read the dequantized
+/// weights), at the end of any other pipeline. kInvalidArgument for a type other than int4 or
+/// int8, or an exclude pattern that is empty or holds ',' or '"'.
+StatusOr<std::string> withQuantize(const std::string& pipeline, const WeightQuantization& q);
+
 /// Whether convert-precision keeps `node` float32 by default only for a reason a measurement can
 /// lift (an accumulation-sensitive op; the Exp/Pow/Log feeding one follows it): opt's precision
 /// analysis measures these and passes the safe ones as safe-values.
