@@ -140,11 +140,18 @@ std::optional<Quantized> quantizeBlocks(const ir::Tensor& w, int64_t axis, int64
   scale_dims[static_cast<size_t>(axis)] = blocks;
   ir::Tensor scale = pass::makeFloatTensor(w.dtype(), scale_dims, scales);
   auto rounded = pass::floatValues(scale);  // q is computed against the scale as stored
+  if (std::count(rounded->begin(), rounded->end(), 0.0) > 0) {
+    // An all-zero block (or one whose scale flushes to zero in T) takes scale 1, so that
+    // QuantizeLinear(W, s) is defined and gives its q (0) too.
+    for (size_t b = 0; b < num_blocks; ++b) scales[b] = (*rounded)[b] == 0.0 ? 1.0 : scales[b];
+    scale = pass::makeFloatTensor(w.dtype(), scale_dims, scales);
+    rounded = pass::floatValues(scale);
+  }
   std::vector<int64_t> zero(num_blocks, 0);
   for (size_t b = 0; b < num_blocks; ++b) {
     auto s = static_cast<float>((*rounded)[b]);
     if (!std::isfinite(s)) return std::nullopt;
-    if (f.zero_point && s > 0) {
+    if (f.zero_point) {
       double z = std::nearbyint(static_cast<double>(static_cast<float>(-lo[b]) / s));
       zero[b] = static_cast<int64_t>(std::clamp(z, 0.0, static_cast<double>(f.qmax)));
     }
@@ -157,8 +164,7 @@ std::optional<Quantized> quantizeBlocks(const ir::Tensor& w, int64_t axis, int64
         auto s = static_cast<float>((*rounded)[b]);
         auto i = static_cast<size_t>(at(o, k, j));
         // As QuantizeLinear computes it: x / s in float, rounded half to even, plus z, clamped.
-        double r =
-            s > 0 ? std::nearbyint(static_cast<double>(static_cast<float>((*values)[i]) / s)) : 0;
+        double r = std::nearbyint(static_cast<double>(static_cast<float>((*values)[i]) / s));
         r += static_cast<double>(zero[b]);
         q[i] = static_cast<int64_t>(
             std::clamp(r, static_cast<double>(f.qmin), static_cast<double>(f.qmax)));

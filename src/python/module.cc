@@ -222,6 +222,12 @@ struct OptimizeArgs {
   bool keep_initializer_inputs = false;
   std::string target;
   std::vector<std::string> disabled_passes;
+  std::string quantize;  ///< "int4", "int8" or "" (the other fields apply with it)
+  int64_t quantize_block_size = passes::WeightQuantization{}.block_size;
+  bool quantize_symmetric = passes::WeightQuantization{}.symmetric;
+  std::vector<std::string> quantize_exclude;
+  bool quantize_lm_head = passes::WeightQuantization{}.lm_head;
+  bool quantize_embeddings = passes::WeightQuantization{}.embeddings;
 };
 
 OptimizeOptions optimizeOptions(const OptimizeArgs& args, const std::string& label,
@@ -244,6 +250,8 @@ OptimizeOptions optimizeOptions(const OptimizeArgs& args, const std::string& lab
   options.precision = args.precision;
   options.target = args.target;
   options.disabled_passes = args.disabled_passes;
+  options.quantize = {args.quantize,         args.quantize_block_size, args.quantize_symmetric,
+                      args.quantize_exclude, args.quantize_lm_head,    args.quantize_embeddings};
   if (args.fold_size_limit && *args.fold_size_limit < 0) {
     throw StatusError(invalidArgument("fold_size_limit {} is negative", *args.fold_size_limit));
   }
@@ -483,7 +491,13 @@ NB_MODULE(_core, m) {
       .def_rw("fold_size_limit", &OptimizeArgs::fold_size_limit)
       .def_rw("keep_initializer_inputs", &OptimizeArgs::keep_initializer_inputs)
       .def_rw("target", &OptimizeArgs::target)
-      .def_rw("disabled_passes", &OptimizeArgs::disabled_passes);
+      .def_rw("disabled_passes", &OptimizeArgs::disabled_passes)
+      .def_rw("quantize", &OptimizeArgs::quantize)
+      .def_rw("quantize_block_size", &OptimizeArgs::quantize_block_size)
+      .def_rw("quantize_symmetric", &OptimizeArgs::quantize_symmetric)
+      .def_rw("quantize_exclude", &OptimizeArgs::quantize_exclude)
+      .def_rw("quantize_lm_head", &OptimizeArgs::quantize_lm_head)
+      .def_rw("quantize_embeddings", &OptimizeArgs::quantize_embeddings);
 
   m.def("optimize", &optimizeToBytes, "source"_a, "args"_a,
         "Optimizes a model; returns (ModelProto bytes, summary dict).");

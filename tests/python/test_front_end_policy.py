@@ -19,10 +19,11 @@ FRONT_ENDS = [REPO / "tools" / "opt", REPO / "src" / "python"]
 PASS_OPTION_LITERALS = [
     "fold-constants", "size-limit", "fold-qdq", "grow-weights", "inline-functions", "max-nodes",
     "freeze-initializer-inputs", "keep-overridable", "rewrite-rules", "function-bodies",
+    "quantize-weights", "block-size", "lm-head",
 ]
 # The precision analysis and the random-input recipe's parts.
 POLICY_CALLS = [
-    "analyzePrecision", "PrecisionAnalysisOptions", "precisionMeasurable", "withPrecision",
+    "analyzePrecision", "PrecisionAnalysisOptions", "precisionMeasurable", "withPrecision", "withQuantize",
     "spatialInputSizes", "symbolSizes", "inferIntRanges", "cudaCapabilities",
 ]
 PATTERN = re.compile(

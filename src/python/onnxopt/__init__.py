@@ -91,7 +91,8 @@ def _source(model: ModelLike, what: str = "model") -> _core.Source:
 
 def _args(level: int, passes: Optional[Union[str, Iterable[str]]], target_opset: Optional[int],
           precision: Optional[str], fold_size_limit: Optional[int], keep_initializer_inputs: bool,
-          target: Optional[str], disable: Iterable[str]) -> _core.OptimizeArgs:
+          target: Optional[str], disable: Iterable[str],
+          quantize: Dict[str, Any]) -> _core.OptimizeArgs:
     if not isinstance(level, int) or isinstance(level, bool):
         raise TypeError(f"onnxopt: level is an int (0..3), not {type(level).__name__}")
     a = _core.OptimizeArgs()
@@ -104,14 +105,34 @@ def _args(level: int, passes: Optional[Union[str, Iterable[str]]], target_opset:
     a.keep_initializer_inputs = keep_initializer_inputs
     a.target = target or ""
     a.disabled_passes = [disable] if isinstance(disable, str) else list(disable)
+    a.quantize = quantize["quantize"] or ""
+    if quantize["block_size"] is not None:
+        a.quantize_block_size = quantize["block_size"]
+    a.quantize_symmetric = quantize["quantize_symmetric"]
+    exclude = quantize["quantize_exclude"]
+    a.quantize_exclude = [exclude] if isinstance(exclude, str) else list(exclude)
+    a.quantize_lm_head = quantize["quantize_lm_head"]
+    a.quantize_embeddings = quantize["quantize_embeddings"]
     return a
+
+
+def _quantize(quantize: Optional[str], block_size: Optional[int], quantize_symmetric: bool,
+              quantize_exclude: Iterable[str], quantize_lm_head: bool,
+              quantize_embeddings: bool) -> Dict[str, Any]:
+    return dict(quantize=quantize, block_size=block_size, quantize_symmetric=quantize_symmetric,
+                quantize_exclude=quantize_exclude, quantize_lm_head=quantize_lm_head,
+                quantize_embeddings=quantize_embeddings)
 
 
 def optimize(model: ModelLike, *, level: int = 2,
              passes: Optional[Union[str, Iterable[str]]] = None,
              target_opset: Optional[int] = None, precision: Optional[str] = None,
              fold_size_limit: Optional[int] = None, keep_initializer_inputs: bool = False,
-             target: Optional[str] = None, disable: Iterable[str] = ()) -> "onnx.ModelProto":
+             target: Optional[str] = None, disable: Iterable[str] = (),
+             quantize: Optional[str] = None, block_size: Optional[int] = None,
+             quantize_symmetric: bool = True, quantize_exclude: Iterable[str] = (),
+             quantize_lm_head: bool = True,
+             quantize_embeddings: bool = False) -> "onnx.ModelProto":
     """Optimizes `model` as `opt` does and returns the optimized onnx.ModelProto.
 
     level: 0..3 (opt -O0..-O3; 2 is opt's default). passes: a pipeline instead of the level's,
@@ -121,6 +142,12 @@ def optimize(model: ModelLike, *, level: int = 2,
     fold_size_limit: the largest tensor constant folding may create, in bytes.
     keep_initializer_inputs: initializers that are also graph inputs stay overridable.
     target: "cuda" rewrites for onnxopt's CUDA runtime (with level=3). disable: pass ids to skip.
+    quantize: "int4" or "int8", weight-only quantization of constant MatMul/Gemm weights as
+    `opt --quantize weights=...` (the model must import opset 21+: target_opset=21); block_size
+    (default 32), quantize_symmetric (False: unsigned values with zero points), quantize_exclude
+    (globs of node or weight names left float), quantize_lm_head and quantize_embeddings are
+    opt's --block-size, --quantize-asymmetric, --quantize-exclude, --quantize-lm-head and
+    --quantize-embeddings (docs/quantization.md).
 
     The model's result must be under 2 GiB (a protobuf limit): use optimize_file for larger ones.
     Raises onnxopt.Error subclasses (InvalidArgumentError for a malformed model or option,
@@ -128,7 +155,9 @@ def optimize(model: ModelLike, *, level: int = 2,
     """
     data, summary, weights = _core.optimize(
         _source(model), _args(level, passes, target_opset, precision, fold_size_limit,
-                              keep_initializer_inputs, target, disable))
+                              keep_initializer_inputs, target, disable,
+                              _quantize(quantize, block_size, quantize_symmetric,
+                                        quantize_exclude, quantize_lm_head, quantize_embeddings)))
     _warn(summary["warnings"])
     return join_weights(data, weights)
 
@@ -138,7 +167,10 @@ def optimize_file(input: Union[str, "os.PathLike[str]"], output: Union[str, "os.
                   target_opset: Optional[int] = None, precision: Optional[str] = None,
                   fold_size_limit: Optional[int] = None, keep_initializer_inputs: bool = False,
                   target: Optional[str] = None, disable: Iterable[str] = (),
-                  external_data: Optional[str] = None) -> Dict[str, Any]:
+                  external_data: Optional[str] = None, quantize: Optional[str] = None,
+                  block_size: Optional[int] = None, quantize_symmetric: bool = True,
+                  quantize_exclude: Iterable[str] = (), quantize_lm_head: bool = True,
+                  quantize_embeddings: bool = False) -> Dict[str, Any]:
     """Optimizes the model at `input` (external data read beside it) and writes it to `output`
     as `opt IN -o OUT` does: atomically (no half-written file on error), with the weights in one
     external data file when the model is over 2 GiB, or always in `external_data` (a file name
@@ -146,7 +178,9 @@ def optimize_file(input: Union[str, "os.PathLike[str]"], output: Union[str, "os.
     nodes_before/after, initializers_before/after, statistics, warnings. Options as optimize."""
     summary = _core.optimize_file(
         _source(input), _args(level, passes, target_opset, precision, fold_size_limit,
-                              keep_initializer_inputs, target, disable),
+                              keep_initializer_inputs, target, disable,
+                              _quantize(quantize, block_size, quantize_symmetric,
+                                        quantize_exclude, quantize_lm_head, quantize_embeddings)),
         os.fspath(output), external_data)
     _warn(summary["warnings"])
     return dict(summary)
