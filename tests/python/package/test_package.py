@@ -133,6 +133,12 @@ def test_options_equal_the_cli(tmp_path: Path) -> None:
         (["--precision", "fp16"], dict(precision="fp16")),
         (["-O3", "--target", "cuda"], dict(level=3, target="cuda")),
         (["--disable-pass", "fuse-gelu"], dict(disable=["fuse-gelu"])),
+        (["--target-opset", "21", "--quantize", "weights=int4", "--block-size", "64",
+          "--quantize-asymmetric", "--quantize-exclude", "*attn*", "--quantize-lm-head", "false"],
+         dict(target_opset=21, quantize="int4", block_size=64, quantize_symmetric=False,
+              quantize_exclude=["*attn*"], quantize_lm_head=False)),
+        (["--target-opset", "21", "--quantize", "weights=int8", "--quantize-embeddings"],
+         dict(target_opset=21, quantize="int8", quantize_embeddings=True)),
     ]
     for args, kwargs in cases:
         proc = run_opt(model, "-o", out, *args)
