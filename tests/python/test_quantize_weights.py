@@ -9,10 +9,16 @@ models/llama_mlp, raised to opset 21 first:
 - each block's values are what onnxruntime's QuantizeLinear-21 gives for the weight with the
   written scale and zero point (round to nearest), and dequantize within half a scale of it (and
   the scale's rounding at the range's ends);
-- --quantize-exclude matches node names; an opset below 21 is refused with the flag to use."""
+- --quantize-exclude matches node names; an opset below 21 is refused with the flag to use;
+- the reference kernels' DequantizeLinear-21 (which runs these models in `opt run` and `opt check`)
+  equals onnxruntime's bit for bit on blocked int4, uint4, int8 and uint8 with and without zero
+  points, float and float16 scales, any axis, odd element counts (a half-filled last byte) and a
+  partial last block; with bfloat16 scales (no onnxruntime CPU kernel), numpy's (q - z) * s in
+  float rounded to bfloat16 is the oracle."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -188,3 +194,71 @@ def test_opset_below_21_is_refused_with_the_flag(run_opt, work_dir: Path) -> Non
     assert proc.returncode != 0 and not out.exists()
     lines = proc.stderr.strip().splitlines()
     assert lines[0].startswith("opt: error: ") and "add --target-opset 21" in lines[0], proc.stderr
+
+
+QUANT_RANGES = {TensorProto.INT4: (-8, 7), TensorProto.UINT4: (0, 15), TensorProto.INT8: (-128, 127),
+                TensorProto.UINT8: (0, 255)}
+# (shape, axis, block): a weight's axis 0; a Gemm transB's axis 1; a batched weight; blocks that
+# do not divide the dim (the last one partial) and odd element counts.
+LAYOUTS = [((64, 3), 0, 32), ((5, 40), 1, 16), ((2, 7, 3), 1, 4), ((3, 5), 0, 2), ((4, 33), 1, 32)]
+DQ_CASES = list(itertools.product(QUANT_RANGES, [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16],
+                                  [False, True]))
+
+
+def _dq_model(qtype: int, stype: int, zero_point: bool, rng: np.random.Generator):
+    """DequantizeLinear-21 of constants, one output y{i} per layout: the model, and for each
+    layout (q, s, z, axis, block) as int64 / float32 arrays."""
+    lo, hi = QUANT_RANGES[qtype]
+    nodes, outputs, inits, parts = [], [], [], []
+    for i, (shape, axis, block) in enumerate(LAYOUTS):
+        sshape = list(shape)
+        sshape[axis] = -(-shape[axis] // block)
+        q = rng.integers(lo, hi + 1, shape)
+        s = rng.uniform(0.01, 2, sshape).astype(np.float32)
+        if stype == TensorProto.FLOAT16:
+            s = s.astype(np.float16).astype(np.float32)
+        inits.append(helper.make_tensor(f"q{i}", qtype, shape, q.ravel().tolist()))
+        if stype == TensorProto.BFLOAT16:
+            # bfloat16 keeps float32's top 16 bits: values truncated so are exactly representable.
+            s = (s.view(np.uint32) & 0xFFFF0000).view(np.float32)
+            inits.append(helper.make_tensor(f"s{i}", stype, sshape, s.ravel().tolist()))
+        else:
+            inits.append(numpy_helper.from_array(s.astype(helper.tensor_dtype_to_np_dtype(stype)), f"s{i}"))
+        z = np.zeros(sshape, np.int64)
+        names = [f"q{i}", f"s{i}"]
+        if zero_point:
+            z = rng.integers(lo, hi + 1, sshape)
+            inits.append(helper.make_tensor(f"z{i}", qtype, sshape, z.ravel().tolist()))
+            names.append(f"z{i}")
+        nodes.append(helper.make_node("DequantizeLinear", names, [f"y{i}"], axis=axis, block_size=block))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", stype, shape))
+        parts.append((q, s, z, axis, block))
+    graph = helper.make_graph(nodes, "dq", [], outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    return model, parts
+
+
+@pytest.mark.parametrize("qtype,stype,zero_point", DQ_CASES,
+                         ids=[f"{TensorProto.DataType.Name(q).lower()}-{TensorProto.DataType.Name(s).lower()}"
+                              f"{'-zp' if z else ''}" for q, s, z in DQ_CASES])
+def test_reference_dequantize_blocked(qtype, stype, zero_point, run_opt, work_dir: Path,
+                                      monkeypatch) -> None:
+    model, parts = _dq_model(qtype, stype, zero_point, np.random.default_rng(qtype))
+    onnx.checker.check_model(model, full_check=True)
+    path = work_dir / "dq.onnx"
+    onnx.save(model, path)
+    if stype != TensorProto.BFLOAT16:
+        monkeypatch.setenv("ONNXOPT_PYTHON", sys.executable)  # opt's onnxruntime runner
+        agree = _check(run_opt, work_dir, path, "--runner", "onnxruntime", "--against", "reference",
+                       "--atol", "0", "--rtol", "0")
+        assert agree["passed"] and len(agree["outputs"]) == len(LAYOUTS), agree["outputs"]
+        return
+    proc = run_opt("run", path, "--save-outputs", work_dir, "--save-format", "pb")
+    assert proc.returncode == 0, proc.stderr
+    for i, (q, s, z, axis, block) in enumerate(parts):
+        got = numpy_helper.to_array(onnx.load_tensor(str(work_dir / f"y{i}.pb"))).astype(np.float32)
+        expand = lambda t: np.repeat(t, block, axis=axis).take(range(q.shape[axis]), axis=axis)
+        exact = ((q - expand(z)).astype(np.float32) * expand(s)).astype(np.float32)
+        expected = numpy_helper.to_array(helper.make_tensor("e", TensorProto.BFLOAT16, exact.shape,
+                                                            exact.ravel().tolist())).astype(np.float32)
+        np.testing.assert_array_equal(got, expected, err_msg=f"layout {LAYOUTS[i]}")
