@@ -537,6 +537,40 @@ TEST(PipelineTest, PrecisionGoesAfterCleanup) {
   EXPECT_FALSE(passes::withPrecision("cse", "fp16", true, {}, {"a,b"}).isOk());
 }
 
+// --quantize puts quantize-weights after every portable rewrite (the weights are final there),
+// before -O3 --target cuda's rewrites, at the end of a --passes pipeline; bad values are refused.
+TEST(PipelineTest, QuantizeGoesAfterThePortableRewrites) {
+  passes::WeightQuantization q;
+  q.weights = "int4";
+  q.exclude = {"lm_head*", "*.embed"};
+  q.lm_head = false;
+  auto o2 = passes::pipelineFor(2, 0, "");
+  ASSERT_TRUE(o2.isOk());
+  auto with = passes::withQuantize(*o2, q);
+  ASSERT_TRUE(with.isOk()) << with.status().message();
+  EXPECT_EQ(*with, *o2 +
+                       ",quantize-weights{weights=int4,block-size=32,symmetric=true,"
+                       "exclude=\"lm_head*,*.embed\",lm-head=false}");
+  EXPECT_TRUE(pass::parsePipeline(*with, &passes::createPass).isOk()) << *with;
+  auto o3 = passes::pipelineFor(3, 0, "cuda");
+  ASSERT_TRUE(o3.isOk());
+  q.exclude.clear();
+  auto cuda = passes::withQuantize(*o3, q);
+  ASSERT_TRUE(cuda.isOk());
+  size_t quantize = cuda->find("quantize-weights");
+  EXPECT_LT(cuda->find("fuse-matmul-scale"), quantize) << *cuda;
+  EXPECT_GT(cuda->find("fuse-matmul-epilogue"), quantize) << *cuda;
+  EXPECT_TRUE(pass::parsePipeline(*cuda, &passes::createPass).isOk()) << *cuda;
+  auto custom = passes::withQuantize("", q);
+  ASSERT_TRUE(custom.isOk());
+  EXPECT_EQ(custom->rfind("quantize-weights{weights=int4", 0), 0u) << *custom;
+  q.weights = "int3";
+  EXPECT_FALSE(passes::withQuantize("cse", q).isOk());
+  q.weights = "int8";
+  q.exclude = {"a,b"};
+  EXPECT_FALSE(passes::withQuantize("cse", q).isOk());
+}
+
 // --target cuda adds its rewrites at -O3 only; other targets are refused by name.
 TEST(PipelineTest, CudaTargetAddsItsFusionsAtO3Only) {
   auto o3 = passes::pipelineFor(3, 0, "cuda");
