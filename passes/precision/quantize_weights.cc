@@ -7,6 +7,7 @@
 //   asymmetric:  s[b,n] = (max(W,0) - min(W,0)) / (2^bits - 1),  z = clamp(round(-min(W,0) / s))
 //                q = clamp(round(W / s) + z, 0, 2^bits - 1)
 //   for k in block b = k / B; so that W' = (q - z) * s, and |W' - W| <= s / 2 inside the range.
+//   (an all-zero block, or one whose s flushes to zero in T, takes s = 1).
 //
 // The block runs along the reduction axis: a MatMul weight's dim -2 (axis rank-2), a Gemm's B dim
 // 0, or 1 with transB=1, an embedding table's hidden dim (Gather<axis=0> of a T[V,H] table: axis
@@ -17,12 +18,15 @@
 // quantization: the model must import ai.onnx 21 or later (`--target-opset 21` raises it), and
 // its IR version becomes at least 10 (the 4-bit types).
 //
-// A weight is quantized when every reader is a candidate with the same axis, in the weight's own
-// graph; its reduction dim must be a multiple of B and at least B (else it stays float and a
-// warning names it). The last MatMul/Gemm of the main graph (an LLM's lm_head) is quantized
+// A weight (an initializer of any graph of the model but function bodies) is quantized when every
+// reader takes it along the same axis, readers in subgraphs too (the DequantizeLinear goes in the
+// weight's graph, before the first node that reads it or holds a subgraph that does); its
+// reduction dim must be a multiple of B and at least B (else it stays float and a warning names
+// it). The last MatMul/Gemm of the main graph (an LLM's lm_head) is quantized
 // unless lm-head=false; `exclude` globs (* and ?) match node or initializer names.
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include <fmt/ranges.h>
@@ -176,7 +180,8 @@ std::optional<Quantized> quantizeBlocks(const ir::Tensor& w, int64_t axis, int64
   return out;
 }
 
-/// A reader of a weight that can take it dequantized, and the weight's reduction axis there.
+/// A reader of a weight and the weight's reduction axis there; -1 for a reader that cannot take
+/// it dequantized (another op, another operand, the graph's outputs).
 struct Reader {
   ir::Node* node;
   int64_t axis;
@@ -246,14 +251,19 @@ class QuantizeWeightsPass final : public pass::GraphPass {
       return invalidArgument("quantize-weights: the type is not set (weights=int4 or int8)");
     }
     if (!inModelGraph(graph, model)) return false;  // function bodies: no weights of their own
+    const ir::Node* lm_head = lm_head_ ? nullptr : lastProduct(model);
     std::vector<ir::Value*> order;
     std::map<ir::Value*, std::vector<Reader>> readers;
-    for (ir::Node* n : graph) {
-      if (auto r = readerAxis(*n, graph, model)) {
-        ir::Value* w = n->input(r->first);
-        if (!readers.count(w)) order.push_back(w);
-        readers[w].push_back({n, r->second});
+    std::vector<ir::Value*> initializers = graph.initializers();  // quantizing erases from it
+    for (ir::Value* w : initializers) {
+      if (!isCandidate(*w)) continue;
+      for (const ir::Use& use : w->uses()) {
+        auto axis = readerAxis(*use.user, use.index, *w, lm_head);
+        readers[w].push_back({use.user, axis.value_or(-1)});
       }
+      bool any = std::any_of(readers[w].begin(), readers[w].end(),
+                             [](const Reader& r) { return r.axis >= 0; });
+      if (any) order.push_back(w);  // a weight no product reads is none of this pass's business
     }
     std::vector<std::string> not_multiple;
     bool changed = false;
@@ -291,49 +301,42 @@ class QuantizeWeightsPass final : public pass::GraphPass {
     return top == model.graph.get();
   }
 
-  /// The input index of `n` holding a candidate weight and its reduction axis, when `n` is a
-  /// reader this pass handles, its weight a float constant initializer of `graph`.
-  std::optional<std::pair<size_t, int64_t>> readerAxis(const ir::Node& n, const ir::Graph& graph,
-                                                       const ir::Model& model) const {
-    if (!n.domain().empty()) return std::nullopt;
-    std::optional<std::pair<size_t, int64_t>> r;
-    const ir::Value* w = nullptr;
-    if (n.opType() == "MatMul" && n.numInputs() == 2) {
-      w = n.input(1);
-      if (w != nullptr && w->initializer() != nullptr && w->initializer()->dims().size() >= 2) {
-        r = {1, static_cast<int64_t>(w->initializer()->dims().size()) - 2};
-      }
-    } else if (n.opType() == "Gemm" && n.numInputs() >= 2) {
-      w = n.input(1);
-      r = {1, pass::attrInt(n, "transB", 0) != 0 ? 1 : 0};
-    } else if (n.opType() == "Gather" && embeddings_ && pass::attrInt(n, "axis", 0) == 0) {
-      w = n.input(0);
-      r = {0, 1};
-    }
-    if (!r || w == nullptr || w->kind() != ir::Value::Kind::kInitializer ||
-        w->owningGraph() != &graph) {
-      return std::nullopt;
-    }
-    const ir::Tensor* t = w->initializer();
-    DataType dt = t->dtype();
-    if (dt != DataType::kFloat && dt != DataType::kFloat16 && dt != DataType::kBfloat16) {
-      return std::nullopt;
-    }
-    if (n.opType() != "MatMul" && t->dims().size() != 2) return std::nullopt;
-    if (!lm_head_ && n.opType() != "Gather" && isLastProduct(n, model)) return std::nullopt;
-    return r;
+  /// Whether `w` is a weight this pass may quantize: a float, float16 or bfloat16 initializer
+  /// (not an overridable graph input) of rank 2 or more.
+  static bool isCandidate(const ir::Value& w) {
+    if (w.kind() != ir::Value::Kind::kInitializer || w.initializer() == nullptr) return false;
+    DataType dt = w.initializer()->dtype();
+    return (dt == DataType::kFloat || dt == DataType::kFloat16 || dt == DataType::kBfloat16) &&
+           w.initializer()->dims().size() >= 2;
   }
 
-  /// Whether `n` is the last MatMul or Gemm of the main graph reading a constant (an lm_head).
-  static bool isLastProduct(const ir::Node& n, const ir::Model& model) {
-    if (n.owningGraph() != model.graph.get()) return false;
-    for (const ir::Node* m = n.next(); m != nullptr; m = m->next()) {
+  /// The reduction axis of weight `w` as operand `index` of `n`, when `n` is a product (or, with
+  /// embeddings, a Gather) that can read it dequantized; nullopt otherwise (the graph's return
+  /// node too: a weight that is a graph output).
+  std::optional<int64_t> readerAxis(const ir::Node& n, size_t index, const ir::Value& w,
+                                    const ir::Node* lm_head) const {
+    if (!n.domain().empty() || &n == lm_head) return std::nullopt;
+    auto rank = static_cast<int64_t>(w.initializer()->dims().size());
+    if (n.opType() == "MatMul" && index == 1) return rank - 2;
+    if (n.opType() == "Gemm" && index == 1 && rank == 2) {
+      return pass::attrInt(n, "transB", 0) != 0 ? 1 : 0;
+    }
+    if (n.opType() == "Gather" && index == 0 && embeddings_ && rank == 2 &&
+        pass::attrInt(n, "axis", 0) == 0) {
+      return 1;
+    }
+    return std::nullopt;
+  }
+
+  /// The last MatMul or Gemm of the main graph reading an initializer as B (an LLM's lm_head).
+  static const ir::Node* lastProduct(const ir::Model& model) {
+    for (const ir::Node* m = model.graph->lastNode(); m != nullptr; m = m->prev()) {
       if ((m->opType() == "MatMul" || m->opType() == "Gemm") && m->domain().empty() &&
           m->input(1) != nullptr && m->input(1)->initializer() != nullptr) {
-        return false;
+        return m;
       }
     }
-    return true;
+    return nullptr;
   }
 
   Skip skipReason(const ir::Value* w, const std::vector<Reader>& readers) const {
@@ -343,9 +346,8 @@ class QuantizeWeightsPass final : public pass::GraphPass {
         if (globMatch(p, r.node->name())) return Skip::kExcluded;
       }
     }
-    if (w->isGraphOutput() || w->uses().size() != readers.size()) return Skip::kOtherReaders;
     for (const Reader& r : readers) {
-      if (r.axis != readers.front().axis) return Skip::kOtherReaders;
+      if (r.axis < 0 || r.axis != readers.front().axis) return Skip::kOtherReaders;
     }
     int64_t k = w->initializer()->dims()[static_cast<size_t>(readers.front().axis)];
     if (k < block_ || k % block_ != 0) return Skip::kNotMultiple;
@@ -360,6 +362,22 @@ class QuantizeWeightsPass final : public pass::GraphPass {
         "model imports opset {} (add --target-opset {} to raise it first)",
         reader.name().empty() ? reader.output(0)->name() : reader.name(), kBlockedOpset, opset,
         kBlockedOpset);
+  }
+
+  /// The first node of `graph` that reads a weight of it through `readers` or holds a subgraph
+  /// that does: the dequantized weight must be defined before it.
+  static ir::Node* firstReader(const ir::Graph& graph, const std::vector<Reader>& readers) {
+    std::set<const ir::Node*> anchors;
+    for (const Reader& r : readers) {
+      const ir::Node* n = r.node;
+      while (n->owningGraph() != &graph) n = n->owningGraph()->parentNode();
+      anchors.insert(n);
+    }
+    for (ir::Node* n : graph) {
+      if (anchors.count(n)) return n;
+    }
+    ONNXOPT_CHECK(false, "quantize-weights: a reader outside the weight's graph");
+    return nullptr;
   }
 
   /// Replaces `w` by DequantizeLinear(q, s[, z]) before its first reader; false when its values
@@ -386,7 +404,7 @@ class QuantizeWeightsPass final : public pass::GraphPass {
       inputs.push_back(
           rw.createInitializer(graph, base + "_zero_point", std::move(*quantized->zero_point)));
     }
-    rw.setInsertionPoint(readers.front().node);
+    rw.setInsertionPoint(firstReader(graph, readers));
     ir::Node* dq = rw.createNode("DequantizeLinear", "", inputs, std::vector<ir::Type>{w->type()});
     rw.setAttribute(dq, pass::intAttr("axis", readers.front().axis));
     rw.setAttribute(dq, pass::intAttr("block_size", block_));
