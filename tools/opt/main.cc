@@ -145,28 +145,35 @@ void addPipelineOptions(CLI::App& app, OptimizeCommandOptions& opts, OptimizeFla
                  "stay float32 (with producers and readers); reductions, and nodes with a "
                  "constant past the range (saturated), convert where within it (default true; "
                  "false: none of this, reductions stay float32)");
-  app.add_option("--quantize", opts.quantize,
-                 "weights=int4 or weights=int8: weight-only quantization of constant MatMul/Gemm "
-                 "weights, round to nearest per block along the reduction axis, written as "
-                 "DequantizeLinear-21 blocked quantization (needs opset 21+: --target-opset 21; "
-                 "quantize-weights, after the portable rewrites)")
-      ->check(CLI::IsMember({"weights=int4", "weights=int8"}));
+  CLI::Option* quantize =
+      app.add_option(
+             "--quantize", opts.quantize,
+             "weights=int4 or weights=int8: weight-only quantization of constant MatMul/Gemm "
+             "weights, round to nearest per block along the reduction axis, written as "
+             "DequantizeLinear-21 blocked quantization (needs opset 21+: --target-opset 21; "
+             "quantize-weights, after the portable rewrites)")
+          ->check(CLI::IsMember({"weights=int4", "weights=int8"}));
   app.add_option("--block-size", opts.quantization.block_size,
                  "With --quantize: elements per scale along the reduction axis (default 32); "
                  "weights whose reduction dim is not a multiple stay float (a warning names them)")
-      ->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 30))
+      ->needs(quantize);
   app.add_flag("--quantize-symmetric,!--quantize-asymmetric", opts.quantization.symmetric,
                "With --quantize: signed values and no zero point (the default), or "
-               "(--quantize-asymmetric) unsigned values with a zero point per block");
+               "(--quantize-asymmetric) unsigned values with a zero point per block")
+      ->needs(quantize);
   app.add_option("--quantize-exclude", opts.quantization.exclude,
                  "With --quantize: leave float the weights whose name, or whose reader's node "
-                 "name, matches this glob (* and ?; repeatable)");
+                 "name, matches this glob (* and ?; repeatable)")
+      ->needs(quantize);
   app.add_option("--quantize-lm-head", opts.quantization.lm_head,
                  "With --quantize: quantize the main graph's last MatMul/Gemm, an LLM's lm_head "
-                 "(default true)");
+                 "(default true)")
+      ->needs(quantize);
   app.add_flag("--quantize-embeddings", opts.quantization.embeddings,
                "With --quantize: also quantize Gather<axis=0> embedding tables along their "
-               "hidden dim");
+               "hidden dim")
+      ->needs(quantize);
   app.add_option("--rewrite-rules", opts.rewrite_rules,
                  "Apply the rewrite rules of this file (repeatable): pairs of a pattern and a "
                  "replacement graph in ONNX textual syntax (docs/rewrite_rules.md); they run after "
