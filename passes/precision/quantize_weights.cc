@@ -26,6 +26,7 @@
 // unless lm-head=false; `exclude` globs (* and ?) match node or initializer names.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -34,6 +35,7 @@
 #include "onnxopt/pass/matchers.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/passes/registry.h"
+#include "onnxopt/support/half.h"
 
 namespace onnxopt::passes {
 namespace {
@@ -83,7 +85,7 @@ QuantFormat formatFor(int bits, bool symmetric) {
 
 /// A tensor of integer type `type` holding `values` (4-bit types packed, low nibble first).
 ir::Tensor makeIntTensor(DataType type, std::vector<int64_t> dims,
-                         const std::vector<int64_t>& values) {
+                         const std::vector<int16_t>& values) {
   bool packed = type == DataType::kInt4 || type == DataType::kUint4;
   std::string bytes(packed ? (values.size() + 1) / 2 : values.size(), '\0');
   for (size_t i = 0; i < values.size(); ++i) {
@@ -100,6 +102,19 @@ ir::Tensor makeIntTensor(DataType type, std::vector<int64_t> dims,
   return t;
 }
 
+/// Element i of a float, float16 or bfloat16 tensor, read in place: an LLM's largest weights hold
+/// hundreds of millions of elements, too many to copy as doubles.
+float elementAt(const ir::Tensor& t, size_t i) {
+  if (t.dtype() == DataType::kFloat) {
+    float f = 0;
+    std::memcpy(&f, t.data() + i * sizeof(float), sizeof f);
+    return f;
+  }
+  uint16_t bits = 0;
+  std::memcpy(&bits, t.data() + i * sizeof bits, sizeof bits);
+  return fromLowPrecision(bits, t.dtype());
+}
+
 /// The quantized weight, its scales and (asymmetric) zero points.
 struct Quantized {
   ir::Tensor q;
@@ -111,8 +126,7 @@ struct Quantized {
 /// Element (o, k, j) of w seen as [outer, K, inner] reads scale (o, k / block, j).
 std::optional<Quantized> quantizeBlocks(const ir::Tensor& w, int64_t axis, int64_t block,
                                         const QuantFormat& f) {
-  auto values = pass::floatValues(w);
-  if (!values) return std::nullopt;
+  if (w.expectedByteSize() != w.byteSize()) return std::nullopt;
   const std::vector<int64_t>& dims = w.dims();
   int64_t k_dim = dims[static_cast<size_t>(axis)], blocks = k_dim / block, outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= dims[static_cast<size_t>(d)];
@@ -126,7 +140,7 @@ std::optional<Quantized> quantizeBlocks(const ir::Tensor& w, int64_t axis, int64
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t k = 0; k < k_dim; ++k) {
       for (int64_t j = 0; j < inner; ++j) {
-        double v = (*values)[static_cast<size_t>(at(o, k, j))];
+        double v = elementAt(w, static_cast<size_t>(at(o, k, j)));
         if (!std::isfinite(v)) return std::nullopt;
         auto b = static_cast<size_t>(block_of(o, k, j));
         lo[b] = std::min(lo[b], v);
@@ -151,16 +165,16 @@ std::optional<Quantized> quantizeBlocks(const ir::Tensor& w, int64_t axis, int64
     scale = pass::makeFloatTensor(w.dtype(), scale_dims, scales);
     rounded = pass::floatValues(scale);
   }
-  std::vector<int64_t> zero(num_blocks, 0);
+  std::vector<int16_t> zero(num_blocks, 0);
   for (size_t b = 0; b < num_blocks; ++b) {
     auto s = static_cast<float>((*rounded)[b]);
     if (!std::isfinite(s)) return std::nullopt;
     if (f.zero_point) {
       double z = std::nearbyint(static_cast<double>(static_cast<float>(-lo[b]) / s));
-      zero[b] = static_cast<int64_t>(std::clamp(z, 0.0, static_cast<double>(f.qmax)));
+      zero[b] = static_cast<int16_t>(std::clamp(z, 0.0, static_cast<double>(f.qmax)));
     }
   }
-  std::vector<int64_t> q(values->size());
+  std::vector<int16_t> q(static_cast<size_t>(outer * k_dim * inner));
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t k = 0; k < k_dim; ++k) {
       for (int64_t j = 0; j < inner; ++j) {
@@ -168,9 +182,9 @@ std::optional<Quantized> quantizeBlocks(const ir::Tensor& w, int64_t axis, int64
         auto s = static_cast<float>((*rounded)[b]);
         auto i = static_cast<size_t>(at(o, k, j));
         // As QuantizeLinear computes it: x / s in float, rounded half to even, plus z, clamped.
-        double r = std::nearbyint(static_cast<double>(static_cast<float>((*values)[i]) / s));
+        double r = std::nearbyint(static_cast<double>(elementAt(w, i) / s));
         r += static_cast<double>(zero[b]);
-        q[i] = static_cast<int64_t>(
+        q[i] = static_cast<int16_t>(
             std::clamp(r, static_cast<double>(f.qmin), static_cast<double>(f.qmax)));
       }
     }
