@@ -194,8 +194,11 @@ std::optional<Quantized> quantizeBlocks(const ir::Tensor& w, int64_t axis, int64
   return out;
 }
 
-/// A reader of a weight and the weight's reduction axis there; -1 for a reader that cannot take
-/// it dequantized (another op, another operand, the graph's outputs).
+/// A reader of a weight and the weight's reduction axis there; kNotProduct for a reader that
+/// cannot take it dequantized (another op, another operand, the graph's outputs), kLmHead for the
+/// lm_head that lm-head=false keeps float.
+constexpr int64_t kNotProduct = -1;
+constexpr int64_t kLmHead = -2;
 struct Reader {
   ir::Node* node;
   int64_t axis;
@@ -272,11 +275,11 @@ class QuantizeWeightsPass final : public pass::GraphPass {
     for (ir::Value* w : initializers) {
       if (!isCandidate(*w)) continue;
       for (const ir::Use& use : w->uses()) {
-        auto axis = readerAxis(*use.user, use.index, *w, lm_head);
-        readers[w].push_back({use.user, axis.value_or(-1)});
+        auto axis = use.user == lm_head ? kLmHead : readerAxis(*use.user, use.index, *w);
+        readers[w].push_back({use.user, axis.value_or(kNotProduct)});
       }
       bool any = std::any_of(readers[w].begin(), readers[w].end(),
-                             [](const Reader& r) { return r.axis >= 0; });
+                             [](const Reader& r) { return r.axis != kNotProduct; });
       if (any) order.push_back(w);  // a weight no product reads is none of this pass's business
     }
     std::vector<std::string> not_multiple;
@@ -327,9 +330,8 @@ class QuantizeWeightsPass final : public pass::GraphPass {
   /// The reduction axis of weight `w` as operand `index` of `n`, when `n` is a product (or, with
   /// embeddings, a Gather) that can read it dequantized; nullopt otherwise (the graph's return
   /// node too: a weight that is a graph output).
-  std::optional<int64_t> readerAxis(const ir::Node& n, size_t index, const ir::Value& w,
-                                    const ir::Node* lm_head) const {
-    if (!n.domain().empty() || &n == lm_head) return std::nullopt;
+  std::optional<int64_t> readerAxis(const ir::Node& n, size_t index, const ir::Value& w) const {
+    if (!n.domain().empty()) return std::nullopt;
     auto rank = static_cast<int64_t>(w.initializer()->dims().size());
     if (n.opType() == "MatMul" && index == 1) return rank - 2;
     if (n.opType() == "Gemm" && index == 1 && rank == 2) {
@@ -359,6 +361,9 @@ class QuantizeWeightsPass final : public pass::GraphPass {
       for (const Reader& r : readers) {
         if (globMatch(p, r.node->name())) return Skip::kExcluded;
       }
+    }
+    for (const Reader& r : readers) {
+      if (r.axis == kLmHead) return Skip::kExcluded;
     }
     for (const Reader& r : readers) {
       if (r.axis < 0 || r.axis != readers.front().axis) return Skip::kOtherReaders;
