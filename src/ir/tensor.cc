@@ -85,7 +85,9 @@ std::optional<uint64_t> Tensor::expectedByteSize() const {
 void Tensor::setBytes(std::string bytes) {
   auto buffer = std::make_shared<OwnedBuffer>(std::move(bytes));
   data_ = buffer->data();
+  offset_ = 0;
   size_ = buffer->size();
+  lazy_ = false;
   buffer_ = std::move(buffer);
   external_.reset();
 }
@@ -93,7 +95,10 @@ void Tensor::setBytes(std::string bytes) {
 void Tensor::setView(std::shared_ptr<const Buffer> buffer, size_t offset, size_t size) {
   ONNXOPT_CHECK(offset <= buffer->size() && size <= buffer->size() - offset,
                 "tensor view out of the buffer's range");
-  data_ = buffer->data() == nullptr ? nullptr : buffer->data() + offset;
+  lazy_ = buffer->lazy();
+  // (a lazy buffer is not asked for its bytes here: data() asks when a pass reads them)
+  data_ = lazy_ || buffer->data() == nullptr ? nullptr : buffer->data() + offset;
+  offset_ = offset;
   size_ = size;
   buffer_ = std::move(buffer);
 }
@@ -103,6 +108,8 @@ Tensor Tensor::subView(std::vector<int64_t> dims, size_t offset, size_t size) co
   Tensor t(dtype_, std::move(dims));
   t.buffer_ = buffer_;
   t.data_ = data_ == nullptr ? nullptr : data_ + offset;
+  t.offset_ = offset_ + offset;
+  t.lazy_ = lazy_;
   t.size_ = size;
   if (external_) {
     t.external_ = ExternalSource{external_->path, external_->offset + offset, size};

@@ -13,6 +13,9 @@
 // prints after "opt: error: ".
 #include "module_shared.h"
 
+#include <atomic>
+#include <mutex>
+
 using namespace nb::literals;
 
 namespace onnxopt::python {
@@ -85,31 +88,98 @@ class BorrowedBytes final : public ir::Buffer {
 
 }  // namespace
 
+/// A weight left in the caller's TensorProto: its raw_data is read (one copy, with the GIL) only
+/// when a pass reads the bytes. The caller's model outlives the call, and with it the TensorProto
+/// (borrowed, not referenced: loadSource runs without the GIL). Weights no pass reads never cross
+/// into the library; the result copies them from the caller's message (onnxopt._proto).
+class Placeholder final : public ir::Buffer {
+ public:
+  Placeholder(PyObject* tensor, uint64_t size, size_t index)
+      : tensor_(tensor), size_(size), index_(index) {}
+  Placeholder(const Placeholder&) = delete;
+  Placeholder& operator=(const Placeholder&) = delete;
+  ~Placeholder() override {
+    if (raw_ != nullptr) {
+      nb::gil_scoped_acquire locked;
+      Py_DECREF(raw_);
+    }
+  }
+
+  const uint8_t* data() const override {
+    std::call_once(fetched_, [this] { fetch(); });
+    return data_;
+  }
+  size_t size() const override { return size_; }
+  bool lazy() const override { return true; }
+  /// The caller's initializer index.
+  size_t index() const { return index_; }
+  /// Whether a read found raw_data of another size than dims and type give (or none): the
+  /// caller then takes the path that reads every weight, whose import names the tensor.
+  bool misread() const { return misread_.load(); }
+
+ private:
+  void fetch() const {
+    nb::gil_scoped_acquire locked;
+    PyObject* raw = PyObject_GetAttrString(tensor_, "raw_data");
+    if (raw != nullptr && PyBytes_Check(raw) &&
+        static_cast<uint64_t>(PyBytes_GET_SIZE(raw)) == size_) {
+      raw_ = raw;
+      data_ = reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(raw));
+      return;
+    }
+    PyErr_Clear();
+    Py_XDECREF(raw);
+    // The passes still see size_ bytes; their result is dropped (misread()).
+    misread_.store(true);
+    zeros_.assign(size_, '\0');
+    data_ = reinterpret_cast<const uint8_t*>(zeros_.data());
+  }
+
+  PyObject* tensor_;
+  uint64_t size_;
+  size_t index_;
+  mutable std::once_flag fetched_;
+  mutable PyObject* raw_ = nullptr;
+  mutable const uint8_t* data_ = nullptr;
+  mutable std::string zeros_;
+  mutable std::atomic<bool> misread_{false};
+};
+
 /// Reads the model (without the GIL: the caller released it; `data` stays referenced by the
 /// caller's arguments). Warnings about accepted input go to `sink`.
-std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink, Lifetime lifetime) {
+std::unique_ptr<ir::Model> loadSource(
+    const Source& src, DiagnosticSink* sink, Lifetime lifetime,
+    std::vector<std::shared_ptr<const Placeholder>>* placeholders) {
   io::LoadLimits limits;
   limits.diagnostics = sink;
   // A session's model outlives the call: it must not depend on the file staying as it is.
   limits.view_weights = lifetime == Lifetime::kCall;
   if (src.path) return valueOrThrow(io::loadModel(*src.path, limits));
   if (!src.data) throw StatusError(invalidArgument("no model given"));
+  if (!src.placeholders.empty() && (placeholders == nullptr || lifetime != Lifetime::kCall)) {
+    throw StatusError(makeError(StatusCode::kInternal, "weight placeholders outside optimize"));
+  }
   std::string_view bytes(src.data->c_str(), src.data->size());
   // A call's model views the weights in the caller's bytes object (no copy of them on import).
   std::shared_ptr<const ir::Buffer> owner;
   if (lifetime == Lifetime::kCall) owner = std::make_shared<BorrowedBytes>(bytes);
   StatusOr<std::unique_ptr<ir::Model>> model = [&] {
     std::vector<std::shared_ptr<const ir::Buffer>> weights;
-    for (const std::optional<nb::bytes>& w : src.weights) {  // (no reference taken: no GIL)
-      if (!w) {
+    for (size_t k = 0; k < src.weights.size() || k < src.placeholders.size(); ++k) {
+      const auto* w = k < src.weights.size() && src.weights[k] ? &*src.weights[k] : nullptr;
+      const auto* p =
+          k < src.placeholders.size() && src.placeholders[k] ? &*src.placeholders[k] : nullptr;
+      if (p != nullptr) {  // (no reference taken: no GIL)
+        auto placeholder = std::make_shared<Placeholder>(p->first.ptr(), p->second, k);
+        placeholders->resize(k + 1);
+        (*placeholders)[k] = placeholder;
+        weights.push_back(std::move(placeholder));
+      } else if (w == nullptr) {
         weights.emplace_back();
-        continue;
-      }
-      std::string_view raw(w->c_str(), w->size());
-      if (lifetime == Lifetime::kCall) {
-        weights.push_back(std::make_shared<BorrowedBytes>(raw));
+      } else if (lifetime == Lifetime::kCall) {
+        weights.push_back(std::make_shared<BorrowedBytes>(std::string_view(w->c_str(), w->size())));
       } else {
-        weights.push_back(std::make_shared<ir::OwnedBuffer>(std::string(raw)));
+        weights.push_back(std::make_shared<ir::OwnedBuffer>(std::string(w->c_str(), w->size())));
       }
     }
     return io::parseModelBinary(bytes, src.base_dir, limits, owner, std::move(weights));
@@ -156,7 +226,8 @@ class PendingBytes {
   /// more where they add up to kApartMinTotal (onnxopt._proto's thresholds): takeWeights() hands
   /// them over. Where such a tensor still views a whole weight that `src` gave apart (unchanged),
   /// that bytes object itself goes back, with no copy.
-  void serializeApart(const ir::Model& model, const std::string& label, const Source& src) {
+  void serializeApart(const ir::Model& model, const std::string& label, const Source& src,
+                      const std::vector<std::shared_ptr<const Placeholder>>& placeholders = {}) {
     uint64_t total = 0;
     for (const ir::Value* v : model.graph->initializers()) {
       const ir::Tensor* t = v->initializer();
@@ -178,6 +249,14 @@ class PendingBytes {
     nb::gil_scoped_acquire locked;
     weights_ = nb::list();
     for (const auto& [k, t] : apart) {
+      // A weight still all of a placeholder's goes back as the caller's initializer index: the
+      // result copies that TensorProto (its bytes unread here).
+      auto held = std::find_if(placeholders.begin(), placeholders.end(),
+                               [&](const auto& p) { return t->viewsAllOf(p.get()); });
+      if (held != placeholders.end()) {
+        nb::borrow<nb::list>(weights_).append(nb::make_tuple(k, (*held)->index()));
+        continue;
+      }
       auto it = given.find(t->data());
       nb::bytes raw = it != given.end() && it->second->size() == t->byteSize()
                           ? *it->second
@@ -187,7 +266,8 @@ class PendingBytes {
   }
 
   nb::bytes take() { return nb::steal<nb::bytes>(std::exchange(object_, nullptr)); }
-  /// serializeApart's weights: [(initializer index, raw_data bytes)]. With the GIL.
+  /// serializeApart's weights: [(initializer index, raw_data bytes or the caller's initializer
+  /// index)]. With the GIL.
   nb::list takeWeights() {
     return weights_.is_valid() ? nb::steal<nb::list>(weights_.release()) : nb::list();
   }
@@ -301,16 +381,29 @@ void optimizeLoaded(const Source& src, const OptimizeArgs& args, Optimized& out)
   out.after = ir::computeStats(*out.model);
 }
 
-nb::tuple optimizeToBytes(const Source& src, const OptimizeArgs& args) {
+/// optimize(ModelProto): (bytes, summary, weights), or None where a placeholder's raw_data was
+/// not what its dims and type say (the caller retries with every weight read, whose import names
+/// the tensor).
+nb::object optimizeToBytes(const Source& src, const OptimizeArgs& args) {
   Optimized out;
   PendingBytes bytes;
+  std::vector<std::shared_ptr<const Placeholder>> placeholders;
+  auto misread = [&] {
+    return std::any_of(placeholders.begin(), placeholders.end(),
+                       [](const auto& p) { return p != nullptr && p->misread(); });
+  };
   {
     nb::gil_scoped_release unlocked;
-    out.model = loadSource(src, &out.sink);
-    optimizeLoaded(src, args, out);
-    bytes.serializeApart(*out.model, src.label(), src);
+    try {
+      out.model = loadSource(src, &out.sink, Lifetime::kCall, &placeholders);
+      optimizeLoaded(src, args, out);
+      if (!misread()) bytes.serializeApart(*out.model, src.label(), src, placeholders);
+    } catch (const StatusError&) {
+      if (!misread()) throw;
+    }
     out.model.reset();
   }
+  if (misread()) return nb::none();
   return nb::make_tuple(bytes.take(), summaryToPython(out.result, out.before, out.after, out.sink),
                         bytes.takeWeights());
 }
@@ -479,6 +572,7 @@ NB_MODULE(_core, m) {
       .def_rw("path", &Source::path)
       .def_rw("data", &Source::data)
       .def_rw("weights", &Source::weights)
+      .def_rw("placeholders", &Source::placeholders)
       .def_rw("base_dir", &Source::base_dir)
       .def_rw("name", &Source::name);
   nb::class_<OptimizeArgs>(m, "OptimizeArgs", "The options of optimize (see onnxopt.optimize).")
@@ -500,7 +594,8 @@ NB_MODULE(_core, m) {
       .def_rw("quantize_embeddings", &OptimizeArgs::quantize_embeddings);
 
   m.def("optimize", &optimizeToBytes, "source"_a, "args"_a,
-        "Optimizes a model; returns (ModelProto bytes, summary dict).");
+        "Optimizes a model; returns (ModelProto bytes, summary dict, weights handed back apart), "
+        "or None where a placeholder's raw_data does not fit its dims and type.");
   m.def("optimize_file", &optimizeToFile, "source"_a, "args"_a, "output"_a,
         "external_data"_a = nb::none(),
         "Optimizes a model and writes it to `output` atomically; returns the summary dict.");

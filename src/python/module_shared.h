@@ -70,6 +70,9 @@ struct Source {
   /// With `data`: the main graph's initializers' raw_data that `data` leaves out, one entry per
   /// initializer (None where it holds its own), or empty (io::parseModelBinary).
   std::vector<std::optional<nb::bytes>> weights;
+  /// With `data`, instead of a weight: the caller's TensorProto whose raw_data `data` leaves out
+  /// and its byte size from dims and type, read only when a pass reads the bytes (optimize).
+  std::vector<std::optional<std::pair<nb::object, uint64_t>>> placeholders;
   std::string base_dir = ".";
   std::string name = "(in-memory model)";
 
@@ -84,8 +87,12 @@ enum class Lifetime {
 
 /// Reads the model (without the GIL: the caller released it; `data` stays referenced by the
 /// caller's arguments). Warnings about accepted input go to `sink`.
-std::unique_ptr<ir::Model> loadSource(const Source& src, DiagnosticSink* sink,
-                                      Lifetime lifetime = Lifetime::kCall);
+class Placeholder;
+/// `placeholders`, where given, receives src.placeholders' buffers (one per initializer, null
+/// where none); without it (or with kOwn) they are read at once.
+std::unique_ptr<ir::Model> loadSource(
+    const Source& src, DiagnosticSink* sink, Lifetime lifetime = Lifetime::kCall,
+    std::vector<std::shared_ptr<const Placeholder>>* placeholders = nullptr);
 
 using HostArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 using DeviceArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cuda>;

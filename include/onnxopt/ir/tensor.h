@@ -21,6 +21,11 @@ class Buffer {
   virtual ~Buffer() = default;
   virtual const uint8_t* data() const = 0;
   virtual size_t size() const = 0;
+  /// Whether data() fetches the bytes on its first call (a weight left in the caller's message
+  /// until a pass reads it: the Python package's placeholders). size() is known without fetching.
+  /// data() of a lazy buffer must be safe to call from any thread, and return the same pointer
+  /// each time.
+  virtual bool lazy() const { return false; }
 };
 
 /// A buffer that owns its bytes.
@@ -88,10 +93,16 @@ class Tensor {
   const std::string& docString() const { return doc_string_; }
   void setDocString(std::string doc) { doc_string_ = std::move(doc); }
 
-  /// The raw bytes (empty for string tensors). May be unaligned when viewing external data.
-  const uint8_t* data() const { return data_; }
+  /// The raw bytes (empty for string tensors). May be unaligned when viewing external data. A view
+  /// of a lazy buffer fetches them here, on the first call.
+  const uint8_t* data() const { return lazy_ ? buffer_->data() + offset_ : data_; }
   size_t byteSize() const { return size_; }
-  std::string_view bytes() const { return {reinterpret_cast<const char*>(data_), size_}; }
+  std::string_view bytes() const { return {reinterpret_cast<const char*>(data()), size_}; }
+  /// Whether the bytes are all of `buffer`'s, viewed there (no copy was made since the view).
+  /// Reads no bytes, so it leaves a lazy buffer unfetched.
+  bool viewsAllOf(const Buffer* buffer) const {
+    return buffer != nullptr && buffer_.get() == buffer && offset_ == 0 && size_ == buffer->size();
+  }
 
   /// Takes ownership of `bytes` (a move, no copy).
   void setBytes(std::string bytes);
@@ -126,8 +137,10 @@ class Tensor {
   std::string name_;
   std::string doc_string_;
   std::shared_ptr<const Buffer> buffer_;
-  const uint8_t* data_ = nullptr;
+  const uint8_t* data_ = nullptr;  ///< unused (null) while lazy_
+  size_t offset_ = 0;              ///< of the bytes in buffer_
   size_t size_ = 0;
+  bool lazy_ = false;  ///< buffer_ is lazy: data() asks it
   std::vector<std::string> strings_;
   std::optional<ExternalSource> external_;
   std::string unknown_fields_;

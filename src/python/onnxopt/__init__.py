@@ -23,7 +23,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping,
 
 from . import _core
 from ._arrays import result_from_core, to_core
-from ._proto import join_weights, split_weights
+from ._proto import Split, split_weights
 from ._core import (  # noqa: F401  (re-exported)
     Error,
     InternalError,
@@ -65,8 +65,16 @@ def _warn(messages: Iterable[str]) -> None:
         warnings.warn(m, OnnxoptWarning, stacklevel=3)
 
 
-def _source(model: ModelLike, what: str = "model") -> _core.Source:
+def _source(model: ModelLike, what: str = "model", lazy: bool = False) -> _core.Source:
+    return _split_source(model, what, lazy)[0]
+
+
+def _split_source(model: ModelLike, what: str = "model",
+                  lazy: bool = False) -> Tuple[_core.Source, Split]:
+    """The Source of `model` and, for a ModelProto, how its weights crossed (placeholders with
+    `lazy`: optimize reads only the weights its passes read)."""
     src = _core.Source()
+    split = Split(b"", [], [])
     if isinstance(model, (str, os.PathLike)):
         src.path = os.fspath(model)
         src.name = src.path
@@ -80,13 +88,14 @@ def _source(model: ModelLike, what: str = "model") -> _core.Source:
                             f"not {type(model).__name__}")
         try:  # (no ByteSize() check first: it costs as much as serializing)
             # The big weights cross as their raw_data bytes: cheaper than serializing them.
-            src.data, src.weights = split_weights(model)
+            split = split_weights(model, lazy)
+            src.data, src.weights, src.placeholders = split.data, split.weights, split.placeholders
         except ValueError as e:  # protobuf refuses messages of 2 GiB or more
             raise InvalidArgumentError(
                 f"<ModelProto>: cannot be serialized ({e}); save it with external data and pass "
                 "its path (optimize_file writes models of any size)") from None
         src.name = "<ModelProto>"
-    return src
+    return src, split
 
 
 def _args(level: int, passes: Optional[Union[str, Iterable[str]]], target_opset: Optional[int],
@@ -153,13 +162,18 @@ def optimize(model: ModelLike, *, level: int = 2,
     Raises onnxopt.Error subclasses (InvalidArgumentError for a malformed model or option,
     NotFoundError for a missing file, ...) with opt's message.
     """
-    data, summary, weights = _core.optimize(
-        _source(model), _args(level, passes, target_opset, precision, fold_size_limit,
-                              keep_initializer_inputs, target, disable,
-                              _quantize(quantize, block_size, quantize_symmetric,
-                                        quantize_exclude, quantize_lm_head, quantize_embeddings)))
+    args = _args(level, passes, target_opset, precision, fold_size_limit, keep_initializer_inputs,
+                 target, disable,
+                 _quantize(quantize, block_size, quantize_symmetric, quantize_exclude,
+                           quantize_lm_head, quantize_embeddings))
+    src, split = _split_source(model, lazy=True)
+    result = _core.optimize(src, args)
+    if result is None:  # a raw_data that does not fit its dims: the import that reads all names it
+        src, split = _split_source(model)
+        result = _core.optimize(src, args)
+    data, summary, weights = result
     _warn(summary["warnings"])
-    return join_weights(data, weights)
+    return split.join(data, weights)
 
 
 def optimize_file(input: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathLike[str]"],

@@ -7,6 +7,12 @@ development machine, most of it page faults on fresh memory, where reading each 
 and the rest of the model (nodes, small tensors) is serialized without them; the library views
 the weights in those bytes objects (io::parseModelBinary's `weights`). The model given is not
 changed. The result is the model that serializing it whole gives.
+
+optimize goes further (`lazy`): a big weight crosses as a placeholder, the caller's TensorProto
+itself, whose raw_data the library reads only where a pass reads the bytes (cse comparing weights
+of one shape, fold-constants, a Conv taking a BatchNormalization's scale). A weight the result
+holds unchanged comes back as the caller's initializer index, and the result copies that
+TensorProto (one copy, `CopyFrom`, where reading raw_data out and setting it back made two).
 """
 
 from __future__ import annotations
@@ -25,18 +31,48 @@ APART_MIN_TOTAL: int = _core.APART_MIN_TOTAL
 # Bytes per element of TensorProto.DataType codes (an estimate from dims, before any raw_data is
 # read; the sub-byte and 1-byte types count as 1).
 _ELEMENT_BYTES = {1: 4, 4: 2, 5: 2, 6: 4, 7: 8, 10: 2, 11: 8, 12: 4, 13: 8, 14: 8, 15: 16, 16: 2}
+# The same for the types whose raw_data size follows from dims exactly, that may cross as
+# placeholders (not the sub-byte types, strings or codes this table does not know).
+_EXACT_BYTES = {1: 4, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 10: 2, 11: 8, 12: 4, 13: 8, 14: 8,
+                15: 16, 16: 2, 17: 1, 18: 1, 19: 1, 20: 1}
 _EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL
 
 
-def join_weights(data: bytes, weights: List[Tuple[int, bytes]]) -> Any:
-    """The onnx.ModelProto of `data` with the raw_data the native module handed back apart."""
-    import onnx
+class Split:
+    """A model handed to the native module: `data` (the model without the big weights' raw_data),
+    `weights` (raw_data bytes apart, or None), `placeholders` (the caller's TensorProto and its
+    size in bytes, or None), and what join_weights needs: the caller's model and its initializers
+    as `data` holds them (`stripped`)."""
 
-    model = onnx.load_from_string(data)
-    initializers = model.graph.initializer
-    for k, raw in weights:
-        initializers[k].raw_data = raw
-    return model
+    def __init__(self, data: bytes, weights: List[Optional[bytes]],
+                 placeholders: List[Optional[Tuple[Any, int]]], model: Any = None,
+                 stripped: Any = None) -> None:
+        self.data, self.weights, self.placeholders = data, weights, placeholders
+        self.model, self.stripped = model, stripped
+
+    def join(self, data: bytes, weights: List[Tuple[int, Any]]) -> Any:
+        """The onnx.ModelProto of `data` with the raw_data the native module handed back apart:
+        bytes, or the index of the caller's initializer whose raw_data the result holds unchanged.
+        That TensorProto is copied whole where the result's equals it but for raw_data (the
+        same name, dims, type and fields), else its raw_data is read."""
+        import onnx
+
+        model = onnx.load_from_string(data)
+        initializers = model.graph.initializer
+        for k, raw in weights:
+            if isinstance(raw, int):
+                given = self.model.graph.initializer[raw]
+                if initializers[k] == self.stripped[raw]:
+                    initializers[k].CopyFrom(given)
+                    continue
+                raw = given.raw_data
+            initializers[k].raw_data = raw
+        return model
+
+
+def join_weights(data: bytes, weights: List[Tuple[int, bytes]]) -> Any:
+    """The onnx.ModelProto of `data` with the raw_data bytes the native module handed back apart."""
+    return Split(b"", [], []).join(data, weights)
 
 
 def _apart(initializers: Any) -> List[int]:
@@ -86,26 +122,46 @@ def _copy_fields(src: Any, dst: Any, skip: str) -> None:
                 setattr(dst, name, getattr(src, name))
 
 
-def split_weights(model: Any) -> Tuple[bytes, List[Optional[bytes]]]:
-    """(bytes, weights): `model` serialized without the raw_data of its main graph's big
-    initializers, and one entry per initializer: its raw_data where it was left out, else None.
-    Small models, and models with fields the onnx package does not know, are serialized whole
-    (weights empty)."""
+def _exact_size(t: Any) -> Optional[int]:
+    """raw_data's size in bytes that dims and type give, where they give it exactly."""
+    size = _EXACT_BYTES.get(t.data_type)
+    if size is None:
+        return None
+    for d in t.dims:
+        if d < 0:
+            return None
+        size *= d
+    return size
+
+
+def split_weights(model: Any, lazy: bool = False) -> Split:
+    """`model` serialized without the raw_data of its main graph's big initializers, with one
+    entry per initializer in `weights` (its raw_data where it was left out, else None) and, with
+    `lazy`, in `placeholders` (the TensorProto where it was left out unread). Small models, and
+    models with fields the onnx package does not know, are serialized whole (both lists empty)."""
     graph = model.graph
     apart = _apart(graph.initializer)
     if not apart or _has_unknown_fields(model, graph, *(graph.initializer[k] for k in apart)):
-        return model.SerializeToString(), []
+        return Split(model.SerializeToString(), [], [])
     rest = type(model)()
     _copy_fields(model, rest, "graph")
     _copy_fields(graph, rest.graph, "initializer")
     weights: List[Optional[bytes]] = [None] * len(graph.initializer)
+    placeholders: List[Optional[Tuple[Any, int]]] = [None] * len(graph.initializer)
     apart_set = set(apart)
     for k, t in enumerate(graph.initializer):
         copy = rest.graph.initializer.add()
+        size = _exact_size(t) if lazy and k in apart_set else None
+        if size:  # (its raw_data's size is checked where it is read; see the module's doc)
+            _copy_fields(t, copy, "raw_data")
+            placeholders[k] = (t, size)
+            continue
         raw = t.raw_data if k in apart_set else b""
         if raw:  # (an empty raw_data, a weight-stripped tensor, stays as it is)
             _copy_fields(t, copy, "raw_data")
             weights[k] = raw
         else:
             copy.CopyFrom(t)
-    return rest.SerializeToString(), weights
+    if not lazy:
+        placeholders = []
+    return Split(rest.SerializeToString(), weights, placeholders, model, rest.graph.initializer)

@@ -192,7 +192,8 @@ def test_big_weights_cross_apart_and_back(tmp_path: Path) -> None:
 
     proto = _big_weights_model()
     original = proto.SerializeToString()
-    data, weights = _proto.split_weights(proto)
+    split = _proto.split_weights(proto)
+    data, weights = split.data, split.weights
     assert [w is not None for w in weights] == [True, True, False, False, False]
     assert len(data) < 256 * 1024 + 1024  # W1 and W2t left out; F (128 KiB) in
     # Joined back, the pieces are the model itself, every field of the tensors given apart included.
@@ -224,7 +225,8 @@ def test_big_weights_cross_apart_and_back(tmp_path: Path) -> None:
 def test_weights_given_apart_must_match_the_initializers() -> None:
     from onnxopt import _proto
 
-    data, weights = _proto.split_weights(_big_weights_model())
+    split = _proto.split_weights(_big_weights_model())
+    data, weights = split.data, split.weights
     args = onnxopt._args(2, None, None, None, None, False, None, ())
     src = onnxopt._core.Source()
     src.data, src.weights = data, weights[:2]
