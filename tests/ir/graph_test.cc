@@ -3,6 +3,8 @@
 #include "onnxopt/ir/graph.h"
 
 #include <algorithm>
+#include <memory>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -237,6 +239,42 @@ TEST(TensorTest, SubViewSharesTheBytes) {
   t = Tensor();  // the view keeps the buffer alive
   EXPECT_EQ(v.bytes(), bytes.substr(12));
   EXPECT_DEATH(v.subView({4}, 4, 12), "out of the tensor's range");
+}
+
+/// A lazy buffer that counts the calls that fetch its bytes.
+class CountingLazyBuffer final : public Buffer {
+ public:
+  explicit CountingLazyBuffer(std::string bytes) : bytes_(std::move(bytes)) {}
+  const uint8_t* data() const override {
+    ++fetches;
+    return reinterpret_cast<const uint8_t*>(bytes_.data());
+  }
+  size_t size() const override { return bytes_.size(); }
+  bool lazy() const override { return true; }
+  mutable int fetches = 0;
+
+ private:
+  std::string bytes_;
+};
+
+TEST(TensorTest, ALazyViewFetchesOnlyWhenItsBytesAreRead) {
+  auto buffer = std::make_shared<CountingLazyBuffer>("abcdefgh");
+  Tensor t(DataType::kUint8, {8});
+  t.setView(buffer, 0, 8);
+  Tensor v = t.subView({4}, 2, 4);
+  Tensor copy = t;
+  EXPECT_EQ(buffer->fetches, 0);  // viewing, copying and sizing read nothing
+  EXPECT_EQ(t.byteSize(), 8u);
+  EXPECT_TRUE(t.viewsAllOf(buffer.get()));
+  EXPECT_TRUE(copy.viewsAllOf(buffer.get()));
+  EXPECT_FALSE(v.viewsAllOf(buffer.get()));  // a part of it
+  EXPECT_EQ(buffer->fetches, 0);
+  EXPECT_EQ(v.bytes(), "cdef");
+  EXPECT_EQ(t.bytes(), "abcdefgh");
+  EXPECT_GT(buffer->fetches, 0);
+  t.setBytes("abcdefgh");  // the same bytes, owned now: no longer the buffer's
+  EXPECT_FALSE(t.viewsAllOf(buffer.get()));
+  EXPECT_EQ(t.bytes(), "abcdefgh");
 }
 
 TEST(GraphTest, SubgraphUsesOuterScopeValues) {
