@@ -101,7 +101,7 @@ def _split_source(model: ModelLike, what: str = "model",
 def _args(level: int, passes: Optional[Union[str, Iterable[str]]], target_opset: Optional[int],
           precision: Optional[str], fold_size_limit: Optional[int], keep_initializer_inputs: bool,
           target: Optional[str], disable: Iterable[str],
-          quantize: Dict[str, Any]) -> _core.OptimizeArgs:
+          quantize: Optional[Dict[str, Any]] = None) -> _core.OptimizeArgs:
     if not isinstance(level, int) or isinstance(level, bool):
         raise TypeError(f"onnxopt: level is an int (0..3), not {type(level).__name__}")
     a = _core.OptimizeArgs()
@@ -114,6 +114,8 @@ def _args(level: int, passes: Optional[Union[str, Iterable[str]]], target_opset:
     a.keep_initializer_inputs = keep_initializer_inputs
     a.target = target or ""
     a.disabled_passes = [disable] if isinstance(disable, str) else list(disable)
+    if quantize is None:  # no weight quantization
+        quantize = _quantize(None, None, True, (), True, False)
     a.quantize = quantize["quantize"] or ""
     if quantize["block_size"] is not None:
         a.quantize_block_size = quantize["block_size"]
