@@ -71,7 +71,7 @@ def test_the_cuda_runner_loads_the_provider(opt: Path, tmp_path: Path) -> None:
     assert any(Path(name).name == "libonnxopt_cuda.so" for name in opened), sorted(opened)
     assert any("libcudart" in name for name in opened)
     if proc.returncode == 1:
-        expected = "opt: error: cuda runner: no usable CUDA device 0"
+        expected = f"opt: error: {MODEL}: cuda runner: no usable CUDA device 0"
         assert proc.stderr.startswith(expected), proc.stderr
     else:
         assert proc.returncode == 0, proc.stderr
@@ -123,7 +123,9 @@ def test_a_provider_that_cannot_be_loaded_is_one_error(opt: Path, tmp_path: Path
     assert not out.exists()
     if lines[0].endswith("onnxopt was built without CUDA"):
         return  # no provider to load: the build's own error, as before
-    assert lines[0].startswith("opt: error: cuda runner: the CUDA runtime could not be loaded: "), \
+    # One line naming the model, then the reason (the check command's too: its original model).
+    assert lines[0].startswith(f"opt: error: {MODEL}: cuda runner: the CUDA runtime could not "
+                               "be loaded: "), \
         lines[0]
     assert REASONS[broken] in lines[0], lines[0]
 
@@ -157,8 +159,8 @@ def test_the_provider_found_beside_or_in_lib_is_the_one_loaded(opt: Path, tmp_pa
     if proc.stderr.rstrip().endswith("onnxopt was built without CUDA"):
         return
     broken = tmp_path / folder / "libonnxopt_cuda.so"
-    assert proc.stderr == (f"opt: error: cuda runner: the CUDA runtime could not be loaded: "
-                           f"{broken}: invalid ELF header\n"), proc.stderr
+    assert proc.stderr == (f"opt: error: {MODEL}: cuda runner: the CUDA runtime could not be "
+                           f"loaded: {broken}: invalid ELF header\n"), proc.stderr
 
 
 def test_no_provider_anywhere_is_not_found(opt: Path, tmp_path: Path) -> None:
@@ -166,6 +168,6 @@ def test_no_provider_anywhere_is_not_found(opt: Path, tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     if proc.stderr.rstrip().endswith("onnxopt was built without CUDA"):
         return
-    assert proc.stderr == ("opt: error: cuda runner: the CUDA runtime could not be loaded: "
-                           "libonnxopt_cuda.so: cannot open shared object file: No such file or "
-                           "directory\n"), proc.stderr
+    assert proc.stderr == (f"opt: error: {MODEL}: cuda runner: the CUDA runtime could not be "
+                           "loaded: libonnxopt_cuda.so: cannot open shared object file: No such "
+                           "file or directory\n"), proc.stderr

@@ -17,7 +17,8 @@ def _outputs(stdout: str) -> list[str]:
 def test_run_on_cuda_or_a_clear_error(run_opt) -> None:
     proc = run_opt("run", MODEL, "--device", "cuda", "--stats")
     if proc.returncode == 1:
-        assert "opt: error: cuda runner: no usable CUDA device 0" in proc.stderr, proc.stderr
+        assert f"opt: error: {MODEL}: cuda runner: no usable CUDA device 0" in proc.stderr, \
+            proc.stderr
         assert "output " not in proc.stdout
         return
     assert proc.returncode == 0, proc.stderr
