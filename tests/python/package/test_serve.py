@@ -224,9 +224,33 @@ def test_killed_replica_is_replaced(served):
         time.sleep(0.5)
     assert victim not in now and len(now) == 2, now
     # Serve routes to the new replica once it is up; every request is answered right.
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and dict(serve.status().applications["cnn"].deployments[
-            "cnn"].replica_states) != {"RUNNING": 2}:
-        time.sleep(0.5)
+    wait_running("cnn", 2)
     answers = concurrent(served, "cnn", 8)
     assert all(r.headers["x-onnxopt-replica"] not in victim for r in answers)
+
+
+def wait_running(app_name: str, replicas: int) -> None:
+    deadline = time.monotonic() + 25
+    while time.monotonic() < deadline and dict(serve.status().applications[app_name].deployments[
+            app_name].replica_states) != {"RUNNING": replicas}:
+        time.sleep(0.5)
+
+
+def test_stream_of_a_killed_replica_ends_short_and_the_next_is_served(served):
+    # The stream has begun (its first step arrived): the replica is generating when it dies. The
+    # client sees the stream cut before its sequences line; it is not left waiting.
+    r = requests.post(f"{served}/llama/generate", json={
+        "input_ids": [1, 2, 3], "max_new_tokens": 4000, "stream": True}, stream=True, timeout=60)
+    lines = r.iter_lines()
+    assert json.loads(next(lines))["tokens"]
+    (victim,) = [a["name"] for a in replica_actors("llama")]
+    ray.kill(ray.get_actor(victim, namespace="serve"), no_restart=True)
+    rest = []
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):
+        rest.extend(json.loads(line) for line in lines if line)
+    assert all("sequences" not in line for line in rest)
+    wait_running("llama", 1)
+    case = golden()[0]
+    r = requests.post(f"{served}/llama/generate", json={
+        "input_ids": case["input_ids"], "max_new_tokens": case["max_new_tokens"]}, timeout=60)
+    assert r.status_code == 200 and r.json()["sequences"] == case["sequences"], r.text
