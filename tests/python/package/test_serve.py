@@ -254,3 +254,19 @@ def test_stream_of_a_killed_replica_ends_short_and_the_next_is_served(served):
     r = requests.post(f"{served}/llama/generate", json={
         "input_ids": case["input_ids"], "max_new_tokens": case["max_new_tokens"]}, timeout=60)
     assert r.status_code == 200 and r.json()["sequences"] == case["sequences"], r.text
+
+
+def test_command_line_usage_errors(tmp_path, capsys):
+    from onnxopt.serve import main
+
+    assert main([str(tmp_path / "none.onnx")]) == 2
+    assert "none.onnx: no such model file" in capsys.readouterr().err
+    (tmp_path / "garbage.onnx").write_bytes(b"garbage")
+    assert main([str(tmp_path / "garbage.onnx")]) == 2
+    assert "garbage.onnx: not an ONNX model: " in capsys.readouterr().err
+    with pytest.raises(ValueError, match="garbage.onnx: not an ONNX model: "):
+        app(str(tmp_path / "garbage.onnx"))
+    assert main([str(CNN), "--replicas", "0"]) == 2
+    assert "--replicas must be at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(CNN), "--runner", "onnxruntime"])

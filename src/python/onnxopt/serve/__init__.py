@@ -10,7 +10,7 @@ or, in a program on a Ray cluster:
     serve.run(onnxopt.serve.app("model.onnx", runner="cuda"), route_prefix="/")
 
 Ray is an optional dependency (`pip install onnxopt[serve]`): importing this package does not
-import it; app() and main() do.
+import it; app() and main() do. A model that cannot be read is refused before any replica starts.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import signal
 import sys
 import threading
 from typing import Any, Optional, Sequence
+
+from ._model import model_info
 
 __all__ = ["app", "main"]
 
@@ -44,6 +46,10 @@ def app(model: str, *, runner: str = "reference", replicas: Optional[int] = None
     if runner not in RUNNERS:
         raise ValueError(f"runner {runner!r}: reference or cuda")
     model = os.path.abspath(model)
+    try:  # read here too, so that a model no replica could read fails before any starts
+        model_info(model)
+    except Exception as e:
+        raise ValueError(f"{model}: not an ONNX model: {e}") from None
     if replicas is None:
         gpus = int(ray.cluster_resources().get("GPU", 0)) if ray.is_initialized() else 0
         replicas = max(gpus, 1) if runner == "cuda" else 1
@@ -75,6 +81,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not os.path.isfile(args.model):
         print(f"{_PROG}: error: {args.model}: no such model file", file=sys.stderr)
         return 2
+    try:
+        model_info(args.model)
+    except Exception as e:
+        print(f"{_PROG}: error: {args.model}: not an ONNX model: {e}", file=sys.stderr)
+        return 2
     if args.replicas is not None and args.replicas < 1:
         print(f"{_PROG}: error: --replicas must be at least 1", file=sys.stderr)
         return 2
@@ -83,10 +94,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     ray.init(address=args.address, include_dashboard=False, log_to_driver=False)
     try:
+        if args.runner == "cuda" and not ray.cluster_resources().get("GPU"):
+            # Replicas asking for a GPU would wait for one for ever.
+            print(f"{_PROG}: error: --runner cuda: the Ray instance has no GPU", file=sys.stderr)
+            return 2
         serve.start(http_options={"host": args.host, "port": args.port})
-        serve.run(app(args.model, runner=args.runner, replicas=args.replicas,
-                      max_batch_size=args.max_batch_size,
-                      batch_wait_timeout_s=args.batch_wait_ms / 1000), route_prefix="/")
+        try:
+            serve.run(app(args.model, runner=args.runner, replicas=args.replicas,
+                          max_batch_size=args.max_batch_size,
+                          batch_wait_timeout_s=args.batch_wait_ms / 1000), route_prefix="/")
+        except Exception as e:  # the replicas' own errors are in Ray's Serve logs
+            print(f"{_PROG}: error: {str(e).splitlines()[0]}", file=sys.stderr)
+            return 1
         print(f"serving {args.model} ({args.runner}) at http://{args.host}:{args.port}/",
               flush=True)
         stop = threading.Event()
