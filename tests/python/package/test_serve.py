@@ -46,6 +46,21 @@ def fixed_batch(tmp: Path) -> Path:
     return path
 
 
+def one_row_only(tmp: Path) -> Path:
+    """y = Reshape(x, [1, 4]) + 1 with x and y declared [N, 4]: the declared batch dimension
+    invites stacking, and a stacked run fails (its rows do not fit [1, 4])."""
+    h = onnx.helper
+    graph = h.make_graph(
+        [h.make_node("Reshape", ["x", "shape"], ["r"]), h.make_node("Add", ["r", "one"], ["y"])],
+        "one_row_only", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 4])],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 4])],
+        [h.make_tensor("shape", onnx.TensorProto.INT64, [2], [1, 4]),
+         h.make_tensor("one", onnx.TensorProto.FLOAT, [], [1.0])])
+    path = tmp / "one_row_only.onnx"
+    onnx.save(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]), path)
+    return path
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
@@ -55,8 +70,11 @@ def served(tmp_path_factory):
         # Requests wait up to 0.5 s for others: concurrent clients share model runs.
         serve.run(app(str(CNN), replicas=2, num_cpus=0.5, max_batch_size=8,
                       batch_wait_timeout_s=0.5, name="cnn"), name="cnn", route_prefix="/cnn")
-        serve.run(app(str(fixed_batch(tmp_path_factory.mktemp("serve"))), num_cpus=0.5,
+        tmp = tmp_path_factory.mktemp("serve")
+        serve.run(app(str(fixed_batch(tmp)), num_cpus=0.5,
                       batch_wait_timeout_s=0.5, name="fixed"), name="fixed", route_prefix="/fixed")
+        serve.run(app(str(one_row_only(tmp)), num_cpus=0.5, batch_wait_timeout_s=0.5,
+                      name="rows"), name="rows", route_prefix="/rows")
         serve.run(app(str(LLAMA / "model.onnx"), num_cpus=0.5, name="llama"), name="llama",
                   route_prefix="/llama")
         yield f"http://127.0.0.1:{port}"
@@ -128,6 +146,19 @@ def test_fixed_batch_model_runs_request_by_request(served):
                                       onnxopt.run(CNN, x)["probs"])
     assert {r.headers["x-onnxopt-batch-size"] for r in answers} == {"1"}
     assert len({r.headers["x-onnxopt-batch"] for r in answers}) == 6
+
+
+def test_failed_stacked_run_is_done_again_request_by_request(served):
+    inputs = [{"x": np.full((1, 4), i, np.float32)} for i in range(6)]
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda x: post(served, "rows", x), inputs))
+    for x, r in zip(inputs, answers):
+        np.testing.assert_array_equal(from_json(r.json()["outputs"]["y"]), x["x"] + 1)
+    assert {r.headers["x-onnxopt-batch-size"] for r in answers} == {"1"}
+    # A request of two rows fails alone too, and says why.
+    r = requests.post(f"{served}/rows", json=as_json({"x": np.zeros((2, 4), np.float32)}),
+                      timeout=60)
+    assert r.status_code == 400 and "Reshape" in r.json()["error"], r.text
 
 
 def test_npy_in_npy_out(served):
