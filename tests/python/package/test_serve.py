@@ -84,8 +84,8 @@ def served(tmp_path_factory):
 
 
 def as_json(inputs):
-    return {"inputs": {n: {"dtype": a.dtype.name, "shape": list(a.shape), "data": a.ravel().tolist()}
-                       for n, a in inputs.items()}}
+    return {"inputs": {n: {"dtype": a.dtype.name, "shape": list(a.shape),
+                           "data": a.ravel().tolist()} for n, a in inputs.items()}}
 
 
 def from_json(t):

@@ -99,7 +99,6 @@ class ModelServer:
         """One model run for the group, its outputs split by rows; a run that fails, or whose
         outputs do not keep the rows, is done again request by request, so that one bad request
         answers for itself only."""
-        batch_id = next(self._batch_ids)
         if len(group) > 1:
             rows = [next(iter(r.values())).shape[0] for r in group]
             try:
@@ -109,6 +108,7 @@ class ModelServer:
             if out is not None and all(isinstance(v, np.ndarray) and v.ndim and
                                        v.shape[0] == sum(rows) for v in out.values()):
                 self._batches.append(len(group))
+                batch_id = next(self._batch_ids)
                 cuts = np.cumsum(rows)[:-1]
                 parts = {n: np.split(v, cuts) for n, v in out.items()}
                 return [({n: p[i] for n, p in parts.items()}, batch_id, len(group))

@@ -19,7 +19,8 @@ def _dtype(name: Any) -> np.dtype:
     try:
         return np.dtype(name)
     except TypeError:
-        raise BadRequest(f"unknown dtype {name!r} (a numpy name: float32, int64, bool, ...)") from None
+        raise BadRequest(f"unknown dtype {name!r} (a numpy name: float32, int64, bool, ...)") \
+            from None
 
 
 def tensor_from_json(name: str, value: Any) -> np.ndarray:
@@ -49,7 +50,8 @@ def tensor_to_json(array: np.ndarray) -> Dict[str, Any]:
     # float16/bfloat16/float8 values go out as Python floats (exact); the dtype says what they are.
     data = array.astype(np.float64) if array.dtype.kind == "V" or array.dtype.name.startswith(
         ("bfloat", "float8")) else array
-    return {"dtype": array.dtype.name, "shape": list(array.shape), "data": data.reshape(-1).tolist()}
+    return {"dtype": array.dtype.name, "shape": list(array.shape),
+            "data": data.reshape(-1).tolist()}
 
 
 def npy_load(body: bytes) -> np.ndarray:
