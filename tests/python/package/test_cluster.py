@@ -208,11 +208,13 @@ def test_without_ray_one_error_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_ray_is_the_packages_extra_only() -> None:
-    # pip install onnxopt[ray] brings Ray (with its client, for ray:// addresses); onnxopt does not.
+    # pip install onnxopt[ray] brings Ray (with its client, for ray:// addresses), onnxopt[serve]
+    # Ray Serve (onnxopt.serve); onnxopt itself does not.
     requires = importlib.metadata.requires("onnxopt") or []
-    ray_deps = [r for r in requires if r.startswith("ray")]
-    assert ray_deps and all(r.replace(" ", "").endswith(';extra=="ray"') for r in ray_deps)
-    assert any(r.startswith("ray[client]") for r in ray_deps)
+    ray_deps = [r.replace(" ", "") for r in requires if r.startswith("ray")]
+    assert ray_deps and all(r.endswith((';extra=="ray"', ';extra=="serve"')) for r in ray_deps)
+    assert any(r.startswith("ray[client]") and r.endswith(';extra=="ray"') for r in ray_deps)
+    assert any(r.startswith("ray[serve]") and r.endswith(';extra=="serve"') for r in ray_deps)
 
 
 def test_bad_usage_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
