@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <set>
 #include <string>
 
 #include "inputs.h"
@@ -12,22 +11,26 @@ namespace onnxopt::tools {
 
 namespace {
 
-/// Whether `policy` lets the cuda runner use TF32 on a float32 product of `graph`: a float32
-/// convolution (or, with kAll, a matrix product), subgraphs included.
+/// Whether `policy` lets the cuda runner use TF32 on node `n`'s product: a float32 convolution
+/// (or, with kAll, a float32 matrix product).
+bool tf32Product(const ir::Node& n, kernels::Tf32 policy) {
+  if (policy == kernels::Tf32::kNone || n.numInputs() == 0 || n.input(0) == nullptr ||
+      n.input(0)->type().elem_type != DataType::kFloat) {
+    return false;
+  }
+  const std::string& op = n.opType();
+  if (op == "Conv" || op == "ConvTranspose" || op == "FusedConv") return true;
+  return policy == kernels::Tf32::kAll &&
+         (op == "MatMul" || op == "Gemm" || op == "FusedMatMul" || op == "Attention" ||
+          op == "LSTM" || op == "GRU" || op == "RNN");
+}
+
+/// Whether tf32Product holds for a node of `graph`, subgraphs included.
 bool tf32Touches(const ir::Graph& graph, kernels::Tf32 policy) {
-  if (policy == kernels::Tf32::kNone) return false;
-  const std::set<std::string> convolutions = {"Conv", "ConvTranspose", "FusedConv"};
-  const std::set<std::string> products = {"MatMul", "Gemm", "FusedMatMul", "Attention",
-                                          "LSTM",   "GRU",  "RNN"};
   for (const ir::Node* n : graph) {
+    if (tf32Product(*n, policy)) return true;
     for (const ir::Graph* sub : n->subgraphs()) {
       if (tf32Touches(*sub, policy)) return true;
-    }
-    if (n->numInputs() == 0 || n->input(0) == nullptr) continue;
-    if (n->input(0)->type().elem_type != DataType::kFloat) continue;
-    if (convolutions.count(n->opType()) ||
-        (policy == kernels::Tf32::kAll && products.count(n->opType()))) {
-      return true;
     }
   }
   return false;

@@ -242,13 +242,15 @@ HostTensor uniformTensor(DataType t, const std::vector<int64_t>& dims, double sc
   return test::tensorOf(t, dims, v);
 }
 
-/// convTolerance, the absolute part scaled by the largest output (at least 1).
-void expectConvClose(const HostTensor& want, const HostTensor& got) {
+/// convTolerance of `as` (by default the output's type), the absolute part scaled by the largest
+/// output (at least 1).
+void expectConvClose(const HostTensor& want, const HostTensor& got,
+                     DataType as = DataType::kUndefined) {
   double scale = 1;
   for (int64_t i = 0; i < want.numElements(); ++i) {
     scale = std::max(scale, std::fabs(test::valueAt(want, i)));
   }
-  test::Tolerance tol = convTolerance(want.dtype);
+  test::Tolerance tol = convTolerance(as == DataType::kUndefined ? want.dtype : as);
   test::expectClose(want, got, {tol.rtol, tol.atol * scale});
 }
 
@@ -280,7 +282,7 @@ TEST_P(ConvTest, MatchesReference) {
     double scale = role == 'x' ? 1.0 : role == 'w' ? 1.0 / std::sqrt(fan_in) : 0.5;
     return uniformTensor(c.dtype, dims, scale, rng);
   };
-  runConvCase(c, random, expectConvClose);
+  runConvCase(c, random, [](const HostTensor& w, const HostTensor& g) { expectConvClose(w, g); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Claimed, ConvTest, ::testing::ValuesIn(convCases()),
@@ -306,13 +308,7 @@ TEST_F(ConvTf32Test, EachPolicyWithinItsTolerance) {
     SCOPED_TRACE(static_cast<int>(policy));
     auto got = test::runOnDevice("Conv", 11, host, attrs, want.dtype, want.dims, "", 0xA5, policy);
     ASSERT_TRUE(got.isOk()) << got.status().toString();
-    double scale = 1;
-    for (int64_t i = 0; i < want.numElements(); ++i) {
-      scale = std::max(scale, std::fabs(test::valueAt(want, i)));
-    }
-    test::Tolerance tol =
-        convTolerance(policy == Tf32::kNone ? DataType::kFloat : DataType::kFloat16);
-    test::expectClose(want, *got, {tol.rtol, tol.atol * scale});
+    expectConvClose(want, *got, policy == Tf32::kNone ? DataType::kFloat : DataType::kFloat16);
   }
 }
 
