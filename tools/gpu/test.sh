@@ -49,6 +49,9 @@
 #                build-gpu/python, and tests/python/package/test_cuda_session.py: onnxopt.cuda.Session
 #                from numpy arrays and torch CUDA tensors (DLPack); its output in python.log; not
 #                part of all (issue 21).
+#   generate     tests/gpu/test_generate_cuda.py: `opt generate --device cuda` on the tiny decoders of
+#                models/decoders, as exported and at -O3 --target cuda, against Hugging Face's greedy
+#                ids (issue 49); its output in generate.log; not part of all.
 #   pytest       tests/gpu (the models and node cases as one pytest item each; -k "$GPU_PYTEST_K"
 #                when set), its output in unit.log; not part of all.
 # GPU_TEST_DEVICE=reference runs the conformance, models and bench groups on the reference device
@@ -80,11 +83,11 @@ groups=("$@")
 [ "${#groups[@]}" -gt 0 ] || groups=(build unit)
 for g in "${groups[@]}"; do
   case $g in
-    build | unit | conformance | convalgos | models | precision | plugin | bench | pytest | gpubench | zoo | python) ;;
+    build | unit | conformance | convalgos | models | precision | plugin | bench | pytest | gpubench | zoo | python | generate) ;;
     all) groups=(build unit conformance models bench) && break ;;
     *)
       echo "test.sh: unknown group '$g' (build, unit, conformance, convalgos, models, precision, plugin, bench, all," \
-        "pytest, gpubench, zoo, python)" >&2
+        "pytest, gpubench, zoo, python, generate)" >&2
       exit 2
       ;;
   esac
@@ -296,6 +299,10 @@ gpu_pytest() {
   ONNXOPT_REQUIRE_CUDA=1 python3 -m pytest -q -n "$py_jobs" tests/gpu "${k[@]}"
 }
 
+gpu_generate() {
+  ONNXOPT_REQUIRE_CUDA=1 python3 -m pytest -q -n "$py_jobs" -p no:cacheprovider tests/gpu/test_generate_cuda.py
+}
+
 # The Python package on the GPU (issue 21): the module against this python3, the package's Python
 # files and opt beside it, then the CUDA session tests.
 python_module() {
@@ -319,7 +326,8 @@ python_tests() {
 }
 
 export -f gpu_info unpack_deps configure build plugin_cuda gpu_ctest gpu_binaries memcheck unpack_data \
-  time_limit conformance convalgos models precision bench gpubench zoo gpu_pytest python_module python_tests
+  time_limit conformance convalgos models precision bench gpubench zoo gpu_pytest gpu_generate python_module \
+  python_tests
 # GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
 device=${GPU_TEST_DEVICE:-cuda}
 # Cases and models run at once by the python steps (each opt process makes its own CUDA context).
@@ -395,6 +403,11 @@ else
   if wants pytest; then
     step unit pytest 400 gpu_pytest
     section unit pytest | grep -E "^[0-9]+ [a-z]+.* in [0-9.]+s" | tail -1 | sed 's/^/pytest: /' |
+      tee -a "$summary" || true
+  fi
+  if wants generate; then
+    step generate generate 240 gpu_generate
+    section generate generate | grep -E "^[0-9]+ [a-z]+.* in [0-9.]+s" | tail -1 | sed 's/^/generate: /' |
       tee -a "$summary" || true
   fi
   if wants bench; then
