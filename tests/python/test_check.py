@@ -196,6 +196,19 @@ def test_onnxruntime_runner_without_python(run_opt, work_dir: Path, monkeypatch:
     assert proc.returncode == 1 and "ONNXOPT_PYTHON" in proc.stderr
 
 
+def test_onnxruntime_runner_without_onnxruntime(run_opt, work_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interpreter without numpy/onnxruntime (site-packages off): one line, the runner named once."""
+    bare = work_dir / "bare-python"
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    bare.chmod(0o755)
+    monkeypatch.setenv("ONNXOPT_PYTHON", str(bare))
+    original = _model(work_dir / "model.onnx")
+    proc = run_opt("check", original, original, "--runner", "onnxruntime")
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert lines[0].count("onnxruntime runner:") == 1 and "install onnxruntime" in lines[0], proc.stderr
+
+
 # --- Inputs that cannot be generated or read: one clear error, never a crash (`opt run` and `opt check`) ---
 
 HUGE = 4611686018427387904  # 2**62

@@ -28,7 +28,7 @@ def main() -> int:
         import onnx
         import onnxruntime as ort
     except ImportError as e:
-        print(f"onnxruntime runner: {e} (install onnxruntime and onnx for {sys.executable}, or set "
+        print(f"{e} (install onnxruntime and onnx for {sys.executable}, or set "
               "ONNXOPT_PYTHON to an interpreter that has them)", file=sys.stderr)
         return 1
 
