@@ -104,9 +104,9 @@ int benchCommand(const BenchCommandOptions& opts) {
       status != 0) {
     return status;
   }
-  auto executor =
-      createRunner(opts.device, **model, opts.model, !opts.no_cuda_graph, opts.tf32.policy(),
-                   /*time_compute=*/true);
+  runtime::CudaOptions cuda_options = cudaOptions(opts.no_cuda_graph, opts.tf32);
+  cuda_options.time_compute = true;
+  auto executor = createRunner(opts.device, **model, opts.model, cuda_options);
   if (!executor.isOk()) return fail(executor.status());
   auto* cuda = dynamic_cast<runtime::CudaExecutor*>(executor->get());
 

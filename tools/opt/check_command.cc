@@ -37,9 +37,7 @@ int checkCommand(const CheckCommandOptions& opts) {
     if (opts.tf32.none) name += "-no-tf32";
     if (opts.tf32.all) name += "-tf32";
     if (!runtime::hasRunner(name)) {
-      runtime::CudaOptions options;
-      options.cuda_graphs = !opts.no_cuda_graph;
-      options.tf32 = opts.tf32.policy();
+      runtime::CudaOptions options = cudaOptions(opts.no_cuda_graph, opts.tf32);
       Status st = runtime::registerRunner(name, [options](const runtime::ExecutorSource& s) {
         return runtime::createCudaExecutor(*s.model, options);
       });

@@ -17,6 +17,7 @@
 #include "onnxopt/kernels/cuda.h"
 #include "onnxopt/kernels/host_tensor.h"
 #include "onnxopt/passes/registry.h"
+#include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/runtime/generator.h"
 #include "onnxopt/support/status.h"
@@ -170,14 +171,13 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
 /// of the error it printed.
 int readGivenFeeds(const ir::Model& model, const std::vector<std::string>& inputs,
                    std::map<std::string, kernels::HostTensor>* feeds);
-/// The runner `device` ("reference", "cuda", ...) for `model`; the cuda one with or without CUDA
-/// graphs, under `tf32`, and timing its node steps (CudaOptions::time_compute) when
-/// `time_compute`.
+/// The CUDA runtime's options that --no-cuda-graph, --no-tf32 and --allow-tf32 set.
+runtime::CudaOptions cudaOptions(bool no_cuda_graph, const Tf32Flags& tf32);
+/// The runner `device` ("reference", "cuda", ...) for `model`; the cuda one with `cuda`.
 StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,
                                                           const ir::Model& model,
-                                                          const std::string& path, bool cuda_graphs,
-                                                          kernels::Tf32 tf32,
-                                                          bool time_compute = false);
+                                                          const std::string& path,
+                                                          const runtime::CudaOptions& cuda);
 
 /// Prints `opt: error: MESSAGE` (on one line); returns kExitError.
 int fail(const Status& status);

@@ -70,17 +70,20 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
   return 0;
 }
 
+runtime::CudaOptions cudaOptions(bool no_cuda_graph, const Tf32Flags& tf32) {
+  runtime::CudaOptions options;
+  options.cuda_graphs = !no_cuda_graph;
+  options.tf32 = tf32.policy();
+  return options;
+}
+
 StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,
                                                           const ir::Model& model,
-                                                          const std::string& path, bool cuda_graphs,
-                                                          kernels::Tf32 tf32, bool time_compute) {
+                                                          const std::string& path,
+                                                          const runtime::CudaOptions& cuda) {
   if (device == "cuda") {
-    runtime::CudaOptions options;
-    options.cuda_graphs = cuda_graphs;
-    options.tf32 = tf32;
-    options.time_compute = time_compute;
     // The CUDA executor checks the weights as it uploads them: its errors name the file here.
-    auto created = runtime::createCudaExecutor(model, options);
+    auto created = runtime::createCudaExecutor(model, cuda);
     if (!created.isOk()) return created.status().withContext(path);
     return created;
   }
@@ -112,7 +115,7 @@ int runCommand(const RunCommandOptions& opts) {
     return status;
   }
   auto executor =
-      createRunner(opts.device, **model, opts.model, !opts.no_cuda_graph, opts.tf32.policy());
+      createRunner(opts.device, **model, opts.model, cudaOptions(opts.no_cuda_graph, opts.tf32));
   if (!executor.isOk()) return fail(executor.status());
   runtime::ExecutionOptions exec;
   exec.non_tensor_outputs = true;
