@@ -484,6 +484,9 @@ TEST(CudaExecutorOnFakeDevice, ProfiledRunTimesEachStep) {
     ops.insert(t.op);
     EXPECT_GE(t.ms, 0.0) << t.name;
     EXPECT_FALSE(t.name.empty());
+    // Each step's roofline cost (step_cost.h): bytes for all, flops for the product only.
+    EXPECT_GT(t.cost.bytes, 0) << t.name;
+    EXPECT_EQ(t.cost.flops > 0, t.op == "MatMul") << t.name;
   }
   // MatMul, Add, Relu, Add on the device; Det on the CPU with its input copied down (its output
   // is a graph output, read on the host).

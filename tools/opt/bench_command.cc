@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "bench_peaks.h"
 #include "bench_stats.h"
 #include "commands.h"
 #include "onnxopt/io/model_io.h"
@@ -53,6 +54,27 @@ std::string latencyJson(const LatencyStats& s) {
       "\"max\": {}}}",
       s.runs, jsonNumber(s.p50), jsonNumber(s.p90), jsonNumber(s.p99), jsonNumber(s.mean),
       jsonNumber(s.min), jsonNumber(s.max));
+}
+
+ProfileSample profileSample(const runtime::CudaExecutor::StepTime& t) {
+  ProfileSample s;
+  s.name = t.name;
+  s.op = t.op;
+  s.placement = t.placement;
+  s.ms = t.ms;
+  s.variant = t.variant;
+  s.bytes = t.cost.bytes;
+  s.flops = t.cost.flops;
+  s.half = t.cost.dtype == DataType::kFloat16 || t.cost.dtype == DataType::kBfloat16;
+  return s;
+}
+
+std::string peaksJson(const std::optional<DevicePeaks>& p) {
+  if (!p) return "null";
+  return fmt::format(
+      "{{\"bytes_per_s\": {}, \"float16_flops_per_s\": {}, \"float32_flops_per_s\": {}}}",
+      jsonNumber(p->bytes_per_s), jsonNumber(p->half_flops_per_s),
+      jsonNumber(p->float_flops_per_s));
 }
 
 }  // namespace
@@ -140,7 +162,11 @@ int benchCommand(const BenchCommandOptions& opts) {
   int64_t misses = cuda != nullptr ? cuda->planMisses() : 0;
 
   std::vector<ProfileRow> rows;
+  std::optional<DevicePeaks> peaks;
   if (opts.profile && cuda != nullptr) {
+    auto measured = measurePeaks(cuda_options);
+    if (!measured.isOk()) return fail(measured.status().withContext("device peaks"));
+    peaks = *measured;
     std::vector<std::vector<ProfileSample>> runs;
     for (int i = 0; i < opts.iters; ++i) {
       std::vector<runtime::CudaExecutor::StepTime> times;
@@ -149,10 +175,10 @@ int benchCommand(const BenchCommandOptions& opts) {
         return fail(r.status().withContext(fmt::format("{}: profiled run", opts.model)));
       }
       std::vector<ProfileSample> samples;
-      for (const auto& t : times) samples.push_back({t.name, t.op, t.placement, t.ms, t.variant});
+      for (const auto& t : times) samples.push_back(profileSample(t));
       runs.push_back(std::move(samples));
     }
-    rows = profileRows(runs);
+    rows = profileRows(runs, &*peaks);
   }
 
   std::string device = "reference (CPU reference kernels)";
@@ -195,26 +221,29 @@ int benchCommand(const BenchCommandOptions& opts) {
         "\"host_arena_bytes\": {}}}",
         arena, cuda->uploadedWeightBytes(), cuda->workspaceBytes(), host_arena);
   }
-  if (!rows.empty()) std::fputs(formatProfile(rows).c_str(), stdout);
+  if (!rows.empty()) std::fputs(formatProfile(rows, 30, peaks ? &*peaks : nullptr).c_str(), stdout);
 
   if (!opts.json.empty()) {
     std::vector<std::string> profile;
     for (const ProfileRow& r : rows) {
       profile.push_back(fmt::format(
           "{{\"name\": {}, \"op\": {}, \"placement\": {}, \"variant\": {}, \"mean_ms\": {}, "
-          "\"percent\": {}}}",
+          "\"percent\": {}, \"bytes\": {}, \"flops\": {}, \"bound\": {}, \"roof_percent\": {}}}",
           jsonString(r.name), jsonString(r.op), jsonString(r.placement), jsonString(r.variant),
-          jsonNumber(r.mean_ms), jsonNumber(r.percent)));
+          jsonNumber(r.mean_ms), jsonNumber(r.percent), r.bytes, jsonNumber(r.flops),
+          r.bound.empty() ? "null" : jsonString(r.bound), jsonNumber(r.roof_percent)));
     }
     std::string json = fmt::format(
         "{{\"model\": {}, \"device\": {}, \"inputs\": {}, \"warmup\": {}, \"iters\": {}, "
         "\"includes\": {}, \"latency_ms\": {}, \"compute_ms\": {}, \"throughput_per_s\": {}, "
-        "\"memory\": {}, \"plan_cache\": {}, \"cuda_graph\": {}, \"profile\": [{}]}}\n",
+        "\"memory\": {}, \"plan_cache\": {}, \"cuda_graph\": {}, \"peaks\": {}, "
+        "\"profile\": [{}]}}\n",
         jsonString(opts.model), jsonString(opts.device), jsonString(describeFeeds(feeds)),
         opts.warmup, opts.iters, jsonString(includes), latencyJson(stats),
         compute ? latencyJson(*compute) : "null", jsonNumber(stats.throughput), memory_json,
         cuda != nullptr ? fmt::format("{{\"hits\": {}, \"misses\": {}}}", hits, misses) : "null",
-        cuda != nullptr ? jsonString(graph_state) : "null", fmt::join(profile, ", "));
+        cuda != nullptr ? jsonString(graph_state) : "null", peaksJson(peaks),
+        fmt::join(profile, ", "));
     Status st = io::writeFileAtomically(opts.json, json);
     if (!st.isOk()) return fail(st.withContext(opts.json));
   }

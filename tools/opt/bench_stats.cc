@@ -34,11 +34,32 @@ LatencyStats latencyStats(std::vector<double> ms) {
   return s;
 }
 
-std::vector<ProfileRow> profileRows(const std::vector<std::vector<ProfileSample>>& runs) {
+void applyRoofline(ProfileRow& row, const DevicePeaks& peaks) {
+  double compute = row.half ? peaks.half_flops_per_s : peaks.float_flops_per_s;
+  if (row.placement != "device" || row.bytes <= 0 || row.mean_ms <= 0 || peaks.bytes_per_s <= 0) {
+    return;
+  }
+  double memory_s = static_cast<double>(row.bytes) / peaks.bytes_per_s;
+  double compute_s = row.flops > 0 && compute > 0 ? row.flops / compute : 0;
+  row.bound = compute_s > memory_s ? "compute" : "memory";
+  row.roof_percent = 100.0 * std::max(memory_s, compute_s) / (row.mean_ms / 1e3);
+}
+
+std::vector<ProfileRow> profileRows(const std::vector<std::vector<ProfileSample>>& runs,
+                                    const DevicePeaks* peaks) {
   std::vector<ProfileRow> rows;
   if (runs.empty()) return rows;
-  for (const ProfileSample& s : runs.front())
-    rows.push_back({s.name, s.op, s.placement, 0, 0, s.variant});
+  for (const ProfileSample& s : runs.front()) {
+    ProfileRow row;
+    row.name = s.name;
+    row.op = s.op;
+    row.placement = s.placement;
+    row.variant = s.variant;
+    row.bytes = s.bytes;
+    row.flops = s.flops;
+    row.half = s.half;
+    rows.push_back(std::move(row));
+  }
   for (const auto& run : runs) {
     for (size_t i = 0; i < run.size() && i < rows.size(); ++i) rows[i].mean_ms += run[i].ms;
   }
@@ -47,27 +68,55 @@ std::vector<ProfileRow> profileRows(const std::vector<std::vector<ProfileSample>
     r.mean_ms /= static_cast<double>(runs.size());
     total += r.mean_ms;
   }
-  for (ProfileRow& r : rows) r.percent = total > 0 ? 100.0 * r.mean_ms / total : 0;
+  for (ProfileRow& r : rows) {
+    r.percent = total > 0 ? 100.0 * r.mean_ms / total : 0;
+    if (peaks != nullptr) applyRoofline(r, *peaks);
+  }
   std::stable_sort(rows.begin(), rows.end(),
                    [](const ProfileRow& a, const ProfileRow& b) { return a.mean_ms > b.mean_ms; });
   return rows;
 }
 
-std::string formatProfile(const std::vector<ProfileRow>& rows, size_t top) {
+namespace {
+
+std::string formatPeaks(const DevicePeaks& peaks) {
+  return fmt::format(
+      "roofs (measured): memory {:.0f} GB/s, float16 products {:.1f} TFLOP/s, float32 products "
+      "{:.1f} TFLOP/s\n",
+      peaks.bytes_per_s / 1e9, peaks.half_flops_per_s / 1e12, peaks.float_flops_per_s / 1e12);
+}
+
+/// "GB/s  TFLOP/s  bound  % of it" cells of a row ("-" where not measured).
+std::string rooflineCells(const ProfileRow& r) {
+  if (r.bound.empty()) return fmt::format("  {:>8}  {:>8}  {:<8}  {:>6}", "-", "-", "-", "-");
+  double s = r.mean_ms / 1e3;
+  std::string tflops = r.flops > 0 ? fmt::format("{:.2f}", r.flops / s / 1e12) : "-";
+  return fmt::format("  {:>8.1f}  {:>8}  {:<8}  {:>6.1f}", static_cast<double>(r.bytes) / s / 1e9,
+                     tflops, r.bound, r.roof_percent);
+}
+
+}  // namespace
+
+std::string formatProfile(const std::vector<ProfileRow>& rows, size_t top,
+                          const DevicePeaks* peaks) {
   double total = 0;
   for (const ProfileRow& r : rows) total += r.mean_ms;
   std::string out = fmt::format(
       "profile: {} steps, {:.3f} ms per run (event pairs around each step, "
       "eager)\n",
       rows.size(), total);
-  out += fmt::format("  {:>10}  {:>6}  {:<12}  {:<20}  {}\n", "mean ms", "%", "placement", "op",
-                     "node");
+  if (peaks != nullptr) out += formatPeaks(*peaks);
+  std::string roof_head = peaks == nullptr ? ""
+                                           : fmt::format("  {:>8}  {:>8}  {:<8}  {:>6}", "GB/s",
+                                                         "TFLOP/s", "bound", "% roof");
+  out += fmt::format("  {:>10}  {:>6}{}  {:<12}  {:<20}  {}\n", "mean ms", "%", roof_head,
+                     "placement", "op", "node");
   for (size_t i = 0; i < rows.size() && i < top; ++i) {
     const ProfileRow& r = rows[i];
     // The op with its kernel's variant where it has several: "Attention [flash-mma]".
     std::string op = r.variant.empty() ? r.op : fmt::format("{} [{}]", r.op, r.variant);
-    out += fmt::format("  {:>10.4f}  {:>6.2f}  {:<12}  {:<20}  {}\n", r.mean_ms, r.percent,
-                       r.placement, op, r.name);
+    out += fmt::format("  {:>10.4f}  {:>6.2f}{}  {:<12}  {:<20}  {}\n", r.mean_ms, r.percent,
+                       peaks == nullptr ? "" : rooflineCells(r), r.placement, op, r.name);
   }
   if (rows.size() > top) out += fmt::format("  ... {} more steps\n", rows.size() - top);
   struct OpTotal {

@@ -29,6 +29,16 @@ struct ProfileSample {
   std::string placement;
   double ms = 0;
   std::string variant;  ///< the kernel's variant (Attention's table), or empty
+  int64_t bytes = 0;    ///< runtime::StepCost: device memory it moves (0: unknown)
+  double flops = 0;     ///< ... and its products' operations (0: not a product)
+  bool half = false;    ///< the products' operands are 16-bit floats (which compute peak applies)
+};
+
+/// The device's measured peaks (bench_peaks.h), the roofs of the roofline table.
+struct DevicePeaks {
+  double bytes_per_s = 0;        ///< device memory: read + write of a large elementwise op
+  double half_flops_per_s = 0;   ///< a large float16 matrix product
+  double float_flops_per_s = 0;  ///< a large float32 matrix product (under the run's TF32 policy)
 };
 
 /// One row of the profile table: a step's mean time over the profiled runs.
@@ -39,14 +49,29 @@ struct ProfileRow {
   double mean_ms = 0;
   double percent = 0;  ///< of the sum of every row's mean
   std::string variant;
+  int64_t bytes = 0;
+  double flops = 0;
+  bool half = false;
+  /// With peaks, for a device step of known bytes: the roof that bounds it ("memory" or
+  /// "compute": whichever takes longer at the peaks) and the share of that bound it reaches
+  /// (the bound's time over the step's mean time, in %); empty and 0 otherwise.
+  std::string bound;
+  double roof_percent = 0;
 };
 
 /// The rows of `runs` (each run's samples, the same steps in the same order), sorted by mean time,
 /// the costliest first (ties: step order).
-std::vector<ProfileRow> profileRows(const std::vector<std::vector<ProfileSample>>& runs);
+/// With `peaks`, each device row gets its roofline bound.
+std::vector<ProfileRow> profileRows(const std::vector<std::vector<ProfileSample>>& runs,
+                                    const DevicePeaks* peaks = nullptr);
 
-/// The table: the `top` costliest rows (node, op, placement, mean ms, %), then the per-op totals
-/// (op, count, total mean ms, %), sorted by cost.
-std::string formatProfile(const std::vector<ProfileRow>& rows, size_t top = 30);
+/// The roofline bound of `row` under `peaks` (sets bound and roof_percent).
+void applyRoofline(ProfileRow& row, const DevicePeaks& peaks);
+
+/// The table: the `top` costliest rows (node, op, placement, mean ms, %; with `peaks` also the
+/// achieved GB/s and TFLOP/s, the bound and the share of it reached), then the per-op totals (op,
+/// count, total mean ms, %), sorted by cost.
+std::string formatProfile(const std::vector<ProfileRow>& rows, size_t top = 30,
+                          const DevicePeaks* peaks = nullptr);
 
 }  // namespace onnxopt::tools

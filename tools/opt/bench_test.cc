@@ -1,5 +1,7 @@
 // opt bench on the host: its statistics (percentiles, the profile table) and its command line
 // (defaults, flags, ranges, the usage errors it reports before loading anything).
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -71,6 +73,51 @@ TEST(BenchProfile, RowsAreMeansSortedByCostWithPerOpTotals) {
   ASSERT_NE(relu, std::string::npos);
   EXPECT_LT(matmul, relu);
   EXPECT_NE(table.find("7.0000   87.50      2  MatMul"), std::string::npos) << table;
+}
+
+// Roofs of 1 TB/s, 100 TFLOP/s (float16) and 10 TFLOP/s (float32): a step is bound by whichever
+// takes longer at the peaks, and reaches that bound's time over its own.
+TEST(BenchProfile, RooflineNamesTheBoundAndTheShareReached) {
+  DevicePeaks peaks{1e12, 100e12, 10e12};
+  auto sample = [](const char* name, const char* placement, int64_t bytes, double flops,
+                   bool half) {
+    ProfileSample s;
+    s.name = name;
+    s.op = "Op";
+    s.placement = placement;
+    s.ms = 1.0;  // each
+    s.bytes = bytes;
+    s.flops = flops;
+    s.half = half;
+    return s;
+  };
+  std::vector<std::vector<ProfileSample>> runs = {{
+      sample("copyish", "device", 500'000'000, 0, false),       // 0.5 ms of memory: 50 %
+      sample("gemm16", "device", 1'000'000, 80e9, true),        // 0.8 ms of compute: 80 %
+      sample("gemm32", "device", 1'000'000, 8e9, false),        // the same flops at float32: 80 %
+      sample("fallback", "cpu-fallback", 1'000'000, 0, false),  // not on the device: no roof
+      sample("dynamic", "device", 0, 0, false),                 // bytes unknown: no roof
+  }};
+  std::vector<ProfileRow> rows = profileRows(runs, &peaks);
+  std::map<std::string, const ProfileRow*> by;
+  for (const ProfileRow& r : rows) by[r.name] = &r;
+  EXPECT_EQ(by["copyish"]->bound, "memory");
+  EXPECT_NEAR(by["copyish"]->roof_percent, 50, 1e-9);
+  EXPECT_EQ(by["gemm16"]->bound, "compute");
+  EXPECT_NEAR(by["gemm16"]->roof_percent, 80, 1e-9);
+  EXPECT_EQ(by["gemm32"]->bound, "compute");
+  EXPECT_NEAR(by["gemm32"]->roof_percent, 80, 1e-9);
+  EXPECT_EQ(by["fallback"]->bound, "");
+  EXPECT_EQ(by["dynamic"]->bound, "");
+  std::string table = formatProfile(rows, 30, &peaks);
+  EXPECT_NE(table.find("roofs (measured): memory 1000 GB/s, float16 products 100.0 TFLOP/s"),
+            std::string::npos)
+      << table;
+  // gemm16: 1 MB in 1 ms is 1.0 GB/s; 80 GFLOP in 1 ms is 80 TFLOP/s.
+  EXPECT_NE(table.find("1.0     80.00  compute     80.0"), std::string::npos) << table;
+  EXPECT_NE(table.find("500.0         -  memory      50.0"), std::string::npos) << table;
+  // Without peaks the table has no roofline columns.
+  EXPECT_EQ(formatProfile(rows).find("TFLOP/s"), std::string::npos);
 }
 
 TEST(BenchProfile, RowsNameTheKernelVariant) {

@@ -17,6 +17,7 @@
 #include "onnxopt/runtime/executor.h"
 #include "onnxopt/runtime/plan.h"
 #include "onnxopt/runtime/plan_cache.h"
+#include "onnxopt/runtime/step_cost.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::runtime {
@@ -124,6 +125,7 @@ class CudaExecutor : public Executor {
     std::string placement;
     std::string variant;  ///< the kernel's variant where it has several (Attention), or empty
     double ms = 0;
+    StepCost cost;  ///< its bytes and flops (step_cost.h), for the roofline table
   };
   /// A run with an event pair around each step that does work (views and folded nodes do none),
   /// always eager (never a CUDA graph, and it does not count toward capturing one); `times` gets

@@ -12,6 +12,7 @@ CudaExecutor::StepTime CudaExecutor::Impl::describeStep(const PlanState& state,
                                                         const Step& step) const {
   const Plan& plan = *state.plan;
   CudaExecutor::StepTime t;
+  t.cost = stepCost(plan, step);
   if (step.kind == Step::Kind::kNode) {
     const PlannedNode& pn = plan.nodes[static_cast<size_t>(step.node)];
     t.name = pn.name;
