@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/conv/cudnn.h"
+#include "onnxopt/kernels/tuning_cache.h"
 
 namespace onnxopt::kernels {
 
@@ -16,21 +17,28 @@ CudaDeviceContext::Libraries::~Libraries() {
   if (lt != nullptr) (void)cublasLtDestroy(lt);
 }
 
-CudaDeviceContext::CudaDeviceContext(CudaStream stream, int device, int sm_count, Tf32 tf32)
+CudaDeviceContext::CudaDeviceContext(CudaStream stream, int device, int sm_count, Tf32 tf32,
+                                     std::unique_ptr<TuningCache> tuning)
     : stream_(stream),
       device_(device),
       sm_count_(sm_count),
       tf32_(tf32),
+      tuning_(std::move(tuning)),
       libraries_(std::make_unique<Libraries>()) {}
 
 CudaDeviceContext::~CudaDeviceContext() = default;
 
-StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::create(CudaStream stream,
-                                                                       Tf32 tf32) {
+StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::create(
+    CudaStream stream, const CudaContextOptions& options) {
+  std::unique_ptr<TuningCache> tuning;
+  if (!options.tuning_cache.empty()) {
+    ASSIGN_OR_RETURN(tuning, TuningCache::open(options.tuning_cache));
+  }
   int device = 0, sms = 0;
   ONNXOPT_CUDA_CHECK(cudaGetDevice(&device), "cuda");
   ONNXOPT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cuda");
-  return std::unique_ptr<CudaDeviceContext>(new CudaDeviceContext(stream, device, sms, tf32));
+  return std::unique_ptr<CudaDeviceContext>(
+      new CudaDeviceContext(stream, device, sms, options.tf32, std::move(tuning)));
 }
 
 namespace cuda {

@@ -2,6 +2,7 @@
 // (ONNXOPT_HAVE_CUDA off): every call is kUnimplemented, so the runtime and the tests link and
 // report "built without CUDA" instead of failing to build.
 #include "onnxopt/kernels/cuda.h"
+#include "onnxopt/kernels/tuning_cache.h"
 
 namespace onnxopt::kernels {
 
@@ -88,10 +89,16 @@ StatusOr<DeviceGraph> endStreamCapture(CudaStream) {
 }
 
 struct CudaDeviceContext::Libraries {};
-CudaDeviceContext::CudaDeviceContext(CudaStream stream, int device, int sm_count, Tf32 tf32)
-    : stream_(stream), device_(device), sm_count_(sm_count), tf32_(tf32) {}
+CudaDeviceContext::CudaDeviceContext(CudaStream stream, int device, int sm_count, Tf32 tf32,
+                                     std::unique_ptr<TuningCache> tuning)
+    : stream_(stream),
+      device_(device),
+      sm_count_(sm_count),
+      tf32_(tf32),
+      tuning_(std::move(tuning)) {}
 CudaDeviceContext::~CudaDeviceContext() = default;
-StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::create(CudaStream, Tf32) {
+StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::create(CudaStream,
+                                                                       const CudaContextOptions&) {
   return notBuilt();
 }
 StatusOr<std::unique_ptr<PreparedCudaKernel>> prepareCudaKernel(const CudaKernelCall&,

@@ -491,7 +491,8 @@ nb::list listPasses() {
 /// One model on one GPU: read and prepared once, planned per input signature, run many times.
 class CudaSession {
  public:
-  CudaSession(const Source& src, int device, bool cuda_graphs, const std::string& tf32)
+  CudaSession(const Source& src, int device, bool cuda_graphs, const std::string& tf32,
+              const std::string& tuning_cache)
       : label_(src.label()) {
     kernels::Tf32 policy = kernels::Tf32::kConvolutions;
     if (tf32 == "none") {
@@ -509,6 +510,7 @@ class CudaSession {
     options.device_id = device;
     options.cuda_graphs = cuda_graphs;
     options.tf32 = policy;
+    options.tuning_cache = tuning_cache;
     options.time_compute = true;
     auto created = runtime::CudaExecutor::create(*model_, options);
     if (!created.isOk()) throw StatusError(created.status().withContext(label_));
@@ -661,8 +663,8 @@ NB_MODULE(_core, m) {
   m.def("runners", &onnxopt::runtime::runnerNames, "The runner names (reference, cuda, ...).");
 
   nb::class_<CudaSession>(m, "CudaSession", "A model on one GPU (see onnxopt.cuda.Session).")
-      .def(nb::init<const Source&, int, bool, const std::string&>(), "source"_a, "device"_a,
-           "cuda_graphs"_a, "tf32"_a)
+      .def(nb::init<const Source&, int, bool, const std::string&, const std::string&>(),
+           "source"_a, "device"_a, "cuda_graphs"_a, "tf32"_a, "tuning_cache"_a)
       .def(
           "run",
           [](CudaSession& s, const ArrayFeeds& arrays, const StringFeeds& strings,

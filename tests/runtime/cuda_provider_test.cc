@@ -18,7 +18,7 @@ namespace {
 /// build without CUDA, there is no provider to load and the runner says so).
 void expectRefused(const std::string& path, const std::string& why) {
   ::setenv(kCudaProviderEnv, path.c_str(), 1);
-  auto api = createCudaDeviceApi(0, kernels::Tf32::kNone);
+  auto api = createCudaDeviceApi(0, kernels::CudaContextOptions{});
   ::unsetenv(kCudaProviderEnv);
   ASSERT_FALSE(api.isOk());
   const std::string& message = api.status().message();

@@ -99,7 +99,7 @@ CLI::App* addBenchCommand(CLI::App& app, BenchCommandOptions& opts) {
   cmd->add_option("--iters", opts.iters, "Timed runs (default 100)")->check(CLI::Range(1, 1000000));
   cmd->add_flag("--no-cuda-graph", opts.no_cuda_graph,
                 "With --device cuda: run every step eagerly (no CUDA graph capture and replay)");
-  addTf32Flags(cmd, opts.tf32, "--device cuda");
+  addCudaFlags(cmd, opts.cuda, "--device cuda");
   cmd->add_flag("--profile", opts.profile,
                 "With --device cuda: after the timed runs, --iters eager runs with a CUDA event "
                 "pair around each step; print the top 30 steps by mean time and the per-op totals");
@@ -115,8 +115,8 @@ int benchCommand(const BenchCommandOptions& opts) {
   if (opts.no_cuda_graph && opts.device != "cuda") {
     return usage(invalidArgument("--no-cuda-graph needs --device cuda"));
   }
-  if (opts.tf32.given() && opts.device != "cuda") {
-    return usage(invalidArgument("--no-tf32 and --allow-tf32 need --device cuda"));
+  if (!opts.cuda.given().empty() && opts.device != "cuda") {
+    return usage(invalidArgument("{} needs --device cuda", opts.cuda.given()));
   }
   auto model = loadModelFor(opts.model, opts.device);
   if (!model.isOk()) return fail(model.status());
@@ -126,7 +126,7 @@ int benchCommand(const BenchCommandOptions& opts) {
       status != 0) {
     return status;
   }
-  runtime::CudaOptions cuda_options = cudaOptions(opts.no_cuda_graph, opts.tf32);
+  runtime::CudaOptions cuda_options = cudaOptions(opts.no_cuda_graph, opts.cuda);
   cuda_options.time_compute = true;
   auto executor = createRunner(opts.device, **model, opts.model, cuda_options);
   if (!executor.isOk()) return fail(executor.status());

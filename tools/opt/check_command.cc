@@ -25,19 +25,19 @@ int checkCommand(const CheckCommandOptions& opts) {
     return usage(st.withContext(opts.original));
   }
   CheckOptions check = opts.check;
-  if (opts.no_cuda_graph || opts.tf32.given()) {
+  if (opts.no_cuda_graph || !opts.cuda.given().empty()) {
     if (check.runner != "cuda" && check.against != "cuda") {
-      return usage(
-          invalidArgument("{} needs --runner cuda or --against cuda",
-                          opts.no_cuda_graph ? "--no-cuda-graph" : "--no-tf32/--allow-tf32"));
+      return usage(invalidArgument("{} needs --runner cuda or --against cuda",
+                                   opts.no_cuda_graph ? "--no-cuda-graph" : opts.cuda.given()));
     }
     // The cuda runner with these options, under a name of its own for this process.
     std::string name = "cuda";
     if (opts.no_cuda_graph) name += "-no-graph";
-    if (opts.tf32.none) name += "-no-tf32";
-    if (opts.tf32.all) name += "-tf32";
+    if (opts.cuda.none) name += "-no-tf32";
+    if (opts.cuda.all) name += "-tf32";
+    if (!opts.cuda.tuning_cache.empty()) name += "-tuned";
     if (!runtime::hasRunner(name)) {
-      runtime::CudaOptions options = cudaOptions(opts.no_cuda_graph, opts.tf32);
+      runtime::CudaOptions options = cudaOptions(opts.no_cuda_graph, opts.cuda);
       Status st = runtime::registerRunner(name, [options](const runtime::ExecutorSource& s) {
         return runtime::createCudaExecutor(*s.model, options);
       });
@@ -46,7 +46,7 @@ int checkCommand(const CheckCommandOptions& opts) {
     if (check.runner == "cuda") check.runner = name;
     if (check.against == "cuda") check.against = name;
   }
-  check.cuda_tf32 = opts.tf32.policy();
+  check.cuda_tf32 = opts.cuda.policy();
   auto checked = checkModels(opts.original, **original, optimized_path, **optimized, check);
   if (!checked.isOk()) return fail(checked.status());
   std::fputs(formatCheck(*checked).c_str(), stdout);

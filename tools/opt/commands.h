@@ -83,13 +83,19 @@ struct OptimizeCommandOptions {
 
 /// --no-tf32 / --allow-tf32 (run, check, bench): which float32 products the cuda runner may
 /// compute with TF32 tensor cores (kernels::Tf32); neither: torch's default, convolutions only.
-struct Tf32Flags {
-  bool none = false;  // --no-tf32
-  bool all = false;   // --allow-tf32
+/// The CUDA runtime's math and tuning flags (addCudaFlags): --no-tf32, --allow-tf32,
+/// --tuning-cache FILE.
+struct CudaFlags {
+  bool none = false;         // --no-tf32
+  bool all = false;          // --allow-tf32
+  std::string tuning_cache;  // --tuning-cache FILE
   kernels::Tf32 policy() const {
     return none ? kernels::Tf32::kNone : all ? kernels::Tf32::kAll : kernels::Tf32::kConvolutions;
   }
-  bool given() const { return none || all; }
+  /// The first of the flags given ("" for none), for "FLAG needs --device cuda".
+  std::string given() const {
+    return none ? "--no-tf32" : all ? "--allow-tf32" : tuning_cache.empty() ? "" : "--tuning-cache";
+  }
 };
 
 /// `opt check ORIGINAL OPTIMIZED` (check_command.cc).
@@ -99,7 +105,7 @@ struct CheckCommandOptions {
   CheckOptions check;
   std::string report;
   bool no_cuda_graph = false;  // --no-cuda-graph: the cuda runner without CUDA graphs
-  Tf32Flags tf32;
+  CudaFlags cuda;
 };
 
 /// `opt check ORIGINAL OPTIMIZED`: both models on the same inputs, every output compared.
@@ -116,7 +122,7 @@ struct RunCommandOptions {
   std::string device = "reference";  // or "cuda": the runner that runs it
   bool stats = false;                // --stats: the cuda runner's plan summary
   bool no_cuda_graph = false;        // --no-cuda-graph: every cuda run eager
-  Tf32Flags tf32;
+  CudaFlags cuda;
   runtime::RunLimits limits;  // --max-iterations, --max-memory
 };
 
@@ -130,7 +136,7 @@ struct BenchCommandOptions {
   int warmup = 10;
   int iters = 100;
   bool no_cuda_graph = false;
-  Tf32Flags tf32;
+  CudaFlags cuda;
   bool profile = false;
   std::string json;           // --json FILE: the results as JSON
   runtime::RunLimits limits;  // --max-iterations, --max-memory
@@ -172,7 +178,7 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
 int readGivenFeeds(const ir::Model& model, const std::vector<std::string>& inputs,
                    std::map<std::string, kernels::HostTensor>* feeds);
 /// The CUDA runtime's options that --no-cuda-graph, --no-tf32 and --allow-tf32 set.
-runtime::CudaOptions cudaOptions(bool no_cuda_graph, const Tf32Flags& tf32);
+runtime::CudaOptions cudaOptions(bool no_cuda_graph, const CudaFlags& flags);
 /// The runner `device` ("reference", "cuda", ...) for `model`; the cuda one with `cuda`.
 StatusOr<std::unique_ptr<runtime::Executor>> createRunner(const std::string& device,
                                                           const ir::Model& model,
@@ -188,8 +194,9 @@ Status checkSpecNames(const ir::Model& model, const std::vector<std::string>& in
                       const char* input_flag, const std::vector<std::string>& shapes);
 /// The options `opt check` and `opt IN -o OUT --check` share.
 void addCheckOptions(CLI::App* app, CheckOptions& c, const char* input_flag);
-/// --no-tf32 and --allow-tf32 (`needs`: the flag that must come with them, for their help).
-void addTf32Flags(CLI::App* app, Tf32Flags& flags, const char* needs);
+/// --no-tf32, --allow-tf32 and --tuning-cache (`needs`: the flag that must come with them, for
+/// their help).
+void addCudaFlags(CLI::App* app, CudaFlags& flags, const char* needs);
 /// --max-iterations and --max-memory: what one run may spend on the host (runtime::RunLimits).
 void addRunLimitOptions(CLI::App* app, runtime::RunLimits& limits);
 /// Runs a command; an exception that escapes it becomes an error naming `subject`.

@@ -59,7 +59,7 @@ void addCheckOptions(CLI::App* app, CheckOptions& c, const char* input_flag) {
   addRunLimitOptions(app, c.limits);
 }
 
-void addTf32Flags(CLI::App* app, Tf32Flags& flags, const char* needs) {
+void addCudaFlags(CLI::App* app, CudaFlags& flags, const char* needs) {
   CLI::Option* none = app->add_flag(
       "--no-tf32", flags.none,
       fmt::format("With {}: float32 convolutions and matrix products in float32 throughout (by "
@@ -70,6 +70,10 @@ void addTf32Flags(CLI::App* app, Tf32Flags& flags, const char* needs) {
                             "torch.backends.cuda.matmul.allow_tf32)",
                             needs))
       ->excludes(none);
+  app->add_option("--tuning-cache", flags.tuning_cache,
+                  fmt::format("With {}: reuse the timed kernel choices (convolution algorithms) "
+                              "kept in FILE by earlier runs on this card, and add new ones to it",
+                              needs));
 }
 
 void addRunLimitOptions(CLI::App* app, runtime::RunLimits& limits) {

@@ -235,7 +235,7 @@ CLI::App* addCheckCommand(CLI::App& app, CheckCommandOptions& opts) {
   cmd->add_flag("--no-cuda-graph", opts.no_cuda_graph,
                 "With --runner cuda or --against cuda: run every step eagerly (no CUDA graph "
                 "capture and replay; the runner is then named cuda-no-graph)");
-  addTf32Flags(cmd, opts.tf32, "--runner cuda or --against cuda");
+  addCudaFlags(cmd, opts.cuda, "--runner cuda or --against cuda");
   return cmd;
 }
 
@@ -274,7 +274,7 @@ CLI::App* addRunCommand(CLI::App& app, RunCommandOptions& opts) {
                 "weight bytes, each node that runs on the CPU and why)");
   cmd->add_flag("--no-cuda-graph", opts.no_cuda_graph,
                 "With --device cuda: run every step eagerly (no CUDA graph capture and replay)");
-  addTf32Flags(cmd, opts.tf32, "--device cuda");
+  addCudaFlags(cmd, opts.cuda, "--device cuda");
   addRunLimitOptions(cmd, opts.limits);
   return cmd;
 }

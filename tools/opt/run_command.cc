@@ -70,10 +70,11 @@ int prepareFeeds(const ir::Model& model, const std::string& path,
   return 0;
 }
 
-runtime::CudaOptions cudaOptions(bool no_cuda_graph, const Tf32Flags& tf32) {
+runtime::CudaOptions cudaOptions(bool no_cuda_graph, const CudaFlags& flags) {
   runtime::CudaOptions options;
   options.cuda_graphs = !no_cuda_graph;
-  options.tf32 = tf32.policy();
+  options.tf32 = flags.policy();
+  options.tuning_cache = flags.tuning_cache;
   return options;
 }
 
@@ -103,8 +104,8 @@ StatusOr<std::unique_ptr<ir::Model>> loadModelFor(const std::string& path,
 }
 
 int runCommand(const RunCommandOptions& opts) {
-  if (opts.tf32.given() && opts.device != "cuda") {
-    return usage(invalidArgument("--no-tf32 and --allow-tf32 need --device cuda"));
+  if (!opts.cuda.given().empty() && opts.device != "cuda") {
+    return usage(invalidArgument("{} needs --device cuda", opts.cuda.given()));
   }
   auto model = loadModelFor(opts.model, opts.device);
   if (!model.isOk()) return fail(model.status());
@@ -115,7 +116,7 @@ int runCommand(const RunCommandOptions& opts) {
     return status;
   }
   auto executor =
-      createRunner(opts.device, **model, opts.model, cudaOptions(opts.no_cuda_graph, opts.tf32));
+      createRunner(opts.device, **model, opts.model, cudaOptions(opts.no_cuda_graph, opts.cuda));
   if (!executor.isOk()) return fail(executor.status());
   runtime::ExecutionOptions exec;
   exec.non_tensor_outputs = true;

@@ -203,13 +203,24 @@ StatusOr<DeviceGraph> endStreamCapture(CudaStream stream);
 /// Float16 and bfloat16 are not affected.
 enum class Tf32 { kNone, kConvolutions, kAll };
 
+class TuningCache;
+
+/// How a device context computes and what it remembers across processes.
+struct CudaContextOptions {
+  Tf32 tf32 = Tf32::kNone;
+  /// A tuning cache file (tuning_cache.h) for the timed choices (convolution algorithms and
+  /// graph plans); empty: they are timed again in each process.
+  std::string tuning_cache;
+};
+
 class CudaDeviceContext {
  public:
   /// A context of the calling thread's current device, its work queued on `stream` (not owned:
   /// it must outlive the context). Kernels and tests default to no TF32 (results comparable with
-  /// float32 references); the runtime asks for its CudaOptions' policy.
-  static StatusOr<std::unique_ptr<CudaDeviceContext>> create(CudaStream stream,
-                                                             Tf32 tf32 = Tf32::kNone);
+  /// float32 references); the runtime asks for its CudaOptions' policy. A tuning cache file that
+  /// cannot be read is an error naming it.
+  static StatusOr<std::unique_ptr<CudaDeviceContext>> create(
+      CudaStream stream, const CudaContextOptions& options = {});
   ~CudaDeviceContext();
   CudaDeviceContext(const CudaDeviceContext&) = delete;
   CudaDeviceContext& operator=(const CudaDeviceContext&) = delete;
@@ -221,17 +232,21 @@ class CudaDeviceContext {
   /// Whether a float32 convolution, or a float32 matrix product, may use TF32 tensor cores.
   bool tf32Convolutions() const { return tf32_ != Tf32::kNone; }
   bool tf32Matmuls() const { return tf32_ == Tf32::kAll; }
+  /// The tuning cache, or nullptr without one.
+  TuningCache* tuning() const { return tuning_.get(); }
 
   /// The library handles and caches (kernels/cuda/device_context.h, CUDA builds).
   struct Libraries;
   Libraries& libraries() { return *libraries_; }
 
  private:
-  CudaDeviceContext(CudaStream stream, int device, int sm_count, Tf32 tf32);
+  CudaDeviceContext(CudaStream stream, int device, int sm_count, Tf32 tf32,
+                    std::unique_ptr<TuningCache> tuning);
   CudaStream stream_ = nullptr;
   int device_ = 0;
   int sm_count_ = 0;
   Tf32 tf32_ = Tf32::kNone;
+  std::unique_ptr<TuningCache> tuning_;
   std::unique_ptr<Libraries> libraries_;
 };
 

@@ -37,6 +37,9 @@ struct CudaOptions {
   /// Which float32 products may use TF32 tensor cores: by default convolutions, as torch's
   /// defaults do (kernels::Tf32; `--no-tf32` / `--allow-tf32`, Session(tf32=...)).
   kernels::Tf32 tf32 = kernels::Tf32::kConvolutions;
+  /// A tuning cache file (kernels/tuning_cache.h, `--tuning-cache FILE`): the timed choices of
+  /// earlier processes on this device are reused and new ones appended. Empty: none.
+  std::string tuning_cache;
   PlanOptions plan;
   size_t plan_cache_capacity = PlanCache::kDefaultCapacity;
   /// Debugging and tests: with a value in 0..255, every byte of a plan's device arena is set to it

@@ -4,10 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "kernels/cuda/device_context.h"
+#include "onnxopt/kernels/tuning_cache.h"
 
 namespace onnxopt::kernels::cuda::conv_detail {
 
@@ -389,11 +392,101 @@ StatusOr<Decision> decide(const ConvArgs& args, const Geometry& g, Descriptors& 
   return out;
 }
 
-/// The key of one geometry and epilogue on one device (the graph plans differ by B, Z and ReLU).
-std::string decisionKey(const ConvArgs& args, const Geometry& g, int device) {
-  return fmt::format("{}|dev{}|b{}z{}r{}", g.key(args.x.dtype, args.group), device,
+/// The key of one geometry and epilogue (the graph plans differ by B, Z and ReLU).
+std::string epilogueKey(const ConvArgs& args, const Geometry& g) {
+  return fmt::format("{}|b{}z{}r{}", g.key(args.x.dtype, args.group),
                      args.b.dtype != DataType::kUndefined, args.z.dtype != DataType::kUndefined,
                      args.relu);
+}
+
+/// ... on one device of this process.
+std::string decisionKey(const ConvArgs& args, const Geometry& g, int device) {
+  return fmt::format("{}|dev{}", epilogueKey(args, g), device);
+}
+
+// --- the tuning cache (onnxopt/kernels/tuning_cache.h) ----------------------------------------
+
+/// Whether decisions may come from and go to the tuning cache: not under the diagnostic
+/// overrides, whose choices are not the timing's.
+bool tuningApplies(const CudaDeviceContext& ctx) {
+  AlgoOverride o = algoOverride();
+  return ctx.tuning() != nullptr && !o.all && o.only < 0 && forcedPath() == ForcedPath::kNone;
+}
+
+/// The tuning cache's key: the card (its name and compute capability, not this process's device
+/// index), cuDNN's version and the TF32 policy, then the geometry and epilogue.
+std::string tuningKey(const ConvArgs& args, const Geometry& g, const CudaDeviceContext& ctx) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, ctx.device()) != cudaSuccess) (void)cudaGetLastError();
+  return fmt::format("conv|{}|sm{}{}|cudnn{}|tf32:{}|{}", prop.name, prop.major, prop.minor,
+                     cudnnGetVersion(), ctx.tf32Convolutions() ? 1 : 0, epilogueKey(args, g));
+}
+
+std::string choiceText(const Decision& d) {
+  return fmt::format("algo={} math={} graph={} reduced={} plan={}", d.choice.algo,
+                     static_cast<int>(d.choice.math), d.choice.graph,
+                     d.choice.graph_reduced ? 1 : 0, d.plan ? d.plan->name() : "");
+}
+
+/// recordedDecision's "no applicable entry".
+std::optional<Decision> notRecorded() {
+  return std::nullopt;
+}
+
+/// The decision a tuning cache entry records, rebuilt without timing, or nullopt when the entry
+/// no longer applies: its legacy algorithm must still be a candidate under its math type, and
+/// its graph plan, if one won, the same plan at the same place in cuDNN's list.
+StatusOr<std::optional<Decision>> recordedDecision(const ConvArgs& args, const Geometry& g,
+                                                   Descriptors& d, cudnnHandle_t handle,
+                                                   bool transpose, const CudaDeviceContext& ctx,
+                                                   const std::string& text) {
+  int algo = 0, math = 0, graph = 0, reduced = 0, used = 0;
+  if (std::sscanf(text.c_str(), "algo=%d math=%d graph=%d reduced=%d plan=%n", &algo, &math, &graph,
+                  &reduced, &used) != 4 ||
+      used == 0) {
+    return notRecorded();
+  }
+  ASSIGN_OR_RETURN(std::vector<Candidate> cands,
+                   legacyCandidates(args, g, d, handle, ctx.tf32Convolutions()));
+  auto it = std::find_if(cands.begin(), cands.end(), [&](const Candidate& c) {
+    return c.choice.algo == algo && static_cast<int>(c.choice.math) == math;
+  });
+  if (it == cands.end()) return notRecorded();
+  Decision out;
+  out.choice = it->choice;
+  if (graph >= 0) {
+    std::optional<ConvGraphSpec> spec = graphSpecOf(args, g, transpose);
+    if (!spec || (reduced != 0 && !spec->z)) return notRecorded();
+    auto plans = convGraphPlans(reduced != 0 ? reducedSpec(*spec) : *spec, handle,
+                                kMaxAlgoWorkspace, static_cast<size_t>(graph) + 1);
+    auto at = static_cast<size_t>(graph);
+    if (!plans.isOk() || plans->size() <= at || (*plans)[at]->name() != text.substr(used)) {
+      return notRecorded();
+    }
+    out.choice.graph = graph;
+    out.choice.graph_reduced = reduced != 0;
+    out.choice.graph_bytes = (*plans)[at]->workspaceBytes();
+    out.plan = std::move((*plans)[at]);
+  }
+  ONNXOPT_CUDA_CHECK(cudnnSetConvolutionMathType(d.conv.get(), out.choice.math), args.op);
+  return std::optional<Decision>(std::move(out));
+}
+
+/// The decision for this geometry: the tuning cache's where it holds one that applies, else
+/// timed now (decide) and recorded there.
+StatusOr<Decision> decideOrRecall(const ConvArgs& args, const Geometry& g, Descriptors& d,
+                                  cudnnHandle_t handle, bool transpose, const std::string& key,
+                                  CudaDeviceContext& ctx) {
+  if (!tuningApplies(ctx)) return decide(args, g, d, handle, transpose, key, ctx);
+  std::string tuning_key = tuningKey(args, g, ctx);
+  if (std::optional<std::string> text = ctx.tuning()->find(tuning_key)) {
+    ASSIGN_OR_RETURN(std::optional<Decision> recalled,
+                     recordedDecision(args, g, d, handle, transpose, ctx, *text));
+    if (recalled) return std::move(*recalled);
+  }
+  ASSIGN_OR_RETURN(Decision decision, decide(args, g, d, handle, transpose, key, ctx));
+  RETURN_IF_ERROR(ctx.tuning()->record(tuning_key, choiceText(decision)));
+  return decision;
 }
 
 /// The conv family's cache in a device context: the Prepared of each geometry and epilogue.
@@ -417,7 +510,7 @@ StatusOr<const Prepared*> preparedFor(const ConvArgs& args, const Geometry& g,
   if (it != cache.prepared.end()) return it->second.get();
   auto p = std::make_unique<Prepared>();
   ASSIGN_OR_RETURN(p->d, descriptorsOf(args, g));
-  ASSIGN_OR_RETURN(Decision decision, decide(args, g, p->d, handle, transpose, key, ctx));
+  ASSIGN_OR_RETURN(Decision decision, decideOrRecall(args, g, p->d, handle, transpose, key, ctx));
   p->choice = decision.choice;
   p->graph = std::move(decision.plan);
   if (args.b.dtype != DataType::kUndefined) {

@@ -16,6 +16,7 @@ session); the GIL is released during a run.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, List, Mapping, Optional
 
 from . import _core, _source
@@ -42,13 +43,22 @@ class Session:
     model: a path, bytes or onnx.ModelProto (usually optimized with level=3, target="cuda").
     tf32: which float32 products may use TF32 tensor cores: "convolutions" (torch's default),
     "none" (float32 throughout) or "all" (matrix products too).
+    tuning_cache: a file of timed kernel choices (convolution algorithms) that earlier sessions
+    and `opt --tuning-cache` runs on this card made; new ones are added to it. None: time anew.
     Raises onnxopt.UnimplementedError where this build has no CUDA or there is no device.
     """
 
     def __init__(
-        self, model: Any, device: int = 0, cuda_graphs: bool = True, tf32: str = "convolutions"
+        self,
+        model: Any,
+        device: int = 0,
+        cuda_graphs: bool = True,
+        tf32: str = "convolutions",
+        tuning_cache: Optional[str] = None,
     ) -> None:
-        self._core = _core.CudaSession(_source(model), device, cuda_graphs, tf32)
+        self._core = _core.CudaSession(
+            _source(model), device, cuda_graphs, tf32, "" if tuning_cache is None else os.fspath(tuning_cache)
+        )
 
     def run(self, inputs: Mapping[str, Any]) -> Dict[str, Any]:
         """Runs the model; inputs by name (numpy arrays or CUDA DLPack tensors); returns

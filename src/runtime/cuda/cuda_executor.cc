@@ -62,8 +62,10 @@ CudaExecutor::~CudaExecutor() = default;
 StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(const ir::Model& model,
                                                              const CudaOptions& options) {
   if (model.graph == nullptr) return invalidArgument("the model has no graph");
-  ASSIGN_OR_RETURN(std::unique_ptr<cuda_detail::DeviceApi> api,
-                   cuda_detail::createCudaDeviceApi(options.device_id, options.tf32));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<cuda_detail::DeviceApi> api,
+      cuda_detail::createCudaDeviceApi(
+          options.device_id, kernels::CudaContextOptions{options.tf32, options.tuning_cache}));
   return createOn(model, options, std::move(api));
 }
 

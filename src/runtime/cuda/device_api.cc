@@ -102,7 +102,8 @@ class CudaDeviceApi : public DeviceApi {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<DeviceApi>> createNativeCudaDeviceApi(int device_id, kernels::Tf32 tf32) {
+StatusOr<std::unique_ptr<DeviceApi>> createNativeCudaDeviceApi(
+    int device_id, const kernels::CudaContextOptions& options) {
   auto device = kernels::probeCudaDevice(device_id);
   if (!device.isOk()) {
     return device.status().withContext(
@@ -110,7 +111,7 @@ StatusOr<std::unique_ptr<DeviceApi>> createNativeCudaDeviceApi(int device_id, ke
   }
   auto stream = kernels::DeviceStream::create();
   if (!stream.isOk()) return stream.status().withContext("cuda runner: creating a stream");
-  auto context = kernels::CudaDeviceContext::create(stream->get(), tf32);
+  auto context = kernels::CudaDeviceContext::create(stream->get(), options);
   if (!context.isOk()) return context.status().withContext("cuda runner: the device context");
   return std::unique_ptr<DeviceApi>(std::make_unique<CudaDeviceApi>(
       device_id, std::move(stream).value(), std::move(context).value()));

@@ -69,7 +69,8 @@ class DeviceApi {
 /// The CUDA device `device_id` with a stream of its own, from the CUDA provider: an error where
 /// the provider cannot be loaded, there is no device, no driver, or no CUDA in this build. Its
 /// kernels follow `tf32` for float32 products.
-StatusOr<std::unique_ptr<DeviceApi>> createCudaDeviceApi(int device_id, kernels::Tf32 tf32);
+StatusOr<std::unique_ptr<DeviceApi>> createCudaDeviceApi(
+    int device_id, const kernels::CudaContextOptions& options);
 
 /// An owned allocation of a DeviceApi (which must outlive it): device memory, or with
 /// allocateHost page-locked host memory.

@@ -21,7 +21,8 @@ namespace onnxopt::runtime::cuda_detail {
 /// Bump on any change to DeviceApi, CudaKernelCall, PreparedCudaKernel, CudaDeviceContext,
 /// CudaDeviceInfo or this table. 2: kernels prepared once per plan (DeviceApi::prepare), run with
 /// the provider's device context. 3: the context's TF32 policy (create_device_api's argument).
-inline constexpr uint32_t kCudaProviderAbi = 3;
+/// 4: CudaContextOptions (TF32 and the tuning cache file) instead of the policy alone.
+inline constexpr uint32_t kCudaProviderAbi = 4;
 inline constexpr const char* kCudaProviderFile = "libonnxopt_cuda.so";
 inline constexpr const char* kCudaProviderEntry = "onnxopt_cuda_provider_v1";
 /// Names the provider file to load instead of searching for it.
@@ -31,13 +32,14 @@ struct CudaProviderV1 {
   uint32_t abi = 0;
   const char* onnxopt_version = nullptr;
   /// The CUDA device `device_id` with a stream of its own (createCudaDeviceApi's contract).
-  StatusOr<std::unique_ptr<DeviceApi>> (*create_device_api)(int device_id,
-                                                            kernels::Tf32 tf32) = nullptr;
+  StatusOr<std::unique_ptr<DeviceApi>> (*create_device_api)(
+      int device_id, const kernels::CudaContextOptions& options) = nullptr;
 };
 
 /// The device behind the provider's table, without plugin kernels (the provider's own copy of the
 /// plugin kernel registry is empty: plugins register into the process's, see provider_loader.cc).
-StatusOr<std::unique_ptr<DeviceApi>> createNativeCudaDeviceApi(int device_id, kernels::Tf32 tf32);
+StatusOr<std::unique_ptr<DeviceApi>> createNativeCudaDeviceApi(
+    int device_id, const kernels::CudaContextOptions& options);
 
 /// Loads the provider (once per process; a failure is retried at the next call): the file named
 /// by $ONNXOPT_CUDA_PROVIDER, else the first libonnxopt_cuda.so that exists beside the object

@@ -145,12 +145,13 @@ StatusOr<const CudaProviderV1*> loadCudaProvider() {
   return loaded;
 }
 
-StatusOr<std::unique_ptr<DeviceApi>> createCudaDeviceApi(int device_id, kernels::Tf32 tf32) {
+StatusOr<std::unique_ptr<DeviceApi>> createCudaDeviceApi(
+    int device_id, [[maybe_unused]] const kernels::CudaContextOptions& options) {
 #if ONNXOPT_CUDA_PROVIDER_BUILT
   auto provider = loadCudaProvider();
   if (!provider.isOk()) return provider.status().withContext("cuda runner");
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceApi> device,
-                   provider.value()->create_device_api(device_id, tf32));
+                   provider.value()->create_device_api(device_id, options));
   return std::unique_ptr<DeviceApi>(std::make_unique<PluginKernelDevice>(std::move(device)));
 #else
   return Status(StatusCode::kUnimplemented,

@@ -144,7 +144,7 @@ inline StatusOr<HostTensor> runOnDevice(const std::string& op, int64_t opset,
   // Prepared once on a device context, as the executor does: the workspace the kernel asks for
   // (the conv family's algorithm choice, kept in the context), then the run.
   ASSIGN_OR_RETURN(std::unique_ptr<CudaDeviceContext> ctx,
-                   CudaDeviceContext::create(stream.get(), tf32));
+                   CudaDeviceContext::create(stream.get(), CudaContextOptions{tf32, {}}));
   ASSIGN_OR_RETURN(std::unique_ptr<PreparedCudaKernel> kernel, prepareCudaKernel(call, *ctx));
   if (!kernel->support()) return Status(StatusCode::kUnimplemented, kernel->support().reason);
   ASSIGN_OR_RETURN(DeviceBuffer workspace, DeviceBuffer::allocate(kernel->workspaceBytes()));

@@ -134,3 +134,18 @@ def test_bad_device_inputs_are_errors(session) -> None:
         session.run({**feeds, "input_ids": feeds["input_ids"].to(torch.int32)})
     with pytest.raises(onnxopt.InvalidArgumentError, match="not an input"):
         session.run({**feeds, "typo": feeds["input_ids"]})
+
+
+def test_tuning_cache_is_written_once_and_reused(session, tmp_path: Path) -> None:
+    # The convolutions' timed algorithm choices go to the file in the first session and come
+    # from it in the second, which adds nothing and gives the same answer.
+    cnn = REPO / "models/tiny_unet/model.onnx"
+    feeds = {"x": np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)}
+    cache = tmp_path / "tuning.txt"
+    want = onnxopt.cuda.Session(cnn, tuning_cache=cache, tf32="none").run(feeds)
+    lines = cache.read_text().splitlines()
+    assert lines[0] == "# onnxopt tuning cache v1", lines
+    assert any(line.startswith("conv|") for line in lines[1:]), lines
+    second = onnxopt.cuda.Session(cnn, tuning_cache=cache, tf32="none")
+    _expect_close(second.run(feeds), want)
+    assert cache.read_text().splitlines() == lines
