@@ -75,6 +75,18 @@ class CudaCapabilities final : public Capabilities {
                                    q.opset, opsets));
   }
 
+  std::vector<size_t> valueInputs(const std::string& domain, const std::string& op,
+                                  int64_t opset) const override {
+    for (const CudaValueInputs& row : cudaValueInputTable()) {
+      if (row.op == op && isDefaultDomain(row.domain) == isDefaultDomain(domain) &&
+          (isDefaultDomain(domain) || row.domain == domain) && opset >= row.since &&
+          opset <= row.until) {
+        return row.inputs;
+      }
+    }
+    return {};
+  }
+
  private:
   static Support check(const CudaKernelInfo& row, const OpQuery& q) {
     if (row.layout != Layout::kAny && q.layout != Layout::kAny && q.layout != row.layout) {
@@ -133,6 +145,18 @@ const std::vector<CudaKernelInfo>& cudaKernelTable() {
 #undef CUDA_KERNEL
 #undef NONE
 #undef TYPES
+  return table;
+}
+
+const std::vector<CudaValueInputs>& cudaValueInputTable() {
+#define INPUTS(...) (std::vector<size_t>{__VA_ARGS__})
+#define CUDA_VALUE_INPUTS(domain, op, since, until, inputs) \
+  CudaValueInputs{domain, #op, since, until, inputs},
+  static const std::vector<CudaValueInputs> table = {
+#include "ops.def"
+  };
+#undef CUDA_VALUE_INPUTS
+#undef INPUTS
   return table;
 }
 

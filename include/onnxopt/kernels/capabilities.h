@@ -104,6 +104,16 @@ class Capabilities {
   /// "reference", later "cuda".
   virtual const char* name() const = 0;
   virtual Support supports(const OpQuery& query) const = 0;
+  /// The op's value operands: the inputs (by index) whose data its kernel must know when the
+  /// node is planned, small operands it reads on the host (Slice's starts, Resize's scales,
+  /// Reduce's axes) or that decide its outputs' dims (Expand's shape, TopK's k). A node whose
+  /// value operand is known only at run time does not run on this library's kernels. None by
+  /// default (a library that reads every operand where it runs).
+  virtual std::vector<size_t> valueInputs(const std::string& domain, const std::string& op,
+                                          int64_t opset) const {
+    (void)domain, (void)op, (void)opset;
+    return {};
+  }
 };
 
 /// The reference CPU kernels' capabilities, from their registry (kernels/reference/registry.cc).

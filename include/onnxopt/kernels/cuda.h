@@ -44,7 +44,21 @@ inline constexpr int64_t kCudaOpenOpset = INT64_MAX;
 /// Every row of ops.def, in file order.
 const std::vector<CudaKernelInfo>& cudaKernelTable();
 
-/// The CUDA kernels' capabilities (name "cuda"), answered from cudaKernelTable(). Attribute- and
+/// One CUDA_VALUE_INPUTS row of ops.def: the value operands (Capabilities::valueInputs) of the
+/// op's kernel at opsets since..until.
+struct CudaValueInputs {
+  const char* domain;  ///< "" for the default domain
+  const char* op;
+  int64_t since;
+  int64_t until;
+  std::vector<size_t> inputs;
+};
+
+/// Every CUDA_VALUE_INPUTS row of ops.def, in file order.
+const std::vector<CudaValueInputs>& cudaValueInputTable();
+
+/// The CUDA kernels' capabilities (name "cuda"), answered from cudaKernelTable() (and its value
+/// operands from cudaValueInputTable()). Attribute- and
 /// shape-dependent limits (rank above 8, a Gelu `approximate` it does not know) are left to
 /// cudaCanImplement, which the plan asks per node.
 const Capabilities& cudaCapabilities();

@@ -108,6 +108,31 @@ TEST(CudaKernelTable, EveryRowHasALaunchEntry) {
   EXPECT_FALSE(hasCudaLaunch("", "Det", 11));
 }
 
+// A value operand is an input of a kernel row at every opset its row covers.
+TEST(CudaKernelTable, ValueInputsAreInputsOfAKernelRow) {
+  ASSERT_FALSE(cudaValueInputTable().empty());
+  for (const CudaValueInputs& v : cudaValueInputTable()) {
+    ASSERT_FALSE(v.inputs.empty()) << v.op;
+    for (int64_t opset : {v.since, v.until == kCudaOpenOpset ? int64_t{30} : v.until}) {
+      const CudaKernelInfo* row = nullptr;
+      for (const CudaKernelInfo& k : cudaKernelTable()) {
+        if (std::string(k.op) == v.op && std::string(k.domain) == v.domain && k.since <= opset &&
+            opset <= k.until) {
+          row = &k;
+        }
+      }
+      ASSERT_NE(row, nullptr) << v.op << " has no kernel at opset " << opset;
+      for (size_t i : v.inputs) {
+        EXPECT_LT(i, static_cast<size_t>(row->max_inputs)) << v.op << " input " << i;
+      }
+      EXPECT_EQ(cudaCapabilities().valueInputs(v.domain, v.op, opset), v.inputs) << v.op;
+    }
+  }
+  EXPECT_EQ(cudaCapabilities().valueInputs("", "Slice", 13), (std::vector<size_t>{1, 2, 3, 4}));
+  EXPECT_TRUE(cudaCapabilities().valueInputs("", "Slice", 9).empty());  // attributes then
+  EXPECT_TRUE(cudaCapabilities().valueInputs("", "Gather", 13).empty());
+}
+
 TEST(CudaKernelTable, RowsDoNotOverlap) {
   const auto& table = cudaKernelTable();
   for (size_t i = 0; i < table.size(); ++i) {
