@@ -153,8 +153,12 @@ class FakeDevice : public cuda_detail::DeviceApi {
   }
   kernels::Support canImplement(const kernels::CudaKernelCall& call) override {
     if (refuse_.count(call.op)) return kernels::Support::no("fake device refuses " + call.op);
+    if (cuda_checks_) return kernels::cudaCanImplement(call);
     return kernels::Support::yes();
   }
+  /// Answers canImplement as the CUDA kernels do (their host-only check, CUDA builds), so that
+  /// nodes are placed where a GPU would run them; the launches still run the reference kernels.
+  void checkAsTheCudaKernels() { cuda_checks_ = true; }
   StatusOr<std::unique_ptr<kernels::PreparedCudaKernel>> prepare(
       const kernels::CudaKernelCall& call) override {
     ++log_->prepares;
@@ -326,6 +330,7 @@ class FakeDevice : public cuda_detail::DeviceApi {
   std::map<char*, Block> blocks_;
   std::map<char*, Block> host_blocks_;
   FakeCapture capture_;
+  bool cuda_checks_ = false;
   bool capturing_ = false;
   bool invalidated_ = false;
   std::vector<std::pair<kernels::CudaKernelCall, size_t>> captured_;

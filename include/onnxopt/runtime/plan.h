@@ -24,15 +24,34 @@
 
 namespace onnxopt::runtime {
 
-/// The element type and concrete dims of one graph input.
+/// The element type and concrete dims of one graph input, and the data of a value input.
 struct InputShape {
+  // A constructor rather than an aggregate, so that {dtype, dims} leaves `value` out quietly.
+  InputShape(DataType dtype_in = DataType::kUndefined, std::vector<int64_t> dims_in = {},
+             std::optional<std::string> value_in = std::nullopt)
+      : dtype(dtype_in), dims(std::move(dims_in)), value(std::move(value_in)) {}
   DataType dtype = DataType::kUndefined;  ///< kUndefined: the declared type
   std::vector<int64_t> dims;
+  /// A value input's data (raw bytes, as kernels::HostTensor::bytes), given where the plan is made
+  /// for it (addInputValues): the nodes reading it plan as if it were a constant, and the plan
+  /// holds for this value only. Empty: planned by shape, the data read at run time.
+  std::optional<std::string> value;
   bool operator==(const InputShape& other) const = default;
 };
 
 /// Concrete shapes by graph input name. Inputs with a default initializer may be left out.
 using InputShapes = std::map<std::string, InputShape>;
+
+/// The graph inputs of `model` whose data `device` needs when planning: those that some node
+/// reads as a value operand (Capabilities::valueInputs: Slice's starts, Resize's scales, Expand's
+/// shape), directly or through host shape arithmetic (Add, Concat, Cast, ... of integers), and
+/// whose declared type is an index or float type. Computed once per model.
+std::set<std::string> valueInputNames(const ir::Model& model, const kernels::Capabilities& device);
+
+/// Gives each shape of a value input in `names` its data from `feeds`, where the feed has at
+/// most `max_elements` elements (a larger one stays keyed by shape alone).
+void addInputValues(InputShapes& shapes, const Feeds& feeds, const std::set<std::string>& names,
+                    int64_t max_elements);
 
 /// Where a node runs.
 enum class Placement {
@@ -82,9 +101,14 @@ struct PlannedValue {
   /// A view or in-place output: the value whose buffer it shares (views and in-place outputs
   /// already carry that buffer's offset; base is for reports and checks).
   int base = -1;
-  /// Known when planning: constants, folded host values, and small initializers.
+  /// Known when planning: constants, folded host values, small initializers, and the data of a
+  /// value input the plan was made for (InputShape::value; its location stays kInput).
   std::optional<kernels::HostTensor> host_value;
   bool is_graph_output = false;
+
+  /// Whether a kernel may read its data on the host when it is prepared: constant data, or a value
+  /// input's (a view of either: ask its root).
+  bool knownWhenPlanning() const { return location == Location::kConstant || host_value; }
 };
 
 /// One node of the main graph, in topological order.

@@ -1,6 +1,6 @@
-// PlanCache: plans by input-shape signature (the dtype and dims of every input), so that a session
-// run at a shape it has seen reuses that plan and a new shape plans again. Bounded, least recently
-// used first out.
+// PlanCache: plans by input signature (the dtype and dims of every input, and the data of the
+// value inputs: InputShape::value), so that a session run at a shape (and value) it has seen
+// reuses that plan and a new one plans again. Bounded, least recently used first out.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,8 @@
 
 namespace onnxopt::runtime {
 
-/// "name:dtype[d0,d1,...];..." over the inputs in name order: equal shapes, equal signatures.
+/// "name:dtype[d0,d1,...];..." over the inputs in name order, a value input's data appended in
+/// hex ("k:int64[1]=0200000000000000;"): equal shapes and values, equal signatures.
 std::string inputSignature(const InputShapes& shapes);
 
 class PlanCache {

@@ -80,8 +80,16 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
   auto impl = std::make_unique<Impl>();
   impl->api = std::move(device);
   const ir::Model* m = &model;
-  impl->check_feeds = [m](const Feeds& feeds, const DeviceFeeds& on_device) {
-    return checkCudaFeeds(*m, feeds, on_device);
+  // Value inputs fed on the host plan for their data; those given in device memory stay keyed by
+  // shape (reading them would synchronize every run).
+  std::set<std::string> value_inputs = valueInputNames(model, kernels::cudaCapabilities());
+  int64_t max_elements = options.plan.max_host_elements;
+  impl->check_feeds = [m, value_inputs, max_elements](
+                          const Feeds& feeds,
+                          const DeviceFeeds& on_device) -> StatusOr<InputShapes> {
+    ASSIGN_OR_RETURN(InputShapes shapes, checkCudaFeeds(*m, feeds, on_device));
+    addInputValues(shapes, feeds, value_inputs, max_elements);
+    return shapes;
   };
   impl->run_reference = [m](const Feeds& feeds, const ExecutionOptions& run_options) {
     return runModel(*m, feeds, run_options);

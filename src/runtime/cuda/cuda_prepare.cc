@@ -127,10 +127,11 @@ Status CudaExecutor::Impl::prepareNode(PlanState& state, int index, size_t* work
   };
   RETURN_IF_ERROR(bind(pn.inputs, call.inputs));
   RETURN_IF_ERROR(bind(pn.outputs, call.outputs));
-  // Constant inputs are also readable on the host, where kernels take small operands.
+  // Constant inputs (and value inputs' data) are also readable on the host, where kernels take
+  // small operands.
   for (int id : pn.inputs) {
     std::optional<HostTensor> data;
-    if (id >= 0 && value(plan, rootOf(plan, id)).location == Location::kConstant) {
+    if (id >= 0 && value(plan, rootOf(plan, id)).knownWhenPlanning()) {
       if (auto c = constantData(plan, id); c.isOk()) data = std::move(c).value();
     }
     prepared.constants.push_back(std::move(data));
@@ -240,7 +241,7 @@ kernels::Support CudaExecutor::Impl::checkWhilePlanning(const Plan& plan,
     call.inputs.emplace_back(v.dtype, v.dims, kernels::contiguousStrides(v.dims), nullptr,
                              kernels::MemoryKind::kDevice);
     std::optional<HostTensor> data;
-    if (value(plan, rootOf(plan, id)).location == Location::kConstant) {
+    if (value(plan, rootOf(plan, id)).knownWhenPlanning()) {
       if (auto c = constantData(plan, id); c.isOk()) data = std::move(c).value();
     }
     constants.push_back(std::move(data));

@@ -146,9 +146,11 @@ class Lowering {
   /// (omittableOutput): no buffer, and the kernel does not write it.
   Status addOutputs(const ir::Node& n, PlannedNode& pn, bool omit_unused = false);
 
+  /// Held on the host, or known when planning (a small constant, a value input's data).
   bool isHostSide(int id) {
     const PlannedValue& v = value(id);
-    return v.location == Location::kHost || (v.location == Location::kConstant && v.host_value);
+    return v.location == Location::kHost ||
+           ((v.location == Location::kConstant || v.location == Location::kInput) && v.host_value);
   }
 
   /// Whether the node is shape arithmetic the host keeps: every input is host-side, every output

@@ -11,7 +11,13 @@ namespace onnxopt::runtime {
 std::string inputSignature(const InputShapes& shapes) {
   std::string out;
   for (const auto& [name, shape] : shapes) {  // std::map: name order
-    out += fmt::format("{}:{}[{}];", name, dataTypeName(shape.dtype), fmt::join(shape.dims, ","));
+    out += fmt::format("{}:{}[{}]", name, dataTypeName(shape.dtype), fmt::join(shape.dims, ","));
+    if (shape.value) {
+      // The bytes, not a printed number: every float value (a -0, a NaN payload) plans apart.
+      out += '=';
+      for (unsigned char b : *shape.value) out += fmt::format("{:02x}", b);
+    }
+    out += ';';
   }
   return out;
 }

@@ -75,6 +75,15 @@ Status Lowering::bindInputs(const InputShapes& shapes) {
     v.dims = given.dims;
     v.bytes = bytes.value_or(0);
     v.location = Location::kInput;
+    if (given.value) {
+      // A value input: its readers plan on this data (the plan's signature holds it).
+      if (static_cast<int64_t>(given.value->size()) != v.bytes || dtype == DataType::kString) {
+        return invalidArgument("input '{}': {} bytes of data given for {}[{}]", in->name(),
+                               given.value->size(), dataTypeName(dtype),
+                               fmt::join(given.dims, ","));
+      }
+      v.host_value = kernels::HostTensor{dtype, given.dims, *given.value, {}};
+    }
     int id = addValue(std::move(v));
     ids_[in] = id;
     plan_.inputs.push_back(id);
