@@ -115,6 +115,8 @@ TEST(ValueInputs, PlanReadsTheirDataAsConstants) {
   EXPECT_FALSE(slice.dynamic);
   EXPECT_EQ(plan->values[static_cast<size_t>(slice.outputs[0])].dims, (std::vector<int64_t>{2, 3}));
   EXPECT_TRUE(starts_known);
+  EXPECT_NE(plan->summary().find("value input: 's' (planned for its data)\n"), std::string::npos)
+      << plan->summary();
 
   // Keyed by shape alone, the starts are a run-time value: the Slice's dims are not known.
   starts_known = false;
@@ -122,6 +124,7 @@ TEST(ValueInputs, PlanReadsTheirDataAsConstants) {
   ASSERT_TRUE(by_shape.isOk()) << by_shape.status().toString();
   EXPECT_FALSE(nodeOf(*by_shape, "Add").folded);
   EXPECT_TRUE(nodeOf(*by_shape, "Slice").dynamic);
+  EXPECT_EQ(by_shape->summary().find("value input:"), std::string::npos) << by_shape->summary();
 }
 
 TEST(ValueInputs, DataOfAnotherSizeIsRefused) {

@@ -199,8 +199,8 @@ struct Plan {
   std::shared_ptr<const PlanHost> host;
 
   int64_t countPlacement(Placement placement) const;
-  /// A text summary: counts per placement, each fallback node with its reason, the dynamic
-  /// nodes, and arena, host arena, weight and intermediate bytes.
+  /// A text summary: counts per placement, arena, host arena, weight and intermediate bytes, the
+  /// value inputs planned for their data, each fallback node with its reason, the dynamic nodes.
   std::string summary() const;
 };
 

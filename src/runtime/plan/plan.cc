@@ -320,6 +320,12 @@ std::string Plan::summary() const {
       arena_bytes, intermediate_bytes,
       intermediate_bytes > 0 ? 100 - arena_bytes * 100 / intermediate_bytes : 0, host_arena_bytes,
       weight_bytes);
+  for (int id : inputs) {
+    const PlannedValue& v = values[static_cast<size_t>(id)];
+    if (v.location == Location::kInput && v.host_value) {
+      out += fmt::format("value input: '{}' (planned for its data)\n", v.name);
+    }
+  }
   for (const PlannedNode& n : nodes) {
     if (n.placement == Placement::kCpuFallback) {
       out += fmt::format("fallback: {}: {}\n", n.name, n.fallback_reason);
