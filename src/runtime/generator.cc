@@ -1,7 +1,9 @@
 // The generation loop. Step 0 (prefill) feeds the prompt [batch, L] with an empty cache
 // [batch, heads, 0, head_dim]; step t feeds the token each row took [batch, 1], the mask grown by
 // one, and the present tensors of step t-1 as the past. Positions, where the model takes them,
-// come from the mask as Hugging Face computes them (cumsum(mask) - 1, padding at 1).
+// come from the mask as Hugging Face computes them (cumsum(mask) - 1, padding at 1). Over the
+// CUDA executor the past and present stay on the device (generator_device.h) and the host feeds
+// the ids, the mask and the positions alone.
 #include "onnxopt/runtime/generator.h"
 
 #include <algorithm>
@@ -12,6 +14,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "generator_device.h"
+#include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/support/half.h"
 
 namespace onnxopt::runtime {
@@ -76,7 +80,13 @@ Generator::Generator(std::unique_ptr<Executor> executor, DecoderSignature signat
       signature_(std::move(signature)),
       options_(options),
       model_path_(std::move(model_path)),
-      sampler_(options.sampling) {}
+      sampler_(options.sampling) {
+  if (auto* cuda = dynamic_cast<CudaExecutor*>(executor_.get())) {
+    device_ = std::make_unique<DeviceKvCache>(*cuda, signature_);
+  }
+}
+
+Generator::~Generator() = default;
 
 StatusOr<std::unique_ptr<Generator>> Generator::create(const ir::Model& model,
                                                        std::unique_ptr<Executor> executor,
@@ -158,6 +168,15 @@ Status Generator::start(const Prompt& prompt) {
     for (const auto& row : sequences_) mask_.emplace_back(row.size(), 1);
   }
   cache_.clear();
+  if (device_ != nullptr) {
+    // The longest the sequences grow: the last run's present holds all but the last new id.
+    int64_t longest = static_cast<int64_t>(sequences_[0].size()) + options_.max_new_tokens;
+    if (options_.max_length > 0) longest = std::min(longest, options_.max_length);
+    if (Status s = device_->reserve(static_cast<int64_t>(sequences_.size()), longest); !s.isOk()) {
+      started_ = false;
+      return error(s);
+    }
+  }
   finished_.assign(sequences_.size(), false);
   sampler_ = Sampler(options_.sampling);
   steps_ = 0;
@@ -202,7 +221,7 @@ Feeds Generator::stepFeeds() {
         indexTensor(signature_.position_dtype, batch, fed,
                     [&](int64_t r, int64_t c) { return positions[r][first + c]; });
   }
-  for (size_t i = 0; i < signature_.cache.size(); ++i) {
+  for (size_t i = 0; i < signature_.cache.size() && device_ == nullptr; ++i) {
     const KvCacheEntry& e = signature_.cache[i];
     feeds[e.past] = steps_ == 0
                         ? kernels::HostTensor::zeros(e.dtype, {batch, e.heads, 0, e.head_dim})
@@ -237,30 +256,70 @@ StatusOr<std::vector<int64_t>> Generator::takeResult(ExecutionResult result, int
     cache_[i] = std::move(t);
   }
   const kernels::HostTensor& logits = *outputs[signature_.logits];
-  if (logits.rank() != 3 || logits.dims[0] != batch || logits.dims[1] < 1 || logits.dims[2] < 1 ||
-      (signature_.vocab > 0 && logits.dims[2] != signature_.vocab)) {
+  RETURN_IF_ERROR(checkLogits(logits.dims, fed));
+  return pickOnHost(logits);
+}
+
+Status Generator::checkLogits(const std::vector<int64_t>& dims, int64_t fed) const {
+  const int64_t batch = static_cast<int64_t>(sequences_.size());
+  if (dims.size() != 3 || dims[0] != batch || dims[1] < 1 || dims[2] < 1 ||
+      (signature_.vocab > 0 && dims[2] != signature_.vocab)) {
     return invalidArgument("output 'logits' is [{}] for {} ids per row, not [{}, {}, vocab]",
-                           fmt::join(logits.dims, ","), fed, batch, fed);
+                           fmt::join(dims, ","), fed, batch, fed);
   }
   for (int64_t r = 0; r < batch; ++r) {
     for (int64_t id : sequences_[r]) {
-      if (id >= logits.dims[2]) {
+      if (id >= dims[2]) {
         return invalidArgument("input id {} (row {}) is out of the vocabulary (0..{})", id, r,
-                               logits.dims[2] - 1);
+                               dims[2] - 1);
       }
     }
   }
+  return Status::ok();
+}
+
+StatusOr<std::vector<int64_t>> Generator::pickOnHost(const kernels::HostTensor& logits) {
+  const int64_t batch = static_cast<int64_t>(sequences_.size());
   std::vector<int64_t> tokens(batch);
   for (int64_t r = 0; r < batch; ++r) {
-    if (finished_[r]) {
-      tokens[r] = options_.eos_token_id;
-      continue;
-    }
+    if (finished_[r]) continue;  // no draw: the seed's stream serves the unfinished rows
     ASSIGN_OR_RETURN(std::vector<float> row, lastLogits(logits, signature_.logits, r));
     tokens[r] = sampler_.pick(row);
-    finished_[r] = tokens[r] == options_.eos_token_id;
   }
-  return tokens;
+  return finishRows(std::move(tokens));
+}
+
+std::vector<int64_t> Generator::finishRows(std::vector<int64_t> picked) {
+  for (size_t r = 0; r < picked.size(); ++r) {
+    if (finished_[r]) {
+      picked[r] = options_.eos_token_id;
+      continue;
+    }
+    finished_[r] = picked[r] == options_.eos_token_id;
+  }
+  return picked;
+}
+
+StatusOr<std::vector<int64_t>> Generator::runStep(int64_t fed) {
+  if (device_ == nullptr) {
+    ASSIGN_OR_RETURN(ExecutionResult result, executor_->run(stepFeeds()));
+    return takeResult(std::move(result), fed);
+  }
+  const int64_t total = static_cast<int64_t>(sequences_[0].size());
+  ASSIGN_OR_RETURN(DeviceKvCache::Logits logits, device_->run(stepFeeds(), total - fed, fed));
+  if (!logits.device) {
+    RETURN_IF_ERROR(checkLogits(logits.host.dims, fed));
+    return pickOnHost(logits.host);
+  }
+  RETURN_IF_ERROR(checkLogits(logits.device->dims, fed));
+  if (options_.sampling.temperature == 0.0) {
+    auto ids = device_->executor().lastPositionArgMax(*logits.device);
+    if (ids.isOk()) return finishRows(std::move(ids).value());
+    if (ids.status().code() != StatusCode::kUnimplemented) return ids.status();
+  }
+  // Sampling (or logits the ArgMax kernel does not take): the logits are read on the host.
+  ASSIGN_OR_RETURN(kernels::HostTensor host, device_->executor().download(*logits.device));
+  return pickOnHost(host);
 }
 
 StatusOr<std::vector<int64_t>> Generator::step() {
@@ -268,14 +327,9 @@ StatusOr<std::vector<int64_t>> Generator::step() {
   if (done()) return error(invalidArgument("step() after the generation is done"));
   const int64_t fed = steps_ == 0 ? static_cast<int64_t>(sequences_[0].size()) : 1;
   auto begin = std::chrono::steady_clock::now();
-  auto ran = executor_->run(stepFeeds());
-  if (!ran.isOk()) {
-    started_ = false;  // the cache went into the failed run: a new start() is needed
-    return error(ran.status());
-  }
-  auto tokens = takeResult(std::move(ran).value(), fed);
+  auto tokens = runStep(fed);
   if (!tokens.isOk()) {
-    started_ = false;  // the cache is gone: a new start() is needed
+    started_ = false;  // the cache went into the failed run: a new start() is needed
     return error(tokens.status());
   }
   (steps_ == 0 ? stats_.prefill_ms : stats_.decode_ms) += msSince(begin);

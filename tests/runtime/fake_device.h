@@ -33,9 +33,14 @@ struct FakeDeviceLog {
   int64_t allocations = 0;
   int64_t live = 0;  ///< allocations not released
   int64_t synchronizations = 0;
-  int64_t captures = 0;       ///< graphs captured
-  int64_t replays = 0;        ///< graph launches
-  int64_t device_copies = 0;  ///< copyOnDevice calls (inputs given in device memory)
+  int64_t captures = 0;                 ///< graphs captured
+  int64_t replays = 0;                  ///< graph launches
+  int64_t device_copies = 0;            ///< copyOnDevice calls (inputs given in device memory)
+  std::vector<size_t> allocated_bytes;  ///< the size of each device allocation, in order
+  int64_t to_device_copies = 0;         ///< copyToDevice calls, and their bytes
+  int64_t to_device_bytes = 0;
+  int64_t to_host_copies = 0;  ///< copyToHost calls, and their bytes
+  int64_t to_host_bytes = 0;
   std::vector<std::string> errors;
 };
 
@@ -66,6 +71,7 @@ class FakeDevice : public cuda_detail::DeviceApi {
     void* data = block.get();
     blocks_[static_cast<char*>(data)] = {std::move(block), bytes};
     ++log_->allocations;
+    log_->allocated_bytes.push_back(bytes);
     ++log_->live;
     return data;
   }
@@ -98,6 +104,8 @@ class FakeDevice : public cuda_detail::DeviceApi {
   Status copyToDevice(void* dst, const void* src, size_t bytes) override {
     RETURN_IF_ERROR(notCapturing("copyToDevice"));
     RETURN_IF_ERROR(check(dst, bytes, "copyToDevice"));
+    ++log_->to_device_copies;
+    log_->to_device_bytes += static_cast<int64_t>(bytes);
     if (bytes > 0)
       enqueue([=] {
         std::memcpy(dst, src, bytes);
@@ -108,6 +116,8 @@ class FakeDevice : public cuda_detail::DeviceApi {
   Status copyToHost(void* dst, const void* src, size_t bytes) override {
     RETURN_IF_ERROR(notCapturing("copyToHost"));
     RETURN_IF_ERROR(check(src, bytes, "copyToHost"));
+    ++log_->to_host_copies;
+    log_->to_host_bytes += static_cast<int64_t>(bytes);
     if (bytes > 0)
       enqueue([=] {
         std::memcpy(dst, src, bytes);

@@ -65,6 +65,23 @@ struct DeviceInput {
 };
 using DeviceFeeds = std::map<std::string, DeviceInput>;
 
+/// Where CudaExecutor::runOnDevice leaves a graph output: written into device memory the caller
+/// owns (`data`, at least `bytes`), or with `data` null, left where the run computed it (the
+/// plan's memory: valid until the executor's next run).
+struct DeviceOutput {
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+using DeviceOutputs = std::map<std::string, DeviceOutput>;
+
+/// What runOnDevice gives: the outputs on the host (`host`: every output not left on the device,
+/// in graph order) and those left on the device (dtype, dims and where), ready to be fed to the
+/// next run as DeviceFeeds.
+struct DeviceRunResult {
+  ExecutionResult host;
+  DeviceFeeds device;
+};
+
 /// The concrete input shapes of a run, after checking `feeds` against the model's graph inputs:
 /// every name is a graph input, every input without a default is given, each dtype and rank is
 /// the declared one, static dims match, and each tensor's data has the size its dims say. Inputs
@@ -115,6 +132,30 @@ class CudaExecutor : public Executor {
   /// copied to the host first.
   StatusOr<ExecutionResult> run(const Feeds& inputs, const DeviceFeeds& device,
                                 const ExecutionOptions& options = {});
+  /// A run whose device inputs and outputs stay in device memory (a decode loop's KV cache):
+  /// nothing of them crosses to the host. Each input in `device` is read where it is (the plan's
+  /// kernels are bound to its memory, no copy), so it must stay unchanged until the run returns
+  /// and must not overlap an output's memory. Each output named in `outputs` is written at its
+  /// DeviceOutput (computed there directly where its buffer is the plan's own, else copied on the
+  /// device; one held on the host is uploaded), or left in the plan's memory. kInvalidArgument
+  /// where a named output is not one of the model's or does not fit its memory. A plan is
+  /// prepared for the pointers it runs with: a run at a known signature with other pointers
+  /// prepares its kernels again (and drops its CUDA graph), so callers keep theirs stable.
+  StatusOr<DeviceRunResult> runOnDevice(const Feeds& inputs, const DeviceFeeds& device,
+                                        const DeviceOutputs& outputs,
+                                        const ExecutionOptions& options = {});
+  /// `bytes` of this executor's device memory, owned by the caller (a KV cache): released when
+  /// the last copy of the pointer goes, which must be before the executor is destroyed.
+  StatusOr<std::shared_ptr<void>> allocate(size_t bytes);
+  /// Greedy decoding on the device: for `logits` [batch, seq, vocab] in this executor's device
+  /// memory, the index of each row's first largest logit at the last position (the ArgMax kernel,
+  /// which picks as the host's greedy Sampler does), of which only the ids are copied to the
+  /// host. kUnimplemented
+  /// where the kernel refuses the logits' type; kInvalidArgument for logits not of rank 3.
+  StatusOr<std::vector<int64_t>> lastPositionArgMax(const DeviceInput& logits);
+  /// A copy on the host of device memory (a DeviceInput of this executor's device).
+  StatusOr<kernels::HostTensor> download(const DeviceInput& value);
+
   /// The CUDA stream (a cudaStream_t) the runs are queued on: a producer of device inputs orders
   /// its writes before a run by making this stream wait for them.
   void* stream() const;
@@ -155,10 +196,11 @@ class CudaExecutor : public Executor {
   int64_t workspaceBytes() const;
 
  private:
-  StatusOr<ExecutionResult> runWith(const Feeds& inputs, const DeviceFeeds& device,
-                                    const ExecutionOptions& options,
-                                    std::vector<StepTime>* profile);
   struct Impl;
+  struct DeviceBinding;
+  StatusOr<ExecutionResult> runWith(const Feeds& inputs, const DeviceFeeds& device,
+                                    const ExecutionOptions& options, std::vector<StepTime>* profile,
+                                    const DeviceBinding* binding = nullptr);
   explicit CudaExecutor(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

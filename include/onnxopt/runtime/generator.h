@@ -1,7 +1,10 @@
 // Generating tokens with a decoder that has a KV cache, over any Executor (the runner registry,
 // executor.h): a prefill run on the prompt with an empty cache, then one decode run per token,
 // each feeding the previous run's present.{i}.key/value back as past_key_values.{i}.key/value.
-// The next token is chosen on the host (sampling.h). Step-wise (start, step) or whole (generate).
+// The next token is chosen on the host (sampling.h). Over the CUDA executor the cache stays on
+// the device instead (src/runtime/generator_device.h: buffers allocated once per generation,
+// past and present swapped by pointer) and greedy tokens are chosen there, so that a step copies
+// only the ids to the host. Step-wise (start, step) or whole (generate).
 //
 //   auto gen = Generator::create(model, createReferenceExecutor(model), options, "model.onnx");
 //   auto sequences = (*gen)->generate({{{1, 2, 3}}});   // prompt, then the new ids, per row
@@ -57,8 +60,14 @@ struct GenerationStats {
   double decodeTokensPerSecond() const;
 };
 
+class DeviceKvCache;  // src/runtime/generator_device.h
+
 class Generator {
  public:
+  ~Generator();
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
   /// A generator for `model` (which must outlive it) run by `executor`. Errors (prefixed with
   /// `model_path` where given) are decoderSignature's and the options' (sampling, a negative
   /// max_new_tokens or max_length).
@@ -87,16 +96,29 @@ class Generator {
   const GenerationStats& stats() const { return stats_; }
   const DecoderSignature& signature() const { return signature_; }
   const Executor& executor() const { return *executor_; }
+  /// Whether the KV cache stays in the executor's device memory (the CUDA executor).
+  bool cacheOnDevice() const { return device_ != nullptr; }
 
  private:
   Generator(std::unique_ptr<Executor> executor, DecoderSignature signature,
             const GenerationOptions& options, std::string model_path);
   Status checkPrompt(const Prompt& prompt) const;
   Feeds stepFeeds();
+  /// One run and the tokens it gives, on the host path or the device one.
+  StatusOr<std::vector<int64_t>> runStep(int64_t fed);
   StatusOr<std::vector<int64_t>> takeResult(ExecutionResult result, int64_t fed);
+  /// The logits' dims fit the batch and vocabulary, and every id so far lies in it.
+  Status checkLogits(const std::vector<int64_t>& dims, int64_t fed) const;
+  /// Each unfinished row's token from its last logits, on the host (Sampler).
+  StatusOr<std::vector<int64_t>> pickOnHost(const kernels::HostTensor& logits);
+  /// The tokens the rows take given each row's pick: finished rows keep eos_token_id.
+  std::vector<int64_t> finishRows(std::vector<int64_t> picked);
   Status error(const Status& status) const;
 
   std::unique_ptr<Executor> executor_;
+  /// The cache on the device where the executor keeps it there (declared after executor_, whose
+  /// memory it holds, so that it is released first).
+  std::unique_ptr<DeviceKvCache> device_;
   DecoderSignature signature_;
   GenerationOptions options_;
   std::string model_path_;

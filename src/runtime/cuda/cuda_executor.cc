@@ -139,7 +139,8 @@ StatusOr<ExecutionResult> CudaExecutor::runProfiled(const Feeds& inputs,
 
 StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs, const DeviceFeeds& device,
                                                 const ExecutionOptions& options,
-                                                std::vector<StepTime>* profile) {
+                                                std::vector<StepTime>* profile,
+                                                const DeviceBinding* binding) {
   ASSIGN_OR_RETURN(InputShapes shapes, impl_->check_feeds(inputs, device));
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (std::this_thread::get_id() != impl_->last_thread) {
@@ -147,11 +148,20 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs, const Devic
     RETURN_IF_ERROR(impl_->api->probe().status());
     impl_->last_thread = std::this_thread::get_id();
   }
+  ASSIGN_OR_RETURN(ExecutionResult result,
+                   impl_->runLocked(inputs, device, shapes, options, profile, binding));
+  if (binding != nullptr) RETURN_IF_ERROR(impl_->placeHostOutputs(result, *binding));
+  return result;
+}
+
+StatusOr<ExecutionResult> CudaExecutor::Impl::runLocked(
+    const Feeds& inputs, const DeviceFeeds& device, const InputShapes& shapes,
+    const ExecutionOptions& options, std::vector<StepTime>* profile, const DeviceBinding* binding) {
   // The reference executor takes host tensors: device inputs are copied down for it.
   auto onReference = [&](const Status& why) -> StatusOr<ExecutionResult> {
-    if (device.empty()) return impl_->runOnReference(inputs, options, why);
-    ASSIGN_OR_RETURN(Feeds all, impl_->withHostCopies(inputs, device));
-    return impl_->runOnReference(all, options, why);
+    if (device.empty()) return runOnReference(inputs, options, why);
+    ASSIGN_OR_RETURN(Feeds all, withHostCopies(inputs, device));
+    return runOnReference(all, options, why);
   };
   PlanState* state = nullptr;
   StatusOr<ExecutionResult> executed = Status::ok();
@@ -159,7 +169,7 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs, const Devic
   // with that value shaped at run time, once per value: bounded by the model's values. A value
   // contradicted again (its type, not its dims) sends the runs at this signature to the reference.
   for (;;) {
-    auto planned = impl_->stateFor(shapes);
+    auto planned = stateFor(shapes, device, binding);
     if (!planned.isOk()) {
       // What the plan cannot represent (an op or value the lowering does not know) still runs, on
       // the CPU; bad inputs, weights without data and out-of-memory stay errors.
@@ -173,18 +183,18 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs, const Devic
     if (!state->reference_only.empty()) {
       return onReference(Status(StatusCode::kInternal, state->reference_only));
     }
-    impl_->mismatched_value.reset();
-    impl_->run_limits = options.limits;
-    executed = impl_->execute(*state, inputs, device, options.record_intermediates, profile);
+    mismatched_value.reset();
+    run_limits = options.limits;
+    executed = execute(*state, inputs, device, options.record_intermediates, profile, binding);
     if (executed.isOk()) break;
-    if (!impl_->mismatched_value) return executed.status();
-    if (!impl_->shaped_at_run_time.insert(*impl_->mismatched_value).second) {
+    if (!mismatched_value) return executed.status();
+    if (!shaped_at_run_time.insert(*mismatched_value).second) {
       state->reference_only = executed.status().message();
       return onReference(executed.status());
     }
     // Every plan assumed the contradicted dims: all are built again.
-    impl_->states.clear();
-    impl_->cache->clear();
+    states.clear();
+    cache->clear();
     if (profile != nullptr) profile->clear();
   }
   ExecutionResult result = std::move(executed).value();
@@ -203,20 +213,20 @@ StatusOr<ExecutionResult> CudaExecutor::runWith(const Feeds& inputs, const Devic
     result.kinds.clear();
     result.sequences.clear();
   }
-  impl_->last_plan = state->plan;
-  impl_->last_summary = state->plan->summary();
-  for (const std::string& name : impl_->shaped_at_run_time) {
-    impl_->last_summary += fmt::format(
+  last_plan = state->plan;
+  last_summary = state->plan->summary();
+  for (const std::string& name : shaped_at_run_time) {
+    last_summary += fmt::format(
         "shaped at run time: '{}' (a run's data contradicted its declared dims)\n", name);
   }
   for (const std::string& d : state->demoted) {
-    impl_->last_summary += fmt::format("refused at these shapes, ran on the CPU: {}\n", d);
+    last_summary += fmt::format("refused at these shapes, ran on the CPU: {}\n", d);
   }
-  impl_->last_workspace = static_cast<int64_t>(state->workspace_bytes);
-  impl_->last_graph = graphStateText(*state);
-  impl_->last_summary += fmt::format(
-      "workspace: {} bytes (one region shared by the device nodes)\n", state->workspace_bytes);
-  impl_->last_summary += fmt::format("cuda graph: {}\n", impl_->last_graph);
+  last_workspace = static_cast<int64_t>(state->workspace_bytes);
+  last_graph = graphStateText(*state);
+  last_summary += fmt::format("workspace: {} bytes (one region shared by the device nodes)\n",
+                              state->workspace_bytes);
+  last_summary += fmt::format("cuda graph: {}\n", last_graph);
   return result;
 }
 

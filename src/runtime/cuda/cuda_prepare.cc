@@ -23,6 +23,7 @@ StatusOr<void*> CudaExecutor::Impl::devicePtr(const PlanState& state, int id) co
   const Plan& plan = *state.plan;
   const PlannedValue& v = value(plan, id);
   int root = rootOf(plan, id);
+  if (auto bound = state.bound.find(root); bound != state.bound.end()) return bound->second;
   switch (v.location) {
     case Location::kArena: {
       int64_t offset = value(plan, root).offset;
@@ -52,10 +53,18 @@ StatusOr<void*> CudaExecutor::Impl::devicePtr(const PlanState& state, int id) co
 }
 
 Status CudaExecutor::Impl::prepare(PlanState& state) {
-  const Plan& plan = *state.plan;
   RETURN_IF_ERROR(allocateArena(state));
-  RETURN_IF_ERROR(allocateInputs(state));
   RETURN_IF_ERROR(uploadConstants(state));
+  return bindNodes(state);
+}
+
+Status CudaExecutor::Impl::bindNodes(PlanState& state) {
+  const Plan& plan = *state.plan;
+  RETURN_IF_ERROR(allocateInputs(state));
+  state.prepared.clear();
+  state.demoted.clear();
+  state.graph.reset();
+  state.replays = 0;
   size_t workspace = 0;
   for (const Step& step : plan.steps) {
     if (step.kind != Step::Kind::kNode) continue;
@@ -92,6 +101,7 @@ Status CudaExecutor::Impl::allocateInputs(PlanState& state) {
     const PlannedValue& v = value(plan, id);
     if (v.location != Location::kInput) continue;  // an input default: a constant
     if (v.dtype == DataType::kString) continue;    // host only (copied down by the host)
+    if (state.bound.count(id) || state.input_buffers.count(id)) continue;
     auto buffer = DeviceMemory::allocate(*api, static_cast<size_t>(v.bytes));
     if (!buffer.isOk()) {
       return buffer.status().withContext(fmt::format("allocating input '{}'", v.name));
@@ -164,7 +174,7 @@ Status CudaExecutor::Impl::prepareNode(PlanState& state, int index, size_t* work
 }
 
 Status CudaExecutor::Impl::allocateWorkspace(PlanState& state, size_t workspace) {
-  if (workspace > 0) {
+  if (workspace > state.workspace.size()) {
     auto buffer = DeviceMemory::allocate(*api, workspace);
     if (!buffer.isOk()) {
       return buffer.status().withContext(
@@ -189,24 +199,37 @@ void CudaExecutor::Impl::allocateStaging(PlanState& state) {
   for (int id : plan.inputs) {
     auto buffer = state.input_buffers.find(id);
     if (buffer == state.input_buffers.end() || buffer->second.size() == 0) continue;
+    if (state.input_staging.count(id)) continue;
     auto staging = DeviceMemory::allocateHost(*api, buffer->second.size());
     if (staging.isOk()) state.input_staging.emplace(id, std::move(staging).value());
   }
   for (int id : plan.outputs) {
     const PlannedValue& v = value(plan, id);
-    if (v.location != Location::kArena || v.bytes <= 0 || state.output_staging.count(id)) continue;
+    if (v.location != Location::kArena || v.bytes <= 0 || state.output_staging.count(id) ||
+        state.bound.count(rootOf(plan, id))) {
+      continue;
+    }
     auto staging = DeviceMemory::allocateHost(*api, static_cast<size_t>(v.bytes));
     if (staging.isOk()) state.output_staging.emplace(id, std::move(staging).value());
   }
 }
 
-StatusOr<PlanState*> CudaExecutor::Impl::stateFor(const InputShapes& shapes) {
+StatusOr<PlanState*> CudaExecutor::Impl::stateFor(const InputShapes& shapes,
+                                                  const DeviceFeeds& device,
+                                                  const DeviceBinding* binding) {
   ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, cache->get(shapes));
+  std::map<int, void*> bound = bindingFor(*plan, device, binding);
   std::string key = inputSignature(shapes);
   auto it = states.find(key);
   if (it != states.end() && it->second.plan == plan) {
-    it->second.last_used = ++clock;
-    return &it->second;
+    PlanState& known = it->second;
+    known.last_used = ++clock;
+    if (known.bound != bound) {
+      // Other caller buffers than the kernels were prepared with: prepared again for these.
+      known.bound = std::move(bound);
+      RETURN_IF_ERROR(bindNodes(known));
+    }
+    return &known;
   }
   if (it != states.end()) states.erase(it);  // its plan was evicted and built again
   // Keep device state for at most as many plans as the cache holds.
@@ -218,6 +241,7 @@ StatusOr<PlanState*> CudaExecutor::Impl::stateFor(const InputShapes& shapes) {
   }
   PlanState state;
   state.plan = std::move(plan);
+  state.bound = std::move(bound);
   state.last_used = ++clock;
   RETURN_IF_ERROR(prepare(state));
   return &states.emplace(key, std::move(state)).first->second;

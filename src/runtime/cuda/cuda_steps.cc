@@ -30,6 +30,7 @@ Status CudaExecutor::Impl::uploadInputs(RunState& run) {
       if (dev == run.device.end()) {
         return makeError(StatusCode::kInternal, "no feed for '{}'", v.name);
       }
+      if (state.bound.count(id)) continue;  // read where it is
       auto buffer = state.input_buffers.find(id);
       if (buffer == state.input_buffers.end() || buffer->second.size() == 0) continue;
       RETURN_IF_ERROR(
@@ -179,10 +180,11 @@ Status CudaExecutor::Impl::runSteps(RunState& run, bool record,
   return Status::ok();
 }
 
-StatusOr<ExecutionResult> CudaExecutor::Impl::execute(
-    PlanState& state, const Feeds& feeds, const DeviceFeeds& device, bool record,
-    std::vector<CudaExecutor::StepTime>* profile) {
-  RunState run{state, feeds, device, {}, {}, {}, false, profile, {}};
+StatusOr<ExecutionResult> CudaExecutor::Impl::execute(PlanState& state, const Feeds& feeds,
+                                                      const DeviceFeeds& device, bool record,
+                                                      std::vector<CudaExecutor::StepTime>* profile,
+                                                      const DeviceBinding* binding) {
+  RunState run{state, feeds, device, {}, {}, {}, false, profile, {}, binding};
   run.host.resize(state.plan->values.size());
   api->clearMarkers();
   auto result = executeQueued(run, record);
@@ -225,6 +227,12 @@ StatusOr<ExecutionResult> CudaExecutor::Impl::executeQueued(RunState& run, bool 
     const PlannedValue& v = value(plan, id);
     result.names[i] = v.name;
     if (v.location != Location::kArena || v.dynamic) continue;
+    if (run.binding != nullptr) {
+      if (auto out = run.binding->outputs->find(v.name); out != run.binding->outputs->end()) {
+        RETURN_IF_ERROR(keepOnDevice(run, id, out->second));
+        continue;
+      }
+    }
     // In place before the copy is queued: a moved HostTensor may move its bytes.
     result.outputs[i] = HostTensor::zeros(v.dtype, v.dims);
     HostTensor& t = result.outputs[i];
@@ -248,6 +256,7 @@ StatusOr<ExecutionResult> CudaExecutor::Impl::executeQueued(RunState& run, bool 
     int id = plan.outputs[i];
     const PlannedValue& v = value(plan, id);
     if (v.location == Location::kArena && !v.dynamic) {
+      if (run.binding != nullptr && run.binding->kept->count(v.name)) continue;
       auto staging = state.output_staging.find(id);
       if (staging != state.output_staging.end() && !result.outputs[i].bytes.empty()) {
         std::memcpy(result.outputs[i].bytes.data(), staging->second.data(),

@@ -8,6 +8,7 @@
 //   cuda_host_fallback.cc  nodes run on the host, and the copies between host and device
 //   cuda_graph.cc          CUDA graph capture and replay
 //   cuda_profile.cc        per-step profiles
+//   cuda_device_io.cc      runs bound to the caller's device memory, greedy tokens on the device
 #pragma once
 
 #include <cstdint>
@@ -68,8 +69,12 @@ struct PlanState {
   std::shared_ptr<const Plan> plan;
   DeviceMemory arena;
   DeviceMemory workspace;
-  /// Graph inputs, uploaded at each run (by value id of the input).
+  /// Graph inputs, uploaded at each run (by value id of the input); none for a bound input.
   std::map<int, DeviceMemory> input_buffers;
+  /// Buffers that are the caller's device memory (CudaExecutor::runOnDevice), by root value id:
+  /// device inputs read in place and outputs computed into the caller's memory. The prepared
+  /// calls (and the CUDA graph) point there; a run with other pointers prepares them again.
+  std::map<int, void*> bound;
   /// Constants read on the device that are not initializers (folded values): by root value id.
   std::map<int, DeviceMemory> plan_constants;
   /// Device pointers of constants (session weights or plan_constants), by root value id.
@@ -99,6 +104,13 @@ std::string graphCaptureBlocker(const PlanState& state);
 std::string graphStateText(const PlanState& state);
 
 }  // namespace cuda_detail
+
+/// A run of CudaExecutor::runOnDevice: the outputs to leave on the device, and where the run left
+/// them (filled by the run).
+struct CudaExecutor::DeviceBinding {
+  const DeviceOutputs* outputs = nullptr;
+  DeviceFeeds* kept = nullptr;
+};
 
 struct CudaExecutor::Impl {
   using DeviceMemory = cuda_detail::DeviceMemory;
@@ -135,6 +147,17 @@ struct CudaExecutor::Impl {
   std::mutex mu;
   /// The limits of the run in progress, for the nodes it runs on the host (runNodeOnHost).
   RunLimits run_limits;
+  /// lastPositionArgMax's kernel, prepared for the last logits it read, and its ids buffer.
+  struct ArgMaxState {
+    kernels::KernelAttrs attrs;
+    DeviceMemory ids;
+    DeviceMemory workspace;
+    std::unique_ptr<kernels::PreparedCudaKernel> kernel;
+    DataType dtype = DataType::kUndefined;
+    std::vector<int64_t> dims;
+    const void* data = nullptr;
+  };
+  ArgMaxState argmax;
 
   const PlannedValue& value(const Plan& plan, int id) const {
     return plan.values[static_cast<size_t>(id)];
@@ -161,9 +184,16 @@ struct CudaExecutor::Impl {
       size_t start, end;
     };
     std::vector<Timed> timed;
+    const DeviceBinding* binding = nullptr;  ///< runOnDevice: the outputs left on the device
   };
 
   // cuda_executor.cc
+  /// A run after its feeds were checked (`shapes`), under the mutex: the plan's, or the reference
+  /// executor's where no plan fits.
+  StatusOr<ExecutionResult> runLocked(const Feeds& inputs, const DeviceFeeds& device,
+                                      const InputShapes& shapes, const ExecutionOptions& options,
+                                      std::vector<CudaExecutor::StepTime>* profile,
+                                      const DeviceBinding* binding);
   /// A device input's data on the host (a synchronous copy on the stream).
   StatusOr<HostTensor> downloadDeviceInput(const std::string& name, const DeviceInput& in);
 
@@ -204,7 +234,26 @@ struct CudaExecutor::Impl {
   Status allocateWorkspace(PlanState& state, size_t workspace);
   void allocateStaging(PlanState& state);
 
-  StatusOr<PlanState*> stateFor(const InputShapes& shapes);
+  /// The plan state for `shapes`, its kernels bound to `bound` (bindingFor's).
+  StatusOr<PlanState*> stateFor(const InputShapes& shapes, const DeviceFeeds& device,
+                                const DeviceBinding* binding);
+  /// The device inputs' buffers, not yet allocated or bound, and every device node's call bound
+  /// to the plan's buffers (state.bound included); drops a captured graph.
+  Status bindNodes(PlanState& state);
+
+  // cuda_device_io.cc
+  /// The buffers of `plan` that a runOnDevice run takes from the caller, by root value id: each
+  /// device input's, and each output's buffer given in the caller's memory where the buffer is
+  /// the plan's own (in the arena, static, large enough), so its node writes there directly.
+  std::map<int, void*> bindingFor(const Plan& plan, const DeviceFeeds& device,
+                                  const DeviceBinding* binding) const;
+  /// A device output that runOnDevice leaves on the device (`out`): where the plan computed it
+  /// (queued copy into the caller's memory where that is not it). Recorded in binding->kept.
+  Status keepOnDevice(RunState& run, int id, const DeviceOutput& out);
+  /// After a runOnDevice run: outputs asked for in the caller's memory that came back on the host
+  /// (host-held values, a run on the reference executor) are uploaded there, then left out of
+  /// `result`, as are the kept ones.
+  Status placeHostOutputs(ExecutionResult& result, const DeviceBinding& binding);
 
   // cuda_host_fallback.cc
   /// Synchronizes once where the host is about to read data a queued copy writes.
@@ -247,7 +296,8 @@ struct CudaExecutor::Impl {
   /// Runs the plan with `feeds`: uploads, steps, downloads, all queued on the stream with a
   /// synchronization only where the host reads device data, and one at the end.
   StatusOr<ExecutionResult> execute(PlanState& state, const Feeds& feeds, const DeviceFeeds& device,
-                                    bool record, std::vector<CudaExecutor::StepTime>* profile);
+                                    bool record, std::vector<CudaExecutor::StepTime>* profile,
+                                    const DeviceBinding* binding);
 
   StatusOr<ExecutionResult> executeQueued(RunState& run, bool record);
 
