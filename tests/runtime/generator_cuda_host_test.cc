@@ -13,6 +13,8 @@
 
 #include "fake_device.h"
 #include "model_feeds.h"
+#include "onnxopt/api/optimize.h"
+#include "onnxopt/api/run.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/generator.h"
 #include "onnxopt/runtime/reference_executor.h"
@@ -124,6 +126,34 @@ TEST(GeneratorOnFakeDevice, DecodersGiveTheGoldenAndTheReferenceIds) {
       ASSERT_TRUE(host_ids.isOk()) << host_ids.status().toString();
       EXPECT_EQ(*ids, *host_ids);
     }
+  }
+}
+
+// After -O3 --target cuda --target-opset 23 the cache is Attention-23's past and present (and our
+// fused ops run as calls): the present is still computed straight into the next step's past.
+TEST(GeneratorOnFakeDevice, FusedDecodersKeepTheCacheOnTheDeviceToo) {
+  for (const char* name : kDecoders) {
+    SCOPED_TRACE(name);
+    auto model = test::loadInferred(modelPath(name));
+    ASSERT_TRUE(model);
+    OptimizeOptions optimize;
+    optimize.level = 3;
+    optimize.target = "cuda";
+    optimize.target_opset = 23;
+    ASSERT_TRUE(onnxopt::optimize(*model, optimize).isOk());
+    ASSERT_TRUE(prepareForRunner(*model, "cuda").isOk());
+    GoldenCase c = golden(name, "batch");
+    auto log = std::make_shared<test::FakeDeviceLog>();
+    auto generator = onFakeDevice(*model, log, greedyOptions(c.max_new_tokens));
+    ASSERT_TRUE(generator);
+    auto ids = generator->generate(c.prompt);
+    ASSERT_TRUE(ids.isOk()) << ids.status().toString();
+    EXPECT_EQ(*ids, c.sequences);
+    // Down: each step's ids alone. On the device: no copy of a cache tensor.
+    const auto batch = static_cast<int64_t>(c.prompt.input_ids.size());
+    EXPECT_EQ(log->to_host_bytes, c.max_new_tokens * batch * 8);
+    EXPECT_EQ(log->device_copies, 0);
+    EXPECT_TRUE(log->errors.empty()) << log->errors.front();
   }
 }
 
