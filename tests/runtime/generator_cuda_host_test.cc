@@ -129,6 +129,44 @@ TEST(GeneratorOnFakeDevice, DecodersGiveTheGoldenAndTheReferenceIds) {
   }
 }
 
+/// The bytes of `n` elements of `dtype`.
+size_t bytesOf(DataType dtype, int64_t n) {
+  return static_cast<size_t>(dataTypeStorageBytes(dtype, static_cast<uint64_t>(n)).value_or(0));
+}
+
+// Sampling downloads only the logits from the device: the seed gives the reference runner's
+// tokens, with one row finishing early at its end-of-sequence id.
+TEST(GeneratorOnFakeDevice, SampledTokensAreTheReferenceRunners) {
+  const Prompt prompt{{{170, 173, 168, 245, 182}, {114, 140, 197, 133, 126}}, {}};
+  auto model = test::loadInferred(modelPath("llama"));
+  ASSERT_TRUE(model);
+  GenerationOptions options = greedyOptions(10);
+  options.sampling = {0.8, 40, 0.95, 7};
+  auto onHost = [&]() -> StatusOr<std::vector<std::vector<int64_t>>> {
+    ASSIGN_OR_RETURN(auto generator,
+                     Generator::create(*model, createReferenceExecutor(*model), options));
+    return generator->generate(prompt);
+  };
+  auto unended = onHost();
+  ASSERT_TRUE(unended.isOk()) << unended.status().toString();
+  options.eos_token_id = unended->at(1).at(7);  // row 1's third new token ends it there
+  auto host_ids = onHost();
+  ASSERT_TRUE(host_ids.isOk()) << host_ids.status().toString();
+  auto log = std::make_shared<test::FakeDeviceLog>();
+  auto on_device = onFakeDevice(*model, log, options);
+  ASSERT_TRUE(on_device);
+  auto ids = on_device->generate(prompt);
+  ASSERT_TRUE(ids.isOk()) << ids.status().toString();
+  EXPECT_EQ(*ids, *host_ids);
+  EXPECT_NE(*ids, *unended);
+  // Down: each step's logits ([2, 5, vocab] at the prefill, then [2, 1, vocab]), no cache.
+  const int64_t vocab = on_device->signature().vocab;
+  ASSERT_GT(vocab, 0);
+  EXPECT_EQ(log->to_host_bytes, static_cast<int64_t>(bytesOf(DataType::kFloat, 2 * 5 * vocab) +
+                                                     9 * bytesOf(DataType::kFloat, 2 * vocab)));
+  EXPECT_TRUE(log->errors.empty()) << log->errors.front();
+}
+
 // After -O3 --target cuda --target-opset 23 the cache is Attention-23's past and present (and our
 // fused ops run as calls): the present is still computed straight into the next step's past.
 TEST(GeneratorOnFakeDevice, FusedDecodersKeepTheCacheOnTheDeviceToo) {
@@ -155,11 +193,6 @@ TEST(GeneratorOnFakeDevice, FusedDecodersKeepTheCacheOnTheDeviceToo) {
     EXPECT_EQ(log->device_copies, 0);
     EXPECT_TRUE(log->errors.empty()) << log->errors.front();
   }
-}
-
-/// The bytes of `n` elements of `dtype`.
-size_t bytesOf(DataType dtype, int64_t n) {
-  return static_cast<size_t>(dataTypeStorageBytes(dtype, static_cast<uint64_t>(n)).value_or(0));
 }
 
 /// How many of `sizes[from..]` equal `bytes`.
