@@ -126,10 +126,13 @@ StatusOr<DeviceRunResult> CudaExecutor::runOnDevice(const Feeds& inputs, const D
 
 StatusOr<std::shared_ptr<void>> CudaExecutor::allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  cuda_detail::DeviceApi* api = impl_->api.get();
-  ASSIGN_OR_RETURN(void* data, api->allocate(bytes));
-  return std::shared_ptr<void>(data, [api](void* p) {
-    if (p != nullptr) api->release(p);
+  ASSIGN_OR_RETURN(void* data, impl_->api->allocate(bytes));
+  // Released under the mutex too: the device's table of allocations is not safe to change
+  // while a run on another thread allocates.
+  return std::shared_ptr<void>(data, [impl = impl_.get()](void* p) {
+    if (p == nullptr) return;
+    std::lock_guard<std::mutex> released(impl->mu);
+    impl->api->release(p);
   });
 }
 
