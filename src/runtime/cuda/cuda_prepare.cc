@@ -227,7 +227,10 @@ StatusOr<PlanState*> CudaExecutor::Impl::stateFor(const InputShapes& shapes,
     if (known.bound != bound) {
       // Other caller buffers than the kernels were prepared with: prepared again for these.
       known.bound = std::move(bound);
-      RETURN_IF_ERROR(bindNodes(known));
+      if (Status st = bindNodes(known); !st.isOk()) {
+        states.erase(it);  // half prepared: made again by the next run at this signature
+        return st;
+      }
     }
     return &known;
   }
