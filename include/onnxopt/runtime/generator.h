@@ -48,7 +48,7 @@ struct Prompt {
 using TokenCallback = std::function<bool(int64_t step, const std::vector<int64_t>& tokens)>;
 
 /// Where the time went: the prefill run (prompt_tokens per row) and the decode runs after it,
-/// each run timed around the executor (the host sampling included).
+/// each run timed around the executor (choosing the tokens included, on the host or the device).
 struct GenerationStats {
   int64_t batch = 0;
   int64_t prompt_tokens = 0;
