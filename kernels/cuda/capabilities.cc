@@ -18,6 +18,21 @@ constexpr TypeSet kCudaInt = kCudaSigned | TypeSet{DataType::kUint8};
 constexpr TypeSet kCudaNumeric = kCudaFloat | kCudaInt;
 constexpr TypeSet kCudaBool = {DataType::kBool};
 constexpr TypeSet kCudaAll = kCudaNumeric | kCudaBool;
+constexpr TypeSet kCudaByte = {DataType::kInt8, DataType::kUint8};
+constexpr TypeSet kCudaInt32 = {DataType::kInt32};
+constexpr TypeSet kCudaQuantInt = kCudaByte | TypeSet{DataType::kInt16, DataType::kUint16};
+// The low-precision types (kernels/cuda/quant/low_precision.cuh), grouped by the opset that
+// brought them: Cast's rows take kCudaLowNN from opset NN.
+constexpr TypeSet kCudaFloat8 = {DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ,
+                                 DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ};
+constexpr TypeSet kCudaInt4 = {DataType::kInt4, DataType::kUint4};
+constexpr TypeSet kCudaFloat4 = {DataType::kFloat4E2M1};
+constexpr TypeSet kCudaInt2 = {DataType::kInt2, DataType::kUint2};
+constexpr TypeSet kCudaLow19 = kCudaFloat8;
+constexpr TypeSet kCudaLow21 = kCudaLow19 | kCudaInt4;
+constexpr TypeSet kCudaLow23 = kCudaLow21 | kCudaFloat4;
+constexpr TypeSet kCudaLow24 = kCudaLow23 | TypeSet{DataType::kFloat8E8M0};
+constexpr TypeSet kCudaLow25 = kCudaLow24 | kCudaInt2;
 
 constexpr int64_t kOpen = kCudaOpenOpset;
 constexpr Layout kAny = Layout::kAny;

@@ -38,7 +38,8 @@
 #include "kernels/cuda/movement/tile.h"
 #include "kernels/cuda/movement/transpose.h"
 #include "kernels/cuda/movement/trilu.h"
-// The recurrent family and QuantizeLinear/DequantizeLinear.
+// The recurrent family, QuantizeLinear/DequantizeLinear and the integer products.
+#include "kernels/cuda/gemm/quant_matmul.h"
 #include "kernels/cuda/quant/quantize.h"
 #include "kernels/cuda/rnn/rnn.h"
 // normalization family and Resize

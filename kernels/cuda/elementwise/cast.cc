@@ -7,6 +7,28 @@
 
 namespace onnxopt::kernels::cuda {
 
+namespace {
+
+/// Cast's and CastLike's `saturate` (19+) and `round_mode` (24+).
+Status readRounding(const CudaKernelCall& call, CastArgs& args) {
+  const KernelAttrs& attrs = attrsOf(call);
+  if (call.opset >= 19) args.saturate = attrs.getInt("saturate", 1) != 0;
+  if (call.opset < 24) return Status::ok();
+  std::string mode = attrs.getString("round_mode", "up");
+  if (mode == "up") {
+    args.round_mode = 0;
+  } else if (mode == "down") {
+    args.round_mode = 1;
+  } else if (mode == "nearest") {
+    args.round_mode = 2;
+  } else {
+    return invalidArgument("{}: bad round_mode '{}'", call.op, mode);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 template <>
 StatusOr<CastArgs> argsFromCall<CastArgs>(const CudaKernelCall& call) {
   RETURN_IF_ERROR(checkArity(call, 1, 1, 1));
@@ -18,7 +40,9 @@ StatusOr<CastArgs> argsFromCall<CastArgs>(const CudaKernelCall& call) {
     return invalidArgument("{}: 'to' is {} but the output is {}", call.op, dataTypeName(to),
                            dataTypeName(call.outputs[0].dtype));
   }
-  return CastArgs{call.op, call.inputs[0], call.outputs[0]};
+  CastArgs args{call.op, call.inputs[0], call.outputs[0]};
+  RETURN_IF_ERROR(readRounding(call, args));
+  return args;
 }
 
 template <>
@@ -30,6 +54,7 @@ StatusOr<CastLikeArgs> argsFromCall<CastLikeArgs>(const CudaKernelCall& call) {
   }
   CastLikeArgs args;
   static_cast<CastArgs&>(args) = CastArgs{call.op, call.inputs[0], call.outputs[0]};
+  RETURN_IF_ERROR(readRounding(call, args));
   return args;
 }
 
@@ -38,7 +63,17 @@ Support canImplement(const CastArgs& args) {
     return Support::no(fmt::format("{}: no CUDA kernel from {} to {}", args.op,
                                    dataTypeName(args.x.dtype), dataTypeName(args.y.dtype)));
   }
-  return oneInputDeviceSupport(args.op, args.x, args.y);
+  if (!isLowPrecisionCast(args.x.dtype, args.y.dtype)) {
+    return oneInputDeviceSupport(args.op, args.x, args.y);
+  }
+  if (Support s = requireDevice(args.op, args.x, "input 0"); !s) return s;
+  if (Support s = requireDevice(args.op, args.y, "output 0"); !s) return s;
+  if (args.x.dims != args.y.dims || !args.x.isContiguous() || !args.y.isContiguous()) {
+    return Support::no(fmt::format("{}: a cast from {} to {} takes contiguous tensors of one shape",
+                                   args.op, dataTypeName(args.x.dtype),
+                                   dataTypeName(args.y.dtype)));
+  }
+  return Support::yes();
 }
 
 size_t workspaceBytes(const CastArgs&) {
@@ -47,8 +82,15 @@ size_t workspaceBytes(const CastArgs&) {
 
 Status launch(const CastArgs& args, CudaStream stream) {
   if (Support s = canImplement(args); !s) return refused(s);
-  ASSIGN_OR_RETURN(BroadcastPlan plan, planBroadcast({args.x}, args.y, args.op));
-  CastDeviceArgs d{args.x.dtype, args.y.dtype, plan, args.x.data, args.y.data};
+  CastDeviceArgs d{args.x.dtype, args.y.dtype, {}, args.x.data, args.y.data};
+  if (isLowPrecisionCast(args.x.dtype, args.y.dtype)) {
+    d.plan.count = args.y.numElements();
+    d.plan.linear = true;
+  } else {
+    ASSIGN_OR_RETURN(d.plan, planBroadcast({args.x}, args.y, args.op));
+  }
+  d.saturate = args.saturate;
+  d.round_mode = args.round_mode;
   ONNXOPT_CUDA_CHECK(launchCast(d, streamOf(stream)), args.op);
   return Status::ok();
 }

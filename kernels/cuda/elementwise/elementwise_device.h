@@ -74,6 +74,10 @@ struct CastDeviceArgs {
   BroadcastPlan plan;  ///< one operand
   const void* x;
   void* y;
+  /// Casts to float8/float4 (Cast-19 on): clamp to the largest finite value; E8M0's round_mode
+  /// (0 up, 1 down, 2 nearest).
+  bool saturate = true;
+  int round_mode = 0;
 };
 
 /// What the device code instantiates: the host's canImplement asks these, and the capability
@@ -84,6 +88,9 @@ bool binaryKernelExists(BinaryOp op, DataType dtype);
 /// takes for Pow, an exponent of any numeric CUDA type.
 bool mixedPowKernelExists(DataType base, DataType exponent);
 bool castKernelExists(DataType from, DataType to);
+/// Whether a cast has a float8, float4 or packed 2-/4-bit integer side: such casts read and write
+/// contiguous tensors of one element count (a linear plan), element by element.
+bool isLowPrecisionCast(DataType from, DataType to);
 
 /// Launch on `stream`; the launch status (cudaGetLastError) is returned. Nothing is launched for
 /// an empty output. Arguments are not checked here: the host half did. `sm_count` (the device

@@ -68,6 +68,7 @@ StatusOr<QuantizeArgs> argsFromCall<QuantizeArgs>(const CudaKernelCall& call) {
     args.output_dtype = attrs.getInt("output_dtype", 0);
   }
   if (call.opset >= 23) args.precision = attrs.getInt("precision", 0);
+  if (call.opset >= 19 && !args.dequantize) args.saturate = attrs.getInt("saturate", 1) != 0;
   return args;
 }
 
@@ -135,6 +136,7 @@ Status launch(const QuantizeArgs& args, CudaStream stream) {
   d.inner = l.inner;
   d.axis_dim = l.axis_dim;
   d.block = l.block;
+  d.saturate = args.saturate;
   d.x = args.x.data;
   d.scale = args.scale.data;
   d.zero = args.zero.data;

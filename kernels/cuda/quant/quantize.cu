@@ -2,10 +2,14 @@
 // with the reference kernels' arithmetic: quantize x / scale in float, round half to even, add
 // the zero point, NaN to 0, saturate to the integer range; dequantize (x - zero point) as float
 // times scale; DynamicQuantizeLinear's range reduced in two passes, then its scale and zero point.
+// float8, float4 and packed 2-/4-bit sides go through low_precision.cuh's codecs, with the
+// reference's arithmetic for them (the quotient rounded in double, float8 zero points added in
+// double before the encode), one output byte per thread where elements are packed.
 #include <algorithm>
 #include <type_traits>
 
 #include "kernels/cuda/element_types.cuh"
+#include "kernels/cuda/quant/low_precision.cuh"
 #include "kernels/cuda/quant/quantize_device.h"
 
 namespace onnxopt::kernels::cuda {
@@ -84,6 +88,69 @@ __global__ void dequantizeKernel(QuantizeDeviceArgs a) {
   }
 }
 
+/// The integer range of int4, uint4, int2 and uint2.
+__device__ inline void packedRange(DataType t, double& lo, double& hi) {
+  int bits = subByteBits(t);
+  bool is_signed = t == DataType::kInt4 || t == DataType::kInt2;
+  lo = is_signed ? -static_cast<double>(1 << (bits - 1)) : 0.0;
+  hi =
+      is_signed ? static_cast<double>((1 << (bits - 1)) - 1) : static_cast<double>((1 << bits) - 1);
+}
+
+/// The code of x[i] quantized into a low-precision y (the reference's QuantizeLinear).
+template <typename X>
+__device__ uint32_t quantizeLowCode(const QuantizeDeviceArgs& a, int64_t i) {
+  int64_t s = scaleIndex(a, i);
+  double v = static_cast<float>(load(static_cast<const X*>(a.x), i)) / scaleAt(a, s);
+  bool has_zero = a.zero_type != DataType::kUndefined;
+  MiniFloat f = miniFloatOf(a.y_type);
+  if (f.exp_bits != 0) {
+    if (has_zero) v += loadNum(a.zero_type, a.zero, s).f;
+    return encodeMiniFloat(v, f, a.saturate);
+  }
+  double k = rint(v);
+  if (has_zero) k += static_cast<double>(loadNum(a.zero_type, a.zero, s).i);
+  if (isnan(k)) k = 0;
+  double lo, hi;
+  packedRange(a.y_type, lo, hi);
+  k = k < lo ? lo : (k > hi ? hi : k);
+  return static_cast<uint32_t>(static_cast<int64_t>(k)) & ((1u << subByteBits(a.y_type)) - 1u);
+}
+
+template <typename X>
+__global__ void quantizeLowKernel(QuantizeDeviceArgs a) {
+  ONNXOPT_GRID_STRIDE(u, lowUnits(a.y_type, a.count)) {
+    storeLowUnit(a.y_type, a.y, u, a.count, [&](int64_t i) { return quantizeLowCode<X>(a, i); });
+  }
+}
+
+/// A low-precision x dequantized into Y: (x - zero point) in double for the float types, in
+/// int64 for the integers, as float, times the scale in float.
+template <typename Y>
+__global__ void dequantizeLowKernel(QuantizeDeviceArgs a) {
+  bool has_zero = a.zero_type != DataType::kUndefined;
+  ONNXOPT_GRID_STRIDE(i, a.count) {
+    int64_t s = scaleIndex(a, i);
+    DevNum x = loadNum(a.x_type, a.x, i);
+    float centered;
+    if (x.is_float) {
+      double d = x.f;
+      if (has_zero) d -= loadNum(a.zero_type, a.zero, s).f;
+      centered = static_cast<float>(d);
+    } else {
+      int64_t d = x.i;
+      if (has_zero) d -= loadNum(a.zero_type, a.zero, s).i;
+      centered = static_cast<float>(d);
+    }
+    store(static_cast<Y*>(a.y), i, __fmul_rn(centered, scaleAt(a, s)));
+  }
+}
+
+/// float8 (not E8M0), float4 E2M1 and the packed integers.
+bool isLowQuant(DataType t) {
+  return isLowPrecisionType(t) && t != DataType::kFloat8E8M0;
+}
+
 bool isQuantInt(DataType t) {
   return t == DataType::kInt8 || t == DataType::kUint8 || t == DataType::kInt16 ||
          t == DataType::kUint16;
@@ -156,14 +223,29 @@ cudaError_t launchDynamicQuantize(const DynamicQuantizeDeviceArgs& args, cudaStr
 
 bool quantizeKernelExists(bool dequantize, DataType x, DataType scale, DataType y) {
   if (!isFloatType(scale)) return false;
-  if (dequantize) return (isQuantInt(x) || x == DataType::kInt32) && y == scale;
-  return isFloatType(x) && isQuantInt(y);
+  if (dequantize) return (isQuantInt(x) || x == DataType::kInt32 || isLowQuant(x)) && y == scale;
+  return isFloatType(x) && (isQuantInt(y) || isLowQuant(y));
 }
 
 cudaError_t launchQuantize(const QuantizeDeviceArgs& args, cudaStream_t stream) {
   if (args.count == 0) return cudaSuccess;
   unsigned blocks = blocksFor(args.count);
   bool launched = false;
+  if (isLowQuant(args.dequantize ? args.x_type : args.y_type)) {
+    visitCudaType(args.dequantize ? args.y_type : args.x_type, [&](auto ftag) {
+      using F = typename decltype(ftag)::type;
+      if constexpr (kIsFloating<F>) {
+        launched = true;
+        if (args.dequantize) {
+          dequantizeLowKernel<F><<<blocks, kThreads, 0, stream>>>(args);
+        } else {
+          quantizeLowKernel<F>
+              <<<blocksFor(lowUnits(args.y_type, args.count)), kThreads, 0, stream>>>(args);
+        }
+      }
+    });
+    return launched ? cudaGetLastError() : cudaErrorInvalidValue;
+  }
   auto quantInt = [&](DataType t, auto f) {
     if (t == DataType::kInt8) f(TypeTag<int8_t>{});
     if (t == DataType::kUint8) f(TypeTag<uint8_t>{});

@@ -1,7 +1,8 @@
-// QuantizeLinear and DequantizeLinear on CUDA (opsets 10+), and DynamicQuantizeLinear (11+): int8, uint8, int16 and uint16 (and
-// int32 input for DequantizeLinear) with float, float16 or bfloat16 scales, per tensor, per axis or
-// blocked (block_size, 21+); the scale and zero point are read from device memory. Other quantized
-// types (int4, int2, float8) and QuantizeLinear's double precision stay on the CPU. Host half
+// QuantizeLinear and DequantizeLinear on CUDA (opsets 10+), and DynamicQuantizeLinear (11+):
+// int8, uint8, int16, uint16 (and int32 input for DequantizeLinear), float8 (E4M3FN, E4M3FNUZ,
+// E5M2, E5M2FNUZ; `saturate`), float4 E2M1 and packed int4/uint4/int2/uint2, with float, float16
+// or bfloat16 scales, per tensor, per axis or blocked (block_size, 21+); the scale and zero point
+// are read from device memory. QuantizeLinear's double precision stays on the CPU. Host half
 // (this header, quantize.cc); device half: quantize.cu behind quantize_device.h.
 #pragma once
 
@@ -21,6 +22,7 @@ struct QuantizeArgs {
   int64_t block_size = 0;
   int64_t output_dtype = 0;  ///< the attribute, 0 when absent
   int64_t precision = 0;     ///< QuantizeLinear 23+
+  bool saturate = true;      ///< QuantizeLinear 19+, float8 outputs
 };
 
 template <>

@@ -13,7 +13,9 @@ namespace onnxopt::kernels::cuda {
 
 /// y = x quantized or dequantized with a per-tensor, per-axis or blocked scale and zero point. x
 /// is seen as [outer, axis_dim, inner]; element (o, c, j) uses scale[0] per tensor, scale[c] per
-/// axis, scale[(o * ceil(axis_dim / block) + c / block) * inner + j] with blocks.
+/// axis, scale[(o * ceil(axis_dim / block) + c / block) * inner + j] with blocks. The quantized
+/// side is int8, uint8, int16, uint16 (int32 for DequantizeLinear's input), a float8 type other
+/// than E8M0, float4 E2M1, or int4/uint4/int2/uint2 packed from the low bits of each byte.
 struct QuantizeDeviceArgs {
   bool dequantize = false;
   DataType x_type = DataType::kFloat;
@@ -24,6 +26,7 @@ struct QuantizeDeviceArgs {
   int64_t inner = 1;     ///< elements per step of the axis
   int64_t axis_dim = 1;  ///< 1 with block 0: per tensor
   int64_t block = 0;     ///< 0: per tensor or per axis
+  bool saturate = true;  ///< QuantizeLinear 19+ to float8
   const void* x = nullptr;
   const void* scale = nullptr;
   const void* zero = nullptr;

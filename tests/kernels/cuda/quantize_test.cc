@@ -4,7 +4,8 @@
 // blocked (opset 21: blocks of 2 along axis 1, of 3 along the last), with and without a zero
 // point, at opsets 13, 19 and 21; the inputs hold halfway values (round half to even), values past
 // the integer range (saturation) and NaN (0). Quantized results must match exactly. Label gpu;
-// the refusals (double precision, int4, a blocked scale of the wrong shape) run without a device.
+// the refusals (double precision, a float8e8m0 scale, a blocked scale of the wrong shape) run
+// without a device.
 // DynamicQuantizeLinear: mixed, one-signed, constant, empty and huge inputs, exactly.
 #include <gtest/gtest.h>
 
@@ -274,10 +275,14 @@ TEST(QuantCanImplement, RefusesWithAReason) {
   r = askQuant("QuantizeLinear", 23, {x, s, z8}, DataType::kInt8, dbl);
   EXPECT_FALSE(r);
   EXPECT_NE(r.reason.find("precision"), std::string::npos) << r.reason;
+  // int4 from opset 21 (low_precision_test.cc runs it); a float8e8m0 scale (24+) is refused.
   HostTensor z4 = HostTensor::zeros(DataType::kInt4, {});
-  r = askQuant("QuantizeLinear", 21, {x, s, z4}, DataType::kInt4, none);
+  EXPECT_TRUE(askQuant("QuantizeLinear", 21, {x, s, z4}, DataType::kInt4, none));
+  HostTensor e8 = HostTensor::zeros(DataType::kFloat8E8M0, {});
+  r = askQuant("QuantizeLinear", 25, {x, e8, z4}, DataType::kInt4, none);
   EXPECT_FALSE(r);
-  EXPECT_NE(r.reason.find("no CUDA kernel for float"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("no CUDA kernel for float with a float8e8m0 scale"), std::string::npos)
+      << r.reason;
   r = askQuant("QuantizeLinear", 19, {x, s, z8}, DataType::kUint8, none);
   EXPECT_FALSE(r);
   EXPECT_NE(r.reason.find("the output is uint8, not int8"), std::string::npos) << r.reason;
