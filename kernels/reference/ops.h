@@ -46,8 +46,8 @@ StatusOr<Outputs> matMulKernel(const KernelContext& ctx);
 StatusOr<Outputs> gemmKernel(const KernelContext& ctx);
 
 // target_ops.cc: ai.onnxopt
-StatusOr<Outputs> matMulBiasKernel(const KernelContext& ctx);  // MatMulBias MatMulBiasRelu/Gelu
-StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx);
+StatusOr<Outputs> matMulBiasKernel(const KernelContext& ctx);     // MatMulBias MatMulBiasRelu/Gelu
+StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx);  // and SkipRMSNormalization
 StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx);
 StatusOr<Outputs> safePackedAttentionKernel(const KernelContext& ctx);
 StatusOr<Outputs> seqFirstPackedAttentionKernel(const KernelContext& ctx);

@@ -389,6 +389,7 @@ const std::map<std::string, Entry>& registry() {
         {"ai.onnxopt.MatMulBiasRelu", {1, ref::matMulBiasKernel, in({F, F, F})}},
         {"ai.onnxopt.MatMulBiasGelu", {1, ref::matMulBiasKernel, in({F, F, F})}},
         {"ai.onnxopt.SkipLayerNormalization", {1, ref::skipLayerNormKernel, in({F, F, F, F})}},
+        {"ai.onnxopt.SkipRMSNormalization", {1, ref::skipLayerNormKernel, in({F, F, F})}},
         {"ai.onnxopt.NhwcConv", {1, ref::nhwcConvKernel, in({F, F, F})}},
         {"ai.onnxopt.NhwcConvRelu", {1, ref::nhwcConvKernel, in({F, F, F})}},
         {"ai.onnxopt.NhwcConvAddRelu", {1, ref::nhwcConvKernel, in({F, F, F, F})}},

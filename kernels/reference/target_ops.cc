@@ -8,6 +8,7 @@
 //   MatMulBiasGelu(A, B, bias)  = Gelu<approximate>(MatMulBias(A, B, bias))
 //   SkipLayerNormalization(X, Skip, Scale, B) = (LayerNormalization<axis, epsilon>(S, Scale, B), S),
 //                                                S = Add(X, Skip)
+//   SkipRMSNormalization(X, Skip, Scale) = (RMSNormalization<axis, epsilon>(S, Scale), S)
 //   NhwcConv(X, W, B)          = T<q>(Conv(T<p>(X), T<p>(W), B))   p = [0, 3, 1, 2], q = [0, 2, 3, 1]
 //   NhwcConvRelu(X, W, B)      = Relu(NhwcConv(X, W, B))
 //   NhwcConvAddRelu(X, W, B, Z) = Relu(Add(NhwcConv(X, W, B), Z))
@@ -132,8 +133,11 @@ StatusOr<Outputs> matMulBiasKernel(const KernelContext& ctx) {
 }
 
 StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx) {
-  if (ctx.numInputs() < 3 || ctx.input(1) == nullptr || ctx.input(2) == nullptr) {
-    return invalidArgument("{}: takes X, Skip, Scale and an optional B", ctx.op);
+  // SkipRMSNormalization: RMSNormalization (opset 23) of the sum, no B.
+  const bool rms = opName(ctx) == "SkipRMSNormalization";
+  if (ctx.numInputs() < 3 || ctx.input(1) == nullptr || ctx.input(2) == nullptr ||
+      (rms && ctx.numInputs() > 3)) {
+    return invalidArgument("{}: takes X, Skip, Scale{}", ctx.op, rms ? "" : " and an optional B");
   }
   if (!isFloat(ctx.input(0)->dtype)) return unsupportedType(ctx, ctx.input(0)->dtype);
   if (ctx.input(1)->dims != ctx.input(0)->dims) {
@@ -147,10 +151,13 @@ StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx) {
   if (auto it = ctx.attrs.floats.find("epsilon"); it != ctx.attrs.floats.end()) {
     attrs.floats["epsilon"] = it->second;
   }
-  ASSIGN_OR_RETURN(HostTensor y,
-                   call(ctx, "LayerNormalization", {&sum, ctx.input(2), ctx.input(3)}, attrs));
+  std::vector<const HostTensor*> operands = {&sum, ctx.input(2)};
+  if (!rms) operands.push_back(ctx.input(3));
+  auto normalized = runReferenceKernel(rms ? "RMSNormalization" : "LayerNormalization",
+                                       rms ? 23 : kOpset, operands, attrs, 1);
+  if (!normalized.isOk()) return normalized.status().withContext(ctx.op);
   Outputs out;
-  out.push_back(std::move(y));
+  out.push_back(std::move((*normalized)[0]));
   if (ctx.num_outputs > 1) out.push_back(std::move(sum));
   return out;
 }

@@ -7,6 +7,8 @@
 //                                   { t = MatMul(A, B); u = Add(t, bias); Y = Gelu<@approximate>(u) }
 //   SkipLayerNormalization<axis, epsilon>(X, Skip, Scale, B) => (Y, Sum)
 //                  { Sum = Add(X, Skip); Y = LayerNormalization<@axis, @epsilon>(Sum, Scale, B) }
+//   SkipRMSNormalization<axis, epsilon>(X, Skip, Scale) => (Y, Sum)
+//                  { Sum = Add(X, Skip); Y = RMSNormalization<@axis, @epsilon>(Sum, Scale) }
 //
 // The channels-last forms (X, Y, Z: [N, H, W, C]; W: [M, kH, kW, C / group]); T<p> is
 // Transpose<perm=p>, to NCHW p = [0, 3, 1, 2], back q = [0, 2, 3, 1]; attrs: Conv's (strides,
@@ -67,6 +69,7 @@ constexpr OpInfo kOps[] = {
     {"SafePackedAttention", 15},
     {"SeqFirstPackedAttention", 15},
     {"SkipLayerNormalization", 17},
+    {"SkipRMSNormalization", 23},
 };
 
 using AttrRefs = std::vector<std::pair<std::string, ir::Attribute::Kind>>;
@@ -179,17 +182,22 @@ class Body {
   rewrite::Rewriter rw_;
 };
 
-/// SkipLayerNormalization: Y = LayerNormalization(X + Skip, Scale, B), Sum = X + Skip.
-void skipLayerNormBody(ir::Function& fn, Body& body) {
+/// SkipLayerNormalization: Y = LayerNormalization(X + Skip, Scale, B), Sum = X + Skip;
+/// SkipRMSNormalization: Y = RMSNormalization(X + Skip, Scale), Sum = X + Skip.
+void skipNormBody(ir::Function& fn, Body& body, const std::string& op) {
+  const bool rms = op == "SkipRMSNormalization";
+  const std::string norm = rms ? "RMSNormalization" : "LayerNormalization";
   fn.attribute_names = {"axis", "epsilon"};
-  fn.doc_string = "Y = LayerNormalization(X + Skip, Scale, B); Sum = X + Skip";
+  fn.doc_string =
+      "Y = " + norm + (rms ? "(X + Skip, Scale)" : "(X + Skip, Scale, B)") + "; Sum = X + Skip";
   ir::Value* x = body.input("X");
   ir::Value* skip = body.input("Skip");
-  ir::Value* scale = body.input("Scale");
-  ir::Value* bias = body.input("B");
+  std::vector<ir::Value*> params = {body.input("Scale")};
+  if (!rms) params.push_back(body.input("B"));
   ir::Value* sum = body.node("Add", {x, skip}, "Sum");
+  params.insert(params.begin(), sum);
   ir::Value* y =
-      body.node("LayerNormalization", {sum, scale, bias}, "Y",
+      body.node(norm, params, "Y",
                 {{"axis", ir::Attribute::Kind::kInt}, {"epsilon", ir::Attribute::Kind::kFloat}});
   body.output(y);
   body.output(sum);
@@ -330,8 +338,8 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
   fn->opset_imports = {{"", opset}};
   fn->body = std::make_unique<ir::Graph>();
   Body body(*fn);
-  if (op == "SkipLayerNormalization") {
-    skipLayerNormBody(*fn, body);
+  if (op.rfind("Skip", 0) == 0) {
+    skipNormBody(*fn, body, op);
   } else if (op.find("Attention") != std::string::npos) {
     attentionBody(*fn, body, op, opset);
   } else if (op.rfind("Nhwc", 0) == 0) {

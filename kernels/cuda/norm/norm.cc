@@ -133,13 +133,16 @@ StatusOr<NormArgs> argsFromCall<NormArgs>(const CudaKernelCall& call) {
 
 template <>
 StatusOr<SkipNormArgs> argsFromCall<SkipNormArgs>(const CudaKernelCall& call) {
-  RETURN_IF_ERROR(checkArity(call, 3, 4, call.outputs.size()));
+  // SkipRMSNormalization: the RMS path of the same kernel, no B.
+  const bool rms = call.op == "SkipRMSNormalization";
+  RETURN_IF_ERROR(checkArity(call, 3, rms ? 3 : 4, call.outputs.size()));
   if (call.outputs.empty() || call.outputs.size() > 2) {
     return invalidArgument("{}: {} outputs", call.op, call.outputs.size());
   }
   const KernelAttrs& attrs = attrsOf(call);
   SkipNormArgs args;
   args.op = call.op;
+  args.rms = rms;
   args.epsilon = attrs.getFloat("epsilon", 1e-5f);
   args.x = call.inputs[0];
   args.skip = call.inputs[1];

@@ -4,8 +4,8 @@
 //   InstanceNormalization (6+: per (n, c), scale and B per channel) and GroupNormalization (18:
 //   scale and bias per group; 21: per channel); LayerNormalization's optional Mean and InvStdDev
 //   outputs (float). Refused: a stash_type other than 1 (float), which the reference kernels
-//   refuse too. SkipNormArgs: ai.onnxopt.SkipLayerNormalization, the residual Add in the same
-//   kernel (X + Skip read once per pass, the sum written as the optional second output).
+//   refuse too. SkipNormArgs: ai.onnxopt.SkipLayerNormalization and SkipRMSNormalization, the
+//   residual Add in the same kernel (X + Skip read once per pass, the sum written as the optional second output).
 // - BatchNormArgs: BatchNormalization in inference mode (7 with `spatial`, 9, 14, 15: from 14
 //   input_mean/input_var and from 15 scale/B may have float types of their own); training mode
 //   (training_mode=1, or the statistics outputs before 14) is refused.
@@ -47,7 +47,9 @@ template <>
 StatusOr<NormArgs> argsFromCall<NormArgs>(const CudaKernelCall& call);
 
 /// ai.onnxopt.SkipLayerNormalization<axis, epsilon>(X, Skip, Scale, B?) -> (Y, Sum?):
-/// LayerNormalization of X + Skip (Skip of X's shape), the sum as the optional second output.
+/// LayerNormalization of X + Skip (Skip of X's shape), the sum as the optional second output;
+/// ai.onnxopt.SkipRMSNormalization<axis, epsilon>(X, Skip, Scale) -> (Y, Sum?) likewise with
+/// RMSNormalization (the same kernel's rms path).
 struct SkipNormArgs : NormArgs {};
 template <>
 StatusOr<SkipNormArgs> argsFromCall<SkipNormArgs>(const CudaKernelCall& call);

@@ -179,9 +179,10 @@ std::vector<test::NodeCase> layerNormCases() {
   return out;
 }
 
-/// ai.onnxopt.SkipLayerNormalization: the residual sum normalized in the same kernel, with and
-/// without B, over the last axis and axis 1, and its optional Sum output (the sum rounded to the
-/// element type, as the decomposition's Add stores it).
+/// ai.onnxopt.SkipLayerNormalization and SkipRMSNormalization: the residual sum normalized in the
+/// same kernel, with and without B (LayerNormalization's), over the last axis and axis 1, and
+/// its optional Sum output (the sum rounded to the element type, as the decomposition's Add stores
+/// it).
 std::vector<test::NodeCase> skipNormCases() {
   std::vector<test::NodeCase> out;
   const std::vector<std::pair<std::vector<Dims>, KernelAttrs>> shapes = {
@@ -192,22 +193,27 @@ std::vector<test::NodeCase> skipNormCases() {
       {{{5, 2048}, {5, 2048}, {2048}}, {}},
       {{{3, 4097}, {3, 4097}, {4097}}, {}},
       {{{2, 3, 5}, {2, 3, 5}, {3, 5}, {3, 5}}, ints({{"axis", 1}})}};
-  for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
-    for (const auto& [dims, attrs] : shapes) {
-      test::NodeCase c;
-      c.domain = "ai.onnxopt";
-      c.op = "SkipLayerNormalization";
-      c.opset = 1;
-      c.attrs = attrs;
-      c.name = fmt::format("SkipLayerNormalization_{}", dataTypeName(t));
-      for (const Dims& d : dims) c.name += "_" + test::dimsName(d);
-      if (attrs.ints.count("axis")) c.name += "_axis1";
-      uint32_t seed = test::seedOf(c.name);
-      for (size_t i = 0; i < dims.size(); ++i) {
-        c.inputs.push_back(test::randomTensor(t, dims[i], i < 2 ? -2.0 : -1.5, i < 2 ? 4.0 : 1.5,
-                                              seed + static_cast<uint32_t>(i)));
+  for (const char* op : {"SkipLayerNormalization", "SkipRMSNormalization"}) {
+    const bool rms = std::string(op) == "SkipRMSNormalization";
+    for (DataType t : {DataType::kFloat, DataType::kFloat16, DataType::kBfloat16}) {
+      for (const auto& [all_dims, attrs] : shapes) {
+        std::vector<Dims> dims = all_dims;
+        if (rms) dims.resize(3);  // X, Skip, Scale
+        test::NodeCase c;
+        c.domain = "ai.onnxopt";
+        c.op = op;
+        c.opset = 1;
+        c.attrs = attrs;
+        c.name = fmt::format("{}_{}", op, dataTypeName(t));
+        for (const Dims& d : dims) c.name += "_" + test::dimsName(d);
+        if (attrs.ints.count("axis")) c.name += "_axis1";
+        uint32_t seed = test::seedOf(c.name);
+        for (size_t i = 0; i < dims.size(); ++i) {
+          c.inputs.push_back(test::randomTensor(t, dims[i], i < 2 ? -2.0 : -1.5, i < 2 ? 4.0 : 1.5,
+                                                seed + static_cast<uint32_t>(i)));
+        }
+        out.push_back(std::move(c));
       }
-      out.push_back(std::move(c));
     }
   }
   return out;
