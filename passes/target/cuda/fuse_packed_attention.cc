@@ -7,7 +7,8 @@
 //
 //   SafeAttention(P(X, Wq[, bq]), P(X, Wk[, bk]), P(X, Wv[, bv]), M)
 //                                                  ==>  SafePackedAttention(P(X, W[, b]), M)
-//        P = MatMul or ai.onnxopt.MatMulBias;  W = [Wq | Wk | Wv] (columns), b = [bq | bk | bv]
+//        P = MatMul, ai.onnxopt.MatMulBias or Add(MatMul, b);
+//        W = [Wq | Wk | Wv] (columns), b = [bq | bk | bv]   (packed_projection.h)
 //
 // (attributes num_heads and scale kept). Split's parts must be equal (no split input, or one
 // constant of three equal sizes) along the last of three dims, each read only here; the
@@ -15,6 +16,21 @@
 // [N], zeros where a plain MatMul has none), each product read only here. Where the CUDA kernel
 // table claims the ops for the types. GPT-2 exports the first form (c_attn's Split), BERT the
 // second (query, key and value Linear layers).
+//
+// Decoders (Attention-23, -O2's fusion of Llama, Qwen2, Mistral...): Q, K and V are projections
+// of one input, each maybe behind RotaryEmbedding and the head split's Reshape and Transpose,
+// and grouped-query attention makes K and V narrower than Q. The three become one product and
+// a Split with explicit sizes; the ops between stay, as does Attention:
+//
+//   Attention-23(f(P(X, Wq[, bq])), g(P(X, Wk[, bk])), h(P(X, Wv[, bv])), ...)
+//     ==>  Q, K, V = Split<axis=-1>(P(X, [Wq | Wk | Wv][, [bq | bk | bv]]), [Nq, Nk, Nv]);
+//          Attention-23(f(Q), g(K), h(V), ...)
+//     f, g, h: chains of RotaryEmbedding (its input), Reshape (its data), Transpose
+//
+// the weights constants of one K and type, their widths free; any other reader of a
+// projection reads its part of the Split. One GEMM where there were three (a decode step's
+// three launches over one activation become one, and a prefill's GEMM is wider); the biased
+// form needs the CUDA kernel table's MatMulBias.
 //
 // Sequence-first, torch's nn.MultiheadAttention (torchvision's ViT): the packed projection is
 // [S, B, 3E], and the head split is a chain of views (Reshape, Unsqueeze, Transpose, Squeeze, a
@@ -46,8 +62,8 @@
 #include <cstring>
 #include <set>
 
+#include "packed_projection.h"
 #include "target_pattern_pass.h"
-
 #include "view_index_map.h"
 
 #include "onnxopt/ir/constants.h"
@@ -124,22 +140,6 @@ class SplitPattern final : public TargetPattern {
   }
 };
 
-/// The columns of `parts` ([K, N] each, one type) side by side: [K, 3N].
-ir::Tensor concatColumns(const std::vector<ir::Tensor>& parts) {
-  const auto& dims = parts[0].dims();
-  const size_t elem = dataTypeBits(parts[0].dtype()) / 8;
-  const size_t rows = static_cast<size_t>(dims[0]), row = static_cast<size_t>(dims[1]) * elem;
-  std::string bytes(rows * row * parts.size(), '\0');
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t p = 0; p < parts.size(); ++p) {
-      std::memcpy(bytes.data() + (r * parts.size() + p) * row, parts[p].data() + r * row, row);
-    }
-  }
-  ir::Tensor t(parts[0].dtype(), {dims[0], dims[1] * static_cast<int64_t>(parts.size())});
-  t.setBytes(std::move(bytes));
-  return t;
-}
-
 /// SafeAttention(P(X, Wq), P(X, Wk), P(X, Wv), M)  ==>  SafePackedAttention(P(X, W), M).
 class ProjectionsPattern final : public TargetPattern {
  public:
@@ -147,84 +147,78 @@ class ProjectionsPattern final : public TargetPattern {
       : TargetPattern(claims, "fuse-packed-attention-projections", "SafeAttention", kTargetDomain) {
   }
   bool matchAndRewrite(ir::Node* attention, PatternContext& ctx) const override {
-    std::vector<ir::Node*> products;
-    std::vector<ir::Tensor> weights, biases;
-    bool any_bias = false;
+    std::vector<Projection> projections;
     for (size_t i = 0; i < 3; ++i) {
       ir::Value* v = attention->input(i);
-      ir::Node* p = v == nullptr ? nullptr : v->producer();
-      bool plain = p != nullptr && p->opType() == "MatMul" && p->domain().empty();
-      bool biased = p != nullptr && p->opType() == "MatMulBias" && p->domain() == kTargetDomain;
-      if ((!plain && !biased) || !pass::onlyUsedBy(v, attention)) {
-        return ctx.fail("input {} is not a MatMul or MatMulBias read only here", i);
+      std::optional<Projection> p = projectionOf(v);
+      if (!p || !pass::onlyUsedBy(v, attention)) {
+        return ctx.fail("input {} is not a projection by a constant weight read only here", i);
       }
-      if (!products.empty() && p->input(0) != products[0]->input(0)) {
-        return ctx.fail("the projections read different inputs");
+      if (!projections.empty() && p->weight.dims() != projections[0].weight.dims()) {
+        return ctx.fail("the weights are not of one [K, N] shape (three equal parts)");
       }
-      std::optional<ir::Tensor> w = ir::constantTensor(p->input(1));
-      if (!w || w->dims().size() != 2 || w->byteSize() == 0 ||
-          (!weights.empty() &&
-           (w->dims() != weights[0].dims() || w->dtype() != weights[0].dtype()))) {
-        return ctx.fail("the weights are not constants of one [K, N] shape and type");
-      }
-      std::optional<ir::Tensor> b;
-      if (biased) {
-        b = ir::constantTensor(p->input(2));
-        if (!b || b->dims() != std::vector<int64_t>{w->dims()[1]} || b->dtype() != w->dtype()) {
-          return ctx.fail("bias {} is not a constant [N] of the weight's type", i);
-        }
-        any_bias = true;
-      } else {
-        b = ir::Tensor(w->dtype(), {w->dims()[1]});
-        b->setBytes(
-            std::string(static_cast<size_t>(w->dims()[1]) * dataTypeBits(w->dtype()) / 8, '\0'));
-      }
-      products.push_back(p);
-      weights.push_back(std::move(*w));
-      biases.push_back(std::move(*b));
+      projections.push_back(std::move(*p));
     }
-    ir::Value* x = products[0]->input(0);
-    // Claims first, before the graph changes: the merged product's operands have the types of
-    // the first projection's (the biases were checked to have the weights' type).
-    ir::Value* w0 = products[0]->input(1);
-    if (any_bias && !claims_("MatMulBias", {x, w0, w0})) {
-      return ctx.fail("no CUDA kernel for the merged MatMulBias");
+    // Claims first, before the graph changes.
+    if (std::string why = whyNotPackable(projections, claims_); !why.empty()) {
+      return ctx.fail("{}", why);
     }
-    if (!claims_("SafePackedAttention", {products[0]->output(0), attention->input(3)})) {
+    if (!claims_("SafePackedAttention", {projections[0].result(), attention->input(3)})) {
       return ctx.fail("no CUDA kernel for SafePackedAttention of these types");
+    }
+    ir::Value* packed = packProjections(projections, "_qkv", ctx);
+    ctx.rewriter().setInsertionPoint(attention);
+    replaceAttention(attention, packed, ctx);
+    for (const Projection& p : projections) ctx.rewriter().eraseDeadNodes(p.nodes());
+    return true;
+  }
+};
+
+/// Attention-23's Q, K or V as X's projection, through the ops between them (RotaryEmbedding's
+/// input, the head split's Reshape and Transpose), or nullopt.
+std::optional<Projection> projectionBehind(ir::Value* v) {
+  for (ir::Node* n = v == nullptr ? nullptr : v->producer();
+       n != nullptr && n->domain().empty() &&
+       (n->opType() == "RotaryEmbedding" || n->opType() == "Reshape" || n->opType() == "Transpose");
+       n = v->producer()) {
+    v = n->input(0);
+    if (v == nullptr) return std::nullopt;
+  }
+  return projectionOf(v);
+}
+
+/// Attention-23(..P(X, Wq).., ..P(X, Wk).., ..P(X, Wv)..)
+///   ==>  Attention-23(..Q.., ..K.., ..V..),  Q, K, V = Split<axis=-1>(P(X, [Wq | Wk | Wv]), sizes)
+class DecoderProjectionsPattern final : public TargetPattern {
+ public:
+  explicit DecoderProjectionsPattern(TargetClaims claims)
+      : TargetPattern(claims, "fuse-packed-attention-decoder-qkv", "Attention", "", 1, 23) {}
+  bool matchAndRewrite(ir::Node* attention, PatternContext& ctx) const override {
+    if (attention->numInputs() < 3) return ctx.fail("not Q, K, V");
+    std::vector<Projection> projections;
+    for (size_t i = 0; i < 3; ++i) {
+      std::optional<Projection> p = projectionBehind(attention->input(i));
+      if (!p) return ctx.fail("input {} is no projection by a constant [K, N] weight", i);
+      projections.push_back(std::move(*p));
+    }
+    if (std::string why = whyNotPackable(projections, claims_); !why.empty()) {
+      return ctx.fail("{}", why);
     }
     auto& rw = ctx.rewriter();
     ir::Graph& graph = *attention->owningGraph();
-    ir::Value* w =
-        rw.createInitializer(graph, products[0]->input(1)->name() + "_qkv", concatColumns(weights));
-    std::vector<ir::Value*> inputs = {x, w};
-    std::string op = "MatMul";
-    if (any_bias) {
-      std::vector<ir::Tensor> rows;
-      for (ir::Tensor& b : biases) {
-        b.setDims({1, b.dims()[0]});
-        rows.push_back(b);
-      }
-      ir::Tensor b = concatColumns(rows);
-      b.setDims({b.dims()[1]});
-      inputs.push_back(
-          rw.createInitializer(graph, products[0]->input(1)->name() + "_qkv_bias", std::move(b)));
-      op = "MatMulBias";
+    ir::Value* packed = packProjections(projections, "_qkv", ctx);
+    std::vector<int64_t> sizes;
+    for (const Projection& p : projections) sizes.push_back(p.width());
+    ir::Value* split_sizes =
+        rw.createInitializer(graph, packed->name() + "_sizes", pass::makeInt64Tensor(sizes, {3}));
+    ir::Node* split = rw.createNode("Split", "", {packed, split_sizes}, 3);
+    rw.setAttribute(split, pass::intAttr("axis", -1));
+    rw.setName(split, rewrite::uniqueValueName(graph, packed->name() + "_split"));
+    for (size_t i = 0; i < 3; ++i) {
+      rw.setType(split->output(i), projections[i].result()->type());
+      rw.replaceAllUsesWith(projections[i].result(), split->output(i));
+      rw.eraseDeadNodes(projections[i].nodes());
     }
-    rw.setInsertionPoint(products[0]);
-    ir::Node* packed = rw.createNode(op, any_bias ? kTargetDomain : "", inputs, 1);
-    // Named after the query projection's value (unique in the graph, as node names must be).
-    rw.setName(packed->output(0),
-               rewrite::uniqueValueName(graph, products[0]->output(0)->name() + "_qkv"));
-    rw.setName(packed, packed->output(0)->name());
-    // [..., 3N]: the product's type with its last dim tripled.
-    ir::Type type = products[0]->output(0)->type();
-    if (type.shape && !type.shape->empty())
-      type.shape->back() = ir::Dim::known(3 * weights[0].dims()[1]);
-    rw.setType(packed->output(0), type);
-    rw.setInsertionPoint(attention);
-    replaceAttention(attention, packed->output(0), ctx);
-    rw.eraseDeadNodes(products);
     return true;
   }
 };
@@ -507,7 +501,8 @@ class FusePackedAttentionPass final : public TargetPatternPass {
   std::string id() const override { return "fuse-packed-attention"; }
   std::string summary() const override {
     return "SafeAttention on three parts of one product (a Split, or three projections of one "
-           "input merged into one) into ai.onnxopt.SafePackedAttention, and Attention on head "
+           "input merged into one) into ai.onnxopt.SafePackedAttention, Attention-23's three "
+           "projections of one input into one product and a Split, and Attention on head "
            "views of one sequence-first [S, B, 3E] value into ai.onnxopt.SeqFirstPackedAttention "
            "(CUDA target)";
   }
@@ -517,6 +512,7 @@ class FusePackedAttentionPass final : public TargetPatternPass {
     rewrite::PatternList list;
     list.push_back(std::make_unique<SplitPattern>(targetKernels()));
     list.push_back(std::make_unique<ProjectionsPattern>(targetKernels()));
+    list.push_back(std::make_unique<DecoderProjectionsPattern>(targetKernels()));
     list.push_back(std::make_unique<SeqFirstViewsPattern>(targetKernels()));
     list.push_back(std::make_unique<BatchFirstPattern>(targetKernels()));
     return list;
