@@ -236,7 +236,10 @@ Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
 //    fuse-skip-layernorm beside it: the residual Add it takes is not a bias Add (its operands
 //    have the sum's full shape), so neither fusion takes the other's chain; fuse-conv-activation
 //    too, after the transposes are gone (a Transpose between a convolution and its ReLU hides
-//    the pair). dce removes what the fusions leave dead.
+//    the pair). dce removes what the fusions leave dead. fuse-gated-mlp before the epilogue
+//    fusion: a GELU-gated MLP's Gelu(MatMul) would otherwise become MatMulBiasGelu, hiding the
+//    gate (it reads the bias Adds as part of the projections itself). fuse-skip-layernorm takes
+//    RMSNormalization's residual Add too.
 //  - fuse-attention{nan-guard=true} before them: attention whose softmax has its NaNs made 0
 //    (torch's SDPA export, which -O2 leaves: standard Attention propagates those NaNs) becomes
 //    ai.onnxopt.SafeAttention on the 3-D projections, so the head splits, the K^T chain, the
@@ -245,7 +248,9 @@ Status removePasses(std::vector<pass::PipelineEntry>& pipeline,
 //  - fuse-packed-attention last: after the epilogue fusion has made the projections MatMulBias
 //    (and left bias-free ones MatMul), SafeAttention reads Q, K and V in place from one packed
 //    product: a Split into thirds goes (GPT-2's c_attn), three projections of one input become
-//    one GEMM (BERT's query/key/value). dce drops the three weights that one replaced. Attention
+//    one GEMM (BERT's query/key/value), and so do Attention-23's (a decoder's, read through
+//    RotaryEmbedding, with a Split of their widths). dce drops the three weights that one
+//    replaced. Attention
 //    on head views of one sequence-first projection (torch's nn.MultiheadAttention) becomes
 //    SeqFirstPackedAttention, and, between batch_first's two Transposes, PackedAttention on the
 //    rows in batch-first order: a fixed point, as that second step anchors on the first one's
@@ -254,7 +259,7 @@ constexpr const char* kCudaLevel3 =
     ",patch-conv-to-matmul,convert-nhwc,"
     "fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce),"
     "fixpoint(fuse-attention{nan-guard=true},dce),"
-    "fixpoint(fuse-conv-activation,fuse-matmul-epilogue,fuse-skip-layernorm,dce),"
+    "fixpoint(fuse-conv-activation,fuse-gated-mlp,fuse-matmul-epilogue,fuse-skip-layernorm,dce),"
     "fixpoint(fuse-packed-attention,dce)";
 
 StatusOr<std::string> withQuantize(const std::string& pipeline, const WeightQuantization& q) {

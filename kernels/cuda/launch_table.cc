@@ -12,6 +12,7 @@
 #include "kernels/cuda/device_context.h"
 #include "kernels/cuda/elementwise/binary.h"
 #include "kernels/cuda/elementwise/cast.h"
+#include "kernels/cuda/elementwise/glu.h"
 #include "kernels/cuda/elementwise/unary.h"
 #include "kernels/cuda/elementwise/where.h"
 #include "kernels/cuda/gemm/matmul.h"

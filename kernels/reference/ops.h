@@ -48,6 +48,7 @@ StatusOr<Outputs> gemmKernel(const KernelContext& ctx);
 // target_ops.cc: ai.onnxopt
 StatusOr<Outputs> matMulBiasKernel(const KernelContext& ctx);     // MatMulBias MatMulBiasRelu/Gelu
 StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx);  // and SkipRMSNormalization
+StatusOr<Outputs> gluKernel(const KernelContext& ctx);            // SwiGlu, GeGlu
 StatusOr<Outputs> safeAttentionKernel(const KernelContext& ctx);
 StatusOr<Outputs> safePackedAttentionKernel(const KernelContext& ctx);
 StatusOr<Outputs> seqFirstPackedAttentionKernel(const KernelContext& ctx);

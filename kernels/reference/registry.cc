@@ -390,6 +390,8 @@ const std::map<std::string, Entry>& registry() {
         {"ai.onnxopt.MatMulBiasGelu", {1, ref::matMulBiasKernel, in({F, F, F})}},
         {"ai.onnxopt.SkipLayerNormalization", {1, ref::skipLayerNormKernel, in({F, F, F, F})}},
         {"ai.onnxopt.SkipRMSNormalization", {1, ref::skipLayerNormKernel, in({F, F, F})}},
+        {"ai.onnxopt.SwiGlu", {1, ref::gluKernel, in({F})}},
+        {"ai.onnxopt.GeGlu", {1, ref::gluKernel, in({F})}},
         {"ai.onnxopt.NhwcConv", {1, ref::nhwcConvKernel, in({F, F, F})}},
         {"ai.onnxopt.NhwcConvRelu", {1, ref::nhwcConvKernel, in({F, F, F})}},
         {"ai.onnxopt.NhwcConvAddRelu", {1, ref::nhwcConvKernel, in({F, F, F, F})}},

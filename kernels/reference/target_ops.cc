@@ -9,6 +9,8 @@
 //   SkipLayerNormalization(X, Skip, Scale, B) = (LayerNormalization<axis, epsilon>(S, Scale, B), S),
 //                                                S = Add(X, Skip)
 //   SkipRMSNormalization(X, Skip, Scale) = (RMSNormalization<axis, epsilon>(S, Scale), S)
+//   SwiGlu(A) = Mul(Mul(G, Sigmoid(G)), U),  GeGlu<approximate>(A) = Mul(Gelu<approximate>(G), U),
+//     G, U = Split<axis=-1, num_outputs=2>(A)
 //   NhwcConv(X, W, B)          = T<q>(Conv(T<p>(X), T<p>(W), B))   p = [0, 3, 1, 2], q = [0, 2, 3, 1]
 //   NhwcConvRelu(X, W, B)      = Relu(NhwcConv(X, W, B))
 //   NhwcConvAddRelu(X, W, B, Z) = Relu(Add(NhwcConv(X, W, B), Z))
@@ -159,6 +161,37 @@ StatusOr<Outputs> skipLayerNormKernel(const KernelContext& ctx) {
   Outputs out;
   out.push_back(std::move((*normalized)[0]));
   if (ctx.num_outputs > 1) out.push_back(std::move(sum));
+  return out;
+}
+
+StatusOr<Outputs> gluKernel(const KernelContext& ctx) {
+  if (ctx.numInputs() != 1 || ctx.input(0) == nullptr)
+    return invalidArgument("{}: takes A", ctx.op);
+  const HostTensor& a = *ctx.input(0);
+  if (!isFloat(a.dtype)) return unsupportedType(ctx, a.dtype);
+  if (a.dims.empty() || a.dims.back() % 2 != 0) {
+    return invalidArgument("{}: A must have an even last dim ([..., 2N])", ctx.op);
+  }
+  KernelAttrs split;
+  split.ints["axis"] = -1;
+  split.ints["num_outputs"] = 2;
+  auto halves = runReferenceKernel("Split", kOpset, {&a}, split, 2);
+  if (!halves.isOk()) return halves.status().withContext(ctx.op);
+  const HostTensor& g = (*halves)[0];
+  HostTensor gate;
+  if (opName(ctx) == "GeGlu") {
+    KernelAttrs attrs;
+    if (auto it = ctx.attrs.strings.find("approximate"); it != ctx.attrs.strings.end()) {
+      attrs.strings["approximate"] = it->second;
+    }
+    ASSIGN_OR_RETURN(gate, call(ctx, "Gelu", {&g}, attrs));
+  } else {
+    ASSIGN_OR_RETURN(HostTensor s, call(ctx, "Sigmoid", {&g}));
+    ASSIGN_OR_RETURN(gate, call(ctx, "Mul", {&g, &s}));
+  }
+  ASSIGN_OR_RETURN(HostTensor y, call(ctx, "Mul", {&gate, &(*halves)[1]}));
+  Outputs out;
+  out.push_back(std::move(y));
   return out;
 }
 

@@ -9,6 +9,9 @@
 //                  { Sum = Add(X, Skip); Y = LayerNormalization<@axis, @epsilon>(Sum, Scale, B) }
 //   SkipRMSNormalization<axis, epsilon>(X, Skip, Scale) => (Y, Sum)
 //                  { Sum = Add(X, Skip); Y = RMSNormalization<@axis, @epsilon>(Sum, Scale) }
+//   SwiGlu(A) => (Y)         { G, U = Split<axis=-1, num_outputs=2>(A); Y = Mul(Mul(G, Sigmoid(G)), U) }
+//   GeGlu<approximate>(A) => (Y)
+//                            { G, U = Split<axis=-1, num_outputs=2>(A); Y = Mul(Gelu<@approximate>(G), U) }
 //
 // The channels-last forms (X, Y, Z: [N, H, W, C]; W: [M, kH, kW, C / group]); T<p> is
 // Transpose<perm=p>, to NCHW p = [0, 3, 1, 2], back q = [0, 2, 3, 1]; attrs: Conv's (strides,
@@ -56,6 +59,7 @@ struct OpInfo {
 };
 
 constexpr OpInfo kOps[] = {
+    {"GeGlu", 20},
     {"MatMulBias", 1},
     {"MatMulBiasGelu", 20},
     {"MatMulBiasRelu", 1},
@@ -70,6 +74,7 @@ constexpr OpInfo kOps[] = {
     {"SeqFirstPackedAttention", 15},
     {"SkipLayerNormalization", 17},
     {"SkipRMSNormalization", 23},
+    {"SwiGlu", 13},
 };
 
 using AttrRefs = std::vector<std::pair<std::string, ir::Attribute::Kind>>;
@@ -201,6 +206,25 @@ void skipNormBody(ir::Function& fn, Body& body, const std::string& op) {
                 {{"axis", ir::Attribute::Kind::kInt}, {"epsilon", ir::Attribute::Kind::kFloat}});
   body.output(y);
   body.output(sum);
+}
+
+/// SwiGlu: Y = Silu(G) * U, GeGlu: Y = Gelu(G) * U, G and U the halves of A's last dim.
+void gluBody(ir::Function& fn, Body& body, const std::string& op, int64_t opset) {
+  const bool gelu = op == "GeGlu";
+  fn.doc_string = std::string("Y = ") + (gelu ? "Gelu(G)" : "G * Sigmoid(G)") +
+                  " * U; G, U = the two halves of A's last dim";
+  std::vector<ir::Value*> halves = body.nodes("Split", {body.input("A")}, {"G", "U"});
+  body.set(halves[0], pass::intAttr("axis", -1));
+  // Equal parts: num_outputs from opset 18, the outputs' count before.
+  if (opset >= 18) body.set(halves[0], pass::intAttr("num_outputs", 2));
+  ir::Value* g = halves[0];
+  if (gelu) {
+    fn.attribute_names = {"approximate"};
+    g = body.node("Gelu", {g}, "gate", {{"approximate", ir::Attribute::Kind::kString}});
+  } else {
+    g = body.node("Mul", {g, body.node("Sigmoid", {g}, "sigmoid")}, "gate");
+  }
+  body.output(body.node("Mul", {g, halves[1]}, "Y"));
 }
 
 /// The attention family: (Safe)(Packed|SeqFirstPacked)Attention.
@@ -342,6 +366,8 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
     skipNormBody(*fn, body, op);
   } else if (op.find("Attention") != std::string::npos) {
     attentionBody(*fn, body, op, opset);
+  } else if (op == "SwiGlu" || op == "GeGlu") {
+    gluBody(*fn, body, op, opset);
   } else if (op.rfind("Nhwc", 0) == 0) {
     nhwcBody(*fn, body, op);
   } else {

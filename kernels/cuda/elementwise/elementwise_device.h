@@ -1,4 +1,5 @@
-// The device entry points of the elementwise kernels (unary.cu, binary.cu, where.cu, cast.cu):
+// The device entry points of the elementwise kernels (unary.cu, binary.cu, where.cu, cast.cu,
+// glu.cu):
 // plain types and cudaError_t only, so that the host half of each family (its .cc, built by the
 // C++ compiler) does the argument checks and Status messages, and the .cu files hold kernels
 // alone (fmt's compile-time format strings do not build under nvcc).
@@ -87,6 +88,19 @@ bool binaryKernelExists(BinaryOp op, DataType dtype);
 /// Pow with a base and an exponent of different types (Pow-12 on): a base binaryKernelExists
 /// takes for Pow, an exponent of any numeric CUDA type.
 bool mixedPowKernelExists(DataType base, DataType exponent);
+
+/// The gate's activation of ai.onnxopt.SwiGlu (Silu) and GeGlu (Gelu, its tanh form).
+enum class GluActivation { kSilu, kGelu, kGeluTanh };
+
+/// Y [rows, width] = act(A[:, :width]) * A[:, width:] of A [rows, 2 * width] (glu.cu).
+struct GluDeviceArgs {
+  GluActivation activation;
+  DataType dtype;  ///< of A and Y
+  int64_t rows;
+  int64_t width;
+  const void* a;
+  void* y;
+};
 bool castKernelExists(DataType from, DataType to);
 /// Whether a cast has a float8, float4 or packed 2-/4-bit integer side: such casts read and write
 /// contiguous tensors of one element count (a linear plan), element by element.
@@ -99,5 +113,6 @@ cudaError_t launchUnary(const UnaryDeviceArgs& args, int sm_count, cudaStream_t 
 cudaError_t launchBinary(const BinaryDeviceArgs& args, int sm_count, cudaStream_t stream);
 cudaError_t launchWhere(const WhereDeviceArgs& args, cudaStream_t stream);
 cudaError_t launchCast(const CastDeviceArgs& args, cudaStream_t stream);
+cudaError_t launchGlu(const GluDeviceArgs& args, cudaStream_t stream);
 
 }  // namespace onnxopt::kernels::cuda

@@ -569,11 +569,25 @@ void linearAttention(InferenceContext& ctx) {
 
 }  // namespace
 
-/// ai.onnxopt.SkipLayerNormalization: Y and Sum are X's type (Skip has X's shape).
+/// ai.onnxopt.SkipLayerNormalization and SkipRMSNormalization: Y and Sum are X's type (Skip has
+/// X's shape).
 void skipLayerNorm(InferenceContext& ctx) {
   for (size_t i = 0; i < ctx.numOutputs(); ++i) {
     ctx.setOutput(i, elemOr(ctx, 0), ctx.inputShape(0));
   }
+}
+
+/// ai.onnxopt.SwiGlu and GeGlu: Y is A's type and shape with its last dim halved.
+void glu(InferenceContext& ctx) {
+  auto a = ctx.inputShape(0);
+  if (!a || a->empty()) {
+    ctx.setOutput(0, elemOr(ctx, 0), std::nullopt);
+    return;
+  }
+  std::vector<Dim> y = *a;
+  const Dim last = y.back();
+  y.back() = last.isKnown() && last.value % 2 == 0 ? Dim::known(last.value / 2) : Dim::unknown();
+  ctx.setOutput(0, elemOr(ctx, 0), y);
 }
 
 /// ai.onnxopt.SafeAttention: Y is [B, Sq, num_heads * Dv] of Q's type, Dv = V's last dim / heads.
@@ -622,6 +636,9 @@ void registerNnOps(std::vector<OpInference>& t) {
     t.push_back({"ai.onnxopt", op, 1, &matmul});
   }
   t.push_back({"ai.onnxopt", "SkipLayerNormalization", 1, &skipLayerNorm});
+  t.push_back({"ai.onnxopt", "SkipRMSNormalization", 1, &skipLayerNorm});
+  t.push_back({"ai.onnxopt", "SwiGlu", 1, &glu});
+  t.push_back({"ai.onnxopt", "GeGlu", 1, &glu});
   t.push_back({"ai.onnxopt", "SafeAttention", 1, &safeAttention});
   t.push_back({"ai.onnxopt", "SafePackedAttention", 1, &safePackedAttention});
   t.push_back({"ai.onnxopt", "SeqFirstPackedAttention", 1, &safePackedAttention});

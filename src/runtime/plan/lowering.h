@@ -39,13 +39,14 @@ inline bool isViewOp(const std::string& op) {
 
 /// Whether output `index` of the op is one its device kernel may be handed absent (and then
 /// does not compute): the statistics LayerNormalization returns besides Y, and the residual sum
-/// of our SkipLayerNormalization (which a model keeps as an output of the call even where
+/// of our SkipLayerNormalization and SkipRMSNormalization (which a model keeps as an output of the call even where
 /// nothing reads it, since onnx types a function call by all of its outputs: writing it costs
 /// as much as reading X).
 inline bool omittableOutput(const std::string& domain, const std::string& op, size_t index) {
   if (domain.empty() || domain == "ai.onnx")
     return op == "LayerNormalization" && (index == 1 || index == 2);
-  return domain == "ai.onnxopt" && op == "SkipLayerNormalization" && index == 1;
+  return domain == "ai.onnxopt" &&
+         (op == "SkipLayerNormalization" || op == "SkipRMSNormalization") && index == 1;
 }
 
 inline bool isHostType(DataType t) {
