@@ -64,3 +64,34 @@ def test_decoder_fuses_to_opset23_ops(name: str, run_opt, work_dir: Path) -> Non
                                                     sorted((model_dir / "test_data_set_0").glob("input_*.pb")))]
     proc = run_opt("check", src, out, *feeds)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+GATED = {"transformers/llama_dynamo", "transformers/llama_legacy", "decoders/llama_kv_dynamo",
+         "decoders/qwen2_kv_dynamo"}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_decoder_fuses_to_cuda_target_ops(name: str, run_opt, work_dir: Path) -> None:
+    """-O3 --target cuda: each layer's Q, K and V projections are one product and a Split; Llama's
+    and Qwen2's SwiGLU MLP is one gate/up product and SwiGlu, and their residual Adds feeding
+    RMSNormalization are SkipRMSNormalization. The result still matches on onnxruntime (which
+    inlines the ai.onnxopt functions)."""
+    model_dir = REPO_ROOT / "models" / name
+    src, out = model_dir / "model.onnx", work_dir / "o3.onnx"
+    proc = run_opt(src, "-O3", "--target", "cuda", "--target-opset", "23", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    graph = onnx.load(str(out)).graph
+    ops = Counter(n.op_type for n in graph.node)
+    assert ops["Split"] == LAYERS, ops
+    for node in (n for n in graph.node if n.op_type == "Split"):
+        assert len(node.output) == 3 and len(node.input) == 2, node
+    gated = name in GATED
+    assert ops["SwiGlu"] == (LAYERS if gated else 0), ops
+    assert ops["SkipRMSNormalization"] == (2 * LAYERS if gated else 0), ops
+    if gated:
+        # Per layer: QKV, gate/up, o_proj and down; and the LM head.
+        assert ops["MatMul"] + ops["MatMulBias"] == 4 * LAYERS + 1, ops
+        assert ops["Sigmoid"] == 0 and ops["RMSNormalization"] == 1, ops
+    inputs = _inputs(model_dir)
+    for expected, got in zip(_run(src, inputs), _run(out, inputs)):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)

@@ -11,11 +11,12 @@
 //   SwiGlu(A) = Silu(A[..., :N]) * A[..., N:],  GeGlu(A) = Gelu(A[..., :N]) * A[..., N:]
 //
 // P a projection by a constant weight (packed_projection.h): MatMul, ai.onnxopt.MatMulBias or
-// Add(MatMul, b). Wg and Wu constants of one [K, N] shape and type (so the Mul does not
-// broadcast), each intermediate read only by the next (the gate's product by the activation
-// alone, Silu's Sigmoid by its Mul), Mul's operands in either order, Silu's Mul too. Where the
-// CUDA kernel table claims the op (and MatMulBias where there are biases) for the type. Llama,
-// Qwen2, Mistral and Phi-3 export down(silu(gate(x)) * up(x)); Gemma the GELU (tanh) form.
+// Add(MatMul, b), at opset 13+ (the functions' Split). Wg and Wu constants of one [K, N] shape
+// and type (so the Mul does not broadcast), each intermediate read only by the next (the gate's
+// product by the activation alone, Silu's Sigmoid by its Mul), Mul's operands in either order,
+// Silu's Mul too. Where the CUDA kernel table claims the op (and MatMulBias where there are
+// biases) for the type. Llama, Qwen2, Mistral and Phi-3 export down(silu(gate(x)) * up(x));
+// Gemma the GELU (tanh) form.
 #include "packed_projection.h"
 #include "target_pattern_pass.h"
 
@@ -55,9 +56,13 @@ std::optional<Gate> gateOf(ir::Value* v) {
   return std::nullopt;
 }
 
+/// SwiGlu's decomposition splits A in halves by its outputs' count, which Split does from 13.
+constexpr int64_t kMinOpset = 13;
+
 class GatedMlpPattern final : public TargetPattern {
  public:
-  explicit GatedMlpPattern(TargetClaims claims) : TargetPattern(claims, "fuse-gated-mlp", "Mul") {}
+  explicit GatedMlpPattern(TargetClaims claims)
+      : TargetPattern(claims, "fuse-gated-mlp", "Mul", "", 1, kMinOpset) {}
   bool matchAndRewrite(ir::Node* mul, PatternContext& ctx) const override {
     for (size_t side = 0; side < 2; ++side) {
       ir::Value* g = mul->input(side);
