@@ -95,3 +95,16 @@ def test_decoder_fuses_to_cuda_target_ops(name: str, run_opt, work_dir: Path) ->
     inputs = _inputs(model_dir)
     for expected, got in zip(_run(src, inputs), _run(out, inputs)):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_cuda_target_decoder_reoptimizes_to_itself(run_opt, work_dir: Path) -> None:
+    """-O3 --target cuda on its own output: -O1 inlines SwiGlu and SkipRMSNormalization, the
+    fusions make them again (SwiGlu from its body's Split halves), and the packed QKV stays."""
+    src = REPO_ROOT / "models" / "decoders" / "llama_kv_dynamo" / "model.onnx"
+    once, twice = work_dir / "once.onnx", work_dir / "twice.onnx"
+    for a, b in [(src, once), (once, twice)]:
+        proc = run_opt(a, "-O3", "--target", "cuda", "--target-opset", "23", "-o", b)
+        assert proc.returncode == 0, proc.stderr
+    ops = [Counter(n.op_type for n in onnx.load(str(p)).graph.node) for p in (once, twice)]
+    assert ops[0] == ops[1]
+    assert ops[1]["SwiGlu"] == LAYERS

@@ -16,7 +16,10 @@
 // product by the activation alone, Silu's Sigmoid by its Mul), Mul's operands in either order,
 // Silu's Mul too. Where the CUDA kernel table claims the op (and MatMulBias where there are
 // biases) for the type. Llama, Qwen2, Mistral and Phi-3 export down(silu(gate(x)) * up(x));
-// Gemma the GELU (tanh) form.
+// Gemma the GELU (tanh) form. A product already packed, the two equal halves of one Split's last
+// dim (-O3's own output, whose function bodies -O1 inlines), is taken as it is:
+//
+//   G, U = Split<axis=-1, two equal parts>(A); Mul(Silu(G), U)  ==>  ai.onnxopt.SwiGlu(A)
 #include "packed_projection.h"
 #include "target_pattern_pass.h"
 
@@ -59,6 +62,31 @@ std::optional<Gate> gateOf(ir::Value* v) {
 /// SwiGlu's decomposition splits A in halves by its outputs' count, which Split does from 13.
 constexpr int64_t kMinOpset = 13;
 
+/// The Split whose outputs 0 and 1 are `g` and `u`, the two equal halves of its input's last dim
+/// (no sizes and an even known last dim, or two equal constant sizes), or nullptr.
+ir::Node* halvesSplit(const ir::Value* g, const ir::Value* u) {
+  ir::Node* split = g->producer();
+  if (!isOp(split, "Split") || u->producer() != split || split->numOutputs() != 2 ||
+      g->outputIndex() != 0 || u->outputIndex() != 1) {
+    return nullptr;
+  }
+  auto rank = pass::rankOf(split->input(0));
+  const int64_t axis = pass::attrInt(*split, "axis", 0);
+  if (!rank || (axis != -1 && axis != *rank - 1)) return nullptr;
+  if (split->numInputs() > 1 && split->input(1) != nullptr) {
+    auto sizes = pass::constantInts(split->input(1));
+    return sizes && sizes->size() == 2 && (*sizes)[0] == (*sizes)[1] ? split : nullptr;
+  }
+  if (auto sizes = pass::attrInts(*split, "split")) {
+    return sizes->size() == 2 && (*sizes)[0] == (*sizes)[1] ? split : nullptr;
+  }
+  // The last dim known (the leading ones may be symbols: a batch, a sequence).
+  const auto& shape = split->input(0)->type().shape;
+  return shape && !shape->empty() && shape->back().isKnown() && shape->back().value % 2 == 0
+             ? split
+             : nullptr;
+}
+
 class GatedMlpPattern final : public TargetPattern {
  public:
   explicit GatedMlpPattern(TargetClaims claims)
@@ -69,10 +97,19 @@ class GatedMlpPattern final : public TargetPattern {
       ir::Value* u = mul->input(1 - side);
       std::optional<Gate> gate = gateOf(g);
       if (!gate || !pass::hasSingleUse(g)) continue;
+      if (!pass::hasSingleUse(u)) return ctx.fail("up is read elsewhere too");
+      if (kernels::Support ok = claims_(gate->fused, {u}); !ok) {
+        return ctx.fail("no CUDA kernel: {}", ok.reason);
+      }
+      // Already packed: the halves of one Split (the function body, inlined by -O1).
+      if (ir::Node* split = halvesSplit(gate->input, u)) {
+        replaceMul(mul, *gate, split->input(0), ctx);
+        ctx.rewriter().eraseNode(split);
+        return true;
+      }
       std::optional<Projection> gp = projectionOf(gate->input);
       std::optional<Projection> up = projectionOf(u);
       if (!gp || !up) return ctx.fail("the gate or up is no projection by a constant weight");
-      if (!pass::hasSingleUse(u)) return ctx.fail("up is read elsewhere too");
       if (gp->weight.dims() != up->weight.dims()) {
         return ctx.fail("the gate's and up's weights differ in shape");
       }
@@ -80,22 +117,24 @@ class GatedMlpPattern final : public TargetPattern {
       if (std::string why = whyNotPackable(projections, claims_); !why.empty()) {
         return ctx.fail("{}", why);
       }
-      if (kernels::Support ok = claims_(gate->fused, {u}); !ok) {
-        return ctx.fail("no CUDA kernel: {}", ok.reason);
-      }
-      auto& rw = ctx.rewriter();
-      ir::Value* packed = packProjections(projections, "_gate_up", ctx);
-      ir::Node* fused = rw.createNode(gate->fused, kTargetDomain, {packed}, 1);
-      if (gate->nodes[0]->opType() == "Gelu")
-        rw.copyAttribute(*gate->nodes[0], fused, "approximate");
-      rw.setName(fused, mul->name());
-      rw.setType(fused->output(0), mul->output(0)->type());
-      rw.replaceNode(mul, {fused->output(0)});
-      rw.eraseDeadNodes(gate->nodes);
-      for (const Projection& p : projections) rw.eraseDeadNodes(p.nodes());
+      replaceMul(mul, *gate, packProjections(projections, "_gate_up", ctx), ctx);
+      for (const Projection& p : projections) ctx.rewriter().eraseDeadNodes(p.nodes());
       return true;
     }
     return ctx.fail("neither operand is Silu or Gelu of a value read only there");
+  }
+
+ private:
+  /// The gated op of `packed` in `mul`'s place (its name and type), the gate's nodes erased.
+  static void replaceMul(ir::Node* mul, const Gate& gate, ir::Value* packed, PatternContext& ctx) {
+    auto& rw = ctx.rewriter();
+    rw.setInsertionPoint(mul);
+    ir::Node* fused = rw.createNode(gate.fused, kTargetDomain, {packed}, 1);
+    if (gate.nodes[0]->opType() == "Gelu") rw.copyAttribute(*gate.nodes[0], fused, "approximate");
+    rw.setName(fused, mul->name());
+    rw.setType(fused->output(0), mul->output(0)->type());
+    rw.replaceNode(mul, {fused->output(0)});
+    rw.eraseDeadNodes(gate.nodes);
   }
 };
 
