@@ -62,6 +62,45 @@ TEST(TargetOps, SkipLayerNormalizationIsItsBody) {
   EXPECT_EQ((*got)[1].bytes, sum.bytes);
 }
 
+TEST(TargetOps, SkipRMSNormalizationIsItsBody) {
+  for (DataType t : {DataType::kFloat, DataType::kFloat16}) {
+    HostTensor x = tensorOf(t, {2, 3}, {1, 2, 3, -1, 0, 4});
+    HostTensor skip = tensorOf(t, {2, 3}, {0.5, -0.5, 1, 2, 2, -2});
+    HostTensor scale = tensorOf(t, {3}, {1, 2, 0.5});
+    HostTensor sum = one(runReferenceKernel("Add", 14, {&x, &skip}, {}, 1));
+    KernelAttrs attrs;
+    attrs.floats["epsilon"] = 1e-3f;
+    HostTensor y = one(runReferenceKernel("RMSNormalization", 23, {&sum, &scale}, attrs, 1));
+    auto got =
+        runReferenceKernel("ai.onnxopt.SkipRMSNormalization", 1, {&x, &skip, &scale}, attrs, 2);
+    ASSERT_TRUE(got.isOk()) << got.status().toString();
+    ASSERT_EQ(got->size(), 2u);
+    EXPECT_EQ((*got)[0].bytes, y.bytes);
+    EXPECT_EQ((*got)[1].bytes, sum.bytes);
+  }
+}
+
+TEST(TargetOps, GatedActivationsAreTheirBodies) {
+  for (DataType t : {DataType::kFloat, DataType::kFloat16}) {
+    HostTensor a = tensorOf(t, {2, 4}, {1, -2, 3.5, -0.25, 0.5, 6, -7, 2});
+    HostTensor g = tensorOf(t, {2, 2}, {1, -2, 0.5, 6});
+    HostTensor u = tensorOf(t, {2, 2}, {3.5, -0.25, -7, 2});
+    HostTensor s = one(runReferenceKernel("Sigmoid", 13, {&g}, {}, 1));
+    HostTensor silu = one(runReferenceKernel("Mul", 14, {&g, &s}, {}, 1));
+    HostTensor swiglu = one(runReferenceKernel("Mul", 14, {&silu, &u}, {}, 1));
+    EXPECT_EQ(one(runReferenceKernel("ai.onnxopt.SwiGlu", 1, {&a}, {}, 1)).bytes, swiglu.bytes);
+    KernelAttrs tanh;
+    tanh.strings["approximate"] = "tanh";
+    HostTensor gelu = one(runReferenceKernel("Gelu", 20, {&g}, tanh, 1));
+    HostTensor geglu = one(runReferenceKernel("Mul", 14, {&gelu, &u}, {}, 1));
+    EXPECT_EQ(one(runReferenceKernel("ai.onnxopt.GeGlu", 1, {&a}, tanh, 1)).bytes, geglu.bytes);
+  }
+  HostTensor odd = tensorOf(DataType::kFloat, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto refused = runReferenceKernel("ai.onnxopt.SwiGlu", 1, {&odd}, {}, 1);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("even last dim"), std::string::npos);
+}
+
 TEST(TargetOps, ContractsAreChecked) {
   HostTensor a = tensorOf(DataType::kFloat, {2, 3}, {1, 2, 3, 4, 5, 6});
   HostTensor b = tensorOf(DataType::kFloat, {3, 2}, {1, 2, 3, 4, 5, 6});
