@@ -4,8 +4,7 @@
 // runner's, its cache buffers are allocated once per generation (never per step), and a decode
 // step copies only the token ids to the host. Each step has a new past length, so each is a new
 // plan; the prefill's past is empty ([batch, heads, 0, head_dim]). The decoders after -O3
-// --target cuda too: their packed QKV Splits, SwiGlu and SkipRMSNormalization calls are planned
-// (shapes inferred, outputs allocated) and launched like any device node.
+// --target cuda too, with their fused ai.onnxopt calls.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -184,6 +183,15 @@ TEST(GeneratorOnFakeDevice, FusedDecodersKeepTheCacheOnTheDeviceToo) {
     optimize.target_opset = 23;
     ASSERT_TRUE(onnxopt::optimize(*model, optimize).isOk());
     ASSERT_TRUE(prepareForRunner(*model, "cuda").isOk());
+    // Llama's and Qwen2's packed QKV Splits, SwiGlu and SkipRMSNormalization calls are planned
+    // (shapes inferred, outputs allocated) and launched like any device node.
+    std::set<std::string> ops;
+    for (const ir::Node* n : *model->graph) ops.insert(n->domain() + "." + n->opType());
+    for (const char* fused : {"ai.onnxopt.SwiGlu", "ai.onnxopt.SkipRMSNormalization", ".Split"}) {
+      if (std::string(name) == "llama" || std::string(name) == "qwen2") {
+        EXPECT_TRUE(ops.count(fused)) << fused << " not in the optimized model";
+      }
+    }
     GoldenCase c = golden(name, "batch");
     auto log = std::make_shared<test::FakeDeviceLog>();
     auto generator = onFakeDevice(*model, log, greedyOptions(c.max_new_tokens));
@@ -295,37 +303,6 @@ TEST(GeneratorOnFakeDevice, DecodeStepsCopyOnlyTheIdsToTheHost) {
       // The present is computed into the next step's past: no copy on the device either.
       EXPECT_EQ(log->device_copies - at_start.device_copies, 0);
     }
-    EXPECT_TRUE(log->errors.empty()) << log->errors.front();
-  }
-}
-
-TEST(GeneratorOnFakeDevice, CudaTargetDecodersGiveTheReferenceIds) {
-  const Prompt prompt{{{170, 173, 168, 245, 182}, {114, 140, 197, 133, 126}}, {}};
-  for (const char* name : {"llama", "qwen2"}) {
-    SCOPED_TRACE(name);
-    auto original =
-        test::loadInferred(fmt::format("models/decoders/{}_kv_dynamo/model.onnx", name));
-    auto model = test::loadInferred(fmt::format("models/decoders/{}_kv_dynamo/model.onnx", name));
-    ASSERT_TRUE(original && model);
-    OptimizeOptions options;
-    options.level = 3;
-    options.target = "cuda";
-    options.target_opset = 23;
-    ASSERT_TRUE(optimize(*model, options).isOk());
-    ASSERT_TRUE(ir::inferShapes(*model).isOk());
-    std::set<std::string> ops;
-    for (const ir::Node* n : *model->graph) ops.insert(n->domain() + "." + n->opType());
-    for (const char* fused : {"ai.onnxopt.SwiGlu", "ai.onnxopt.SkipRMSNormalization", ".Split"}) {
-      EXPECT_TRUE(ops.count(fused)) << fused << " not in the optimized model";
-    }
-    auto log = std::make_shared<test::FakeDeviceLog>();
-    auto cuda = CudaExecutor::createOn(*model, {}, std::make_unique<test::FakeDevice>(log));
-    ASSERT_TRUE(cuda.isOk()) << cuda.status().toString();
-    auto on_device = generateWith(*model, std::move(cuda).value(), prompt);
-    ASSERT_TRUE(on_device.isOk()) << on_device.status().toString();
-    auto on_host = generateWith(*original, createReferenceExecutor(*original), prompt);
-    ASSERT_TRUE(on_host.isOk()) << on_host.status().toString();
-    EXPECT_EQ(*on_device, *on_host);
     EXPECT_TRUE(log->errors.empty()) << log->errors.front();
   }
 }
