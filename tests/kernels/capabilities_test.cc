@@ -235,6 +235,16 @@ std::vector<Case> cases() {
                  {{0, {1, 2}, {1, 2}}, {0, {1, 2}, {0, 1}}, {0, {2}, {1, 1}}, {0, {2}, {0, 0}}},
                  [](const Roles&) { return KernelAttrs{}; },
                  2});
+  out.push_back({"ai.onnxopt.SkipRMSNormalization",
+                 1,
+                 {kF},
+                 {{0, {1, 2}, {1, 2}}, {0, {1, 2}, {0, 1}}, {0, {2}, {1, 1}}},
+                 [](const Roles&) { return KernelAttrs{}; },
+                 2});
+  // The gated activations: A [1, 4], its halves the gate and the up projection.
+  for (const char* op : {"SwiGlu", "GeGlu"}) {
+    out.push_back({std::string("ai.onnxopt.") + op, 1, {kF}, {{0, {1, 4}, {1, -2, 3, 0.5}}}});
+  }
   auto one_head = [](const Roles&) {
     KernelAttrs a;
     a.ints["num_heads"] = 1;
