@@ -79,8 +79,10 @@ constexpr OpInfo kOps[] = {
 
 using AttrRefs = std::vector<std::pair<std::string, ir::Attribute::Kind>>;
 
-/// The attributes of Conv and the pools a channels-last call passes on to its body.
-AttrRefs windowRefs(const std::string& op) {
+/// The attributes of Conv and the pools a channels-last call passes on to its body: only those
+/// the body's op has at `opset` (a reference to another is an invalid function): MaxPool has
+/// ceil_mode and dilations from opset 10, AveragePool ceil_mode from 10 and dilations from 19.
+AttrRefs windowRefs(const std::string& op, int64_t opset) {
   using K = ir::Attribute::Kind;
   AttrRefs refs = {{"strides", K::kInts},
                    {"pads", K::kInts},
@@ -89,11 +91,12 @@ AttrRefs windowRefs(const std::string& op) {
   if (op.rfind("NhwcConv", 0) == 0) {
     refs.push_back({"dilations", K::kInts});
     refs.push_back({"group", K::kInt});
-  } else {
-    refs.push_back({"ceil_mode", K::kInt});
-    refs.push_back({"dilations", K::kInts});
-    refs.push_back({op == "NhwcMaxPool" ? "storage_order" : "count_include_pad", K::kInt});
+    return refs;
   }
+  bool max_pool = op == "NhwcMaxPool";
+  if (opset >= 10) refs.push_back({"ceil_mode", K::kInt});
+  if (opset >= (max_pool ? 10 : 19)) refs.push_back({"dilations", K::kInts});
+  refs.push_back({max_pool ? "storage_order" : "count_include_pad", K::kInt});
   return refs;
 }
 
@@ -303,9 +306,9 @@ void attentionBody(ir::Function& fn, Body& body, const std::string& op, int64_t 
 }
 
 /// The channels-last family: NhwcConv(AddRelu|Relu), NhwcMaxPool, NhwcAveragePool.
-void nhwcBody(ir::Function& fn, Body& body, const std::string& op) {
+void nhwcBody(ir::Function& fn, Body& body, const std::string& op, int64_t opset) {
   const std::vector<int64_t> to_nchw = {0, 3, 1, 2}, to_nhwc = {0, 2, 3, 1};
-  AttrRefs refs = windowRefs(op);
+  AttrRefs refs = windowRefs(op, opset);
   for (const auto& r : refs) fn.attribute_names.push_back(r.first);
   ir::Value* x = body.transpose(body.input("X"), to_nchw, "x_nchw");
   if (op == "NhwcMaxPool" || op == "NhwcAveragePool") {
@@ -369,7 +372,7 @@ std::unique_ptr<ir::Function> buildFunction(const std::string& op, int64_t opset
   } else if (op == "SwiGlu" || op == "GeGlu") {
     gluBody(*fn, body, op, opset);
   } else if (op.rfind("Nhwc", 0) == 0) {
-    nhwcBody(*fn, body, op);
+    nhwcBody(*fn, body, op, opset);
   } else {
     matMulBiasBody(*fn, body, op);
   }
