@@ -36,6 +36,18 @@ TEST(DiagnosticsTest, StreamSinkEscapesControlCharactersOfNames) {
             "opt: warning: name 'b\\n\n");
 }
 
+TEST(DiagnosticsTest, StreamSinkEscapesBytesThatAreNotUtf8) {
+  std::ostringstream out;
+  StreamDiagnosticSink sink(out);
+  // A corrupted model's names may hold any bytes: the line stays decodable, valid UTF-8 is kept.
+  sink.report({Severity::kWarning, "",
+               "input 'in\xae' and '\xe2\x82' and '\xed\xa0\x80' of 'caf\xc3\xa9 \xe2\x82\xac'"});
+  EXPECT_EQ(out.str(),
+            "opt: warning: input 'in\\xae' and '\\xe2\\x82' and '\\xed\\xa0\\x80' of 'caf\xc3\xa9 "
+            "\xe2\x82\xac'\n");
+  EXPECT_EQ(escapeControlChars(escapeControlChars("a\xff\nb")), "a\\xff\\nb");
+}
+
 TEST(DiagnosticsTest, StreamSinkTakesAnotherToolName) {
   std::ostringstream out;
   StreamDiagnosticSink sink(out, "mytool");

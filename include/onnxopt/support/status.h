@@ -13,9 +13,10 @@
 namespace onnxopt {
 
 /// `text` with every control character (bytes 0x00-0x1f and 0x7f) written as an escape: \n, \r,
-/// \t, or \xNN. Diagnostics pass names from the model through it, so that a name holding a newline
-/// cannot start a line of its own (a forged "opt: error:" line). Other bytes, backslashes
-/// included, stay as they are, so escaping twice changes nothing.
+/// \t, or \xNN, and every byte that is not part of well-formed UTF-8 as \xNN. Diagnostics pass
+/// names from the model through it, so that a name holding a newline cannot start a line of its
+/// own (a forged "opt: error:" line), and a corrupted name cannot make the message undecodable.
+/// Other bytes, backslashes included, stay as they are, so escaping twice changes nothing.
 std::string escapeControlChars(std::string_view text);
 
 /// What kind of failure a Status carries. Tools map these to exit codes.
