@@ -826,7 +826,10 @@ def check_seed(opt: Path, seed: int, work: Path, fp16: bool = True, hostile: boo
         res["problems"].append(f"-O3 --target cuda: {bad}")
     else:
         # A float16 model's folded weights (BatchNormalization into Conv) round once in float16.
-        tols = ["--atol", "2e-2", "--rtol", "2e-2"] if base_dt == TensorProto.FLOAT16 else []
+        # In float32, -O3's fusions round differently, and a LayerNormalization over nearly equal
+        # values (an Expand) scales that by 1/sqrt(epsilon): check's defaults (1e-5) are too tight.
+        tols = ["--atol", "2e-2", "--rtol", "2e-2"] if base_dt == TensorProto.FLOAT16 else \
+            ["--atol", "1e-4", "--rtol", "1e-3"]
         proc = run_opt(opt, "check", orig, cuda, "--runner", "reference", "--seed", str(seed), *tols)
         if proc.returncode != 0:
             res["problems"].append(f"check --target cuda: exit {proc.returncode}: {proc.stderr.strip()[-400:]}"
