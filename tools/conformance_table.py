@@ -31,6 +31,8 @@ import roundtrip_check  # noqa: E402
 
 
 # The CUDA columns' data between GPU runs (cuda_digest of the last --cuda-json).
+# The CUDA fallback table lists the reasons of at least this many nodes (the digest has them all).
+FALLBACK_ROWS_FROM = 4
 CUDA_DIGEST = ROOT / "tools" / "results" / "conformance_cuda.json"
 
 # Why an op stays without a kernel, beside what opt says about it.
@@ -166,11 +168,17 @@ def render(per_op: dict[str, collections.Counter], sections: list[str], cuda: di
         lines += ["", "## CUDA failures", ""]
         lines += [f"- `{f['case']}` ({', '.join(f['ops'])}): {_reason(f['detail'])}" for f in cuda["failures"]]
     if cuda and cuda["fallback_reasons"]:
+        shown = [f for f in cuda["fallback_reasons"] if f["nodes"] >= FALLBACK_ROWS_FROM]
         lines += ["", "## CUDA fallbacks", "",
                   "Nodes that run on the CPU reference kernels in the CUDA runtime: op, the",
-                  "reason the CUDA kernel gave (canImplement), and how many nodes of the cases had it.", "",
+                  "reason the CUDA kernel gave (canImplement), and how many nodes of the cases had it",
+                  f"(reasons of {FALLBACK_ROWS_FROM} nodes or more; every reason is in "
+                  f"{Path(CUDA_DIGEST).relative_to(ROOT)}).", "",
                   "| op | reason | nodes |", "|---|---|---:|"]
-        lines += [f"| {f['op']} | {f['reason'].replace('|', '/')} | {f['nodes']} |" for f in cuda["fallback_reasons"]]
+        lines += [f"| {f['op']} | {f['reason'].replace('|', '/')} | {f['nodes']} |" for f in shown]
+        others = [f for f in cuda["fallback_reasons"] if f["nodes"] < FALLBACK_ROWS_FROM]
+        if others:
+            lines += ["", f"{len(others)} more reasons cover {sum(f['nodes'] for f in others)} nodes."]
     return "\n".join(lines) + "\n"
 
 
