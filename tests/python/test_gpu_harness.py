@@ -187,7 +187,12 @@ def test_conformance_json_and_the_cuda_columns(opt: Path, tmp_path: Path) -> Non
     assert "| Not | 3 | 0 | 0 | 0 | 0 | 1 |" in text
     assert "| Add | 8 | 0 | 0 | - | - | - |" in text  # not in that run
     assert "- `test_not_2d` (Not): y: values differ" in text
-    assert "| Abs | no int kernel | 1 |" in text
+    # The table lists the reasons of FALLBACK_ROWS_FROM nodes or more; the digest keeps them all.
+    assert digest["fallback_reasons"] == [{"op": "Abs", "reason": "no int kernel", "nodes": 1}]
+    assert "| Abs | no int kernel | 1 |" not in text and "1 more reasons cover 1 nodes." in text
+    rows = conformance_table.render(per_op, sections, {**digest, "fallback_reasons": [
+        {"op": "Abs", "reason": "no int kernel", "nodes": conformance_table.FALLBACK_ROWS_FROM}]})
+    assert f"| Abs | no int kernel | {conformance_table.FALLBACK_ROWS_FROM} |" in rows
     assert "the CUDA runtime on NVIDIA H200 (compute 9.0)" in text
     # The reference part is kept as it was: with the stored CUDA digest (none before a GPU run), the
     # table is the same file.
