@@ -663,8 +663,8 @@ NB_MODULE(_core, m) {
   m.def("runners", &onnxopt::runtime::runnerNames, "The runner names (reference, cuda, ...).");
 
   nb::class_<CudaSession>(m, "CudaSession", "A model on one GPU (see onnxopt.cuda.Session).")
-      .def(nb::init<const Source&, int, bool, const std::string&, const std::string&>(),
-           "source"_a, "device"_a, "cuda_graphs"_a, "tf32"_a, "tuning_cache"_a)
+      .def(nb::init<const Source&, int, bool, const std::string&, const std::string&>(), "source"_a,
+           "device"_a, "cuda_graphs"_a, "tf32"_a, "tuning_cache"_a)
       .def(
           "run",
           [](CudaSession& s, const ArrayFeeds& arrays, const StringFeeds& strings,
