@@ -76,7 +76,8 @@ class FoldConstantsPass final : public pass::GraphPass {
       ir::ShapeInferenceOptions options;
       options.diagnostics = ctx.diagnostics;
       options.values = &values_;
-      if (ir::inferShapes(model, options).isOk()) {
+      if (auto stats = ir::inferShapes(model, options); stats.isOk()) {
+        ctx.type_refinements += stats->refined;
         inferred_this_run_ = true;
         shape_values_ = &values_;
       }
@@ -427,7 +428,10 @@ class FoldConstantsPass final : public pass::GraphPass {
       inferred_this_run_ = true;
       ir::ShapeInferenceOptions options;
       options.diagnostics = ctx.diagnostics;
-      if (ir::inferShapes(model, options).isOk()) predicted = predictedOutputBytes(n);
+      if (auto stats = ir::inferShapes(model, options); stats.isOk()) {
+        ctx.type_refinements += stats->refined;
+        predicted = predictedOutputBytes(n);
+      }
     }
     auto refuse = [&](SizeVerdict verdict) {
       if (verdict == SizeVerdict::kTooLarge) bump("skipped-size-limit");

@@ -181,11 +181,28 @@ StatusOr<bool> PassManager::runPass(Pass& pass, ir::Model& model) {
   return *changed;
 }
 
+StatusOr<bool> PassManager::runPassEntry(PipelineEntry& entry, ir::Model& model) {
+  if (entry.clean_at && *entry.clean_at == generation()) {
+    ++record(entry.pass->id()).skipped_runs;
+    if (inst_.ir_out != nullptr && inst_.print_ir_after_all) {
+      *inst_.ir_out << "// ----- " << entry.pass->id()
+                    << " skipped: nothing changed since it last changed nothing -----\n";
+    }
+    return false;
+  }
+  int64_t before = generation();
+  ASSIGN_OR_RETURN(bool changed, runPass(*entry.pass, model));
+  if (changed) ++changed_runs_;
+  entry.clean_at.reset();
+  if (!changed && generation() == before) entry.clean_at = before;
+  return changed;
+}
+
 StatusOr<bool> PassManager::runEntries(std::vector<PipelineEntry>& entries, ir::Model& model) {
   bool changed = false;
   for (PipelineEntry& e : entries) {
     if (!e.isFixpoint()) {
-      ASSIGN_OR_RETURN(bool c, runPass(*e.pass, model));
+      ASSIGN_OR_RETURN(bool c, runPassEntry(e, model));
       changed |= c;
       continue;
     }
@@ -226,7 +243,17 @@ StatusOr<bool> PassManager::runEntries(std::vector<PipelineEntry>& entries, ir::
   return changed;
 }
 
+namespace {
+void forgetCleanRuns(std::vector<PipelineEntry>& entries) {
+  for (PipelineEntry& e : entries) {
+    e.clean_at.reset();
+    forgetCleanRuns(e.group);
+  }
+}
+}  // namespace
+
 StatusOr<bool> PassManager::run(ir::Model& model) {
+  forgetCleanRuns(pipeline_);  // what held for another model says nothing of this one
   return runEntries(pipeline_, model);
 }
 
@@ -251,12 +278,13 @@ std::vector<std::pair<std::string, int64_t>> PassManager::statistics() const {
 std::string PassManager::timingReport() const {
   double total = 0;
   for (const PassRecord& r : records_) total += r.seconds;
-  std::string out = fmt::format("{:<28} {:>6} {:>8} {:>10} {:>7} {:>9} {:>9}\n", "pass", "runs",
-                                "changed", "time (ms)", "%", "nodes in", "nodes out");
+  std::string out =
+      fmt::format("{:<28} {:>6} {:>8} {:>10} {:>7} {:>9} {:>9} {:>8}\n", "pass", "runs", "changed",
+                  "time (ms)", "%", "nodes in", "nodes out", "skipped");
   for (const PassRecord& r : records_) {
-    out += fmt::format("{:<28} {:>6} {:>8} {:>10.3f} {:>6.1f}% {:>9} {:>9}\n", r.id, r.runs,
+    out += fmt::format("{:<28} {:>6} {:>8} {:>10.3f} {:>6.1f}% {:>9} {:>9} {:>8}\n", r.id, r.runs,
                        r.changed_runs, r.seconds * 1e3, total > 0 ? 100 * r.seconds / total : 0.0,
-                       r.nodes_before, r.nodes_after);
+                       r.nodes_before, r.nodes_after, r.skipped_runs);
   }
   out += fmt::format("{:<28} {:>6} {:>8} {:>10.3f}\n", "total", "", "", total * 1e3);
   return out;

@@ -162,6 +162,30 @@ TEST(InferenceTest, ElementwiseAndComparison) {
   EXPECT_EQ(r.types["m"], "float[N,3,4]");
 }
 
+// `refined` counts the values whose type a run changed: the pass manager's evidence that passes
+// that did nothing before may now do something. A second run over the same model refines nothing,
+// including where inference made up a symbol for a data-dependent dim.
+TEST(InferenceTest, RefinedCountsTypeChangesOnly) {
+  auto model = io::parseModelText(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[N,4] a, float[4] b) => (float[N,4] y) {
+      s = Add(a, b)
+      z = NonZero(s)
+      y = Relu(s)
+    })");
+  ASSERT_TRUE(model.isOk()) << model.status().message();
+  auto first = inferShapes(**model);
+  ASSERT_TRUE(first.isOk());
+  EXPECT_EQ(first->refined, 2);  // s and z; y was declared float[N,4] already
+  auto second = inferShapes(**model);
+  ASSERT_TRUE(second.isOk());
+  EXPECT_EQ(second->refined, 0);
+  ShapeInferenceOptions mark;
+  mark.write_value_info = true;
+  auto marked = inferShapes(**model, mark);
+  ASSERT_TRUE(marked.isOk());
+  EXPECT_EQ(marked->refined, 2);  // s and z marked for export as value_info
+}
+
 TEST(InferenceTest, ReshapeTargetsFromShapeChainsStaySymbolic) {
   // The exported-transformer idiom: split heads with a target built from Shape, then merge them.
   auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>

@@ -85,10 +85,11 @@ std::string reportJson(const ReportData& d) {
   if (d.passes != nullptr) {
     std::vector<std::string> passes;
     for (const pass::PassRecord& r : *d.passes) {
-      passes.push_back(fmt::format(
-          "{{\"id\": {}, \"runs\": {}, \"changed_runs\": {}, \"seconds\": {}, "
-          "\"nodes_before\": {}, \"nodes_after\": {}}}",
-          str(r.id), r.runs, r.changed_runs, num(r.seconds), r.nodes_before, r.nodes_after));
+      passes.push_back(
+          fmt::format("{{\"id\": {}, \"runs\": {}, \"changed_runs\": {}, \"skipped_runs\": {}, "
+                      "\"seconds\": {}, \"nodes_before\": {}, \"nodes_after\": {}}}",
+                      str(r.id), r.runs, r.changed_runs, r.skipped_runs, num(r.seconds),
+                      r.nodes_before, r.nodes_after));
     }
     fields.push_back("\"passes\": " + list(passes, "    "));
     fields.push_back("\"seconds\": " + num(d.seconds));

@@ -102,11 +102,15 @@ struct ShapeInferenceOptions {
 };
 
 struct ShapeInferenceStats {
-  int64_t values = 0;                     ///< node outputs visited
-  int64_t typed = 0;                      ///< with a known element type
-  int64_t ranked = 0;                     ///< with a known rank
-  int64_t static_shape = 0;               ///< with every dim a known integer
-  int64_t symbolic = 0;                   ///< ranked, with at least one symbolic dim
+  int64_t values = 0;        ///< node outputs visited
+  int64_t typed = 0;         ///< with a known element type
+  int64_t ranked = 0;        ///< with a known rank
+  int64_t static_shape = 0;  ///< with every dim a known integer
+  int64_t symbolic = 0;      ///< ranked, with at least one symbolic dim
+  /// Values whose type (or value_info mark) this run set to something other than what it was:
+  /// zero when the model already held everything inference knows (the pass manager counts a
+  /// refinement as a change when it decides whether a pass may be skipped).
+  int64_t refined = 0;
   std::vector<std::string> warnings;      ///< the messages also reported to options.diagnostics
   std::set<std::string> unsupported_ops;  ///< ops of the default domain with no function
 };

@@ -31,6 +31,12 @@ struct PassContext {
   /// only to ops it claims. Set by whoever runs the pipeline (onnxopt::optimize: the CUDA kernel
   /// table); nullptr: those passes rewrite nothing.
   const kernels::Capabilities* target_kernels = nullptr;
+  /// Values whose type shape inference changed while passes ran (ShapeInferenceStats::refined),
+  /// summed: a pass that infers shapes adds its run's count. Types are not graph changes (a pass
+  /// that only refines them reports no change), but a pass may rewrite differently once they
+  /// are known, so the pass manager skips a pass only while neither changed since it last did
+  /// nothing.
+  int64_t type_refinements = 0;
 };
 
 /// A pass option: its name, type and default, for --list-passes and option parsing.

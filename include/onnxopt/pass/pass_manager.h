@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -27,6 +28,10 @@ struct PipelineEntry {
   /// The options given to the pass, as written ({key=value,...}), for pipelineToString.
   std::vector<std::pair<std::string, std::string>> options;
   bool isFixpoint() const { return pass == nullptr; }
+  /// The pass manager's generation (PassManager::generation) right after this pass last ran and
+  /// changed nothing, not even a type; unset once anything changed since. A pass is a function of
+  /// the model, so running it again at that generation would do nothing: it is skipped.
+  std::optional<int64_t> clean_at;
 };
 
 /// Parses a textual pipeline; errors name the offending position and the known pass ids.
@@ -48,6 +53,7 @@ struct PassRecord {
   std::string id;
   int64_t runs = 0;
   int64_t changed_runs = 0;
+  int64_t skipped_runs = 0;  ///< not run: nothing changed since it last changed nothing
   double seconds = 0;
   int64_t nodes_before = 0;
   int64_t nodes_after = 0;
@@ -73,12 +79,18 @@ class PassManager {
  private:
   StatusOr<bool> runEntries(std::vector<PipelineEntry>& entries, ir::Model& model);
   StatusOr<bool> runPass(Pass& pass, ir::Model& model);
+  /// Runs a pass entry unless its clean_at says it would change nothing.
+  StatusOr<bool> runPassEntry(PipelineEntry& entry, ir::Model& model);
   PassRecord& record(const std::string& id);
+  /// Counts every change a pass could see: the pass runs that changed the graph, plus the values
+  /// whose types inference changed (PassContext::type_refinements).
+  int64_t generation() const { return changed_runs_ + ctx_.type_refinements; }
 
   std::vector<PipelineEntry> pipeline_;
   PassContext ctx_;
   Instrumentation inst_;
   std::vector<PassRecord> records_;
+  int64_t changed_runs_ = 0;
 };
 
 }  // namespace onnxopt::pass

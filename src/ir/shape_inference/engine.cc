@@ -192,6 +192,13 @@ class ShapeInferenceEngine {
     report(options_.diagnostics, {Severity::kWarning, std::move(label), std::move(text)});
   }
 
+  /// Sets a value's type, counting it in stats().refined when it differs from the one it had.
+  void store(Value* v, Type type) {
+    if (v->type() == type) return;
+    ++stats_.refined;
+    ir::Builder::setType(v, std::move(type));
+  }
+
   /// Merges an inferred type into a value's declared one (see inferShapes). Our inference wins
   /// wherever it has something to say: a declared dim, rank or element type that differs from
   /// the inferred one is replaced, because later passes fold Shape from these types and a
@@ -219,7 +226,7 @@ class ShapeInferenceEngine {
     }
     const Type& declared = v->type();
     if (!declared.isKnown()) {
-      ir::Builder::setType(v, inferred);
+      store(v, inferred);
       return;
     }
     if (declared.kind != inferred.kind) {
@@ -235,7 +242,7 @@ class ShapeInferenceEngine {
                              v->name(), typeToString(declared), typeToString(inferred)));
       Type merged = inferred;
       if (merged.elem_type == DataType::kUndefined) merged.elem_type = declared.elem_type;
-      ir::Builder::setType(v, std::move(merged));
+      store(v, std::move(merged));
       return;
     }
     Type merged = declared;
@@ -252,7 +259,7 @@ class ShapeInferenceEngine {
         (*merged.shape)[i] = n;
       }
     }
-    ir::Builder::setType(v, std::move(merged));
+    store(v, std::move(merged));
   }
 
   /// Whether `declared` has a known dim where `inferred`, of the same rank, does not.
@@ -304,7 +311,7 @@ class ShapeInferenceEngine {
     for (auto& [v, t] : declared) {
       bool wrong = std::any_of(seen[v].begin(), seen[v].end(),
                                [&](const Type& s) { return t.isTensor() && contradicts(t, s); });
-      ir::Builder::setType(v, wrong ? Type() : t);
+      store(v, wrong ? Type() : t);
       values_.erase(v);
     }
     for (auto [in, o] : feedback) {
@@ -313,7 +320,7 @@ class ShapeInferenceEngine {
       warn(loop, fmt::format("loop-carried '{}' changes type between iterations; its body input is "
                              "{}",
                              v->name(), typeToString(carried[in])));
-      ir::Builder::setType(v, carried[in]);
+      store(v, carried[in]);
     }
     return inferSubgraph(graph, input_types);
   }
@@ -333,7 +340,7 @@ class ShapeInferenceEngine {
     std::map<Value*, std::vector<Type>> seen;
     auto iterate = [&](const std::vector<Type>& in) {
       for (auto& [v, t] : declared) {
-        ir::Builder::setType(v, Type());
+        store(v, Type());
         values_.erase(v);
       }
       std::vector<Type> out = inferSubgraph(graph, in);
@@ -387,7 +394,7 @@ class ShapeInferenceEngine {
     for (size_t i = 0; i < graph.inputs().size() && i < input_types.size(); ++i) {
       Value* in = graph.inputs()[i];
       // A declared body input type wins: loop-carried values may change shape per iteration.
-      if (!in->type().isKnown()) ir::Builder::setType(in, input_types[i]);
+      if (!in->type().isKnown()) store(in, input_types[i]);
     }
     inferGraph(graph);
     std::vector<Type> out;
@@ -467,8 +474,11 @@ class ShapeInferenceEngine {
   void markValueInfo(Graph& g) {
     for (Node* n : g) {
       for (Value* v : n->outputs()) {
-        if (v != nullptr && v->type().isKnown() && !v->isGraphOutput())
-          ir::Builder::setHasValueInfo(v, true);
+        if (v == nullptr || !v->type().isKnown() || v->isGraphOutput() || v->hasValueInfo()) {
+          continue;
+        }
+        ++stats_.refined;
+        ir::Builder::setHasValueInfo(v, true);
       }
       for (Graph* sub : n->subgraphs()) markValueInfo(*sub);
     }
