@@ -76,11 +76,13 @@ def test_run_refuses_bad_arguments(tmp_path: Path, args: list[str], message: str
 def test_placements_parse_the_plan_summary() -> None:
     out = ("plan: 120 nodes: 100 device, 12 host (10 folded), 2 cpu-fallback, 6 view; 130 steps, 4 copies\n"
            "memory: arena 1 bytes\nfallback: nms_0: no CUDA kernel for NonMaxSuppression\n"
-           "fallback: topk_3: k is not a constant\n")
+           "fallback: topk_3: k is not a constant\n"
+           "fallback: node '/model/NonZero' (NonZero): no CUDA kernel for NonZero\n")
     pl = zoo_bench.placements(out, {"nms_0": "NonMaxSuppression", "topk_3": "TopK"})
     assert (pl["nodes"], pl["device"], pl["host"], pl["folded"], pl["cpu_fallback"]) == (120, 100, 2, 10, 2)
     assert [(f["op"], f["reason"]) for f in pl["fallback"]] == [
-        ("NonMaxSuppression", "no CUDA kernel for NonMaxSuppression"), ("TopK", "k is not a constant")]
+        ("NonMaxSuppression", "no CUDA kernel for NonMaxSuppression"), ("TopK", "k is not a constant"),
+        ("NonZero", "no CUDA kernel for NonZero")]
 
 
 def test_check_outputs_passes_fails_and_calls_torchs_own_shape_change_unstable() -> None:

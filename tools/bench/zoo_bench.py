@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpu_bench import export, fix_batch, log, op_histogram, opt_bench, opt_run_outputs, sh, torch_time  # noqa: E402
 from zoo_models import REGISTRY, SPECS, build, calibrate, select  # noqa: E402
+from zoo_report import fallback_op  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPORTERS = ("dynamo", "torchscript")
@@ -85,7 +86,7 @@ def placements(stats_out: str, ops: dict[str, str]) -> dict:
     for line in stats_out.splitlines():
         if line.startswith("fallback: "):
             name, _, why = line[len("fallback: "):].partition(": ")
-            out["fallback"].append({"name": name, "op": ops.get(name, "?"), "reason": why})
+            out["fallback"].append({"name": name, "op": fallback_op(name, ops), "reason": why})
     return out
 
 

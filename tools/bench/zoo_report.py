@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,6 +80,13 @@ def fmt(v: float | None, digits: int = 3) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def fallback_op(name: str, ops: dict[str, str]) -> str:
+    """The op type of a fallback line's node: `--stats` names it "node 'n' (Op)"; a bare name is
+    looked up in `ops`."""
+    m = re.fullmatch(r"node '.*' \(([\w.]+)\)", name)
+    return m.group(1) if m else ops.get(name, "?")
+
+
 def fallback_cell(c: dict) -> str:
     """The ops of the nodes on the CPU fallback at -O3 ('-' when none, '?' when not run)."""
     pl = (c.get("placement") or {}).get("O3")
@@ -86,7 +94,8 @@ def fallback_cell(c: dict) -> str:
         return "?"
     ops: dict[str, int] = {}
     for f in pl.get("fallback", []):
-        ops[f["op"]] = ops.get(f["op"], 0) + 1
+        op = f["op"] if f["op"] != "?" else fallback_op(f["name"], {})
+        ops[op] = ops.get(op, 0) + 1
     return ", ".join(f"{op} {n}" for op, n in sorted(ops.items())) or "-"
 
 
@@ -213,10 +222,16 @@ def section(results: dict, table: list[dict], body: list[str], table_link: str, 
     runs = results.get("runs", [])
     gpus = sorted({r["gpu"] for r in runs if r.get("gpu")})
     models = sorted({r["case"]["model"] for r in table})
+    cases = results.get("cases", [])
+    exporters = sorted({c["exporter"] for c in cases if c.get("exporter")})
+    batches = [str(b) for b in sorted({c["batch"] for c in cases if c.get("batch")})]
+    levels = sorted({lv for c in cases for lv in (c.get("opt_s") or {})}, key=lambda lv: -int(lv[1:]))
     head = [BEGIN, "## The zoo: models no kernel was tuned for (issue 50)", "",
             f"`tools/bench/zoo_bench.py` (tools/gpu/test.sh's `zoo` group): {len(models)} models with random weights, "
-            "each exported by torch's dynamo and TorchScript exporters, at `-O3 --target cuda --target-opset 23` "
-            "(and -O2), timed with `opt bench --device cuda` (device time of the node steps, CUDA graph replay) "
+            f"exported by torch's {' and '.join(exporters) or 'dynamo and TorchScript'} "
+            f"exporter{'s' if len(exporters) != 1 else ''}, at batch {', '.join(batches) or '1 and 16'}, at "
+            f"`{' --target cuda --target-opset 23`, `'.join('-' + lv for lv in levels) or '-O3'} --target cuda "
+            "--target-opset 23`, timed with `opt bench --device cuda` (device time of the node steps, CUDA graph replay) "
             "against torch.compile(mode=\"reduce-overhead\") on the same inputs, median ms; every output checked "
             "against torch fp32 with TF32 off. "
             f"Merged from {len(runs)} run(s) ({', '.join(str(r.get('started')) for r in runs)}) on "
