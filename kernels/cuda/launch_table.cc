@@ -47,10 +47,11 @@
 #include "kernels/cuda/movement/resize.h"
 #include "kernels/cuda/norm/norm.h"
 #include "kernels/cuda/reduce/softmax.h"
-// conv family (cuDNN): Conv, ConvTranspose; the pools; ConvInteger, QLinearConv
+// conv family (cuDNN): Conv, ConvTranspose; the pools; ConvInteger, QLinearConv; RoiAlign
 #include "kernels/cuda/conv/conv.h"
 #include "kernels/cuda/conv/pool.h"
 #include "kernels/cuda/conv/quant_conv.h"
+#include "kernels/cuda/conv/roi_align.h"
 
 namespace onnxopt::kernels {
 
