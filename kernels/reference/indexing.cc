@@ -3,7 +3,9 @@
 // EyeLike, NonMaxSuppression and TensorScatter.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <optional>
 
 #include "ops.h"
 #include "visit_numeric.h"
@@ -586,6 +588,70 @@ bool suppresses(const Box& a, const Box& b, double threshold) {
   return inter / uni > threshold;
 }
 
+/// One class's kept boxes. A box that does not overlap a kept box in x never suppresses by it
+/// (`suppresses`), so where every coordinate is finite the kept boxes are indexed by x_min and a
+/// candidate is compared only with those that can reach its x extent: the full scan's result, in
+/// O(n log n) where boxes spread out (torchvision's batched NMS offsets each class's boxes apart,
+/// so one NMS over thousands of boxes compares each with a few neighbours).
+class KeptBoxes {
+ public:
+  explicit KeptBoxes(bool indexed) : indexed_(indexed) {}
+
+  bool suppressed(const Box& b, double threshold) const {
+    if (!indexed_) {
+      return std::any_of(all_.begin(), all_.end(),
+                         [&](const Box& k) { return suppresses(b, k, threshold); });
+    }
+    // k.x_max > b.x_min needs k.x_min > b.x_min - width(k); twice the widest width and a
+    // relative margin keep rounding from leaving out a box that overlaps.
+    double reach = 2 * widest_ + 1e-9 * std::abs(b.x_min);
+    auto end = by_x_min_.lower_bound(b.x_max);
+    for (auto it = by_x_min_.lower_bound(b.x_min - reach); it != end; ++it) {
+      if (suppresses(b, it->second, threshold)) return true;
+    }
+    return false;
+  }
+  void add(const Box& b) {
+    ++size_;
+    if (!indexed_) {
+      all_.push_back(b);
+      return;
+    }
+    widest_ = std::max(widest_, b.x_max - b.x_min);
+    by_x_min_.emplace(b.x_min, b);
+  }
+  int64_t size() const { return size_; }
+
+ private:
+  bool indexed_;
+  int64_t size_ = 0;
+  std::vector<Box> all_;
+  std::multimap<double, Box> by_x_min_;
+  double widest_ = 0;
+};
+
+/// The kept box indices of one batch and class: candidates above the score threshold by
+/// descending score (stable), each kept unless a kept box suppresses it, up to max_out.
+std::vector<int64_t> selectBoxes(const std::vector<Box>& boxes, bool finite, const double* s,
+                                 std::optional<double> score_threshold, double iou,
+                                 int64_t max_out) {
+  std::vector<int64_t> cand;
+  for (int64_t i = 0; i < static_cast<int64_t>(boxes.size()); ++i) {
+    if (!score_threshold || s[i] > *score_threshold) cand.push_back(i);
+  }
+  std::stable_sort(cand.begin(), cand.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
+  KeptBoxes kept(finite);
+  std::vector<int64_t> out;
+  for (int64_t i : cand) {
+    if (kept.size() >= max_out) break;
+    const Box& b = boxes[static_cast<size_t>(i)];
+    if (kept.suppressed(b, iou)) continue;
+    kept.add(b);
+    out.push_back(i);
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<Outputs> nonMaxSuppressionKernel(const KernelContext& ctx) {
@@ -627,29 +693,17 @@ StatusOr<Outputs> nonMaxSuppressionKernel(const KernelContext& ctx) {
     return makeError(StatusCode::kResourceExhausted, "NonMaxSuppression: too much work");
   }
   std::vector<int64_t> selected;  // triples
-  std::vector<int64_t> cand;
-  std::vector<int64_t> kept;
+  std::vector<Box> batch_boxes(static_cast<size_t>(n_boxes));
   for (int64_t b = 0; b < batches; ++b) {
+    bool finite = true;
+    for (int64_t i = 0; i < n_boxes; ++i) {
+      const Box& box = batch_boxes[static_cast<size_t>(i)] =
+          readBox(boxes, b * n_boxes + i, cpb == 1);
+      finite = finite && std::isfinite(box.x_min) && std::isfinite(box.x_max);
+    }
     for (int64_t c = 0; c < classes; ++c) {
       const double* s = scores.data() + (b * classes + c) * n_boxes;
-      cand.clear();
-      for (int64_t i = 0; i < n_boxes; ++i) {
-        if (!score_threshold || s[i] > *score_threshold) cand.push_back(i);
-      }
-      std::stable_sort(cand.begin(), cand.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
-      kept.clear();
-      for (int64_t i : cand) {
-        if (static_cast<int64_t>(kept.size()) >= max_out) break;
-        Box bi = readBox(boxes, b * n_boxes + i, cpb == 1);
-        bool drop = false;
-        for (int64_t j : kept) {
-          if (suppresses(bi, readBox(boxes, b * n_boxes + j, cpb == 1), iou)) {
-            drop = true;
-            break;
-          }
-        }
-        if (drop) continue;
-        kept.push_back(i);
+      for (int64_t i : selectBoxes(batch_boxes, finite, s, score_threshold, iou, max_out)) {
         selected.insert(selected.end(), {b, c, i});
       }
     }

@@ -1,6 +1,12 @@
 // Tests of the indexing and extra math reference kernels (kernels/reference/indexing.cc,
 // math_extra.cc) where ONNX's node cases leave gaps: ties, negative indices, reductions, empty
 // inputs, and bad inputs refused with kInvalidArgument.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -162,6 +168,71 @@ TEST(NonMaxSuppression, RefusesMismatchedShapes) {
   HostTensor boxes = t(kF, {1, 2, 4}, {0, 0, 1, 1, 0, 0, 1, 1});
   HostTensor scores = t(kF, {1, 1, 3}, {1, 2, 3});
   expectInvalid(run("NonMaxSuppression", 11, {&boxes, &scores}));
+}
+
+/// ONNX NonMaxSuppression written as the spec reads (every candidate against every kept box), for
+/// one batch of [y1, x1, y2, x2] boxes and one class: the kernel's indexed search must agree.
+std::vector<int64_t> fullScanNms(const std::vector<double>& b, const std::vector<double>& s,
+                                 double iou, int64_t max_out) {
+  auto box = [&](int64_t i) {
+    const double* p = b.data() + i * 4;
+    return std::array<double, 4>{std::min(p[1], p[3]), std::min(p[0], p[2]), std::max(p[1], p[3]),
+                                 std::max(p[0], p[2])};
+  };
+  auto over = [&](const std::array<double, 4>& a, const std::array<double, 4>& c) {
+    double ix = std::min(a[2], c[2]) - std::max(a[0], c[0]);
+    double iy = std::min(a[3], c[3]) - std::max(a[1], c[1]);
+    if (!(ix > 0) || !(iy > 0)) return false;
+    double inter = ix * iy, aa = (a[2] - a[0]) * (a[3] - a[1]), ac = (c[2] - c[0]) * (c[3] - c[1]);
+    double uni = aa + ac - inter;
+    return aa > 0 && ac > 0 && uni > 0 && inter / uni > iou;
+  };
+  std::vector<int64_t> order(s.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
+  std::vector<int64_t> kept;
+  for (int64_t i : order) {
+    if (static_cast<int64_t>(kept.size()) >= max_out) break;
+    if (std::none_of(kept.begin(), kept.end(), [&](int64_t k) { return over(box(i), box(k)); }))
+      kept.push_back(i);
+  }
+  return kept;
+}
+
+// The kernel compares a candidate only with kept boxes that reach its x extent; over boxes spread
+// as torchvision's batched NMS spreads them (each class offset apart), clustered boxes, flipped
+// corners, a huge box, non-finite coordinates and negative thresholds it keeps what the full
+// scan keeps.
+TEST(NonMaxSuppression, IndexedSearchKeepsWhatTheFullScanKeeps) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t n = 1 + trial * 7;
+    std::vector<double> boxes, scores;
+    for (int64_t i = 0; i < n; ++i) {
+      double offset = trial % 3 == 0 ? 400.0 * static_cast<double>(i % 9) : 0;
+      double y = 100 * u(rng), x = 100 * u(rng) + offset, h = 30 * u(rng), w = 30 * u(rng);
+      if (trial % 4 == 1) std::swap(x, w);  // flipped corners (x2 < x1) on some boxes
+      boxes.insert(boxes.end(), {y, x, y + h, x + w});
+      scores.push_back(std::floor(u(rng) * 20));  // ties: the stable order matters
+    }
+    if (trial % 5 == 2) boxes[1] = -1e6, boxes[3] = 1e6;  // one huge box (widest width)
+    if (trial % 7 == 3) boxes[1] = std::nan("");          // the full-scan fallback
+    if (trial % 11 == 4) boxes[3] = std::numeric_limits<double>::infinity();
+    double iou = trial % 6 == 5 ? -0.5 : 0.1 + 0.1 * (trial % 5);
+    int64_t max_out = trial % 8 == 7 ? n / 2 : n;
+    std::vector<double> bf(boxes.begin(), boxes.end());
+    HostTensor b = t(DataType::kDouble, {1, n, 4}, boxes);
+    HostTensor sc = t(DataType::kDouble, {1, 1, n}, scores);
+    HostTensor m = t(kI64, {1}, {static_cast<double>(max_out)});
+    HostTensor th = t(DataType::kDouble, {1}, {iou});
+    auto r = run("NonMaxSuppression", 11, {&b, &sc, &m, &th});
+    ASSERT_TRUE(r.isOk()) << r.status().message();
+    std::vector<int64_t> got;
+    std::vector<int64_t> triples = ints(r->at(0));
+    for (size_t i = 2; i < triples.size(); i += 3) got.push_back(triples[i]);
+    EXPECT_EQ(got, fullScanNms(bf, scores, iou, max_out)) << "trial " << trial;
+  }
 }
 
 TEST(ReverseSequence, RefusesALengthBeyondTheTimeAxis) {
