@@ -29,16 +29,23 @@ class InferShapesPass final : public pass::Pass {
   }
 
   StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
-    ir::ShapeInferenceOptions options;
-    options.write_value_info = write_;
-    options.diagnostics = ctx.diagnostics;
-    ASSIGN_OR_RETURN(ir::ShapeInferenceStats stats, ir::inferShapes(model, options));
+    ir::ShapeInferenceStats stats;
+    if (write_) {
+      ir::ShapeInferenceOptions options;
+      options.write_value_info = true;
+      options.diagnostics = ctx.diagnostics;
+      ASSIGN_OR_RETURN(stats, ir::inferShapes(model, options));
+      ctx.type_refinements += stats.refined;
+    } else {
+      // Types only: shared with fold-constants, and no work when nothing changed since the last
+      // inference (the statistics count inference runs).
+      RETURN_IF_ERROR(pass::inferShapesOnce(model, ctx, &stats).status());
+    }
     bump("values", stats.values);
     bump("ranked", stats.ranked);
     bump("static-shape", stats.static_shape);
     bump("symbolic", stats.symbolic);
     bump("warnings", static_cast<int64_t>(stats.warnings.size()));
-    ctx.type_refinements += stats.refined;
     for (const std::string& op : stats.unsupported_ops) bump("no-inference-for." + op);
     return false;  // types are annotations: the graph itself is unchanged (see type_refinements)
   }

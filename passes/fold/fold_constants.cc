@@ -68,23 +68,18 @@ class FoldConstantsPass final : public pass::GraphPass {
 
   StatusOr<bool> run(ir::Model& model, pass::PassContext& ctx) override {
     inferred_this_run_ = false;
-    values_.clear();
     shape_values_ = nullptr;
     // Shape chains start at Shape or Size: without one there is nothing for the values to say,
-    // and inference is not worth its time.
+    // and inference is not worth its time. What infer-shapes (or this pass's last run) found is
+    // reused when nothing changed since.
     if (readsShapes(*model.graph)) {
-      ir::ShapeInferenceOptions options;
-      options.diagnostics = ctx.diagnostics;
-      options.values = &values_;
-      if (auto stats = ir::inferShapes(model, options); stats.isOk()) {
-        ctx.type_refinements += stats->refined;
+      if (auto values = pass::inferShapesOnce(model, ctx); values.isOk()) {
         inferred_this_run_ = true;
-        shape_values_ = &values_;
+        shape_values_ = *values;
       }
     }
     auto changed = GraphPass::run(model, ctx);
     // The values name Values that this run may have freed.
-    values_.clear();
     shape_values_ = nullptr;
     return changed;
   }
@@ -573,8 +568,8 @@ class FoldConstantsPass final : public pass::GraphPass {
   bool grow_weights_ = false;
   uint64_t size_limit_ = uint64_t{1} << 20;
   bool inferred_this_run_ = false;  ///< shape inference already ran during this run()
-  shapefold::ShapeValues values_;   ///< what inference knew of shape tensors at run()'s start
-  const shapefold::ShapeValues* shape_values_ = nullptr;  ///< &values_ when they were computed
+  /// What inference knew of shape tensors at run()'s start (PassContext::inferred), when it ran.
+  const shapefold::ShapeValues* shape_values_ = nullptr;
 };
 
 }  // namespace

@@ -6,6 +6,23 @@
 
 namespace onnxopt::pass {
 
+StatusOr<const std::unordered_map<const ir::Value*, ir::ShapeValue>*> inferShapesOnce(
+    ir::Model& model, PassContext& ctx, ir::ShapeInferenceStats* stats) {
+  std::optional<std::pair<int64_t, int64_t>> now;
+  if (ctx.graph_changes) now = std::pair(*ctx.graph_changes, ctx.type_refinements);
+  if (now && ctx.inferred.at == now) return &ctx.inferred.values;
+  ctx.inferred.at.reset();
+  ctx.inferred.values.clear();
+  ir::ShapeInferenceOptions options;
+  options.diagnostics = ctx.diagnostics;
+  options.values = &ctx.inferred.values;
+  ASSIGN_OR_RETURN(ir::ShapeInferenceStats ran, ir::inferShapes(model, options));
+  ctx.type_refinements += ran.refined;
+  if (stats != nullptr) *stats = std::move(ran);
+  if (now) ctx.inferred.at = std::pair(now->first, ctx.type_refinements);
+  return &ctx.inferred.values;
+}
+
 Status Pass::setOption(const std::string& name, const std::string& /*value*/) {
   std::string known;
   for (const PassOption& o : options()) known += (known.empty() ? "" : ", ") + o.name;

@@ -191,6 +191,7 @@ StatusOr<bool> PassManager::runPassEntry(PipelineEntry& entry, ir::Model& model)
     return false;
   }
   int64_t before = generation();
+  ctx_.graph_changes = changed_runs_;
   ASSIGN_OR_RETURN(bool changed, runPass(*entry.pass, model));
   if (changed) ++changed_runs_;
   entry.clean_at.reset();
@@ -254,6 +255,7 @@ void forgetCleanRuns(std::vector<PipelineEntry>& entries) {
 
 StatusOr<bool> PassManager::run(ir::Model& model) {
   forgetCleanRuns(pipeline_);  // what held for another model says nothing of this one
+  ctx_.inferred = {};
   return runEntries(pipeline_, model);
 }
 

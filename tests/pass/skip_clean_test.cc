@@ -1,6 +1,7 @@
 // PassManager's skipping: a pass that changed nothing is not run again until something changed
 // since (a graph change by any pass, or a type that shape inference refined); a pass run again
-// after any change, a different model, or a type refinement runs for real.
+// after any change, a different model, or a type refinement runs for real. inferShapesOnce, the
+// shape inference passes share, follows the same rule.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "onnxopt/io/model_io.h"
+#include "onnxopt/ir/builder.h"
 #include "onnxopt/pass/pass_manager.h"
 
 namespace onnxopt {
@@ -123,6 +125,42 @@ TEST(SkipClean, ANewRunStartsWithNothingSkipped) {
   auto second = model();
   ASSERT_TRUE(pm.run(*second).isOk());
   EXPECT_GE(b_runs, b_before + 1);
+}
+
+// inferShapesOnce: infer-shapes then fold-constants with nothing changed between infer once. The
+// second call is served from the first (a type cleared behind its back stays cleared); a graph
+// change or a refined type since makes it infer again; without a pass manager (no graph_changes)
+// nothing is reused.
+TEST(InferShapesOnce, ReusesTheLastInferenceWhileNothingChanged) {
+  auto m = model();
+  ir::Value* y = m->graph->outputs().front();
+  pass::PassContext ctx;
+  ctx.graph_changes = 0;
+  ASSERT_TRUE(pass::inferShapesOnce(*m, ctx).isOk());
+  ASSERT_TRUE(ctx.inferred.at.has_value());
+  ir::Builder::setType(y, ir::Type());
+  ASSERT_TRUE(pass::inferShapesOnce(*m, ctx).isOk());
+  EXPECT_FALSE(y->type().isKnown());  // served from the first inference
+
+  ctx.graph_changes = 1;  // a pass changed the graph since
+  ASSERT_TRUE(pass::inferShapesOnce(*m, ctx).isOk());
+  EXPECT_TRUE(y->type().isKnown());
+
+  ir::Builder::setType(y, ir::Type());
+  ++ctx.type_refinements;  // a type was refined since
+  ASSERT_TRUE(pass::inferShapesOnce(*m, ctx).isOk());
+  EXPECT_TRUE(y->type().isKnown());
+}
+
+TEST(InferShapesOnce, InfersEveryTimeWithoutAPassManager) {
+  auto m = model();
+  ir::Value* y = m->graph->outputs().front();
+  pass::PassContext ctx;  // graph_changes unset: a pass run alone
+  ASSERT_TRUE(pass::inferShapesOnce(*m, ctx).isOk());
+  EXPECT_FALSE(ctx.inferred.at.has_value());
+  ir::Builder::setType(y, ir::Type());
+  ASSERT_TRUE(pass::inferShapesOnce(*m, ctx).isOk());
+  EXPECT_TRUE(y->type().isKnown());
 }
 
 }  // namespace

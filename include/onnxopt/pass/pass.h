@@ -8,9 +8,11 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "onnxopt/ir/graph.h"
+#include "onnxopt/ir/shape_inference.h"
 #include "onnxopt/rewrite/pattern.h"
 #include "onnxopt/support/diagnostics.h"
 #include "onnxopt/support/status.h"
@@ -37,7 +39,26 @@ struct PassContext {
   /// are known, so the pass manager skips a pass only while neither changed since it last did
   /// nothing.
   int64_t type_refinements = 0;
+  /// The graph changes so far (pass runs that changed the model), set by the pass manager before
+  /// each pass runs; unset when a pass runs alone, without one.
+  std::optional<int64_t> graph_changes;
+  /// What the last whole-model shape inference found (inferShapesOnce) and when: the integer
+  /// contents of shape tensors, valid while neither the graph nor a type changed since.
+  struct InferredShapes {
+    std::optional<std::pair<int64_t, int64_t>> at;  ///< (graph_changes, type_refinements)
+    std::unordered_map<const ir::Value*, ir::ShapeValue> values;
+  } inferred;
 };
+
+/// Runs shape inference over the model (counting its refinements in ctx.type_refinements) and
+/// returns what it knew of shape tensors, or returns what the last inference in this pass
+/// manager's run found when nothing changed since (infer-shapes then fold-constants infers once).
+/// Call it before the calling pass changes the graph: a change within the same pass run is not
+/// yet counted.
+/// `stats`, when given, receives the run's statistics (left as they are when the last one's
+/// results were reused).
+StatusOr<const std::unordered_map<const ir::Value*, ir::ShapeValue>*> inferShapesOnce(
+    ir::Model& model, PassContext& ctx, ir::ShapeInferenceStats* stats = nullptr);
 
 /// A pass option: its name, type and default, for --list-passes and option parsing.
 struct PassOption {
