@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes passes/precision/precision_ops.inc from the onnx package's own schemas (onnx.defs): one
+"""Writes include/onnxopt/ir/precision_ops.inc from the onnx package's own schemas (onnx.defs): one
 row per version of every default-domain ONNX op with a float tensor in its interface, saying
 whether float16 and bfloat16 may stand where float does for its inputs and first output (every
 type constraint bound to them that admits tensor(float) admits the other type too), which later
@@ -8,7 +8,8 @@ U), which inputs and outputs are declared tensor(float) itself (masks: Resize's 
 inputs and outputs share one float-admitting type parameter (the conversion must leave them one
 type: LSTM's X, W and initial states, Where's branches, Concat's inputs), and from which model
 opset the op's function body allows each type (a runtime without a kernel runs the body).
-convert-precision reads the row of the newest version at or below the model's opset.
+convert-precision reads the row of the newest version at or below the model's opset; the IR verifier
+holds every node to its tied groups.
 Run: .venv/bin/python tools/gen_precision_ops.py"""
 import pathlib
 
@@ -17,7 +18,7 @@ import onnx.defs
 import onnx.shape_inference
 from onnx import TensorProto, helper
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "passes" / "precision" / "precision_ops.inc"
+OUT = pathlib.Path(__file__).resolve().parent.parent / "include" / "onnxopt" / "ir" / "precision_ops.inc"
 
 
 def admits(schema, names, target: str) -> bool | None:

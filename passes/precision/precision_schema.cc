@@ -5,42 +5,21 @@
 
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include "onnxopt/ir/constants.h"
+#include "onnxopt/ir/tied_types.h"
 #include "onnxopt/support/data_type.h"
 
 namespace onnxopt::passes {
 namespace {
-
-/// "i0,i1,o0;i2+" (tools/gen_precision_ops.py) as groups of slots.
-std::vector<std::vector<TiedSlot>> parseTied(const std::string& text) {
-  std::vector<std::vector<TiedSlot>> groups;
-  std::stringstream all(text);
-  std::string group;
-  while (std::getline(all, group, ';')) {
-    std::vector<TiedSlot> slots;
-    std::stringstream members(group);
-    std::string m;
-    while (std::getline(members, m, ',')) {
-      TiedSlot slot;
-      slot.output = m[0] == 'o';
-      slot.variadic = m.back() == '+';
-      slot.index = std::stoul(m.substr(1, m.size() - 1 - (slot.variadic ? 1 : 0)));
-      slots.push_back(slot);
-    }
-    if (!slots.empty()) groups.push_back(std::move(slots));
-  }
-  return groups;
-}
 
 /// Every version's row per op, oldest first.
 const std::map<std::string, std::vector<OpPrecision>>& precisionTable() {
   static const auto* table = [] {
     auto* t = new std::map<std::string, std::vector<OpPrecision>>();
 #define PRECISION_OP(op, since, h, hr, b, br, fi, fo, tied, hb, bb) \
-  (*t)[#op].push_back({since, h != 0, hr, b != 0, br, fi, fo, parseTied(tied), hb, bb});
-#include "precision_ops.inc"
+  (*t)[#op].push_back({since, h != 0, hr, b != 0, br, fi, fo, ir::parseTied(tied), hb, bb});
+#include "onnxopt/ir/precision_ops.inc"
 #undef PRECISION_OP
     return t;
   }();

@@ -1,4 +1,4 @@
-// What convert-precision knows of ONNX's schemas: which types an op allows (precision_ops.inc,
+// What convert-precision knows of ONNX's schemas: which types an op allows (ir/precision_ops.inc,
 // generated from onnx's own schemas), which of its inputs and outputs must share one type, and
 // which attribute sets the type of its output. checkPrecisionTypes holds a converted graph to
 // the last two:
@@ -12,16 +12,12 @@
 #include <vector>
 
 #include "onnxopt/ir/graph.h"
+#include "onnxopt/ir/tied_types.h"
 #include "onnxopt/support/status.h"
 
 namespace onnxopt::passes {
 
-/// One member of a group of inputs or outputs bound to one type parameter.
-struct TiedSlot {
-  bool output = false;
-  size_t index = 0;
-  bool variadic = false;  ///< this index and every later one
-};
+using ir::TiedSlot;
 
 /// What onnx's schemas allow for one version of an op (tools/gen_precision_ops.py).
 struct OpPrecision {

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "onnxopt/ir/constants.h"
+#include "onnxopt/ir/tied_types.h"
 #include "onnxopt/support/name_map.h"
 
 namespace onnxopt::ir {
@@ -174,6 +175,42 @@ class Verifier {
     return Status::ok();
   }
 
+  /// Inputs and outputs of a default-domain node that one type parameter of its schema binds
+  /// have one element type where their types are known (LayerNormalization's X, Scale, B and
+  /// Y: one T). A rewrite that casts one operand and not the others breaks this.
+  Status checkTiedTypes(const Node& n) const {
+    if (options_.opset <= 0 || (!n.domain().empty() && n.domain() != "ai.onnx")) {
+      return Status::ok();
+    }
+    const TiedGroups* groups = tiedTypesOf(n.opType(), options_.opset);
+    if (groups == nullptr) return Status::ok();
+    for (const std::vector<TiedSlot>& group : *groups) {
+      const Value* first = nullptr;
+      std::string first_slot;
+      for (const TiedSlot& s : group) {
+        size_t count = s.output ? n.numOutputs() : n.numInputs();
+        size_t end = s.variadic ? count : std::min(count, s.index + 1);
+        for (size_t i = s.index; i < end; ++i) {
+          const Value* v = s.output ? n.output(i) : n.input(i);
+          if (v == nullptr || !v->type().isTensor() ||
+              v->type().elem_type == DataType::kUndefined) {
+            continue;
+          }
+          if (first == nullptr) {
+            first = v;
+            first_slot = fmt::format("{} {}", s.output ? "output" : "input", i);
+          } else if (v->type().elem_type != first->type().elem_type) {
+            return invalidArgument(
+                "{}: {} {} '{}' is {} but {} '{}' is {}; {} binds them to one type", describe(&n),
+                s.output ? "output" : "input", i, v->name(), dataTypeName(v->type().elem_type),
+                first_slot, first->name(), dataTypeName(first->type().elem_type), n.opType());
+          }
+        }
+      }
+    }
+    return Status::ok();
+  }
+
   Status verifyGraph(const Graph& graph) {
     scopes_.push_back(&graph);
     // Names are unique per graph; the set views the values' own strings.
@@ -221,6 +258,7 @@ class Verifier {
       RETURN_IF_ERROR(checkOperands(n, /*is_return=*/false));
       RETURN_IF_ERROR(checkControlFlow(*n));
       RETURN_IF_ERROR(checkConstantOperands(*n));
+      RETURN_IF_ERROR(checkTiedTypes(*n));
       for (const Graph* sub : n->subgraphs()) {
         if (sub->parentNode() != n) {
           return makeError(StatusCode::kInternal, "a subgraph of {} does not point back at it",
@@ -273,9 +311,17 @@ Status verifyModel(const Model& model, const VerifyOptions& options) {
       return invalidArgument("opset of domain '{}' is imported twice", op.domain);
     }
   }
-  RETURN_IF_ERROR(verifyGraph(*model.graph, options));
+  // The default domain's opset picks the schema version whose tied types are checked.
+  auto withOpset = [&](const std::vector<OpsetImport>& imports) {
+    VerifyOptions o = options;
+    for (const OpsetImport& op : imports) {
+      if (op.domain.empty() || op.domain == "ai.onnx") o.opset = op.version;
+    }
+    return o;
+  };
+  RETURN_IF_ERROR(verifyGraph(*model.graph, withOpset(model.opset_imports)));
   for (const auto& f : model.functions) {
-    Status st = verifyGraph(*f->body, options);
+    Status st = verifyGraph(*f->body, withOpset(f->opset_imports));
     if (!st.isOk()) return st.withContext(fmt::format("function '{}'", f->name));
   }
   return Status::ok();

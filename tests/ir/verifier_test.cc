@@ -140,5 +140,75 @@ TEST(VerifierTest, RejectsConstantReshapeShapesTheSpecRulesOut) {
   EXPECT_FALSE(verdict({0, -1}, 1).isOk());
 }
 
+Type vecOf(DataType t, int64_t n) {
+  return Type::tensor(t, std::vector<Dim>{Dim::known(n)});
+}
+
+/// LayerNormalization(x, scale, bias) -> y with the given element types, named "ln".
+Graph& layerNorm(Graph& g, DataType x, DataType scale, DataType bias, DataType y) {
+  Node* n =
+      B::createNode(g, "LayerNormalization", "",
+                    {B::addInput(g, "x", vecOf(x, 4)), B::addInput(g, "scale", vecOf(scale, 4)),
+                     B::addInput(g, "bias", vecOf(bias, 4))},
+                    1);
+  B::setName(n, "ln");
+  B::setName(n->output(), "y");
+  B::setType(n->output(), vecOf(y, 4));
+  B::addOutput(g, n->output());
+  return g;
+}
+
+TEST(VerifierTest, RejectsOneTypeParameterBoundToTwoTypes) {
+  // torch's TorchScript export of an fp16 DistilBERT: X float, Scale and B float16.
+  Graph g;
+  layerNorm(g, DataType::kFloat, DataType::kFloat16, DataType::kFloat16, DataType::kFloat);
+  Status st = verifyGraph(g, VerifyOptions{.opset = 17});
+  ASSERT_FALSE(st.isOk());
+  EXPECT_EQ(st.message(),
+            "node 'ln' (LayerNormalization): input 1 'scale' is float16 but input 0 'x' is float; "
+            "LayerNormalization binds them to one type");
+}
+
+TEST(VerifierTest, RejectsOutputOfAnotherTypeThanItsTiedInputs) {
+  Graph g;
+  layerNorm(g, DataType::kFloat16, DataType::kFloat16, DataType::kFloat16, DataType::kFloat);
+  Status st = verifyGraph(g, VerifyOptions{.opset = 17});
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("output 0 'y' is float but input 0 'x' is float16"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(VerifierTest, AcceptsTiedValuesOfOneType) {
+  Graph g;
+  layerNorm(g, DataType::kFloat16, DataType::kFloat16, DataType::kFloat16, DataType::kFloat16);
+  EXPECT_TRUE(verifyGraph(g, VerifyOptions{.opset = 17}).isOk());
+}
+
+TEST(VerifierTest, TiedTypesNeedTheOpsetAndTheDefaultDomain) {
+  Graph g;
+  layerNorm(g, DataType::kFloat, DataType::kFloat16, DataType::kFloat16, DataType::kFloat);
+  EXPECT_TRUE(verifyGraph(g).isOk());  // no opset given: no schema to hold the node to
+  Graph h;
+  Node* n = B::createNode(h, "Add", "ai.onnxopt",
+                          {B::addInput(h, "a", vecOf(DataType::kFloat, 4)),
+                           B::addInput(h, "b", vecOf(DataType::kFloat16, 4))},
+                          1);
+  B::addOutput(h, n->output());
+  EXPECT_TRUE(verifyGraph(h, VerifyOptions{.opset = 17}).isOk());
+}
+
+TEST(VerifierTest, ImportChecksVariadicTiedInputsAtTheModelsOpset) {
+  auto model = io::parseModelText(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    g (float[4] a, float16[4] b) => (float[8] y) { y = Concat<axis = 0>(a, b) }
+  )");
+  // The importer's verifyModel takes the opset from the model's imports.
+  ASSERT_FALSE(model.isOk());
+  EXPECT_NE(model.status().message().find("input 1 'b' is float16 but input 0 'a' is float"),
+            std::string::npos)
+      << model.status().message();
+}
+
 }  // namespace
 }  // namespace onnxopt::ir
