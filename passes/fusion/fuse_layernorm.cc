@@ -10,6 +10,13 @@
 // Operands of Add/Mul may come in either order. gamma and beta must be constants shaped like the
 // normalized (trailing) dims, or broadcast to them; without gamma, a ones tensor is made (static
 // normalized dims needed). Every intermediate must have no other user. Float, float16 and bfloat16.
+//
+// The fused node is computed in x's type, and Scale and B are of x's type too (LayerNormalization
+// binds X, Scale, B and Y to one T; the verifier holds every node to that). torch's float16
+// decomposition normalizes Cast<float>(x) and casts back before the float16 Mul and Add: the tail
+// stops at that Cast, so the fused node is float with a float ones Scale and the Casts and the
+// float16 affine stay, computing exactly what the original does (not float16 throughout, which
+// would round the variance to float16).
 #include "normalization.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/pass/pattern_match.h"
