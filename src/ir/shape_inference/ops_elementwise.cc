@@ -169,9 +169,13 @@ void identity(InferenceContext& ctx) {
   if (const ShapeValue* v = ctx.inputValue(0)) ctx.setOutputValue(0, *v);
 }
 
+/// The mask is bool from opset 10; before, it has X's type (one T, as the reference kernel
+/// writes it).
 void dropout(InferenceContext& ctx) {
   passThrough(ctx);
-  if (ctx.numOutputs() > 1) ctx.setOutput(1, DataType::kBool, ctx.inputShape(0));
+  if (ctx.numOutputs() < 2) return;
+  DataType mask = ctx.opset() < 10 ? elemOr(ctx, 0) : DataType::kBool;
+  ctx.setOutput(1, mask, ctx.inputShape(0));
 }
 
 }  // namespace
