@@ -3,7 +3,8 @@ a `.half()` DistilBERT whose LayerNormalization takes X as float32 (the attentio
 promotion carries float32 through the attention output into the residual Add) while Scale and B
 stay float16: invalid ONNX, which onnxruntime refuses to load. opt used to take it and carry the
 mixed node through -O3 --target cuda, where the CUDA runtime ran it on the CPU (25x slower). It now
-refuses it at import like onnxruntime; the valid float16 form of the same block (the residual Add
+refuses it like onnxruntime: at import where the file types the values (here the output), else
+before writing, once shape inference has typed them; the valid float16 form of the same block (the residual Add
 and LayerNormalization, all float16) is fused and still matches onnxruntime on the original."""
 
 from __future__ import annotations
