@@ -503,7 +503,7 @@ TEST(InferenceEdgesTest, ExpressionsStopGrowingPastABound) {
 
 TEST(InferenceEdgesTest, RepeatedOrOutOfRangeAxesGiveUnknownShapes) {
   auto r = infer(R"(<ir_version: 8, opset_import: ["" : 18]>
-    g (float[2,1,3] x) => (float[2,1,1,3] ok) <int64[2] dup = {0, 0}, int64[2] dup_neg = {1, -2}, int64[2] dup_u = {1, -4}, int64[1] far = {7}, int64[1] s0 = {0}, int64[1] e1 = {1}, int64[2] s2 = {0, 0}, int64[2] e2 = {1, 1}, int64[2] a2 = {0, 0}, int64[2] p2 = {1, 1}> {
+    g (float[2,1,3] x) => (float[2,1,1,3] ok) <int64[2] dup = {0, 0}, int64[2] dup_neg = {1, -2}, int64[2] dup_u = {1, -4}, int64[1] far = {7}, int64[1] s0 = {0}, int64[1] e1 = {1}, int64[2] s2 = {0, 0}, int64[2] e2 = {1, 1}, int64[2] a2 = {0, 0}, int64[2] p2 = {1, 1}, float c0 = {0.0}> {
       u = Unsqueeze(x, dup)
       u2 = Unsqueeze(x, dup_u)
       uf = Unsqueeze(x, far)
@@ -514,7 +514,7 @@ TEST(InferenceEdgesTest, RepeatedOrOutOfRangeAxesGiveUnknownShapes) {
       ts = Transpose <perm = [1, 0]> (x)
       sl = Slice(x, s2, e2, a2)
       sa = Slice(x, s2, e2, s0)
-      p = Pad(x, p2, s0, a2)
+      p = Pad(x, p2, c0, a2)
       rd = ReduceSum <keepdims = 1> (x, dup)
       ok = Unsqueeze(x, e1)
     })");
