@@ -67,6 +67,14 @@ Support requireDevice(const std::string& op, const ConstTensorView& view, const 
       fmt::format("{}: {} is in host memory; the CUDA kernel reads device memory", op, what));
 }
 
+Support requireDenseDevice(const std::string& op, const ConstTensorView& view, const char* what,
+                           bool output) {
+  if (Support s = requireDevice(op, view, what); !s) return s;
+  if (view.dtype == DataType::kUndefined || view.isContiguous()) return Support::yes();
+  return Support::no(
+      fmt::format("{}: the CUDA kernel {} a contiguous {}", op, output ? "writes" : "reads", what));
+}
+
 bool storedChannelsLast(const ConstTensorView& view) {
   if (view.dims.size() < 3 || view.strides.size() != view.dims.size()) return view.isContiguous();
   ConstTensorView stored = view;

@@ -40,6 +40,11 @@ Status refused(const Support& support);
 /// No when a present view is not in device memory.
 Support requireDevice(const std::string& op, const ConstTensorView& view, const char* what);
 
+/// No when a present view is not in device memory or not contiguous: what a kernel that indexes
+/// its operand densely needs (`output`: the kernel writes it).
+Support requireDenseDevice(const std::string& op, const ConstTensorView& view, const char* what,
+                           bool output = false);
+
 /// A one-input elementwise kernel's last checks (unary, Cast): input and output in device memory,
 /// and the input broadcasts to the output.
 Support oneInputDeviceSupport(const std::string& op, const ConstTensorView& x,

@@ -129,16 +129,9 @@ Support canImplement(const RotaryArgs& args) {
       {&args.sin, "sin_cache"},
       {&args.positions, "position_ids"}};
   for (const auto& [view, what] : views) {
-    if (Support s = requireDevice(args.op, *view, what); !s) return s;
-    if (view->dtype != DataType::kUndefined && !view->isContiguous()) {
-      return Support::no(
-          fmt::format("RotaryEmbedding: the CUDA kernel reads a contiguous {}", what));
-    }
+    if (Support s = requireDenseDevice(args.op, *view, what); !s) return s;
   }
-  if (Support s = requireDevice(args.op, args.y, "Y"); !s) return s;
-  if (!args.y.isContiguous())
-    return Support::no("RotaryEmbedding: the CUDA kernel writes a contiguous Y");
-  return Support::yes();
+  return requireDenseDevice(args.op, args.y, "Y", /*output=*/true);
 }
 
 size_t workspaceBytes(const RotaryArgs&) {

@@ -155,14 +155,9 @@ Support canImplement(const RoiAlignArgs& args) {
   const std::pair<const ConstTensorView*, const char*> views[] = {
       {&args.x, "X"}, {&args.rois, "rois"}, {&args.batch, "batch_indices"}};
   for (const auto& [view, what] : views) {
-    if (Support s = requireDevice(args.op, *view, what); !s) return s;
-    if (!view->isContiguous()) {
-      return Support::no(fmt::format("RoiAlign: the CUDA kernel reads a contiguous {}", what));
-    }
+    if (Support s = requireDenseDevice(args.op, *view, what); !s) return s;
   }
-  if (Support s = requireDevice(args.op, args.y, "Y"); !s) return s;
-  if (!args.y.isContiguous()) return Support::no("RoiAlign: the CUDA kernel writes a contiguous Y");
-  return Support::yes();
+  return requireDenseDevice(args.op, args.y, "Y", /*output=*/true);
 }
 
 size_t workspaceBytes(const RoiAlignArgs&) {
