@@ -16,10 +16,13 @@ namespace {
 //  - inline-functions next: calls of model-local functions become their bodies (onnxruntime
 //    inlines them when it loads a model too), so that shape inference and every pattern see
 //    standard ops; functions no one calls any more go in dce.
-//  - infer-shapes first: no-op and merge patterns decide on element types and shapes
-//    (a Cast to the type it already has, a Reshape to the shape it already has).
 //  - lift-constants next: Constant nodes become initializers, so every later pattern sees one
-//    kind of constant, and CSE can merge equal constants by content.
+//    kind of constant, and CSE can merge equal constants by content. It reads no types.
+//  - infer-shapes after it: no-op and merge patterns decide on element types and shapes
+//    (a Cast to the type it already has, a Reshape to the shape it already has). After the lift,
+//    not before: an inference made before a changing pass is made again (fold-constants reads
+//    the values of the graph it folds), and on exports full of Constant nodes the lift always
+//    changes the graph.
 //  - fold-constant-if before the loop: a constant condition usually comes from an initializer,
 //    and inlining the branch exposes its nodes to every cleanup that follows.
 //  - then to a fixed point: constant folding first (it turns Shape chains over static shapes
@@ -27,7 +30,7 @@ namespace {
 //    consecutive ops expose duplicates (CSE) and dead producers (DCE); CSE makes nodes dead;
 //    DCE last in each round so the next round starts from a graph without garbage.
 constexpr const char* kLevel1 =
-    "freeze-initializer-inputs,inline-functions,infer-shapes,lift-constants,fold-constant-if,"
+    "freeze-initializer-inputs,inline-functions,lift-constants,infer-shapes,fold-constant-if,"
     "fixpoint(fold-constants,eliminate-noop,merge-consecutive,fold-constant-if,cse,dce)";
 
 }  // namespace

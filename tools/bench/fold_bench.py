@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): constant folding on the real and light models. Per model, the median wall
-time of `opt --passes=infer-shapes,lift-constants,fold-constants,dce` over --runs runs (the whole
+time of `opt --passes=lift-constants,infer-shapes,fold-constants,dce` over --runs runs (the whole
 process: load, fold, write), node counts and file sizes before and after.
 
     .venv/bin/python tools/bench/fold_bench.py [--runs 5]
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 import roundtrip_check  # noqa: E402
 
-PIPELINE = "--passes=infer-shapes,lift-constants,fixpoint(fold-constants,dce)"
+PIPELINE = "--passes=lift-constants,infer-shapes,fixpoint(fold-constants,dce)"
 
 
 def nodes(path: Path) -> int:
