@@ -1,5 +1,6 @@
 #include "onnxopt/rewrite/rewriter.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -55,15 +56,37 @@ std::string uniqueValueName(const ir::Graph& graph, const std::string& base) {
   return firstFreeName(base, [&](const std::string& n) { return names.count(n) != 0; });
 }
 
+uint64_t Rewriter::NameIndex::hash(const std::string& name) {
+  return std::hash<std::string>{}(name);
+}
+
+bool Rewriter::NameIndex::taken(const std::string& name) const {
+  const uint64_t h = hash(name);
+  auto [lo, hi] = std::equal_range(collected.begin(), collected.end(), h);
+  int count = static_cast<int>(hi - lo);
+  if (auto it = changes.find(h); it != changes.end()) count += it->second;
+  return count > 0;
+}
+
+void Rewriter::NameIndex::note(const std::string& name, int delta) {
+  if (name.empty()) return;  // (never asked for: firstFreeName gives a nonempty name)
+  int& c = changes[hash(name)];
+  c += delta;
+}
+
 std::string Rewriter::uniqueName(const ir::Graph& graph, const std::string& base) {
   const ir::Graph* root = outermost(graph);
   if (names_.root != root || names_.epoch != root->nameEpoch()) {
     names_.root = root;
     names_.epoch = root->nameEpoch();
-    names_.counts.clear();
-    forEachName(*root, [&](const std::string& n) { ++names_.counts[n]; });
+    names_.changes.clear();
+    names_.collected.clear();
+    forEachName(*root, [&](const std::string& n) {
+      if (!n.empty()) names_.collected.push_back(NameIndex::hash(n));
+    });
+    std::sort(names_.collected.begin(), names_.collected.end());
   }
-  return firstFreeName(base, [&](const std::string& n) { return names_.counts.count(n) != 0; });
+  return firstFreeName(base, [&](const std::string& n) { return names_.taken(n); });
 }
 
 void Rewriter::noteNames(const ir::Graph& graph, const std::vector<std::string>& removed,
@@ -74,11 +97,8 @@ void Rewriter::noteNames(const ir::Graph& graph, const std::vector<std::string>&
     return;
   }
   names_.epoch = root->nameEpoch();
-  for (const std::string& n : removed) {
-    auto it = names_.counts.find(n);
-    if (it != names_.counts.end() && --it->second == 0) names_.counts.erase(it);
-  }
-  ++names_.counts[added];
+  for (const std::string& n : removed) names_.note(n, -1);
+  names_.note(added, +1);
 }
 
 void Rewriter::renameValue(ir::Value* value, std::string name) {
@@ -367,7 +387,7 @@ void Rewriter::setAttribute(ir::Node* node, ir::Attribute attribute) {
   if (root->nameEpoch() != epoch) {  // one step is what noteNames follows; more, it rebuilds
     noteNames(*node->owningGraph(), removed, "");
     if (names_.root == root) {
-      for (const std::string& n : added) ++names_.counts[n];
+      for (const std::string& n : added) names_.note(n, +1);
     }
   }
   changed_ = true;

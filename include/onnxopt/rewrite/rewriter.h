@@ -215,11 +215,18 @@ class Rewriter {
                  const std::string& added);
 
   /// The value names of one outermost graph (with multiplicity), exact while that graph's
-  /// nameEpoch() equals `epoch`.
+  /// nameEpoch() equals `epoch`, kept as 64-bit hashes: collecting them allocates nothing per
+  /// name. A name whose hash another name shares counts as taken, so a name said to be free is
+  /// free; the rare collision only costs a suffix.
   struct NameIndex {
     const ir::Graph* root = nullptr;
     uint64_t epoch = 0;
-    std::unordered_map<std::string, int> counts;
+    std::vector<uint64_t> collected;            ///< sorted, when the index was built
+    std::unordered_map<uint64_t, int> changes;  ///< names added (+1) and removed (-1) since
+
+    static uint64_t hash(const std::string& name);
+    bool taken(const std::string& name) const;
+    void note(const std::string& name, int delta);
   };
   NameIndex names_;
 

@@ -61,9 +61,15 @@ inline Dim dimOf(const std::optional<SymExpr>& e) {
   return e ? Dim::fromExpr(*e) : Dim::unknown();
 }
 
-/// a op b on dims; unknown when either is unknown.
-template <typename Op>
-Dim dimBinary(const Dim& a, const Dim& b, Op op) {
+/// a op b on dims; unknown when either is unknown. Two known dims take `known`, the same
+/// arithmetic on int64 (nullopt where SymExpr's would overflow or have no value), without
+/// building expressions: most dims are known.
+template <typename Op, typename KnownOp>
+Dim dimBinary(const Dim& a, const Dim& b, Op op, KnownOp known) {
+  if (a.isKnown() && b.isKnown()) {
+    std::optional<int64_t> r = known(a.value, b.value);
+    return r ? Dim::known(*r) : Dim::unknown();
+  }
   auto x = a.toExpr();
   auto y = b.toExpr();
   if (!x || !y) return Dim::unknown();
@@ -71,17 +77,37 @@ Dim dimBinary(const Dim& a, const Dim& b, Op op) {
 }
 
 inline Dim dimMul(const Dim& a, const Dim& b) {
-  return dimBinary(a, b, [](const SymExpr& x, const SymExpr& y) { return x * y; });
+  return dimBinary(
+      a, b, [](const SymExpr& x, const SymExpr& y) { return x * y; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        int64_t r = 0;
+        if (__builtin_mul_overflow(x, y, &r)) return std::nullopt;
+        return r;
+      });
 }
 inline Dim dimAdd(const Dim& a, const Dim& b) {
-  return dimBinary(a, b, [](const SymExpr& x, const SymExpr& y) { return x + y; });
+  return dimBinary(
+      a, b, [](const SymExpr& x, const SymExpr& y) { return x + y; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        int64_t r = 0;
+        if (__builtin_add_overflow(x, y, &r)) return std::nullopt;
+        return r;
+      });
 }
 inline Dim dimSub(const Dim& a, const Dim& b) {
-  return dimBinary(a, b, [](const SymExpr& x, const SymExpr& y) { return x - y; });
+  // (Known dims are not negative, so x - y cannot overflow.)
+  return dimBinary(
+      a, b, [](const SymExpr& x, const SymExpr& y) { return x - y; },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> { return x - y; });
 }
 inline Dim dimFloorDiv(const Dim& a, const Dim& b) {
-  return dimBinary(a, b,
-                   [](const SymExpr& x, const SymExpr& y) { return SymExpr::floorDiv(x, y); });
+  // (Both not negative: floor division is C++'s; by zero it has no value.)
+  return dimBinary(
+      a, b, [](const SymExpr& x, const SymExpr& y) { return SymExpr::floorDiv(x, y); },
+      [](int64_t x, int64_t y) -> std::optional<int64_t> {
+        if (y == 0) return std::nullopt;
+        return x / y;
+      });
 }
 inline Dim dimProduct(const std::vector<Dim>& dims, size_t from, size_t to) {
   Dim p = Dim::known(1);
