@@ -289,6 +289,53 @@ TEST(InferenceTest, ConvPoolingMatmul) {
   EXPECT_EQ(r.types["bn"], "float[N,64,112,112]");
 }
 
+// A convolution over a known size: the spec's formula, floor((x + pads - dil*(k-1) - 1) / stride)
+// + 1, or ceil(x / stride) for SAME padding, over a sweep of sizes, kernels, strides, dilations
+// and pads (negative ones crop).
+TEST(InferenceTest, ConvOutputSizesFollowTheFormula) {
+  struct Case {
+    const char* auto_pad;
+    int64_t pad_head, pad_tail;
+  };
+  const Case cases[] = {{"NOTSET", 0, 0},    {"NOTSET", 2, 1}, {"NOTSET", -1, 0},
+                        {"NOTSET", 3, 3},    {"VALID", 0, 0},  {"SAME_UPPER", 0, 0},
+                        {"SAME_LOWER", 0, 0}};
+  int checked = 0;
+  for (const Case& c : cases) {
+    for (int64_t x : {1, 2, 7, 16, 33}) {
+      for (int64_t k : {1, 3, 4}) {
+        for (int64_t stride : {1, 2, 3}) {
+          for (int64_t dil : {1, 2}) {
+            const bool same = std::string(c.auto_pad).rfind("SAME", 0) == 0;
+            const bool valid = std::string(c.auto_pad) == "VALID";
+            int64_t expected = 0;
+            if (same) {
+              expected = (x + stride - 1) / stride;
+            } else {
+              int64_t span = x + (valid ? 0 : c.pad_head + c.pad_tail) - dil * (k - 1) - 1;
+              if (span < 0) continue;  // no window fits
+              expected = span / stride + 1;
+            }
+            std::string pads = std::string(c.auto_pad) == "NOTSET"
+                                   ? ", pads = [" + std::to_string(c.pad_head) + ", " +
+                                         std::to_string(c.pad_tail) + "]"
+                                   : "";
+            std::string text = "<ir_version: 8, opset_import: [\"\" : 17]>\n g (float[1,1," +
+                               std::to_string(x) + "] a, float[1,1," + std::to_string(k) +
+                               "] w) => (float[?,?,?] y) {\n y = Conv <auto_pad = \"" + c.auto_pad +
+                               "\", strides = [" + std::to_string(stride) + "], dilations = [" +
+                               std::to_string(dil) + "]" + pads + "> (a, w)\n }";
+            auto r = infer(text.c_str());
+            EXPECT_EQ(r.types["y"], "float[1,1," + std::to_string(expected) + "]") << text;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);
+}
+
 TEST(InferenceTest, DataDependentSizesGetFreshSymbols) {
   auto r = infer(R"(<ir_version: 8, opset_import: ["" : 17]>
     g (float[N,4] x, int64[1] k) => (int64[2,?] nz) {

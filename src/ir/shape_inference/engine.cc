@@ -225,6 +225,7 @@ class ShapeInferenceEngine {
       return;
     }
     const Type& declared = v->type();
+    if (declared == inferred) return;  // (inferring again: nothing to merge or report)
     if (!declared.isKnown()) {
       store(v, inferred);
       return;

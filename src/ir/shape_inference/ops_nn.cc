@@ -85,8 +85,19 @@ Dim windowOut(const Dim& in, const Window& w, bool* disputed = nullptr) {
     if (!agreed && disputed != nullptr) *disputed = true;
     return agreed && ort >= 0 ? Dim::known(ort) : Dim::unknown();
   }
+  const bool same = w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER";
+  if (!w.pool && xv && std::max({*xv, w.k, w.stride, w.dil, w.pad_head, w.pad_tail}) < kSmall &&
+      std::min(w.pad_head, w.pad_tail) > -kSmall) {
+    // A known size through a convolution: the arithmetic below on int64, where nothing overflows.
+    if (same) return Dim::known((*xv + w.stride - 1) / w.stride);
+    int64_t extent = w.dil * (w.k - 1) + 1;
+    int64_t span = *xv + (w.auto_pad == "VALID" ? 0 : w.pad_head + w.pad_tail) - extent;
+    int64_t q = span / w.stride;
+    if (span % w.stride != 0 && span < 0) --q;  // floor division
+    return Dim::known(q + 1);
+  }
   SymExpr s = c(w.stride);
-  if (w.auto_pad == "SAME_UPPER" || w.auto_pad == "SAME_LOWER") {
+  if (same) {
     if (w.pool && w.dil > 1 && w.k > 1) {  // onnxruntime pads as if undilated
       if (disputed != nullptr && w.onnx_opset != 0) *disputed = true;
       return Dim::unknown();
