@@ -6,7 +6,8 @@ GPT-J (interleaved partial rotary before the head transpose; no grouped heads).
 Inputs: input_ids [batch, seq], attention_mask [batch, past + seq], past_key_values.{i}.key/value
 [batch, kv_heads, past, head]; outputs: logits and present.{i}.key/value [batch, kv_heads, past + seq,
 head]. Needs torch, transformers, onnx, onnxscript and onnxruntime; not run in CI. The exported files
-are committed beside this script.
+are committed beside this script. WithPast and export_program are also how tools/bench/llm_bench.py
+exports its full-size Llama models.
 
     python models/decoders/export.py --out models/decoders
 """
@@ -18,7 +19,6 @@ import os
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import torch
 from onnx import numpy_helper
 
@@ -44,23 +44,46 @@ def config(kind: str):
 
 
 class WithPast(torch.nn.Module):
-    """Flat tensors in and out: the cache as 2 * LAYERS tensors, so the ONNX signature is plain."""
+    """Flat tensors in and out: the cache as 2 * layers tensors, so the ONNX signature is plain.
+    logits_to_keep: Hugging Face's argument (0: the logits of every position; 1: of the last only,
+    as generate computes them)."""
 
-    def __init__(self, model):
+    def __init__(self, model, logits_to_keep: int = 0):
         super().__init__()
         self.model = model
+        self.logits_to_keep = logits_to_keep
 
     def forward(self, input_ids, attention_mask, *past):
         from transformers import DynamicCache
 
-        pairs = [(past[2 * i], past[2 * i + 1]) for i in range(LAYERS)]
+        pairs = [(past[2 * i], past[2 * i + 1]) for i in range(len(past) // 2)]
         cache = DynamicCache(pairs, config=self.model.config)
+        kwargs = {"logits_to_keep": self.logits_to_keep} if self.logits_to_keep else {}
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache,
-                         use_cache=True)
+                         use_cache=True, **kwargs)
         present = []
         for layer in out.past_key_values.layers:
             present += [layer.keys, layer.values]
         return (out.logits, *present)
+
+
+def io_names(layers: int) -> tuple[list[str], list[str]]:
+    """The exported inputs' and outputs' names (docs/llm.md)."""
+    past = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    present = [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    return ["input_ids", "attention_mask", *past], ["logits", *present]
+
+
+def export_program(wrapped: WithPast, ids, mask, past: list, path: str, external_data=None) -> None:
+    """wrapped's dynamo export (opset 18) with a dynamic batch, sequence, mask and past length,
+    saved to path (external_data: ONNXProgram.save's, None: past 2 GB)."""
+    names, out_names = io_names(len(past) // 2)
+    batch, seq, total = torch.export.Dim("batch"), torch.export.Dim("seq"), torch.export.Dim("total")
+    past_len = torch.export.Dim("past")
+    shapes = ({0: batch, 1: seq}, {0: batch, 1: total}, tuple({0: batch, 2: past_len} for _ in past))
+    prog = torch.onnx.export(wrapped, (ids, mask, *past), dynamo=True, input_names=names,
+                             output_names=out_names, dynamic_shapes=shapes, opset_version=18)
+    prog.save(path, external_data=external_data)
 
 
 def export(kind: str, out_dir: str) -> str:
@@ -79,22 +102,15 @@ def export(kind: str, out_dir: str) -> str:
     mask = torch.ones(BATCH, PAST + SEQ, dtype=torch.int64)
     kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
     past = [torch.randn(BATCH, kv_heads, PAST, head, generator=g) for _ in range(2 * LAYERS)]
-    past_names = [f"past_key_values.{i}.{kv}" for i in range(LAYERS) for kv in ("key", "value")]
-    names = ["input_ids", "attention_mask", *past_names]
-    out_names = ["logits"] + [f"present.{i}.{kv}" for i in range(LAYERS) for kv in ("key", "value")]
-    batch, seq, total = torch.export.Dim("batch"), torch.export.Dim("seq"), torch.export.Dim("total")
-    past_len = torch.export.Dim("past")
-    shapes = {"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: total},
-              "past": [{0: batch, 2: past_len} for _ in past]}
+    names, _ = io_names(LAYERS)
     wrapped = WithPast(model)
     path = os.path.join(out_dir, f"{kind}_kv_dynamo")
     os.makedirs(path, exist_ok=True)
     with torch.no_grad():
         expected = wrapped(ids, mask, *past)
-        prog = torch.onnx.export(wrapped, (ids, mask, *past), dynamo=True, input_names=names,
-                                 output_names=out_names, dynamic_shapes=(shapes["input_ids"],
-                                 shapes["attention_mask"], tuple(shapes["past"])), opset_version=18)
-    prog.save(os.path.join(path, "model.onnx"))
+        export_program(wrapped, ids, mask, past, os.path.join(path, "model.onnx"))
+    import onnxruntime as ort
+
     onnx_model = onnx.load(os.path.join(path, "model.onnx"))
     sess = ort.InferenceSession(onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
     feeds = {n: t.numpy() for n, t in zip(names, (ids, mask, *past))}
@@ -104,7 +120,7 @@ def export(kind: str, out_dir: str) -> str:
     os.makedirs(data, exist_ok=True)
     for i, n in enumerate(names):
         onnx.save_tensor(numpy_helper.from_array(feeds[n], n), os.path.join(data, f"input_{i}.pb"))
-    for i, (n, v) in enumerate(zip(out_names, got)):
+    for i, (n, v) in enumerate(zip(io_names(LAYERS)[1], got)):
         onnx.save_tensor(numpy_helper.from_array(v, n), os.path.join(data, f"output_{i}.pb"))
     size = os.path.getsize(os.path.join(path, "model.onnx")) // 1024
     return f"{kind:6} dynamo  ok (max |ort - torch| = {err:.2e}, {size} KiB)"
@@ -115,6 +131,7 @@ def main():
     ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--models", nargs="*", default=["llama", "qwen2", "phi", "gptj"])
     args = ap.parse_args()
+    import onnxruntime as ort
     import transformers
 
     # EXPORTED.txt: one line per model, the versions first; a partial run (--models) keeps the others.
