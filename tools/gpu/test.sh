@@ -54,6 +54,14 @@
 #                ids (issue 49); its output in generate.log; not part of all.
 #   pytest       tests/gpu (the models and node cases as one pytest item each; -k "$GPU_PYTEST_K"
 #                when set), its output in unit.log; not part of all.
+#   llm          tools/bench/llm_bench.py (issue 49): Llama 1B and 8B with random weights, fp16, exported
+#                with the KV cache and optimized (cached in build-gpu/llm_bench, which a warm machine
+#                keeps), prefill and decode timed on onnxopt.Generator against Hugging Face generate
+#                with a static cache and torch.compile, and the bandwidth bound; the Python module built
+#                first as the python group builds it (its log python.log); llm_bench.json,
+#                llm_bench.md and llm.log in $OUT. LLM_ARGS: more arguments (e.g. --size 8b --phase
+#                build: the 8B model's export and optimization take a call of their own). A call of
+#                this group alone builds only opt and the module. Not part of all.
 # GPU_TEST_DEVICE=reference runs the conformance, models and bench groups on the reference device
 # instead (to test this script without a GPU); GPU_TEST_JOBS (default 12) is how many cases or
 # models those run at once. Each step has a time limit, and the whole call a
@@ -83,11 +91,11 @@ groups=("$@")
 [ "${#groups[@]}" -gt 0 ] || groups=(build unit)
 for g in "${groups[@]}"; do
   case $g in
-    build | unit | conformance | convalgos | models | precision | plugin | bench | pytest | gpubench | zoo | python | generate) ;;
+    build | unit | conformance | convalgos | models | precision | plugin | bench | pytest | gpubench | zoo | python | generate | llm) ;;
     all) groups=(build unit conformance models bench) && break ;;
     *)
       echo "test.sh: unknown group '$g' (build, unit, conformance, convalgos, models, precision, plugin, bench, all," \
-        "pytest, gpubench, zoo, python, generate)" >&2
+        "pytest, gpubench, zoo, python, generate, llm)" >&2
       exit 2
       ;;
   esac
@@ -158,8 +166,8 @@ configure() {
 }
 
 build() {
-  cmake --build build-gpu -j"$jobs" --target cuda_host_tests cuda_kernel_tests \
-    cuda_executor_host_tests cuda_executor_tests opt onnxopt_swiglu plugin_tests
+  # shellcheck disable=SC2086  # build_targets is a list of targets
+  cmake --build build-gpu -j"$jobs" --target $build_targets
 }
 
 # The swiglu plugin's CUDA kernel inside the CUDA runtime (issue 20).
@@ -299,6 +307,14 @@ gpu_pytest() {
   ONNXOPT_REQUIRE_CUDA=1 python3 -m pytest -q -n "$py_jobs" tests/gpu "${k[@]}"
 }
 
+# The LLM benchmark (issue 49) through the Python module python_module builds; its budget ends 20 s
+# before the step's limit, so that its JSON and table are complete.
+llm_bench() {
+  # shellcheck disable=SC2086  # LLM_ARGS is a list of arguments
+  PYTHONPATH=$PWD/build-gpu/python${PYTHONPATH:+:$PYTHONPATH} python3 tools/bench/llm_bench.py --device cuda \
+    --opt build-gpu/bin/opt --work build-gpu/llm_bench --out "$out" --budget-s "$(time_limit 20)" ${LLM_ARGS:-}
+}
+
 gpu_generate() {
   ONNXOPT_REQUIRE_CUDA=1 python3 -m pytest -q -n "$py_jobs" -p no:cacheprovider tests/gpu/test_generate_cuda.py
 }
@@ -327,12 +343,17 @@ python_tests() {
 
 export -f gpu_info unpack_deps configure build plugin_cuda gpu_ctest gpu_binaries memcheck unpack_data \
   time_limit conformance convalgos models precision bench gpubench zoo gpu_pytest gpu_generate python_module \
-  python_tests
+  python_tests llm_bench
 # GPU_TEST_DEVICE=reference runs the acceptance groups on the CPU: for testing this script.
 device=${GPU_TEST_DEVICE:-cuda}
 # Cases and models run at once by the python steps (each opt process makes its own CUDA context).
 py_jobs=${GPU_TEST_JOBS:-12}
-export jobs out device py_jobs
+# A call of the llm group alone builds opt (and python_module the module) without the test binaries.
+build_targets="cuda_host_tests cuda_kernel_tests cuda_executor_host_tests cuda_executor_tests opt onnxopt_swiglu plugin_tests"
+only_llm=1
+for g in "${groups[@]}"; do [ "$g" = llm ] || only_llm=0; done
+[ "$only_llm" -eq 0 ] || build_targets=opt
+export jobs out device py_jobs build_targets
 export PATH=$GPU_DEPS_DIR/usr/bin:$GPU_DEPS_DIR/usr/lib/llvm-14/bin:/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=$GPU_DEPS_DIR/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export ONNXOPT_OPT=$root/build-gpu/bin/opt ONNXOPT_SHARED=$root/.gpu/shared PYTHONUNBUFFERED=1
@@ -344,7 +365,7 @@ echo "gpu: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | hea
 step build deps 60 unpack_deps
 step build configure 120 configure
 step build build 300 build
-if [ ! -x build-gpu/bin/opt ] || [ ! -x build-gpu/bin/cuda_kernel_tests ]; then
+if [ ! -x build-gpu/bin/opt ] || { [ "$only_llm" -eq 0 ] && [ ! -x build-gpu/bin/cuda_kernel_tests ]; }; then
   echo "tests: not run (the build failed)" | tee -a "$summary"
   failed=1
 else
@@ -394,8 +415,10 @@ else
     step zoo zoo 590 zoo
     section zoo zoo | grep -E "FAILED|check FAIL|done:" | tee -a "$summary" || true
   fi
-  if wants python; then
+  if wants python || wants llm; then
     step python module 240 python_module
+  fi
+  if wants python; then
     step python tests 120 python_tests
     section python tests | grep -E "passed|failed|SKIPPED" | sed 's/^/python: /' |
       tee -a "$summary" || true
@@ -409,6 +432,11 @@ else
     step generate generate 240 gpu_generate
     section generate generate | grep -E "^[0-9]+ [a-z]+.* in [0-9.]+s" | tail -1 | sed 's/^/generate: /' |
       tee -a "$summary" || true
+  fi
+  if wants llm; then
+    step llm llm 590 llm_bench
+    section llm llm | grep -E "FAILED|done:" | tee -a "$summary" || true
+    grep -E "^### |^Goals: " "$out/llm_bench.md" 2>/dev/null | tee -a "$summary" || true
   fi
   if wants bench; then
     step bench bench 180 bench
