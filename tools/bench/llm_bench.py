@@ -336,22 +336,24 @@ class Bench:
 
     # --- time ----------------------------------------------------------------------------------------
 
-    def ours(self, path: Path):
+    def ours(self, path: Path) -> tuple[object, str | None]:
+        """onnxopt.Generator where the package has the runner, else `opt generate` (--ours auto);
+        with why the package was not used."""
         a = self.a
         runner = "cuda" if a.device == "cuda" else "reference"
-        if a.ours in ("auto", "python"):
-            try:
-                import onnxopt
+        if a.ours == "cli":
+            return OursCli(a.opt, path, runner, max(60.0, self.left())), None
+        try:
+            import onnxopt
 
-                if runner in onnxopt.runners():
-                    return OursPython(path, runner, max(a.check_tokens, 1 + a.warmup + a.decode_steps))
-                why = f"this onnxopt has no {runner} runner"
-            except ImportError as e:
-                why = str(e)
+            if runner not in onnxopt.runners():
+                raise RuntimeError(f"this onnxopt has no {runner} runner")
+            return OursPython(path, runner, max(a.check_tokens, 1 + a.warmup + a.decode_steps)), None
+        except Exception as e:  # noqa: BLE001 - a package that cannot load leaves `opt generate`
             if a.ours == "python":
-                raise RuntimeError(f"onnxopt.Generator: {why}")
-            log(f"ours: {why}; timing `opt generate` instead")
-        return OursCli(a.opt, path, runner, max(60.0, self.left()))
+                raise
+            log(f"ours: onnxopt.Generator: {one_line(e)}; timing `opt generate` instead")
+            return OursCli(a.opt, path, runner, max(60.0, self.left())), one_line(e)
 
     def time(self, size: str, model, path: Path, rec: dict) -> None:
         a = self.a
@@ -362,8 +364,9 @@ class Bench:
         loaded: list = []
 
         def load() -> dict:
-            loaded.append(self.ours(path))
-            return {"source": loaded[0].source}
+            ours, why = self.ours(path)
+            loaded.append(ours)
+            return {"source": ours.source, **({"python_error": why} if why else {})}
 
         self.figure(rec, "ours_load", f"{size} ours: load", 20, load)
         self.time_ours(size, model, loaded[0] if loaded else None, rec)

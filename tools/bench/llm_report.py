@@ -59,7 +59,8 @@ def header(size: str, rec: dict, results: dict) -> list[str]:
         facts.append(f"greedy ids: {cell(c, 'agree', '')}")
     load = rec.get("ours_load") or {}
     if load.get("source") == "cli":
-        facts.append("ours timed through `opt generate` (decode: the mean of every step)")
+        why = f" (onnxopt.Generator: {load['python_error']})" if load.get("python_error") else ""
+        facts.append(f"ours timed through `opt generate`{why}; its decode figure is the mean of every step")
     elif "source" not in load and load:
         facts.append(f"ours: {cell(load, 'source', '')}")
     return out + [f"- {f}" for f in facts] + ([""] if facts else [])
