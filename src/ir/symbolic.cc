@@ -12,13 +12,6 @@ namespace {
 /// unknown value instead (a chain of min/max over its own results would double it every step).
 constexpr size_t kMaxKeyLength = 4096;
 
-/// Floor division; the callers exclude b == 0 and INT64_MIN / -1 (the two traps of `/`).
-int64_t floorDivInt(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
 /// Past this many terms in a product, or this exponent, an expression stands for an unknown value
 /// instead: squaring (N + 1) thirty times over would otherwise need 2^30 terms.
 constexpr size_t kMaxTerms = 256;
@@ -353,6 +346,12 @@ std::string SymExpr::toString() const {
     }
   }
   return out;
+}
+
+int64_t floorDivInt(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
 }
 
 }  // namespace onnxopt::ir

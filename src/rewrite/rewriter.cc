@@ -70,8 +70,7 @@ bool Rewriter::NameIndex::taken(const std::string& name) const {
 
 void Rewriter::NameIndex::note(const std::string& name, int delta) {
   if (name.empty()) return;  // (never asked for: firstFreeName gives a nonempty name)
-  int& c = changes[hash(name)];
-  c += delta;
+  changes[hash(name)] += delta;
 }
 
 std::string Rewriter::uniqueName(const ir::Graph& graph, const std::string& base) {

@@ -127,7 +127,7 @@ def in_process(tool: str, model: Path, runs: int) -> dict:
         return {"error": f"timed out after {TIMEOUT_S} s"}
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        return {"error": (lines[-1] if lines else f"exit {proc.returncode}")[:120]}
+        return {"error": portable(lines[-1] if lines else f"exit {proc.returncode}")[:120]}
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     out = {"ms": 1000 * statistics.median(r["times"]), "nodes": r["nodes"],
            "cpu_ms": 1000 * statistics.median(r["cpu"])}
@@ -148,7 +148,7 @@ def cli(opt: Path, model: Path, runs: int) -> dict:
                                   capture_output=True, text=True, timeout=TIMEOUT_S)
             times.append(time.perf_counter() - t0)
             if proc.returncode != 0:
-                return {"error": proc.stderr.strip().splitlines()[-1][:120]}
+                return {"error": portable(proc.stderr.strip().splitlines()[-1])[:120]}
     return {"ms": 1000 * statistics.median(times)}
 
 
@@ -247,7 +247,7 @@ def main() -> int:
                             f"tool returning a new ModelProto) takes {written:.1f} ms in total, "
                             f"which bounds the total ratio at {theirs / written:.2f}x"
                             if written > 0 else ""))
-    failures = [(r["model"], t, portable(r[t]["error"])) for r in rows for t in ("cli",) + tuple(tools)
+    failures = [(r["model"], t, r[t]["error"]) for r in rows for t in ("cli",) + tuple(tools)
                 if "error" in r[t]]
     if failures:
         lines += ["", "Failures (reported, not retried):", ""]

@@ -15,6 +15,9 @@
 
 namespace onnxopt::ir {
 
+/// Floor division on int64; callers exclude b == 0 and INT64_MIN / -1 (the two traps of `/`).
+int64_t floorDivInt(int64_t a, int64_t b);
+
 class SymExpr;
 
 /// An atom: a symbol, or an operation that did not simplify (floor division, modulo, min, max).

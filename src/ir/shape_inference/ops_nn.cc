@@ -92,9 +92,7 @@ Dim windowOut(const Dim& in, const Window& w, bool* disputed = nullptr) {
     if (same) return Dim::known((*xv + w.stride - 1) / w.stride);
     int64_t extent = w.dil * (w.k - 1) + 1;
     int64_t span = *xv + (w.auto_pad == "VALID" ? 0 : w.pad_head + w.pad_tail) - extent;
-    int64_t q = span / w.stride;
-    if (span % w.stride != 0 && span < 0) --q;  // floor division
-    return Dim::known(q + 1);
+    return Dim::known(floorDivInt(span, w.stride) + 1);
   }
   SymExpr s = c(w.stride);
   if (same) {
