@@ -14,9 +14,15 @@
 // The fused node is computed in x's type, and Scale and B are of x's type too (LayerNormalization
 // binds X, Scale, B and Y to one T; the verifier holds every node to that). torch's float16
 // decomposition normalizes Cast<float>(x) and casts back before the float16 Mul and Add: the tail
-// stops at that Cast, so the fused node is float with a float ones Scale and the Casts and the
-// float16 affine stay, computing exactly what the original does (not float16 throughout, which
-// would round the variance to float16).
+// stops at that Cast, so the fused node is float with a float ones Scale. Then
+//
+//   y = Cast<T>(LayerNormalization(Cast<float>(x: T), ones, [zeros]))  [Mul(y, gamma: T)]
+//       [Add(., beta: T)]
+//   ==>  y = LayerNormalization(x, gamma | ones, beta | zeros)          T = float16, bfloat16
+//
+// takes the casts and the T affine in: exact, as LayerNormalization computes in its stash type
+// (float, so the variance is not rounded to T) and applies Scale and B in T
+// (norm::matchCastNormalization).
 #include "normalization.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/pass/pattern_match.h"
@@ -82,6 +88,9 @@ class FuseLayerNormPass final : public pass::PatternPass {
     rewrite::PatternList list;
     list.push_back(std::make_unique<LayerNormPattern>("Div"));
     list.push_back(std::make_unique<LayerNormPattern>("Mul"));
+    list.push_back(std::make_unique<norm::CastNormPattern>(
+        "fuse-layernorm-cast", "LayerNormalization", /*with_bias=*/true,
+        std::vector<const char*>{"ln_scale", "ln_bias"}, 17));
     return list;
   }
 };

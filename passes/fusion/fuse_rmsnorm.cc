@@ -11,6 +11,13 @@
 // normalized dims (it is stored shaped like them); without gamma, a ones tensor is made. The
 // normalized dims must be static; every intermediate must have no other user. Float, float16 and
 // bfloat16 (the default stash type computes in float, as the decomposition's upcast does).
+//
+//   y = Cast<T>(RMSNormalization(Cast<float>(x: T), ones))  [Mul(y, gamma: T)]
+//   ==>  y = RMSNormalization(x, gamma | ones: T)                              T = float16, bfloat16
+//
+// is torch's float16 decomposition after the rule above (Hugging Face's RMSNorm upcasts, normalizes,
+// casts back, then scales in float16): exact, as RMSNormalization computes in its stash type
+// (float) and scales in T (norm::matchCastNormalization).
 #include "normalization.h"
 #include "onnxopt/pass/pass.h"
 #include "onnxopt/pass/pattern_match.h"
@@ -63,6 +70,9 @@ class FuseRmsNormPass final : public pass::PatternPass {
     rewrite::PatternList list;
     list.push_back(std::make_unique<RmsNormPattern>("Mul"));
     list.push_back(std::make_unique<RmsNormPattern>("Div"));
+    list.push_back(std::make_unique<norm::CastNormPattern>(
+        "fuse-rmsnorm-cast", "RMSNormalization", /*with_bias=*/false,
+        std::vector<const char*>{"rms_scale"}, 23));
     return list;
   }
 };

@@ -51,9 +51,44 @@ std::optional<Normalization> matchTail(ir::Node* norm, ir::Value* x, double epsi
                                        std::vector<ir::Node*> chain, bool with_bias,
                                        rewrite::PatternContext& ctx);
 
+/// A normalization computed in float between casts from and back to x's type T (float16 or
+/// bfloat16), rooted at the outer Cast, with the affine tail in T read forward:
+///
+///   Cast<T>(op<stash_type = float>(Cast<float>(x: T), ones [, zeros]))  [Mul(., gamma: T)]
+///   [Add(., beta: T)]   ==>   op<stash_type = float>(x, gamma | ones, [beta | zeros])
+///
+/// Exact by op's definition: it casts X to the stash type, normalizes, casts the result back to T
+/// and applies Scale (and B) in T, which is what the casts and the T tail do. Needs x's normalized
+/// dims static; the op's Mean and InvStdDev unused. nullopt (with ctx.fail's reason) when not.
+std::optional<Normalization> matchCastNormalization(ir::Node* cast, const char* op_type,
+                                                    bool with_bias, rewrite::PatternContext& ctx);
+
 /// Replaces the chain's result by `op`(x, Scale [, B]) <axis, epsilon> and erases the chain; new
 /// Scale and B initializers are named from `names`.
 void rewrite(const char* op, Normalization& n, const std::vector<const char*>& names,
              rewrite::PatternContext& ctx);
+
+/// matchCastNormalization and rewrite as a pattern rooted at Cast (fuse-layernorm-cast,
+/// fuse-rmsnorm-cast).
+class CastNormPattern final : public rewrite::Pattern {
+ public:
+  CastNormPattern(const char* name, const char* op_type, bool with_bias,
+                  std::vector<const char*> names, int64_t min_opset)
+      : Pattern(name, "Cast", "", 2, min_opset),
+        op_type_(op_type),
+        with_bias_(with_bias),
+        names_(std::move(names)) {}
+  bool matchAndRewrite(ir::Node* node, rewrite::PatternContext& ctx) const override {
+    auto n = matchCastNormalization(node, op_type_, with_bias_, ctx);
+    if (!n) return false;
+    rewrite(op_type_, *n, names_, ctx);
+    return true;
+  }
+
+ private:
+  const char* op_type_;
+  bool with_bias_;
+  std::vector<const char*> names_;
+};
 
 }  // namespace onnxopt::passes::norm
