@@ -179,6 +179,8 @@ std::optional<double> scalarConstant(const ir::Value* value) {
 }
 
 bool isNondeterministicOp(const std::string& op) {
+  // Asked of every node by several passes: most ops fail the first letter.
+  if (op.empty() || (op[0] != 'R' && op[0] != 'M' && op[0] != 'B')) return false;
   return op == "RandomNormal" || op == "RandomNormalLike" || op == "RandomUniform" ||
          op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
 }
