@@ -5,12 +5,14 @@
 // the same value reuses its plan.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "fake_device.h"
 #include "model_feeds.h"
+#include "onnxopt/ir/builder.h"
 #include "onnxopt/runtime/cuda_executor.h"
 #include "onnxopt/runtime/plan.h"
 #include "test_models.h"
@@ -157,6 +159,47 @@ g (float[4,3] x, int64[2] i) => (float[2,3] y) {
                                {{"x", test::ramp({4, 3}, 2.f)}, {"i", int64s({2}, {2, 1})}});
   EXPECT_EQ(cuda.planMisses(), 1);
   EXPECT_EQ(cuda.planHits(), 1);
+}
+
+// Kernels read small operands on the host (ReduceSum's axes), never a weight: a weight's host copy
+// at each plan and binding made every new shape of a large model copy all of its weights. Here
+// a 2 MiB MatMul weight is checked and prepared without its host data (and still runs right),
+// while ReduceSum's constant axes come with theirs.
+TEST(CudaValueInputs, WeightsAreNotCopiedToTheHostForTheKernels) {
+  // w is given its 2 MiB below (the text holds a placeholder of one element).
+  auto parsed = io::parseModelText(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,1024] x) => (float[N] y) <float[1] w = {0.0}, int64[1] a = {1}> {
+  m = MatMul(x, w)
+  y = ReduceSum <keepdims = 0> (m, a)
+}
+)");
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  std::unique_ptr<ir::Model> model = std::move(parsed).value();
+  for (ir::Value* v : model->graph->initializers()) {
+    if (v->name() != "w") continue;
+    ir::Tensor w(DataType::kFloat, {1024, 512});
+    std::string bytes(1024 * 512 * sizeof(float), '\0');
+    for (size_t i = 0; i < 1024 * 512; ++i) {
+      float f = static_cast<float>(i % 7) * 0.25F - 0.5F;
+      std::memcpy(bytes.data() + i * sizeof(float), &f, sizeof(float));
+    }
+    w.setBytes(std::move(bytes));
+    ir::Builder::setInitializer(v, std::move(w));
+    ir::Builder::setType(v, ir::Type::tensor(DataType::kFloat, std::vector{ir::Dim::known(1024),
+                                                                           ir::Dim::known(512)}));
+  }
+  ASSERT_TRUE(ir::inferShapes(*model).isOk());
+  // A device that takes every node, so that the MatMul is checked and prepared.
+  auto log = std::make_shared<test::FakeDeviceLog>();
+  auto cuda =
+      CudaExecutor::createOn(*model, CudaOptions{}, std::make_unique<test::FakeDevice>(log));
+  ASSERT_TRUE(cuda.isOk()) << cuda.status().toString();
+  test::expectMatchesReference(**cuda, *model, {{"x", test::ramp({3, 1024}, 0.5F)}});
+  EXPECT_EQ((*cuda)->lastPlan()->countPlacement(Placement::kDevice), 2);
+  EXPECT_GT(log->host_operands, 0);  // ReduceSum's axes
+  EXPECT_LT(log->largest_host_operand, size_t{1024 * 512 * sizeof(float)});
+  EXPECT_TRUE(log->errors.empty());
 }
 
 }  // namespace

@@ -41,6 +41,9 @@ struct FakeDeviceLog {
   int64_t to_device_bytes = 0;
   int64_t to_host_copies = 0;  ///< copyToHost calls, and their bytes
   int64_t to_host_bytes = 0;
+  /// Operands given with their host data to canImplement and prepare, and the largest's bytes.
+  int64_t host_operands = 0;
+  size_t largest_host_operand = 0;
   std::vector<std::string> errors;
 };
 
@@ -162,6 +165,7 @@ class FakeDevice : public cuda_detail::DeviceApi {
     return Status::ok();
   }
   kernels::Support canImplement(const kernels::CudaKernelCall& call) override {
+    noteHostOperands(call);
     if (refuse_.count(call.op)) return kernels::Support::no("fake device refuses " + call.op);
     if (cuda_checks_) return kernels::cudaCanImplement(call);
     return kernels::Support::yes();
@@ -172,6 +176,7 @@ class FakeDevice : public cuda_detail::DeviceApi {
   StatusOr<std::unique_ptr<kernels::PreparedCudaKernel>> prepare(
       const kernels::CudaKernelCall& call) override {
     ++log_->prepares;
+    noteHostOperands(call);
     size_t workspace = call.op == "MatMul" || call.op == "Gemm" ? 1024 : 0;
     return std::unique_ptr<kernels::PreparedCudaKernel>(
         std::make_unique<Kernel>(call, canImplement(call), workspace));
@@ -241,6 +246,14 @@ class FakeDevice : public cuda_detail::DeviceApi {
   }
 
  private:
+  void noteHostOperands(const kernels::CudaKernelCall& call) {
+    for (const kernels::HostTensor* t : call.constant_inputs) {
+      if (t == nullptr) continue;
+      ++log_->host_operands;
+      log_->largest_host_operand = std::max(log_->largest_host_operand, t->bytes.size());
+    }
+  }
+
   /// A prepared kernel: the call it was prepared from (its workspace set by setWorkspace).
   struct Kernel : kernels::PreparedCudaKernel {
     Kernel(kernels::CudaKernelCall c, kernels::Support s, size_t w)

@@ -140,11 +140,7 @@ Status CudaExecutor::Impl::prepareNode(PlanState& state, int index, size_t* work
   // Constant inputs (and value inputs' data) are also readable on the host, where kernels take
   // small operands.
   for (int id : pn.inputs) {
-    std::optional<HostTensor> data;
-    if (id >= 0 && value(plan, rootOf(plan, id)).knownWhenPlanning()) {
-      if (auto c = constantData(plan, id); c.isOk()) data = std::move(c).value();
-    }
-    prepared.constants.push_back(std::move(data));
+    prepared.constants.push_back(id >= 0 ? hostOperand(plan, id) : std::nullopt);
   }
   for (size_t i = 0; i < prepared.constants.size(); ++i) {
     const std::optional<HostTensor>& c = prepared.constants[i];
@@ -267,11 +263,7 @@ kernels::Support CudaExecutor::Impl::checkWhilePlanning(const Plan& plan,
     const PlannedValue& v = value(plan, id);
     call.inputs.emplace_back(v.dtype, v.dims, kernels::contiguousStrides(v.dims), nullptr,
                              kernels::MemoryKind::kDevice);
-    std::optional<HostTensor> data;
-    if (value(plan, rootOf(plan, id)).knownWhenPlanning()) {
-      if (auto c = constantData(plan, id); c.isOk()) data = std::move(c).value();
-    }
-    constants.push_back(std::move(data));
+    constants.push_back(hostOperand(plan, id));
   }
   for (int id : pn.outputs) {
     if (id < 0) {

@@ -28,6 +28,15 @@ StatusOr<HostTensor> CudaExecutor::Impl::constantData(const Plan& plan, int id) 
   return makeError(StatusCode::kInternal, "constant '{}' has no data", v.name);
 }
 
+std::optional<HostTensor> CudaExecutor::Impl::hostOperand(const Plan& plan, int id) const {
+  const PlannedValue& root = value(plan, rootOf(plan, id));
+  if (!root.knownWhenPlanning()) return std::nullopt;
+  if (!root.host_value && root.bytes > kMaxHostOperandBytes) return std::nullopt;
+  auto data = constantData(plan, id);
+  if (!data.isOk()) return std::nullopt;
+  return std::move(data).value();
+}
+
 Status CudaExecutor::Impl::uploadConstants(PlanState& state) {
   const Plan& plan = *state.plan;
   // The host data of the queued uploads, alive until they are done.

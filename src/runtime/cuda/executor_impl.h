@@ -208,6 +208,13 @@ struct CudaExecutor::Impl {
   // cuda_weights.cc
   /// The host data of a constant value (a view of a constant reads its root's data).
   StatusOr<HostTensor> constantData(const Plan& plan, int id) const;
+  /// An operand's host data for a kernel's check and preparation: that of a value known when
+  /// planning (a constant, a value input) up to kMaxHostOperandBytes, or one kept on the host
+  /// anyway; nullopt otherwise. Kernels read only small operands on the host (indices, shapes,
+  /// axes, positions); a weight is read on the device, and a copy of every weight at each plan
+  /// and each binding made a large model's every new shape pay for copying all of its weights.
+  std::optional<HostTensor> hostOperand(const Plan& plan, int id) const;
+  static constexpr int64_t kMaxHostOperandBytes = int64_t{1} << 20;
   /// The kernel's check of a node at its planned dims and constant inputs, asked while planning
   /// (PlanOptions::check_node) so that the plan's placement is what runs. No memory exists yet:
   /// the views carry no pointer (the arena's, where the node runs, are aligned).
