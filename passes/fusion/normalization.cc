@@ -134,7 +134,7 @@ std::optional<Normalization> matchCastNormalization(ir::Node* cast, const char* 
       pass::elemTypeOf(cast->output(0)) != elem) {
     return ctx.fail("not a cast to float and back"), std::nullopt;
   }
-  if (!absentOrAll(*inner, 1, 1.0) || !(with_bias ? absentOrAll(*inner, 2, 0.0) : true)) {
+  if (!absentOrAll(*inner, 1, 1.0) || (with_bias && !absentOrAll(*inner, 2, 0.0))) {
     return ctx.fail("Scale is not all ones or B not all zeros"), std::nullopt;
   }
   auto rank = pass::rankOf(x);
