@@ -139,12 +139,10 @@ std::optional<Normalization> matchCastNormalization(ir::Node* cast, const char* 
   }
   auto rank = pass::rankOf(x);
   if (!rank) return ctx.fail("x's rank unknown"), std::nullopt;
-  int64_t axis = pass::attrInt(*inner, "axis", -1);
-  if (axis < -*rank || axis >= *rank) return ctx.fail("axis out of range"), std::nullopt;
-  Normalization n{.x = x,
-                  .axis = axis < 0 ? axis + *rank : axis,
-                  .epsilon = pass::attrFloat(*inner, "epsilon", 1e-5F),
-                  .last = cast};
+  auto axis = pass::normalizeAxis(pass::attrInt(*inner, "axis", -1), *rank);
+  if (!axis) return ctx.fail("axis out of range"), std::nullopt;
+  Normalization n{
+      .x = x, .axis = *axis, .epsilon = pass::attrFloat(*inner, "epsilon", 1e-5F), .last = cast};
   auto norm_dims = pass::staticDimsFrom(x, n.axis);
   if (!norm_dims) return ctx.fail("normalized dims not static"), std::nullopt;
   if (!matchAffine(n, *elem, *norm_dims, with_bias, ctx)) return std::nullopt;

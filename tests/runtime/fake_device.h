@@ -41,7 +41,8 @@ struct FakeDeviceLog {
   int64_t to_device_bytes = 0;
   int64_t to_host_copies = 0;  ///< copyToHost calls, and their bytes
   int64_t to_host_bytes = 0;
-  /// Operands given with their host data to canImplement and prepare, and the largest's bytes.
+  /// Operands given with their host data to canImplement (prepare asks it too), and the
+  /// largest's bytes.
   int64_t host_operands = 0;
   size_t largest_host_operand = 0;
   std::vector<std::string> errors;
@@ -176,7 +177,6 @@ class FakeDevice : public cuda_detail::DeviceApi {
   StatusOr<std::unique_ptr<kernels::PreparedCudaKernel>> prepare(
       const kernels::CudaKernelCall& call) override {
     ++log_->prepares;
-    noteHostOperands(call);
     size_t workspace = call.op == "MatMul" || call.op == "Gemm" ? 1024 : 0;
     return std::unique_ptr<kernels::PreparedCudaKernel>(
         std::make_unique<Kernel>(call, canImplement(call), workspace));
