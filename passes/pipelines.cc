@@ -71,6 +71,10 @@ StatusOr<std::string> pipelineForLevel(int level) {
       //    (which merges or cancels the Transpose pairs it brings together), fold-constants
       //    (constants it permutes) and dce: the fusions' patterns read Transposes where the
       //    exporters put them (fuse-attention's head split and K^T), so they see that graph first.
+      //  - share-transposed-weight in that fixed point, before fold-constants: it leaves a tied
+      //    embedding's Transpose<1,0> as the table's only reader, which fold-constants then
+      //    stores in its place (in the same round, before optimize-transposes could move that
+      //    Transpose through the new column Gather and undo it).
       //  - all of it in a fixed point: cancelling Transposes exposes chains to the fusions that a
       //    Transpose hid (tf2onnx's NHWC Conv -> Transpose -> Add(bias): fuse-conv-affine takes
       //    the Add once the Transposes are gone), so the fusions run again on that graph, and
@@ -86,7 +90,8 @@ StatusOr<std::string> pipelineForLevel(int level) {
              "fuse-layernorm,fuse-rmsnorm,fuse-rotary,"
              "fuse-gelu,fuse-activations,fuse-attention,fuse-scale-chain,fold-constants,"
              "eliminate-noop{strict-signed-zero=false},cse,dce),fuse-matmul-scale,dce,"
-             "fixpoint(optimize-transposes,merge-consecutive,fold-constants,dce))";
+             "fixpoint(optimize-transposes,share-transposed-weight,merge-consecutive,"
+             "fold-constants,dce))";
     default:
       return invalidArgument("unknown optimization level {} (use 0 to 3)", level);
   }
