@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "../../src/runtime/cuda/caching_device_api.h"
 #include "fake_device.h"
 #include "model_feeds.h"
 #include "onnxopt/api/optimize.h"
@@ -207,9 +208,45 @@ TEST(GeneratorOnFakeDevice, FusedDecodersKeepTheCacheOnTheDeviceToo) {
   }
 }
 
+// Each decode step is a new plan (the past grows by one), and the plan cache keeps 8: once it is
+// full, each step's plan evicts the oldest, and takes its memory over from what that one gave
+// back (caching_device_api.h) rather than from the device.
+TEST(GeneratorOnFakeDevice, DecodeStepsStopAllocatingOnceThePlanCacheIsFull) {
+  auto model = test::loadInferred(modelPath("llama"));
+  ASSERT_TRUE(model);
+  auto log = std::make_shared<test::FakeDeviceLog>();
+  auto generator = onFakeDevice(*model, log, greedyOptions(24));
+  ASSERT_TRUE(generator);
+  // A prompt long enough that 8 steps grow the plans' buffers by less than a size class (a
+  // decoder's arena at a realistic context), so that what the evicted plan gave back fits.
+  std::vector<int64_t> prompt(120);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int64_t>(7 + 13 * i % 240);
+  ASSERT_TRUE(generator->start({{prompt}, {}}).isOk());
+  const int64_t capacity = static_cast<int64_t>(CudaOptions{}.plan_cache_capacity);
+  for (int64_t step = 0; !generator->done(); ++step) {
+    const int64_t before = log->allocations;
+    ASSERT_TRUE(generator->step().isOk());
+    if (step > capacity + 1) {
+      EXPECT_EQ(log->allocations - before, 0) << "step " << step;
+    }
+  }
+  EXPECT_TRUE(log->errors.empty()) << log->errors.front();
+}
+
 /// How many of `sizes[from..]` equal `bytes`.
 int64_t countSized(const std::vector<size_t>& sizes, size_t from, size_t bytes) {
   return std::count(sizes.begin() + static_cast<std::ptrdiff_t>(from), sizes.end(), bytes);
+}
+
+/// How many of `sizes[from..]` a plan could have taken for a buffer of `bytes`: plans take their
+/// memory through the executor's cache, which asks the device for the size class of an eighth
+/// more (caching_device_api.h), or for the class alone where that fails.
+int64_t countPlanSized(const std::vector<size_t>& sizes, size_t from, size_t bytes) {
+  using cuda_detail::CachingDeviceApi;
+  const size_t size_class = CachingDeviceApi::sizeClass(bytes);
+  const size_t with_headroom = CachingDeviceApi::sizeClass(size_class + size_class / 8);
+  return countSized(sizes, from, size_class) +
+         (with_headroom != size_class ? countSized(sizes, from, with_headroom) : 0);
 }
 
 TEST(GeneratorOnFakeDevice, CacheBuffersAreAllocatedOncePerGeneration) {
@@ -242,10 +279,10 @@ TEST(GeneratorOnFakeDevice, CacheBuffersAreAllocatedOncePerGeneration) {
         const int64_t total = static_cast<int64_t>(generator->sequences()[0].size()) - 1;
         for (const KvCacheEntry& e : cache) {
           if (past > 0) {
-            EXPECT_EQ(countSized(log->allocated_bytes, step_start, cacheBytes(e, past)), 0)
+            EXPECT_EQ(countPlanSized(log->allocated_bytes, step_start, cacheBytes(e, past)), 0)
                 << e.past << " at past " << past;
           }
-          EXPECT_EQ(countSized(log->allocated_bytes, step_start, cacheBytes(e, total)), 0)
+          EXPECT_EQ(countPlanSized(log->allocated_bytes, step_start, cacheBytes(e, total)), 0)
               << e.present << " of " << total << " positions";
         }
       }

@@ -126,13 +126,13 @@ StatusOr<DeviceRunResult> CudaExecutor::runOnDevice(const Feeds& inputs, const D
 
 StatusOr<std::shared_ptr<void>> CudaExecutor::allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  ASSIGN_OR_RETURN(void* data, impl_->api->allocate(bytes));
+  ASSIGN_OR_RETURN(void* data, impl_->device_memory->allocate(bytes));
   // Released under the mutex too: the device's table of allocations is not safe to change
   // while a run on another thread allocates.
   return std::shared_ptr<void>(data, [impl = impl_.get()](void* p) {
     if (p == nullptr) return;
     std::lock_guard<std::mutex> released(impl->mu);
-    impl->api->release(p);
+    impl->device_memory->release(p);
   });
 }
 

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "caching_device_api.h"
 #include "executor_impl.h"
 #include "onnxopt/runtime/weight_data.h"
 
@@ -78,7 +79,9 @@ StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::createOn(
   // when a run reads it (checkCudaFeeds).
   RETURN_IF_ERROR(checkRunData(*model.graph, [](const ir::Value&) { return true; }));
   auto impl = std::make_unique<Impl>();
-  impl->api = std::move(device);
+  auto cached = std::make_unique<cuda_detail::CachingDeviceApi>(std::move(device));
+  impl->device_memory = &cached->uncached();
+  impl->api = std::move(cached);
   const ir::Model* m = &model;
   // Value inputs fed on the host plan for their data; those given in device memory stay keyed by
   // shape (reading them would synchronize every run).

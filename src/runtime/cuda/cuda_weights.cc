@@ -59,7 +59,7 @@ Status CudaExecutor::Impl::uploadConstants(PlanState& state) {
       return makeError(StatusCode::kUnimplemented,
                        "constant '{}' is a string tensor, which the device cannot read", v.name);
     }
-    auto buffer = DeviceMemory::allocate(*api, data.bytes.size());
+    auto buffer = DeviceMemory::allocate(initializer ? *device_memory : *api, data.bytes.size());
     if (!buffer.isOk()) {
       return buffer.status().withContext(fmt::format("uploading weight '{}'", v.name));
     }

@@ -117,8 +117,12 @@ struct CudaExecutor::Impl {
   using HostTensor = kernels::HostTensor;
   using PlanState = cuda_detail::PlanState;
 
-  /// First: every buffer below is released through it.
+  /// First: every buffer below is released through it. The device behind a cache of the memory
+  /// plans take and give back (caching_device_api.h).
   std::unique_ptr<cuda_detail::DeviceApi> api;
+  /// The device itself, without that cache: memory the session keeps (weights, the caller's
+  /// buffers) is allocated here, at its exact size.
+  cuda_detail::DeviceApi* device_memory = nullptr;
   /// What the executor asks of the model, bound when it is created (the one place it reads the
   /// IR; plans bring the rest through Plan::host): the feeds checked against the model's inputs,
   /// and a whole run on the reference executor where no plan fits.
