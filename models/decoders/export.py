@@ -1,7 +1,9 @@
 """Exports tiny decoder-only LLMs with a KV cache (random weights, hidden size 64, 2 layers, grouped KV
 heads) through PyTorch's dynamo exporter, and writes golden inputs/outputs from onnxruntime: Llama,
-Qwen2 (biases on Q/K/V, made nonzero here), Phi (partial rotary: half of each head rotates) and
-GPT-J (interleaved partial rotary before the head transpose; no grouped heads).
+Qwen2 (biases on Q/K/V, made nonzero here), Phi (partial rotary: half of each head rotates), GPT-J
+(interleaved partial rotary before the head transpose; no grouped heads), Mistral (the sliding
+window in the mask and the cache) and Gemma (GELU-gated MLP, RMSNorm by 1 + weight, the
+embedding scaled, tied embeddings).
 
 Inputs: input_ids [batch, seq], attention_mask [batch, past + seq], past_key_values.{i}.key/value
 [batch, kv_heads, past, head]; outputs: logits and present.{i}.key/value [batch, kv_heads, past + seq,
@@ -37,6 +39,10 @@ def config(kind: str):
         return tf.Qwen2Config(**common)
     if kind == "phi":
         return tf.PhiConfig(partial_rotary_factor=0.5, **common)
+    if kind == "mistral":  # its sliding window (4096) is longer than any test sequence
+        return tf.MistralConfig(**common)
+    if kind == "gemma":  # GELU-gated MLP, RMSNorm scaled by 1 + weight, tied embeddings
+        return tf.GemmaConfig(head_dim=16, hidden_activation="gelu_pytorch_tanh", **common)
     if kind == "gptj":
         return tf.GPTJConfig(vocab_size=256, n_embd=64, n_layer=LAYERS, n_head=4, rotary_dim=8,
                              n_positions=128)
@@ -129,7 +135,7 @@ def export(kind: str, out_dir: str) -> str:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
-    ap.add_argument("--models", nargs="*", default=["llama", "qwen2", "phi", "gptj"])
+    ap.add_argument("--models", nargs="*", default=["llama", "qwen2", "phi", "gptj", "mistral", "gemma"])
     args = ap.parse_args()
     import onnxruntime as ort
     import transformers

@@ -115,7 +115,7 @@ def golden(kind: str, out_dir: str) -> str:
 
 def main():
     out_dir = os.path.dirname(os.path.abspath(__file__))
-    for kind in sys.argv[1:] or ["llama", "qwen2", "phi", "gptj"]:
+    for kind in sys.argv[1:] or ["llama", "qwen2", "phi", "gptj", "mistral", "gemma"]:
         print(golden(kind, out_dir))
 
 

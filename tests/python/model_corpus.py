@@ -79,7 +79,8 @@ SMALLER_INPUT = {"light/light_vgg19": 32, "light/light_zfnet512": 112,
 # positions from it (random lengths index past the rotary tables). They run on the inputs stored
 # beside them (test_data_set_0, written by their export script).
 STORED_INPUTS = {"models/decoders/gptj_kv_dynamo", "models/decoders/llama_kv_dynamo",
-                 "models/decoders/phi_kv_dynamo", "models/decoders/qwen2_kv_dynamo"}
+                 "models/decoders/phi_kv_dynamo", "models/decoders/qwen2_kv_dynamo",
+                 "models/decoders/mistral_kv_dynamo", "models/decoders/gemma_kv_dynamo"}
 
 
 def stored_input_args(path: Path) -> list[str]:

@@ -18,7 +18,8 @@ import pytest
 
 from roundtrip_check import REPO_ROOT
 
-DECODERS = ["llama_kv_dynamo", "qwen2_kv_dynamo", "phi_kv_dynamo", "gptj_kv_dynamo"]
+DECODERS = ["llama_kv_dynamo", "qwen2_kv_dynamo", "phi_kv_dynamo", "gptj_kv_dynamo", "mistral_kv_dynamo",
+            "gemma_kv_dynamo"]
 
 
 def golden_cases(name: str) -> list[dict]:
@@ -138,7 +139,9 @@ def test_optimized_decoder_generates_hugging_faces_ids_on_onnxruntime(name: str,
     model, out = REPO_ROOT / "models" / "decoders" / name / "model.onnx", work_dir / "o2.onnx"
     proc = run_opt(model, "-O2", "--target-opset", "23", "-o", out)
     assert proc.returncode == 0, proc.stderr
-    assert any(n.op_type == "Attention" for n in onnx.load(str(out)).graph.node)
+    fused = any(n.op_type == "Attention" for n in onnx.load(str(out)).graph.node)
+    # Mistral's sliding-window cache keys are not provably as long as its mask (test_llm_fusions).
+    assert fused == (name != "mistral_kv_dynamo")
     for case in golden_cases(name)[:2]:  # one row, and a batch (no mask, no end-of-sequence id)
         assert ort_greedy(out, case["input_ids"], case["max_new_tokens"]) == case["sequences"], case["name"]
 

@@ -26,7 +26,7 @@
 namespace onnxopt::runtime {
 namespace {
 
-constexpr const char* kDecoders[] = {"llama", "qwen2", "phi", "gptj"};
+constexpr const char* kDecoders[] = {"llama", "qwen2", "phi", "gptj", "mistral", "gemma"};
 
 std::string modelPath(const std::string& name) {
   return fmt::format("models/decoders/{}_kv_dynamo/model.onnx", name);

@@ -15,7 +15,8 @@ import onnxopt
 
 REPO = Path(__file__).resolve().parents[3]
 DECODERS = REPO / "models" / "decoders"
-NAMES = ["llama_kv_dynamo", "qwen2_kv_dynamo", "phi_kv_dynamo", "gptj_kv_dynamo"]
+NAMES = ["llama_kv_dynamo", "qwen2_kv_dynamo", "phi_kv_dynamo", "gptj_kv_dynamo", "mistral_kv_dynamo",
+         "gemma_kv_dynamo"]
 
 
 def cases(name: str) -> list[dict]:
