@@ -80,8 +80,8 @@ GATED = {"transformers/llama_dynamo": "SwiGlu", "transformers/llama_legacy": "Sw
 def test_decoder_fuses_to_cuda_target_ops(name: str, run_opt, work_dir: Path) -> None:
     """-O3 --target cuda: each layer's Q, K and V projections are one product and a Split; Llama's
     and Qwen2's SwiGLU MLP is one gate/up product and SwiGlu, and their residual Adds feeding
-    RMSNormalization are SkipRMSNormalization (Gemma's GELU-gated MLP: GeGlu). The result still matches on onnxruntime (which
-    inlines the ai.onnxopt functions)."""
+    RMSNormalization are SkipRMSNormalization (Gemma's GELU-gated MLP: GeGlu). The result still
+    matches on onnxruntime (which inlines the ai.onnxopt functions)."""
     model_dir = REPO_ROOT / "models" / name
     src, out = model_dir / "model.onnx", work_dir / "o3.onnx"
     proc = run_opt(src, "-O3", "--target", "cuda", "--target-opset", "23", "-o", out)

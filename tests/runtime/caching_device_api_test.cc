@@ -45,7 +45,7 @@ TEST(CachingDeviceApi, DeviceBlocksAreReusedAtOnce) {
   CachingDeviceApi api(std::make_unique<test::FakeDevice>(log));
   void* a = got(api.allocate(1000));
   // Taken an eighth larger than 1000's class (1024): 1152.
-  EXPECT_EQ(log->allocated_bytes.back(), CachingDeviceApi::sizeClass(1024 + 128));
+  EXPECT_EQ(log->allocated_bytes.back(), CachingDeviceApi::newBlockBytes(1024));
   api.release(a);
   EXPECT_EQ(got(api.allocate(1010)), a);  // 1010's class, 1024, is served by it
   void* b = got(api.allocate(1000));      // a is taken: a new block
@@ -56,7 +56,7 @@ TEST(CachingDeviceApi, DeviceBlocksAreReusedAtOnce) {
   EXPECT_NE(got(api.allocate(4000)), a);  // a block far smaller is not taken
   EXPECT_EQ(log->allocations, 3);
   EXPECT_EQ(got(api.allocate(0)), nullptr);
-  EXPECT_EQ(api.cachedDeviceBytes(), CachingDeviceApi::sizeClass(1024 + 128));
+  EXPECT_EQ(api.cachedDeviceBytes(), CachingDeviceApi::newBlockBytes(1024));
 }
 
 TEST(CachingDeviceApi, PinnedBlocksWaitForASynchronize) {
@@ -74,7 +74,7 @@ TEST(CachingDeviceApi, PinnedBlocksWaitForASynchronize) {
 
 TEST(CachingDeviceApi, CachedBytesStayUnderTheLimitAndGoWithTheApi) {
   auto log = std::make_shared<test::FakeDeviceLog>();
-  const size_t block = CachingDeviceApi::sizeClass(4096 + 512);  // what a request of 4096 takes
+  const size_t block = CachingDeviceApi::newBlockBytes(4096);  // what a request of 4096 takes
   {
     CachingDeviceApi api(std::make_unique<test::FakeDevice>(log), /*max_cached_bytes=*/2 * block);
     std::vector<void*> blocks;
@@ -133,7 +133,7 @@ TEST(CachingDeviceApi, AFailedAllocationFreesTheCacheAndTriesAgain) {
   void* b = got(api.allocate(4096));
   api.release(a);
   api.release(b);
-  EXPECT_EQ(api.cachedDeviceBytes(), 2 * CachingDeviceApi::sizeClass(4096 + 512));
+  EXPECT_EQ(api.cachedDeviceBytes(), 2 * CachingDeviceApi::newBlockBytes(4096));
   // 12288 fits only once the cached blocks are freed, and without the headroom.
   auto big = api.allocate(12288);
   ASSERT_TRUE(big.isOk()) << big.status().toString();

@@ -244,7 +244,7 @@ int64_t countSized(const std::vector<size_t>& sizes, size_t from, size_t bytes) 
 int64_t countPlanSized(const std::vector<size_t>& sizes, size_t from, size_t bytes) {
   using cuda_detail::CachingDeviceApi;
   const size_t size_class = CachingDeviceApi::sizeClass(bytes);
-  const size_t with_headroom = CachingDeviceApi::sizeClass(size_class + size_class / 8);
+  const size_t with_headroom = CachingDeviceApi::newBlockBytes(size_class);
   return countSized(sizes, from, size_class) +
          (with_headroom != size_class ? countSized(sizes, from, with_headroom) : 0);
 }

@@ -35,7 +35,7 @@ StatusOr<void*> CachingDeviceApi::obtain(Pool& pool, size_t bytes, bool host) {
   }
   // A new block an eighth larger than asked, where that is little: the buffer of a plan some
   // positions longer fits in it when this plan is evicted.
-  size_t size = bytes < kHeadroomBelowBytes ? sizeClass(bytes + bytes / 8) : bytes;
+  size_t size = newBlockBytes(bytes);
   auto fresh = host ? device_->allocateHost(size) : device_->allocate(size);
   if (!fresh.isOk() && !pool.cached.empty()) {
     trim(pool, 0, host);  // what is cached may be what the new block needs
@@ -74,7 +74,6 @@ void CachingDeviceApi::releaseHost(void* data) {
   auto it = host_pool_.live.find(data);
   if (it == host_pool_.live.end()) return device_->releaseHost(data);
   waiting_.push_back({data, it->second});
-  waiting_bytes_ += it->second;
   host_pool_.live.erase(it);
 }
 
@@ -83,9 +82,14 @@ Status CachingDeviceApi::synchronize(const std::string& what) {
   if (!s.isOk()) return s;
   std::vector<Block> ready = std::move(waiting_);
   waiting_.clear();
-  waiting_bytes_ = 0;
   for (const Block& b : ready) keep(host_pool_, b, true);
   return s;
+}
+
+size_t CachingDeviceApi::cachedHostBytes() const {
+  size_t bytes = host_pool_.cached_bytes;
+  for (const Block& b : waiting_) bytes += b.bytes;
+  return bytes;
 }
 
 void CachingDeviceApi::keep(Pool& pool, Block block, bool host) {

@@ -47,6 +47,11 @@ class CachingDeviceApi final : public DeviceApi {
 
   /// The size class of a request of `bytes` (see the file comment).
   static size_t sizeClass(size_t bytes);
+  /// The bytes of a new block taken from the device for a request of size class `bytes`: the
+  /// class of an eighth more under kHeadroomBelowBytes, the class itself above.
+  static size_t newBlockBytes(size_t bytes) {
+    return bytes < kHeadroomBelowBytes ? sizeClass(bytes + bytes / 8) : bytes;
+  }
   /// The device itself, for memory kept as long as the session (weights): exact sizes, no cache.
   DeviceApi& uncached() { return *device_; }
 
@@ -90,7 +95,7 @@ class CachingDeviceApi final : public DeviceApi {
 
   /// Bytes given back and kept, device and host (pinned, waiting or ready).
   size_t cachedDeviceBytes() const { return device_pool_.cached_bytes; }
-  size_t cachedHostBytes() const { return host_pool_.cached_bytes + waiting_bytes_; }
+  size_t cachedHostBytes() const;
 
  private:
   struct Block {
@@ -120,7 +125,6 @@ class CachingDeviceApi final : public DeviceApi {
   Pool host_pool_;
   /// Pinned blocks given back since the last synchronize: not yet reusable.
   std::vector<Block> waiting_;
-  size_t waiting_bytes_ = 0;
 };
 
 }  // namespace onnxopt::runtime::cuda_detail
